@@ -1,0 +1,43 @@
+package docflow
+
+import (
+	"context"
+	"time"
+)
+
+// Metric kinds recorded for the operations dashboards.
+const (
+	MetricStep    = "step"
+	MetricIntake  = "intake"
+	MetricRequest = "request"
+)
+
+// Metric is one analytics row: a step attempt, an intake or an HTTP request.
+// Fields that do not apply to a kind stay zero.
+type Metric struct {
+	Kind       string
+	Time       time.Time
+	FileID     int64
+	RunID      string
+	StepType   string
+	Status     string // step: completed/failed/skipped; request: HTTP status as text
+	Attempt    int
+	Duration   time.Duration
+	Bytes      int64
+	ErrorClass string
+	Channel    string // intake channel
+	Method     string // request
+	Route      string // request route pattern
+	HTTPStatus int
+	OwnerID    string
+}
+
+// Recorder records metrics off the hot path (implementations batch).
+// Record never blocks for I/O; it may drop under overload and count drops.
+type Recorder interface {
+	Record(m Metric)
+	// Flush writes what is buffered.
+	Flush(ctx context.Context) error
+	Ping(ctx context.Context) error
+	Close() error
+}

@@ -1,0 +1,132 @@
+package docflow
+
+import (
+	"context"
+	"time"
+)
+
+// File processing states. Terminal: completed, failed, duplicate.
+const (
+	StatusPending    = "pending"
+	StatusProcessing = "processing"
+	StatusCompleted  = "completed"
+	StatusFailed     = "failed"
+	StatusDuplicate  = "duplicate"
+)
+
+// FileStatuses lists every valid processing status.
+var FileStatuses = []string{StatusPending, StatusProcessing, StatusCompleted, StatusFailed, StatusDuplicate}
+
+// File is one ingested document. Blob keys address the blob store
+// (content-addressed: the SHA-256 of the bytes).
+type File struct {
+	ID               int64     `json:"id"`
+	FileHash         string    `json:"filehash"`
+	OriginalFilename string    `json:"original_filename"`
+	StoredFilename   string    `json:"stored_filename"`
+	FileSize         int64     `json:"file_size"`
+	MimeType         string    `json:"mime_type"`
+	CreatedAt        time.Time `json:"created_at"`
+	UpdatedAt        time.Time `json:"updated_at"`
+	OwnerID          *string   `json:"owner_id"`
+	PipelineID       *int64    `json:"pipeline_id"`
+	Status           string    `json:"status"`
+	// Source is the intake channel: upload, ui_upload, url, automation,
+	// processall, watch_folder, imap.
+	Source string `json:"source"`
+	// DuplicateOf is the id of the original when Status is duplicate.
+	DuplicateOf *int64 `json:"duplicate_of,omitempty"`
+	// OriginalBlob and ProcessedBlob are blob-store keys ("" when absent).
+	OriginalBlob  string `json:"-"`
+	ProcessedBlob string `json:"-"`
+
+	DocumentTitle   *string        `json:"document_title"`
+	OCRText         string         `json:"-"`
+	OCRQualityScore *float64       `json:"ocr_quality_score"`
+	AIMetadata      map[string]any `json:"ai_metadata"`
+	Language        string         `json:"language,omitempty"`
+	StorageProvider *string        `json:"storage_provider,omitempty"`
+
+	// Current run.
+	TaskID string `json:"task_id,omitempty"`
+}
+
+// ProcessingStatus is the summary of a file's current run, derived from its
+// recorded steps.
+type ProcessingStatus struct {
+	Status     string `json:"status"`
+	LastStep   string `json:"last_step"`
+	HasErrors  bool   `json:"has_errors"`
+	TotalSteps int    `json:"total_steps"`
+}
+
+// ProcessingLog is one entry of a file's processing log.
+type ProcessingLog struct {
+	ID        int64     `json:"id"`
+	FileID    int64     `json:"-"`
+	TaskID    string    `json:"task_id"`
+	StepName  string    `json:"step_name"`
+	Status    string    `json:"status"`
+	Message   string    `json:"message"`
+	Timestamp time.Time `json:"timestamp"`
+}
+
+// FileFilter selects files for listing. Zero values mean "no filter".
+type FileFilter struct {
+	// Visibility: when OwnerID is set (multi-user mode, non-admin) only files
+	// owned by or shared with that user are returned.
+	VisibleTo *string
+	IDs       []int64
+
+	Search           string
+	MimeType         string
+	Status           string
+	DateFrom         *time.Time
+	DateTo           *time.Time // inclusive (the whole day)
+	StorageProvider  string
+	Tags             []string
+	OCRQuality       string // poor, good, unchecked
+	QualityThreshold float64
+
+	SortBy    string // id, original_filename, file_size, mime_type, created_at
+	SortOrder string // asc, desc
+	Page      int
+	PerPage   int
+}
+
+// FileSortFields lists the allowed FileFilter.SortBy values.
+var FileSortFields = []string{"id", "original_filename", "file_size", "mime_type", "created_at"}
+
+// FileService stores file records.
+type FileService interface {
+	// FindFileByID returns ENOTFOUND if the file does not exist.
+	FindFileByID(ctx context.Context, id int64) (*File, error)
+	// FindFiles returns a page of files and the total count.
+	FindFiles(ctx context.Context, filter FileFilter) ([]*File, int, error)
+	// FindFileByHash returns the oldest non-duplicate file with that hash, or
+	// ENOTFOUND.
+	FindFileByHash(ctx context.Context, hash string) (*File, error)
+	// UpdateFile runs fn on the file inside one transaction and saves it.
+	// Returns ENOTFOUND if the file does not exist.
+	UpdateFile(ctx context.Context, id int64, fn func(*File) error) (*File, error)
+	// DeleteFile removes the record; returns the blob keys no other file
+	// still references, so the caller can remove them. ENOTFOUND if missing.
+	DeleteFile(ctx context.Context, id int64) (orphanBlobs []string, err error)
+}
+
+// Metadata is the AI/rules metadata extracted from a document.
+// Stored in File.AIMetadata as a JSON object with these keys.
+type Metadata struct {
+	Title           string   `json:"title,omitempty"`
+	DocumentType    string   `json:"document_type,omitempty"`
+	Tags            []string `json:"tags,omitempty"`
+	Sender          string   `json:"sender,omitempty"`
+	Date            string   `json:"date,omitempty"` // YYYY-MM-DD
+	Amount          string   `json:"amount,omitempty"`
+	Currency        string   `json:"currency,omitempty"`
+	Language        string   `json:"language,omitempty"`
+	ReferenceNumber string   `json:"reference_number,omitempty"`
+	IBAN            string   `json:"iban,omitempty"`
+	Confidence      float64  `json:"confidence,omitempty"`
+	Provider        string   `json:"provider,omitempty"`
+}

@@ -1,0 +1,108 @@
+package docflow
+
+import (
+	"context"
+	"time"
+)
+
+// User is the identity making a request. In single-user mode (AUTH_ENABLED
+// false) requests carry the anonymous admin user, whose ID is "".
+type User struct {
+	ID          string // owner id: the local user's email, SSO subject, or admin username
+	DisplayName string
+	Email       string
+	IsAdmin     bool
+	// TokenID is set when the request authenticated with an API token.
+	TokenID *int64
+	// SessionID is set when the request authenticated with a session cookie.
+	SessionID string
+	Anonymous bool
+}
+
+// UserProfile is the per-user record admins manage.
+type UserProfile struct {
+	ProfileID         int64      `json:"profile_id"`
+	UserID            string     `json:"user_id"`
+	DisplayName       *string    `json:"display_name"`
+	DailyUploadLimit  *int       `json:"daily_upload_limit"`
+	Notes             *string    `json:"notes"`
+	IsBlocked         bool       `json:"is_blocked"`
+	SubscriptionTier  string     `json:"subscription_tier"`
+	PreferredLanguage *string    `json:"preferred_language"`
+	DocumentCount     int        `json:"document_count"`
+	LastUpload        *time.Time `json:"last_upload"`
+	CreatedAt         time.Time  `json:"created_at"`
+	UpdatedAt         time.Time  `json:"updated_at"`
+}
+
+// LocalUser is an account with a password stored in the database.
+type LocalUser struct {
+	ID           int64     `json:"id"`
+	Email        string    `json:"email"`
+	Username     string    `json:"username"`
+	DisplayName  string    `json:"display_name"`
+	PasswordHash string    `json:"-"`
+	IsAdmin      bool      `json:"is_admin"`
+	IsActive     bool      `json:"is_active"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+}
+
+// APIToken is a bearer token record. Only the SHA-256 of the token is stored.
+type APIToken struct {
+	ID          int64      `json:"id"`
+	OwnerID     string     `json:"-"`
+	Name        string     `json:"name"`
+	TokenPrefix string     `json:"token_prefix"`
+	Token       string     `json:"token,omitempty"` // creation response only
+	TokenHash   string     `json:"-"`
+	IsActive    bool       `json:"is_active"`
+	LastUsedAt  *time.Time `json:"last_used_at"`
+	LastUsedIP  *string    `json:"last_used_ip"`
+	CreatedAt   time.Time  `json:"created_at"`
+	RevokedAt   *time.Time `json:"revoked_at"`
+	ExpiresAt   *time.Time `json:"expires_at"`
+}
+
+// TokenPrefix starts every API token.
+const TokenPrefix = "dfl_"
+
+// Session is a browser session kept server-side.
+type Session struct {
+	ID        string
+	UserID    string
+	IsAdmin   bool
+	Data      map[string]string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// TokenService manages API tokens.
+type TokenService interface {
+	// CreateToken stores t (TokenHash and TokenPrefix set by the caller).
+	CreateToken(ctx context.Context, t *APIToken) error
+	// FindTokenByHash returns ENOTFOUND for unknown hashes.
+	FindTokenByHash(ctx context.Context, hash string) (*APIToken, error)
+	FindTokenByID(ctx context.Context, ownerID string, id int64) (*APIToken, error)
+	ListTokens(ctx context.Context, ownerID string) ([]*APIToken, error)
+	// RevokeToken revokes an active token, or deletes a revoked one. It
+	// returns "revoked" or "deleted". ENOTFOUND if not the owner's.
+	RevokeToken(ctx context.Context, ownerID string, id int64) (string, error)
+	ReactivateToken(ctx context.Context, ownerID string, id int64) (*APIToken, error)
+	// TouchTokens records last use for a batch of tokens.
+	TouchTokens(ctx context.Context, uses map[int64]TokenUse) error
+}
+
+// TokenUse is the last use of a token, flushed in batches.
+type TokenUse struct {
+	At time.Time
+	IP string
+}
+
+// SessionService stores browser sessions.
+type SessionService interface {
+	CreateSession(ctx context.Context, s *Session) error
+	// FindSession returns ENOTFOUND for unknown or expired sessions.
+	FindSession(ctx context.Context, id string) (*Session, error)
+	DeleteSession(ctx context.Context, id string) error
+}
