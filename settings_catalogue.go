@@ -1,0 +1,120 @@
+package docflow
+
+// Setting categories, in the order the settings page shows them.
+var SettingCategories = []string{
+	"Core", "Authentication", "Uploads", "Processing", "OCR", "AI", "Search",
+	"Storage", "Notifications", "Rate limiting", "Mobile", "Advanced",
+}
+
+// OCRLanguages are the Tesseract codes offered by the ocr step's config.
+var OCRLanguages = []string{
+	"ara", "chi_sim", "chi_tra", "ces", "dan", "nld", "eng", "fin", "fra", "deu",
+	"ell", "heb", "hin", "hun", "ita", "jpn", "kor", "nor", "pol", "por", "ron",
+	"rus", "spa", "swe", "tha", "tur", "ukr", "vie",
+}
+
+// Catalogue returns every setting docflow reads. Each call returns a fresh
+// slice, so callers may not change what others see.
+func Catalogue() []SettingDef {
+	r := func(d SettingDef) SettingDef { d.RestartRequired = true; return d }
+	s := func(d SettingDef) SettingDef { d.Sensitive = true; return d }
+	return []SettingDef{
+		// Core
+		r(SettingDef{Key: "LISTEN_ADDR", Category: "Core", Type: TypeString, Default: "127.0.0.1:8000", Description: "Address the HTTP server listens on"}),
+		r(SettingDef{Key: "BASE_URL", Category: "Core", Type: TypeString, Description: "Public URL of the service (default http:// + LISTEN_ADDR)"}),
+		r(SettingDef{Key: "DATABASE_URL", Category: "Core", Type: TypeString, Default: "postgres://postgres@127.0.0.1:5432/docflow?sslmode=disable", Description: "PostgreSQL connection URL; the database is created if missing", Sensitive: true}),
+		r(SettingDef{Key: "WORKDIR", Category: "Core", Type: TypeString, Default: "./data", Description: "Data directory: blobs, embedded broker and search index"}),
+		r(SettingDef{Key: "KAFKA_BROKERS", Category: "Core", Type: TypeList, Description: "Kafka bootstrap brokers; empty starts the embedded broker in-process"}),
+		r(SettingDef{Key: "KAFKA_PARTITIONS", Category: "Core", Type: TypeInt, Default: "12", Description: "Partitions of each topic created by docflow"}),
+		r(SettingDef{Key: "ELASTICSEARCH_URL", Category: "Search", Type: TypeString, Description: "Elasticsearch URL; empty uses the embedded Bleve index"}),
+		r(s(SettingDef{Key: "ELASTICSEARCH_API_KEY", Category: "Search", Type: TypeString, Description: "Elasticsearch API key"})),
+		r(SettingDef{Key: "CLICKHOUSE_URL", Category: "Core", Type: TypeString, Description: "ClickHouse URL (clickhouse://host:9000/db); empty records metrics in PostgreSQL"}),
+		r(SettingDef{Key: "LOG_LEVEL", Category: "Core", Type: TypeDropdown, Default: "info", Options: []string{"debug", "info", "warn", "error"}, Description: "Log level"}),
+		r(SettingDef{Key: "LOG_FORMAT", Category: "Core", Type: TypeDropdown, Default: "console", Options: []string{"console", "json"}, Description: "Log format"}),
+		r(SettingDef{Key: "DEBUG", Category: "Advanced", Type: TypeBool, Default: "false", Description: "Debug mode"}),
+
+		// Authentication
+		r(SettingDef{Key: "AUTH_ENABLED", Category: "Authentication", Type: TypeBool, Default: "false", Description: "Require a session or API token (false = single-user mode)"}),
+		r(SettingDef{Key: "MULTI_USER_ENABLED", Category: "Authentication", Type: TypeBool, Default: "false", Description: "Per-user ownership of documents"}),
+		r(s(SettingDef{Key: "SESSION_SECRET", Category: "Authentication", Type: TypeString, Description: "Secret for session signing and settings encryption (at least 32 characters)"})),
+		r(SettingDef{Key: "SESSION_COOKIE_SECURE", Category: "Authentication", Type: TypeBool, Description: "Mark the session cookie Secure (default: true unless BASE_URL is http)"}),
+		r(SettingDef{Key: "SESSION_LIFETIME_DAYS", Category: "Authentication", Type: TypeInt, Default: "30", Description: "Session lifetime in days"}),
+		r(SettingDef{Key: "ADMIN_USERNAME", Category: "Authentication", Type: TypeString, Default: "admin", Description: "Local admin user name"}),
+		r(s(SettingDef{Key: "ADMIN_PASSWORD", Category: "Authentication", Type: TypeString, Description: "Local admin password (empty disables the local admin login)"})),
+		r(SettingDef{Key: "ADMIN_GROUP_NAME", Category: "Authentication", Type: TypeString, Default: "admin", Description: "SSO group whose members are administrators"}),
+		r(SettingDef{Key: "OIDC_ISSUER", Category: "Authentication", Type: TypeString, Description: "OpenID Connect issuer URL (SSO)"}),
+		r(SettingDef{Key: "OIDC_CLIENT_ID", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client id"}),
+		r(s(SettingDef{Key: "OIDC_CLIENT_SECRET", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client secret"})),
+		r(SettingDef{Key: "TRUSTED_PROXIES", Category: "Authentication", Type: TypeList, Description: "Proxy addresses or CIDRs whose X-Forwarded-For is honoured"}),
+
+		// Uploads
+		{Key: "MAX_UPLOAD_SIZE", Category: "Uploads", Type: TypeInt, Default: "1073741824", Description: "Largest accepted upload in bytes"},
+		{Key: "MAX_REQUEST_BODY_SIZE", Category: "Uploads", Type: TypeInt, Default: "1048576", Description: "Largest accepted JSON body in bytes"},
+		{Key: "ENABLE_DEDUPLICATION", Category: "Uploads", Type: TypeBool, Default: "true", Description: "Detect exact duplicates by SHA-256"},
+		{Key: "ALLOW_FILE_DELETE", Category: "Uploads", Type: TypeBool, Default: "true", Description: "Allow deleting files through the API"},
+		{Key: "UPLOAD_RATE_LIMIT_PER_USER", Category: "Uploads", Type: TypeInt, Default: "20", Description: "Uploads per user per window (ui-upload, process-url)"},
+		{Key: "UPLOAD_RATE_LIMIT_WINDOW", Category: "Uploads", Type: TypeInt, Default: "60", Description: "Per-user upload window in seconds"},
+		{Key: "DEFAULT_DAILY_UPLOAD_LIMIT", Category: "Uploads", Type: TypeInt, Default: "0", Description: "Daily uploads per user when the profile sets none (0 = unlimited)"},
+		{Key: "URL_FETCH_TIMEOUT", Category: "Uploads", Type: TypeInt, Default: "30", Description: "Total timeout in seconds for process-url downloads"},
+		{Key: "URL_FETCH_ALLOWED_HOSTS", Category: "Uploads", Type: TypeList, Description: "Hosts process-url may fetch even when they resolve to private addresses"},
+		{Key: "PROCESSALL_DIR", Category: "Uploads", Type: TypeString, Description: "Folder processall reads PDFs from (default WORKDIR/processall)"},
+		{Key: "PROCESSALL_THROTTLE_THRESHOLD", Category: "Uploads", Type: TypeInt, Default: "20", Description: "File count above which processall staggers tasks"},
+		{Key: "PROCESSALL_THROTTLE_DELAY", Category: "Uploads", Type: TypeInt, Default: "3", Description: "Seconds of delay per task index when throttled"},
+		{Key: "WATCH_FOLDERS", Category: "Uploads", Type: TypeList, Description: "Folders polled for new files"},
+		{Key: "WATCH_FOLDER_INTERVAL", Category: "Uploads", Type: TypeInt, Default: "10", Description: "Watch folder poll interval in seconds"},
+
+		// Processing
+		{Key: "STEP_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "600", Description: "Seconds one step attempt may run"},
+		{Key: "STEP_RETRY_DELAYS", Category: "Processing", Type: TypeList, Default: "60s,300s,900s", Description: "Retry delays of a failed step (jitter ±20 %)"},
+		{Key: "STEP_POOL_SIZES", Category: "Processing", Type: TypeString, Description: "Actors per step type, e.g. ocr=2,convert_to_pdf=2 (OCR defaults to the core count)"},
+		{Key: "STALLED_RUN_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "3600", Description: "Seconds after which a run with no progress is failed"},
+		{Key: "LOCAL_DESTINATION_DIR", Category: "Storage", Type: TypeString, Description: "Folder the send_to_destinations step copies processed files to"},
+		{Key: "LIBREOFFICE_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "120", Description: "Seconds a LibreOffice conversion may take"},
+		{Key: "CONVERT_CONCURRENCY", Category: "Processing", Type: TypeInt, Default: "2", Description: "Concurrent LibreOffice conversions"},
+
+		// OCR
+		{Key: "TESSERACT_LANGUAGE", Category: "OCR", Type: TypeAutocomp, Default: "eng+deu", Description: "Tesseract languages used when a step says auto"},
+		{Key: "TEXT_QUALITY_THRESHOLD", Category: "OCR", Type: TypeSlider, Default: "85", Description: "OCR quality score below which text counts as poor"},
+		{Key: "AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT", Category: "OCR", Type: TypeString, Description: "Azure Document Intelligence endpoint for cloud OCR"},
+		s(SettingDef{Key: "AZURE_DOCUMENT_INTELLIGENCE_KEY", Category: "OCR", Type: TypeString, Description: "Azure Document Intelligence key"}),
+		{Key: "AZURE_REGION", Category: "OCR", Type: TypeAutocomp, Description: "Azure region"},
+		{Key: "AWS_REGION", Category: "Storage", Type: TypeAutocomp, Default: "us-east-1", Description: "AWS region"},
+		{Key: "EASYOCR_LANGUAGES", Category: "OCR", Type: TypeMulti, Description: "Languages for an EasyOCR-compatible provider"},
+
+		// AI
+		{Key: "METADATA_PROVIDER", Category: "AI", Type: TypeDropdown, Default: "rules", Options: []string{"rules", "openai"}, Description: "Metadata extraction provider"},
+		{Key: "OPENAI_BASE_URL", Category: "AI", Type: TypeString, Default: "https://api.openai.com/v1", Description: "OpenAI-compatible API base URL"},
+		s(SettingDef{Key: "OPENAI_API_KEY", Category: "AI", Type: TypeString, Description: "API key for the OpenAI-compatible endpoint"}),
+		{Key: "OPENAI_MODEL", Category: "AI", Type: TypeModelPicker, Default: "gpt-4o-mini", Description: "Chat model for metadata extraction"},
+		{Key: "EMBEDDING_PROVIDER", Category: "AI", Type: TypeDropdown, Default: "hashing", Options: []string{"hashing", "openai"}, Description: "Embedding provider"},
+		{Key: "EMBEDDING_MODEL", Category: "AI", Type: TypeModelPicker, Default: "text-embedding-3-small", Description: "Embedding model (openai provider)"},
+		{Key: "EMBEDDING_DIMENSIONS", Category: "AI", Type: TypeInt, Default: "384", Description: "Embedding dimensions"},
+		{Key: "EMBEDDING_MAX_TOKENS", Category: "AI", Type: TypeInt, Default: "8000", Description: "Tokens of text fed to the embedding"},
+		{Key: "SIMILARITY_PAIR_THRESHOLD", Category: "Search", Type: TypeSlider, Default: "0.5", Description: "Similarity above which document pairs are stored"},
+
+		// Notifications
+		{Key: "WEBHOOK_TIMEOUT", Category: "Notifications", Type: TypeInt, Default: "10", Description: "Webhook delivery timeout in seconds"},
+		{Key: "PUSH_RELAY_URL", Category: "Notifications", Type: TypeString, Default: "https://exp.host/--/api/v2/push/send", Description: "Push notification relay"},
+		{Key: "NOTIFICATION_URLS", Category: "Notifications", Type: TypeList, Description: "Admin notification channels (URLs)"},
+		{Key: "SMTP_HOST", Category: "Notifications", Type: TypeString, Description: "SMTP server for e-mail"},
+		{Key: "SMTP_PORT", Category: "Notifications", Type: TypeInt, Default: "587", Description: "SMTP port"},
+		{Key: "SMTP_USERNAME", Category: "Notifications", Type: TypeString, Description: "SMTP user"},
+		s(SettingDef{Key: "SMTP_PASSWORD", Category: "Notifications", Type: TypeString, Description: "SMTP password"}),
+		{Key: "SMTP_FROM", Category: "Notifications", Type: TypeString, Description: "Sender address of e-mail"},
+
+		// Rate limiting
+		{Key: "RATE_LIMITING_ENABLED", Category: "Rate limiting", Type: TypeBool, Default: "true", Description: "Enforce request rate limits"},
+		{Key: "RATE_LIMIT_DEFAULT", Category: "Rate limiting", Type: TypeString, Default: "100/minute", Description: "Default endpoint limit"},
+		{Key: "RATE_LIMIT_UPLOAD", Category: "Rate limiting", Type: TypeString, Default: "600/minute", Description: "Upload endpoint limit"},
+		{Key: "RATE_LIMIT_AUTH", Category: "Rate limiting", Type: TypeString, Default: "10/minute", Description: "Authentication endpoint limit"},
+
+		// Storage / destinations
+		{Key: "DROPBOX_API_URL", Category: "Storage", Type: TypeString, Default: "https://api.dropboxapi.com", Description: "Dropbox API base URL"},
+		{Key: "ONEDRIVE_API_URL", Category: "Storage", Type: TypeString, Default: "https://graph.microsoft.com/v1.0", Description: "OneDrive (Microsoft Graph) API base URL"},
+
+		// Advanced
+		{Key: "ENABLE_FACTORY_RESET", Category: "Advanced", Type: TypeBool, Default: "false", Description: "Allow the system reset endpoints"},
+		{Key: "FACTORY_RESET_ON_STARTUP", Category: "Advanced", Type: TypeBool, Default: "false", Description: "Wipe everything at start"},
+		{Key: "SEARCH_INDEXER_BATCH", Category: "Search", Type: TypeInt, Default: "200", Description: "Documents per bulk index request"},
+	}
+}
