@@ -1,0 +1,258 @@
+package analytics
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeStore records the batches written to it; fail makes writes fail and
+// hold makes them block until released or their context ends.
+type fakeStore struct {
+	mu      sync.Mutex
+	batches [][]int
+	fail    bool
+	hold    chan struct{}
+}
+
+func (f *fakeStore) write(ctx context.Context, rows []int) error {
+	f.mu.Lock()
+	hold, fail := f.hold, f.fail
+	f.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if fail {
+		return errors.New("store down")
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.batches = append(f.batches, append([]int(nil), rows...))
+	return nil
+}
+
+func (f *fakeStore) setFail(v bool) {
+	f.mu.Lock()
+	f.fail = v
+	f.mu.Unlock()
+}
+
+func (f *fakeStore) rows() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var all []int
+	for _, b := range f.batches {
+		all = append(all, b...)
+	}
+	return all
+}
+
+func (f *fakeStore) batchSizes() []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var n []int
+	for _, b := range f.batches {
+		n = append(n, len(b))
+	}
+	return n
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func checkOrdered(t *testing.T, got []int, n int) {
+	t.Helper()
+	if len(got) != n {
+		t.Fatalf("wrote %d rows, want %d", len(got), n)
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("row %d is %d: rows lost, duplicated or reordered", i, v)
+		}
+	}
+}
+
+func TestBatcherFlushAtSize(t *testing.T) {
+	f := &fakeStore{}
+	b := NewBatcher(f.write, Options{BatchSize: 100, QueueSize: 1000, FlushInterval: time.Hour})
+	defer b.Close()
+	for i := range 250 {
+		b.Add(i)
+	}
+	eventually(t, "two full batches", func() bool { return b.Stats().Written == 200 })
+	time.Sleep(50 * time.Millisecond)
+	if s := b.Stats(); s.Written != 200 || s.Buffered != 50 {
+		t.Fatalf("stats %+v, want 200 written and 50 buffered until the interval", s)
+	}
+	for _, n := range f.batchSizes() {
+		if n > 100 {
+			t.Fatalf("batch of %d rows exceeds BatchSize 100", n)
+		}
+	}
+	if err := b.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkOrdered(t, f.rows(), 250)
+}
+
+func TestBatcherFlushAtInterval(t *testing.T) {
+	f := &fakeStore{}
+	b := NewBatcher(f.write, Options{BatchSize: 1000, FlushInterval: 50 * time.Millisecond})
+	defer b.Close()
+	for i := range 3 {
+		b.Add(i)
+	}
+	eventually(t, "the interval flush", func() bool { return len(f.rows()) == 3 })
+	checkOrdered(t, f.rows(), 3)
+}
+
+func TestBatcherCloseFlushes(t *testing.T) {
+	f := &fakeStore{}
+	b := NewBatcher(f.write, Options{BatchSize: 1000, FlushInterval: time.Hour})
+	for i := range 500 {
+		b.Add(i)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkOrdered(t, f.rows(), 500)
+	if err := b.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if b.Add(1) {
+		t.Fatal("Add after Close queued a row")
+	}
+	if err := b.Flush(context.Background()); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Flush after Close = %v, want ErrClosed", err)
+	}
+	if s := b.Stats(); s.Recorded != 501 || s.Written != 500 || s.Dropped != 1 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+func TestBatcherOverflowNeverBlocks(t *testing.T) {
+	f := &fakeStore{hold: make(chan struct{})}
+	b := NewBatcher(f.write, Options{BatchSize: 10, QueueSize: 20, MaxBuffered: 30,
+		FlushInterval: time.Millisecond, WriteTimeout: time.Minute})
+	const n = 100_000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			b.Add(i)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Add blocked while the store hung")
+	}
+	s := b.Stats()
+	if s.Dropped == 0 || s.Buffered > 20+30 {
+		t.Fatalf("stats %+v: want drops and at most 50 rows buffered", s)
+	}
+	close(f.hold)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = b.Stats()
+	if s.Recorded != n || s.Written+s.Dropped != n || int64(len(f.rows())) != s.Written {
+		t.Fatalf("stats %+v, store has %d rows: counters do not add up", s, len(f.rows()))
+	}
+}
+
+func TestBatcherRetriesWithoutLoss(t *testing.T) {
+	f := &fakeStore{fail: true}
+	b := NewBatcher(f.write, Options{BatchSize: 100, FlushInterval: 10 * time.Millisecond,
+		MaxBuffered: 1000, QueueSize: 1000, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond})
+	defer b.Close()
+	for i := range 800 {
+		b.Add(i)
+	}
+	if err := b.Flush(context.Background()); err == nil {
+		t.Fatal("Flush succeeded while the store is down")
+	}
+	eventually(t, "a few retries", func() bool { return b.Stats().WriteErrors >= 3 })
+	if s := b.Stats(); s.Written != 0 || s.Dropped != 0 || s.Buffered != 800 {
+		t.Fatalf("stats during outage %+v", s)
+	}
+	f.setFail(false)
+	eventually(t, "the backlog written by the background retry", func() bool { return b.Stats().Written == 800 })
+	checkOrdered(t, f.rows(), 800)
+}
+
+func TestBatcherOutageIsBounded(t *testing.T) {
+	f := &fakeStore{fail: true}
+	b := NewBatcher(f.write, Options{BatchSize: 50, FlushInterval: 10 * time.Millisecond,
+		MaxBuffered: 200, QueueSize: 100, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond})
+	defer b.Close()
+	for i := range 1000 {
+		b.Add(i)
+		if i%50 == 49 { // let the loop take what it may before going on
+			eventually(t, "the loop to catch up", func() bool {
+				return len(b.queue) == 0 || b.held.Load() >= 200
+			})
+		}
+	}
+	eventually(t, "the buffer at its bound", func() bool { return b.Stats().Buffered == 300 })
+	if s := b.Stats(); s.Dropped != 700 {
+		t.Fatalf("stats %+v: want 700 dropped with 300 buffered", s)
+	}
+	f.setFail(false)
+	eventually(t, "the backlog written", func() bool { return b.Stats().Written == 300 })
+	checkOrdered(t, f.rows(), 300)
+}
+
+func TestBatcherCloseGivesUpAfterTimeout(t *testing.T) {
+	f := &fakeStore{fail: true}
+	b := NewBatcher(f.write, Options{BatchSize: 10, RetryMin: time.Millisecond,
+		RetryMax: 5 * time.Millisecond, CloseTimeout: 100 * time.Millisecond})
+	for i := range 25 {
+		b.Add(i)
+	}
+	start := time.Now()
+	if err := b.Close(); err == nil {
+		t.Fatal("Close reported success with the store down")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Close took %v with CloseTimeout 100ms", d)
+	}
+	if s := b.Stats(); s.Dropped != 25 || s.Buffered != 0 {
+		t.Fatalf("stats %+v: want the 25 unwritten rows counted as dropped", s)
+	}
+}
+
+func TestBatcherFlushHonoursContext(t *testing.T) {
+	f := &fakeStore{hold: make(chan struct{})}
+	b := NewBatcher(f.write, Options{FlushInterval: time.Hour})
+	defer func() { close(f.hold); b.Close() }()
+	b.Add(1)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := b.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Flush = %v, want deadline exceeded", err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for attempt, want := range map[int]time.Duration{1: 100, 2: 200, 3: 400, 10: 1000} {
+		got := backoff(100, 1000, attempt)
+		if got < want*8/10 || got > want*12/10 {
+			t.Errorf("backoff(attempt %d) = %v, want %v ±20%%", attempt, got, want)
+		}
+	}
+}
