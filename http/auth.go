@@ -1,0 +1,287 @@
+package http
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"docflow"
+)
+
+// SessionCookie is the name of the browser session cookie.
+const SessionCookie = "session"
+
+// tokenCacheTTL bounds how long a token lookup is reused. Revocation through
+// this process drops the entry at once; other processes see it within the TTL.
+const tokenCacheTTL = 2 * time.Second
+
+type cachedToken struct {
+	tok *docflow.APIToken
+	at  time.Time
+}
+
+// authenticator resolves the user of a request.
+type authenticator struct {
+	cfg Config
+
+	mu    sync.Mutex
+	cache map[string]cachedToken
+	uses  map[int64]docflow.TokenUse
+
+	stopc chan struct{}
+	done  chan struct{}
+}
+
+func newAuthenticator(cfg Config) *authenticator {
+	return &authenticator{cfg: cfg, cache: map[string]cachedToken{}, uses: map[int64]docflow.TokenUse{}}
+}
+
+// HashToken returns the hex SHA-256 stored for a token.
+func HashToken(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
+}
+
+var errNotAuthenticated = docflow.Errorf(docflow.EUNAUTHORIZED, "Not authenticated")
+var errInvalidToken = docflow.Errorf(docflow.EUNAUTHORIZED, "Invalid or expired token")
+var errAdminRequired = docflow.Errorf(docflow.EFORBIDDEN, "Admin access required")
+
+func (a *authenticator) authEnabled() bool {
+	return docflow.SettingBool(a.cfg.Settings, "AUTH_ENABLED", false)
+}
+
+// authenticate returns the user for the route's auth level, or an error.
+func (a *authenticator) authenticate(c *fasthttp.RequestCtx, level Auth) (*docflow.User, error) {
+	ctx := RequestContext(c)
+	bearer := bearerToken(c)
+	var user *docflow.User
+	var tokenErr error
+	if bearer != "" {
+		user, tokenErr = a.userFromToken(ctx, c, bearer)
+	}
+	if level == AuthToken {
+		if bearer == "" {
+			return nil, errNotAuthenticated
+		}
+		if tokenErr != nil {
+			return nil, tokenErr
+		}
+		return user, nil
+	}
+	if user == nil && bearer == "" {
+		if sid := a.sessionID(c); sid != "" {
+			user = a.userFromSession(ctx, sid)
+		}
+	}
+	if level == AuthSession {
+		if user == nil || user.SessionID == "" {
+			return nil, errNotAuthenticated
+		}
+		return user, nil
+	}
+	if !a.authEnabled() {
+		if user == nil {
+			// Single-user mode: everyone is the anonymous administrator.
+			user = &docflow.User{ID: "", DisplayName: "Local user", IsAdmin: true, Anonymous: true}
+		}
+		return user, nil
+	}
+	switch level {
+	case AuthNone:
+		return user, nil
+	case AuthUser, AuthAdmin:
+		if user == nil {
+			if tokenErr != nil {
+				return nil, tokenErr
+			}
+			return nil, errNotAuthenticated
+		}
+		if level == AuthAdmin && !user.IsAdmin {
+			return nil, errAdminRequired
+		}
+	}
+	return user, nil
+}
+
+func bearerToken(c *fasthttp.RequestCtx) string {
+	h := string(c.Request.Header.Peek("Authorization"))
+	if len(h) > 7 && strings.EqualFold(h[:7], "bearer ") {
+		return strings.TrimSpace(h[7:])
+	}
+	return ""
+}
+
+func (a *authenticator) userFromToken(ctx context.Context, c *fasthttp.RequestCtx, token string) (*docflow.User, error) {
+	if !strings.HasPrefix(token, docflow.TokenPrefix) || len(token) > 200 {
+		return nil, errInvalidToken
+	}
+	hash := HashToken(token)
+	now := a.cfg.Now()
+	a.mu.Lock()
+	ct, ok := a.cache[hash]
+	a.mu.Unlock()
+	var tok *docflow.APIToken
+	if ok && now.Sub(ct.at) < tokenCacheTTL {
+		tok = ct.tok
+	} else {
+		t, err := a.cfg.Tokens.FindTokenByHash(ctx, hash)
+		if err != nil {
+			if docflow.ErrorCode(err) == docflow.ENOTFOUND {
+				return nil, errInvalidToken
+			}
+			return nil, err
+		}
+		tok = t
+		a.mu.Lock()
+		if len(a.cache) > 100_000 {
+			a.cache = map[string]cachedToken{}
+		}
+		a.cache[hash] = cachedToken{tok: t, at: now}
+		a.mu.Unlock()
+	}
+	// The lookup was by hash; compare again in constant time.
+	if subtle.ConstantTimeCompare([]byte(tok.TokenHash), []byte(hash)) != 1 {
+		return nil, errInvalidToken
+	}
+	if !tok.IsActive || tok.RevokedAt != nil || (tok.ExpiresAt != nil && !now.Before(*tok.ExpiresAt)) {
+		return nil, errInvalidToken
+	}
+	a.mu.Lock()
+	a.uses[tok.ID] = docflow.TokenUse{At: now, IP: a.clientIP(c)}
+	a.mu.Unlock()
+	id := tok.ID
+	return &docflow.User{ID: tok.OwnerID, IsAdmin: a.isAdmin(ctx, tok.OwnerID), TokenID: &id}, nil
+}
+
+// forget drops a token from the cache (after revoke or reactivate).
+func (a *authenticator) forget(hash string) {
+	a.mu.Lock()
+	delete(a.cache, hash)
+	a.mu.Unlock()
+}
+
+func (a *authenticator) isAdmin(ctx context.Context, userID string) bool {
+	if a.cfg.IsAdmin != nil {
+		return a.cfg.IsAdmin(ctx, userID)
+	}
+	return userID == "" || userID == a.cfg.Settings.Get("ADMIN_USERNAME")
+}
+
+// sessionID returns the verified id of the session cookie, or "".
+func (a *authenticator) sessionID(c *fasthttp.RequestCtx) string {
+	v := string(c.Request.Header.Cookie(SessionCookie))
+	i := strings.LastIndexByte(v, '.')
+	if i <= 0 {
+		return ""
+	}
+	id, sig := v[:i], v[i+1:]
+	if !hmac.Equal([]byte(sig), []byte(a.sign(id))) {
+		return ""
+	}
+	return id
+}
+
+func (a *authenticator) sign(id string) string {
+	m := hmac.New(sha256.New, []byte(a.cfg.SessionSecret))
+	m.Write([]byte(id))
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// cookieValue returns the signed cookie value for a session id.
+func (a *authenticator) cookieValue(id string) string { return id + "." + a.sign(id) }
+
+func (a *authenticator) userFromSession(ctx context.Context, sid string) *docflow.User {
+	sess, err := a.cfg.Sessions.FindSession(ctx, sid)
+	if err != nil {
+		return nil
+	}
+	return &docflow.User{ID: sess.UserID, DisplayName: sess.UserID, IsAdmin: sess.IsAdmin || a.isAdmin(ctx, sess.UserID), SessionID: sess.ID}
+}
+
+// clientIP is the peer address, or the X-Forwarded-For client when the peer
+// is a trusted proxy.
+func (a *authenticator) clientIP(c *fasthttp.RequestCtx) string {
+	ip := c.RemoteIP()
+	proxies := docflow.SettingList(a.cfg.Settings, "TRUSTED_PROXIES")
+	if len(proxies) == 0 || !ipIn(ip, proxies) {
+		return ip.String()
+	}
+	xff := string(c.Request.Header.Peek("X-Forwarded-For"))
+	parts := strings.Split(xff, ",")
+	// Walk from the right: the first address that is not a trusted proxy is the client.
+	for i := len(parts) - 1; i >= 0; i-- {
+		p := net.ParseIP(strings.TrimSpace(parts[i]))
+		if p == nil {
+			break
+		}
+		if !ipIn(p, proxies) {
+			return p.String()
+		}
+	}
+	return ip.String()
+}
+
+func ipIn(ip net.IP, list []string) bool {
+	for _, p := range list {
+		if strings.Contains(p, "/") {
+			if _, n, err := net.ParseCIDR(p); err == nil && n.Contains(ip) {
+				return true
+			}
+		} else if q := net.ParseIP(p); q != nil && q.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// start runs the batched last-use writer.
+func (a *authenticator) start() {
+	a.stopc, a.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(a.done)
+		t := time.NewTicker(5 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-a.stopc:
+				return
+			case <-t.C:
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				a.flush(ctx)
+				cancel()
+			}
+		}
+	}()
+}
+
+func (a *authenticator) stop(ctx context.Context) {
+	if a.stopc != nil {
+		close(a.stopc)
+		<-a.done
+		a.stopc = nil
+	}
+	a.flush(ctx)
+}
+
+// flush writes the recorded last uses in one statement.
+func (a *authenticator) flush(ctx context.Context) {
+	a.mu.Lock()
+	uses := a.uses
+	a.uses = map[int64]docflow.TokenUse{}
+	a.mu.Unlock()
+	if len(uses) == 0 {
+		return
+	}
+	if err := a.cfg.Tokens.TouchTokens(ctx, uses); err != nil {
+		a.cfg.Log.Warn().Err(err).Msg("record token last use")
+	}
+}

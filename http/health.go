@@ -1,0 +1,88 @@
+package http
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// HealthCheck is one dependency check of the health endpoints. Critical
+// checks (the database) make the service not ready; others degrade it.
+type HealthCheck struct {
+	Name     string
+	Critical bool
+	Check    func(ctx context.Context) error
+}
+
+// AddHealthCheck registers a check (before Serve).
+func (s *Server) AddHealthCheck(h HealthCheck) { s.health = append(s.health, h) }
+
+type checkResult struct {
+	Status string `json:"status"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// runChecks runs every check concurrently with a short timeout.
+func (s *Server) runChecks(ctx context.Context) (map[string]checkResult, bool, bool) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	results := make(map[string]checkResult, len(s.health))
+	criticalOK, allOK := true, true
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, h := range s.health {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := checkResult{Status: "ok"}
+			if err := h.Check(ctx); err != nil {
+				r = checkResult{Status: "error", Detail: err.Error()}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			results[h.Name] = r
+			if r.Status != "ok" {
+				allOK = false
+				if h.Critical {
+					criticalOK = false
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return results, criticalOK, allOK
+}
+
+func (s *Server) mountHealth() {
+	none := Route{Auth: AuthNone, Limit: LimitNone}
+	s.Handle("GET", "/api/diagnostic/healthz/live", none, func(c *fasthttp.RequestCtx) error {
+		c.Response.Header.SetContentType("application/json")
+		c.SetBodyString(`{"status":"ok"}` + "\n")
+		return nil
+	})
+	s.Handle("GET", "/api/diagnostic/healthz/ready", none, func(c *fasthttp.RequestCtx) error {
+		checks, critOK, _ := s.runChecks(RequestContext(c))
+		if !critOK {
+			writeJSON(c, fasthttp.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks})
+			return nil
+		}
+		writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "ready", "checks": checks})
+		return nil
+	})
+	s.Handle("GET", "/api/diagnostic/health", Route{Auth: AuthUser, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
+		checks, critOK, allOK := s.runChecks(RequestContext(c))
+		status, code := "healthy", fasthttp.StatusOK
+		if !critOK {
+			status, code = "unhealthy", fasthttp.StatusServiceUnavailable
+		} else if !allOK {
+			status = "degraded"
+		}
+		writeJSON(c, code, map[string]any{
+			"status": status, "version": s.cfg.Version,
+			"timestamp": s.cfg.Now().UTC().Format(time.RFC3339Nano), "checks": checks,
+		})
+		return nil
+	})
+}

@@ -1,0 +1,191 @@
+package http
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"html/template"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"docflow"
+)
+
+var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign in · docflow</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font-family:system-ui,sans-serif;background:#f4f5f7;display:flex;justify-content:center;padding-top:10vh}
+form{background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px #0002;min-width:18rem}
+label{display:block;margin:.8rem 0 .2rem}input{width:100%;padding:.5rem;box-sizing:border-box}
+button{margin-top:1.2rem;width:100%;padding:.6rem;background:#2456d3;color:#fff;border:0;border-radius:4px}
+.error{color:#b00020}</style></head>
+<body><form method="post" action="/login">
+<h1>docflow</h1>
+{{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
+<label for="username">Username</label><input id="username" name="username" autocomplete="username" required value="{{.Username}}">
+<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
+<input type="hidden" name="next" value="{{.Next}}">
+{{if .Mobile}}<input type="hidden" name="mobile" value="1"><input type="hidden" name="redirect_uri" value="{{.RedirectURI}}">{{end}}
+<button type="submit">Sign in</button>
+</form></body></html>`))
+
+type loginView struct {
+	Error, Username, Next, RedirectURI string
+	Mobile                             bool
+}
+
+// mobileRedirectAllowed accepts only the app's scheme and the development
+// client's (open-redirect protection).
+func mobileRedirectAllowed(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil {
+		return false
+	}
+	return p.Scheme == "docflow" || p.Scheme == "exp"
+}
+
+// safeNext keeps post-login redirects on this site.
+func safeNext(next string) string {
+	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
+		return "/"
+	}
+	return next
+}
+
+func (s *Server) renderLogin(c *fasthttp.RequestCtx, status int, v loginView) error {
+	c.Response.Header.SetContentType("text/html; charset=utf-8")
+	c.SetStatusCode(status)
+	return loginPage.Execute(c, v)
+}
+
+func (s *Server) mountLogin() {
+	s.Handle("GET", "/login", Route{Auth: AuthNone}, func(c *fasthttp.RequestCtx) error {
+		q := c.QueryArgs()
+		v := loginView{Next: safeNext(string(q.Peek("next")))}
+		if string(q.Peek("mobile")) == "1" {
+			ru := string(q.Peek("redirect_uri"))
+			if !mobileRedirectAllowed(ru) {
+				return docflow.Errorf(docflow.EBADREQUEST, "redirect_uri must use the docflow:// or exp:// scheme")
+			}
+			v.Mobile, v.RedirectURI = true, ru
+		}
+		return s.renderLogin(c, fasthttp.StatusOK, v)
+	})
+	s.Handle("POST", "/login", Route{Auth: AuthNone, Limit: LimitAuth}, s.handleLogin)
+	s.Handle("POST", "/logout", Route{Auth: AuthNone}, func(c *fasthttp.RequestCtx) error {
+		if sid := s.auth.sessionID(c); sid != "" {
+			if err := s.cfg.Sessions.DeleteSession(RequestContext(c), sid); err != nil {
+				return err
+			}
+		}
+		s.setSessionCookie(c, "", -1)
+		if strings.Contains(string(c.Request.Header.Peek("Accept")), "text/html") {
+			c.Redirect("/login", fasthttp.StatusSeeOther)
+			return nil
+		}
+		writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Logged out"})
+		return nil
+	})
+}
+
+func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
+	var username, password, next, redirectURI string
+	mobile := false
+	isJSON := strings.HasPrefix(string(c.Request.Header.ContentType()), "application/json")
+	if isJSON {
+		var req struct {
+			Username string `json:"username"`
+			Password string `json:"password"`
+		}
+		if err := decodeJSON(c, &req); err != nil {
+			return err
+		}
+		username, password = req.Username, req.Password
+	} else {
+		args := c.PostArgs()
+		username, password = string(args.Peek("username")), string(args.Peek("password"))
+		next = safeNext(string(args.Peek("next")))
+		mobile = string(args.Peek("mobile")) == "1"
+		redirectURI = string(args.Peek("redirect_uri"))
+		if mobile && !mobileRedirectAllowed(redirectURI) {
+			return docflow.Errorf(docflow.EBADREQUEST, "redirect_uri must use the docflow:// or exp:// scheme")
+		}
+	}
+	user, ok := s.checkPassword(c, strings.TrimSpace(username), password)
+	if !ok {
+		if isJSON {
+			return docflow.Errorf(docflow.EUNAUTHORIZED, "Invalid username or password")
+		}
+		return s.renderLogin(c, fasthttp.StatusUnauthorized, loginView{Error: "Invalid username or password.", Username: username, Next: next, Mobile: mobile, RedirectURI: redirectURI})
+	}
+	days := docflow.SettingInt(s.cfg.Settings, "SESSION_LIFETIME_DAYS", 30)
+	b := make([]byte, 32)
+	rand.Read(b) //nolint:errcheck
+	now := s.cfg.Now()
+	sess := &docflow.Session{ID: base64.RawURLEncoding.EncodeToString(b), UserID: user.ID, IsAdmin: user.IsAdmin,
+		CreatedAt: now, ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour)}
+	if err := s.cfg.Sessions.CreateSession(RequestContext(c), sess); err != nil {
+		return err
+	}
+	s.setSessionCookie(c, s.auth.cookieValue(sess.ID), days*86400)
+	if mobile {
+		t, err := IssueToken(c, s.cfg.Tokens, user.ID, "Mobile App – Browser login", nil)
+		if err != nil {
+			return err
+		}
+		sep := "?"
+		if strings.Contains(redirectURI, "?") {
+			sep = "&"
+		}
+		c.Redirect(redirectURI+sep+"token="+url.QueryEscape(t.Token), fasthttp.StatusSeeOther)
+		return nil
+	}
+	if isJSON {
+		writeJSON(c, fasthttp.StatusOK, map[string]any{"user_id": user.ID, "is_admin": user.IsAdmin, "expires_at": sess.ExpiresAt})
+		return nil
+	}
+	c.Redirect(next, fasthttp.StatusSeeOther)
+	return nil
+}
+
+// checkPassword verifies the local admin (ADMIN_USERNAME/ADMIN_PASSWORD) in
+// constant time, then local accounts when a checker is configured.
+func (s *Server) checkPassword(c *fasthttp.RequestCtx, username, password string) (*docflow.User, bool) {
+	adminUser := s.cfg.Settings.Get("ADMIN_USERNAME")
+	adminPass := s.cfg.Settings.Get("ADMIN_PASSWORD")
+	if adminPass != "" && username != "" {
+		uOK := subtle.ConstantTimeCompare([]byte(username), []byte(adminUser))
+		pOK := subtle.ConstantTimeCompare([]byte(password), []byte(adminPass))
+		if uOK&pOK == 1 {
+			return &docflow.User{ID: adminUser, DisplayName: adminUser, IsAdmin: true}, true
+		}
+	}
+	if s.cfg.LocalLogin != nil && username != "" && password != "" {
+		if u, err := s.cfg.LocalLogin(RequestContext(c), username, password); err == nil && u != nil {
+			return u, true
+		}
+	}
+	return nil, false
+}
+
+func (s *Server) setSessionCookie(c *fasthttp.RequestCtx, value string, maxAge int) {
+	ck := fasthttp.AcquireCookie()
+	defer fasthttp.ReleaseCookie(ck)
+	ck.SetKey(SessionCookie)
+	ck.SetValue(value)
+	ck.SetPath("/")
+	ck.SetHTTPOnly(true)
+	ck.SetSameSite(fasthttp.CookieSameSiteLaxMode)
+	secure := docflow.SettingBool(s.cfg.Settings, "SESSION_COOKIE_SECURE", !strings.HasPrefix(s.BaseURL(), "http://"))
+	ck.SetSecure(secure)
+	if maxAge < 0 {
+		ck.SetExpire(fasthttp.CookieExpireDelete)
+		ck.SetMaxAge(-1)
+	} else {
+		ck.SetMaxAge(maxAge)
+	}
+	c.Response.Header.SetCookie(ck)
+}

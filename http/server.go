@@ -1,0 +1,186 @@
+// Package http is docflow's fasthttp front end: router, middleware and one
+// file per resource. Handlers are func(*fasthttp.RequestCtx) error; one
+// adapter turns errors and panics into {"detail": …} responses.
+package http
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
+
+	"docflow"
+)
+
+// Handler is the signature of every docflow handler.
+type Handler func(c *fasthttp.RequestCtx) error
+
+// Auth levels of a route.
+type Auth int
+
+const (
+	// AuthNone: no credentials needed (a valid one is still recognised).
+	AuthNone Auth = iota
+	// AuthUser (the spec's B): session or bearer token, unless AUTH_ENABLED is false.
+	AuthUser
+	// AuthAdmin (the spec's A): an administrator (everyone in single-user mode).
+	AuthAdmin
+	// AuthToken: a bearer API token, even in single-user mode.
+	AuthToken
+	// AuthSession: a browser session cookie specifically.
+	AuthSession
+)
+
+// Rate-limit classes of the spec's Limits table.
+type Limit int
+
+const (
+	LimitDefault Limit = iota
+	LimitUpload
+	LimitAuth
+	LimitNone
+)
+
+// Route options.
+type Route struct {
+	Auth  Auth
+	Limit Limit
+	// Stream leaves the request body unread for the handler
+	// (c.RequestBodyStream); otherwise the body is read up to
+	// MAX_REQUEST_BODY_SIZE and 413 answers anything larger.
+	Stream bool
+	// Timeout of the request context (default 30 s).
+	Timeout time.Duration
+}
+
+// Config is what the server needs from outside.
+type Config struct {
+	Log      zerolog.Logger
+	Settings docflow.SettingsService
+	Tokens   docflow.TokenService
+	Sessions docflow.SessionService
+	Recorder docflow.Recorder // optional
+	Version  string
+	// SessionSecret signs session cookies.
+	SessionSecret string
+	// IsAdmin reports whether a user id has admin rights (tokens inherit
+	// their owner's); nil = only ADMIN_USERNAME.
+	IsAdmin func(ctx context.Context, userID string) bool
+	// LocalLogin verifies a local account's password (nil = admin only).
+	LocalLogin func(ctx context.Context, username, password string) (*docflow.User, error)
+	// Now is the clock (tests replace it).
+	Now func() time.Time
+}
+
+// Server is the HTTP front end.
+type Server struct {
+	cfg     Config
+	log     zerolog.Logger
+	router  *router.Router
+	srv     *fasthttp.Server
+	ln      net.Listener
+	limiter *rateLimiter
+	auth    *authenticator
+	health  []HealthCheck
+}
+
+// NewServer builds the server and mounts the foundation routes (health,
+// tokens, login). Resource files add theirs with Mount* methods.
+func NewServer(cfg Config) *Server {
+	if cfg.Settings == nil || cfg.Tokens == nil || cfg.Sessions == nil {
+		panic("http: NewServer needs Settings, Tokens and Sessions")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, router: router.New()}
+	s.limiter = newRateLimiter(cfg.Now)
+	s.auth = newAuthenticator(cfg)
+	s.router.NotFound = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
+		return docflow.Errorf(docflow.ENOTFOUND, "Not Found")
+	})
+	s.router.MethodNotAllowed = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
+		c.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+		writeJSON(c, fasthttp.StatusMethodNotAllowed, Detail{Detail: "Method Not Allowed"})
+		return nil
+	})
+	s.router.HandleOPTIONS = false
+	s.router.RedirectTrailingSlash = false
+	s.mountHealth()
+	s.mountTokens()
+	s.mountLogin()
+	return s
+}
+
+// BaseURL is BASE_URL, or http:// + LISTEN_ADDR when unset.
+func (s *Server) BaseURL() string {
+	if u := strings.TrimRight(s.cfg.Settings.Get("BASE_URL"), "/"); u != "" {
+		return u
+	}
+	return "http://" + s.cfg.Settings.Get("LISTEN_ADDR")
+}
+
+// Handle registers a route.
+func (s *Server) Handle(method, path string, opts Route, h Handler) {
+	s.router.Handle(method, path, s.wrap(path, opts, h))
+}
+
+// Handler returns the root fasthttp handler (for tests with an in-memory listener).
+func (s *Server) Handler() fasthttp.RequestHandler { return s.router.Handler }
+
+// NewFastHTTPServer returns the configured fasthttp server.
+func (s *Server) NewFastHTTPServer() *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler: s.router.Handler,
+		Name:    "docflow",
+		// NOTE: bodies stream so uploads never sit in memory; JSON routes
+		// read the stream up to MAX_REQUEST_BODY_SIZE themselves (wrap).
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		MaxRequestBodySize:           64 << 10,
+		ReadBufferSize:               16 << 10,
+		ReadTimeout:                  0,
+		IdleTimeout:                  120 * time.Second,
+		Logger:                       fasthttpLogger{s.log},
+		NoDefaultServerHeader:        true,
+		CloseOnShutdown:              true,
+	}
+}
+
+// Serve serves on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.srv = s.NewFastHTTPServer()
+	s.ln = ln
+	s.auth.start()
+	return s.srv.Serve(ln)
+}
+
+// Shutdown stops accepting, waits for in-flight requests up to ctx, and
+// flushes token last-use records.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	if s.srv != nil {
+		err = s.srv.ShutdownWithContext(ctx)
+	}
+	s.auth.stop(ctx)
+	return err
+}
+
+type fasthttpLogger struct{ log zerolog.Logger }
+
+func (l fasthttpLogger) Printf(format string, args ...any) {
+	l.log.Debug().Msg(fmt.Sprintf(format, args...))
+}
+
+func newRequestID() string {
+	b := make([]byte, 8)
+	rand.Read(b) //nolint:errcheck
+	return hex.EncodeToString(b)
+}
