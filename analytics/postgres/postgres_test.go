@@ -1,0 +1,203 @@
+package postgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"docflow"
+	"docflow/analytics"
+	"docflow/analytics/analyticstest"
+	"docflow/analytics/postgres"
+)
+
+// serverURL names the maintenance database of the server tests create a
+// throwaway database on.
+func serverURL() string {
+	if u := os.Getenv("DOCFLOW_TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+}
+
+// testDB is the database of this test run, dropped when it ends.
+type testDB struct {
+	cfg     *pgxpool.Config // connects to the test database
+	schemas atomic.Int64
+	skip    string // why the tests cannot run
+}
+
+var db testDB
+
+func TestMain(m *testing.M) {
+	drop, err := setup()
+	if err != nil {
+		db.skip = err.Error()
+	}
+	code := m.Run()
+	if drop != nil {
+		drop()
+	}
+	os.Exit(code)
+}
+
+func setup() (drop func(), err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	admin, err := pgx.Connect(ctx, serverURL())
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL at %s: %w", serverURL(), err)
+	}
+	defer admin.Close(ctx)
+	b := make([]byte, 6)
+	rand.Read(b)
+	name := "docflow_test_analytics_" + hex.EncodeToString(b)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return nil, fmt.Errorf("create test database: %w", err)
+	}
+	drop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		admin, err := pgx.Connect(ctx, serverURL())
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "drop %s: %v\n", name, err)
+			return
+		}
+		defer admin.Close(ctx)
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			fmt.Fprintf(os.Stderr, "drop %s: %v\n", name, err)
+		}
+	}
+	cfg, err := pgxpool.ParseConfig(serverURL())
+	if err != nil {
+		drop()
+		return nil, fmt.Errorf("parse %s: %w", serverURL(), err)
+	}
+	cfg.ConnConfig.Database = name
+	db.cfg = cfg
+	return drop, nil
+}
+
+// pool opens a pool on a fresh schema of the test database, so each test
+// sees its own empty metrics table.
+func pool(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	if db.skip != "" {
+		t.Skipf("no test database: %s", db.skip)
+	}
+	schema := fmt.Sprintf("t%d", db.schemas.Add(1))
+	cfg := db.cfg.Copy()
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.ConnConfig.ConnectTimeout = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatalf("open pool: %v", err)
+	}
+	t.Cleanup(p.Close)
+	if _, err := p.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	if _, err := p.Exec(ctx, postgres.Schema); err != nil {
+		t.Fatalf("run Schema: %v", err)
+	}
+	return p
+}
+
+func TestContract(t *testing.T) {
+	analyticstest.RunContract(t, func(t *testing.T, opts analytics.Options) analyticstest.Subject {
+		if db.skip != "" {
+			t.Skipf("no test database: %s", db.skip)
+		}
+		direct := pool(t)
+		// The recorder's own pool reaches the same schema through a proxy the
+		// outage cases can cut; queries use the direct pool.
+		proxy := analyticstest.NewProxy(t, net.JoinHostPort(db.cfg.ConnConfig.Host, strconv.Itoa(int(db.cfg.ConnConfig.Port))))
+		cfg := direct.Config().Copy()
+		host, port, _ := net.SplitHostPort(proxy.Addr())
+		p, _ := strconv.Atoi(port)
+		cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Fallbacks = host, uint16(p), nil
+		viaProxy, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			t.Fatalf("open pool: %v", err)
+		}
+		t.Cleanup(viaProxy.Close)
+		rec, err := postgres.New(viaProxy, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { rec.Close() })
+		q, err := postgres.NewQueries(direct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return analyticstest.Subject{Recorder: rec, Queries: q, Proxy: proxy}
+	})
+}
+
+func TestSchemaIsIdempotent(t *testing.T) {
+	p := pool(t)
+	if _, err := p.Exec(context.Background(), postgres.Schema); err != nil {
+		t.Fatalf("second run of Schema: %v", err)
+	}
+	var n int
+	err := p.QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_indexes WHERE tablename = 'metrics' AND schemaname = current_schema()
+		 AND indexname IN ('metrics_ts_idx', 'metrics_kind_ts_idx')`).Scan(&n)
+	if err != nil || n != 2 {
+		t.Fatalf("indexes on metrics: %d, %v; want 2", n, err)
+	}
+}
+
+// TestEveryColumnStored reads one row back whole: the queries only see some
+// columns.
+func TestEveryColumnStored(t *testing.T) {
+	p := pool(t)
+	rec, err := postgres.New(p, analytics.Options{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	ts := time.Date(2026, 3, 1, 12, 30, 45, 123456000, time.UTC)
+	in := docflow.Metric{Kind: docflow.MetricStep, Time: ts, FileID: 42, RunID: "run-1", StepType: "ocr",
+		Status: "failed", Attempt: 3, Duration: 1234567 * time.Microsecond, Bytes: 9000, ErrorClass: "tool_missing",
+		Channel: "imap", Method: "POST", Route: "/api/files/{id}", HTTPStatus: 503, OwnerID: "user-7"}
+	rec.Record(in)
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var out docflow.Metric
+	var ms float64
+	var attempt, status int32
+	err = p.QueryRow(context.Background(), "SELECT "+analytics.ColumnList+" FROM metrics").Scan(
+		&out.Kind, &out.Time, &out.FileID, &out.RunID, &out.StepType, &out.Status, &attempt, &ms, &out.Bytes,
+		&out.ErrorClass, &out.Channel, &out.Method, &out.Route, &status, &out.OwnerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Attempt, out.HTTPStatus, out.Duration = int(attempt), int(status), analytics.MillisDuration(ms)
+	out.Time = out.Time.UTC()
+	if out != in {
+		t.Fatalf("row read back\n got %+v\nwant %+v", out, in)
+	}
+}
+
+func TestNewRefusesNil(t *testing.T) {
+	if _, err := postgres.New(nil, analytics.Options{}); err == nil {
+		t.Fatal("New(nil) succeeded")
+	}
+	if _, err := postgres.NewQueries(nil); err == nil {
+		t.Fatal("NewQueries(nil) succeeded")
+	}
+}
