@@ -140,7 +140,9 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		if strings.Contains(redirectURI, "?") {
 			sep = "&"
 		}
-		c.Redirect(redirectURI+sep+"token="+url.QueryEscape(t.Token), fasthttp.StatusSeeOther)
+		// NOTE: not c.Redirect, which normalises the URI of a custom scheme.
+		c.Response.Header.Set("Location", redirectURI+sep+"token="+url.QueryEscape(t.Token))
+		c.SetStatusCode(fasthttp.StatusSeeOther)
 		return nil
 	}
 	if isJSON {

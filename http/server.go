@@ -127,18 +127,30 @@ func (s *Server) BaseURL() string {
 	return "http://" + s.cfg.Settings.Get("LISTEN_ADDR")
 }
 
-// Handle registers a route.
+// Handle registers a route. A trailing slash is not significant: the spec
+// writes some collections with one ("/api/api-tokens/") and clients send
+// both, so routes are stored without it and requests are matched without it.
 func (s *Server) Handle(method, path string, opts Route, h Handler) {
+	if len(path) > 1 {
+		path = strings.TrimSuffix(path, "/")
+	}
 	s.router.Handle(method, path, s.wrap(path, opts, h))
 }
 
-// Handler returns the root fasthttp handler (for tests with an in-memory listener).
-func (s *Server) Handler() fasthttp.RequestHandler { return s.router.Handler }
+// Handler returns the root fasthttp handler.
+func (s *Server) Handler() fasthttp.RequestHandler { return s.root }
+
+func (s *Server) root(c *fasthttp.RequestCtx) {
+	if p := c.Path(); len(p) > 1 && p[len(p)-1] == '/' {
+		c.Request.URI().SetPathBytes(p[:len(p)-1])
+	}
+	s.router.Handler(c)
+}
 
 // NewFastHTTPServer returns the configured fasthttp server.
 func (s *Server) NewFastHTTPServer() *fasthttp.Server {
 	return &fasthttp.Server{
-		Handler: s.router.Handler,
+		Handler: s.root,
 		Name:    "docflow",
 		// NOTE: bodies stream so uploads never sit in memory; JSON routes
 		// read the stream up to MAX_REQUEST_BODY_SIZE themselves (wrap).

@@ -77,7 +77,6 @@ func (s *Server) mountTokens() {
 		return nil
 	}
 	s.Handle("POST", "/api/api-tokens/", b, create)
-	s.Handle("POST", "/api/api-tokens", b, create)
 	list := func(c *fasthttp.RequestCtx) error {
 		ts, err := s.cfg.Tokens.ListTokens(RequestContext(c), CurrentUser(c).ID)
 		if err != nil {
@@ -87,7 +86,6 @@ func (s *Server) mountTokens() {
 		return nil
 	}
 	s.Handle("GET", "/api/api-tokens/", b, list)
-	s.Handle("GET", "/api/api-tokens", b, list)
 	s.Handle("DELETE", "/api/api-tokens/{token_id}", b, func(c *fasthttp.RequestCtx) error {
 		id, err := pathID(c, "token_id")
 		if err != nil {
