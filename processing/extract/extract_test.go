@@ -82,11 +82,11 @@ func TestIBAN(t *testing.T) {
 
 func TestLanguage(t *testing.T) {
 	cases := map[string]string{
-		"This is the invoice for the services that you ordered from our shop.":          "en",
+		"This is the invoice for the services that you ordered from our shop.":               "en",
 		"Dies ist die Rechnung für die Leistungen, die Sie bei uns bestellt haben und nicht": "de",
-		"Voici la facture pour les services que vous avez commandés dans notre boutique.": "fr",
-		"Esta es la factura de los servicios que usted ha pedido en nuestra tienda.":     "es",
-		"Questa è la fattura per i servizi che lei ha ordinato nel nostro negozio, grazie": "it",
+		"Voici la facture pour les services que vous avez commandés dans notre boutique.":    "fr",
+		"Esta es la factura de los servicios que usted ha pedido en nuestra tienda.":         "es",
+		"Questa è la fattura per i servizi che lei ha ordinato nel nostro negozio, grazie":   "it",
 		"12345": "",
 	}
 	for in, want := range cases {
