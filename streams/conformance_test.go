@@ -1,0 +1,479 @@
+package streams
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// produceN publishes n messages "0".."n-1" keyed by key(i), in parallel
+// batches.
+func produceN(t testing.TB, p *Producer, topic string, n int, key func(int) string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const chunk = 1000
+	var wg sync.WaitGroup
+	errs := make(chan error, n/chunk+1)
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		msgs := make([]Message, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			msgs = append(msgs, Message{Topic: topic, Key: []byte(key(i)), Value: []byte(strconv.Itoa(i))})
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.Publish(ctx, msgs...); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// readTopic reads every partition of topic from the start until want
+// messages arrived (or timeout) and returns them in partition order.
+func readTopic(t testing.TB, brokers []string, topic string, partitions, want int, timeout time.Duration) []Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		got  []Message
+		wg   sync.WaitGroup
+		done = make(chan struct{})
+		once sync.Once
+	)
+	for p := range partitions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond})
+			defer r.Close()
+			for {
+				m, err := r.FetchMessage(ctx)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				got = append(got, m)
+				n := len(got)
+				mu.Unlock()
+				if n >= want {
+					once.Do(func() { close(done) })
+				}
+			}
+		}()
+	}
+	select {
+	case <-done:
+		// Linger a little so that duplicates beyond want show up.
+		time.Sleep(200 * time.Millisecond)
+	case <-ctx.Done():
+	}
+	cancel()
+	wg.Wait()
+	return got
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestConsumerOutOfOrderAcks produces 20,000 messages and acknowledges them
+// in random order from many goroutines: every message is handled once and
+// the group ends committed at the end of every partition.
+func TestConsumerOutOfOrderAcks(t *testing.T) {
+	b := startBroker(t, BrokerConfig{})
+	brokers := b.Addrs()
+	const topic, parts, n = "conf.ooo", 6, 20000
+	createTopics(t, brokers, parts, topic, TopicDLQ)
+	p := newProducer(t, brokers)
+	produceN(t, p, topic, n, func(i int) string { return "file-" + strconv.Itoa(i%997) })
+
+	var (
+		mu      sync.Mutex
+		seen    = make(map[string]int, n)
+		acked   atomic.Int64
+		maxOpen atomic.Int64
+		open    atomic.Int64
+	)
+	c := startConsumer(t, ConsumerConfig{
+		Brokers: brokers, GroupID: "g-ooo", Topics: []string{topic}, DeadLetters: p,
+		MaxInFlightPerPartition: 128, MaxInFlight: 512,
+		Handler: func(d *Delivery) {
+			if o := open.Add(1); o > maxOpen.Load() {
+				maxOpen.Store(o)
+			}
+			go func() {
+				time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+				mu.Lock()
+				seen[string(d.Message.Value)]++
+				mu.Unlock()
+				open.Add(-1)
+				d.Ack()
+				acked.Add(1)
+			}()
+		},
+	})
+	waitFor(t, 90*time.Second, "20,000 acks", func() bool { return acked.Load() >= n })
+	waitFor(t, 10*time.Second, "commits at the end of every partition", func() bool {
+		var sum int64
+		for _, off := range committed(t, brokers, "g-ooo", topic, parts) {
+			sum += max(off, 0)
+		}
+		return sum == n
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != n {
+		t.Fatalf("saw %d distinct messages, want %d", len(seen), n)
+	}
+	for v, k := range seen {
+		if k != 1 {
+			t.Fatalf("message %s handled %d times without a rebalance", v, k)
+		}
+	}
+	if m := maxOpen.Load(); m > 512 {
+		t.Fatalf("max in flight %d exceeds the budget of 512", m)
+	}
+	if c.InFlight() != 0 {
+		t.Fatalf("in flight after all acks: %d", c.InFlight())
+	}
+}
+
+// TestConsumerRebalance runs two members of one group over a stream; the
+// first leaves half-way. Every message is handled at least once and the
+// group ends fully committed.
+func TestConsumerRebalance(t *testing.T) {
+	b := startBroker(t, BrokerConfig{})
+	brokers := b.Addrs()
+	const topic, parts, n = "conf.rebalance", 6, 6000
+	createTopics(t, brokers, parts, topic, TopicDLQ)
+	p := newProducer(t, brokers)
+
+	var (
+		mu    sync.Mutex
+		seen  = map[string]int{}
+		byMem = map[string]int{}
+	)
+	handler := func(member string) Handler {
+		return func(d *Delivery) {
+			go func() {
+				time.Sleep(time.Duration(rand.IntN(2)) * time.Millisecond)
+				mu.Lock()
+				seen[string(d.Message.Value)]++
+				byMem[member]++
+				mu.Unlock()
+				d.Ack()
+			}()
+		}
+	}
+	cfg := ConsumerConfig{Brokers: brokers, GroupID: "g-rebalance", Topics: []string{topic}, DeadLetters: p}
+	cfgA, cfgB := cfg, cfg
+	cfgA.Handler, cfgB.Handler = handler("a"), handler("b")
+	a := startConsumer(t, cfgA)
+
+	produced := make(chan struct{})
+	go func() {
+		defer close(produced)
+		msgs := make([]Message, n)
+		for i := range msgs {
+			msgs[i] = Message{Topic: topic, Key: []byte(strconv.Itoa(i)), Value: []byte(strconv.Itoa(i))}
+		}
+		if err := p.Publish(context.Background(), msgs...); err != nil {
+			t.Errorf("produce: %v", err)
+		}
+	}()
+	defer func() { <-produced }()
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
+	waitFor(t, 30*time.Second, "first member busy", func() bool { return count() > n/6 })
+	bm := startConsumer(t, cfgB)
+	waitFor(t, 30*time.Second, "second member assigned", func() bool { return bm.Generations() > 0 && a.Generations() > 1 })
+	waitFor(t, 30*time.Second, "half the stream", func() bool { return count() > n/2 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	if err := a.Close(ctx); err != nil {
+		t.Fatalf("close first member: %v", err)
+	}
+	cancel()
+	waitFor(t, 60*time.Second, "every message", func() bool { return count() == n })
+	waitFor(t, 15*time.Second, "group fully committed", func() bool {
+		var sum int64
+		for _, off := range committed(t, brokers, "g-rebalance", topic, parts) {
+			sum += max(off, 0)
+		}
+		return sum == n
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if byMem["a"] == 0 || byMem["b"] == 0 {
+		t.Fatalf("both members should have worked: %v", byMem)
+	}
+	dups := 0
+	for _, k := range seen {
+		dups += k - 1
+	}
+	t.Logf("handled: a=%d b=%d, redelivered %d", byMem["a"], byMem["b"], dups)
+}
+
+// TestConsumerStuckMessage leaves one message unacknowledged: its partition
+// commits nothing past it and pauses at its budget; the other partitions
+// are consumed and committed to the end.
+func TestConsumerStuckMessage(t *testing.T) {
+	b := startBroker(t, BrokerConfig{})
+	brokers := b.Addrs()
+	const topic, parts, n, budget = "conf.stuck", 4, 2000, 16
+	createTopics(t, brokers, parts, topic, TopicDLQ)
+	p := newProducer(t, brokers)
+	produceN(t, p, topic, n, func(i int) string { return strconv.Itoa(i) })
+
+	// The stuck message: the 5th of partition 0.
+	const stuckPart, stuckOffset = 0, 4
+	var (
+		mu         sync.Mutex
+		perPart    = map[int]int{}
+		stuck      *Delivery
+		pastStuck  int
+		otherAcked atomic.Int64
+	)
+	startConsumer(t, ConsumerConfig{
+		Brokers: brokers, GroupID: "g-stuck", Topics: []string{topic}, DeadLetters: p,
+		MaxInFlightPerPartition: budget,
+		Handler: func(d *Delivery) {
+			mu.Lock()
+			perPart[d.Message.Partition]++
+			if d.Message.Partition == stuckPart {
+				if d.Message.Offset == stuckOffset {
+					stuck = d
+					mu.Unlock()
+					return // never acknowledged (until the end of the test)
+				}
+				if d.Message.Offset > stuckOffset {
+					pastStuck++
+				}
+			} else {
+				otherAcked.Add(1)
+			}
+			mu.Unlock()
+			go d.Ack()
+		},
+	})
+	waitFor(t, 30*time.Second, "other partitions consumed", func() bool {
+		c := committed(t, brokers, "g-stuck", topic, parts)
+		for part := 1; part < parts; part++ {
+			if c[part] <= 0 {
+				return false
+			}
+		}
+		return true
+	})
+	// Let the stuck partition run into its budget.
+	time.Sleep(500 * time.Millisecond)
+	c := committed(t, brokers, "g-stuck", topic, parts)
+	if got := c[stuckPart]; got != stuckOffset {
+		t.Fatalf("stuck partition committed %d, want %d (just before the stuck message)", got, stuckOffset)
+	}
+	mu.Lock()
+	if pastStuck != budget-1 {
+		t.Errorf("stuck partition dispatched %d messages past the stuck one, want %d (paused at its budget)", pastStuck, budget-1)
+	}
+	total := 0
+	for part := 1; part < parts; part++ {
+		total += perPart[part]
+	}
+	s := stuck
+	mu.Unlock()
+	if int64(total) != otherAcked.Load() || total < n/parts*(parts-1)/2 {
+		t.Fatalf("other partitions handled %d messages", total)
+	}
+	// Releasing it lets the partition catch up to the end.
+	s.Ack()
+	waitFor(t, 30*time.Second, "stuck partition committed to its end", func() bool {
+		var sum int64
+		for _, off := range committed(t, brokers, "g-stuck", topic, parts) {
+			sum += max(off, 0)
+		}
+		return sum == n
+	})
+}
+
+// TestBrokerRestartKeepsData restarts the embedded broker on the same port
+// with the same DataDir: messages and committed offsets survive, and the
+// producer's next write goes through.
+func TestBrokerRestartKeepsData(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	b := startBroker(t, BrokerConfig{DataDir: dir, Port: port})
+	brokers := b.Addrs()
+	const topic, parts = "conf.restart", 3
+	createTopics(t, brokers, parts, topic, TopicDLQ)
+	p := newProducer(t, brokers)
+	produceN(t, p, topic, 300, func(i int) string { return strconv.Itoa(i) })
+
+	var mu sync.Mutex
+	seen := map[string]int{}
+	handler := func(d *Delivery) {
+		mu.Lock()
+		seen[string(d.Message.Value)]++
+		mu.Unlock()
+		d.Ack()
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
+	cfg := ConsumerConfig{Brokers: brokers, GroupID: "g-restart", Topics: []string{topic}, DeadLetters: p, Handler: handler}
+	c1 := startConsumer(t, cfg)
+	waitFor(t, 30*time.Second, "first 300", func() bool { return count() == 300 })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c1.Close(ctx); err != nil {
+		t.Fatalf("close consumer: %v", err)
+	}
+
+	b.Close()
+	b2 := startBroker(t, BrokerConfig{DataDir: dir, Port: port})
+	if b2.Addrs()[0] != brokers[0] {
+		t.Fatalf("restarted on %v, want %v", b2.Addrs(), brokers)
+	}
+	produceN(t, p, topic, 300, func(i int) string { return "second-" + strconv.Itoa(i) })
+	// (values repeat "0".."299": the second round is told apart by count)
+	old := readTopic(t, brokers, topic, parts, 600, 20*time.Second)
+	if len(old) != 600 {
+		t.Fatalf("topic holds %d messages after restart, want 600", len(old))
+	}
+	mu.Lock()
+	clear(seen)
+	mu.Unlock()
+	startConsumer(t, cfg)
+	waitFor(t, 30*time.Second, "second 300", func() bool { return count() == 300 })
+	time.Sleep(300 * time.Millisecond)
+	mu.Lock()
+	defer mu.Unlock()
+	for v, k := range seen {
+		if k != 1 {
+			t.Fatalf("message %s handled %d times after restart (committed offsets lost?)", v, k)
+		}
+	}
+	if len(seen) != 300 {
+		t.Fatalf("after restart handled %d messages, want only the 300 new ones", len(seen))
+	}
+}
+
+// TestConsumerPoisonMessage sends an undecodable message among valid tasks:
+// it is dead-lettered with its reason and the consumer keeps going.
+func TestConsumerPoisonMessage(t *testing.T) {
+	b := startBroker(t, BrokerConfig{})
+	brokers := b.Addrs()
+	const topic, parts = "conf.poison", 2
+	createTopics(t, brokers, parts, topic, TopicDLQ)
+	p := newProducer(t, brokers)
+	ctx := context.Background()
+	var msgs []Message
+	for i := range 10 {
+		v, err := Encode(fmt.Sprintf("task-%d", i), time.Now(), StepTask{RunID: "r", FileID: int64(i + 1), StepType: "ocr", Attempt: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, Message{Topic: topic, Key: []byte("7"), Value: v})
+		if i == 4 {
+			msgs = append(msgs, Message{Topic: topic, Key: []byte("7"), Value: []byte("{not json"),
+				Headers: []Header{{Key: HeaderAttempt, Value: []byte("2")}}})
+		}
+	}
+	if err := p.Publish(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	var ok atomic.Int64
+	startConsumer(t, ConsumerConfig{
+		Brokers: brokers, GroupID: "g-poison", Topics: []string{topic}, DeadLetters: p, Step: "ocr",
+		OnFailure: func(context.Context, Message, error) error {
+			t.Error("a poison message reached the failure policy")
+			return nil
+		},
+		Handler: func(d *Delivery) {
+			if _, _, err := Decode[StepTask](d.Message.Value); err != nil {
+				d.Nack(err)
+				return
+			}
+			ok.Add(1)
+			d.Ack()
+		},
+	})
+	dl := readTopic(t, brokers, TopicDLQ, DefaultPartitions, 1, 20*time.Second)
+	if len(dl) != 1 {
+		t.Fatalf("dead letters: %d, want 1", len(dl))
+	}
+	m := dl[0]
+	if string(m.Value) != "{not json" || string(m.Key) != "7" {
+		t.Fatalf("dead letter carries %q/%q", m.Key, m.Value)
+	}
+	for h, want := range map[string]string{HeaderStep: "ocr", HeaderAttempt: "2", HeaderOriginalTopic: topic} {
+		if got := HeaderValue(m, h); got != want {
+			t.Errorf("header %s = %q, want %q", h, got, want)
+		}
+	}
+	if HeaderValue(m, HeaderReason) == "" {
+		t.Error("dead letter without x-reason")
+	}
+	waitFor(t, 20*time.Second, "valid tasks handled and all committed", func() bool {
+		var sum int64
+		for _, off := range committed(t, brokers, "g-poison", topic, parts) {
+			sum += max(off, 0)
+		}
+		return ok.Load() == 10 && sum == 11
+	})
+}
+
+// TestConsumerFailurePolicy routes a Nacked message through the policy,
+// retrying the policy until it succeeds; the offset is committed after.
+func TestConsumerFailurePolicy(t *testing.T) {
+	b := startBroker(t, BrokerConfig{})
+	brokers := b.Addrs()
+	const topic = "conf.failure"
+	createTopics(t, brokers, 1, topic, TopicDLQ)
+	p := newProducer(t, brokers)
+	produceN(t, p, topic, 3, strconv.Itoa)
+	var calls atomic.Int64
+	startConsumer(t, ConsumerConfig{
+		Brokers: brokers, GroupID: "g-failure", Topics: []string{topic}, DeadLetters: p,
+		OnFailure: func(_ context.Context, m Message, cause error) error {
+			if string(m.Value) != "1" || cause.Error() != "boom" {
+				t.Errorf("policy got %q: %v", m.Value, cause)
+			}
+			if calls.Add(1) < 3 {
+				return fmt.Errorf("retry topic unavailable")
+			}
+			return nil
+		},
+		Handler: func(d *Delivery) {
+			if string(d.Message.Value) == "1" {
+				d.Nack(fmt.Errorf("boom"))
+				return
+			}
+			d.Ack()
+		},
+	})
+	waitFor(t, 20*time.Second, "committed past the failed message", func() bool {
+		return committed(t, brokers, "g-failure", topic, 1)[0] == 3
+	})
+	if calls.Load() != 3 {
+		t.Fatalf("policy called %d times, want 3", calls.Load())
+	}
+}

@@ -1,0 +1,567 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
+)
+
+// Handler receives each consumed message. It is called on the partition's
+// fetch goroutine, in offset order, and must not block: it hands the
+// delivery on (to an actor, a goroutine) and returns. Many deliveries are in
+// flight at once, up to the consumer's budgets.
+//
+// The contract: exactly one of Ack or Nack is called on every delivery,
+// from any goroutine, at any later time (later calls are ignored).
+//   - Ack once the work is durably recorded (the Postgres transaction that
+//     holds the step result and the next outbox row has committed). The
+//     offset is committed when every earlier offset of the partition is
+//     acknowledged too, so a crash before that redelivers the message
+//     (at-least-once: handlers are idempotent).
+//   - Nack(err) when the work failed. A poison error (IsPoison) is
+//     dead-lettered at once; any other error goes to the consumer's
+//     FailurePolicy. The message counts as acknowledged once the dead letter
+//     or the policy's publish is acknowledged by the broker.
+//
+// A delivery that is never resolved holds back its partition's commit point
+// (and, once the partition's budget is used up, pauses that partition) but
+// no other partition.
+type Handler func(d *Delivery)
+
+// FailurePolicy handles a Nacked, non-poison message: typically it publishes
+// the task to a retry topic, or to the dead-letter topic after the last
+// attempt. It returns nil once that publish is acknowledged; an error makes
+// the consumer call it again with a backoff (the partition's commit point
+// waits) until it succeeds or the partition is revoked.
+type FailurePolicy func(ctx context.Context, m Message, cause error) error
+
+// ConsumerConfig configures a Consumer.
+type ConsumerConfig struct {
+	Brokers []string
+	GroupID string
+	Topics  []string
+	Handler Handler
+
+	// Step names the consumer in dead letters (header x-step).
+	Step string
+	// DeadLetters receives poison messages and, without a FailurePolicy,
+	// every failure. Required.
+	DeadLetters Publisher
+	// DLQTopic defaults to TopicDLQ.
+	DLQTopic string
+	// OnFailure routes Nacked messages; nil = dead-letter them.
+	OnFailure FailurePolicy
+
+	// MaxInFlightPerPartition caps the uncommitted window of one partition
+	// (unacknowledged messages plus acknowledged ones above an
+	// unacknowledged one); a full partition is paused. Default 64.
+	MaxInFlightPerPartition int
+	// MaxInFlight caps unacknowledged messages over all partitions. Default
+	// 1024.
+	MaxInFlight int
+	// CommitInterval is how often advanced commit points are committed.
+	// Default 100 ms.
+	CommitInterval time.Duration
+	// DrainTimeout bounds the wait for in-flight messages of a partition
+	// being revoked before it is handed over; keep it below
+	// RebalanceTimeout. Default 5 s.
+	DrainTimeout time.Duration
+
+	HeartbeatInterval time.Duration // default 1 s
+	SessionTimeout    time.Duration // default 10 s
+	RebalanceTimeout  time.Duration // default 30 s
+	// StartOffset applies when the group has no committed offset:
+	// kafka.FirstOffset (default) or kafka.LastOffset.
+	StartOffset int64
+	// MaxWait bounds one fetch long-poll. Default 500 ms.
+	MaxWait time.Duration
+
+	Log zerolog.Logger
+}
+
+// Consumer reads topics as a member of a consumer group and commits, per
+// partition, only the contiguous acknowledged offsets.
+//
+// NOTE: it drives kafka-go's ConsumerGroup directly, with one
+// partition-bound kafka.Reader (FetchMessage only) per assigned partition,
+// rather than a group Reader: a group Reader merges all partitions into one
+// stream, so it could only pause all of them at once; here each partition
+// stops fetching on its own when its in-flight budget is used up.
+type Consumer struct {
+	cfg ConsumerConfig
+	log zerolog.Logger
+	cg  *kafka.ConsumerGroup
+
+	sem       chan struct{} // one token per unresolved delivery
+	inflight  atomic.Int64
+	idle      chan struct{} // poked when inflight drops
+	stopFetch chan struct{} // closed by Close: fetch nothing more
+	abandon   chan struct{} // closed when Close's deadline passed
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup // generation loop, failure handlers
+
+	startOnce, closeOnce sync.Once
+	closeErr             error
+
+	mu   sync.Mutex
+	gens int // generations joined (for tests and logs)
+}
+
+// NewConsumer validates the configuration; Start joins the group.
+func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
+	switch {
+	case len(cfg.Brokers) == 0:
+		return nil, errors.New("new consumer: no brokers")
+	case cfg.GroupID == "":
+		return nil, errors.New("new consumer: no group id")
+	case len(cfg.Topics) == 0:
+		return nil, errors.New("new consumer: no topics")
+	case cfg.Handler == nil:
+		return nil, errors.New("new consumer: nil handler")
+	case cfg.DeadLetters == nil:
+		return nil, errors.New("new consumer: nil dead-letter publisher")
+	}
+	if cfg.DLQTopic == "" {
+		cfg.DLQTopic = TopicDLQ
+	}
+	if cfg.MaxInFlightPerPartition <= 0 {
+		cfg.MaxInFlightPerPartition = 64
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 1024
+	}
+	if cfg.CommitInterval <= 0 {
+		cfg.CommitInterval = 100 * time.Millisecond
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = 5 * time.Second
+	}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = time.Second
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 10 * time.Second
+	}
+	if cfg.RebalanceTimeout <= 0 {
+		cfg.RebalanceTimeout = 30 * time.Second
+	}
+	if cfg.StartOffset == 0 {
+		cfg.StartOffset = kafka.FirstOffset
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 500 * time.Millisecond
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Consumer{
+		cfg:       cfg,
+		log:       cfg.Log.With().Str("group", cfg.GroupID).Logger(),
+		sem:       make(chan struct{}, cfg.MaxInFlight),
+		idle:      make(chan struct{}, 1),
+		stopFetch: make(chan struct{}),
+		abandon:   make(chan struct{}),
+		ctx:       ctx,
+		cancel:    cancel,
+	}, nil
+}
+
+// Start joins the group and starts consuming in the background.
+func (c *Consumer) Start() error {
+	var err error
+	c.startOnce.Do(func() {
+		c.cg, err = kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+			ID:                c.cfg.GroupID,
+			Brokers:           c.cfg.Brokers,
+			Topics:            c.cfg.Topics,
+			HeartbeatInterval: c.cfg.HeartbeatInterval,
+			SessionTimeout:    c.cfg.SessionTimeout,
+			RebalanceTimeout:  c.cfg.RebalanceTimeout,
+			JoinGroupBackoff:  500 * time.Millisecond,
+			StartOffset:       c.cfg.StartOffset,
+			Timeout:           10 * time.Second,
+		})
+		if err != nil {
+			err = fmt.Errorf("start consumer %s: %w", c.cfg.GroupID, err)
+			return
+		}
+		c.wg.Add(1)
+		go c.run()
+	})
+	return err
+}
+
+// InFlight is the number of unresolved deliveries.
+func (c *Consumer) InFlight() int { return int(c.inflight.Load()) }
+
+// Generations is the number of group generations this consumer joined.
+func (c *Consumer) Generations() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gens
+}
+
+// Close stops fetching, waits until every in-flight delivery is resolved or
+// ctx is done, commits the acknowledged offsets, leaves the group and
+// returns. Deliveries resolved after Close are ignored (redelivered to the
+// next member).
+func (c *Consumer) Close(ctx context.Context) error {
+	c.closeOnce.Do(func() {
+		close(c.stopFetch)
+		for c.inflight.Load() > 0 {
+			select {
+			case <-c.idle:
+			case <-ctx.Done():
+				c.log.Warn().Int64("in_flight", c.inflight.Load()).Msg("consumer close: deadline with messages in flight")
+			case <-time.After(50 * time.Millisecond):
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		close(c.abandon)
+		if c.cg != nil {
+			// Ends the generation: partitions commit their final commit
+			// points and return; then the group is left.
+			if err := c.cg.Close(); err != nil {
+				c.closeErr = fmt.Errorf("close consumer %s: %w", c.cfg.GroupID, err)
+			}
+		}
+		c.cancel()
+		c.wg.Wait()
+	})
+	return c.closeErr
+}
+
+func (c *Consumer) run() {
+	defer c.wg.Done()
+	for {
+		gen, err := c.cg.Next(c.ctx)
+		if err != nil {
+			if errors.Is(err, kafka.ErrGroupClosed) || c.ctx.Err() != nil {
+				return
+			}
+			c.log.Warn().Err(err).Msg("consumer group: next generation")
+			select {
+			case <-time.After(200 * time.Millisecond):
+			case <-c.ctx.Done():
+				return
+			}
+			continue
+		}
+		c.mu.Lock()
+		c.gens++
+		c.mu.Unlock()
+		g := &generation{gen: gen, c: c}
+		n := 0
+		for topic, assigns := range gen.Assignments {
+			for _, a := range assigns {
+				p := &partition{g: g, topic: topic, id: a.ID, tr: newOffsetTracker(), lastCommitted: a.Offset, wake: make(chan struct{}, 1)}
+				g.parts = append(g.parts, p)
+				n++
+				gen.Start(func(ctx context.Context) { c.consumePartition(ctx, p, a.Offset) })
+			}
+		}
+		c.log.Debug().Int32("generation", gen.ID).Int("partitions", n).Msg("consumer group: joined generation")
+		gen.Start(g.commitLoop)
+	}
+}
+
+// generation is one group generation's state: its partitions and commits.
+type generation struct {
+	gen   *kafka.Generation
+	c     *Consumer
+	parts []*partition // fixed after run() started the goroutines
+
+	commitMu sync.Mutex
+}
+
+func (g *generation) commitLoop(ctx context.Context) {
+	t := time.NewTicker(g.c.cfg.CommitInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			g.commit(g.parts...)
+		}
+	}
+}
+
+// commit commits the advanced commit points of parts.
+func (g *generation) commit(parts ...*partition) {
+	g.commitMu.Lock()
+	defer g.commitMu.Unlock()
+	offsets := map[string]map[int]int64{}
+	var todo []*partition
+	var points []int64
+	for _, p := range parts {
+		p.mu.Lock()
+		next := p.tr.commitPoint()
+		p.mu.Unlock()
+		if next < 0 || next <= p.lastCommitted {
+			continue
+		}
+		if offsets[p.topic] == nil {
+			offsets[p.topic] = map[int]int64{}
+		}
+		offsets[p.topic][p.id] = next
+		todo = append(todo, p)
+		points = append(points, next)
+	}
+	if len(todo) == 0 {
+		return
+	}
+	if err := g.gen.CommitOffsets(offsets); err != nil {
+		g.c.log.Warn().Err(err).Int32("generation", g.gen.ID).Msg("commit offsets")
+		return
+	}
+	for i, p := range todo {
+		p.lastCommitted = points[i] // only touched under commitMu
+	}
+}
+
+// partition is one assigned partition within a generation.
+type partition struct {
+	g     *generation
+	topic string
+	id    int
+
+	mu            sync.Mutex
+	tr            *offsetTracker
+	unresolved    int  // deliveries not yet resolved
+	revoked       bool // the generation ended: acks no longer count
+	lastCommitted int64
+	wake          chan struct{} // poked on every resolution
+}
+
+func (p *partition) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Consumer) consumePartition(ctx context.Context, p *partition, start int64) {
+	log := c.log.With().Str("topic", p.topic).Int("partition", p.id).Logger()
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers:               c.cfg.Brokers,
+		Topic:                 p.topic,
+		Partition:             p.id,
+		MinBytes:              1,
+		MaxBytes:              8 << 20,
+		MaxWait:               c.cfg.MaxWait,
+		QueueCapacity:         c.cfg.MaxInFlightPerPartition,
+		OffsetOutOfRangeError: true,
+		ReadBackoffMin:        20 * time.Millisecond,
+		ReadBackoffMax:        time.Second,
+	})
+	defer r.Close()
+	if start >= 0 || start == kafka.FirstOffset || start == kafka.LastOffset {
+		if err := r.SetOffset(start); err != nil {
+			log.Warn().Err(err).Int64("offset", start).Msg("set offset")
+		}
+	}
+
+	fetchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		select {
+		case <-c.stopFetch:
+			stop()
+		case <-fetchCtx.Done():
+		}
+	}()
+
+	c.fetchLoop(fetchCtx, r, p, log)
+
+	// Revoked or closing: give in-flight deliveries DrainTimeout to resolve,
+	// commit what is contiguous, hand the partition over.
+	deadline := time.NewTimer(c.cfg.DrainTimeout)
+	defer deadline.Stop()
+drain:
+	for {
+		p.mu.Lock()
+		n := p.unresolved
+		p.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		select {
+		case <-p.wake:
+		case <-deadline.C:
+			log.Warn().Int("in_flight", n).Msg("partition revoked with messages in flight; they will be redelivered")
+			break drain
+		case <-c.abandon:
+			break drain
+		}
+	}
+	p.g.commit(p)
+	p.mu.Lock()
+	p.revoked = true
+	p.mu.Unlock()
+}
+
+func (c *Consumer) fetchLoop(ctx context.Context, r *kafka.Reader, p *partition, log zerolog.Logger) {
+	for {
+		// Pause while the partition's window is full.
+		for {
+			p.mu.Lock()
+			full := p.tr.window() >= c.cfg.MaxInFlightPerPartition
+			p.mu.Unlock()
+			if !full {
+				break
+			}
+			select {
+			case <-p.wake:
+			case <-ctx.Done():
+				return
+			}
+		}
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, kafka.OffsetOutOfRange) {
+				// NOTE: the committed offset is beyond the log (a broker
+				// that lost its data) or below its start (retention):
+				// start over from the earliest message; start-up recovery
+				// re-publishes whatever Postgres says is unfinished.
+				log.Warn().Err(err).Msg("offset out of range; resetting to the earliest offset")
+				_ = r.SetOffset(kafka.FirstOffset)
+				continue
+			}
+			log.Warn().Err(err).Msg("fetch")
+			select {
+			case <-time.After(200 * time.Millisecond):
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		// Global budget: wait for a token (this pauses the partition too).
+		select {
+		case c.sem <- struct{}{}:
+		case <-ctx.Done():
+			return // the message is not tracked: it will be fetched again
+		}
+		p.mu.Lock()
+		p.tr.add(m.Offset)
+		p.unresolved++
+		p.mu.Unlock()
+		c.inflight.Add(1)
+		d := &Delivery{Message: m, p: p, c: c}
+		c.dispatch(d)
+	}
+}
+
+func (c *Consumer) dispatch(d *Delivery) {
+	defer func() {
+		if v := recover(); v != nil {
+			c.log.Error().Str("panic", fmt.Sprint(v)).Bytes("stack", debug.Stack()).Msg("consumer handler panicked")
+			d.Nack(fmt.Errorf("handler panic: %v", v))
+		}
+	}()
+	c.cfg.Handler(d)
+}
+
+// Delivery is one consumed message awaiting its Ack or Nack.
+type Delivery struct {
+	Message Message
+
+	p        *partition
+	c        *Consumer
+	resolved atomic.Bool
+}
+
+// Context is cancelled when the consumer is closed for good.
+func (d *Delivery) Context() context.Context { return d.c.ctx }
+
+// Ack acknowledges the message: its work is durably recorded. See Handler.
+func (d *Delivery) Ack() {
+	if d.resolved.Swap(true) {
+		return
+	}
+	d.finish(true)
+}
+
+// Nack reports that the message's work failed with err. Poison errors are
+// dead-lettered; others go to the FailurePolicy. See Handler.
+func (d *Delivery) Nack(err error) {
+	if d.resolved.Swap(true) {
+		return
+	}
+	if err == nil {
+		err = errors.New("nack without a reason")
+	}
+	c := d.c
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		d.finish(c.handleFailure(d, err))
+	}()
+}
+
+// handleFailure routes a failed message and reports whether it may count as
+// acknowledged.
+func (c *Consumer) handleFailure(d *Delivery, cause error) bool {
+	backoff := 100 * time.Millisecond
+	for {
+		d.p.mu.Lock()
+		revoked := d.p.revoked
+		d.p.mu.Unlock()
+		if revoked {
+			return false // the next owner gets the message again
+		}
+		var err error
+		if IsPoison(cause) || c.cfg.OnFailure == nil {
+			attempt, _ := strconv.Atoi(HeaderValue(d.Message, HeaderAttempt))
+			err = c.cfg.DeadLetters.Publish(c.ctx, DeadLetter(d.Message, c.cfg.DLQTopic, cause.Error(), c.cfg.Step, attempt))
+			if err == nil {
+				c.log.Warn().Str("topic", d.Message.Topic).Int("partition", d.Message.Partition).
+					Int64("offset", d.Message.Offset).Str("reason", cause.Error()).Msg("message dead-lettered")
+			}
+		} else {
+			err = c.cfg.OnFailure(c.ctx, d.Message, cause)
+		}
+		if err == nil {
+			return true
+		}
+		if c.ctx.Err() != nil {
+			return false
+		}
+		c.log.Warn().Err(err).Str("topic", d.Message.Topic).Int64("offset", d.Message.Offset).Msg("route failed message; retrying")
+		select {
+		case <-time.After(backoff):
+		case <-c.ctx.Done():
+			return false
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (d *Delivery) finish(ok bool) {
+	p := d.p
+	p.mu.Lock()
+	p.unresolved--
+	if ok && !p.revoked {
+		p.tr.ack(d.Message.Offset)
+	}
+	p.mu.Unlock()
+	p.poke()
+	<-d.c.sem
+	d.c.inflight.Add(-1)
+	select {
+	case d.c.idle <- struct{}{}:
+	default:
+	}
+}

@@ -1,0 +1,188 @@
+package streams
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
+)
+
+const adminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// testDB is the throwaway database of this package's tests ("" when
+// PostgreSQL is unavailable: the tests that need it fail).
+var testDBURL string
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+func runTests(m *testing.M) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	name := "docflow_test_streams_" + randHex(6)
+	admin, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "streams tests: PostgreSQL unavailable:", err)
+		return 1
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		fmt.Fprintln(os.Stderr, "streams tests: create database:", err)
+		return 1
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
+			fmt.Fprintln(os.Stderr, "streams tests: drop database:", err)
+		}
+		admin.Close(ctx)
+	}()
+	testDBURL = strings.Replace(adminURL, "/postgres?", "/"+name+"?", 1)
+	schema, err := os.ReadFile("../storage/postgres/migrations/0001_schema.sql")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "streams tests: read schema:", err)
+		return 1
+	}
+	conn, err := pgx.Connect(ctx, testDBURL)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "streams tests: connect:", err)
+		return 1
+	}
+	if _, err := conn.Exec(ctx, string(schema)); err != nil {
+		fmt.Fprintln(os.Stderr, "streams tests: apply schema:", err)
+		return 1
+	}
+	conn.Close(ctx)
+	return m.Run()
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func testLog(t testing.TB) zerolog.Logger {
+	if os.Getenv("STREAMS_TEST_LOG") != "" {
+		return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+	}
+	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+}
+
+func testPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), testDBURL)
+	if err != nil {
+		t.Fatalf("pool: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// startBroker starts an embedded broker for one test.
+func startBroker(t testing.TB, cfg BrokerConfig) *Broker {
+	t.Helper()
+	if cfg.MinSessionTimeout == 0 {
+		cfg.MinSessionTimeout = 500 * time.Millisecond
+	}
+	cfg.Log = testLog(t)
+	b := NewBroker(cfg)
+	if err := b.Start(); err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(b.Close)
+	return b
+}
+
+func createTopics(t testing.TB, brokers []string, partitions int, names ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfgs := make([]kafka.TopicConfig, len(names))
+	for i, n := range names {
+		cfgs[i] = kafka.TopicConfig{Topic: n, NumPartitions: partitions, ReplicationFactor: 1}
+	}
+	if err := EnsureTopics(ctx, brokers, cfgs); err != nil {
+		t.Fatalf("ensure topics: %v", err)
+	}
+}
+
+func newProducer(t testing.TB, brokers []string) *Producer {
+	t.Helper()
+	p, err := NewProducer(ProducerConfig{Brokers: brokers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// fastGroup makes group membership changes quick for tests.
+func fastGroup(cfg ConsumerConfig) ConsumerConfig {
+	cfg.HeartbeatInterval = 100 * time.Millisecond
+	cfg.SessionTimeout = 2 * time.Second
+	cfg.RebalanceTimeout = 5 * time.Second
+	cfg.DrainTimeout = 2 * time.Second
+	cfg.CommitInterval = 20 * time.Millisecond
+	cfg.MaxWait = 100 * time.Millisecond
+	return cfg
+}
+
+func startConsumer(t testing.TB, cfg ConsumerConfig) *Consumer {
+	t.Helper()
+	c, err := NewConsumer(fastGroup(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = c.Close(ctx)
+	})
+	return c
+}
+
+// committed returns the group's committed offsets of topic by partition.
+func committed(t testing.TB, brokers []string, group, topic string, partitions int) map[int]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...)}
+	parts := make([]int, partitions)
+	for i := range parts {
+		parts[i] = i
+	}
+	resp, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: map[string][]int{topic: parts}})
+	if err != nil {
+		t.Fatalf("offset fetch: %v", err)
+	}
+	out := map[int]int64{}
+	for _, p := range resp.Topics[topic] {
+		out[p.Partition] = p.CommittedOffset
+	}
+	return out
+}
+
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
