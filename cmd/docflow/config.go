@@ -1,0 +1,88 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"docflow"
+)
+
+// envSettings resolves settings from the environment and the catalogue
+// defaults: what the process knows before the database is open.
+type envSettings struct {
+	defs   map[string]docflow.SettingDef
+	getenv func(string) string
+}
+
+func newEnvSettings(getenv func(string) string) *envSettings {
+	e := &envSettings{defs: map[string]docflow.SettingDef{}, getenv: getenv}
+	for _, d := range docflow.Catalogue() {
+		e.defs[d.Key] = d
+	}
+	return e
+}
+
+func (e *envSettings) Get(key string) string {
+	if v := e.getenv(key); v != "" {
+		return v
+	}
+	return e.defs[key].Default
+}
+
+// newLogger builds the zerolog logger from LOG_LEVEL and LOG_FORMAT.
+func newLogger(level, format string, w io.Writer) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
+	if err != nil || level == "" {
+		lvl = zerolog.InfoLevel
+	}
+	var out io.Writer = w
+	if format != "json" {
+		out = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339}
+	}
+	return zerolog.New(out).Level(lvl).With().Timestamp().Logger()
+}
+
+// sessionSecret returns SESSION_SECRET, or a secret generated once and kept
+// in WORKDIR/.session_secret so sessions and encrypted settings survive a
+// restart of a development setup.
+func sessionSecret(configured, workdir string, log zerolog.Logger) (string, error) {
+	if configured != "" {
+		if len(configured) < 32 {
+			return "", fmt.Errorf("SESSION_SECRET must be at least 32 characters (got %d)", len(configured))
+		}
+		return configured, nil
+	}
+	path := filepath.Join(workdir, ".session_secret")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	buf := make([]byte, 48)
+	if _, err := rand.Read(buf); err != nil {
+		return "", err
+	}
+	secret := base64.RawURLEncoding.EncodeToString(buf)
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	log.Warn().Str("file", path).Msg("SESSION_SECRET is not set: generated one and stored it; set SESSION_SECRET in production")
+	return secret, nil
+}
+
+// splitList splits a comma-separated value.
+func splitList(v string) []string {
+	var out []string
+	for _, p := range strings.Split(v, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"docflow"
+	"docflow/analytics"
+	pganalytics "docflow/analytics/postgres"
+	dfhttp "docflow/http"
+	"docflow/storage/postgres"
+	"docflow/streams"
+)
+
+// Main is one docflow process: it builds every dependency once in Run and
+// releases them in Close, in reverse order.
+type Main struct {
+	Role   string // serve, api, worker
+	Getenv func(string) string
+	Stdout io.Writer
+	Stderr io.Writer
+
+	Log      zerolog.Logger
+	DB       *postgres.DB
+	Settings *postgres.SettingsService
+	Recorder docflow.Recorder
+	Broker   *streams.Broker
+	Producer *streams.Producer
+	Relay    *streams.Relay
+	HTTP     *dfhttp.Server
+	Brokers  []string
+
+	listener net.Listener
+	closers  []func(ctx context.Context) error
+	serveErr chan error
+}
+
+func (m *Main) onClose(f func(ctx context.Context) error) { m.closers = append(m.closers, f) }
+
+// Close releases everything Run built, newest first.
+func (m *Main) Close(ctx context.Context) error {
+	var errs []error
+	for i := len(m.closers) - 1; i >= 0; i-- {
+		if err := m.closers[i](ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.closers = nil
+	return errors.Join(errs...)
+}
+
+func runService(ctx context.Context, role string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(role, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	listen := fs.String("listen", "", "address to listen on (overrides LISTEN_ADDR)")
+	showSettings := fs.Bool("settings", false, "print every setting with its default and description, then exit")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: docflow %s [flags]\n\n%s\n\nFlags:\n", role, roleHelp[role])
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *showSettings {
+		printSettings(stdout)
+		return nil
+	}
+	getenv := os.Getenv
+	if *listen != "" {
+		getenv = func(k string) string {
+			if k == "LISTEN_ADDR" {
+				return *listen
+			}
+			return os.Getenv(k)
+		}
+	}
+	m := &Main{Role: role, Getenv: getenv, Stdout: stdout, Stderr: stderr}
+	err := m.Run(ctx)
+	if err == nil {
+		err = m.Wait(ctx)
+	}
+	m.Log.Info().Msg("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if cerr := m.Close(sctx); cerr != nil && err == nil {
+		err = cerr
+	}
+	if err == nil {
+		m.Log.Info().Msg("stopped")
+	}
+	return err
+}
+
+var roleHelp = map[string]string{
+	"serve":  "Runs the HTTP API, the pipeline workers and the outbox relay in one process.\nWith KAFKA_BROKERS empty it starts the embedded Kafka-protocol broker too.",
+	"api":    "Runs the HTTP API and the outbox relay. Stateless: run several behind a load balancer.\nNeeds KAFKA_BROKERS (or a `docflow broker`).",
+	"worker": "Runs the pipeline workers: joins the step consumer groups and processes documents.\nNeeds KAFKA_BROKERS (or a `docflow broker`). Add workers to add throughput.",
+}
+
+// Run builds the process for its role and starts serving.
+func (m *Main) Run(ctx context.Context) error {
+	env := newEnvSettings(m.Getenv)
+	m.Log = newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), m.Stderr)
+	log := m.Log
+	workdir := env.Get("WORKDIR")
+	if err := os.MkdirAll(workdir, 0o750); err != nil {
+		return fmt.Errorf("create WORKDIR %s: %w", workdir, err)
+	}
+	secret, err := sessionSecret(env.Get("SESSION_SECRET"), workdir, log)
+	if err != nil {
+		return err
+	}
+	cipher, err := postgres.NewCipher(secret)
+	if err != nil {
+		return err
+	}
+
+	log.Info().Str("role", m.Role).Str("version", Version).Msg("starting docflow")
+	log.Info().Str("database", redactURL(env.Get("DATABASE_URL"))).Msg("connecting to PostgreSQL (creating the database and applying migrations if needed)")
+	m.DB, err = postgres.Open(ctx, env.Get("DATABASE_URL"), 0)
+	if err != nil {
+		return err
+	}
+	m.onClose(func(context.Context) error { m.DB.Close(); return nil })
+
+	m.Settings, err = postgres.NewSettingsService(ctx, m.DB, cipher, m.Getenv, log)
+	if err != nil {
+		return err
+	}
+	m.Settings.Start(5 * time.Second)
+	m.onClose(func(context.Context) error { m.Settings.Close(); return nil })
+
+	rec, err := pganalytics.New(m.DB.Pool, analytics.Options{})
+	if err != nil {
+		return err
+	}
+	m.Recorder = rec
+	m.onClose(func(context.Context) error { return rec.Close() })
+
+	if err := m.startStreams(ctx, workdir); err != nil {
+		return err
+	}
+	if m.Role == "serve" || m.Role == "api" {
+		if err := m.startHTTP(ctx, secret); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startStreams connects to Kafka (or starts the embedded broker), creates
+// the topics and starts the outbox relay.
+func (m *Main) startStreams(ctx context.Context, workdir string) error {
+	m.Brokers = splitList(m.Settings.Get("KAFKA_BROKERS"))
+	if len(m.Brokers) == 0 {
+		if m.Role != "serve" {
+			return fmt.Errorf("KAFKA_BROKERS is empty: `docflow %s` needs a broker; start one with `docflow broker` and set KAFKA_BROKERS to the address it prints, or use `docflow serve`", m.Role)
+		}
+		m.Broker = streams.NewBroker(streams.BrokerConfig{DataDir: filepath.Join(workdir, "broker"), Log: m.Log})
+		if err := m.Broker.Start(); err != nil {
+			return fmt.Errorf("start embedded broker: %w", err)
+		}
+		m.onClose(func(context.Context) error { m.Broker.Close(); return nil })
+		m.Brokers = m.Broker.Addrs()
+		m.Log.Info().Strs("addrs", m.Brokers).Msg("embedded Kafka-protocol broker started")
+	}
+	topics := streams.DefaultTopics()
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := streams.EnsureTopics(tctx, m.Brokers, topics.Configs()); err != nil {
+		return fmt.Errorf("create topics on %s: %w", strings.Join(m.Brokers, ","), err)
+	}
+	p, err := streams.NewProducer(streams.ProducerConfig{Brokers: m.Brokers})
+	if err != nil {
+		return err
+	}
+	m.Producer = p
+	m.onClose(func(context.Context) error { return p.Close() })
+	m.Relay, err = streams.NewRelay(streams.RelayConfig{Pool: m.DB.Pool, Publisher: p, Log: m.Log.With().Str("component", "relay").Logger()})
+	if err != nil {
+		return err
+	}
+	m.Relay.Start()
+	m.onClose(func(context.Context) error { m.Relay.Close(); return nil })
+	return nil
+}
+
+// startHTTP builds the API and starts listening.
+func (m *Main) startHTTP(ctx context.Context, secret string) error {
+	addr := m.Settings.Get("LISTEN_ADDR")
+	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
+		m.Log.Warn().Str("listen", addr).Msg("AUTH_ENABLED is false and the server listens on a non-loopback address: anyone who reaches it has full access")
+	}
+	srv := dfhttp.NewServer(dfhttp.Config{
+		Log:           m.Log.With().Str("component", "http").Logger(),
+		Settings:      m.Settings,
+		Tokens:        postgres.NewTokenService(m.DB),
+		Sessions:      postgres.NewSessionService(m.DB),
+		Recorder:      m.Recorder,
+		Version:       Version,
+		SessionSecret: secret,
+	})
+	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
+	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
+	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "analytics", Check: m.Recorder.Ping})
+	m.mountResources(srv)
+	m.HTTP = srv
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w (is another docflow running? set LISTEN_ADDR)", addr, err)
+	}
+	m.listener = ln
+	m.serveErr = make(chan error, 1)
+	go func() { m.serveErr <- srv.Serve(ln) }()
+	m.onClose(func(ctx context.Context) error { return srv.Shutdown(ctx) })
+	m.Log.Info().Str("url", srv.BaseURL()).Str("listen", ln.Addr().String()).Msg("docflow is ready")
+	return nil
+}
+
+// mountResources mounts the resource routes on srv.
+func (m *Main) mountResources(srv *dfhttp.Server) {}
+
+// Wait blocks until ctx is done or the HTTP server fails.
+func (m *Main) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-m.serveErr:
+		return err
+	}
+}
+
+func (m *Main) pingKafka(ctx context.Context) error {
+	var d net.Dialer
+	for _, b := range m.Brokers {
+		c, err := d.DialContext(ctx, "tcp", b)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+	}
+	return fmt.Errorf("no broker reachable at %s", strings.Join(m.Brokers, ","))
+}
+
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func redactURL(u string) string {
+	if i := strings.Index(u, "://"); i >= 0 {
+		if j := strings.Index(u[i+3:], "@"); j >= 0 {
+			cred := u[i+3 : i+3+j]
+			if k := strings.Index(cred, ":"); k >= 0 {
+				return u[:i+3] + cred[:k] + ":xxxxx" + u[i+3+j:]
+			}
+		}
+	}
+	return u
+}
+
+func printSettings(w io.Writer) {
+	defs := docflow.Catalogue()
+	sort.SliceStable(defs, func(i, j int) bool { return defs[i].Category < defs[j].Category })
+	cat := ""
+	for _, d := range defs {
+		if d.Category != cat {
+			cat = d.Category
+			fmt.Fprintf(w, "\n%s\n", cat)
+		}
+		def := d.Default
+		if def == "" {
+			def = "(empty)"
+		}
+		flags := ""
+		if d.Sensitive {
+			flags += " sensitive"
+		}
+		if d.RestartRequired {
+			flags += " restart"
+		}
+		fmt.Fprintf(w, "  %-36s %s\n      default: %s  type: %s%s\n", d.Key, d.Description, def, d.Type, flags)
+	}
+}
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: docflow migrate\n\nCreates the database named in DATABASE_URL if it is missing and applies\npending migrations (safe when several processes run it at once).\n")
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	env := newEnvSettings(os.Getenv)
+	db, err := postgres.Open(ctx, env.Get("DATABASE_URL"), 2)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	fmt.Fprintln(stdout, "migrations applied to", redactURL(env.Get("DATABASE_URL")))
+	return nil
+}
+
+func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	port := fs.Int("port", 9092, "port to listen on at 127.0.0.1")
+	dataDir := fs.String("data", "", "data directory (default WORKDIR/broker)")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage: docflow broker [flags]\n\nRuns the embedded Kafka-protocol broker alone, for several docflow processes on\none machine: set KAFKA_BROKERS=127.0.0.1:<port> for `docflow api` and `docflow worker`.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	env := newEnvSettings(os.Getenv)
+	log := newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), stderr)
+	dir := *dataDir
+	if dir == "" {
+		dir = filepath.Join(env.Get("WORKDIR"), "broker")
+	}
+	b := streams.NewBroker(streams.BrokerConfig{DataDir: dir, Port: *port, Log: log})
+	if err := b.Start(); err != nil {
+		return fmt.Errorf("start broker: %w", err)
+	}
+	defer b.Close()
+	fmt.Fprintln(stdout, strings.Join(b.Addrs(), ","))
+	log.Info().Strs("addrs", b.Addrs()).Str("data", dir).Msg("broker running; Ctrl-C to stop")
+	<-ctx.Done()
+	log.Info().Msg("broker stopping")
+	return nil
+}
