@@ -1,0 +1,58 @@
+# docflow — the two commands are `make run` and `make test`.
+SHELL := /bin/bash
+GO ?= go
+BIN := bin
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.Version=$(VERSION)
+
+.PHONY: run test build lint bench deps services clean help
+
+help:
+	@echo "make run    start docflow (installs and starts what it needs)"
+	@echo "make test   run the whole test suite (installs what the tests need)"
+	@echo "make bench  run the speed and memory benchmarks"
+	@echo "make build  build bin/docflow"
+	@echo "make lint   gofmt and go vet"
+
+build:
+	@echo "==> building $(BIN)/docflow ($(VERSION))"
+	@mkdir -p $(BIN)
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/docflow ./cmd/docflow
+
+# System tools the processing steps use (Tesseract, poppler, LibreOffice…).
+deps:
+	@echo "==> checking system packages"
+	@bash scripts/install-deps.sh
+
+# Services the tests talk to: PostgreSQL and a private ClickHouse.
+services:
+	@echo "==> checking PostgreSQL"
+	@bash scripts/postgres.sh
+	@echo "==> checking ClickHouse (tests)"
+	@bash scripts/clickhouse.sh start || echo "ClickHouse could not start: its tests will skip and say why"
+
+run: deps build
+	@echo "==> checking PostgreSQL"
+	@bash scripts/postgres.sh
+	@echo "==> starting docflow serve (Ctrl-C to stop); open http://$${LISTEN_ADDR:-127.0.0.1:8000}"
+	$(BIN)/docflow serve
+
+test: deps services
+	@echo "==> go vet"
+	$(GO) vet ./...
+	@echo "==> go test -race ./... (this takes a while on 2 cores)"
+	@set -o pipefail; $(GO) test -race -json -timeout 60m ./... | $(GO) run ./internal/testsummary
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+bench: deps services
+	@echo "==> building the benchmark driver"
+	@mkdir -p $(BIN)
+	$(GO) build -o $(BIN)/docflow-bench ./cmd/docflow-bench
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/docflow ./cmd/docflow
+	$(BIN)/docflow-bench $(BENCH_ARGS)
+
+clean:
+	rm -rf $(BIN)

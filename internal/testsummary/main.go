@@ -1,0 +1,113 @@
+// Command testsummary reads `go test -json` output on stdin, prints the
+// output of failed tests and skip reasons, and closes with one line:
+// "N passed, N failed, N skipped". It exits 1 when anything failed.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+)
+
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Output  string
+	Elapsed float64
+}
+
+func main() {
+	out := map[string]*strings.Builder{}
+	var passed, failed, skipped int
+	var failures, skips []string
+	pkgFailed := map[string]bool{}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var e event
+		if err := json.Unmarshal(line, &e); err != nil {
+			fmt.Println(string(line)) // build errors come as plain text
+			continue
+		}
+		key := e.Package + " " + e.Test
+		switch e.Action {
+		case "output":
+			b := out[key]
+			if b == nil {
+				b = &strings.Builder{}
+				out[key] = b
+			}
+			if b.Len() < 64<<10 {
+				b.WriteString(e.Output)
+			}
+		case "pass":
+			if e.Test != "" {
+				passed++
+			} else {
+				fmt.Printf("ok   %-50s %6.1fs\n", e.Package, e.Elapsed)
+			}
+			delete(out, key)
+		case "fail":
+			if e.Test != "" {
+				failed++
+				failures = append(failures, key)
+			} else {
+				pkgFailed[e.Package] = true
+				fmt.Printf("FAIL %-50s %6.1fs\n", e.Package, e.Elapsed)
+			}
+		case "skip":
+			if e.Test != "" {
+				skipped++
+				reason := ""
+				if b := out[key]; b != nil {
+					reason = lastMeaningful(b.String())
+				}
+				skips = append(skips, key+": "+reason)
+			}
+			delete(out, key)
+		}
+	}
+	for _, f := range failures {
+		fmt.Printf("\n--- FAIL %s\n%s", f, out[f])
+	}
+	for p := range pkgFailed {
+		if b := out[p+" "]; b != nil && !strings.Contains(b.String(), "--- FAIL") {
+			fmt.Printf("\n--- FAIL package %s\n%s", p, b.String())
+		}
+		failed += boolInt(len(failures) == 0)
+	}
+	if len(skips) > 0 {
+		sort.Strings(skips)
+		fmt.Println("\nSkipped tests:")
+		for _, s := range skips {
+			fmt.Println("  " + s)
+		}
+	}
+	fmt.Printf("\n%d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	if failed > 0 || len(pkgFailed) > 0 {
+		os.Exit(1)
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func lastMeaningful(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l != "" && !strings.HasPrefix(l, "--- SKIP") && !strings.HasPrefix(l, "=== ") {
+			return l
+		}
+	}
+	return ""
+}
