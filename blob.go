@@ -9,6 +9,10 @@ import (
 type BlobInfo struct {
 	Key  string // hex SHA-256 of the content
 	Size int64
+	// Created is true when this Put stored new content, false when the
+	// blob already existed. A caller that abandons the upload removes the
+	// blob only when it created it.
+	Created bool
 }
 
 // BlobStore keeps originals and processed versions, content-addressed.
