@@ -122,8 +122,12 @@ EOF
 }
 
 wait_answer() {
-  for _ in $(seq 1 150); do
+  for i in $(seq 1 150); do
     answers && return 0
+    # a daemon that has already exited will not answer: stop waiting
+    if [ "$i" -gt 10 ] && ! running_pid >/dev/null; then
+      return 1
+    fi
     sleep 0.2
   done
   return 1

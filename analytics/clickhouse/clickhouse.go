@@ -1,0 +1,332 @@
+// Package clickhouse records metrics in ClickHouse over the native protocol
+// and answers the dashboard queries from it.
+//
+// The SQL here runs on ClickHouse 18.16 (the smoke target available to tests)
+// as well as on current releases: DateTime rather than DateTime64, no TTL,
+// and INSERTs that name their columns.
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"docflow"
+	"docflow/analytics"
+)
+
+// DefaultDatabase is used when the URL names none.
+const DefaultDatabase = "docflow"
+
+// Defaults for Config fields left zero.
+const (
+	DefaultReadTimeout = 30 * time.Second
+	DefaultDialTimeout = 5 * time.Second
+)
+
+// Config says where ClickHouse is.
+type Config struct {
+	// URL is like clickhouse://user:password@127.0.0.1:9000/docflow; the path
+	// names the database, which Open creates when missing.
+	URL string
+	// ReadTimeout bounds each wait for the server (default 30 s).
+	ReadTimeout time.Duration
+	// DialTimeout bounds connecting (default 5 s).
+	DialTimeout time.Duration
+}
+
+var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// ParseURL turns cfg into clickhouse-go options and the database name. The
+// options name no database: the database may not exist yet (a handshake
+// naming a missing database fails), so every statement qualifies the table.
+func ParseURL(cfg Config) (*ch.Options, string, error) {
+	opts, err := ch.ParseDSN(cfg.URL)
+	if err != nil {
+		return nil, "", fmt.Errorf("parse clickhouse url: %w", err)
+	}
+	if opts.Protocol != ch.Native {
+		// NOTE: the HTTP protocol of clickhouse-go fails on 18.16.
+		return nil, "", fmt.Errorf("parse clickhouse url: only the native protocol is supported")
+	}
+	database := opts.Auth.Database
+	if database == "" {
+		database = DefaultDatabase
+	}
+	if !dbName.MatchString(database) {
+		return nil, "", fmt.Errorf("parse clickhouse url: invalid database name %q", database)
+	}
+	opts.Auth.Database = ""
+	opts.ReadTimeout = cfg.ReadTimeout
+	if opts.ReadTimeout <= 0 {
+		opts.ReadTimeout = DefaultReadTimeout
+	}
+	opts.DialTimeout = cfg.DialTimeout
+	if opts.DialTimeout <= 0 {
+		opts.DialTimeout = DefaultDialTimeout
+	}
+	return opts, database, nil
+}
+
+// DDL returns the statements creating database and its metrics table.
+func DDL(database string) []string {
+	return []string{
+		"CREATE DATABASE IF NOT EXISTS " + database,
+		"CREATE TABLE IF NOT EXISTS " + database + `.metrics (
+    kind        String,
+    ts          DateTime,
+    file_id     Int64,
+    run_id      String,
+    step_type   String,
+    status      String,
+    attempt     Int32,
+    duration_ms Float64,
+    bytes       Int64,
+    error_class String,
+    channel     String,
+    method      String,
+    route       String,
+    http_status Int32,
+    owner_id    String
+) ENGINE = MergeTree() PARTITION BY toYYYYMM(ts) ORDER BY (kind, ts)`,
+	}
+}
+
+// Migrate runs DDL(database) on conn.
+func Migrate(ctx context.Context, conn driver.Conn, database string) error {
+	if !dbName.MatchString(database) {
+		return fmt.Errorf("migrate clickhouse: invalid database name %q", database)
+	}
+	for _, stmt := range DDL(database) {
+		if err := conn.Exec(ctx, stmt); err != nil {
+			return fmt.Errorf("migrate clickhouse: %w", err)
+		}
+	}
+	return nil
+}
+
+// Recorder batches metrics into database.metrics and answers the dashboard
+// queries.
+type Recorder struct {
+	*analytics.Recorder
+	Queries
+	owned driver.Conn // closed by Close when Open made it
+}
+
+var (
+	_ docflow.Recorder    = (*Recorder)(nil)
+	_ docflow.MetricStats = (*Recorder)(nil)
+)
+
+// Open connects to cfg.URL, creates the database and table if missing, and
+// starts a Recorder that closes the connection on Close.
+func Open(ctx context.Context, cfg Config, opts analytics.Options) (*Recorder, error) {
+	chOpts, database, err := ParseURL(cfg)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := ch.Open(chOpts)
+	if err != nil {
+		return nil, fmt.Errorf("open clickhouse: %w", err)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("ping clickhouse: %w", err)
+	}
+	if err := Migrate(ctx, conn, database); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	r, err := New(conn, database, opts)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	r.owned = conn
+	return r, nil
+}
+
+// New starts a Recorder writing to database.metrics over conn (see Migrate);
+// the caller keeps ownership of conn.
+func New(conn driver.Conn, database string, opts analytics.Options) (*Recorder, error) {
+	q, err := NewQueries(conn, database)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := analytics.NewRecorder(writer{conn: conn, insert: "INSERT INTO " + database + ".metrics (" + analytics.ColumnList + ")"}, opts)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse recorder: %w", err)
+	}
+	return &Recorder{Recorder: rec, Queries: q}, nil
+}
+
+// Close flushes, stops the writer and closes the connection Open made.
+func (r *Recorder) Close() error {
+	err := r.Recorder.Close()
+	if r.owned != nil {
+		if cerr := r.owned.Close(); cerr != nil {
+			err = errors.Join(err, fmt.Errorf("close clickhouse: %w", cerr))
+		}
+	}
+	return err
+}
+
+type writer struct {
+	conn   driver.Conn
+	insert string
+}
+
+// WriteMetrics sends rows as one INSERT block.
+func (w writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error {
+	batch, err := w.conn.PrepareBatch(ctx, w.insert)
+	if err != nil {
+		return fmt.Errorf("prepare metrics insert: %w", err)
+	}
+	// Close ends the INSERT without the buffered rows when Send is not reached.
+	defer batch.Close()
+	for _, m := range rows {
+		if err := batch.Append(analytics.Values(m)...); err != nil {
+			return fmt.Errorf("append metric: %w", err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("send metrics: %w", err)
+	}
+	return nil
+}
+
+func (w writer) Ping(ctx context.Context) error { return w.conn.Ping(ctx) }
+
+// Queries answers the dashboard queries from database.metrics; it needs no
+// Recorder.
+type Queries struct {
+	conn     driver.Conn
+	database string
+}
+
+var _ docflow.MetricStats = Queries{}
+
+// NewQueries returns Queries over conn.
+func NewQueries(conn driver.Conn, database string) (Queries, error) {
+	if conn == nil {
+		return Queries{}, errors.New("clickhouse metric queries: nil conn")
+	}
+	if !dbName.MatchString(database) {
+		return Queries{}, fmt.Errorf("clickhouse metric queries: invalid database name %q", database)
+	}
+	return Queries{conn: conn, database: database}, nil
+}
+
+// window turns [from, to) into whole Unix seconds, the resolution of the ts
+// column: from rounds down and to rounds up, so a row stored in the second
+// that contains an end of the window counts.
+func window(from, to time.Time) (int64, int64) {
+	end := to.Unix()
+	if to.Nanosecond() > 0 {
+		end++
+	}
+	return from.Unix(), end
+}
+
+// StepStats counts step attempts per step type in [from, to).
+func (q Queries) StepStats(ctx context.Context, from, to time.Time) ([]docflow.StepStat, error) {
+	lo, hi := window(from, to)
+	rows, err := q.conn.Query(ctx, `
+SELECT step_type, count(), countIf(status = 'failed'), avg(duration_ms)
+FROM `+q.database+`.metrics
+WHERE kind = ? AND ts >= toDateTime(?) AND ts < toDateTime(?)
+GROUP BY step_type
+ORDER BY step_type`, docflow.MetricStep, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("query step stats: %w", err)
+	}
+	defer rows.Close()
+	out := []docflow.StepStat{}
+	for rows.Next() {
+		var s docflow.StepStat
+		var count, failed uint64
+		var avg float64
+		if err := rows.Scan(&s.StepType, &count, &failed, &avg); err != nil {
+			return nil, fmt.Errorf("read step stats: %w", err)
+		}
+		s.Count, s.Failed, s.AvgDuration = toInt64(count), toInt64(failed), analytics.MillisDuration(avg)
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read step stats: %w", err)
+	}
+	return out, nil
+}
+
+// RequestStats counts HTTP requests per method, route and status in [from, to).
+func (q Queries) RequestStats(ctx context.Context, from, to time.Time) ([]docflow.RequestStat, error) {
+	lo, hi := window(from, to)
+	rows, err := q.conn.Query(ctx, `
+SELECT method, route, http_status, count(), avg(duration_ms)
+FROM `+q.database+`.metrics
+WHERE kind = ? AND ts >= toDateTime(?) AND ts < toDateTime(?)
+GROUP BY method, route, http_status
+ORDER BY route, method, http_status`, docflow.MetricRequest, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("query request stats: %w", err)
+	}
+	defer rows.Close()
+	out := []docflow.RequestStat{}
+	for rows.Next() {
+		var s docflow.RequestStat
+		var status int32
+		var count uint64
+		var avg float64
+		if err := rows.Scan(&s.Method, &s.Route, &status, &count, &avg); err != nil {
+			return nil, fmt.Errorf("read request stats: %w", err)
+		}
+		s.HTTPStatus, s.Count, s.AvgDuration = int(status), toInt64(count), analytics.MillisDuration(avg)
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read request stats: %w", err)
+	}
+	return out, nil
+}
+
+// IntakeStats counts intakes and their bytes per channel in [from, to).
+func (q Queries) IntakeStats(ctx context.Context, from, to time.Time) ([]docflow.IntakeStat, error) {
+	lo, hi := window(from, to)
+	rows, err := q.conn.Query(ctx, `
+SELECT channel, count(), sum(bytes)
+FROM `+q.database+`.metrics
+WHERE kind = ? AND ts >= toDateTime(?) AND ts < toDateTime(?)
+GROUP BY channel
+ORDER BY channel`, docflow.MetricIntake, lo, hi)
+	if err != nil {
+		return nil, fmt.Errorf("query intake stats: %w", err)
+	}
+	defer rows.Close()
+	out := []docflow.IntakeStat{}
+	for rows.Next() {
+		var s docflow.IntakeStat
+		var count uint64
+		if err := rows.Scan(&s.Channel, &count, &s.Bytes); err != nil {
+			return nil, fmt.Errorf("read intake stats: %w", err)
+		}
+		s.Count = toInt64(count)
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read intake stats: %w", err)
+	}
+	return out, nil
+}
+
+func toInt64(n uint64) int64 {
+	if n > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(n)
+}

@@ -1,0 +1,217 @@
+package clickhouse_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"docflow"
+	"docflow/analytics"
+	"docflow/analytics/analyticstest"
+	"docflow/analytics/clickhouse"
+)
+
+// server is the ClickHouse the tests use, found (or started) once in TestMain.
+type server struct {
+	addr    string // host:port
+	conn    driver.Conn
+	prefix  string // of this run's databases
+	created atomic.Int64
+	skip    string // why the tests cannot run
+}
+
+var srv server
+
+func testURL() string {
+	if u := os.Getenv("CLICKHOUSE_TEST_URL"); u != "" {
+		return u
+	}
+	return "clickhouse://127.0.0.1:19000"
+}
+
+func TestMain(m *testing.M) {
+	if err := connect(); err != nil {
+		srv.skip = err.Error()
+		fmt.Fprintln(os.Stderr, "clickhouse tests will skip:", srv.skip)
+	}
+	code := m.Run()
+	if srv.conn != nil {
+		dropDatabases()
+		srv.conn.Close()
+	}
+	os.Exit(code)
+}
+
+func connect() error {
+	opts, _, err := clickhouse.ParseURL(clickhouse.Config{URL: testURL(), ReadTimeout: 10 * time.Second, DialTimeout: 2 * time.Second})
+	if err != nil {
+		return err
+	}
+	if len(opts.Addr) == 0 {
+		return fmt.Errorf("no address in %s", testURL())
+	}
+	srv.addr = opts.Addr[0]
+	if err := ping(opts); err != nil {
+		// Nothing answers: start the private server once, then try again.
+		script, _ := filepath.Abs("../../scripts/clickhouse.sh")
+		cmd := exec.Command(script)
+		if _, port, err := net.SplitHostPort(srv.addr); err == nil {
+			cmd.Env = append(os.Environ(), "CLICKHOUSE_TCP_PORT="+port)
+		}
+		out, serr := cmd.CombinedOutput()
+		if serr != nil {
+			return fmt.Errorf("%s: %v (%s): %v", testURL(), err, strings.TrimSpace(string(out)), serr)
+		}
+		if err := ping(opts); err != nil {
+			return fmt.Errorf("%s after %s: %w", testURL(), script, err)
+		}
+	}
+	conn, err := ch.Open(opts)
+	if err != nil {
+		return err
+	}
+	srv.conn = conn
+	b := make([]byte, 4)
+	rand.Read(b)
+	srv.prefix = "docflow_test_analytics_" + hex.EncodeToString(b)
+	return nil
+}
+
+func ping(opts *ch.Options) error {
+	conn, err := ch.Open(opts)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return conn.Ping(ctx)
+}
+
+func dropDatabases() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := int64(1); i <= srv.created.Load(); i++ {
+		name := fmt.Sprintf("%s_%d", srv.prefix, i)
+		if err := srv.conn.Exec(ctx, "DROP DATABASE IF EXISTS "+name); err != nil {
+			fmt.Fprintf(os.Stderr, "drop %s: %v\n", name, err)
+		}
+	}
+}
+
+// database names a fresh database for one test; Open creates it.
+func database(t *testing.T) string {
+	t.Helper()
+	if srv.skip != "" {
+		t.Skipf("no ClickHouse: %s", srv.skip)
+	}
+	return fmt.Sprintf("%s_%d", srv.prefix, srv.created.Add(1))
+}
+
+// open starts a recorder through addr on a fresh database.
+func open(t *testing.T, addr string, opts analytics.Options) (*clickhouse.Recorder, string) {
+	t.Helper()
+	name := database(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rec, err := clickhouse.Open(ctx, clickhouse.Config{URL: "clickhouse://" + addr + "/" + name,
+		ReadTimeout: 5 * time.Second, DialTimeout: 2 * time.Second}, opts)
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { rec.Close() })
+	return rec, name
+}
+
+func TestContract(t *testing.T) {
+	analyticstest.RunContract(t, func(t *testing.T, opts analytics.Options) analyticstest.Subject {
+		if srv.skip != "" {
+			t.Skipf("no ClickHouse: %s", srv.skip)
+		}
+		proxy := analyticstest.NewProxy(t, srv.addr)
+		rec, name := open(t, proxy.Addr(), opts)
+		q, err := clickhouse.NewQueries(srv.conn, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return analyticstest.Subject{Recorder: rec, Queries: q, Proxy: proxy}
+	})
+}
+
+func TestMigrateIsIdempotent(t *testing.T) {
+	rec, name := open(t, srv.addr, analytics.Options{})
+	_ = rec
+	ctx := context.Background()
+	if err := clickhouse.Migrate(ctx, srv.conn, name); err != nil {
+		t.Fatalf("second Migrate: %v", err)
+	}
+	var engine, key string
+	if err := srv.conn.QueryRow(ctx, "SELECT engine, partition_key FROM system.tables WHERE database = ? AND name = 'metrics'", name).Scan(&engine, &key); err != nil {
+		t.Fatal(err)
+	}
+	if engine != "MergeTree" || key != "toYYYYMM(ts)" {
+		t.Fatalf("metrics table: engine %q, partition key %q", engine, key)
+	}
+}
+
+// TestEveryColumnStored reads one row back whole: the queries only see some
+// columns. ts keeps whole seconds (DateTime).
+func TestEveryColumnStored(t *testing.T) {
+	rec, name := open(t, srv.addr, analytics.Options{FlushInterval: time.Hour})
+	ts := time.Date(2026, 3, 1, 12, 30, 45, 0, time.UTC)
+	in := docflow.Metric{Kind: docflow.MetricStep, Time: ts, FileID: 42, RunID: "run-1", StepType: "ocr",
+		Status: "failed", Attempt: 3, Duration: 1234567 * time.Microsecond, Bytes: 9000, ErrorClass: "tool_missing",
+		Channel: "imap", Method: "POST", Route: "/api/files/{id}", HTTPStatus: 503, OwnerID: "user-7"}
+	rec.Record(in)
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var out docflow.Metric
+	var ms float64
+	var attempt, status int32
+	err := srv.conn.QueryRow(context.Background(), "SELECT "+analytics.ColumnList+" FROM "+name+".metrics").Scan(
+		&out.Kind, &out.Time, &out.FileID, &out.RunID, &out.StepType, &out.Status, &attempt, &ms, &out.Bytes,
+		&out.ErrorClass, &out.Channel, &out.Method, &out.Route, &status, &out.OwnerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.Attempt, out.HTTPStatus, out.Duration = int(attempt), int(status), analytics.MillisDuration(ms)
+	out.Time = out.Time.UTC()
+	if out != in {
+		t.Fatalf("row read back\n got %+v\nwant %+v", out, in)
+	}
+}
+
+func TestParseURL(t *testing.T) {
+	opts, db, err := clickhouse.ParseURL(clickhouse.Config{URL: "clickhouse://127.0.0.1:19000"})
+	if err != nil || db != clickhouse.DefaultDatabase || opts.Auth.Database != "" || opts.ReadTimeout != clickhouse.DefaultReadTimeout {
+		t.Fatalf("ParseURL without a database: %+v, %q, %v", opts, db, err)
+	}
+	opts, db, err = clickhouse.ParseURL(clickhouse.Config{URL: "clickhouse://u:p@h:9000/analytics", ReadTimeout: time.Second})
+	if err != nil || db != "analytics" || opts.Auth.Username != "u" || opts.ReadTimeout != time.Second || opts.Addr[0] != "h:9000" {
+		t.Fatalf("ParseURL: %+v, %q, %v", opts, db, err)
+	}
+	for _, bad := range []string{"clickhouse://h:9000/x;DROP", "http://h:8123/docflow", "::"} {
+		if _, _, err := clickhouse.ParseURL(clickhouse.Config{URL: bad}); err == nil {
+			t.Errorf("ParseURL(%q) succeeded", bad)
+		}
+	}
+}
+
+func TestNewRefusesNil(t *testing.T) {
+	if _, err := clickhouse.New(nil, "docflow", analytics.Options{}); err == nil {
+		t.Fatal("New(nil) succeeded")
+	}
+}
