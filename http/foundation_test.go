@@ -3,11 +3,13 @@ package http
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 )
@@ -318,5 +320,36 @@ func TestPanicBecomes500(t *testing.T) {
 		t.Fatalf("body %s", body)
 	}
 	resp, body = e.do("GET", "/api/diagnostic/healthz/live", "", nil)
+	e.expect(resp, body, 200)
+}
+
+// TestRestartKeepsTokensAndSessions: a new server process on the same
+// database accepts the tokens and sessions the old one issued.
+func TestRestartKeepsTokensAndSessions(t *testing.T) {
+	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "pw"})
+	resp, body := e.do("POST", "/api/api-tokens/", e.token("admin"), map[string]any{"name": "keep"})
+	e.expect(resp, body, 201)
+	plain := e.json(body)["token"].(string)
+	resp, body = e.do("POST", "/login", "", `{"username":"admin","password":"pw"}`)
+	e.expect(resp, body, 200)
+	cookie := resp.Header.Get("Set-Cookie")
+	cookie = cookie[:strings.Index(cookie, ";")]
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.Server.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.Server = NewServer(Config{Log: e.Server.log, Settings: e.Settings, Tokens: e.Tokens, Sessions: e.Sessions,
+		Version: "test", SessionSecret: strings.Repeat("s", 40)})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.URL = "http://" + ln.Addr().String()
+	go e.Server.Serve(ln) //nolint:errcheck
+	resp, body = e.do("GET", "/api/api-tokens/", plain, nil)
+	e.expect(resp, body, 200)
+	resp, body = e.do("GET", "/api/api-tokens/", "", nil, "Cookie", cookie)
 	e.expect(resp, body, 200)
 }
