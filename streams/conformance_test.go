@@ -161,15 +161,19 @@ func TestConsumerOutOfOrderAcks(t *testing.T) {
 	}
 }
 
-// TestConsumerRebalance runs two members of one group over a stream; the
-// first leaves half-way. Every message is handled at least once and the
-// group ends fully committed.
+// TestConsumerRebalance runs two members of one group over a stream: the
+// second joins while the first has messages in flight, then the first
+// leaves while messages are still arriving. Every message is handled at
+// least once and the group ends fully committed.
 func TestConsumerRebalance(t *testing.T) {
 	b := startBroker(t, BrokerConfig{})
 	brokers := b.Addrs()
-	const topic, parts, n = "conf.rebalance", 6, 6000
+	const topic, parts, third = "conf.rebalance", 6, 2000
 	createTopics(t, brokers, parts, topic, TopicDLQ)
 	p := newProducer(t, brokers)
+	produce := func(round int) {
+		produceN(t, p, topic, third, func(i int) string { return strconv.Itoa(round*third + i) })
+	}
 
 	var (
 		mu    sync.Mutex
@@ -179,55 +183,54 @@ func TestConsumerRebalance(t *testing.T) {
 	handler := func(member string) Handler {
 		return func(d *Delivery) {
 			go func() {
-				time.Sleep(time.Duration(rand.IntN(2)) * time.Millisecond)
+				time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
 				mu.Lock()
-				seen[string(d.Message.Value)]++
+				seen[strconv.Itoa(d.Message.Partition)+"/"+strconv.FormatInt(d.Message.Offset, 10)]++
 				byMem[member]++
 				mu.Unlock()
 				d.Ack()
 			}()
 		}
 	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
 	cfg := ConsumerConfig{Brokers: brokers, GroupID: "g-rebalance", Topics: []string{topic}, DeadLetters: p}
 	cfgA, cfgB := cfg, cfg
 	cfgA.Handler, cfgB.Handler = handler("a"), handler("b")
-	a := startConsumer(t, cfgA)
 
-	produced := make(chan struct{})
+	a := startConsumer(t, cfgA)
+	produce(0)
+	waitFor(t, 30*time.Second, "first member busy", func() bool { return count() > third/4 })
+	bm := startConsumer(t, cfgB) // joins with the first round in flight
+	waitFor(t, 30*time.Second, "second member assigned", func() bool { return bm.Generations() > 0 && a.Generations() > 1 })
+	produce(1)
+	waitFor(t, 30*time.Second, "two rounds", func() bool { return count() == 2*third })
+	mu.Lock()
+	if byMem["b"] == 0 {
+		t.Errorf("second member handled nothing of the second round: %v", byMem)
+	}
+	mu.Unlock()
+
+	done := make(chan struct{})
 	go func() {
-		defer close(produced)
-		msgs := make([]Message, n)
-		for i := range msgs {
-			msgs[i] = Message{Topic: topic, Key: []byte(strconv.Itoa(i)), Value: []byte(strconv.Itoa(i))}
-		}
-		if err := p.Publish(context.Background(), msgs...); err != nil {
-			t.Errorf("produce: %v", err)
+		defer close(done)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := a.Close(ctx); err != nil {
+			t.Errorf("close first member: %v", err)
 		}
 	}()
-	defer func() { <-produced }()
-	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
-	waitFor(t, 30*time.Second, "first member busy", func() bool { return count() > n/6 })
-	bm := startConsumer(t, cfgB)
-	waitFor(t, 30*time.Second, "second member assigned", func() bool { return bm.Generations() > 0 && a.Generations() > 1 })
-	waitFor(t, 30*time.Second, "half the stream", func() bool { return count() > n/2 })
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	if err := a.Close(ctx); err != nil {
-		t.Fatalf("close first member: %v", err)
-	}
-	cancel()
-	waitFor(t, 60*time.Second, "every message", func() bool { return count() == n })
+	produce(2) // while the first member leaves
+	<-done
+	waitFor(t, 60*time.Second, "every message", func() bool { return count() == 3*third })
 	waitFor(t, 15*time.Second, "group fully committed", func() bool {
 		var sum int64
 		for _, off := range committed(t, brokers, "g-rebalance", topic, parts) {
 			sum += max(off, 0)
 		}
-		return sum == n
+		return sum == 3*third
 	})
 	mu.Lock()
 	defer mu.Unlock()
-	if byMem["a"] == 0 || byMem["b"] == 0 {
-		t.Fatalf("both members should have worked: %v", byMem)
-	}
 	dups := 0
 	for _, k := range seen {
 		dups += k - 1
