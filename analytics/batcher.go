@@ -102,19 +102,42 @@ func (o Options) withDefaults() Options {
 }
 
 // Stats are a Batcher's counters since it started. Every row handed to Add is
-// eventually Written, Dropped, or still Buffered:
-// Recorded = Written + Dropped + Buffered (give or take rows in flight).
+// Written, Dropped, Rejected, or still Buffered:
+// Recorded = Written + Dropped + Rejected + Buffered.
 type Stats struct {
 	Recorded    int64 // rows handed to Add
 	Written     int64 // rows a write confirmed
 	Dropped     int64 // rows refused by a full queue, or left unwritten at Close
+	Rejected    int64 // rows the store refused for good (see Permanent)
 	WriteErrors int64 // failed write attempts
-	Buffered    int64 // rows queued or held for the next write
+	Buffered    int64 // rows queued or waiting for a (re)try
 }
 
 // WriteFunc writes one batch. It must write all rows or none: a batch that
-// returns an error is retried whole.
+// returns an error is retried whole later, unless the error is Permanent.
 type WriteFunc[T any] func(ctx context.Context, rows []T) error
+
+// Permanent marks err as one that retrying the same rows cannot fix (a value
+// the store refuses). The Batcher then bisects the batch, writes the rows the
+// store accepts and counts the others as Rejected, so one bad row neither
+// blocks the buffer nor takes its batch down with it.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return permanentError{err}
+}
+
+// IsPermanent reports whether err was marked by Permanent.
+func IsPermanent(err error) bool {
+	var p permanentError
+	return errors.As(err, &p)
+}
+
+type permanentError struct{ err error }
+
+func (e permanentError) Error() string { return e.err.Error() }
+func (e permanentError) Unwrap() error { return e.err }
 
 // Batcher buffers rows of type T and writes them in batches from one
 // background goroutine, which Close stops.
@@ -131,11 +154,15 @@ type Batcher[T any] struct {
 	queue   chan T
 	flushes chan flushRequest
 	stop    chan struct{}
-	done    chan struct{}
-	once    sync.Once
-	err     error // result of the final flush, set before done closes
+	// stopCtx is cancelled by Close so a background write in flight does not
+	// hold shutdown beyond CloseTimeout; its rows are retried by Close.
+	stopCtx    context.Context
+	cancelStop context.CancelFunc
+	done       chan struct{}
+	once       sync.Once
+	err        error // result of the final flush, set before done closes
 
-	recorded, written, dropped, writeErrors, held atomic.Int64
+	recorded, written, dropped, rejected, writeErrors atomic.Int64
 }
 
 type flushRequest struct {
@@ -149,13 +176,16 @@ func NewBatcher[T any](write WriteFunc[T], opts Options) *Batcher[T] {
 		panic("analytics: NewBatcher with nil WriteFunc")
 	}
 	opts = opts.withDefaults()
+	stopCtx, cancelStop := context.WithCancel(context.Background())
 	b := &Batcher[T]{
-		write:   write,
-		opts:    opts,
-		queue:   make(chan T, opts.QueueSize),
-		flushes: make(chan flushRequest),
-		stop:    make(chan struct{}),
-		done:    make(chan struct{}),
+		stopCtx:    stopCtx,
+		cancelStop: cancelStop,
+		write:      write,
+		opts:       opts,
+		queue:      make(chan T, opts.QueueSize),
+		flushes:    make(chan flushRequest),
+		stop:       make(chan struct{}),
+		done:       make(chan struct{}),
 	}
 	go b.loop()
 	return b
@@ -207,6 +237,7 @@ func (b *Batcher[T]) Close() error {
 		b.mu.Lock()
 		b.closed = true
 		b.mu.Unlock()
+		b.cancelStop()
 		close(b.stop)
 	})
 	<-b.done
@@ -215,12 +246,18 @@ func (b *Batcher[T]) Close() error {
 
 // Stats returns the counters.
 func (b *Batcher[T]) Stats() Stats {
+	// Read the outcomes before the total, so Buffered is never negative.
+	written, dropped, rejected := b.written.Load(), b.dropped.Load(), b.rejected.Load()
+	recorded := b.recorded.Load()
 	return Stats{
-		Recorded:    b.recorded.Load(),
-		Written:     b.written.Load(),
-		Dropped:     b.dropped.Load(),
+		Recorded:    recorded,
+		Written:     written,
+		Dropped:     dropped,
+		Rejected:    rejected,
 		WriteErrors: b.writeErrors.Load(),
-		Buffered:    b.held.Load() + int64(len(b.queue)),
+		// NOTE: derived rather than tracked, so it never disagrees with the
+		// other counters while rows move from the queue to a write.
+		Buffered: recorded - written - dropped - rejected,
 	}
 }
 
@@ -241,7 +278,9 @@ func (b *Batcher[T]) loop() {
 	flush := func(ctx context.Context, full bool) error {
 		for len(pending) > 0 && (!full || len(pending) >= b.opts.BatchSize) {
 			n := min(len(pending), b.opts.BatchSize)
-			if err := b.writeBatch(ctx, pending[:n]); err != nil {
+			done, err := b.writeRows(ctx, pending[:n])
+			pending = compact(pending, done)
+			if err != nil {
 				failures++
 				d := backoff(b.opts.RetryMin, b.opts.RetryMax, failures)
 				b.opts.Logger.Warn().Err(err).Int("rows", len(pending)).
@@ -259,13 +298,11 @@ func (b *Batcher[T]) loop() {
 			}
 			failures = 0
 			retryC = nil
-			pending = compact(pending, n)
-			b.held.Store(int64(len(pending)))
 		}
 		return nil
 	}
 	backgroundFlush := func(full bool) {
-		ctx, cancel := context.WithTimeout(context.Background(), b.opts.WriteTimeout)
+		ctx, cancel := context.WithTimeout(b.stopCtx, b.opts.WriteTimeout)
 		defer cancel()
 		_ = flush(ctx, full) // logged and counted in flush; rows stay pending
 	}
@@ -273,7 +310,6 @@ func (b *Batcher[T]) loop() {
 	// and returns how many it moved.
 	drain := func() int {
 		moved := 0
-		defer func() { b.held.Store(int64(len(pending))) }()
 		for len(pending) < b.opts.MaxBuffered {
 			select {
 			case row := <-b.queue:
@@ -297,7 +333,6 @@ func (b *Batcher[T]) loop() {
 		select {
 		case row := <-queue:
 			pending = append(pending, row)
-			b.held.Store(int64(len(pending)))
 			if len(pending) >= b.opts.BatchSize && retryC == nil {
 				drain()
 				backgroundFlush(true)
@@ -356,7 +391,6 @@ func (b *Batcher[T]) closeFlush(pending *[]T, drain func() int, flush func(conte
 			t.Stop()
 			lost := int64(len(*pending) + len(b.queue))
 			b.dropped.Add(lost)
-			b.held.Store(0)
 			for len(b.queue) > 0 {
 				<-b.queue
 			}
@@ -367,13 +401,32 @@ func (b *Batcher[T]) closeFlush(pending *[]T, drain func() int, flush func(conte
 	}
 }
 
-func (b *Batcher[T]) writeBatch(ctx context.Context, rows []T) error {
-	if err := b.write(ctx, rows); err != nil {
-		b.writeErrors.Add(1)
-		return fmt.Errorf("write %d rows: %w", len(rows), err)
+// writeRows writes rows in one write; when the store rejects them for good
+// it bisects to write the acceptable ones and reject the rest. It returns how
+// many leading rows are settled (written or rejected) and the first error that
+// a retry may fix, which leaves the rows after the settled prefix pending.
+func (b *Batcher[T]) writeRows(ctx context.Context, rows []T) (int, error) {
+	err := b.write(ctx, rows)
+	if err == nil {
+		b.written.Add(int64(len(rows)))
+		return len(rows), nil
 	}
-	b.written.Add(int64(len(rows)))
-	return nil
+	b.writeErrors.Add(1)
+	if !IsPermanent(err) {
+		return 0, fmt.Errorf("write %d rows: %w", len(rows), err)
+	}
+	if len(rows) == 1 {
+		b.rejected.Add(1)
+		b.opts.Logger.Error().Err(err).Msg("analytics row rejected by the store")
+		return 1, nil
+	}
+	mid := len(rows) / 2
+	done, err := b.writeRows(ctx, rows[:mid])
+	if err != nil {
+		return done, err
+	}
+	done, err = b.writeRows(ctx, rows[mid:])
+	return mid + done, err
 }
 
 // compact drops the first n rows, reusing the backing array, and clears the

@@ -204,7 +204,7 @@ func TestBatcherOutageIsBounded(t *testing.T) {
 		b.Add(i)
 		if i%50 == 49 { // let the loop take what it may before going on
 			eventually(t, "the loop to catch up", func() bool {
-				return len(b.queue) == 0 || b.held.Load() >= 200
+				return len(b.queue) == 0 || b.Stats().Buffered-int64(len(b.queue)) >= 200
 			})
 		}
 	}
@@ -255,4 +255,61 @@ func TestBackoff(t *testing.T) {
 			t.Errorf("backoff(attempt %d) = %v, want %v ±20%%", attempt, got, want)
 		}
 	}
+}
+
+func TestBatcherRejectsOnlyBadRows(t *testing.T) {
+	var mu sync.Mutex
+	var stored []int
+	write := func(_ context.Context, rows []int) error {
+		for _, r := range rows {
+			if r%100 == 7 {
+				return Permanent(errors.New("value out of range"))
+			}
+		}
+		mu.Lock()
+		stored = append(stored, rows...)
+		mu.Unlock()
+		return nil
+	}
+	b := NewBatcher(write, Options{BatchSize: 256, QueueSize: 1000, FlushInterval: time.Hour})
+	for i := range 1000 {
+		b.Add(i)
+	}
+	if err := b.Flush(context.Background()); err != nil {
+		t.Fatalf("Flush with permanently bad rows: %v", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s := b.Stats()
+	if s.Rejected != 10 || s.Written != 990 || s.Dropped != 0 || int64(len(stored)) != s.Written {
+		t.Fatalf("stats %+v, stored %d: want exactly the 10 bad rows rejected", s, len(stored))
+	}
+	for i, v := range stored {
+		if v%100 == 7 || (i > 0 && v <= stored[i-1]) {
+			t.Fatalf("stored rows out of order or include a bad one at %d: %d", i, v)
+		}
+	}
+}
+
+func TestBatcherCloseCancelsHungWrite(t *testing.T) {
+	f := &fakeStore{hold: make(chan struct{})}
+	b := NewBatcher(f.write, Options{BatchSize: 10, FlushInterval: time.Hour, WriteTimeout: time.Hour,
+		CloseTimeout: 200 * time.Millisecond, RetryMin: 10 * time.Millisecond})
+	for i := range 10 { // a full batch: the loop starts a write that hangs
+		b.Add(i)
+	}
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	err := b.Close()
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Close took %v behind a hung write (CloseTimeout 200ms)", d)
+	}
+	if err == nil {
+		t.Fatal("Close reported success with the write hung")
+	}
+	if s := b.Stats(); s.Dropped != 10 {
+		t.Fatalf("stats %+v: want the 10 unwritten rows counted as dropped", s)
+	}
+	close(f.hold)
 }

@@ -1,7 +1,9 @@
 package analytics
 
 import (
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"docflow"
 )
@@ -18,25 +20,33 @@ func Columns() []string {
 
 // Values returns m's column values in Columns order, with the Go types both
 // drivers accept for the declared column types (int32 for the int columns,
-// float64 milliseconds for the duration, UTC time).
+// float64 milliseconds for the duration, UTC time). Strings are made valid
+// UTF-8 without NUL bytes, which PostgreSQL text refuses.
 func Values(m docflow.Metric) []any {
 	return []any{
-		m.Kind,
+		clean(m.Kind),
 		m.Time.UTC(),
 		m.FileID,
-		m.RunID,
-		m.StepType,
-		m.Status,
+		clean(m.RunID),
+		clean(m.StepType),
+		clean(m.Status),
 		int32(m.Attempt),
 		DurationMillis(m.Duration),
 		m.Bytes,
-		m.ErrorClass,
-		m.Channel,
-		m.Method,
-		m.Route,
+		clean(m.ErrorClass),
+		clean(m.Channel),
+		clean(m.Method),
+		clean(m.Route),
 		int32(m.HTTPStatus),
-		m.OwnerID,
+		clean(m.OwnerID),
 	}
+}
+
+func clean(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
 }
 
 // DurationMillis converts d to fractional milliseconds, the stored unit.

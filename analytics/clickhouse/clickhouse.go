@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"regexp"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -41,7 +40,19 @@ type Config struct {
 	DialTimeout time.Duration
 }
 
-var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+// validName reports whether s is a plain identifier, safe to splice into
+// SQL unquoted.
+func validName(s string) bool {
+	for i, c := range s {
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return s != ""
+}
 
 // ParseURL turns cfg into clickhouse-go options and the database name. The
 // options name no database: the database may not exist yet (a handshake
@@ -59,7 +70,7 @@ func ParseURL(cfg Config) (*ch.Options, string, error) {
 	if database == "" {
 		database = DefaultDatabase
 	}
-	if !dbName.MatchString(database) {
+	if !validName(database) {
 		return nil, "", fmt.Errorf("parse clickhouse url: invalid database name %q", database)
 	}
 	opts.Auth.Database = ""
@@ -100,7 +111,7 @@ func DDL(database string) []string {
 
 // Migrate runs DDL(database) on conn.
 func Migrate(ctx context.Context, conn driver.Conn, database string) error {
-	if !dbName.MatchString(database) {
+	if !validName(database) {
 		return fmt.Errorf("migrate clickhouse: invalid database name %q", database)
 	}
 	for _, stmt := range DDL(database) {
@@ -191,8 +202,11 @@ func (w writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error {
 	// Close ends the INSERT without the buffered rows when Send is not reached.
 	defer batch.Close()
 	for _, m := range rows {
+		m.Time = clampTime(m.Time)
 		if err := batch.Append(analytics.Values(m)...); err != nil {
-			return fmt.Errorf("append metric: %w", err)
+			// The driver checks values client-side: the same rows would
+			// fail again.
+			return analytics.Permanent(fmt.Errorf("append metric: %w", err))
 		}
 	}
 	if err := batch.Send(); err != nil {
@@ -202,6 +216,25 @@ func (w writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error {
 }
 
 func (w writer) Ping(ctx context.Context) error { return w.conn.Ping(ctx) }
+
+// The range of DateTime, in Unix seconds, that clickhouse-go accepts
+// (1970-01-01 00:00:00 to 2105-12-31 23:59:59 UTC).
+const (
+	minUnix = 0
+	maxUnix = 4291747199
+)
+
+// clampTime keeps t within what a DateTime column holds, so a stray clock
+// value is stored at the edge of the range rather than failing its batch.
+func clampTime(t time.Time) time.Time {
+	switch {
+	case t.Unix() < minUnix:
+		return time.Unix(minUnix, 0).UTC()
+	case t.Unix() > maxUnix:
+		return time.Unix(maxUnix, 0).UTC()
+	}
+	return t
+}
 
 // Queries answers the dashboard queries from database.metrics; it needs no
 // Recorder.
@@ -217,7 +250,7 @@ func NewQueries(conn driver.Conn, database string) (Queries, error) {
 	if conn == nil {
 		return Queries{}, errors.New("clickhouse metric queries: nil conn")
 	}
-	if !dbName.MatchString(database) {
+	if !validName(database) {
 		return Queries{}, fmt.Errorf("clickhouse metric queries: invalid database name %q", database)
 	}
 	return Queries{conn: conn, database: database}, nil

@@ -215,3 +215,24 @@ func TestNewRefusesNil(t *testing.T) {
 		t.Fatal("New(nil) succeeded")
 	}
 }
+
+// TestOutOfRangeTimesAreClamped stores times DateTime cannot hold at the edge
+// of its range instead of failing the batch.
+func TestOutOfRangeTimesAreClamped(t *testing.T) {
+	rec, name := open(t, srv.addr, analytics.Options{FlushInterval: time.Hour})
+	rec.Record(docflow.Metric{Kind: docflow.MetricStep, Time: time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), StepType: "ocr"})
+	rec.Record(docflow.Metric{Kind: docflow.MetricStep, Time: time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC), StepType: "ocr"})
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if s := rec.Stats(); s.Written != 2 || s.Rejected != 0 {
+		t.Fatalf("stats %+v: want both rows written", s)
+	}
+	var lo, hi time.Time
+	if err := srv.conn.QueryRow(context.Background(), "SELECT min(ts), max(ts) FROM "+name+".metrics").Scan(&lo, &hi); err != nil {
+		t.Fatal(err)
+	}
+	if lo.Unix() != 0 || hi.UTC().Year() != 2105 {
+		t.Fatalf("stored times %v and %v, want the edges of the DateTime range", lo, hi)
+	}
+}

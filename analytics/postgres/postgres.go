@@ -6,9 +6,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"docflow"
@@ -80,6 +82,13 @@ func (w writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error {
 			return analytics.Values(rows[i]), nil
 		}))
 	if err != nil {
+		// A data exception (class 22) or constraint violation (class 23)
+		// comes back for the same rows every time: let the batcher isolate
+		// them. Anything else (connection, missing table) may pass.
+		var pgErr *pgconn.PgError
+		if errors.As(err, &pgErr) && (strings.HasPrefix(pgErr.Code, "22") || strings.HasPrefix(pgErr.Code, "23")) {
+			err = analytics.Permanent(err)
+		}
 		return fmt.Errorf("copy metrics: %w", err)
 	}
 	if n != int64(len(rows)) {

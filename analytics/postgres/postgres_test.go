@@ -201,3 +201,35 @@ func TestNewRefusesNil(t *testing.T) {
 		t.Fatal("NewQueries(nil) succeeded")
 	}
 }
+
+// TestRejectedRowsAreIsolated: rows the database refuses for good are
+// rejected one by one while the rest of their batch is written.
+func TestRejectedRowsAreIsolated(t *testing.T) {
+	p := pool(t)
+	ctx := context.Background()
+	if _, err := p.Exec(ctx, "ALTER TABLE metrics ADD CONSTRAINT no_bad_run CHECK (run_id <> 'bad')"); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := postgres.New(p, analytics.Options{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	for i := range 100 {
+		run := fmt.Sprint(i)
+		if i%40 == 3 {
+			run = "bad"
+		}
+		rec.Record(docflow.Metric{Kind: docflow.MetricStep, StepType: "ocr", RunID: run})
+	}
+	if err := rec.Flush(ctx); err != nil {
+		t.Fatalf("Flush: %v", err)
+	}
+	if s := rec.Stats(); s.Written != 97 || s.Rejected != 3 || s.Buffered != 0 {
+		t.Fatalf("stats %+v: want 97 written, 3 rejected", s)
+	}
+	var n int
+	if err := p.QueryRow(ctx, "SELECT count(*) FROM metrics").Scan(&n); err != nil || n != 97 {
+		t.Fatalf("metrics holds %d rows (%v), want 97", n, err)
+	}
+}
