@@ -17,6 +17,7 @@ import (
 
 	"docflow"
 	"docflow/analytics"
+	chanalytics "docflow/analytics/clickhouse"
 	pganalytics "docflow/analytics/postgres"
 	dfhttp "docflow/http"
 	"docflow/storage/postgres"
@@ -141,12 +142,9 @@ func (m *Main) Run(ctx context.Context) error {
 	m.Settings.Start(5 * time.Second)
 	m.onClose(func(context.Context) error { m.Settings.Close(); return nil })
 
-	rec, err := pganalytics.New(m.DB.Pool, analytics.Options{})
-	if err != nil {
+	if err := m.startRecorder(ctx); err != nil {
 		return err
 	}
-	m.Recorder = rec
-	m.onClose(func(context.Context) error { return rec.Close() })
 
 	if err := m.startStreams(ctx, workdir); err != nil {
 		return err
@@ -156,6 +154,29 @@ func (m *Main) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// startRecorder records metrics in ClickHouse when CLICKHOUSE_URL is set,
+// else in PostgreSQL.
+func (m *Main) startRecorder(ctx context.Context) error {
+	opts := analytics.Options{Logger: &m.Log}
+	if u := m.Settings.Get("CLICKHOUSE_URL"); u != "" {
+		rec, err := chanalytics.Open(ctx, chanalytics.Config{URL: u}, opts)
+		if err != nil {
+			return fmt.Errorf("connect ClickHouse at %s: %w (unset CLICKHOUSE_URL to record metrics in PostgreSQL)", redactURL(u), err)
+		}
+		m.Recorder = rec
+		m.onClose(func(context.Context) error { return rec.Close() })
+		m.Log.Info().Str("url", redactURL(u)).Msg("recording metrics in ClickHouse")
+		return nil
+	}
+	rec, err := pganalytics.New(m.DB.Pool, opts)
+	if err != nil {
+		return err
+	}
+	m.Recorder = rec
+	m.onClose(func(context.Context) error { return rec.Close() })
 	return nil
 }
 
