@@ -1,0 +1,27 @@
+package actors
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/rs/zerolog"
+)
+
+// TestNewEngineBridgesLogs: hollywood's own logs (here: a duplicate actor
+// id) come out of the zerolog logger given to NewEngine.
+func TestNewEngineBridgesLogs(t *testing.T) {
+	var logs lockedBuf
+	e, err := NewEngine(zerolog.New(&logs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noop := func(*actor.Context) {}
+	e.SpawnFunc(noop, "dup", actor.WithID("1"))
+	e.SpawnFunc(noop, "dup", actor.WithID("1"))
+	waitUntil(t, 5*time.Second, "bridged hollywood log", func() bool {
+		return strings.Contains(logs.String(), `"component":"actor-engine"`) &&
+			strings.Contains(logs.String(), "already claimed")
+	})
+}
