@@ -32,7 +32,11 @@ func (c *collector[R]) done(r Result[R]) {
 
 func (c *collector[R]) len() int { c.mu.Lock(); defer c.mu.Unlock(); return len(c.results) }
 
-func (c *collector[R]) get(id string) Result[R] { c.mu.Lock(); defer c.mu.Unlock(); return c.results[id] }
+func (c *collector[R]) get(id string) Result[R] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.results[id]
+}
 
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
