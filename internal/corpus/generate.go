@@ -121,7 +121,7 @@ func Generate(dir string, o Options) (*Corpus, error) {
 	for _, p := range tablePDF {
 		pdfText = append(pdfText, join(p))
 	}
-	rows := [][]string{{"Item", "Quantity", "Price"}, {"Consulting", "10", "1000.00"}, {"Travel", "2", "250.00"}, {"Total", "", "1250.00"}}
+	rows := [][]string{{"Item", "Quantity", "Price"}, {"Consulting", "10", "1000"}, {"Travel", "2", "250"}, {"Total", "", "1250"}}
 	var rowText []string
 	for _, r := range rows {
 		rowText = append(rowText, strings.Join(r, " "))

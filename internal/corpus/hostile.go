@@ -41,17 +41,26 @@ func WriteBombPNG(path string, w, h uint32) error {
 // every entry, so a 2 GiB bomb costs about 2 MB of disk and a fraction of
 // a second to write.
 func WriteZipBombDOCX(path string, entries int, entrySize int64) error {
-	var comp bytes.Buffer
-	fw, _ := flate.NewWriter(&comp, flate.BestCompression)
-	zero := make([]byte, 1<<20)
+	// Deflate 1 MiB of zeros once, ending in a sync flush (a non-final,
+	// byte-aligned block), repeat that segment and close the stream with an
+	// empty final block. Every back-reference in a repeated segment points
+	// at zeros, so the concatenation is a valid stream of the full size.
+	const chunk = 1 << 20
+	var seg bytes.Buffer
+	fw, _ := flate.NewWriter(&seg, flate.BestCompression)
+	zero := make([]byte, chunk)
+	fw.Write(zero)
+	fw.Flush()
 	crc := crc32.NewIEEE()
-	for left := entrySize; left > 0; {
-		n := min(left, int64(len(zero)))
-		fw.Write(zero[:n])
-		crc.Write(zero[:n])
-		left -= n
+	var comp bytes.Buffer
+	for left := entrySize; left > 0; left -= chunk {
+		if left < chunk {
+			return fmt.Errorf("zip bomb: entry size must be a multiple of %d", chunk)
+		}
+		comp.Write(seg.Bytes())
+		crc.Write(zero)
 	}
-	fw.Close()
+	comp.Write([]byte{0x03, 0x00}) // BFINAL, fixed Huffman, end of block
 
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)

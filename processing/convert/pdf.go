@@ -1,0 +1,98 @@
+package convert
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"docflow"
+	"docflow/processing/internal/proc"
+)
+
+// PDFInfo is what CheckPDF learned about a PDF.
+type PDFInfo struct {
+	Pages     int
+	Encrypted bool // encrypted without a user password (opens freely)
+}
+
+// CheckPDF validates a PDF with poppler's pdfinfo, the same library that
+// later reads it: EINVALID for a file that is not a PDF, is corrupt, needs
+// a password or has no pages.
+func (c *Converter) CheckPDF(ctx context.Context, path string) (*PDFInfo, error) {
+	return CheckPDF(ctx, path, c.opts.ToolTimeout)
+}
+
+// CheckPDF is Converter.CheckPDF without a Converter.
+func CheckPDF(ctx context.Context, path string, timeout time.Duration) (*PDFInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("check pdf: %w", err)
+	}
+	head := make([]byte, 1024)
+	n, _ := io.ReadFull(f, head)
+	f.Close()
+	if !bytes.Contains(head[:n], []byte("%PDF-")) {
+		return nil, docflow.Errorf(docflow.EINVALID, "not a PDF file: the %%PDF header is missing")
+	}
+	bin, err := proc.Look("pdfinfo")
+	if err != nil {
+		return nil, err
+	}
+	res, runErr := proc.Run(ctx, proc.Cmd{Path: bin, Args: []string{path}, Timeout: timeout})
+	stderr := ""
+	if res != nil {
+		stderr = res.Stderr
+	}
+	switch code := docflow.ErrorCode(runErr); {
+	case code == docflow.ETIMEOUT || code == docflow.EUNAVAILABLE:
+		return nil, runErr
+	case strings.Contains(stderr, "Incorrect password"):
+		return nil, docflow.Errorf(docflow.EINVALID, "PDF is encrypted with a password: remove the password and upload it again")
+	case strings.Contains(stderr, "Invalid page count 0"):
+		return nil, docflow.Errorf(docflow.EINVALID, "PDF has no pages")
+	case runErr != nil:
+		if ctx.Err() != nil {
+			return nil, runErr
+		}
+		return nil, docflow.Errorf(docflow.EINVALID, "PDF is corrupt or unreadable: %s", firstLine(stderr))
+	}
+	info := &PDFInfo{Pages: -1}
+	sc := bufio.NewScanner(bytes.NewReader(res.Stdout))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		switch k {
+		case "Pages":
+			info.Pages, _ = strconv.Atoi(v)
+		case "Encrypted":
+			info.Encrypted = strings.HasPrefix(v, "yes")
+		}
+	}
+	switch {
+	case info.Pages == 0:
+		return nil, docflow.Errorf(docflow.EINVALID, "PDF has no pages")
+	case info.Pages < 0:
+		return nil, docflow.Errorf(docflow.EINVALID, "PDF is corrupt or unreadable: %s", firstLine(stderr))
+	}
+	return info, nil
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if s == "" {
+		return "no page count"
+	}
+	return s
+}
