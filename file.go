@@ -130,3 +130,36 @@ type Metadata struct {
 	Confidence      float64  `json:"confidence,omitempty"`
 	Provider        string   `json:"provider,omitempty"`
 }
+
+// ClaimSkip says why a file of a bulk claim was not claimed.
+type ClaimSkip struct {
+	FileID int64  `json:"file_id"`
+	Reason string `json:"reason"`
+}
+
+// FileRepository is FileService plus the bulk reads and writes of the files
+// API and ownership.
+type FileRepository interface {
+	FileService
+	// FindFilesByIDs returns the files that exist among ids, in id order.
+	FindFilesByIDs(ctx context.Context, ids []int64) ([]*File, error)
+	// DeleteFiles removes the records that exist among ids and returns
+	// their ids and the blob keys no remaining file references.
+	DeleteFiles(ctx context.Context, ids []int64) (deleted []int64, orphanBlobs []string, err error)
+	// BlobInUse reports whether any file references the blob key.
+	BlobInUse(ctx context.Context, key string) (bool, error)
+	// ProcessingStatuses summarises each file's current run, by file id.
+	ProcessingStatuses(ctx context.Context, files []*File) (map[int64]ProcessingStatus, error)
+	// FindProcessingLogs returns the file's log in chronological order.
+	FindProcessingLogs(ctx context.Context, fileID int64) ([]*ProcessingLog, error)
+	// ClaimFiles makes owner the owner of every unclaimed file among ids;
+	// the others are skipped with a reason (not found, owned by another
+	// user, already owned).
+	ClaimFiles(ctx context.Context, owner string, ids []int64) (claimed []int64, skipped []ClaimSkip, err error)
+	// ShareRole returns the role (viewer, editor) a share gives userID on
+	// the file, or "" when there is none.
+	ShareRole(ctx context.Context, fileID int64, userID string) (string, error)
+	// AssignOwner sets owner on the files among ids (nil ids: on every
+	// unclaimed file) and returns how many changed.
+	AssignOwner(ctx context.Context, owner string, ids []int64) (int, error)
+}

@@ -1,0 +1,775 @@
+package http
+
+import (
+	"archive/zip"
+	"bufio"
+	"context"
+	"io"
+	"math"
+	"net/url"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"docflow"
+)
+
+// FilesDeps are the dependencies of the files API.
+type FilesDeps struct {
+	Files  docflow.FileRepository
+	Blobs  docflow.BlobStore
+	Intake docflow.IntakeService
+}
+
+// MaxBulkIDs caps the ids of one bulk request.
+const MaxBulkIDs = 10_000
+
+// bulkDownloadTimeout bounds the streaming of one ZIP after the handler
+// returned (the request context ends with the handler).
+const bulkDownloadTimeout = time.Hour
+
+// MountFiles registers the files API. Routes address a file as {file_id},
+// the name every /api/files/{…} route of the server must share.
+func (s *Server) MountFiles(d FilesDeps) {
+	if d.Files == nil || d.Blobs == nil || d.Intake == nil {
+		panic("http: MountFiles needs Files, Blobs and Intake")
+	}
+	h := &filesHandlers{s: s, d: d}
+	b := Route{Auth: AuthUser, Limit: LimitDefault}
+	stream := Route{Auth: AuthUser, Limit: LimitDefault, Timeout: 10 * time.Minute}
+	s.Handle("GET", "/api/files", b, h.list)
+	s.Handle("GET", "/api/files/{file_id}", b, h.get)
+	s.Handle("GET", "/api/files/{file_id}/metadata", b, h.metadata)
+	s.Handle("GET", "/api/files/{file_id}/preview", stream, h.content(true))
+	s.Handle("GET", "/api/files/{file_id}/download", stream, h.content(false))
+	s.Handle("DELETE", "/api/files/{file_id}", b, h.delete)
+	s.Handle("POST", "/api/files/bulk-delete", b, h.bulkDelete)
+	s.Handle("POST", "/api/files/{file_id}/reprocess", b, h.reprocess(false))
+	s.Handle("POST", "/api/files/{file_id}/reprocess-with-cloud-ocr", b, h.reprocess(true))
+	s.Handle("POST", "/api/files/bulk-reprocess", b, h.bulkReprocess(false))
+	s.Handle("POST", "/api/files/bulk-reprocess-cloud-ocr", b, h.bulkReprocess(true))
+	s.Handle("POST", "/api/files/bulk-download", stream, h.bulkDownload)
+	s.Handle("POST", "/api/files/{file_id}/assign-pipeline", b, h.assignPipeline)
+}
+
+type filesHandlers struct {
+	s *Server
+	d FilesDeps
+}
+
+// Access levels a file operation needs.
+type access int
+
+const (
+	accessView access = iota
+	accessEdit
+	accessOwner
+)
+
+func (s *Server) multiUser() bool {
+	return docflow.SettingBool(s.cfg.Settings, "MULTI_USER_ENABLED", false)
+}
+
+// restricted returns the user whose view is limited to their own (and
+// shared) files, or nil when everything is visible: single-user mode and
+// administrators.
+func (s *Server) restricted(c *fasthttp.RequestCtx) *docflow.User {
+	if !s.multiUser() {
+		return nil
+	}
+	u := CurrentUser(c)
+	if u == nil || u.IsAdmin {
+		return nil
+	}
+	return u
+}
+
+// authorize checks the current user's right to f. Unclaimed files may be
+// viewed by anyone (that is how a user finds a file to claim) but changed
+// only by administrators.
+func (h *filesHandlers) authorize(c *fasthttp.RequestCtx, f *docflow.File, need access) error {
+	u := h.s.restricted(c)
+	if u == nil {
+		return nil
+	}
+	if f.OwnerID != nil && *f.OwnerID == u.ID {
+		return nil
+	}
+	if f.OwnerID == nil {
+		if need == accessView {
+			return nil
+		}
+		return docflow.Errorf(docflow.EFORBIDDEN, "Not the file owner")
+	}
+	if need != accessOwner {
+		role, err := h.d.Files.ShareRole(RequestContext(c), f.ID, u.ID)
+		if err != nil {
+			return err
+		}
+		if role == "editor" || role == "viewer" && need == accessView {
+			return nil
+		}
+	}
+	return docflow.Errorf(docflow.EFORBIDDEN, "Document is owned by another user")
+}
+
+func (h *filesHandlers) file(c *fasthttp.RequestCtx, need access) (*docflow.File, error) {
+	id, err := pathID(c, "file_id")
+	if err != nil {
+		return nil, err
+	}
+	f, err := h.d.Files.FindFileByID(RequestContext(c), id)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.authorize(c, f, need); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+type fileItem struct {
+	ID               int64                    `json:"id"`
+	OriginalFilename string                   `json:"original_filename"`
+	FileSize         int64                    `json:"file_size"`
+	MimeType         string                   `json:"mime_type"`
+	CreatedAt        time.Time                `json:"created_at"`
+	OwnerID          *string                  `json:"owner_id"`
+	ProcessingStatus docflow.ProcessingStatus `json:"processing_status"`
+}
+
+type pagination struct {
+	Page     int     `json:"page"`
+	PerPage  int     `json:"per_page"`
+	Total    int     `json:"total"`
+	Pages    int     `json:"pages"`
+	Next     *string `json:"next"`
+	Previous *string `json:"previous"`
+}
+
+// parseFileFilter validates the list's query parameters; every problem is
+// a 422 naming the parameter.
+func (s *Server) parseFileFilter(c *fasthttp.RequestCtx) (docflow.FileFilter, error) {
+	args := c.QueryArgs()
+	f := docflow.FileFilter{Page: 1, PerPage: 25, SortBy: "created_at", SortOrder: "desc"}
+	var errs []docflow.FieldError
+	bad := func(field, msg string) { errs = append(errs, docflow.FieldError{Field: field, Message: msg}) }
+	intArg := func(name string, lo, hi int, dst *int) {
+		if !args.Has(name) {
+			return
+		}
+		v, err := strconv.Atoi(string(args.Peek(name)))
+		if err != nil || v < lo || v > hi {
+			bad(name, name+" must be an integer from "+strconv.Itoa(lo)+" to "+strconv.Itoa(hi))
+			return
+		}
+		*dst = v
+	}
+	intArg("page", 1, math.MaxInt32, &f.Page)
+	intArg("per_page", 1, 200, &f.PerPage)
+	if args.Has("sort_by") {
+		f.SortBy = string(args.Peek("sort_by"))
+		if !slices.Contains(docflow.FileSortFields, f.SortBy) {
+			bad("sort_by", "sort_by must be one of "+strings.Join(docflow.FileSortFields, ", "))
+		}
+	}
+	if args.Has("sort_order") {
+		f.SortOrder = strings.ToLower(string(args.Peek("sort_order")))
+		if f.SortOrder != "asc" && f.SortOrder != "desc" {
+			bad("sort_order", "sort_order must be asc or desc")
+		}
+	}
+	f.Search = strings.TrimSpace(string(args.Peek("search")))
+	f.MimeType = strings.TrimSpace(string(args.Peek("mime_type")))
+	if v := strings.TrimSpace(string(args.Peek("status"))); v != "" {
+		if !slices.Contains(docflow.FileStatuses, v) {
+			bad("status", "status must be one of "+strings.Join(docflow.FileStatuses, ", "))
+		}
+		f.Status = v
+	}
+	for _, name := range []string{"date_from", "date_to"} {
+		v := strings.TrimSpace(string(args.Peek(name)))
+		if v == "" {
+			continue
+		}
+		t, ok := parseISODate(v)
+		if !ok {
+			bad(name, name+" must be an ISO 8601 date (YYYY-MM-DD)")
+			continue
+		}
+		if name == "date_from" {
+			f.DateFrom = &t
+		} else {
+			f.DateTo = &t
+		}
+	}
+	f.StorageProvider = strings.TrimSpace(string(args.Peek("storage_provider")))
+	if v := string(args.Peek("tags")); v != "" {
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				f.Tags = append(f.Tags, t)
+			}
+		}
+	}
+	if v := strings.TrimSpace(string(args.Peek("ocr_quality"))); v != "" {
+		if v != "poor" && v != "good" && v != "unchecked" {
+			bad("ocr_quality", "ocr_quality must be poor, good or unchecked")
+		}
+		f.OCRQuality = v
+		f.QualityThreshold = docflow.SettingFloat(s.cfg.Settings, "TEXT_QUALITY_THRESHOLD", 85)
+	}
+	if len(errs) > 0 {
+		e := docflow.Errorf(docflow.EINVALID, "%s", errs[0].Message)
+		e.Fields = errs
+		return f, e
+	}
+	if u := s.restricted(c); u != nil {
+		id := u.ID
+		f.VisibleTo = &id
+	}
+	return f, nil
+}
+
+// parseISODate accepts a date (YYYY-MM-DD) or a full timestamp, of which
+// the date counts: the bounds are whole days.
+func parseISODate(v string) (time.Time, bool) {
+	if t, err := time.Parse("2006-01-02", v); err == nil {
+		return t, true
+	}
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02T15:04"} {
+		if t, err := time.Parse(layout, v); err == nil {
+			y, m, d := t.Date()
+			return time.Date(y, m, d, 0, 0, 0, 0, time.UTC), true
+		}
+	}
+	return time.Time{}, false
+}
+
+func (h *filesHandlers) pageURL(c *fasthttp.RequestCtx, page int) *string {
+	q := url.Values{}
+	c.QueryArgs().VisitAll(func(k, v []byte) { q.Add(string(k), string(v)) })
+	q.Set("page", strconv.Itoa(page))
+	u := h.s.BaseURL() + "/api/files?" + q.Encode()
+	return &u
+}
+
+func (h *filesHandlers) list(c *fasthttp.RequestCtx) error {
+	filter, err := h.s.parseFileFilter(c)
+	if err != nil {
+		return err
+	}
+	ctx := RequestContext(c)
+	files, total, err := h.d.Files.FindFiles(ctx, filter)
+	if err != nil {
+		return err
+	}
+	statuses, err := h.d.Files.ProcessingStatuses(ctx, files)
+	if err != nil {
+		return err
+	}
+	items := make([]fileItem, len(files))
+	for i, f := range files {
+		items[i] = fileItem{ID: f.ID, OriginalFilename: f.OriginalFilename, FileSize: f.FileSize, MimeType: f.MimeType,
+			CreatedAt: f.CreatedAt, OwnerID: f.OwnerID, ProcessingStatus: statuses[f.ID]}
+	}
+	pages := (total + filter.PerPage - 1) / filter.PerPage
+	p := pagination{Page: filter.Page, PerPage: filter.PerPage, Total: total, Pages: pages}
+	if filter.Page < pages {
+		p.Next = h.pageURL(c, filter.Page+1)
+	}
+	if filter.Page > 1 {
+		p.Previous = h.pageURL(c, min(filter.Page-1, max(pages, 1)))
+	}
+	writeJSON(c, fasthttp.StatusOK, map[string]any{"files": items, "pagination": p})
+	return nil
+}
+
+type fileRecord struct {
+	ID               int64          `json:"id"`
+	FileHash         string         `json:"filehash"`
+	OriginalFilename string         `json:"original_filename"`
+	StoredFilename   string         `json:"stored_filename"`
+	FileSize         int64          `json:"file_size"`
+	MimeType         string         `json:"mime_type"`
+	CreatedAt        time.Time      `json:"created_at"`
+	OwnerID          *string        `json:"owner_id"`
+	PipelineID       *int64         `json:"pipeline_id"`
+	DocumentTitle    *string        `json:"document_title"`
+	OCRQualityScore  *float64       `json:"ocr_quality_score"`
+	AIMetadata       map[string]any `json:"ai_metadata"`
+	DuplicateOf      *int64         `json:"duplicate_of"`
+	TaskID           string         `json:"task_id"`
+}
+
+func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
+	f, err := h.file(c, accessView)
+	if err != nil {
+		return err
+	}
+	ctx := RequestContext(c)
+	statuses, err := h.d.Files.ProcessingStatuses(ctx, []*docflow.File{f})
+	if err != nil {
+		return err
+	}
+	logs, err := h.d.Files.FindProcessingLogs(ctx, f.ID)
+	if err != nil {
+		return err
+	}
+	orig, err := h.d.Blobs.Exists(ctx, f.OriginalBlob)
+	if err != nil {
+		return err
+	}
+	proc := false
+	if f.ProcessedBlob != "" {
+		if proc, err = h.d.Blobs.Exists(ctx, f.ProcessedBlob); err != nil {
+			return err
+		}
+	}
+	writeJSON(c, fasthttp.StatusOK, map[string]any{
+		"file": fileRecord{ID: f.ID, FileHash: f.FileHash, OriginalFilename: f.OriginalFilename, StoredFilename: f.StoredFilename,
+			FileSize: f.FileSize, MimeType: f.MimeType, CreatedAt: f.CreatedAt, OwnerID: f.OwnerID, PipelineID: f.PipelineID,
+			DocumentTitle: f.DocumentTitle, OCRQualityScore: f.OCRQualityScore, AIMetadata: f.AIMetadata,
+			DuplicateOf: f.DuplicateOf, TaskID: f.TaskID},
+		"processing_status": statuses[f.ID],
+		"logs":              logs,
+		"files_on_disk":     map[string]bool{"original": orig, "processed": proc},
+	})
+	return nil
+}
+
+func metaString(m map[string]any, keys ...string) string {
+	for _, k := range keys {
+		switch v := m[k].(type) {
+		case string:
+			if v != "" {
+				return v
+			}
+		case float64:
+			return strconv.FormatFloat(v, 'f', -1, 64)
+		}
+	}
+	return ""
+}
+
+func (h *filesHandlers) metadata(c *fasthttp.RequestCtx) error {
+	f, err := h.file(c, accessView)
+	if err != nil {
+		return err
+	}
+	m := f.AIMetadata
+	writeJSON(c, fasthttp.StatusOK, map[string]string{
+		"document_type":  metaString(m, "document_type"),
+		"date":           metaString(m, "date"),
+		"vendor":         metaString(m, "vendor", "sender"),
+		"amount":         metaString(m, "amount"),
+		"extracted_text": f.OCRText,
+	})
+	return nil
+}
+
+// versionBlob picks the blob of a version; for the processed version the
+// name becomes a PDF's.
+func versionBlob(f *docflow.File, version string) (key, name, mimeType string) {
+	if version == "processed" {
+		base := strings.TrimSuffix(f.OriginalFilename, path.Ext(f.OriginalFilename))
+		return f.ProcessedBlob, base + ".pdf", "application/pdf"
+	}
+	return f.OriginalBlob, f.OriginalFilename, f.MimeType
+}
+
+// content serves preview (inline, version required) and download
+// (attachment, version defaults to processed and falls back to the
+// original when no processed file exists).
+func (h *filesHandlers) content(inline bool) Handler {
+	return func(c *fasthttp.RequestCtx) error {
+		version := string(c.QueryArgs().Peek("version"))
+		explicit := version != ""
+		switch {
+		case inline && !explicit:
+			return invalid("version", "version is required (original or processed)")
+		case !explicit:
+			version = "processed"
+		case version != "original" && version != "processed":
+			return docflow.Errorf(docflow.EBADREQUEST, "Invalid version: must be original or processed")
+		}
+		f, err := h.file(c, accessView)
+		if err != nil {
+			return err
+		}
+		ctx := RequestContext(c)
+		key, name, mimeType := versionBlob(f, version)
+		if key == "" && !explicit {
+			key, name, mimeType = versionBlob(f, "original")
+		}
+		if key == "" {
+			return docflow.Errorf(docflow.ENOTFOUND, "No %s version of this file", version)
+		}
+		rc, size, err := h.d.Blobs.Open(ctx, key)
+		if docflow.ErrorCode(err) == docflow.ENOTFOUND && !explicit && version == "processed" {
+			key, name, mimeType = versionBlob(f, "original")
+			rc, size, err = h.d.Blobs.Open(ctx, key)
+		}
+		if err != nil {
+			if docflow.ErrorCode(err) == docflow.ENOTFOUND {
+				return docflow.Errorf(docflow.ENOTFOUND, "File not found on disk")
+			}
+			return err
+		}
+		disp := "attachment"
+		if inline {
+			disp = "inline"
+			// NOTE: an SVG or HTML-ish upload shown inline must not run
+			// script in the service's origin.
+			c.Response.Header.Set("Content-Security-Policy", "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'")
+		}
+		c.Response.Header.Set("Content-Disposition", ContentDisposition(disp, name))
+		c.Response.Header.Set("X-Content-Type-Options", "nosniff")
+		c.Response.Header.SetContentType(mimeType)
+		c.SetStatusCode(fasthttp.StatusOK)
+		// fasthttp closes rc once the body is sent.
+		c.SetBodyStream(rc, int(size))
+		return nil
+	}
+}
+
+// ContentDisposition builds the header with an ASCII fallback name and the
+// RFC 6266 / RFC 5987 filename* for anything else.
+func ContentDisposition(disp, name string) string {
+	var ascii strings.Builder
+	plain := true
+	for _, r := range name {
+		switch {
+		case r < 0x20 || r == 0x7f || r == '"' || r == '\\':
+			ascii.WriteByte('_')
+			plain = false
+		case r > 0x7e:
+			ascii.WriteByte('_')
+			plain = false
+		default:
+			ascii.WriteRune(r)
+		}
+	}
+	out := disp + `; filename="` + ascii.String() + `"`
+	if !plain {
+		out += "; filename*=UTF-8''" + strings.ReplaceAll(url.PathEscape(name), "+", "%2B")
+	}
+	return out
+}
+
+// bulkIDs parses a JSON array of file ids: 422 for another body, an empty
+// array or more than MaxBulkIDs ids. Duplicates are dropped.
+func bulkIDs(c *fasthttp.RequestCtx) ([]int64, error) {
+	var ids []int64
+	if err := decodeJSON(c, &ids); err != nil {
+		if docflow.ErrorCode(err) == docflow.EINVALID {
+			return nil, invalid("body", "The body must be a JSON array of file ids")
+		}
+		return nil, err
+	}
+	if len(ids) == 0 {
+		return nil, invalid("body", "At least one file id is required")
+	}
+	if len(ids) > MaxBulkIDs {
+		return nil, invalid("body", "At most %d file ids per request", MaxBulkIDs)
+	}
+	seen := make(map[int64]bool, len(ids))
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// visibleFiles returns the files among ids the user may act on with need;
+// the others count as not found.
+func (h *filesHandlers) visibleFiles(c *fasthttp.RequestCtx, ids []int64, need access) ([]*docflow.File, error) {
+	files, err := h.d.Files.FindFilesByIDs(RequestContext(c), ids)
+	if err != nil {
+		return nil, err
+	}
+	if h.s.restricted(c) == nil {
+		return files, nil
+	}
+	out := files[:0]
+	for _, f := range files {
+		if err := h.authorize(c, f, need); err == nil {
+			out = append(out, f)
+		} else if docflow.ErrorCode(err) != docflow.EFORBIDDEN {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (h *filesHandlers) deletionAllowed() error {
+	if !docflow.SettingBool(h.s.cfg.Settings, "ALLOW_FILE_DELETE", true) {
+		return docflow.Errorf(docflow.EFORBIDDEN, "File deletion is disabled")
+	}
+	return nil
+}
+
+// removeBlobs deletes blobs no record references any more.
+func (h *filesHandlers) removeBlobs(ctx context.Context, keys []string) {
+	for _, k := range keys {
+		if err := h.d.Blobs.Delete(ctx, k); err != nil {
+			h.s.log.Warn().Err(err).Str("blob", k).Msg("remove blob of deleted file")
+		}
+	}
+}
+
+func (h *filesHandlers) delete(c *fasthttp.RequestCtx) error {
+	if err := h.deletionAllowed(); err != nil {
+		return err
+	}
+	f, err := h.file(c, accessOwner)
+	if err != nil {
+		return err
+	}
+	ctx := RequestContext(c)
+	orphans, err := h.d.Files.DeleteFile(ctx, f.ID)
+	if err != nil {
+		return err
+	}
+	h.removeBlobs(ctx, orphans)
+	writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "success", "message": "File deleted", "file_id": f.ID})
+	return nil
+}
+
+func (h *filesHandlers) bulkDelete(c *fasthttp.RequestCtx) error {
+	if err := h.deletionAllowed(); err != nil {
+		return err
+	}
+	ids, err := bulkIDs(c)
+	if err != nil {
+		return err
+	}
+	files, err := h.visibleFiles(c, ids, accessOwner)
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return docflow.Errorf(docflow.ENOTFOUND, "No files found")
+	}
+	ctx := RequestContext(c)
+	keep := make([]int64, len(files))
+	for i, f := range files {
+		keep[i] = f.ID
+	}
+	deleted, orphans, err := h.d.Files.DeleteFiles(ctx, keep)
+	if err != nil {
+		return err
+	}
+	h.removeBlobs(ctx, orphans)
+	writeJSON(c, fasthttp.StatusOK, map[string]any{
+		"status": "success", "message": "Deleted " + strconv.Itoa(len(deleted)) + " files", "deleted_ids": deleted,
+	})
+	return nil
+}
+
+func (h *filesHandlers) reprocess(cloud bool) Handler {
+	return func(c *fasthttp.RequestCtx) error {
+		f, err := h.file(c, accessEdit)
+		if err != nil {
+			return err
+		}
+		ok, errs, err := h.d.Intake.Reprocess(RequestContext(c), []int64{f.ID}, docflow.ReprocessOptions{ForceCloudOCR: cloud})
+		if err != nil {
+			return err
+		}
+		if e := errs[f.ID]; e != nil {
+			return e
+		}
+		if len(ok) != 1 {
+			return docflow.Errorf(docflow.ENOTFOUND, "File not found")
+		}
+		out := map[string]any{"status": "success", "message": "File queued for reprocessing", "file_id": f.ID,
+			"filename": f.OriginalFilename, "task_id": ok[0].TaskID}
+		if cloud {
+			out["force_cloud_ocr"] = true
+			out["message"] = "File queued for reprocessing with cloud OCR"
+		}
+		writeJSON(c, fasthttp.StatusOK, out)
+		return nil
+	}
+}
+
+type reprocessed struct {
+	FileID   int64  `json:"file_id"`
+	Filename string `json:"filename"`
+	TaskID   string `json:"task_id"`
+}
+
+type fileError struct {
+	FileID int64  `json:"file_id"`
+	Error  string `json:"error"`
+}
+
+func (h *filesHandlers) bulkReprocess(cloud bool) Handler {
+	return func(c *fasthttp.RequestCtx) error {
+		ids, err := bulkIDs(c)
+		if err != nil {
+			return err
+		}
+		files, err := h.visibleFiles(c, ids, accessEdit)
+		if err != nil {
+			return err
+		}
+		allowed := make(map[int64]bool, len(files))
+		var queue []int64
+		for _, f := range files {
+			allowed[f.ID] = true
+			queue = append(queue, f.ID)
+		}
+		errs := map[int64]error{}
+		var ok []docflow.ReprocessResult
+		if len(queue) > 0 {
+			if ok, errs, err = h.d.Intake.Reprocess(RequestContext(c), queue, docflow.ReprocessOptions{ForceCloudOCR: cloud}); err != nil {
+				return err
+			}
+		}
+		processed := make([]reprocessed, 0, len(ok))
+		taskIDs := make([]string, 0, len(ok))
+		for _, r := range ok {
+			processed = append(processed, reprocessed{FileID: r.File.ID, Filename: r.File.OriginalFilename, TaskID: r.TaskID})
+			taskIDs = append(taskIDs, r.TaskID)
+		}
+		errList := []fileError{}
+		for _, id := range ids {
+			if !allowed[id] {
+				errList = append(errList, fileError{FileID: id, Error: "File not found"})
+			} else if e := errs[id]; e != nil {
+				errList = append(errList, fileError{FileID: id, Error: docflow.ErrorMessage(e)})
+			}
+		}
+		out := map[string]any{
+			"status": "success", "message": "Queued " + strconv.Itoa(len(processed)) + " files for reprocessing",
+			"processed_files": processed, "errors": errList, "task_ids": taskIDs,
+		}
+		if cloud {
+			out["force_cloud_ocr"] = true
+		}
+		writeJSON(c, fasthttp.StatusOK, out)
+		return nil
+	}
+}
+
+func (h *filesHandlers) assignPipeline(c *fasthttp.RequestCtx) error {
+	var pid *int64
+	if v := string(c.QueryArgs().Peek("pipeline_id")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return invalid("pipeline_id", "pipeline_id must be a positive integer")
+		}
+		pid = &n
+	}
+	f, err := h.file(c, accessEdit)
+	if err != nil {
+		return err
+	}
+	updated, err := h.d.Files.UpdateFile(RequestContext(c), f.ID, func(f *docflow.File) error {
+		f.PipelineID = pid
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, map[string]any{"file_id": updated.ID, "pipeline_id": updated.PipelineID})
+	return nil
+}
+
+type zipEntry struct {
+	key, name string
+	modified  time.Time
+}
+
+func (h *filesHandlers) bulkDownload(c *fasthttp.RequestCtx) error {
+	ids, err := bulkIDs(c)
+	if err != nil {
+		return err
+	}
+	files, err := h.visibleFiles(c, ids, accessView)
+	if err != nil {
+		return err
+	}
+	ctx := RequestContext(c)
+	var entries []zipEntry
+	used := map[string]int{}
+	for _, f := range files {
+		var key, name string
+		for _, v := range []string{"processed", "original"} {
+			k, n, _ := versionBlob(f, v)
+			if k == "" {
+				continue
+			}
+			if ok, err := h.d.Blobs.Exists(ctx, k); err != nil {
+				return err
+			} else if ok {
+				key, name = k, n
+				break
+			}
+		}
+		if key == "" {
+			continue // missing on disk: skipped silently, as the spec says
+		}
+		entries = append(entries, zipEntry{key: key, name: uniqueName(used, name), modified: f.CreatedAt})
+	}
+	if len(entries) == 0 {
+		return docflow.Errorf(docflow.ENOTFOUND, "No files found on disk")
+	}
+	name := "docflow_bulk_" + h.s.cfg.Now().UTC().Format("20060102_150405") + ".zip"
+	c.Response.Header.SetContentType("application/zip")
+	c.Response.Header.Set("Content-Disposition", ContentDisposition("attachment", name))
+	c.SetStatusCode(fasthttp.StatusOK)
+	blobs, log := h.d.Blobs, h.s.log
+	// NOTE: the writer runs after the handler returned, when the request
+	// context is already cancelled: it gets its own deadline.
+	c.SetBodyStreamWriter(func(w *bufio.Writer) {
+		ctx, cancel := context.WithTimeout(context.Background(), bulkDownloadTimeout)
+		defer cancel()
+		zw := zip.NewWriter(w)
+		for _, e := range entries {
+			rc, _, err := blobs.Open(ctx, e.key)
+			if err != nil {
+				continue // vanished since the check: skipped like any missing file
+			}
+			// Stored, not deflated: documents are mostly compressed already,
+			// and storing keeps the stream as fast as the disk.
+			fw, err := zw.CreateHeader(&zip.FileHeader{Name: e.name, Method: zip.Store, Modified: e.modified})
+			if err == nil {
+				_, err = io.Copy(fw, rc)
+			}
+			rc.Close()
+			if err != nil {
+				log.Debug().Err(err).Msg("bulk download: client went away")
+				return
+			}
+			if err := w.Flush(); err != nil {
+				return
+			}
+		}
+		if err := zw.Close(); err != nil {
+			log.Debug().Err(err).Msg("bulk download: finish zip")
+		}
+	})
+	return nil
+}
+
+// uniqueName keeps ZIP entry names distinct: "a.pdf", "a (2).pdf", …
+func uniqueName(used map[string]int, name string) string {
+	name = strings.ReplaceAll(name, "/", "_")
+	used[name]++
+	if n := used[name]; n > 1 {
+		ext := path.Ext(name)
+		candidate := strings.TrimSuffix(name, ext) + " (" + strconv.Itoa(n) + ")" + ext
+		used[candidate]++
+		return candidate
+	}
+	return name
+}

@@ -1,0 +1,136 @@
+package docflow
+
+import (
+	"context"
+	"io"
+	"sort"
+	"strings"
+)
+
+// Intake channels, recorded as File.Source.
+const (
+	ChannelUpload      = "upload"
+	ChannelUIUpload    = "ui_upload"
+	ChannelURL         = "url"
+	ChannelAutomation  = "automation"
+	ChannelProcessAll  = "processall"
+	ChannelWatchFolder = "watch_folder"
+	ChannelIMAP        = "imap"
+)
+
+// SupportedFileTypes maps each accepted extension (lower case, no dot) to
+// the MIME type recorded for it. Each call returns a fresh map.
+func SupportedFileTypes() map[string]string {
+	return map[string]string{
+		"pdf":  "application/pdf",
+		"doc":  "application/msword",
+		"docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+		"xls":  "application/vnd.ms-excel",
+		"xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+		"ppt":  "application/vnd.ms-powerpoint",
+		"pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+		"txt":  "text/plain",
+		"csv":  "text/csv",
+		"rtf":  "application/rtf",
+		"jpg":  "image/jpeg",
+		"jpeg": "image/jpeg",
+		"png":  "image/png",
+		"gif":  "image/gif",
+		"bmp":  "image/bmp",
+		"tiff": "image/tiff",
+		"tif":  "image/tiff",
+		"webp": "image/webp",
+		"svg":  "image/svg+xml",
+	}
+}
+
+// SupportedTypesText lists the accepted extensions for error details.
+func SupportedTypesText() string {
+	exts := make([]string, 0, 20)
+	for ext := range SupportedFileTypes() {
+		exts = append(exts, "."+ext)
+	}
+	sort.Strings(exts)
+	return strings.Join(exts, ", ")
+}
+
+// Upload is one document arriving through any channel.
+type Upload struct {
+	// Filename as the client sent it; intake sanitises it.
+	Filename string
+	Body     io.Reader
+	// Size is the declared length in bytes, -1 when unknown. A declared
+	// size over the limit is refused before anything is read.
+	Size int64
+	// User is the uploader; nil for system channels (watch folders,
+	// processall). The owner is User.ID, or none when the ID is empty
+	// (single-user mode).
+	User    *User
+	Channel string
+	// PipelineID assigns a pipeline explicitly (nil: routing decides).
+	PipelineID *int64
+	// SkipDuplicateRecord answers an exact duplicate without recording
+	// anything (ui-upload); other channels record it with status duplicate.
+	SkipDuplicateRecord bool
+}
+
+// IntakeResult is what an accepted upload produced.
+type IntakeResult struct {
+	// File is the recorded file; for an unrecorded duplicate it is the
+	// would-be record (no ID).
+	File *File
+	// TaskID is the id of the queued run ("" when nothing was queued).
+	TaskID string
+	// DuplicateOf is the original when the content was an exact duplicate.
+	DuplicateOf *File
+}
+
+// ReprocessOptions are carried into the new run.
+type ReprocessOptions struct {
+	ForceCloudOCR bool
+}
+
+// ReprocessResult is one file queued again.
+type ReprocessResult struct {
+	File   *File
+	TaskID string
+}
+
+// ProcessAllResult answers POST /api/processall.
+type ProcessAllResult struct {
+	PDFFiles  []string
+	TaskIDs   []string
+	Throttled bool
+}
+
+// IntakeService brings documents in: it streams them to the blob store
+// while hashing, enforces limits and types, deduplicates, and records the
+// file, its run and the file.ingested message in one transaction.
+type IntakeService interface {
+	// Admit checks, before any byte of the body is read, that user may
+	// upload on channel now. EFORBIDDEN when the user is blocked;
+	// ERATELIMIT (with RetryAfter) when the per-user window (ui-upload and
+	// process-url only) or the daily limit is exhausted. A nil or
+	// anonymous user is limited as the single user of the instance.
+	Admit(ctx context.Context, user *User, channel string) error
+	// Ingest stores and records u. ETOOLARGE past MAX_UPLOAD_SIZE (declared
+	// or streamed); EBADREQUEST for an empty file or a type outside the
+	// supported list (by extension or by content); ERATELIMIT when the
+	// daily limit is reached meanwhile. On any error nothing is recorded
+	// and no blob of this upload is left behind.
+	Ingest(ctx context.Context, u Upload) (*IntakeResult, error)
+	// FetchURL downloads rawURL and ingests it. EBADREQUEST for malformed
+	// URLs, non-http(s) schemes, private or internal addresses and
+	// unsupported types; ENOTFOUND when the remote answers 404; ETIMEOUT
+	// past URL_FETCH_TIMEOUT; ETOOLARGE past MAX_UPLOAD_SIZE; EBADGATEWAY
+	// when the server cannot be reached or fails.
+	FetchURL(ctx context.Context, user *User, rawURL, filename string) (*IntakeResult, error)
+	// Reprocess starts a new run for each file. Per-file errors are
+	// returned in errs (keyed by file id): ENOTFOUND for unknown files,
+	// EBADREQUEST when the stored original (or, with ForceCloudOCR,
+	// neither original nor processed file) is missing.
+	Reprocess(ctx context.Context, ids []int64, opts ReprocessOptions) (ok []ReprocessResult, errs map[int64]error, err error)
+	// ProcessAll ingests every PDF of the processall folder, staggering the
+	// runs when there are more than PROCESSALL_THROTTLE_THRESHOLD.
+	ProcessAll(ctx context.Context, user *User) (*ProcessAllResult, error)
+}

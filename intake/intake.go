@@ -1,0 +1,452 @@
+// Package intake brings documents into docflow from every channel (HTTP
+// uploads, URLs, processall, watch folders, later IMAP): it streams the
+// bytes to the blob store while hashing them, enforces size, type and
+// per-user limits, deduplicates, and records the file, its run and the
+// file.ingested message in one transaction.
+package intake
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+
+	"docflow"
+	"docflow/storage/postgres"
+	"docflow/streams"
+)
+
+// sniffLen is how many leading bytes decide the content type (the
+// mimetype library's default read limit).
+const sniffLen = 3072
+
+// Config is what the service needs.
+type Config struct {
+	Files    *postgres.FileService
+	Blobs    docflow.BlobStore
+	Settings docflow.SettingsService
+	Log      zerolog.Logger
+	// WorkDir is WORKDIR, the parent of the default processall folder.
+	WorkDir string
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// QueueDepth reports queued work for the load rule (default: the
+	// unfinished runs in Postgres).
+	QueueDepth func(ctx context.Context) (int, error)
+	// LoadPerCPU reports the load average per CPU (default /proc/loadavg).
+	LoadPerCPU func() float64
+	// Resolver resolves URL hosts for the fetcher (default net.DefaultResolver).
+	Resolver Resolver
+}
+
+// Resolver is the part of *net.Resolver the URL fetcher uses.
+type Resolver interface {
+	LookupIPAddr(ctx context.Context, host string) ([]net.IPAddr, error)
+}
+
+// Service implements docflow.IntakeService.
+type Service struct {
+	cfg    Config
+	log    zerolog.Logger
+	now    func() time.Time
+	window *window
+	load   *loadGauge
+	client *http.Client
+}
+
+var _ docflow.IntakeService = (*Service)(nil)
+
+// New returns the service; it refuses missing dependencies.
+func New(cfg Config) (*Service, error) {
+	if cfg.Files == nil || cfg.Blobs == nil || cfg.Settings == nil {
+		return nil, errors.New("intake: Files, Blobs and Settings are required")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.QueueDepth == nil {
+		cfg.QueueDepth = cfg.Files.CountUnfinishedRuns
+	}
+	if cfg.LoadPerCPU == nil {
+		cfg.LoadPerCPU = procLoadPerCPU
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	s := &Service{cfg: cfg, log: cfg.Log, now: cfg.Now, window: newWindow()}
+	s.load = &loadGauge{depth: cfg.QueueDepth, load: cfg.LoadPerCPU, now: cfg.Now}
+	s.client = newFetchClient(s)
+	return s, nil
+}
+
+// Close releases idle fetch connections.
+func (s *Service) Close() { s.client.CloseIdleConnections() }
+
+func ownerOf(u *docflow.User) *string {
+	if u == nil || u.Anonymous || u.ID == "" {
+		return nil
+	}
+	id := u.ID
+	return &id
+}
+
+// windowed reports whether the per-user sliding window applies: the spec
+// names ui-upload and process-url.
+func windowed(channel string) bool {
+	return channel == docflow.ChannelUIUpload || channel == docflow.ChannelURL
+}
+
+// Admit checks the uploader before the body is read.
+func (s *Service) Admit(ctx context.Context, user *docflow.User, channel string) error {
+	if owner := ownerOf(user); owner != nil {
+		if _, err := s.policy(ctx, *owner, true); err != nil {
+			return err
+		}
+	}
+	if !windowed(channel) {
+		return nil
+	}
+	base := docflow.SettingInt(s.cfg.Settings, "UPLOAD_RATE_LIMIT_PER_USER", 20)
+	secs := docflow.SettingInt(s.cfg.Settings, "UPLOAD_RATE_LIMIT_WINDOW", 60)
+	if base <= 0 || secs <= 0 {
+		return nil
+	}
+	limit := effectiveLimit(base, s.load.current(ctx))
+	key := ""
+	if owner := ownerOf(user); owner != nil {
+		key = *owner
+	}
+	if !s.window.take(key, s.now(), time.Duration(secs)*time.Second, limit) {
+		e := docflow.Errorf(docflow.ERATELIMIT, "Rate limit exceeded: %d per %d seconds", limit, secs)
+		e.RetryAfter = max(1, secs/2)
+		return e
+	}
+	return nil
+}
+
+// policy returns the owner's daily limit (0 = unlimited) after checking
+// the block flag and, when early, today's count.
+func (s *Service) policy(ctx context.Context, owner string, early bool) (int, error) {
+	p, err := s.cfg.Files.UploadPolicy(ctx, owner)
+	if err != nil {
+		return 0, err
+	}
+	if p.Blocked {
+		return 0, docflow.Errorf(docflow.EFORBIDDEN, "Your account is blocked from uploading files")
+	}
+	limit := docflow.SettingInt(s.cfg.Settings, "DEFAULT_DAILY_UPLOAD_LIMIT", 0)
+	if p.DailyLimit != nil {
+		limit = *p.DailyLimit
+	}
+	if limit < 0 {
+		limit = 0
+	}
+	if early && limit > 0 && p.UsedToday >= limit {
+		e := docflow.Errorf(docflow.ERATELIMIT, "Daily upload limit of %d reached", limit)
+		u := s.now().UTC()
+		e.RetryAfter = int(time.Date(u.Year(), u.Month(), u.Day()+1, 0, 0, 0, 0, time.UTC).Sub(u).Seconds()) + 1
+		return 0, e
+	}
+	return limit, nil
+}
+
+// maxUpload is MAX_UPLOAD_SIZE (default 1 GiB).
+func (s *Service) maxUpload() int64 {
+	n := docflow.SettingInt64(s.cfg.Settings, "MAX_UPLOAD_SIZE", 1<<30)
+	if n <= 0 {
+		return 1 << 30
+	}
+	return n
+}
+
+// CheckDeclaredSize refuses a declared length over MAX_UPLOAD_SIZE, so a
+// transport can answer 413 before reading anything.
+func (s *Service) CheckDeclaredSize(size int64) error {
+	if max := s.maxUpload(); size > max {
+		return tooLarge(size, max)
+	}
+	return nil
+}
+
+func tooLarge(size, max int64) error {
+	if size > 0 {
+		return docflow.Errorf(docflow.ETOOLARGE, "File of %d bytes exceeds the maximum upload size of %d bytes", size, max)
+	}
+	return docflow.Errorf(docflow.ETOOLARGE, "File exceeds the maximum upload size of %d bytes", max)
+}
+
+// ingestOptions are channel details that are not part of docflow.Upload.
+type ingestOptions struct {
+	// delay holds the run's message back (processall throttling).
+	delay time.Duration
+	// also runs inside the intake transaction (watch folders).
+	also func(ctx context.Context, tx pgx.Tx, f *docflow.File) error
+}
+
+// Ingest stores and records u.
+func (s *Service) Ingest(ctx context.Context, u docflow.Upload) (*docflow.IntakeResult, error) {
+	return s.ingest(ctx, u, ingestOptions{})
+}
+
+func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptions) (*docflow.IntakeResult, error) {
+	if u.Body == nil {
+		return nil, errors.New("ingest: nil body")
+	}
+	if u.Channel == "" {
+		u.Channel = docflow.ChannelUpload
+	}
+	name := SanitizeFilename(u.Filename)
+	ext := Extension(name)
+	if _, ok := docflow.SupportedFileTypes()[ext]; !ok {
+		return nil, unsupported()
+	}
+	max := s.maxUpload()
+	if u.Size > max {
+		return nil, tooLarge(u.Size, max)
+	}
+	owner := ownerOf(u.User)
+	dailyLimit := 0
+	if owner != nil {
+		var err error
+		if dailyLimit, err = s.policy(ctx, *owner, false); err != nil {
+			return nil, err
+		}
+	}
+
+	head := make([]byte, sniffLen)
+	n, err := io.ReadFull(u.Body, head)
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		err = nil
+	case err != nil:
+		return nil, s.readError(ctx, err)
+	}
+	head = head[:n]
+	if n == 0 {
+		return nil, docflow.Errorf(docflow.EBADREQUEST, "File is empty")
+	}
+	mimeType, err := checkType(ext, head)
+	if err != nil {
+		return nil, err
+	}
+
+	info, err := s.cfg.Blobs.Put(ctx, io.MultiReader(bytes.NewReader(head), u.Body), max)
+	if err != nil {
+		if docflow.ErrorCode(err) == docflow.ETOOLARGE {
+			return nil, tooLarge(0, max)
+		}
+		return nil, s.readError(ctx, err)
+	}
+	if u.Size >= 0 && info.Size != u.Size {
+		s.dropBlob(info)
+		return nil, docflow.Errorf(docflow.EBADREQUEST, "Upload incomplete: received %d of %d bytes", info.Size, u.Size)
+	}
+
+	f := &docflow.File{
+		FileHash:         info.Key,
+		OriginalFilename: name,
+		StoredFilename:   uuid.NewString() + "." + ext,
+		FileSize:         info.Size,
+		MimeType:         mimeType,
+		OwnerID:          owner,
+		PipelineID:       u.PipelineID,
+		Source:           u.Channel,
+		OriginalBlob:     info.Key,
+		AIMetadata:       map[string]any{},
+	}
+	dedup := docflow.SettingBool(s.cfg.Settings, "ENABLE_DEDUPLICATION", true)
+	rec := postgres.IngestRecord{
+		File:                f,
+		Dedup:               dedup,
+		SkipDuplicateRecord: u.SkipDuplicateRecord,
+		DailyLimit:          dailyLimit,
+		Prepare: func(f *docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
+			if f.Status == docflow.StatusDuplicate {
+				return "", nil, nil, nil
+			}
+			runID := uuid.NewString()
+			msgs, err := s.ingestedMessages(f, runID, nil, opts.delay, true)
+			return runID, nil, msgs, err
+		},
+	}
+	if opts.also != nil {
+		rec.Also = opts.also
+	}
+	dupOf, err := s.cfg.Files.Ingest(ctx, rec)
+	if err != nil {
+		s.dropBlob(info)
+		if ctx.Err() != nil {
+			return nil, s.readError(ctx, err)
+		}
+		return nil, err
+	}
+	res := &docflow.IntakeResult{File: f, TaskID: f.TaskID, DuplicateOf: dupOf}
+	if f.Status == docflow.StatusDuplicate && f.ID == 0 {
+		// Not recorded (ui-upload): the blob is the original's.
+		s.dropBlob(info)
+	}
+	if !dedup {
+		// Without deduplication the link to an earlier copy is kept in the
+		// record only; the upload is a normal new file.
+		res.DuplicateOf = nil
+	}
+	return res, nil
+}
+
+// readError turns a failed read of the body into the client-facing error:
+// a timeout when the request's time ran out, else an incomplete upload.
+func (s *Service) readError(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
+		return docflow.Errorf(docflow.ETIMEOUT, "Upload timed out")
+	}
+	if docflow.ErrorCode(err) != docflow.EINTERNAL {
+		return err
+	}
+	s.log.Debug().Err(err).Msg("upload body read failed")
+	return docflow.Errorf(docflow.EBADREQUEST, "Upload incomplete: the request body ended early")
+}
+
+// dropBlob removes a blob this upload created when no record uses it.
+// NOTE: a concurrent identical upload may commit a record for the same key
+// between the check and the delete; the window is a few milliseconds and
+// the pipeline reports a missing original as a failed step, so a rare
+// retry of that upload is the worst case.
+func (s *Service) dropBlob(info docflow.BlobInfo) {
+	if !info.Created {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	used, err := s.cfg.Files.BlobInUse(ctx, info.Key)
+	if err != nil || used {
+		return
+	}
+	if err := s.cfg.Blobs.Delete(ctx, info.Key); err != nil {
+		s.log.Warn().Err(err).Str("blob", info.Key).Msg("remove abandoned blob")
+	}
+}
+
+// ingestedMessages builds file.ingested (and, for a new upload,
+// document.uploaded) for f's run.
+func (s *Service) ingestedMessages(f *docflow.File, runID string, options map[string]any, delay time.Duration, uploaded bool) ([]streams.OutboxMessage, error) {
+	now := s.now()
+	payload, err := streams.Encode(runID, now, streams.FileIngested{
+		FileID: f.ID, RunID: runID, OwnerID: f.OwnerID, PipelineID: f.PipelineID, Options: options,
+	})
+	if err != nil {
+		return nil, err
+	}
+	key := streams.FileKey(f.ID)
+	msgs := []streams.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: key, Payload: payload}}
+	if delay > 0 {
+		msgs[0].AvailableAt = now.Add(delay)
+	}
+	if uploaded {
+		evID := newEventID()
+		ev, err := streams.Encode(evID, now, streams.Event{
+			ID: evID, Name: docflow.EventDocumentUploaded, Timestamp: now, OwnerID: f.OwnerID,
+			Data: map[string]any{"file_id": f.ID, "filename": f.OriginalFilename},
+		})
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, streams.OutboxMessage{Topic: streams.TopicEvents, Key: key, Payload: ev})
+	}
+	return msgs, nil
+}
+
+func newEventID() string {
+	b := make([]byte, 12)
+	rand.Read(b) //nolint:errcheck
+	return "evt_" + hex.EncodeToString(b)
+}
+
+// Reprocess queues each file again with a new run.
+func (s *Service) Reprocess(ctx context.Context, ids []int64, opts docflow.ReprocessOptions) ([]docflow.ReprocessResult, map[int64]error, error) {
+	files, err := s.cfg.Files.FindFilesByIDs(ctx, ids)
+	if err != nil {
+		return nil, nil, err
+	}
+	errs := map[int64]error{}
+	found := make(map[int64]*docflow.File, len(files))
+	for _, f := range files {
+		found[f.ID] = f
+	}
+	var items []postgres.Requeue
+	options := map[string]any{}
+	if opts.ForceCloudOCR {
+		options["force_cloud_ocr"] = true
+	}
+	seen := map[int64]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		f, ok := found[id]
+		if !ok {
+			errs[id] = docflow.Errorf(docflow.ENOTFOUND, "File not found")
+			continue
+		}
+		has, err := s.cfg.Blobs.Exists(ctx, f.OriginalBlob)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !has && opts.ForceCloudOCR && f.ProcessedBlob != "" {
+			if has, err = s.cfg.Blobs.Exists(ctx, f.ProcessedBlob); err != nil {
+				return nil, nil, err
+			}
+		}
+		if !has {
+			if opts.ForceCloudOCR {
+				errs[id] = docflow.Errorf(docflow.EBADREQUEST, "Neither the original nor a local file was found")
+			} else {
+				errs[id] = docflow.Errorf(docflow.EBADREQUEST, "Local file not found")
+			}
+			continue
+		}
+		items = append(items, postgres.Requeue{FileID: id, RunID: uuid.NewString(), Options: options})
+	}
+	var out []docflow.ReprocessResult
+	if len(items) > 0 {
+		runOf := map[int64]string{}
+		for _, it := range items {
+			runOf[it.FileID] = it.RunID
+		}
+		done, missing, err := s.cfg.Files.RequeueFiles(ctx, items, func(f *docflow.File, runID string) ([]streams.OutboxMessage, error) {
+			return s.ingestedMessages(f, runID, options, 0, false)
+		})
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, id := range missing {
+			errs[id] = docflow.Errorf(docflow.ENOTFOUND, "File not found")
+		}
+		for _, f := range done {
+			out = append(out, docflow.ReprocessResult{File: f, TaskID: runOf[f.ID]})
+		}
+	}
+	return out, errs, nil
+}
+
+// processallDir is PROCESSALL_DIR, else WORKDIR/processall.
+func (s *Service) processallDir() string {
+	if d := s.cfg.Settings.Get("PROCESSALL_DIR"); d != "" {
+		return d
+	}
+	wd := s.cfg.WorkDir
+	if wd == "" {
+		wd = s.cfg.Settings.Get("WORKDIR")
+	}
+	return filepath.Join(wd, "processall")
+}

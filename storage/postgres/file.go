@@ -1,0 +1,803 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"docflow"
+	"docflow/streams"
+)
+
+// FileService implements docflow.FileRepository and the transactional
+// intake writes (file + run + outbox in one transaction).
+type FileService struct {
+	db     *DB
+	counts *countCache
+}
+
+var _ docflow.FileRepository = (*FileService)(nil)
+
+// NewFileService returns a FileService on db.
+func NewFileService(db *DB) *FileService {
+	if db == nil {
+		panic("postgres: NewFileService needs a DB")
+	}
+	return &FileService{db: db, counts: newCountCache(db.Now, countTTL)}
+}
+
+const fileCols = `f.id, f.filehash, f.original_filename, f.stored_filename, f.file_size, f.mime_type,
+	f.created_at, f.updated_at, f.owner_id, f.pipeline_id, f.status, f.source, f.duplicate_of,
+	f.original_blob, f.processed_blob, f.document_title, f.ocr_quality_score, f.ai_metadata,
+	f.language, f.storage_provider, f.task_id`
+
+// fileColsText adds the OCR text, which listings never need.
+const fileColsText = fileCols + `, f.ocr_text`
+
+func scanFile(row pgx.Row, withText bool) (*docflow.File, error) {
+	var f docflow.File
+	var meta []byte
+	dest := []any{&f.ID, &f.FileHash, &f.OriginalFilename, &f.StoredFilename, &f.FileSize, &f.MimeType,
+		&f.CreatedAt, &f.UpdatedAt, &f.OwnerID, &f.PipelineID, &f.Status, &f.Source, &f.DuplicateOf,
+		&f.OriginalBlob, &f.ProcessedBlob, &f.DocumentTitle, &f.OCRQualityScore, &meta,
+		&f.Language, &f.StorageProvider, &f.TaskID}
+	if withText {
+		dest = append(dest, &f.OCRText)
+	}
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	if len(meta) > 0 {
+		if err := json.Unmarshal(meta, &f.AIMetadata); err != nil {
+			return nil, fmt.Errorf("file %d ai_metadata: %w", f.ID, err)
+		}
+	}
+	if f.AIMetadata == nil {
+		f.AIMetadata = map[string]any{}
+	}
+	return &f, nil
+}
+
+func collectFiles(rows pgx.Rows, withText bool) ([]*docflow.File, error) {
+	defer rows.Close()
+	out := []*docflow.File{}
+	for rows.Next() {
+		f, err := scanFile(rows, withText)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, rows.Err()
+}
+
+// FindFileByID returns ENOTFOUND if the file does not exist.
+func (s *FileService) FindFileByID(ctx context.Context, id int64) (*docflow.File, error) {
+	f, err := scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileColsText+` FROM files f WHERE f.id=$1`, id), true)
+	if err != nil {
+		return nil, notFound(err, "File not found")
+	}
+	return f, nil
+}
+
+// FindFileByHash returns the original (non-duplicate) file with that hash.
+func (s *FileService) FindFileByHash(ctx context.Context, hash string) (*docflow.File, error) {
+	f, err := scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileColsText+` FROM files f
+		WHERE f.filehash=$1 AND f.status <> 'duplicate' AND f.duplicate_of IS NULL ORDER BY f.id LIMIT 1`, hash), true)
+	if err != nil {
+		return nil, notFound(err, "File not found")
+	}
+	return f, nil
+}
+
+// FindFilesByIDs returns the existing files among ids, in id order.
+func (s *FileService) FindFilesByIDs(ctx context.Context, ids []int64) ([]*docflow.File, error) {
+	if len(ids) == 0 {
+		return []*docflow.File{}, nil
+	}
+	rows, err := s.db.Pool.Query(ctx, `SELECT `+fileCols+` FROM files f WHERE f.id = ANY($1) ORDER BY f.id`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("find files by ids: %w", err)
+	}
+	files, err := collectFiles(rows, false)
+	if err != nil {
+		return nil, fmt.Errorf("find files by ids: %w", err)
+	}
+	return files, nil
+}
+
+// UpdateFile runs fn on the locked file and saves the fields a client or a
+// step may change. ENOTFOUND for a missing file or pipeline.
+func (s *FileService) UpdateFile(ctx context.Context, id int64, fn func(*docflow.File) error) (*docflow.File, error) {
+	var out *docflow.File
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		f, err := scanFile(tx.QueryRow(ctx, `SELECT `+fileColsText+` FROM files f WHERE f.id=$1 FOR UPDATE`, id), true)
+		if err != nil {
+			return notFound(err, "File not found")
+		}
+		if err := fn(f); err != nil {
+			return err
+		}
+		meta, err := json.Marshal(f.AIMetadata)
+		if err != nil {
+			return fmt.Errorf("update file %d: ai_metadata: %w", id, err)
+		}
+		f.UpdatedAt = s.db.Now()
+		_, err = tx.Exec(ctx, `UPDATE files SET original_filename=$2, owner_id=$3, pipeline_id=$4, status=$5,
+			duplicate_of=$6, processed_blob=$7, document_title=$8, ocr_text=$9, ocr_quality_score=$10,
+			ai_metadata=$11, tags=$12, language=$13, storage_provider=$14, task_id=$15, updated_at=$16
+			WHERE id=$1`, id, f.OriginalFilename, f.OwnerID, f.PipelineID, f.Status, f.DuplicateOf,
+			f.ProcessedBlob, f.DocumentTitle, f.OCRText, f.OCRQualityScore, meta, metadataTags(f.AIMetadata),
+			f.Language, f.StorageProvider, f.TaskID, f.UpdatedAt)
+		if err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "23503" && strings.Contains(pgErr.ConstraintName, "pipeline") {
+				return docflow.Errorf(docflow.ENOTFOUND, "Pipeline not found")
+			}
+			return fmt.Errorf("update file %d: %w", id, err)
+		}
+		out = f
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.counts.clear()
+	return out, nil
+}
+
+// metadataTags keeps the tags column (GIN-indexed for the tags filter) in
+// step with the tags of the AI metadata.
+func metadataTags(meta map[string]any) []string {
+	out := []string{}
+	switch v := meta["tags"].(type) {
+	case []string:
+		out = append(out, v...)
+	case []any:
+		for _, t := range v {
+			if s, ok := t.(string); ok {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// DeleteFile removes one record; see DeleteFiles.
+func (s *FileService) DeleteFile(ctx context.Context, id int64) ([]string, error) {
+	deleted, orphans, err := s.DeleteFiles(ctx, []int64{id})
+	if err != nil {
+		return nil, err
+	}
+	if len(deleted) == 0 {
+		return nil, docflow.Errorf(docflow.ENOTFOUND, "File not found")
+	}
+	return orphans, nil
+}
+
+// DeleteFiles removes the existing records among ids in one statement and
+// returns the blob keys that no remaining record references.
+func (s *FileService) DeleteFiles(ctx context.Context, ids []int64) ([]int64, []string, error) {
+	if len(ids) == 0 {
+		return []int64{}, nil, nil
+	}
+	var deleted []int64
+	var orphans []string
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `DELETE FROM files WHERE id = ANY($1) RETURNING id, original_blob, processed_blob`, ids)
+		if err != nil {
+			return err
+		}
+		var blobs []string
+		seen := map[string]bool{}
+		for rows.Next() {
+			var id int64
+			var orig, proc string
+			if err := rows.Scan(&id, &orig, &proc); err != nil {
+				rows.Close()
+				return err
+			}
+			deleted = append(deleted, id)
+			for _, b := range []string{orig, proc} {
+				if b != "" && !seen[b] {
+					seen[b] = true
+					blobs = append(blobs, b)
+				}
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(blobs) == 0 {
+			return nil
+		}
+		rows, err = tx.Query(ctx, `SELECT b FROM unnest($1::text[]) AS b
+			WHERE NOT EXISTS (SELECT 1 FROM files WHERE original_blob = b)
+			  AND NOT EXISTS (SELECT 1 FROM files WHERE processed_blob = b)`, blobs)
+		if err != nil {
+			return err
+		}
+		orphans, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("delete files: %w", err)
+	}
+	if deleted == nil {
+		deleted = []int64{}
+	}
+	s.counts.clear()
+	return deleted, orphans, nil
+}
+
+// BlobInUse reports whether any file references key.
+func (s *FileService) BlobInUse(ctx context.Context, key string) (bool, error) {
+	var used bool
+	err := s.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE original_blob=$1)
+		OR EXISTS (SELECT 1 FROM files WHERE processed_blob=$1)`, key).Scan(&used)
+	if err != nil {
+		return false, fmt.Errorf("blob in use: %w", err)
+	}
+	return used, nil
+}
+
+// ProcessingStatuses summarises the current run of each file from its
+// recorded steps.
+func (s *FileService) ProcessingStatuses(ctx context.Context, files []*docflow.File) (map[int64]docflow.ProcessingStatus, error) {
+	out := make(map[int64]docflow.ProcessingStatus, len(files))
+	runs := make([]string, 0, len(files))
+	for _, f := range files {
+		out[f.ID] = docflow.ProcessingStatus{Status: f.Status}
+		if f.TaskID != "" {
+			runs = append(runs, f.TaskID)
+		}
+	}
+	if len(runs) == 0 {
+		return out, nil
+	}
+	rows, err := s.db.Pool.Query(ctx, `
+		SELECT r.id, r.file_id, r.status, COALESCE(st.total, 0), COALESCE(st.errors, FALSE), COALESCE(st.last_step, '')
+		FROM runs r
+		LEFT JOIN LATERAL (
+			SELECT count(*) AS total, bool_or(status = 'failed') AS errors,
+			       (array_agg(step_type ORDER BY position DESC) FILTER (WHERE status <> 'queued'))[1] AS last_step
+			FROM run_steps WHERE run_id = r.id) st ON TRUE
+		WHERE r.id = ANY($1)`, runs)
+	if err != nil {
+		return nil, fmt.Errorf("processing statuses: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var runID, runStatus, last string
+		var fileID int64
+		var total int
+		var hasErr bool
+		if err := rows.Scan(&runID, &fileID, &runStatus, &total, &hasErr, &last); err != nil {
+			return nil, fmt.Errorf("processing statuses: %w", err)
+		}
+		ps, ok := out[fileID]
+		if !ok {
+			continue
+		}
+		// NOTE: the file row is the source of truth, but a pipeline that
+		// only advanced the run must still show progress: a pending file
+		// takes the run's status when the run has moved on.
+		if ps.Status == docflow.StatusPending && runStatus != "" && runStatus != docflow.StatusPending {
+			ps.Status = runStatus
+		}
+		ps.TotalSteps, ps.HasErrors, ps.LastStep = total, hasErr, last
+		out[fileID] = ps
+	}
+	return out, rows.Err()
+}
+
+// FindProcessingLogs returns the file's log chronologically.
+func (s *FileService) FindProcessingLogs(ctx context.Context, fileID int64) ([]*docflow.ProcessingLog, error) {
+	rows, err := s.db.Pool.Query(ctx, `SELECT id, file_id, task_id, step_name, status, message, timestamp
+		FROM processing_logs WHERE file_id=$1 ORDER BY timestamp, id`, fileID)
+	if err != nil {
+		return nil, fmt.Errorf("processing logs: %w", err)
+	}
+	defer rows.Close()
+	out := []*docflow.ProcessingLog{}
+	for rows.Next() {
+		var l docflow.ProcessingLog
+		if err := rows.Scan(&l.ID, &l.FileID, &l.TaskID, &l.StepName, &l.Status, &l.Message, &l.Timestamp); err != nil {
+			return nil, fmt.Errorf("processing logs: %w", err)
+		}
+		out = append(out, &l)
+	}
+	return out, rows.Err()
+}
+
+// ClaimFiles gives the unclaimed files among ids to owner.
+func (s *FileService) ClaimFiles(ctx context.Context, owner string, ids []int64) ([]int64, []docflow.ClaimSkip, error) {
+	claimed := []int64{}
+	skipped := []docflow.ClaimSkip{}
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		claimed, skipped = claimed[:0], skipped[:0]
+		rows, err := tx.Query(ctx, `SELECT id, owner_id FROM files WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
+		if err != nil {
+			return err
+		}
+		owners := map[int64]*string{}
+		for rows.Next() {
+			var id int64
+			var o *string
+			if err := rows.Scan(&id, &o); err != nil {
+				rows.Close()
+				return err
+			}
+			owners[id] = o
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		seen := map[int64]bool{}
+		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			o, ok := owners[id]
+			switch {
+			case !ok:
+				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "not found"})
+			case o == nil:
+				claimed = append(claimed, id)
+			case *o == owner:
+				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "already owned by you"})
+			default:
+				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "owned by another user"})
+			}
+		}
+		if len(claimed) == 0 {
+			return nil
+		}
+		_, err = tx.Exec(ctx, `UPDATE files SET owner_id=$1, updated_at=$3 WHERE id = ANY($2)`, owner, claimed, s.db.Now())
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("claim files: %w", err)
+	}
+	s.counts.clear()
+	return claimed, skipped, nil
+}
+
+// AssignOwner sets owner on ids, or on every unclaimed file when ids is nil.
+func (s *FileService) AssignOwner(ctx context.Context, owner string, ids []int64) (int, error) {
+	var tag pgconn.CommandTag
+	var err error
+	if ids == nil {
+		tag, err = s.db.Pool.Exec(ctx, `UPDATE files SET owner_id=$1, updated_at=$2 WHERE owner_id IS NULL`, owner, s.db.Now())
+	} else {
+		tag, err = s.db.Pool.Exec(ctx, `UPDATE files SET owner_id=$1, updated_at=$3
+			WHERE id = ANY($2) AND owner_id IS DISTINCT FROM $1`, owner, ids, s.db.Now())
+	}
+	if err != nil {
+		return 0, fmt.Errorf("assign owner: %w", err)
+	}
+	s.counts.clear()
+	return int(tag.RowsAffected()), nil
+}
+
+// ShareRole returns the role a share gives userID on the file ("" = none).
+func (s *FileService) ShareRole(ctx context.Context, fileID int64, userID string) (string, error) {
+	var role string
+	err := s.db.Pool.QueryRow(ctx, `SELECT role FROM shares WHERE file_id=$1 AND shared_with_user_id=$2`, fileID, userID).Scan(&role)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	} else if err != nil {
+		return "", fmt.Errorf("share role: %w", err)
+	}
+	return role, nil
+}
+
+// PipelineExists reports whether a pipeline id exists.
+func (s *FileService) PipelineExists(ctx context.Context, id int64) (bool, error) {
+	var ok bool
+	if err := s.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pipelines WHERE id=$1)`, id).Scan(&ok); err != nil {
+		return false, fmt.Errorf("pipeline exists: %w", err)
+	}
+	return ok, nil
+}
+
+// CountUnfinishedRuns is the queue depth used to tighten upload limits.
+func (s *FileService) CountUnfinishedRuns(ctx context.Context) (int, error) {
+	var n int
+	err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE status IN ('pending', 'processing')`).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("count unfinished runs: %w", err)
+	}
+	return n, nil
+}
+
+// countTTL bounds how stale a listing's total may be. NOTE: counting 100,000
+// rows costs more than the page itself; a total a second old is fine for a
+// paginated list, and this process drops the cache on its own writes.
+const countTTL = time.Second
+
+type countEntry struct {
+	n  int
+	at time.Time
+}
+
+type countCache struct {
+	now func() time.Time
+	ttl time.Duration
+	mu  sync.Mutex
+	m   map[string]countEntry
+}
+
+func newCountCache(now func() time.Time, ttl time.Duration) *countCache {
+	return &countCache{now: now, ttl: ttl, m: map[string]countEntry{}}
+}
+
+func (c *countCache) get(key string) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	if !ok || c.now().Sub(e.at) > c.ttl {
+		return 0, false
+	}
+	return e.n, true
+}
+
+func (c *countCache) put(key string, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) > 10_000 {
+		clear(c.m)
+	}
+	c.m[key] = countEntry{n: n, at: c.now()}
+}
+
+func (c *countCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.m)
+}
+
+func cacheKey(where string, args []any) string {
+	var b strings.Builder
+	b.WriteString(where)
+	for _, a := range args {
+		b.WriteString("\x00")
+		fmt.Fprint(&b, a)
+	}
+	return b.String()
+}
+
+// fileWhere builds the WHERE clause of a listing; every filter is ANDed.
+func fileWhere(f docflow.FileFilter) (string, []any) {
+	var conds []string
+	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if f.VisibleTo != nil {
+		p := arg(*f.VisibleTo)
+		conds = append(conds, `(f.owner_id = `+p+` OR EXISTS (SELECT 1 FROM shares sh WHERE sh.file_id = f.id AND sh.shared_with_user_id = `+p+`))`)
+	}
+	if f.IDs != nil {
+		conds = append(conds, `f.id = ANY(`+arg(f.IDs)+`)`)
+	}
+	if f.Search != "" {
+		conds = append(conds, `lower(f.original_filename) LIKE `+arg("%"+escapeLike(strings.ToLower(f.Search))+"%"))
+	}
+	if f.MimeType != "" {
+		conds = append(conds, `f.mime_type = `+arg(f.MimeType))
+	}
+	if f.Status != "" {
+		conds = append(conds, `f.status = `+arg(f.Status))
+	}
+	if f.DateFrom != nil {
+		conds = append(conds, `f.created_at >= `+arg(*f.DateFrom))
+	}
+	if f.DateTo != nil {
+		conds = append(conds, `f.created_at < `+arg(f.DateTo.AddDate(0, 0, 1)))
+	}
+	if f.StorageProvider != "" {
+		conds = append(conds, `f.storage_provider = `+arg(f.StorageProvider))
+	}
+	if len(f.Tags) > 0 {
+		j, _ := json.Marshal(f.Tags)
+		conds = append(conds, `(f.tags @> `+arg(f.Tags)+` OR f.ai_metadata->'tags' @> `+arg(string(j))+`::jsonb)`)
+	}
+	switch f.OCRQuality {
+	case "poor":
+		conds = append(conds, `f.ocr_quality_score < `+arg(f.QualityThreshold))
+	case "good":
+		conds = append(conds, `f.ocr_quality_score >= `+arg(f.QualityThreshold))
+	case "unchecked":
+		conds = append(conds, `f.ocr_quality_score IS NULL`)
+	}
+	if len(conds) == 0 {
+		return "", args
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+var sortColumns = map[string]string{
+	"id": "f.id", "original_filename": "f.original_filename", "file_size": "f.file_size",
+	"mime_type": "f.mime_type", "created_at": "f.created_at",
+}
+
+// FindFiles returns one page of files and the total.
+//
+// NOTE: pages are addressed by number, so the page's first row is found by
+// skipping (page-1)*per_page rows. The skip runs in a subquery that reads
+// only the sort index (ids, no heap rows), and the 25 full rows are fetched
+// by id afterwards, so a deep page costs an index walk of the skipped
+// entries rather than reading and discarding whole rows. A true keyset
+// (cursor) would need the client to send the last row's key, which the
+// spec's page/per_page interface does not carry.
+func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) ([]*docflow.File, int, error) {
+	col, ok := sortColumns[filter.SortBy]
+	if !ok {
+		col = "f.created_at"
+	}
+	dir := "DESC"
+	if strings.EqualFold(filter.SortOrder, "asc") {
+		dir = "ASC"
+	}
+	per := filter.PerPage
+	if per <= 0 {
+		per = 25
+	}
+	page := filter.Page
+	if page <= 0 {
+		page = 1
+	}
+	where, args := fileWhere(filter)
+	order := col + " " + dir
+	if col != "f.id" {
+		order += ", f.id " + dir
+	}
+	key := cacheKey(where, args)
+	total, cached := s.counts.get(key)
+
+	pageArgs := append(append([]any(nil), args...), per, (page-1)*per)
+	n := len(args)
+	q := `SELECT ` + fileCols + ` FROM files f JOIN (SELECT f.id FROM files f` + where +
+		` ORDER BY ` + order + ` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) +
+		`) pg ON pg.id = f.id ORDER BY ` + order
+
+	batch := &pgx.Batch{}
+	batch.Queue(q, pageArgs...)
+	if !cached {
+		batch.Queue(`SELECT count(*) FROM files f`+where, args...)
+	}
+	br := s.db.Pool.SendBatch(ctx, batch)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, 0, fmt.Errorf("find files: %w", err)
+	}
+	files, err := collectFiles(rows, false)
+	if err != nil {
+		return nil, 0, fmt.Errorf("find files: %w", err)
+	}
+	if !cached {
+		if err := br.QueryRow().Scan(&total); err != nil {
+			return nil, 0, fmt.Errorf("count files: %w", err)
+		}
+		s.counts.put(key, total)
+	}
+	return files, total, nil
+}
+
+// IngestRecord is one intake write.
+type IngestRecord struct {
+	// File carries the fields intake decided (hash, names, size, MIME,
+	// owner, source, blob, pipeline). ID, CreatedAt, Status and
+	// DuplicateOf are filled by Ingest.
+	File *docflow.File
+	// Dedup marks an exact duplicate of an existing original with status
+	// duplicate. Without it the file is recorded as a normal pending file
+	// that still names the original in duplicate_of.
+	Dedup bool
+	// SkipDuplicateRecord records nothing for a duplicate (ui-upload).
+	SkipDuplicateRecord bool
+	// DailyLimit > 0 refuses the upload with ERATELIMIT when the owner has
+	// already recorded that many files today.
+	DailyLimit int
+	// Prepare is called inside the transaction once the row exists (ID and
+	// Status known). It returns the run to create ("" for none, as for a
+	// duplicate), its options and the outbox messages to enqueue.
+	Prepare func(f *docflow.File) (runID string, options map[string]any, msgs []streams.OutboxMessage, err error)
+	// Also runs last inside the same transaction (watch folders record
+	// what they ingested there).
+	Also func(ctx context.Context, tx pgx.Tx, f *docflow.File) error
+}
+
+// maxIngestAttempts bounds the retries after losing the race for the one
+// original of a hash to a concurrent identical upload.
+const maxIngestAttempts = 3
+
+// Ingest records rec.File, its run, the daily count and the outbox messages
+// in one transaction. It returns the original when the file is an exact
+// duplicate. Concurrent identical uploads race on the unique index of
+// originals: the loser retries and finds the winner as its original.
+func (s *FileService) Ingest(ctx context.Context, rec IngestRecord) (dupOf *docflow.File, err error) {
+	if rec.File == nil || rec.Prepare == nil {
+		return nil, errors.New("ingest: File and Prepare are required")
+	}
+	for attempt := 1; ; attempt++ {
+		dupOf, err = s.ingestOnce(ctx, rec)
+		if err == nil || !isUniqueViolation(err) || attempt >= maxIngestAttempts {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.counts.clear()
+	return dupOf, nil
+}
+
+func (s *FileService) ingestOnce(ctx context.Context, rec IngestRecord) (*docflow.File, error) {
+	f := rec.File
+	var dupOf *docflow.File
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		dupOf = nil
+		f.Status, f.DuplicateOf = docflow.StatusPending, nil
+		orig, err := scanFile(tx.QueryRow(ctx, `SELECT `+fileCols+` FROM files f
+			WHERE f.filehash=$1 AND f.status <> 'duplicate' AND f.duplicate_of IS NULL ORDER BY f.id LIMIT 1`, f.FileHash), false)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("ingest: find original: %w", err)
+		}
+		if orig != nil {
+			dupOf = orig
+			f.DuplicateOf = &orig.ID
+			if rec.Dedup {
+				f.Status = docflow.StatusDuplicate
+				if rec.SkipDuplicateRecord {
+					return nil
+				}
+			}
+		}
+		now := s.db.Now()
+		if f.OwnerID != nil {
+			day := now.UTC().Format("2006-01-02")
+			if rec.DailyLimit > 0 {
+				var n int
+				err := tx.QueryRow(ctx, `INSERT INTO upload_counters (owner_id, day, count) VALUES ($1, $2, 1)
+					ON CONFLICT (owner_id, day) DO UPDATE SET count = upload_counters.count + 1
+					WHERE upload_counters.count < $3 RETURNING count`, *f.OwnerID, day, rec.DailyLimit).Scan(&n)
+				if errors.Is(err, pgx.ErrNoRows) {
+					e := docflow.Errorf(docflow.ERATELIMIT, "Daily upload limit of %d reached", rec.DailyLimit)
+					e.RetryAfter = secondsToMidnight(now)
+					return e
+				} else if err != nil {
+					return fmt.Errorf("ingest: count upload: %w", err)
+				}
+			} else if _, err := tx.Exec(ctx, `INSERT INTO upload_counters (owner_id, day, count) VALUES ($1, $2, 1)
+				ON CONFLICT (owner_id, day) DO UPDATE SET count = upload_counters.count + 1`, *f.OwnerID, day); err != nil {
+				return fmt.Errorf("ingest: count upload: %w", err)
+			}
+		}
+		if f.AIMetadata == nil {
+			f.AIMetadata = map[string]any{}
+		}
+		meta, _ := json.Marshal(f.AIMetadata)
+		err = tx.QueryRow(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type,
+			owner_id, pipeline_id, status, source, duplicate_of, original_blob, ai_metadata, created_at, updated_at)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$13) RETURNING id, created_at, updated_at`,
+			f.FileHash, f.OriginalFilename, f.StoredFilename, f.FileSize, f.MimeType, f.OwnerID, f.PipelineID,
+			f.Status, f.Source, f.DuplicateOf, f.OriginalBlob, meta, now).Scan(&f.ID, &f.CreatedAt, &f.UpdatedAt)
+		if err != nil {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "23503" {
+				return docflow.Errorf(docflow.ENOTFOUND, "Pipeline not found")
+			}
+			return fmt.Errorf("ingest: insert file: %w", err)
+		}
+		runID, opts, msgs, err := rec.Prepare(f)
+		if err != nil {
+			return err
+		}
+		if runID != "" {
+			if err := insertRun(ctx, tx, runID, f, opts, now); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `UPDATE files SET task_id=$2 WHERE id=$1`, f.ID, runID); err != nil {
+				return fmt.Errorf("ingest: set task: %w", err)
+			}
+			f.TaskID = runID
+		}
+		if err := streams.Enqueue(ctx, tx, msgs...); err != nil {
+			return err
+		}
+		if rec.Also != nil {
+			return rec.Also(ctx, tx, f)
+		}
+		return nil
+	})
+	if err != nil {
+		f.ID = 0
+		return nil, err
+	}
+	return dupOf, nil
+}
+
+func insertRun(ctx context.Context, tx pgx.Tx, runID string, f *docflow.File, opts map[string]any, now time.Time) error {
+	if opts == nil {
+		opts = map[string]any{}
+	}
+	o, err := json.Marshal(opts)
+	if err != nil {
+		return fmt.Errorf("run options: %w", err)
+	}
+	_, err = tx.Exec(ctx, `INSERT INTO runs (id, file_id, pipeline_id, status, options, created_at, updated_at)
+		VALUES ($1, $2, $3, 'pending', $4, $5, $5)`, runID, f.ID, f.PipelineID, o, now)
+	if err != nil {
+		return fmt.Errorf("insert run: %w", err)
+	}
+	return nil
+}
+
+func secondsToMidnight(now time.Time) int {
+	u := now.UTC()
+	next := time.Date(u.Year(), u.Month(), u.Day()+1, 0, 0, 0, 0, time.UTC)
+	return int(next.Sub(u).Seconds()) + 1
+}
+
+// Requeue is one file queued again with a new run.
+type Requeue struct {
+	FileID  int64
+	RunID   string
+	Options map[string]any
+}
+
+// RequeueFiles creates a pending run for each item, points the file at it,
+// sets it pending and enqueues what msgs returns, all in one transaction.
+// Files that vanished meanwhile are returned in missing.
+func (s *FileService) RequeueFiles(ctx context.Context, items []Requeue,
+	msgs func(f *docflow.File, runID string) ([]streams.OutboxMessage, error)) (done []*docflow.File, missing []int64, err error) {
+	err = pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		done, missing = nil, nil
+		now := s.db.Now()
+		var out []streams.OutboxMessage
+		for _, it := range items {
+			f, err := scanFile(tx.QueryRow(ctx, `UPDATE files f SET status='pending', task_id=$2, updated_at=$3
+				WHERE f.id=$1 RETURNING `+fileCols, it.FileID, it.RunID, now), false)
+			if errors.Is(err, pgx.ErrNoRows) {
+				missing = append(missing, it.FileID)
+				continue
+			} else if err != nil {
+				return fmt.Errorf("requeue file %d: %w", it.FileID, err)
+			}
+			if err := insertRun(ctx, tx, it.RunID, f, it.Options, now); err != nil {
+				return err
+			}
+			m, err := msgs(f, it.RunID)
+			if err != nil {
+				return err
+			}
+			out = append(out, m...)
+			done = append(done, f)
+		}
+		return streams.Enqueue(ctx, tx, out...)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.counts.clear()
+	return done, missing, nil
+}
