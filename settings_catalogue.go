@@ -91,6 +91,7 @@ func Catalogue() []SettingDef {
 		{Key: "EMBEDDING_DIMENSIONS", Category: "AI", Type: TypeInt, Default: "384", Description: "Embedding dimensions"},
 		{Key: "EMBEDDING_MAX_TOKENS", Category: "AI", Type: TypeInt, Default: "8000", Description: "Tokens of text fed to the embedding"},
 		{Key: "SIMILARITY_PAIR_THRESHOLD", Category: "Search", Type: TypeSlider, Default: "0.5", Description: "Similarity above which document pairs are stored"},
+		{Key: "SIMILARITY_PAIR_LIMIT", Category: "Search", Type: TypeInt, Default: "20", Description: "Most similar documents stored as pairs per document"},
 
 		// Notifications
 		{Key: "WEBHOOK_TIMEOUT", Category: "Notifications", Type: TypeInt, Default: "10", Description: "Webhook delivery timeout in seconds"},
