@@ -90,6 +90,8 @@ func Catalogue() []SettingDef {
 		{Key: "EMBEDDING_MODEL", Category: "AI", Type: TypeModelPicker, Default: "text-embedding-3-small", Description: "Embedding model (openai provider)"},
 		{Key: "EMBEDDING_DIMENSIONS", Category: "AI", Type: TypeInt, Default: "384", Description: "Embedding dimensions"},
 		{Key: "EMBEDDING_MAX_TOKENS", Category: "AI", Type: TypeInt, Default: "8000", Description: "Tokens of text fed to the embedding"},
+		{Key: "EMBEDDING_BASE_URL", Category: "AI", Type: TypeString, Description: "OpenAI-compatible embeddings API base URL (empty: OPENAI_BASE_URL)"},
+		s(SettingDef{Key: "EMBEDDING_API_KEY", Category: "AI", Type: TypeString, Description: "API key of the embeddings endpoint (empty: OPENAI_API_KEY)"}),
 		{Key: "SIMILARITY_PAIR_THRESHOLD", Category: "Search", Type: TypeSlider, Default: "0.5", Description: "Similarity above which document pairs are stored"},
 		{Key: "SIMILARITY_PAIR_LIMIT", Category: "Search", Type: TypeInt, Default: "20", Description: "Most similar documents stored as pairs per document"},
 
