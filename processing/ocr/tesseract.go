@@ -1,0 +1,295 @@
+package ocr
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+
+	"docflow/processing/internal/proc"
+	"docflow/processing/quality"
+)
+
+// pageResult is one OCR'd page.
+type pageResult struct {
+	text    string
+	confSum float64
+	confN   int
+}
+
+// tesseract OCRs the pages in need, in parallel, and assembles the text and
+// (when asked) the searchable PDF.
+func (e *Engine) tesseract(ctx context.Context, pdf, lang string, pages []string, need []int, req Request, res *Result) (*Result, error) {
+	tess, err := proc.Look(e.opts.Tesseract)
+	if err != nil {
+		return nil, err
+	}
+	ppm, err := proc.Look("pdftoppm")
+	if err != nil {
+		return nil, err
+	}
+	dir, cleanup, err := e.workDir()
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+
+	results := make(map[int]*pageResult, len(need))
+	var mu sync.Mutex
+	err = e.forEachPage(ctx, need, func(ctx context.Context, page int) error {
+		r, err := e.ocrPage(ctx, ppm, tess, pdf, dir, lang, page, req.Searchable != "")
+		if err != nil {
+			return fmt.Errorf("ocr page %d: %w", page, err)
+		}
+		mu.Lock()
+		results[page] = r
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	var confSum float64
+	var confN int
+	for _, p := range need {
+		r := results[p]
+		pages[p-1] = r.text
+		confSum += r.confSum
+		confN += r.confN
+	}
+	if confN > 0 {
+		res.MeanConfidence = confSum / float64(confN)
+	}
+	res.Engine = RendererTesseract
+	res.Text = joinPages(pages)
+	res.Quality = quality.Score(res.Text, res.MeanConfidence)
+	if req.Searchable != "" {
+		if err := e.assemble(ctx, pdf, dir, len(pages), need, req.Searchable); err != nil {
+			return nil, err
+		}
+		res.Searchable = true
+	}
+	return res, nil
+}
+
+// forEachPage runs fn for every page, at most Parallelism at a time across
+// the Engine, and stops at the first error (the others are cancelled).
+func (e *Engine) forEachPage(ctx context.Context, pages []int, fn func(context.Context, int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	work := make(chan int)
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	workers := min(e.opts.Parallelism, len(pages))
+	for i := 0; i < workers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range work {
+				// The Engine-wide semaphore bounds Tesseract processes
+				// across concurrent documents, not only within this one.
+				select {
+				case e.sem <- struct{}{}:
+				case <-ctx.Done():
+					continue
+				}
+				err := fn(ctx, p)
+				<-e.sem
+				if err != nil {
+					once.Do(func() { first = err; cancel() })
+				}
+			}
+		}()
+	}
+feed:
+	for _, p := range pages {
+		select {
+		case work <- p:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	return ctx.Err()
+}
+
+// ocrPage rasterises one page and runs Tesseract once for text, word
+// confidences (TSV) and, when wanted, the page PDF.
+func (e *Engine) ocrPage(ctx context.Context, ppm, tess, pdf, dir, lang string, page int, wantPDF bool) (*pageResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, e.opts.PageTimeout)
+	defer cancel()
+	img := pagePath(dir, "img", page)
+	n := strconv.Itoa(page)
+	if _, err := proc.Run(ctx, proc.Cmd{Path: ppm, Args: []string{"-f", n, "-l", n, "-r", strconv.Itoa(e.opts.DPI), "-gray", "-png", "-singlefile", pdf, img}}); err != nil {
+		return nil, fmt.Errorf("rasterise: %w", err)
+	}
+	defer os.Remove(img + ".png")
+	base := pagePath(dir, "ocr", page)
+	args := []string{img + ".png", base, "-l", lang, "--dpi", strconv.Itoa(e.opts.DPI), "--psm", "3", "-c", "tessedit_create_txt=1", "-c", "tessedit_create_tsv=1"}
+	if wantPDF {
+		args = append(args, "-c", "tessedit_create_pdf=1")
+	}
+	// NOTE: Tesseract's own OpenMP threading makes a page 5× slower on two
+	// cores; parallelism comes from running pages side by side instead.
+	if _, err := proc.Run(ctx, proc.Cmd{Path: tess, Args: args, Env: []string{"OMP_THREAD_LIMIT=1"}}); err != nil {
+		return nil, fmt.Errorf("tesseract: %w", err)
+	}
+	txt, err := os.ReadFile(base + ".txt")
+	if err != nil {
+		return nil, fmt.Errorf("read tesseract text: %w", err)
+	}
+	tsv, err := os.ReadFile(base + ".tsv")
+	if err != nil {
+		return nil, fmt.Errorf("read tesseract tsv: %w", err)
+	}
+	os.Remove(base + ".txt")
+	os.Remove(base + ".tsv")
+	r := &pageResult{text: strings.TrimSpace(string(txt))}
+	r.confSum, r.confN = tsvConfidence(tsv)
+	return r, nil
+}
+
+// tsvConfidence sums the confidence of the words (level 5 rows with text)
+// of a Tesseract TSV.
+func tsvConfidence(tsv []byte) (float64, int) {
+	var sum float64
+	var n int
+	sc := bufio.NewScanner(bytes.NewReader(tsv))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), "\t")
+		if len(f) < 12 || f[0] != "5" || strings.TrimSpace(f[11]) == "" {
+			continue
+		}
+		c, err := strconv.ParseFloat(f[10], 64)
+		if err != nil || c < 0 {
+			continue
+		}
+		sum += c
+		n++
+	}
+	return sum, n
+}
+
+// assemble builds the searchable PDF: OCR'd pages from Tesseract's page
+// PDFs, text pages split from the original, joined in order by pdfunite.
+func (e *Engine) assemble(ctx context.Context, pdf, dir string, pages int, need []int, out string) error {
+	unite, err := proc.Look("pdfunite")
+	if err != nil {
+		return err
+	}
+	ocred := map[int]bool{}
+	for _, p := range need {
+		ocred[p] = true
+	}
+	if len(need) < pages {
+		sep, err := proc.Look("pdfseparate")
+		if err != nil {
+			return err
+		}
+		if _, err := proc.Run(ctx, proc.Cmd{Path: sep, Args: []string{pdf, filepath.Join(dir, "orig-%05d.pdf")}, Timeout: e.opts.DocTimeout}); err != nil {
+			return fmt.Errorf("split text pages: %w", err)
+		}
+	}
+	args := make([]string, 0, pages+1)
+	for p := 1; p <= pages; p++ {
+		if ocred[p] {
+			args = append(args, pagePath(dir, "ocr", p)+".pdf")
+		} else {
+			args = append(args, filepath.Join(dir, fmt.Sprintf("orig-%05d.pdf", p)))
+		}
+	}
+	tmp := out + ".part"
+	args = append(args, tmp)
+	if pages == 1 {
+		// pdfunite wants at least two inputs.
+		if err := copyFile(args[0], tmp); err != nil {
+			return err
+		}
+	} else if _, err := proc.Run(ctx, proc.Cmd{Path: unite, Args: args, Timeout: e.opts.DocTimeout}); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("join searchable pdf: %w", err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("searchable pdf: %w", err)
+	}
+	return nil
+}
+
+// ocrmypdf hands the document to OCRmyPDF: --skip-text leaves text pages
+// alone, --sidecar returns the text of the OCR'd pages.
+func (e *Engine) ocrmypdf(ctx context.Context, pdf, lang string, pages []string, need []int, req Request, res *Result) (*Result, error) {
+	bin, err := proc.Look("ocrmypdf")
+	if err != nil {
+		return nil, err
+	}
+	dir, cleanup, err := e.workDir()
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	out := filepath.Join(dir, "out.pdf")
+	sidecar := filepath.Join(dir, "sidecar.txt")
+	// OCRmyPDF runs its own page workers: take one slot of the Engine
+	// budget (waiting if needed) plus whatever else is free right now.
+	jobs := 0
+	select {
+	case e.sem <- struct{}{}:
+		jobs = 1
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+grab:
+	for jobs < e.opts.Parallelism {
+		select {
+		case e.sem <- struct{}{}:
+			jobs++
+		default:
+			break grab
+		}
+	}
+	defer func() {
+		for ; jobs > 0; jobs-- {
+			<-e.sem
+		}
+	}()
+	args := []string{"--skip-text", "--jobs", strconv.Itoa(jobs), "-l", lang, "--output-type", "pdf", "--optimize", "0",
+		"--sidecar", sidecar, "--quiet", pdf, out}
+	_, err = proc.Run(ctx, proc.Cmd{Path: bin, Args: args, Dir: dir, Env: []string{"OMP_THREAD_LIMIT=1", "TMPDIR=" + dir}, Timeout: e.opts.DocTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("ocrmypdf: %w", err)
+	}
+	side, err := os.ReadFile(sidecar)
+	if err != nil {
+		return nil, fmt.Errorf("ocrmypdf sidecar: %w", err)
+	}
+	// The sidecar has one \f-separated entry per page; skipped pages read
+	// "[OCR skipped on page(s) …]", so their text layer stays in place.
+	sidePages := strings.Split(string(side), "\f")
+	for _, p := range need {
+		if p-1 < len(sidePages) {
+			pages[p-1] = strings.TrimSpace(sidePages[p-1])
+		}
+	}
+	res.Engine = RendererOCRmyPDF
+	res.Text = joinPages(pages)
+	res.Quality = quality.Score(res.Text, quality.NoConfidence)
+	if req.Searchable != "" {
+		if err := copyFile(out, req.Searchable); err != nil {
+			return nil, err
+		}
+		res.Searchable = true
+	}
+	return res, nil
+}
