@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -235,6 +236,7 @@ func (s *FileService) DeleteFiles(ctx context.Context, ids []int64) ([]int64, []
 	if deleted == nil {
 		deleted = []int64{}
 	}
+	slices.Sort(deleted)
 	s.counts.clear()
 	return deleted, orphans, nil
 }
@@ -427,6 +429,10 @@ func (s *FileService) CountUnfinishedRuns(ctx context.Context) (int, error) {
 // paginated list, and this process drops the cache on its own writes.
 const countTTL = time.Second
 
+// countCacheMin is the smallest total worth caching: smaller counts are
+// cheap, so they are always fresh.
+const countCacheMin = 5000
+
 type countEntry struct {
 	n  int
 	at time.Time
@@ -597,7 +603,9 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 		if err := br.QueryRow().Scan(&total); err != nil {
 			return nil, 0, fmt.Errorf("count files: %w", err)
 		}
-		s.counts.put(key, total)
+		if total >= countCacheMin {
+			s.counts.put(key, total)
+		}
 	}
 	return files, total, nil
 }
