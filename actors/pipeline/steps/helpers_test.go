@@ -1,0 +1,178 @@
+package steps
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"docflow"
+	"docflow/internal/corpus"
+	"docflow/storage/blob"
+)
+
+// mapSettings is a SettingsService over a map, falling back to the
+// catalogue defaults.
+type mapSettings struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+func newSettings(kv ...string) *mapSettings {
+	s := &mapSettings{m: map[string]string{}}
+	for _, d := range docflow.Catalogue() {
+		if d.Default != "" {
+			s.m[d.Key] = d.Default
+		}
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		s.m[kv[i]] = kv[i+1]
+	}
+	return s
+}
+
+func (s *mapSettings) Get(k string) string { s.mu.Lock(); defer s.mu.Unlock(); return s.m[k] }
+func (s *mapSettings) set(k, v string)     { s.mu.Lock(); defer s.mu.Unlock(); s.m[k] = v }
+func (s *mapSettings) Lookup(context.Context, string) (*docflow.Setting, error) {
+	return nil, docflow.Errorf(docflow.ENOTIMPL, "not in tests")
+}
+func (s *mapSettings) List(context.Context) ([]*docflow.Setting, error) { return nil, nil }
+func (s *mapSettings) Set(_ context.Context, k, v string) (*docflow.Setting, error) {
+	s.set(k, v)
+	return nil, nil
+}
+func (s *mapSettings) Delete(context.Context, string) error { return nil }
+
+// staticRules is a RuleSource over a slice.
+type staticRules []*docflow.ClassificationRule
+
+func (r staticRules) FindClassificationRules(_ context.Context, owner *string, enabledOnly bool) ([]*docflow.ClassificationRule, error) {
+	var out []*docflow.ClassificationRule
+	for _, x := range r {
+		if (x.OwnerID == nil || (owner != nil && *x.OwnerID == *owner)) && (!enabledOnly || x.Enabled) {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
+
+// fixture is a set of steps on a temporary blob store.
+type fixture struct {
+	t        *testing.T
+	settings *mapSettings
+	blobs    *blob.Local
+	steps    *Steps
+	byType   map[string]docflow.Step
+}
+
+func newFixture(t *testing.T, rules staticRules, kv ...string) *fixture {
+	t.Helper()
+	dir := t.TempDir()
+	bs, err := blob.Open(filepath.Join(dir, "blobs"), blob.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx := &fixture{t: t, settings: newSettings(kv...), blobs: bs, byType: map[string]docflow.Step{}}
+	fx.steps, err = New(Deps{Settings: fx.settings, Rules: rules, Log: zerolog.Nop(), TempDir: filepath.Join(dir, "tmp")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { fx.steps.Close() })
+	for _, s := range fx.steps.All() {
+		fx.byType[s.Type()] = s
+	}
+	return fx
+}
+
+// file stores path as the original of a new file record.
+func (fx *fixture) file(path, mimeType string) *docflow.File {
+	fx.t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	defer f.Close()
+	info, err := fx.blobs.Put(context.Background(), f, 0)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return &docflow.File{ID: 1, OriginalFilename: filepath.Base(path), MimeType: mimeType, FileSize: info.Size,
+		FileHash: info.Key, OriginalBlob: info.Key, AIMetadata: map[string]any{}}
+}
+
+// run runs one step on f.
+func (fx *fixture) run(stepType string, f *docflow.File, cfg, opts map[string]any) (*docflow.StepResult, error) {
+	fx.t.Helper()
+	return fx.byType[stepType].Run(fx.t.Context(), &docflow.StepInput{RunID: "run", StepType: stepType, Attempt: 1,
+		Config: cfg, Options: opts, File: f, Blobs: fx.blobs})
+}
+
+// must runs one step and fails the test on error.
+func (fx *fixture) must(stepType string, f *docflow.File) *docflow.StepResult {
+	fx.t.Helper()
+	res, err := fx.run(stepType, f, nil, nil)
+	if err != nil {
+		fx.t.Fatalf("%s on %s: %v", stepType, f.OriginalFilename, err)
+	}
+	return res
+}
+
+// pdfInfo returns pdfinfo's output for a blob.
+func (fx *fixture) pdfInfo(key string) string {
+	fx.t.Helper()
+	p, err := fx.blobs.Path(context.Background(), key)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	out, err := exec.Command("pdfinfo", p).CombinedOutput()
+	if err != nil {
+		fx.t.Fatalf("pdfinfo: %v: %s", err, out)
+	}
+	return string(out)
+}
+
+var (
+	corpusOnce sync.Once
+	corpusDir  string
+	testCorpus *corpus.Corpus
+	corpusErr  error
+)
+
+// sharedCorpus generates the test corpus once per test binary, with small
+// scanned pages so OCR stays quick.
+func sharedCorpus(t *testing.T) *corpus.Corpus {
+	t.Helper()
+	corpusOnce.Do(func() {
+		corpusDir, corpusErr = os.MkdirTemp("", "docflow-steps-corpus-")
+		if corpusErr != nil {
+			return
+		}
+		testCorpus, corpusErr = corpus.Generate(corpusDir, corpus.Options{Seed: 7, ScanWidthMM: 150, ScanHeightMM: 80, ScanLines: 6})
+	})
+	if corpusErr != nil {
+		t.Fatal(corpusErr)
+	}
+	return testCorpus
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if corpusDir != "" {
+		os.RemoveAll(corpusDir)
+	}
+	os.Exit(code)
+}
+
+// requireTools skips when the processing tools are not installed.
+func requireTools(t *testing.T, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("skipped: %s is not installed (make test installs it)", tool)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+// Package steps holds the processing steps of the pipeline: each wraps a
+// function of processing/ as a docflow.Step that the engine's step actors
+// run. A step reads its settings through docflow.SettingsService on every
+// run, so a changed setting applies to the next document without a
+// restart.
+//
+// Errors follow docflow.Step's contract: a problem with the document itself
+// (corrupt, encrypted, hostile, nothing to read) carries EINVALID and fails
+// the step at once; anything else (a missing tool, a timeout, a provider
+// that is down) is retried by the engine.
+package steps
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+
+	"docflow"
+)
+
+// RuleSource gives the classify step the stored rules
+// (storage/postgres.ClassificationService).
+type RuleSource interface {
+	// FindClassificationRules returns the system rules plus ownerID's own
+	// (only the system rules for nil), highest priority first.
+	FindClassificationRules(ctx context.Context, ownerID *string, enabledOnly bool) ([]*docflow.ClassificationRule, error)
+}
+
+// Deps is what the steps need.
+type Deps struct {
+	Settings docflow.SettingsService
+	Rules    RuleSource
+	Log      zerolog.Logger
+	// TempDir holds working files and the LibreOffice profiles (default
+	// os.TempDir()); cmd/docflow passes WORKDIR/tmp.
+	TempDir string
+}
+
+// Steps is the set of processing steps of one worker process. Close it on
+// shutdown: it owns the LibreOffice profiles.
+type Steps struct {
+	d       Deps
+	convert *convertStep
+	ocr     *ocrStep
+	all     []docflow.Step
+}
+
+// New builds the steps. It needs Settings and Rules; tools are looked up
+// when a step needs them, so a missing tool fails that step with a message
+// naming it instead of failing the start.
+func New(d Deps) (*Steps, error) {
+	if d.Settings == nil || d.Rules == nil {
+		return nil, errors.New("steps: New needs Settings and Rules")
+	}
+	if d.TempDir == "" {
+		d.TempDir = os.TempDir()
+	}
+	if err := os.MkdirAll(d.TempDir, 0o700); err != nil {
+		return nil, fmt.Errorf("steps: temp dir: %w", err)
+	}
+	s := &Steps{d: d}
+	s.convert = &convertStep{d: d}
+	s.ocr = newOCRStep(d)
+	s.all = []docflow.Step{
+		s.convert,
+		s.ocr,
+		&extractStep{d: d},
+		&classifyStep{d: d},
+		&embedMetadataStep{d: d},
+		&embeddingStep{d: d},
+	}
+	return s, nil
+}
+
+// All returns the steps, one per type: convert_to_pdf, ocr,
+// extract_metadata, classify, embed_metadata, compute_embedding.
+func (s *Steps) All() []docflow.Step { return append([]docflow.Step(nil), s.all...) }
+
+// Close releases the converters' LibreOffice profiles.
+func (s *Steps) Close() error { return s.convert.close() }
+
+// invalidf is a document problem: the engine fails the step at once.
+func invalidf(format string, args ...any) error {
+	return docflow.Errorf(docflow.EINVALID, format, args...)
+}
+
+// boolOf reads a boolean from a step config or run options (JSON booleans,
+// or the strings users put in forms).
+func boolOf(m map[string]any, key string, def bool) bool {
+	switch v := m[key].(type) {
+	case bool:
+		return v
+	case string:
+		if b, ok := docflow.ParseBool(v); ok {
+			return b
+		}
+	case float64:
+		return v != 0
+	}
+	return def
+}
+
+func stringOf(m map[string]any, key string) string {
+	if v, ok := m[key].(string); ok {
+		return strings.TrimSpace(v)
+	}
+	return ""
+}
+
+// workDir makes a private directory for one step run.
+func workDir(d Deps, prefix string) (string, func(), error) {
+	dir, err := os.MkdirTemp(d.TempDir, "docflow-"+prefix+"-")
+	if err != nil {
+		return "", nil, fmt.Errorf("work dir: %w", err)
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// currentPDF returns a local path of the file's PDF version: the processed
+// blob, else the original when it is a PDF. EINVALID when there is none
+// (convert_to_pdf did not run and the original is not a PDF).
+func currentPDF(ctx context.Context, in *docflow.StepInput) (string, error) {
+	key := in.File.ProcessedBlob
+	if key == "" {
+		if !isPDF(in.File) {
+			return "", invalidf("no PDF version of %q: add convert_to_pdf before this step", in.File.OriginalFilename)
+		}
+		key = in.File.OriginalBlob
+	}
+	p, err := in.Blobs.Path(ctx, key)
+	if err != nil {
+		return "", fmt.Errorf("open pdf version: %w", err)
+	}
+	return p, nil
+}
+
+func isPDF(f *docflow.File) bool {
+	return strings.EqualFold(f.MimeType, "application/pdf") || strings.EqualFold(filepath.Ext(f.OriginalFilename), ".pdf")
+}
+
+// putFile stores a local file in the blob store and returns its key.
+func putFile(ctx context.Context, blobs docflow.BlobStore, path string) (docflow.BlobInfo, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return docflow.BlobInfo{}, fmt.Errorf("store result: %w", err)
+	}
+	defer f.Close()
+	info, err := blobs.Put(ctx, f, 0)
+	if err != nil {
+		return info, fmt.Errorf("store result: %w", err)
+	}
+	return info, nil
+}
+
+// fileSize is the size of a local file (0 when it cannot be read).
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// copyTo copies src to dst.
+func copyTo(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// onceMap caches one value per key, built on first use.
+type onceMap[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]V
+}
+
+func (o *onceMap[K, V]) get(k K, build func() (V, error)) (V, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if v, ok := o.m[k]; ok {
+		return v, nil
+	}
+	v, err := build()
+	if err != nil {
+		return v, err
+	}
+	if o.m == nil {
+		o.m = map[K]V{}
+	}
+	o.m[k] = v
+	return v, nil
+}
+
+func (o *onceMap[K, V]) each(fn func(V)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, v := range o.m {
+		fn(v)
+	}
+}
