@@ -178,3 +178,53 @@ type RunService interface {
 	// PendingCount counts runs queued or in progress.
 	PendingCount(ctx context.Context) (int, error)
 }
+
+// QueueStats is GET /api/queue/stats: consumer lag per step topic, the
+// workers' load and a database summary.
+type QueueStats struct {
+	Queues      map[string]int64 `json:"queues"`
+	TotalQueued int64            `json:"total_queued"`
+	Workers     WorkerStats      `json:"workers"`
+	DBSummary   DBSummary        `json:"db_summary"`
+}
+
+// WorkerStats describes the workers (the spec's celery object).
+type WorkerStats struct {
+	Active        []ActiveTask `json:"active"`
+	Reserved      int          `json:"reserved"`  // tasks held by workers, not running yet
+	Scheduled     int          `json:"scheduled"` // tasks waiting for a retry
+	WorkersOnline int          `json:"workers_online"`
+}
+
+// ActiveTask is a step attempt being run.
+type ActiveTask struct {
+	ID      string     `json:"id"`   // run id
+	Name    string     `json:"name"` // step type
+	Args    []any      `json:"args"` // file id, attempt
+	Started *time.Time `json:"started"`
+	Worker  string     `json:"worker"`
+}
+
+// DBSummary counts files by status.
+type DBSummary struct {
+	TotalFiles       int                `json:"total_files"`
+	Processing       int                `json:"processing"`
+	Failed           int                `json:"failed"`
+	Completed        int                `json:"completed"`
+	Pending          int                `json:"pending"`
+	RecentProcessing []RecentProcessing `json:"recent_processing"`
+}
+
+// RecentProcessing is a file being processed and its current step.
+type RecentProcessing struct {
+	FileID      int64  `json:"file_id"`
+	Filename    string `json:"filename"`
+	CurrentStep string `json:"current_step"`
+}
+
+// QueueService answers the queue endpoints.
+type QueueService interface {
+	QueueStats(ctx context.Context) (*QueueStats, error)
+	// PendingCount counts documents queued or in progress.
+	PendingCount(ctx context.Context) (int, error)
+}

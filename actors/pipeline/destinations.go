@@ -1,0 +1,172 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"docflow"
+)
+
+// Destination is somewhere send_to_destinations delivers a processed file.
+// Deliver must be idempotent: a retried step delivers the same file again.
+type Destination interface {
+	// Name identifies the destination in the deliveries table ("local", or
+	// an integration id).
+	Name() string
+	// Deliver copies the file at path (named name) and returns where it went.
+	Deliver(ctx context.Context, f *docflow.File, path, name string) (remotePath string, err error)
+}
+
+// Destinations returns the destinations of a file (its owner's configured
+// ones, the local folder…).
+type Destinations func(ctx context.Context, f *docflow.File) ([]Destination, error)
+
+// SendToDestinations is the send_to_destinations step: the processed file
+// (else the original) goes to every destination; a failed delivery fails the
+// attempt (and is retried) after the others were tried.
+func SendToDestinations(dests Destinations) docflow.Step {
+	if dests == nil {
+		panic("pipeline: SendToDestinations needs Destinations")
+	}
+	return docflow.StepFunc{Name: docflow.StepSendToDestinations, Fn: func(ctx context.Context, in *docflow.StepInput) (*docflow.StepResult, error) {
+		ds, err := dests(ctx, in.File)
+		if err != nil {
+			return nil, fmt.Errorf("destinations: %w", err)
+		}
+		if len(ds) == 0 {
+			return &docflow.StepResult{Skipped: true, Message: "No destinations configured"}, nil
+		}
+		if in.Blobs == nil {
+			return nil, docflow.Errorf(docflow.EUNAVAILABLE, "no blob store to read the file from")
+		}
+		key := in.File.ProcessedBlob
+		name := in.File.OriginalFilename
+		if key == "" {
+			key = in.File.OriginalBlob
+		} else if ext := filepath.Ext(name); !strings.EqualFold(ext, ".pdf") {
+			name = strings.TrimSuffix(name, ext) + ".pdf"
+		}
+		path, err := in.Blobs.Path(ctx, key)
+		if err != nil {
+			return nil, fmt.Errorf("read file %d: %w", in.File.ID, err)
+		}
+		res := &docflow.StepResult{}
+		var errs []error
+		var sent []string
+		for _, d := range ds {
+			remote, err := d.Deliver(ctx, in.File, path, name)
+			del := docflow.Delivery{Destination: d.Name(), Status: "delivered", RemotePath: remote}
+			if err != nil {
+				del.Status, del.Message = "failed", err.Error()
+				errs = append(errs, fmt.Errorf("%s: %w", d.Name(), err))
+			} else {
+				sent = append(sent, d.Name()+":"+remote)
+			}
+			res.Deliveries = append(res.Deliveries, del)
+		}
+		if len(errs) > 0 {
+			return nil, errors.Join(errs...)
+		}
+		if st, err := os.Stat(path); err == nil {
+			res.Bytes = st.Size() * int64(len(ds))
+		}
+		res.Message = "Delivered to " + strings.Join(sent, ", ")
+		return res, nil
+	}}
+}
+
+// LocalFolder delivers into a folder on this machine:
+// <dir>/<owner or "shared">/<file id>_<name>. Dir is read at each delivery
+// (LOCAL_DESTINATION_DIR may change at run time); "" = not configured.
+type LocalFolder struct {
+	Dir func() string
+}
+
+// Name implements Destination.
+func (l LocalFolder) Name() string { return "local" }
+
+// Deliver implements Destination: copy to a temporary name, sync, rename.
+func (l LocalFolder) Deliver(ctx context.Context, f *docflow.File, path, name string) (string, error) {
+	dir := strings.TrimSpace(l.Dir())
+	if dir == "" {
+		return "", errors.New("LOCAL_DESTINATION_DIR is not set")
+	}
+	owner := "shared"
+	if f.OwnerID != nil && *f.OwnerID != "" {
+		owner = safeName(*f.OwnerID)
+	}
+	dir = filepath.Join(dir, owner)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(dir, strconv.FormatInt(f.ID, 10)+"_"+safeName(name))
+	src, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	tmp, err := os.CreateTemp(dir, ".incoming-*")
+	if err != nil {
+		return "", err
+	}
+	defer os.Remove(tmp.Name()) //nolint:errcheck // gone after the rename
+	if _, err := io.Copy(tmp, &ctxReader{ctx: ctx, r: src}); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return "", err
+	}
+	if err := tmp.Close(); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp.Name(), dst); err != nil {
+		return "", err
+	}
+	return dst, nil
+}
+
+// LocalDestinations is the Destinations of a deployment with only the local
+// folder: it applies when dir() is set.
+func LocalDestinations(dir func() string) Destinations {
+	return func(ctx context.Context, f *docflow.File) ([]Destination, error) {
+		if strings.TrimSpace(dir()) == "" {
+			return nil, nil
+		}
+		return []Destination{LocalFolder{Dir: dir}}, nil
+	}
+}
+
+// safeName keeps a path element from escaping its folder.
+func safeName(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == '/' || r == '\\' || r == 0 || r < 32 {
+			return '_'
+		}
+		return r
+	}, s)
+	s = strings.TrimLeft(s, ".")
+	if s == "" {
+		s = "file"
+	}
+	return s
+}
+
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c *ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}

@@ -1,0 +1,455 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/rs/zerolog"
+
+	"docflow"
+	"docflow/storage/postgres"
+	"docflow/streams"
+)
+
+// Consumer group names.
+const (
+	RouterGroup = "docflow.router"
+	DelayGroup  = "docflow.retry"
+)
+
+// StepGroup names the consumer group of a step type.
+func StepGroup(stepType string) string { return "docflow.step." + stepType }
+
+// Config is what the engine needs. DB, Brokers, Publisher, Actors and
+// Registry are required; zero tuning fields take the settings (or their
+// defaults).
+type Config struct {
+	DB        *postgres.DB
+	Brokers   []string
+	Publisher streams.Publisher // re-publishes delayed tasks, writes dead letters
+	Actors    *actor.Engine
+	Registry  *Registry
+	Settings  docflow.SettingsService // optional: STEP_TIMEOUT, STEP_RETRY_DELAYS, STEP_POOL_SIZES, STALLED_RUN_TIMEOUT, KAFKA_PARTITIONS
+	Recorder  docflow.Recorder        // optional: step metrics
+	Blobs     docflow.BlobStore       // handed to steps
+	Log       zerolog.Logger
+
+	// WorkerID names this process in leases and heartbeats (default
+	// host-pid-random).
+	WorkerID string
+	// StepTypes this worker consumes (default: every known type).
+	StepTypes []string
+	// NoRouter leaves file.ingested to other workers.
+	NoRouter bool
+	// SkipRecovery leaves unfinished runs alone at start.
+	SkipRecovery bool
+
+	RetryDelays   []time.Duration // default STEP_RETRY_DELAYS
+	RetryJitter   float64         // default 0.2; negative = none
+	StepTimeout   time.Duration   // default STEP_TIMEOUT
+	StallTimeout  time.Duration   // default STALLED_RUN_TIMEOUT
+	StallInterval time.Duration   // default StallTimeout/10, at most 1 min
+	LeaseTTL      time.Duration   // default 30 s
+	Heartbeat     time.Duration   // default 2 s
+	PoolSizes     map[string]int  // default STEP_POOL_SIZES (ocr: cores; others 8)
+	Partitions    int             // default KAFKA_PARTITIONS
+	// Consumer adjusts every consumer's configuration (tests shorten the
+	// group timings).
+	Consumer func(*streams.ConsumerConfig)
+	// Now is the clock.
+	Now func() time.Time
+}
+
+// Engine runs the router, the step consumers and pools, the delay relay,
+// the stall detector and the worker heartbeat of one process.
+type Engine struct {
+	cfg       Config
+	log       zerolog.Logger
+	store     *postgres.RunStore
+	pipelines *postgres.PipelineService
+	routing   *postgres.RoutingService
+	retry     RetryPolicy
+	now       func() time.Time
+
+	stepTimeout, stallTimeout, stallInterval, leaseTTL time.Duration
+
+	consumers []*streams.Consumer
+	steps     []*stepConsumer
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	startOnce, stopOnce sync.Once
+	started             bool
+}
+
+// NewEngine checks the configuration and resolves the settings; Start runs it.
+func NewEngine(cfg Config) (*Engine, error) {
+	switch {
+	case cfg.DB == nil:
+		return nil, errors.New("new pipeline engine: nil DB")
+	case len(cfg.Brokers) == 0:
+		return nil, errors.New("new pipeline engine: no brokers")
+	case cfg.Publisher == nil:
+		return nil, errors.New("new pipeline engine: nil Publisher")
+	case cfg.Actors == nil:
+		return nil, errors.New("new pipeline engine: nil actor engine")
+	case cfg.Registry == nil:
+		return nil, errors.New("new pipeline engine: nil Registry")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Recorder == nil {
+		cfg.Recorder = nopRecorder{}
+	}
+	if cfg.WorkerID == "" {
+		host, _ := os.Hostname()
+		cfg.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), newEventID()[4:12])
+	}
+	set := func(key string) string {
+		if cfg.Settings == nil {
+			return ""
+		}
+		return strings.TrimSpace(cfg.Settings.Get(key))
+	}
+	seconds := func(key string, def time.Duration) time.Duration {
+		if n, err := strconv.Atoi(set(key)); err == nil && n > 0 {
+			return time.Duration(n) * time.Second
+		}
+		return def
+	}
+	if cfg.RetryDelays == nil {
+		delays, err := ParseDelays(set("STEP_RETRY_DELAYS"))
+		if err != nil {
+			return nil, fmt.Errorf("new pipeline engine: STEP_RETRY_DELAYS: %w", err)
+		}
+		if delays == nil {
+			delays = []time.Duration{60 * time.Second, 300 * time.Second, 900 * time.Second}
+		}
+		cfg.RetryDelays = delays
+	}
+	if cfg.RetryJitter == 0 {
+		cfg.RetryJitter = 0.2
+	} else if cfg.RetryJitter < 0 {
+		cfg.RetryJitter = 0
+	}
+	if cfg.StepTimeout <= 0 {
+		cfg.StepTimeout = seconds("STEP_TIMEOUT", 600*time.Second)
+	}
+	if cfg.StallTimeout <= 0 {
+		cfg.StallTimeout = seconds("STALLED_RUN_TIMEOUT", time.Hour)
+	}
+	if cfg.StallInterval <= 0 {
+		cfg.StallInterval = min(cfg.StallTimeout/10, time.Minute)
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 30 * time.Second
+	}
+	if cfg.Heartbeat <= 0 {
+		cfg.Heartbeat = 2 * time.Second
+	}
+	if cfg.PoolSizes == nil {
+		sizes, err := ParsePoolSizes(set("STEP_POOL_SIZES"))
+		if err != nil {
+			return nil, fmt.Errorf("new pipeline engine: STEP_POOL_SIZES: %w", err)
+		}
+		cfg.PoolSizes = sizes
+	}
+	if cfg.Partitions <= 0 {
+		if n, err := strconv.Atoi(set("KAFKA_PARTITIONS")); err == nil && n > 0 {
+			cfg.Partitions = n
+		} else {
+			cfg.Partitions = streams.DefaultPartitions
+		}
+	}
+	if cfg.StepTypes == nil {
+		cfg.StepTypes = cfg.Registry.KnownTypes()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Engine{
+		cfg:           cfg,
+		log:           cfg.Log.With().Str("component", "pipeline").Str("worker", cfg.WorkerID).Logger(),
+		store:         postgres.NewRunStore(cfg.DB),
+		pipelines:     postgres.NewPipelineService(cfg.DB),
+		routing:       postgres.NewRoutingService(cfg.DB),
+		retry:         NewRetryPolicy(cfg.RetryDelays, cfg.RetryJitter),
+		now:           cfg.Now,
+		stepTimeout:   cfg.StepTimeout,
+		stallTimeout:  cfg.StallTimeout,
+		stallInterval: cfg.StallInterval,
+		leaseTTL:      cfg.LeaseTTL,
+		ctx:           ctx,
+		cancel:        cancel,
+	}
+	return e, nil
+}
+
+// ParseDelays parses "60s,300s,900s" (bare numbers are seconds); "" = nil.
+func ParseDelays(s string) ([]time.Duration, error) {
+	var out []time.Duration
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if n, err := strconv.ParseFloat(p, 64); err == nil {
+			p = strconv.FormatFloat(n, 'f', -1, 64) + "s"
+		}
+		d, err := time.ParseDuration(p)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("invalid delay %q", p)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// ParsePoolSizes parses "ocr=2,convert_to_pdf=2"; "" = empty.
+func ParsePoolSizes(s string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, p := range strings.Split(s, ",") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(p, "=")
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if !ok || err != nil || n <= 0 || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("invalid pool size %q (want type=n)", p)
+		}
+		out[strings.TrimSpace(k)] = n
+	}
+	return out, nil
+}
+
+// poolSize is the number of actors of a step type.
+func (e *Engine) poolSize(stepType string) int {
+	if n := e.cfg.PoolSizes[stepType]; n > 0 {
+		return n
+	}
+	switch stepType {
+	case docflow.StepOCR:
+		return runtime.NumCPU()
+	case docflow.StepConvertToPDF:
+		if e.cfg.Settings != nil {
+			return max(1, docflow.SettingInt(e.cfg.Settings, "CONVERT_CONCURRENCY", 2))
+		}
+		return 2
+	}
+	return 8
+}
+
+// WorkerID names this engine in leases and heartbeats.
+func (e *Engine) WorkerID() string { return e.cfg.WorkerID }
+
+// Store is the engine's run store.
+func (e *Engine) Store() *postgres.RunStore { return e.store }
+
+// Topics is the catalogue the engine creates: every known step type and the
+// delay topics of its retry policy.
+func (e *Engine) Topics() streams.Topics {
+	return streams.Topics{Partitions: e.cfg.Partitions, Steps: e.cfg.Registry.KnownTypes(), Retry: e.retry.Tiers}
+}
+
+// Start creates the topics, re-publishes unfinished work (unless
+// SkipRecovery) and starts consuming. Stop ends it.
+func (e *Engine) Start(ctx context.Context) error {
+	err := errors.New("pipeline engine: started twice")
+	e.startOnce.Do(func() { err = e.start(ctx) })
+	return err
+}
+
+func (e *Engine) start(ctx context.Context) error {
+	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := streams.EnsureTopics(tctx, e.cfg.Brokers, e.Topics().Configs()); err != nil {
+		return fmt.Errorf("start pipeline engine: %w", err)
+	}
+	if !e.cfg.SkipRecovery {
+		n, err := e.Recover(ctx)
+		if err != nil {
+			return fmt.Errorf("start pipeline engine: %w", err)
+		}
+		if n > 0 {
+			e.log.Info().Int("republished", n).Msg("recovered unfinished runs")
+		}
+	}
+	e.started = true
+	if !e.cfg.NoRouter {
+		r := &router{e: e}
+		if err := e.consume(RouterGroup, "router", []string{streams.TopicFilesIngested}, r.handle, nil); err != nil {
+			return err
+		}
+	}
+	for _, t := range e.cfg.StepTypes {
+		sc, err := newStepConsumer(e, t)
+		if err != nil {
+			return err
+		}
+		e.steps = append(e.steps, sc)
+		if err := e.consume(StepGroup(t), t, []string{streams.StepTopic(t)}, sc.handle, nil); err != nil {
+			return err
+		}
+	}
+	if len(e.retry.Tiers) > 0 {
+		dr := &delayRelay{pub: e.cfg.Publisher, log: e.log, now: e.now, ctx: e.ctx}
+		topics := make([]string, len(e.retry.Tiers))
+		for i, t := range e.retry.Tiers {
+			topics[i] = t.Topic()
+		}
+		if err := e.consume(DelayGroup, "retry", topics, dr.handle, func(c *streams.ConsumerConfig) {
+			// NOTE: a delay topic holds tasks in due order; the budget only
+			// bounds how many wait in memory.
+			c.MaxInFlightPerPartition = 256
+		}); err != nil {
+			return err
+		}
+		e.wg.Add(1)
+		go func() { defer e.wg.Done(); <-e.ctx.Done(); dr.wg.Wait() }()
+	}
+	e.wg.Add(2)
+	go e.stallLoop()
+	go e.heartbeatLoop()
+	e.log.Info().Strs("step_types", e.cfg.StepTypes).Bool("router", !e.cfg.NoRouter).Msg("pipeline engine started")
+	return nil
+}
+
+func (e *Engine) consume(group, step string, topics []string, h streams.Handler, adjust func(*streams.ConsumerConfig)) error {
+	cc := streams.ConsumerConfig{
+		Brokers: e.cfg.Brokers, GroupID: group, Topics: topics, Handler: h,
+		Step: step, DeadLetters: e.cfg.Publisher, MaxInFlight: 512,
+		Log: e.log,
+	}
+	if adjust != nil {
+		adjust(&cc)
+	}
+	if e.cfg.Consumer != nil {
+		e.cfg.Consumer(&cc)
+	}
+	c, err := streams.NewConsumer(cc)
+	if err != nil {
+		return fmt.Errorf("start pipeline engine: %w", err)
+	}
+	if err := c.Start(); err != nil {
+		return fmt.Errorf("start pipeline engine: %w", err)
+	}
+	e.consumers = append(e.consumers, c)
+	return nil
+}
+
+// InFlight is the number of unresolved deliveries over all consumers.
+func (e *Engine) InFlight() int {
+	n := 0
+	for _, c := range e.consumers {
+		n += c.InFlight()
+	}
+	return n
+}
+
+// Stop stops consuming, lets in-flight work finish until ctx ends (what is
+// left is redelivered to another worker or after a restart), stops the
+// pools and removes the worker's heartbeat.
+func (e *Engine) Stop(ctx context.Context) error {
+	var errs []error
+	e.stopOnce.Do(func() {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for _, c := range e.consumers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := c.Close(ctx); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		e.cancel()
+		e.wg.Wait()
+		for _, sc := range e.steps {
+			if err := sc.pool.Close(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := e.store.RemoveWorker(rctx, e.cfg.WorkerID); err != nil {
+			e.log.Debug().Err(err).Msg("remove worker heartbeat")
+		}
+		e.log.Info().Msg("pipeline engine stopped")
+	})
+	return errors.Join(errs...)
+}
+
+// withDB runs fn until it succeeds, fails for a reason other than the
+// database being unavailable, or the engine stops: while Postgres is away,
+// work waits (its Kafka offsets stay uncommitted) instead of failing.
+func (e *Engine) withDB(what string, fn func(ctx context.Context) error) error {
+	backoff := 50 * time.Millisecond
+	warned := false
+	for {
+		err := fn(e.ctx)
+		if err == nil || !transientDB(err) || e.ctx.Err() != nil {
+			if err != nil && e.ctx.Err() != nil {
+				return e.ctx.Err()
+			}
+			if warned && err == nil {
+				e.log.Info().Str("op", what).Msg("database reachable again")
+			}
+			return err
+		}
+		if !warned {
+			e.log.Warn().Err(err).Str("op", what).Msg("database unavailable; retrying")
+			warned = true
+		}
+		select {
+		case <-time.After(backoff):
+		case <-e.ctx.Done():
+			return e.ctx.Err()
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func (e *Engine) heartbeatLoop() {
+	defer e.wg.Done()
+	beat := func() {
+		host, _ := os.Hostname()
+		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
+		defer cancel()
+		if err := e.store.Heartbeat(ctx, postgres.WorkerBeat{ID: e.cfg.WorkerID, Host: host, PID: os.Getpid(),
+			StepTypes: e.cfg.StepTypes, InFlight: e.InFlight()}); err != nil && e.ctx.Err() == nil {
+			e.log.Debug().Err(err).Msg("worker heartbeat")
+		}
+	}
+	beat()
+	t := time.NewTicker(e.cfg.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case <-t.C:
+			beat()
+		}
+	}
+}
+
+type nopRecorder struct{}
+
+func (nopRecorder) Record(docflow.Metric)       {}
+func (nopRecorder) Flush(context.Context) error { return nil }
+func (nopRecorder) Ping(context.Context) error  { return nil }
+func (nopRecorder) Close() error                { return nil }

@@ -1,0 +1,145 @@
+package pipeline
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"docflow"
+	"docflow/streams"
+)
+
+func TestDocumentFlowsThroughItsPipeline(t *testing.T) {
+	e := newEnv(t, nil)
+	p := e.pipeline("three", map[string]any{}, map[string]any{"title": "Hello"}, map[string]any{"sleep_ms": 5.0})
+	var ids []int64
+	var runs []string
+	for i := range 5 {
+		id, run := e.ingest("doc"+string(rune('a'+i))+".pdf", "content "+string(rune('a'+i)), &p.ID, nil)
+		ids = append(ids, id)
+		runs = append(runs, run)
+	}
+	got := e.waitTerminal(20*time.Second, ids...)
+	for id, s := range got {
+		if s != docflow.StatusCompleted {
+			t.Fatalf("file %d: %s; logs %+v", id, s, e.logs(id))
+		}
+	}
+	e.completedExactlyOnce(runs...)
+	r := e.run(runs[0])
+	if r.Status != docflow.RunCompleted || len(r.Steps) != 3 || r.PipelineID == nil || *r.PipelineID != p.ID || r.FinishedAt == nil {
+		t.Fatalf("run %+v", r)
+	}
+	var title *string
+	if err := e.DB.Pool.QueryRow(e.ctx, `SELECT document_title FROM files WHERE id=$1`, ids[0]).Scan(&title); err != nil || title == nil || *title != "Hello" {
+		t.Fatalf("title %v %v", title, err)
+	}
+	logs := e.logs(ids[0])
+	if len(logs) != 4 || logs[0].StepName != "pipeline" || !strings.Contains(logs[0].Message, `"three" (assigned)`) ||
+		logs[3].StepName != docflow.StepTest || logs[3].Status != docflow.StepSucceeded {
+		t.Fatalf("logs %+v", logs)
+	}
+	events := e.outbox(streams.TopicEvents)
+	processed := 0
+	for _, ev := range events {
+		if strings.Contains(ev["payload"], docflow.EventDocumentProcessed) {
+			processed++
+		}
+	}
+	if processed != 5 {
+		t.Fatalf("%d document.processed events: %v", processed, events)
+	}
+	// One metric per attempt, off the hot path.
+	steps := 0
+	for _, m := range e.Metrics.all() {
+		if m.Kind == docflow.MetricStep && m.StepType == docflow.StepTest && m.Status == docflow.StepSucceeded && m.Attempt == 1 && m.RunID != "" && m.FileID > 0 {
+			steps++
+		}
+	}
+	if steps != 15 {
+		t.Fatalf("%d step metrics, want 15", steps)
+	}
+}
+
+func TestRoutingAtIntake(t *testing.T) {
+	e := newEnv(t, nil)
+	invoices := e.pipeline("invoices", map[string]any{"title": "routed"})
+	other := e.pipeline("other", map[string]any{"title": "assigned"})
+	empty := e.pipeline("empty")
+	rules := e.Engine.routing
+	if err := rules.CreateRule(e.ctx, &docflow.RoutingRule{Name: "inv", Position: -1, Field: "filename", Operator: "regex",
+		Value: `inv-\d+\.pdf`, TargetPipelineID: invoices.ID, IsActive: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rules.CreateRule(e.ctx, &docflow.RoutingRule{Name: "empty", Position: -1, Field: "filename", Operator: "contains",
+		Value: "nothing", TargetPipelineID: empty.ID, IsActive: true}); err != nil {
+		t.Fatal(err)
+	}
+	byRule, _ := e.ingest("INV-42.pdf", "a", nil, nil)
+	assigned, _ := e.ingest("INV-43.pdf", "b", &other.ID, nil) // explicit assignment wins
+	none, noneRun := e.ingest("nothing.pdf", "c", nil, nil)     // an empty pipeline completes at once
+	e.waitTerminal(20*time.Second, byRule, assigned, none)
+	for id, want := range map[int64]string{byRule: "routed", assigned: "assigned"} {
+		var title *string
+		_ = e.DB.Pool.QueryRow(e.ctx, `SELECT document_title FROM files WHERE id=$1`, id).Scan(&title)
+		if title == nil || *title != want {
+			t.Fatalf("file %d title %v, want %s; logs %+v", id, title, want, e.logs(id))
+		}
+	}
+	if r := e.run(noneRun); r.Status != docflow.RunCompleted || len(r.Steps) != 0 {
+		t.Fatalf("empty pipeline run %+v", r)
+	}
+	if l := e.logs(byRule); !strings.Contains(l[0].Message, `routing rule "inv"`) {
+		t.Fatalf("routing log %+v", l[0])
+	}
+}
+
+func TestRetryThenSucceed(t *testing.T) {
+	e := newEnv(t, nil)
+	p := e.pipeline("flaky", map[string]any{"mode": "fail", "times": 2.0})
+	id, run := e.ingest("flaky.pdf", "x", &p.ID, nil)
+	if s := e.waitTerminal(20*time.Second, id)[id]; s != docflow.StatusCompleted {
+		t.Fatalf("status %s; logs %+v", s, e.logs(id))
+	}
+	r := e.run(run)
+	if r.Steps[0].Attempts != 3 || r.Steps[0].Status != docflow.StepSucceeded {
+		t.Fatalf("step %+v", r.Steps[0])
+	}
+	var retrying int
+	for _, l := range e.logs(id) {
+		if l.Status == docflow.StepRetrying {
+			retrying++
+		}
+	}
+	if retrying != 2 {
+		t.Fatalf("logs %+v", e.logs(id))
+	}
+	// Each retry went through a delay topic.
+	if n := len(e.outbox("docflow.retry.30ms")) + len(e.outbox("docflow.retry.60ms")); n != 2 {
+		t.Fatalf("%d delayed tasks", n)
+	}
+}
+
+func TestRedeliveredTaskIsNotRunAgain(t *testing.T) {
+	e := newEnv(t, nil)
+	p := e.pipeline("one", map[string]any{})
+	id, run := e.ingest("once.pdf", "once", &p.ID, nil)
+	e.waitTerminal(20*time.Second, id)
+	before := len(e.logs(id))
+	// A copy of the task, as a broker would redeliver it.
+	m, err := taskMessage(streams.StepTask{RunID: run, FileID: id, Position: 0, StepType: docflow.StepTest, Attempt: 1}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Prod.Publish(e.ctx, streams.Message{Topic: m.Topic, Key: []byte(m.Key), Value: m.Payload}); err != nil {
+		t.Fatal(err)
+	}
+	// A later document on the same key completes, so the copy was consumed.
+	id2, _ := e.ingest("twice.pdf", "twice", &p.ID, nil)
+	e.waitTerminal(20*time.Second, id2)
+	time.Sleep(200 * time.Millisecond)
+	if after := len(e.logs(id)); after != before {
+		t.Fatalf("redelivered task re-ran: %d log rows, then %d", before, after)
+	}
+	e.completedExactlyOnce(run)
+}

@@ -1,0 +1,112 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"docflow/streams"
+)
+
+// Headers of a task waiting on a delay topic.
+const (
+	HeaderDueAt       = "x-due-at"       // Unix milliseconds after which the task runs again
+	HeaderTargetTopic = "x-target-topic" // the step topic it returns to
+)
+
+// RetryPolicy decides where a failed attempt goes: attempt n (from 1) that
+// failed waits on tier n-1, with ±Jitter around its delay; past the last
+// tier the step fails for good.
+type RetryPolicy struct {
+	Tiers  []streams.RetryTier
+	Jitter float64 // 0.2 = ±20 %
+	rand   func() float64
+}
+
+// NewRetryPolicy returns the policy for delays (one tier each).
+func NewRetryPolicy(delays []time.Duration, jitter float64) RetryPolicy {
+	return RetryPolicy{Tiers: streams.RetryTiersFor(delays...), Jitter: jitter, rand: rand.Float64}
+}
+
+// MaxAttempts is the number of attempts a step gets.
+func (p RetryPolicy) MaxAttempts() int { return len(p.Tiers) + 1 }
+
+// Next returns the tier and jittered delay after failed attempt n, or false
+// when attempt n was the last.
+func (p RetryPolicy) Next(attempt int) (streams.RetryTier, time.Duration, bool) {
+	i := attempt - 1
+	if i < 0 || i >= len(p.Tiers) {
+		return streams.RetryTier{}, 0, false
+	}
+	t := p.Tiers[i]
+	r := p.rand
+	if r == nil {
+		r = rand.Float64
+	}
+	f := 1 + p.Jitter*(2*r()-1)
+	return t, time.Duration(float64(t.Delay) * f), true
+}
+
+// delayRelay consumes the delay topics and, once a task is due, publishes it
+// back to its step topic; the offset is acknowledged after the publish.
+// Tasks of one tier arrive in due order, so a partition waits on its head.
+type delayRelay struct {
+	pub streams.Publisher
+	log zerolog.Logger
+	now func() time.Time
+
+	ctx context.Context
+	wg  sync.WaitGroup
+}
+
+func (r *delayRelay) handle(d *streams.Delivery) {
+	m := d.Message
+	due, err := strconv.ParseInt(streams.HeaderValue(m, HeaderDueAt), 10, 64)
+	target := streams.HeaderValue(m, HeaderTargetTopic)
+	if err != nil || target == "" {
+		d.Nack(streams.Poison(fmt.Errorf("delayed task without %s/%s headers", HeaderDueAt, HeaderTargetTopic)))
+		return
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if wait := time.UnixMilli(due).Sub(r.now()); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-r.ctx.Done():
+				t.Stop()
+				return // unresolved: the next owner waits for it
+			}
+		}
+		out := streams.Message{Topic: target, Key: m.Key, Value: m.Value}
+		for _, h := range m.Headers {
+			if h.Key != HeaderDueAt && h.Key != HeaderTargetTopic {
+				out.Headers = append(out.Headers, h)
+			}
+		}
+		backoff := 100 * time.Millisecond
+		for {
+			err := r.pub.Publish(r.ctx, out)
+			if err == nil {
+				d.Ack()
+				return
+			}
+			if r.ctx.Err() != nil {
+				return
+			}
+			r.log.Warn().Err(err).Str("topic", target).Msg("republish delayed task")
+			select {
+			case <-time.After(backoff):
+			case <-r.ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, 5*time.Second)
+		}
+	}()
+}

@@ -1,0 +1,757 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"docflow"
+	"docflow/streams"
+)
+
+// RunStore records the pipeline engine's runs and steps. Every write that
+// moves a run forward also writes the processing log, the file's fields and
+// the outbox messages for what comes next, in one transaction, and is
+// guarded so that a repeated write (a redelivered task, a retried commit)
+// changes nothing.
+type RunStore struct{ db *DB }
+
+var _ docflow.RunService = (*RunStore)(nil)
+
+// NewRunStore returns a RunStore on db.
+func NewRunStore(db *DB) *RunStore {
+	if db == nil {
+		panic("postgres: NewRunStore needs a DB")
+	}
+	return &RunStore{db: db}
+}
+
+// DB returns the database the store writes to.
+func (s *RunStore) DB() *DB { return s.db }
+
+// Claim outcomes.
+const (
+	// ClaimOK: the step is leased to the caller; run it.
+	ClaimOK = iota
+	// ClaimDone: nothing to do (recorded already, stale attempt, run
+	// finished, superseded or gone); acknowledge the task.
+	ClaimDone
+	// ClaimBusy: another worker holds a live lease on the step; try later.
+	ClaimBusy
+)
+
+// ClaimRequest asks for the lease of one step attempt.
+type ClaimRequest struct {
+	RunID    string
+	Position int
+	Attempt  int
+	Worker   string
+	TTL      time.Duration
+}
+
+// Claim is the answer to a ClaimRequest.
+type Claim struct {
+	Outcome int
+	Reason  string // why ClaimDone or ClaimBusy
+	Step    docflow.RunStep
+	File    *docflow.File
+	Options map[string]any
+	// Next is the step after this one (nil for the last step).
+	Next *docflow.RunStep
+	// Total is the number of steps of the run.
+	Total int
+}
+
+// ClaimStep leases step Position of the run to Worker for TTL when the task
+// may run: the step is queued, waiting for this retry attempt, or running
+// under an expired lease; the run is unfinished and is its file's current
+// run. The run and file become processing.
+func (s *RunStore) ClaimStep(ctx context.Context, req ClaimRequest) (*Claim, error) {
+	c := &Claim{}
+	var cfg, opts []byte
+	var nextType *string
+	err := s.db.Pool.QueryRow(ctx, `
+		WITH c AS (
+			UPDATE run_steps rs SET status='running', attempts=$3, started_at=now(), finished_at=NULL,
+				lease_owner=$4, lease_until=now() + $5 * interval '1 millisecond'
+			FROM runs r, files f
+			WHERE rs.run_id=$1 AND rs.position=$2 AND r.id=rs.run_id AND f.id=r.file_id
+			  AND r.status IN ('pending', 'processing') AND (f.task_id = '' OR f.task_id = r.id)
+			  AND (rs.status='queued'
+			       OR (rs.status='retrying' AND $3 > rs.attempts)
+			       OR (rs.status='running' AND $3 >= rs.attempts AND (rs.lease_until IS NULL OR rs.lease_until < now())))
+			RETURNING rs.run_id, rs.position, rs.step_type, rs.label, rs.config, r.file_id, r.options
+		), r AS (
+			UPDATE runs SET status='processing', started_at=COALESCE(started_at, now()), updated_at=now()
+			FROM c WHERE runs.id = c.run_id
+		), f AS (
+			UPDATE files SET status='processing', updated_at=now()
+			FROM c WHERE files.id = c.file_id AND files.status = 'pending'
+		)
+		SELECT c.step_type, c.label, c.config, c.file_id, c.options,
+			(SELECT n.step_type FROM run_steps n WHERE n.run_id=c.run_id AND n.position=c.position+1),
+			(SELECT count(*) FROM run_steps t WHERE t.run_id=c.run_id)
+		FROM c`,
+		req.RunID, req.Position, req.Attempt, req.Worker, req.TTL.Milliseconds()).
+		Scan(&c.Step.StepType, &c.Step.Label, &cfg, new(int64), &opts, &nextType, &c.Total)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.whyNotClaimed(ctx, req)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim step %s/%d: %w", req.RunID, req.Position, err)
+	}
+	c.Outcome = ClaimOK
+	c.Step.RunID, c.Step.Position, c.Step.Attempts, c.Step.Status = req.RunID, req.Position, req.Attempt, docflow.StepRunning
+	if err := unmarshalObject(cfg, &c.Step.Config); err != nil {
+		return nil, err
+	}
+	if err := unmarshalObject(opts, &c.Options); err != nil {
+		return nil, err
+	}
+	if nextType != nil {
+		c.Next = &docflow.RunStep{RunID: req.RunID, Position: req.Position + 1, StepType: *nextType, Status: docflow.StepQueued}
+	}
+	c.File, err = scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileColsText+` FROM files f
+		WHERE f.id = (SELECT file_id FROM runs WHERE id=$1)`, req.RunID), true)
+	if err != nil {
+		return nil, fmt.Errorf("claim step %s/%d: load file: %w", req.RunID, req.Position, err)
+	}
+	c.File.Status = docflow.StatusProcessing
+	return c, nil
+}
+
+// whyNotClaimed tells a finished or stale task from a busy step, and marks
+// a run whose file moved on to a newer run as superseded.
+func (s *RunStore) whyNotClaimed(ctx context.Context, req ClaimRequest) (*Claim, error) {
+	var runStatus, taskID string
+	var stepStatus *string
+	var attempts *int
+	var leaseLive *bool
+	err := s.db.Pool.QueryRow(ctx, `SELECT r.status, f.task_id, rs.status, rs.attempts, rs.lease_until > now()
+		FROM runs r JOIN files f ON f.id = r.file_id
+		LEFT JOIN run_steps rs ON rs.run_id = r.id AND rs.position = $2
+		WHERE r.id = $1`, req.RunID, req.Position).Scan(&runStatus, &taskID, &stepStatus, &attempts, &leaseLive)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return &Claim{Outcome: ClaimDone, Reason: "run not found"}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("claim step %s/%d: %w", req.RunID, req.Position, err)
+	}
+	switch {
+	case runStatus != docflow.RunPending && runStatus != docflow.RunProcessing:
+		return &Claim{Outcome: ClaimDone, Reason: "run " + runStatus}, nil
+	case taskID != "" && taskID != req.RunID:
+		if err := s.SupersedeRun(ctx, req.RunID); err != nil {
+			return nil, err
+		}
+		return &Claim{Outcome: ClaimDone, Reason: "run superseded"}, nil
+	case stepStatus == nil:
+		return &Claim{Outcome: ClaimDone, Reason: "step not found"}, nil
+	case *stepStatus == docflow.StepRunning && *attempts <= req.Attempt && leaseLive != nil && *leaseLive:
+		return &Claim{Outcome: ClaimBusy, Reason: "leased by another worker"}, nil
+	}
+	return &Claim{Outcome: ClaimDone, Reason: fmt.Sprintf("step %s at attempt %d", *stepStatus, *attempts)}, nil
+}
+
+// RenewLease extends the caller's lease; false when it lost the lease.
+func (s *RunStore) RenewLease(ctx context.Context, runID string, position int, worker string, ttl time.Duration) (bool, error) {
+	tag, err := s.db.Pool.Exec(ctx, `UPDATE run_steps SET lease_until = now() + $4 * interval '1 millisecond'
+		WHERE run_id=$1 AND position=$2 AND lease_owner=$3 AND status='running'`, runID, position, worker, ttl.Milliseconds())
+	if err != nil {
+		return false, fmt.Errorf("renew lease %s/%d: %w", runID, position, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// StepRecord is the outcome of one step attempt to record.
+type StepRecord struct {
+	RunID    string
+	Position int
+	Attempt  int
+	Worker   string
+	FileID   int64
+	StepType string
+	// Status is completed or skipped (CompleteStep), retrying (RetryStep)
+	// or failed (FailStep).
+	Status  string
+	Message string
+	// Before and After are the file as the step got it and as it left it;
+	// the changed step-writable fields are saved (nil: no change).
+	Before, After  *docflow.File
+	Embedding      []float32
+	EmbeddingModel string
+	Deliveries     []docflow.Delivery
+	// FinishRun ends the run with this status (completed, duplicate) after
+	// the step; "" when more steps follow.
+	FinishRun string
+}
+
+// CompleteStep records a successful attempt: the step result, the log row,
+// the file's changed fields, the embedding and deliveries, the end of the
+// run when FinishRun is set, and msgs (the next task or the completion
+// event). It returns false, writing nothing, when the caller no longer
+// holds the step (recorded already, or its lease was taken over).
+func (s *RunStore) CompleteStep(ctx context.Context, rec StepRecord, msgs ...streams.OutboxMessage) (bool, error) {
+	return s.recordStep(ctx, rec, msgs)
+}
+
+// RetryStep records a failed attempt that will be retried: the step waits
+// in status retrying; msgs carries the delayed task.
+func (s *RunStore) RetryStep(ctx context.Context, rec StepRecord, msgs ...streams.OutboxMessage) (bool, error) {
+	rec.Status, rec.FinishRun, rec.After = docflow.StepRetrying, "", nil
+	return s.recordStep(ctx, rec, msgs)
+}
+
+// FailStep records the last failed attempt: the step, the run and the file
+// become failed; msgs carries the dead letter and the failure event.
+func (s *RunStore) FailStep(ctx context.Context, rec StepRecord, msgs ...streams.OutboxMessage) (bool, error) {
+	rec.Status, rec.FinishRun, rec.After = docflow.StepFailed, docflow.RunFailed, nil
+	return s.recordStep(ctx, rec, msgs)
+}
+
+func (s *RunStore) recordStep(ctx context.Context, rec StepRecord, msgs []streams.OutboxMessage) (bool, error) {
+	recorded := false
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		recorded = false
+		finished := "finished_at = now()"
+		if rec.Status == docflow.StepRetrying {
+			finished = "finished_at = NULL"
+		}
+		var fileStatus string
+		err := tx.QueryRow(ctx, `
+			WITH s AS (
+				UPDATE run_steps SET status=$5, message=$6, `+finished+`, lease_owner='', lease_until=NULL
+				WHERE run_id=$1 AND position=$2 AND attempts=$3 AND lease_owner=$4 AND status='running'
+				RETURNING run_id
+			), l AS (
+				INSERT INTO processing_logs (file_id, task_id, step_name, status, message)
+				SELECT $7, $1, $8, $5, $6 FROM s
+			)
+			SELECT f.status FROM s, files f WHERE f.id = $7`,
+			rec.RunID, rec.Position, rec.Attempt, rec.Worker, rec.Status, rec.Message, rec.FileID, rec.StepType).Scan(&fileStatus)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil // not ours (any more): change nothing
+		}
+		if err != nil {
+			return err
+		}
+		recorded = true
+		if err := saveFileChanges(ctx, tx, rec); err != nil {
+			return err
+		}
+		if rec.Embedding != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO file_embeddings (file_id, dimensions, model, vector, updated_at)
+				VALUES ($1, $2, $3, $4, now()) ON CONFLICT (file_id) DO UPDATE
+				SET dimensions=EXCLUDED.dimensions, model=EXCLUDED.model, vector=EXCLUDED.vector, updated_at=now()`,
+				rec.FileID, len(rec.Embedding), rec.EmbeddingModel, rec.Embedding); err != nil {
+				return fmt.Errorf("save embedding: %w", err)
+			}
+		}
+		for _, d := range rec.Deliveries {
+			if _, err := tx.Exec(ctx, `INSERT INTO deliveries (file_id, run_id, destination, status, remote_path, message)
+				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id, destination) DO UPDATE
+				SET status=EXCLUDED.status, remote_path=EXCLUDED.remote_path, message=EXCLUDED.message`,
+				rec.FileID, rec.RunID, d.Destination, d.Status, d.RemotePath, d.Message); err != nil {
+				return fmt.Errorf("save delivery: %w", err)
+			}
+		}
+		if err := finishRun(ctx, tx, rec.RunID, rec.FileID, rec.FinishRun, rec.Message); err != nil {
+			return err
+		}
+		return streams.Enqueue(ctx, tx, msgs...)
+	})
+	if err != nil {
+		return false, fmt.Errorf("record step %s/%d: %w", rec.RunID, rec.Position, err)
+	}
+	return recorded, nil
+}
+
+// finishRun ends the run with status (nothing when ""), or just notes its
+// progress, and gives the file the run's final status while the run is the
+// file's current one.
+func finishRun(ctx context.Context, tx pgx.Tx, runID string, fileID int64, status, message string) error {
+	if status == "" {
+		_, err := tx.Exec(ctx, `UPDATE runs SET updated_at=now() WHERE id=$1`, runID)
+		return err
+	}
+	if status == docflow.RunCompleted {
+		message = ""
+	}
+	if _, err := tx.Exec(ctx, `UPDATE runs SET status=$2, message=$3, finished_at=now(), updated_at=now() WHERE id=$1`,
+		runID, status, message); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `UPDATE files SET status=$3, updated_at=now() WHERE id=$1 AND (task_id=$2 OR task_id='')`,
+		fileID, runID, status)
+	return err
+}
+
+// saveFileChanges writes the step-writable fields that differ between
+// rec.Before and rec.After.
+func saveFileChanges(ctx context.Context, tx pgx.Tx, rec StepRecord) error {
+	if rec.Before == nil || rec.After == nil {
+		return nil
+	}
+	b, a := rec.Before, rec.After
+	sets := ""
+	args := []any{rec.FileID}
+	set := func(col string, v any) {
+		if sets != "" {
+			sets += ", "
+		}
+		args = append(args, v)
+		sets += col + "=$" + strconv.Itoa(len(args))
+	}
+	if a.ProcessedBlob != b.ProcessedBlob {
+		set("processed_blob", a.ProcessedBlob)
+	}
+	if !reflect.DeepEqual(a.DocumentTitle, b.DocumentTitle) {
+		set("document_title", a.DocumentTitle)
+	}
+	if a.OCRText != b.OCRText {
+		set("ocr_text", a.OCRText)
+	}
+	if !reflect.DeepEqual(a.OCRQualityScore, b.OCRQualityScore) {
+		set("ocr_quality_score", a.OCRQualityScore)
+	}
+	if !reflect.DeepEqual(a.AIMetadata, b.AIMetadata) {
+		meta, err := json.Marshal(a.AIMetadata)
+		if err != nil {
+			return fmt.Errorf("ai_metadata: %w", err)
+		}
+		set("ai_metadata", meta)
+		set("tags", metadataTags(a.AIMetadata))
+	}
+	if a.Language != b.Language {
+		set("language", a.Language)
+	}
+	if !reflect.DeepEqual(a.StorageProvider, b.StorageProvider) {
+		set("storage_provider", a.StorageProvider)
+	}
+	if !reflect.DeepEqual(a.DuplicateOf, b.DuplicateOf) {
+		set("duplicate_of", a.DuplicateOf)
+	}
+	if sets == "" {
+		return nil
+	}
+	_, err := tx.Exec(ctx, `UPDATE files SET `+sets+`, updated_at=now() WHERE id=$1`, args...)
+	if err != nil {
+		return fmt.Errorf("save file %d: %w", rec.FileID, err)
+	}
+	return nil
+}
+
+// SupersedeRun ends a run whose file started a newer run.
+func (s *RunStore) SupersedeRun(ctx context.Context, runID string) error {
+	_, err := s.db.Pool.Exec(ctx, `
+		WITH r AS (
+			UPDATE runs SET status='superseded', message='superseded by a newer run', finished_at=now(), updated_at=now()
+			WHERE id=$1 AND status IN ('pending', 'processing') RETURNING id
+		)
+		UPDATE run_steps SET status='skipped', message='superseded by a newer run', lease_owner='', lease_until=NULL
+		WHERE run_id IN (SELECT id FROM r) AND status IN ('queued', 'retrying')`, runID)
+	if err != nil {
+		return fmt.Errorf("supersede run %s: %w", runID, err)
+	}
+	return nil
+}
+
+// RoutingState is what the router needs to know about a pending run.
+type RoutingState struct {
+	RunID      string
+	Status     string
+	Routed     bool // run steps exist already
+	PipelineID *int64
+	Options    map[string]any
+	File       *docflow.File
+}
+
+// RunForRouting returns the run and its file; ENOTFOUND when either is gone.
+func (s *RunStore) RunForRouting(ctx context.Context, runID string) (*RoutingState, error) {
+	st := &RoutingState{RunID: runID}
+	var opts []byte
+	var fileID int64
+	err := s.db.Pool.QueryRow(ctx, `SELECT r.status, r.pipeline_id, r.options, r.file_id,
+		EXISTS (SELECT 1 FROM run_steps WHERE run_id = r.id) FROM runs r WHERE r.id=$1`, runID).
+		Scan(&st.Status, &st.PipelineID, &opts, &fileID, &st.Routed)
+	if err != nil {
+		return nil, notFound(err, "Run not found")
+	}
+	if err := unmarshalObject(opts, &st.Options); err != nil {
+		return nil, err
+	}
+	st.File, err = scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileCols+` FROM files f WHERE f.id=$1`, fileID), false)
+	if err != nil {
+		return nil, notFound(err, "File not found")
+	}
+	return st, nil
+}
+
+// StartRun records the run's steps (queued, positions from 0) as copies of
+// the pipeline's, the routing log row and msgs (the first task, or the
+// completion event when steps is empty, in which case the run completes at
+// once). It returns false, writing nothing, when the run was routed
+// already or is no longer pending.
+func (s *RunStore) StartRun(ctx context.Context, runID string, fileID int64, pipelineID *int64, steps []*docflow.PipelineStep,
+	logMessage string, msgs ...streams.OutboxMessage) (bool, error) {
+	started := false
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		started = false
+		tag, err := tx.Exec(ctx, `UPDATE runs SET pipeline_id=$2, updated_at=now()
+			WHERE id=$1 AND status='pending' AND NOT EXISTS (SELECT 1 FROM run_steps WHERE run_id=$1)`, runID, pipelineID)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
+		}
+		started = true
+		types := make([]string, len(steps))
+		labels := make([]string, len(steps))
+		configs := make([]string, len(steps))
+		for i, st := range steps {
+			types[i], labels[i] = st.StepType, st.Label
+			cfg := st.Config
+			if cfg == nil {
+				cfg = map[string]any{}
+			}
+			b, err := json.Marshal(cfg)
+			if err != nil {
+				return fmt.Errorf("step config: %w", err)
+			}
+			configs[i] = string(b)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO run_steps (run_id, position, step_type, label, config, status)
+			SELECT $1, n - 1, t, l, c::jsonb, 'queued'
+			FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(t, l, c, n)`,
+			runID, types, labels, configs); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO processing_logs (file_id, task_id, step_name, status, message)
+			VALUES ($1, $2, 'pipeline', 'queued', $3)`, fileID, runID, logMessage); err != nil {
+			return err
+		}
+		if len(steps) == 0 {
+			if err := finishRun(ctx, tx, runID, fileID, docflow.RunCompleted, ""); err != nil {
+				return err
+			}
+		}
+		return streams.Enqueue(ctx, tx, msgs...)
+	})
+	if err != nil {
+		return false, fmt.Errorf("start run %s: %w", runID, err)
+	}
+	return started, nil
+}
+
+// StalledRun is an unfinished run without progress.
+type StalledRun struct {
+	RunID    string
+	FileID   int64
+	OwnerID  *string
+	Filename string
+	Status   string
+	// Step is the first step not completed or skipped (nil when none).
+	Step *docflow.RunStep
+}
+
+// StalledRuns returns up to limit unfinished runs with no progress since
+// before (and no step under a live lease).
+func (s *RunStore) StalledRuns(ctx context.Context, before time.Time, limit int) ([]StalledRun, error) {
+	rows, err := s.db.Pool.Query(ctx, `
+		SELECT r.id, r.file_id, f.owner_id, f.original_filename, r.status, cur.position, cur.step_type, cur.status, cur.attempts
+		FROM runs r JOIN files f ON f.id = r.file_id
+		LEFT JOIN LATERAL (
+			SELECT position, step_type, status, attempts FROM run_steps
+			WHERE run_id = r.id AND status NOT IN ('completed', 'skipped') ORDER BY position LIMIT 1) cur ON TRUE
+		WHERE r.status IN ('pending', 'processing') AND r.updated_at < $1
+		  AND NOT EXISTS (SELECT 1 FROM run_steps l WHERE l.run_id = r.id AND l.status = 'running' AND l.lease_until > now())
+		ORDER BY r.updated_at LIMIT $2`, before, limit)
+	if err != nil {
+		return nil, fmt.Errorf("stalled runs: %w", err)
+	}
+	defer rows.Close()
+	var out []StalledRun
+	for rows.Next() {
+		var r StalledRun
+		var pos, attempts *int
+		var typ, status *string
+		if err := rows.Scan(&r.RunID, &r.FileID, &r.OwnerID, &r.Filename, &r.Status, &pos, &typ, &status, &attempts); err != nil {
+			return nil, fmt.Errorf("stalled runs: %w", err)
+		}
+		if pos != nil {
+			r.Step = &docflow.RunStep{RunID: r.RunID, Position: *pos, StepType: *typ, Status: *status, Attempts: *attempts}
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// FailRun fails an unfinished run that has made no progress since before:
+// its unfinished steps, the run and the file become failed, with a log row
+// and msgs. False when the run moved on meanwhile.
+func (s *RunStore) FailRun(ctx context.Context, runID string, before time.Time, message string, msgs ...streams.OutboxMessage) (bool, error) {
+	failed := false
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		failed = false
+		var fileID int64
+		err := tx.QueryRow(ctx, `SELECT file_id FROM runs WHERE id=$1 AND status IN ('pending', 'processing') AND updated_at < $2
+			AND NOT EXISTS (SELECT 1 FROM run_steps l WHERE l.run_id = runs.id AND l.status = 'running' AND l.lease_until > now())
+			FOR UPDATE SKIP LOCKED`, runID, before).Scan(&fileID)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		failed = true
+		var step string
+		err = tx.QueryRow(ctx, `SELECT COALESCE(min(step_type) FILTER (WHERE position = (SELECT min(position) FROM run_steps
+			WHERE run_id=$1 AND status NOT IN ('completed', 'skipped'))), 'pipeline') FROM run_steps WHERE run_id=$1`, runID).Scan(&step)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE run_steps SET status='failed', message=$2, finished_at=now(), lease_owner='', lease_until=NULL
+			WHERE run_id=$1 AND status NOT IN ('completed', 'skipped', 'failed')`, runID, message); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO processing_logs (file_id, task_id, step_name, status, message)
+			VALUES ($1, $2, $3, 'failed', $4)`, fileID, runID, step, message); err != nil {
+			return err
+		}
+		if err := finishRun(ctx, tx, runID, fileID, docflow.RunFailed, message); err != nil {
+			return err
+		}
+		return streams.Enqueue(ctx, tx, msgs...)
+	})
+	if err != nil {
+		return false, fmt.Errorf("fail run %s: %w", runID, err)
+	}
+	return failed, nil
+}
+
+// UnfinishedRun is a run recovery may have to re-publish.
+type UnfinishedRun struct {
+	RunID      string
+	FileID     int64
+	OwnerID    *string
+	PipelineID *int64
+	Options    map[string]any
+	Routed     bool
+	// Step is the first step not completed or skipped (nil when routed and
+	// none is left).
+	Step      *docflow.RunStep
+	LeaseLive bool
+	// Pending is true when an unsent outbox row about the file exists (the
+	// relay will publish it).
+	Pending bool
+}
+
+// UnfinishedRuns pages through pending and processing runs by id after
+// afterID.
+func (s *RunStore) UnfinishedRuns(ctx context.Context, afterID string, limit int) ([]UnfinishedRun, error) {
+	rows, err := s.db.Pool.Query(ctx, `
+		SELECT r.id, r.file_id, f.owner_id, r.pipeline_id, r.options,
+			EXISTS (SELECT 1 FROM run_steps WHERE run_id = r.id),
+			cur.position, cur.step_type, cur.status, cur.attempts, COALESCE(cur.lease_until > now(), FALSE),
+			EXISTS (SELECT 1 FROM outbox o WHERE o.sent_at IS NULL AND o.key = r.file_id::text)
+		FROM runs r JOIN files f ON f.id = r.file_id
+		LEFT JOIN LATERAL (
+			SELECT position, step_type, status, attempts, lease_until FROM run_steps
+			WHERE run_id = r.id AND status NOT IN ('completed', 'skipped') ORDER BY position LIMIT 1) cur ON TRUE
+		WHERE r.status IN ('pending', 'processing') AND r.id > $1
+		ORDER BY r.id LIMIT $2`, afterID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("unfinished runs: %w", err)
+	}
+	defer rows.Close()
+	var out []UnfinishedRun
+	for rows.Next() {
+		var u UnfinishedRun
+		var opts []byte
+		var pos, attempts *int
+		var typ, status *string
+		if err := rows.Scan(&u.RunID, &u.FileID, &u.OwnerID, &u.PipelineID, &opts, &u.Routed,
+			&pos, &typ, &status, &attempts, &u.LeaseLive, &u.Pending); err != nil {
+			return nil, fmt.Errorf("unfinished runs: %w", err)
+		}
+		if err := unmarshalObject(opts, &u.Options); err != nil {
+			return nil, err
+		}
+		if pos != nil {
+			u.Step = &docflow.RunStep{RunID: u.RunID, Position: *pos, StepType: *typ, Status: *status, Attempts: *attempts}
+		}
+		out = append(out, u)
+	}
+	return out, rows.Err()
+}
+
+// Republish enqueues msgs (recovery) in a transaction of their own.
+func (s *RunStore) Republish(ctx context.Context, msgs ...streams.OutboxMessage) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	return pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error { return streams.Enqueue(ctx, tx, msgs...) })
+}
+
+// FindRun returns the run with its steps, or ENOTFOUND.
+func (s *RunStore) FindRun(ctx context.Context, runID string) (*docflow.Run, error) {
+	r := &docflow.Run{ID: runID}
+	var opts []byte
+	err := s.db.Pool.QueryRow(ctx, `SELECT file_id, pipeline_id, status, options, created_at, started_at, finished_at, updated_at
+		FROM runs WHERE id=$1`, runID).Scan(&r.FileID, &r.PipelineID, &r.Status, &opts, &r.CreatedAt, &r.StartedAt, &r.FinishedAt, &r.UpdatedAt)
+	if err != nil {
+		return nil, notFound(err, "Run not found")
+	}
+	if err := unmarshalObject(opts, &r.Options); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.Pool.Query(ctx, `SELECT position, step_type, label, config, status, attempts, message, started_at, finished_at
+		FROM run_steps WHERE run_id=$1 ORDER BY position`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("find run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		st := &docflow.RunStep{RunID: runID}
+		var cfg []byte
+		if err := rows.Scan(&st.Position, &st.StepType, &st.Label, &cfg, &st.Status, &st.Attempts, &st.Message, &st.StartedAt, &st.FinishedAt); err != nil {
+			return nil, fmt.Errorf("find run %s: %w", runID, err)
+		}
+		if err := unmarshalObject(cfg, &st.Config); err != nil {
+			return nil, err
+		}
+		r.Steps = append(r.Steps, st)
+	}
+	return r, rows.Err()
+}
+
+// PendingCount counts runs queued or in progress.
+func (s *RunStore) PendingCount(ctx context.Context) (int, error) {
+	var n int
+	if err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE status IN ('pending', 'processing')`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("pending count: %w", err)
+	}
+	return n, nil
+}
+
+// WorkerBeat is one worker process's heartbeat.
+type WorkerBeat struct {
+	ID        string
+	Host      string
+	PID       int
+	StepTypes []string
+	InFlight  int
+}
+
+// Heartbeat records that the worker is alive.
+func (s *RunStore) Heartbeat(ctx context.Context, w WorkerBeat) error {
+	_, err := s.db.Pool.Exec(ctx, `INSERT INTO workers (id, host, pid, step_types, in_flight, started_at, last_seen)
+		VALUES ($1, $2, $3, $4, $5, now(), now())
+		ON CONFLICT (id) DO UPDATE SET step_types=EXCLUDED.step_types, in_flight=EXCLUDED.in_flight, last_seen=now()`,
+		w.ID, w.Host, w.PID, w.StepTypes, w.InFlight)
+	if err != nil {
+		return fmt.Errorf("worker heartbeat: %w", err)
+	}
+	return nil
+}
+
+// RemoveWorker deletes a stopping worker's heartbeat (and any older than a day).
+func (s *RunStore) RemoveWorker(ctx context.Context, id string) error {
+	_, err := s.db.Pool.Exec(ctx, `DELETE FROM workers WHERE id=$1 OR last_seen < now() - interval '1 day'`, id)
+	if err != nil {
+		return fmt.Errorf("remove worker: %w", err)
+	}
+	return nil
+}
+
+// QueueSummary answers the database half of GET /api/queue/stats. Workers
+// seen within alive count as online.
+func (s *RunStore) QueueSummary(ctx context.Context, alive time.Duration) (*docflow.QueueStats, error) {
+	q := &docflow.QueueStats{Queues: map[string]int64{}}
+	w := &q.Workers
+	w.Active = []docflow.ActiveTask{}
+	err := s.db.Pool.QueryRow(ctx, `SELECT count(*), COALESCE(sum(in_flight), 0) FROM workers
+		WHERE last_seen > now() - $1 * interval '1 millisecond'`, alive.Milliseconds()).Scan(&w.WorkersOnline, &w.Reserved)
+	if err != nil {
+		return nil, fmt.Errorf("queue summary: %w", err)
+	}
+	rows, err := s.db.Pool.Query(ctx, `SELECT rs.run_id, rs.step_type, r.file_id, rs.attempts, rs.started_at, rs.lease_owner
+		FROM run_steps rs JOIN runs r ON r.id = rs.run_id
+		WHERE rs.status = 'running' AND rs.lease_until > now() ORDER BY rs.started_at LIMIT 100`)
+	if err != nil {
+		return nil, fmt.Errorf("queue summary: %w", err)
+	}
+	for rows.Next() {
+		var a docflow.ActiveTask
+		var fileID int64
+		var attempt int
+		if err := rows.Scan(&a.ID, &a.Name, &fileID, &attempt, &a.Started, &a.Worker); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("queue summary: %w", err)
+		}
+		a.Args = []any{fileID, attempt}
+		w.Active = append(w.Active, a)
+	}
+	rows.Close()
+	// Reserved: tasks held by workers but not running yet.
+	w.Reserved = max(0, w.Reserved-len(w.Active))
+	if err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM run_steps WHERE status='retrying'`).Scan(&w.Scheduled); err != nil {
+		return nil, fmt.Errorf("queue summary: %w", err)
+	}
+	d := &q.DBSummary
+	if err := s.db.Pool.QueryRow(ctx, `SELECT count(*),
+			count(*) FILTER (WHERE status='processing'), count(*) FILTER (WHERE status='failed'),
+			count(*) FILTER (WHERE status='completed'), count(*) FILTER (WHERE status='pending')
+		FROM files`).Scan(&d.TotalFiles, &d.Processing, &d.Failed, &d.Completed, &d.Pending); err != nil {
+		return nil, fmt.Errorf("queue summary: %w", err)
+	}
+	d.RecentProcessing = []docflow.RecentProcessing{}
+	rows, err = s.db.Pool.Query(ctx, `SELECT f.id, f.original_filename, COALESCE(cur.step_type, '')
+		FROM files f
+		LEFT JOIN LATERAL (SELECT step_type FROM run_steps WHERE run_id = f.task_id AND status NOT IN ('completed', 'skipped')
+			ORDER BY position LIMIT 1) cur ON TRUE
+		WHERE f.status = 'processing' ORDER BY f.updated_at DESC LIMIT 10`)
+	if err != nil {
+		return nil, fmt.Errorf("queue summary: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r docflow.RecentProcessing
+		if err := rows.Scan(&r.FileID, &r.Filename, &r.CurrentStep); err != nil {
+			return nil, fmt.Errorf("queue summary: %w", err)
+		}
+		d.RecentProcessing = append(d.RecentProcessing, r)
+	}
+	return q, rows.Err()
+}
+
+// FindOriginal returns the oldest other non-duplicate file with the hash,
+// or ENOTFOUND (for the check_duplicates step).
+func (s *RunStore) FindOriginal(ctx context.Context, hash string, except int64) (*docflow.File, error) {
+	f, err := scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileCols+` FROM files f
+		WHERE f.filehash=$1 AND f.id <> $2 AND f.status <> 'duplicate' AND f.duplicate_of IS NULL
+		ORDER BY f.id LIMIT 1`, hash, except), false)
+	if err != nil {
+		return nil, notFound(err, "No original")
+	}
+	return f, nil
+}
+
+func unmarshalObject(b []byte, v *map[string]any) error {
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, v); err != nil {
+			return fmt.Errorf("decode json object: %w", err)
+		}
+	}
+	if *v == nil {
+		*v = map[string]any{}
+	}
+	return nil
+}
