@@ -74,6 +74,7 @@ func Catalogue() []SettingDef {
 
 		// OCR
 		{Key: "TESSERACT_LANGUAGE", Category: "OCR", Type: TypeAutocomp, Default: "eng+deu", Description: "Tesseract languages used when a step says auto"},
+		{Key: "OCR_RENDERER", Category: "OCR", Type: TypeDropdown, Default: "tesseract", Options: []string{"tesseract", "ocrmypdf", "auto"}, Description: "How the searchable PDF is made: Tesseract's pages (parallel per page), OCRmyPDF, or auto (OCRmyPDF when installed)"},
 		{Key: "TEXT_QUALITY_THRESHOLD", Category: "OCR", Type: TypeSlider, Default: "85", Description: "OCR quality score below which text counts as poor"},
 		{Key: "AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT", Category: "OCR", Type: TypeString, Description: "Azure Document Intelligence endpoint for cloud OCR"},
 		s(SettingDef{Key: "AZURE_DOCUMENT_INTELLIGENCE_KEY", Category: "OCR", Type: TypeString, Description: "Azure Document Intelligence key"}),
