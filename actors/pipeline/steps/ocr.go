@@ -8,35 +8,40 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 
 	"docflow"
 	"docflow/processing/convert"
+	"docflow/processing/ocr"
 	"docflow/processing/quality"
 )
 
-// ocrStep is ocr. A page with a text layer is read with poppler; the other
-// pages are rasterised at 300 dpi and read by Tesseract, pages in parallel,
-// and the processed version becomes a searchable PDF made of Tesseract's
-// PDF pages (and the untouched pages that had text). force_cloud_ocr (step
-// config or run option) sends the PDF to the cloud provider instead.
+// ocrStep is ocr, on processing/ocr: a page with a text layer is read with
+// poppler; the other pages are rasterised and read by Tesseract, pages in
+// parallel, and the processed version becomes a searchable PDF (Tesseract's
+// pages, or OCRmyPDF's with OCR_RENDERER=ocrmypdf). force_cloud_ocr (step
+// config or run option) sends the PDF to Azure Document Intelligence.
+//
+// A one-page PNG original is read by Tesseract directly: rasterising its
+// img2pdf wrapper again would cost about as much CPU as the OCR itself and
+// blur what the scanner delivered.
 type ocrStep struct {
 	d Deps
-	// tesseracts bounds Tesseract processes across every document of the
-	// process: with OMP_THREAD_LIMIT=1 one per core keeps both cores busy
-	// without oversubscribing them.
+	// One engine per (renderer, pool size): each bounds its Tesseract
+	// processes across every document it reads.
+	engines onceMap[engineKey, *ocr.Engine]
+	// tesseracts bounds the direct PNG readings the same way.
 	tesseracts *semaphore.Weighted
+}
 
-	langsMu sync.Mutex
-	langs   []string // installed Tesseract languages, read once
+type engineKey struct {
+	renderer string
+	pool     int
 }
 
 var _ docflow.Step = (*ocrStep)(nil)
@@ -47,19 +52,11 @@ func newOCRStep(d Deps) *ocrStep {
 
 func (s *ocrStep) Type() string { return docflow.StepOCR }
 
-// minLayerChars is the number of letters and digits below which a page is
-// treated as having no usable text layer (a scan, or a stamp of a page
-// number over one).
-const minLayerChars = 16
-
-// rasterDPI is the resolution pages are rasterised at for Tesseract.
-const rasterDPI = 300
-
-// toolTimeout bounds the poppler helpers (per call).
+// toolTimeout bounds pdfinfo.
 const toolTimeout = 5 * time.Minute
 
 // poolSize is the step's pool from STEP_POOL_SIZES (ocr=N), else the core
-// count: the number of pages of one document read at once.
+// count: the Tesseract processes that run at once.
 func poolSize(st docflow.SettingsService, stepType string) int {
 	for _, part := range strings.Split(st.Get("STEP_POOL_SIZES"), ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
@@ -72,6 +69,19 @@ func poolSize(st docflow.SettingsService, stepType string) int {
 	return runtime.NumCPU()
 }
 
+func (s *ocrStep) engine() *ocr.Engine {
+	k := engineKey{renderer: strings.ToLower(strings.TrimSpace(s.d.Settings.Get("OCR_RENDERER"))), pool: poolSize(s.d.Settings, docflow.StepOCR)}
+	switch k.renderer {
+	case ocr.RendererOCRmyPDF, ocr.RendererAuto:
+	default:
+		k.renderer = ocr.RendererTesseract
+	}
+	e, _ := s.engines.get(k, func() (*ocr.Engine, error) {
+		return ocr.New(ocr.Options{Parallelism: k.pool, Renderer: k.renderer, TempDir: s.d.TempDir}), nil
+	})
+	return e
+}
+
 // language resolves the step's ocr_language: auto (or empty) is the
 // TESSERACT_LANGUAGE setting, default eng+deu.
 func (s *ocrStep) language(cfg map[string]any) string {
@@ -80,45 +90,9 @@ func (s *ocrStep) language(cfg map[string]any) string {
 		lang = strings.TrimSpace(s.d.Settings.Get("TESSERACT_LANGUAGE"))
 	}
 	if lang == "" {
-		lang = "eng+deu"
+		lang = ocr.DefaultLanguage
 	}
 	return lang
-}
-
-// checkLanguages fails with a message naming the missing language packs.
-func (s *ocrStep) checkLanguages(ctx context.Context, lang string) error {
-	s.langsMu.Lock()
-	defer s.langsMu.Unlock()
-	if s.langs == nil {
-		out, err := runTool(ctx, time.Minute, nil, "tesseract", "--list-langs")
-		if err != nil {
-			return err
-		}
-		sc := bufio.NewScanner(bytes.NewReader(out))
-		langs := []string{}
-		for sc.Scan() {
-			l := strings.TrimSpace(sc.Text())
-			if l != "" && !strings.Contains(l, " ") {
-				langs = append(langs, l)
-			}
-		}
-		s.langs = langs
-	}
-	var missing []string
-	for _, l := range strings.Split(lang, "+") {
-		if l = strings.TrimSpace(l); l != "" && !slices.Contains(s.langs, l) {
-			missing = append(missing, l)
-		}
-	}
-	if len(missing) > 0 {
-		pkgs := make([]string, len(missing))
-		for i, m := range missing {
-			pkgs[i] = "tesseract-ocr-" + strings.ReplaceAll(strings.ToLower(m), "_", "-")
-		}
-		return docflow.Errorf(docflow.EUNAVAILABLE, "Tesseract language %s not installed: install %s",
-			strings.Join(missing, ", "), strings.Join(pkgs, " "))
-	}
-	return nil
 }
 
 func (s *ocrStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.StepResult, error) {
@@ -134,35 +108,9 @@ func (s *ocrStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.Step
 	if boolOf(in.Config, "force_cloud_ocr", false) || boolOf(in.Options, "force_cloud_ocr", false) {
 		return s.cloud(ctx, in, pdf)
 	}
-	layer, err := runTool(ctx, toolTimeout, nil, "pdftotext", "-enc", "UTF-8", pdf, "-")
+	eng := s.engine()
+	lang, err := eng.ResolveLanguage(ctx, s.language(in.Config))
 	if err != nil {
-		return nil, fmt.Errorf("read text layer: %w", err)
-	}
-	pages := strings.Split(string(layer), "\f")
-	if len(pages) > info.Pages {
-		pages = pages[:info.Pages]
-	}
-	for len(pages) < info.Pages {
-		pages = append(pages, "")
-	}
-	var need []int
-	for i, p := range pages {
-		if textChars(p) < minLayerChars {
-			need = append(need, i)
-		}
-	}
-	if len(need) == 0 {
-		f.OCRText = joinPages(pages)
-		score := quality.BornDigital
-		f.OCRQualityScore = &score
-		return &docflow.StepResult{
-			Message: fmt.Sprintf("Text layer read from %d pages (born-digital, quality %.0f)", info.Pages, score),
-			Bytes:   fileSize(pdf),
-		}, nil
-	}
-
-	lang := s.language(in.Config)
-	if err := s.checkLanguages(ctx, lang); err != nil {
 		return nil, err
 	}
 	dir, cleanup, err := workDir(s.d, "ocr")
@@ -170,122 +118,115 @@ func (s *ocrStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.Step
 		return nil, err
 	}
 	defer cleanup()
-
-	results := make([]pageResult, len(pages))
-	// A single raster image needs no rasterising: Tesseract reads the
-	// original at its own resolution.
-	if len(pages) == 1 && strings.EqualFold(f.MimeType, "image/png") {
-		src, err := in.Blobs.Path(ctx, f.OriginalBlob)
-		if err != nil {
-			return nil, fmt.Errorf("open original: %w", err)
-		}
-		if err := s.tesseracts.Acquire(ctx, 1); err != nil {
-			return nil, err
-		}
-		results[0], err = tesseractPage(ctx, src, filepath.Join(dir, "p0"), lang, 0)
-		s.tesseracts.Release(1)
-		if err != nil {
-			return nil, err
-		}
-	} else {
-		g, gctx := errgroup.WithContext(ctx)
-		g.SetLimit(poolSize(s.d.Settings, docflow.StepOCR))
-		for _, i := range need {
-			g.Go(func() error {
-				img := filepath.Join(dir, fmt.Sprintf("p%d", i))
-				n := strconv.Itoa(i + 1)
-				if _, err := runTool(gctx, toolTimeout, nil, "pdftoppm", "-r", strconv.Itoa(rasterDPI), "-gray", "-png",
-					"-f", n, "-l", n, "-singlefile", pdf, img); err != nil {
-					return fmt.Errorf("rasterise page %d: %w", i+1, err)
-				}
-				if err := s.tesseracts.Acquire(gctx, 1); err != nil {
-					return err
-				}
-				r, err := tesseractPage(gctx, img+".png", img, lang, rasterDPI)
-				s.tesseracts.Release(1)
-				os.Remove(img + ".png")
-				if err != nil {
-					return fmt.Errorf("page %d: %w", i+1, err)
-				}
-				results[i] = r
-				return nil
-			})
-		}
-		if err := g.Wait(); err != nil {
-			return nil, err
-		}
-	}
-
-	// Searchable PDF: Tesseract's page where it read one, the original
-	// page elsewhere.
-	parts := make([]string, len(pages))
-	if len(need) < len(pages) {
-		if _, err := runTool(ctx, toolTimeout, nil, "pdfseparate", pdf, filepath.Join(dir, "orig-%d.pdf")); err != nil {
-			return nil, fmt.Errorf("split pdf: %w", err)
-		}
-	}
-	var confSum float64
-	var confWords int
-	for i := range pages {
-		if r := results[i]; r.pdf != "" {
-			parts[i] = r.pdf
-			pages[i] = r.text
-			confSum += r.confSum
-			confWords += r.words
-		} else {
-			parts[i] = filepath.Join(dir, fmt.Sprintf("orig-%d.pdf", i+1))
+	if info.Pages == 1 && strings.EqualFold(f.MimeType, "image/png") && f.OriginalBlob != "" {
+		if res, ok, err := s.pngDirect(ctx, in, pdf, dir, lang); ok || err != nil {
+			return res, err
 		}
 	}
 	out := filepath.Join(dir, "searchable.pdf")
-	if len(parts) == 1 {
-		out = parts[0]
-	} else if err := unite(ctx, dir, parts, out); err != nil {
-		return nil, err
-	}
-	blob, err := putFile(ctx, in.Blobs, out)
+	res, err := eng.Process(ctx, pdf, ocr.Request{Language: lang, Searchable: out})
 	if err != nil {
 		return nil, err
 	}
-	f.ProcessedBlob = blob.Key
-	f.OCRText = joinPages(pages)
-	conf := quality.NoConfidence
-	if confWords > 0 {
-		conf = confSum / float64(confWords)
-	}
-	score := quality.Score(f.OCRText, conf)
+	f.OCRText = res.Text
+	score := res.Quality
 	f.OCRQualityScore = &score
+	if res.BornDigital {
+		return &docflow.StepResult{
+			Message: fmt.Sprintf("Text layer read from %d pages (born-digital, quality %.0f)", res.Pages, score),
+			Bytes:   fileSize(pdf),
+		}, nil
+	}
+	if res.Searchable {
+		blob, err := putFile(ctx, in.Blobs, out)
+		if err != nil {
+			return nil, err
+		}
+		f.ProcessedBlob = blob.Key
+	}
 	return &docflow.StepResult{
-		Message: fmt.Sprintf("OCR (%s) read %d of %d pages: %d characters, mean confidence %.0f, quality %.0f",
-			lang, len(need), len(pages), len(f.OCRText), conf, score),
+		Message: fmt.Sprintf("OCR (%s, %s) read %d of %d pages: %d characters, mean confidence %.0f, quality %.0f",
+			res.Engine, res.Language, res.OCRPages, res.Pages, len(res.Text), res.MeanConfidence, score),
 		Bytes: fileSize(pdf),
 	}, nil
 }
 
-// unite joins page PDFs in order. pdfunite takes every file on its command
-// line, so very long documents are joined in batches.
-func unite(ctx context.Context, dir string, parts []string, out string) error {
-	const batch = 200
-	for len(parts) > batch {
-		var next []string
-		for i := 0; i < len(parts); i += batch {
-			chunk := parts[i:min(i+batch, len(parts))]
-			if len(chunk) == 1 {
-				next = append(next, chunk[0])
-				continue
-			}
-			p := filepath.Join(dir, fmt.Sprintf("u%d-%d.pdf", len(parts), i))
-			if _, err := runTool(ctx, toolTimeout, nil, "pdfunite", append(chunk, p)...); err != nil {
-				return fmt.Errorf("join pages: %w", err)
-			}
-			next = append(next, p)
-		}
-		parts = next
+// pngDirect reads a one-page PNG original with Tesseract. ok is false when
+// the PDF version has a text layer after all (then the engine decides).
+func (s *ocrStep) pngDirect(ctx context.Context, in *docflow.StepInput, pdf, dir, lang string) (*docflow.StepResult, bool, error) {
+	f := in.File
+	layer, err := runTool(ctx, toolTimeout, nil, "pdftotext", "-enc", "UTF-8", pdf, "-")
+	if err != nil {
+		return nil, false, fmt.Errorf("read text layer: %w", err)
 	}
-	if _, err := runTool(ctx, toolTimeout, nil, "pdfunite", append(parts, out)...); err != nil {
-		return fmt.Errorf("join pages: %w", err)
+	if textChars(string(layer)) >= minLayerChars {
+		return nil, false, nil
 	}
-	return nil
+	src, err := in.Blobs.Path(ctx, f.OriginalBlob)
+	if err != nil {
+		return nil, false, fmt.Errorf("open original: %w", err)
+	}
+	if err := s.tesseracts.Acquire(ctx, 1); err != nil {
+		return nil, false, err
+	}
+	r, err := tesseractPage(ctx, src, filepath.Join(dir, "p0"), lang, 0)
+	s.tesseracts.Release(1)
+	if err != nil {
+		return nil, false, err
+	}
+	blob, err := putFile(ctx, in.Blobs, r.pdf)
+	if err != nil {
+		return nil, false, err
+	}
+	conf := quality.NoConfidence
+	if r.words > 0 {
+		conf = r.confSum / float64(r.words)
+	}
+	f.ProcessedBlob = blob.Key
+	f.OCRText = strings.TrimSpace(r.text)
+	score := quality.Score(f.OCRText, conf)
+	f.OCRQualityScore = &score
+	return &docflow.StepResult{
+		Message: fmt.Sprintf("OCR (tesseract, %s) read 1 of 1 pages: %d characters, mean confidence %.0f, quality %.0f",
+			lang, len(f.OCRText), conf, score),
+		Bytes: fileSize(src),
+	}, true, nil
 }
+
+// cloud reads the PDF with Azure Document Intelligence. Without an
+// endpoint and key it fails at once with a message naming the settings: a
+// retry cannot configure them.
+func (s *ocrStep) cloud(ctx context.Context, in *docflow.StepInput, pdf string) (*docflow.StepResult, error) {
+	endpoint := strings.TrimSpace(s.d.Settings.Get("AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT"))
+	key := strings.TrimSpace(s.d.Settings.Get("AZURE_DOCUMENT_INTELLIGENCE_KEY"))
+	if endpoint == "" || key == "" {
+		return nil, invalidf("cloud OCR was requested but no provider is configured: set AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT and AZURE_DOCUMENT_INTELLIGENCE_KEY")
+	}
+	az, err := ocr.NewAzure(ocr.AzureConfig{Endpoint: endpoint, Key: key, PollInterval: azurePoll})
+	if err != nil {
+		return nil, err
+	}
+	res, err := az.Recognize(ctx, pdf)
+	if err != nil {
+		return nil, err
+	}
+	f := in.File
+	f.OCRText = res.Text
+	score := quality.Score(res.Text, res.MeanConfidence)
+	f.OCRQualityScore = &score
+	return &docflow.StepResult{
+		Message: fmt.Sprintf("Cloud OCR (%s) read %d pages: %d characters, quality %.0f", az.Name(), res.Pages, len(res.Text), score),
+		Bytes:   fileSize(pdf),
+	}, nil
+}
+
+// azurePoll is the wait between polls when the service sends no
+// Retry-After (tests shorten it).
+var azurePoll = time.Second
+
+// minLayerChars is the number of letters and digits from which a page's
+// text layer counts as real text.
+const minLayerChars = 16
 
 // pageResult is Tesseract's reading of one page.
 type pageResult struct {
@@ -351,14 +292,4 @@ func textChars(s string) int {
 		}
 	}
 	return n
-}
-
-func joinPages(pages []string) string {
-	trimmed := make([]string, 0, len(pages))
-	for _, p := range pages {
-		if p = strings.TrimSpace(p); p != "" {
-			trimmed = append(trimmed, p)
-		}
-	}
-	return strings.Join(trimmed, "\n\n")
 }
