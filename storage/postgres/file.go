@@ -22,7 +22,7 @@ import (
 // intake writes (file + run + outbox in one transaction).
 type FileService struct {
 	db     *DB
-	counts *countCache
+	counts *listCache
 }
 
 var _ docflow.FileRepository = (*FileService)(nil)
@@ -32,7 +32,7 @@ func NewFileService(db *DB) *FileService {
 	if db == nil {
 		panic("postgres: NewFileService needs a DB")
 	}
-	return &FileService{db: db, counts: newCountCache(db.Now, countTTL)}
+	return &FileService{db: db, counts: newListCache(db.Now)}
 }
 
 const fileCols = `f.id, f.filehash, f.original_filename, f.stored_filename, f.file_size, f.mime_type,
@@ -151,7 +151,6 @@ func (s *FileService) UpdateFile(ctx context.Context, id int64, fn func(*docflow
 	if err != nil {
 		return nil, err
 	}
-	s.counts.clear()
 	return out, nil
 }
 
@@ -237,7 +236,6 @@ func (s *FileService) DeleteFiles(ctx context.Context, ids []int64) ([]int64, []
 		deleted = []int64{}
 	}
 	slices.Sort(deleted)
-	s.counts.clear()
 	return deleted, orphans, nil
 }
 
@@ -372,7 +370,6 @@ func (s *FileService) ClaimFiles(ctx context.Context, owner string, ids []int64)
 	if err != nil {
 		return nil, nil, fmt.Errorf("claim files: %w", err)
 	}
-	s.counts.clear()
 	return claimed, skipped, nil
 }
 
@@ -389,7 +386,6 @@ func (s *FileService) AssignOwner(ctx context.Context, owner string, ids []int64
 	if err != nil {
 		return 0, fmt.Errorf("assign owner: %w", err)
 	}
-	s.counts.clear()
 	return int(tag.RowsAffected()), nil
 }
 
@@ -424,20 +420,106 @@ func (s *FileService) CountUnfinishedRuns(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// countTTL bounds how stale a listing's total may be. NOTE: counting 100,000
-// rows costs more than the page itself; a total a second old is fine for a
-// paginated list, and this process drops the cache on its own writes.
-const countTTL = time.Second
+// listTTL bounds how stale a cached listing total or page anchor may be.
+// NOTE: counting 100,000 rows costs more than the page itself, and so does
+// skipping to page 4,000; a total or an anchor a second old is fine for a
+// paginated list. Totals below countCacheMin are never cached (they are
+// cheap and then always exact), so small lists see every change at once.
+const listTTL = time.Second
 
-// countCacheMin is the smallest total worth caching: smaller counts are
-// cheap, so they are always fresh.
+// countCacheMin is the smallest total worth caching.
 const countCacheMin = 5000
+
+// anchorStep is the distance in rows between two cached page anchors: a
+// deep page skips at most this many index entries.
+const anchorStep = 2500
+
+type listEntry struct {
+	val        any
+	at         time.Time
+	refreshing bool
+	ready      chan struct{} // closed once val is first set
+	err        error
+}
+
+// listCache serves cached values and refreshes a stale one in the request
+// that first sees it stale while the others keep using the old value, so a
+// burst of requests never recomputes the same total at once.
+type listCache struct {
+	now func() time.Time
+	mu  sync.Mutex
+	m   map[string]*listEntry
+}
+
+func newListCache(now func() time.Time) *listCache {
+	return &listCache{now: now, m: map[string]*listEntry{}}
+}
+
+// get returns the cached value of key, computing it when missing or stale.
+// keep reports whether a computed value is worth caching.
+func (c *listCache) get(key string, compute func() (any, error), keep func(any) bool) (any, error) {
+	c.mu.Lock()
+	e, ok := c.m[key]
+	switch {
+	case ok && e.ready == nil && c.now().Sub(e.at) <= listTTL:
+		c.mu.Unlock()
+		return e.val, nil
+	case ok && e.ready == nil && e.refreshing:
+		c.mu.Unlock()
+		return e.val, nil
+	case ok && e.ready != nil:
+		ready := e.ready
+		c.mu.Unlock()
+		<-ready
+		if e.err != nil {
+			return compute()
+		}
+		return e.val, nil
+	case ok:
+		e.refreshing = true
+		c.mu.Unlock()
+		v, err := compute()
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		e.refreshing = false
+		if err != nil {
+			return nil, err
+		}
+		if keep(v) {
+			e.val, e.at = v, c.now()
+		} else {
+			delete(c.m, key)
+		}
+		return v, nil
+	}
+	if len(c.m) > 10_000 {
+		clear(c.m)
+	}
+	e = &listEntry{ready: make(chan struct{})}
+	c.m[key] = e
+	c.mu.Unlock()
+	v, err := compute()
+	c.mu.Lock()
+	e.val, e.err, e.at = v, err, c.now()
+	close(e.ready)
+	e.ready = nil
+	if err != nil || !keep(v) {
+		delete(c.m, key)
+	}
+	c.mu.Unlock()
+	return v, err
+}
+
+// countTTL bounds how stale a cached count may be (countCache users).
+const countTTL = time.Second
 
 type countEntry struct {
 	n  int
 	at time.Time
 }
 
+// countCache is a plain TTL cache of counts, shared by the repositories of
+// this package.
 type countCache struct {
 	now func() time.Time
 	ttl time.Duration
@@ -544,23 +626,32 @@ var sortColumns = map[string]string{
 	"mime_type": "f.mime_type", "created_at": "f.created_at",
 }
 
+// anchor is the sort key of the row at a multiple of anchorStep.
+type anchor struct {
+	val any
+	id  int64
+}
+
 // FindFiles returns one page of files and the total.
 //
-// NOTE: pages are addressed by number, so the page's first row is found by
-// skipping (page-1)*per_page rows. The skip runs in a subquery that reads
-// only the sort index (ids, no heap rows), and the 25 full rows are fetched
-// by id afterwards, so a deep page costs an index walk of the skipped
-// entries rather than reading and discarding whole rows. A true keyset
-// (cursor) would need the client to send the last row's key, which the
-// spec's page/per_page interface does not carry.
+// NOTE: pages are addressed by number, so a page's first row is found by
+// skipping rows. Three things keep that cheap at 100,000 records: the skip
+// reads only the sort index (ids, no heap rows) and the full rows are
+// fetched by id afterwards; for deep pages of large results a cached
+// anchor (the sort key every anchorStep rows, refreshed at most once a
+// second) turns the skip into a keyset seek plus fewer than anchorStep
+// index entries, so page 4,000 costs about what page 100 costs; and a
+// selective filter (at most maxSortInMemory matches) is answered from its
+// own index and sorted in memory rather than by walking the whole sort
+// index and discarding what does not match.
 func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) ([]*docflow.File, int, error) {
 	col, ok := sortColumns[filter.SortBy]
 	if !ok {
 		col = "f.created_at"
 	}
-	dir := "DESC"
+	dir, cmp := "DESC", "<"
 	if strings.EqualFold(filter.SortOrder, "asc") {
-		dir = "ASC"
+		dir, cmp = "ASC", ">"
 	}
 	per := filter.PerPage
 	if per <= 0 {
@@ -576,22 +667,58 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 		order += ", f.id " + dir
 	}
 	key := cacheKey(where, args)
-	total, cached := s.counts.get(key)
-
-	pageArgs := append(append([]any(nil), args...), per, (page-1)*per)
-	n := len(args)
-	q := `SELECT ` + fileCols + ` FROM files f JOIN (SELECT f.id FROM files f` + where +
-		` ORDER BY ` + order + ` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) +
-		`) pg ON pg.id = f.id ORDER BY ` + order
-
-	batch := &pgx.Batch{}
-	batch.Queue(q, pageArgs...)
-	if !cached {
-		batch.Queue(`SELECT count(*) FROM files f`+where, args...)
+	v, err := s.counts.get("count\x00"+key, func() (any, error) {
+		var n int
+		if err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM files f`+where, args...).Scan(&n); err != nil {
+			return nil, fmt.Errorf("count files: %w", err)
+		}
+		return n, nil
+	}, func(v any) bool { return v.(int) >= countCacheMin })
+	if err != nil {
+		return nil, 0, err
 	}
-	br := s.db.Pool.SendBatch(ctx, batch)
-	defer br.Close()
-	rows, err := br.Query()
+	total := v.(int)
+	offset := (page - 1) * per
+	if offset >= total {
+		return []*docflow.File{}, total, nil
+	}
+
+	inner := `SELECT f.id FROM files f` + where
+	pageArgs := append([]any(nil), args...)
+	if total <= maxSortInMemory && where != "" {
+		// Selective filter: materialise the matches from the filter's own
+		// indexes, then sort them; the planner would otherwise walk the
+		// sort index and throw most rows away.
+		inner = `SELECT f.id FROM (SELECT * FROM files f` + where + ` OFFSET 0) f`
+	} else if offset >= anchorStep && total >= countCacheMin {
+		anchors, err := s.anchors(ctx, key, col, order, where, args)
+		if err != nil {
+			return nil, 0, err
+		}
+		if i := offset/anchorStep - 1; i >= 0 && i < len(anchors) {
+			a := anchors[i]
+			n := len(pageArgs)
+			seek := `f.id ` + cmp + ` $` + strconv.Itoa(n+1)
+			if col != "f.id" {
+				seek = `(` + col + `, f.id) ` + cmp + ` ($` + strconv.Itoa(n+1) + `, $` + strconv.Itoa(n+2) + `)`
+				pageArgs = append(pageArgs, a.val)
+			}
+			pageArgs = append(pageArgs, a.id)
+			if where == "" {
+				inner += ` WHERE ` + seek
+			} else {
+				inner += ` AND ` + seek
+			}
+			// The anchor row itself is row (i+1)*anchorStep (1-based), so
+			// rows after it start at that offset.
+			offset -= (i + 1) * anchorStep
+		}
+	}
+	n := len(pageArgs)
+	pageArgs = append(pageArgs, per, offset)
+	q := `SELECT ` + fileCols + ` FROM files f JOIN (` + inner + ` ORDER BY ` + order +
+		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) pg ON pg.id = f.id ORDER BY ` + order
+	rows, err := s.db.Pool.Query(ctx, q, pageArgs...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
@@ -599,15 +726,37 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
-	if !cached {
-		if err := br.QueryRow().Scan(&total); err != nil {
-			return nil, 0, fmt.Errorf("count files: %w", err)
-		}
-		if total >= countCacheMin {
-			s.counts.put(key, total)
-		}
-	}
 	return files, total, nil
+}
+
+// maxSortInMemory is the largest match count sorted in memory rather than
+// read in order from the sort index.
+const maxSortInMemory = 10_000
+
+// anchors returns the sort key of every anchorStep-th row (1-based rows
+// anchorStep, 2·anchorStep, …) of a listing, cached like totals.
+func (s *FileService) anchors(ctx context.Context, key, col, order, where string, args []any) ([]anchor, error) {
+	v, err := s.counts.get("anchors\x00"+col+order+"\x00"+key, func() (any, error) {
+		rows, err := s.db.Pool.Query(ctx, `SELECT v, id FROM (SELECT `+col+` AS v, f.id, row_number() OVER (ORDER BY `+order+`) AS rn
+			FROM files f`+where+`) a WHERE rn % `+strconv.Itoa(anchorStep)+` = 0 ORDER BY rn`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("page anchors: %w", err)
+		}
+		defer rows.Close()
+		var out []anchor
+		for rows.Next() {
+			var a anchor
+			if err := rows.Scan(&a.val, &a.id); err != nil {
+				return nil, fmt.Errorf("page anchors: %w", err)
+			}
+			out = append(out, a)
+		}
+		return out, rows.Err()
+	}, func(any) bool { return true })
+	if err != nil {
+		return nil, err
+	}
+	return v.([]anchor), nil
 }
 
 // IngestRecord is one intake write.
@@ -655,7 +804,6 @@ func (s *FileService) Ingest(ctx context.Context, rec IngestRecord) (dupOf *docf
 	if err != nil {
 		return nil, err
 	}
-	s.counts.clear()
 	return dupOf, nil
 }
 
@@ -806,6 +954,5 @@ func (s *FileService) RequeueFiles(ctx context.Context, items []Requeue,
 	if err != nil {
 		return nil, nil, err
 	}
-	s.counts.clear()
 	return done, missing, nil
 }

@@ -107,3 +107,58 @@ func TestIngestRacesAndDailyLimit(t *testing.T) {
 		t.Fatalf("deleted %d orphans %v err %v", len(deleted), orphans, err)
 	}
 }
+
+func TestFindFilesDeepPagesMatchOffset(t *testing.T) {
+	ctx := context.Background()
+	db, cleanup, err := postgres.OpenTestDB(ctx, "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	s := postgres.NewFileService(db)
+	// 7,000 rows with repeated timestamps and names so ties need the id.
+	_, err = db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, created_at)
+		SELECT md5(i::text), 'doc-' || (i % 700) || '.pdf', i || '.pdf', i % 97, 'application/pdf',
+		       CASE WHEN i % 4 = 0 THEN 'failed' ELSE 'completed' END, TIMESTAMPTZ '2024-01-01' + ((i / 3) * interval '1 minute')
+		FROM generate_series(1, 7000) AS i`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := map[string]string{"created_at": "created_at", "id": "id", "original_filename": "original_filename", "file_size": "file_size"}
+	for _, sortBy := range []string{"created_at", "id", "original_filename", "file_size"} {
+		for _, order := range []string{"asc", "desc"} {
+			for _, status := range []string{"", "completed"} {
+				for _, page := range []int{1, 101, 150, 199, 280} {
+					f := docflow.FileFilter{SortBy: sortBy, SortOrder: order, Status: status, Page: page, PerPage: 25}
+					got, total, err := s.FindFiles(ctx, f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					where := ""
+					if status != "" {
+						where = "WHERE status = '" + status + "'"
+					}
+					rows, err := db.Pool.Query(ctx, `SELECT id FROM files `+where+` ORDER BY `+cols[sortBy]+` `+order+`, id `+order+` LIMIT 25 OFFSET $1`, (page-1)*25)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var want []int64
+					for rows.Next() {
+						var id int64
+						rows.Scan(&id)
+						want = append(want, id)
+					}
+					rows.Close()
+					if len(got) != len(want) {
+						t.Fatalf("%s %s %q page %d: %d rows, want %d (total %d)", sortBy, order, status, page, len(got), len(want), total)
+					}
+					for i := range want {
+						if got[i].ID != want[i] {
+							t.Fatalf("%s %s %q page %d row %d: id %d, want %d", sortBy, order, status, page, i, got[i].ID, want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
