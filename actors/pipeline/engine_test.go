@@ -77,7 +77,7 @@ func TestRoutingAtIntake(t *testing.T) {
 	}
 	byRule, _ := e.ingest("INV-42.pdf", "a", nil, nil)
 	assigned, _ := e.ingest("INV-43.pdf", "b", &other.ID, nil) // explicit assignment wins
-	none, noneRun := e.ingest("nothing.pdf", "c", nil, nil)     // an empty pipeline completes at once
+	none, noneRun := e.ingest("nothing.pdf", "c", nil, nil)    // an empty pipeline completes at once
 	e.waitTerminal(20*time.Second, byRule, assigned, none)
 	for id, want := range map[int64]string{byRule: "routed", assigned: "assigned"} {
 		var title *string

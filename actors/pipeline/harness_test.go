@@ -51,6 +51,9 @@ type env struct {
 	log     zerolog.Logger
 	port    int
 	cfg     func(*Config)
+	// msgPipeline, when set, is the pipeline the next file.ingested names
+	// (a file assigned to a pipeline deleted since).
+	msgPipeline *int64
 }
 
 type captureRecorder struct {
@@ -218,7 +221,11 @@ func (e *env) ingest(name string, content string, pipelineID *int64, owner *stri
 			runID, fileID, pipelineID); err != nil {
 			return err
 		}
-		m, err := ingestedMessage(streams.FileIngested{FileID: fileID, RunID: runID, OwnerID: owner, PipelineID: pipelineID}, time.Now())
+		msgPipeline := pipelineID
+		if e.msgPipeline != nil {
+			msgPipeline, e.msgPipeline = e.msgPipeline, nil
+		}
+		m, err := ingestedMessage(streams.FileIngested{FileID: fileID, RunID: runID, OwnerID: owner, PipelineID: msgPipeline}, time.Now())
 		if err != nil {
 			return err
 		}

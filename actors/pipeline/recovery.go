@@ -10,7 +10,7 @@ import (
 // Recover re-publishes the work Postgres says is unfinished and not in
 // flight: unrouted runs get their file.ingested again, routed runs their
 // current step's task. Runs with an unsent outbox row are left to the
-// relay, and steps under a live lease to their worker. This is what makes a
+// relay. This is what makes a
 // broker that lost its messages (the in-memory embedded one) safe; with a
 // broker that kept them the copies are acknowledged without running,
 // because steps are idempotent per (run, position).
@@ -29,7 +29,11 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		now := e.now()
 		var msgs []streams.OutboxMessage
 		for _, r := range runs {
-			if r.Pending || r.LeaseLive {
+			// NOTE: a step under a live lease is re-published too: its
+			// holder may be a process that died with the broker. The copy
+			// waits for the lease and is acknowledged once the step is
+			// recorded, or runs it once the lease has lapsed.
+			if r.Pending {
 				continue
 			}
 			if !r.Routed {

@@ -70,8 +70,9 @@ type Claim struct {
 
 // ClaimStep leases step Position of the run to Worker for TTL when the task
 // may run: the step is queued, waiting for this retry attempt, or running
-// under an expired lease; the run is unfinished and is its file's current
-// run. The run and file become processing.
+// under an expired lease (or one of Worker's own: a claim whose answer was
+// lost with the connection); the run is unfinished and is its file's
+// current run. The run and file become processing.
 func (s *RunStore) ClaimStep(ctx context.Context, req ClaimRequest) (*Claim, error) {
 	c := &Claim{}
 	var cfg, opts []byte
@@ -85,7 +86,8 @@ func (s *RunStore) ClaimStep(ctx context.Context, req ClaimRequest) (*Claim, err
 			  AND r.status IN ('pending', 'processing') AND (f.task_id = '' OR f.task_id = r.id)
 			  AND (rs.status='queued'
 			       OR (rs.status='retrying' AND $3 > rs.attempts)
-			       OR (rs.status='running' AND $3 >= rs.attempts AND (rs.lease_until IS NULL OR rs.lease_until < now())))
+			       OR (rs.status='running' AND $3 >= rs.attempts
+			           AND (rs.lease_until IS NULL OR rs.lease_until < now() OR rs.lease_owner = $4)))
 			RETURNING rs.run_id, rs.position, rs.step_type, rs.label, rs.config, r.file_id, r.options
 		), r AS (
 			UPDATE runs SET status='processing', started_at=COALESCE(started_at, now()), updated_at=now()
