@@ -57,6 +57,9 @@ type SearchHit struct {
 type SearchResult struct {
 	Hits  []SearchHit
 	Total int
+	// TotalCapped reports that counting stopped early: at least Total
+	// documents match (an index may cap the count of very broad queries).
+	TotalCapped bool
 }
 
 // Neighbor is a document near another by embedding.

@@ -61,7 +61,7 @@ func benchSearchIndexWith(ctx context.Context, r *Report, dir string, cfg search
 	if err != nil {
 		return fmt.Errorf("search bench: %w", err)
 	}
-	gen := newDocGen(cfg.Dims)
+	gen := newSearchDocGen(cfg.Dims)
 	start := time.Now()
 	var textBytes int
 	for lo := 0; lo < cfg.Docs; lo += cfg.BatchSize {
@@ -113,8 +113,8 @@ func benchSearchIndexWith(ctx context.Context, r *Report, dir string, cfg search
 			return fmt.Errorf("search bench: %s: %w", kind.name, err)
 		}
 		name := fmt.Sprintf("bleve search %s, %d clients (~%d%% of docs match)", kind.name, cfg.Clients, 100*total/cfg.Docs)
-		r.AtMost(section, name+" p50", ms(percentile(lat, 0.50)), "ms", 10)
-		r.AtMost(section, name+" p99", ms(percentile(lat, 0.99)), "ms", 50)
+		r.AtMost(section, name+" p50", searchMillis(searchPercentile(lat, 0.50)), "ms", 10)
+		r.AtMost(section, name+" p99", searchMillis(searchPercentile(lat, 0.99)), "ms", 50)
 	}
 
 	rng := rand.New(rand.NewPCG(7, 7))
@@ -132,15 +132,15 @@ func benchSearchIndexWith(ctx context.Context, r *Report, dir string, cfg search
 			return fmt.Errorf("search bench: nearest returned %d neighbours", len(got))
 		}
 	}
-	r.AtMost(section, fmt.Sprintf("bleve nearest k=5 over %d x %d vectors p50", cfg.Docs, cfg.Dims), ms(percentile(lat, 0.50)), "ms", 25)
-	r.AtMost(section, fmt.Sprintf("bleve nearest k=5 over %d x %d vectors p99", cfg.Docs, cfg.Dims), ms(percentile(lat, 0.99)), "ms", 25)
+	r.AtMost(section, fmt.Sprintf("bleve nearest k=5 over %d x %d vectors p50", cfg.Docs, cfg.Dims), searchMillis(searchPercentile(lat, 0.50)), "ms", 25)
+	r.AtMost(section, fmt.Sprintf("bleve nearest k=5 over %d x %d vectors p99", cfg.Docs, cfg.Dims), searchMillis(searchPercentile(lat, 0.99)), "ms", 25)
 
 	// Memory with the index open and warmed by the queries above. Garbage
 	// from generating the corpus is returned to the OS first so the figure
 	// is what a server holds, not what the benchmark allocated.
 	runtime.GC()
 	debug.FreeOSMemory()
-	rss, err := processRSS()
+	rss, err := searchSelfRSS()
 	if err != nil {
 		return fmt.Errorf("search bench: %w", err)
 	}
@@ -181,7 +181,7 @@ func searchLatencies(ctx context.Context, idx docflow.SearchIndex, queries [][]s
 	return lat, total, firstErr
 }
 
-func percentile(d []time.Duration, p float64) time.Duration {
+func searchPercentile(d []time.Duration, p float64) time.Duration {
 	if len(d) == 0 {
 		return 0
 	}
@@ -191,10 +191,10 @@ func percentile(d []time.Duration, p float64) time.Duration {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+func searchMillis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // processRSS reads the resident set size of this process (Linux).
-func processRSS() (int64, error) {
+func searchSelfRSS() (int64, error) {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0, fmt.Errorf("read process status: %w", err)
@@ -215,9 +215,9 @@ func processRSS() (int64, error) {
 	return 0, errors.New("VmRSS not found in /proc/self/status")
 }
 
-// docGen makes deterministic documents: the same id always gives the same
+// searchDocGen makes deterministic documents: the same id always gives the same
 // text and embedding, so runs are comparable.
-type docGen struct {
+type searchDocGen struct {
 	dims    int
 	words   []string
 	cum     []float64 // cumulative Zipf weights over words
@@ -226,7 +226,7 @@ type docGen struct {
 	tags    []string
 }
 
-func newDocGen(dims int) *docGen {
+func newSearchDocGen(dims int) *searchDocGen {
 	// Common business-document words first (they get the highest Zipf
 	// weights), then made-up words for a long tail of rare terms, as OCR text
 	// has (names, references, misreadings).
@@ -240,7 +240,7 @@ func newDocGen(dims int) *docGen {
 		tenant landlord rent deposit lease property building street city postal country
 		doctor patient medical hospital prescription treatment appointment health school
 		student course certificate exam registration license vehicle tax return refund`)
-	g := &docGen{dims: dims, words: common,
+	g := &searchDocGen{dims: dims, words: common,
 		senders: []string{"Acme GmbH", "Globex Corp", "Initech", "Umbrella plc", "Stadtwerke", "Finanzamt", "Hooli", "Vandelay Industries"},
 		types:   []string{"invoice", "contract", "letter", "receipt", "report", "statement"},
 		tags:    []string{"finance", "tax", "home", "work", "health", "insurance", "car", "school"},
@@ -263,14 +263,14 @@ func newDocGen(dims int) *docGen {
 	return g
 }
 
-func (g *docGen) word(rng *rand.Rand) string {
+func (g *searchDocGen) word(rng *rand.Rand) string {
 	x := rng.Float64() * g.cum[len(g.cum)-1]
 	i, _ := slices.BinarySearch(g.cum, x)
 	return g.words[min(i, len(g.words)-1)]
 }
 
 // doc returns document id with about 2 KB of text and an embedding.
-func (g *docGen) doc(id int64) *docflow.SearchDocument {
+func (g *searchDocGen) doc(id int64) *docflow.SearchDocument {
 	rng := rand.New(rand.NewPCG(uint64(id), 42))
 	var b strings.Builder
 	b.Grow(2200)
@@ -310,7 +310,7 @@ func (g *docGen) doc(id int64) *docflow.SearchDocument {
 }
 
 // embedding is a deterministic pseudo-random vector for id.
-func (g *docGen) embedding(id int64) []float32 {
+func (g *searchDocGen) embedding(id int64) []float32 {
 	rng := rand.New(rand.NewPCG(uint64(id), 4242))
 	v := make([]float32, g.dims)
 	for i := range v {

@@ -9,16 +9,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	blevesearch "github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/index/scorch"
-	"github.com/blevesearch/bleve/v2/search/query"
 
 	"docflow"
 )
@@ -30,10 +26,6 @@ const (
 	// batches amortise segment creation and merging; beyond a few thousand
 	// the gain is small and the memory per batch grows.
 	DefaultBatchSize = 2000
-	// DefaultPerPage applies when a query does not say.
-	DefaultPerPage = 20
-	// MaxPerPage bounds one page; the API allows 100.
-	MaxPerPage = 1000
 
 	indexDirName  = "bleve"
 	vectorLogName = "vectors.log"
@@ -52,16 +44,24 @@ type Options struct {
 	// BatchSize is the number of documents per bleve batch (DefaultBatchSize
 	// when 0).
 	BatchSize int
+	// ExactLimit is the number of matches up to which a query scores every
+	// match (DefaultExactLimit when 0); broader queries are ranked in tiers.
+	// See Search.
+	ExactLimit int
+	// TotalCap bounds the count of a broad query (DefaultTotalCap when 0).
+	TotalCap int
 }
 
 // Index is the embedded SearchIndex. It is safe for concurrent use; writes
 // are serialised, searches run concurrently with them.
 type Index struct {
-	idx       blevesearch.Index
-	vectors   *vectorStore
-	text      analysis.Analyzer
-	filename  analysis.Analyzer
-	batchSize int
+	idx        blevesearch.Index
+	vectors    *vectorStore
+	text       analysis.Analyzer
+	filename   analysis.Analyzer
+	batchSize  int
+	exactLimit int
+	totalCap   int
 
 	// writeMu orders writes so that the text index and the vector log apply
 	// concurrent updates of one document in the same order.
@@ -106,11 +106,13 @@ func Open(dir string, opts Options) (*Index, error) {
 		return nil, err
 	}
 	x := &Index{
-		idx:       idx,
-		vectors:   vs,
-		text:      idx.Mapping().AnalyzerNamed(textAnalyzer),
-		filename:  idx.Mapping().AnalyzerNamed(filenameAnalyzer),
-		batchSize: opts.BatchSize,
+		idx:        idx,
+		vectors:    vs,
+		text:       idx.Mapping().AnalyzerNamed(textAnalyzer),
+		filename:   idx.Mapping().AnalyzerNamed(filenameAnalyzer),
+		batchSize:  opts.BatchSize,
+		exactLimit: opts.ExactLimit,
+		totalCap:   opts.TotalCap,
 	}
 	if x.text == nil || x.filename == nil {
 		x.Close()
@@ -118,6 +120,12 @@ func Open(dir string, opts Options) (*Index, error) {
 	}
 	if x.batchSize <= 0 {
 		x.batchSize = DefaultBatchSize
+	}
+	if x.exactLimit <= 0 {
+		x.exactLimit = DefaultExactLimit
+	}
+	if x.totalCap <= 0 {
+		x.totalCap = DefaultTotalCap
 	}
 	return x, nil
 }
@@ -225,206 +233,6 @@ func (x *Index) Delete(ctx context.Context, ids []int64) error {
 		}
 	}
 	return nil
-}
-
-// Search runs a plain-text query: the text is analysed into words and never
-// parsed as query syntax. A text of only punctuation finds nothing; an empty
-// text lists every document that passes the filters.
-func (x *Index) Search(ctx context.Context, q docflow.SearchQuery) (*docflow.SearchResult, error) {
-	if x.closed.Load() {
-		return nil, errClosed
-	}
-	perPage := q.PerPage
-	if perPage <= 0 {
-		perPage = DefaultPerPage
-	}
-	perPage = min(perPage, MaxPerPage)
-	page := max(q.Page, 1)
-
-	filters, err := filterQueries(q)
-	if err != nil {
-		return nil, err
-	}
-	text := strings.TrimSpace(q.Text)
-	terms := queryTerms(x.text, text)
-	bq := query.NewBooleanQuery(nil, nil, nil)
-	if text != "" {
-		if len(terms) == 0 && len(queryTerms(x.filename, text)) == 0 {
-			return &docflow.SearchResult{Hits: []docflow.SearchHit{}}, nil
-		}
-		var fields []query.Query
-		for _, f := range searchFields() {
-			mq := query.NewMatchQuery(text)
-			mq.SetField(f.name)
-			mq.SetBoost(f.boost)
-			fields = append(fields, mq)
-		}
-		// Must is set directly: AddMust would wrap the one query in a
-		// conjunction, one more searcher on every matching document.
-		bq.Must = query.NewDisjunctionQuery(fields)
-	} else {
-		bq.Must = query.NewMatchAllQuery()
-	}
-	if len(filters) > 0 {
-		bq.AddFilter(query.NewConjunctionQuery(filters))
-	}
-
-	// Page arithmetic in int64: a huge page number must not overflow into a
-	// negative offset.
-	from := int64(page-1) * int64(perPage)
-	if from > int64(maxFrom) {
-		total, err := x.count(ctx, bq)
-		if err != nil {
-			return nil, err
-		}
-		return &docflow.SearchResult{Hits: []docflow.SearchHit{}, Total: total}, nil
-	}
-	req := blevesearch.NewSearchRequestOptions(bq, perPage, int(from), false)
-	req.Fields = storedFields()
-	res, err := x.idx.SearchInContext(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("search: %w", err)
-	}
-	out := &docflow.SearchResult{Hits: make([]docflow.SearchHit, 0, len(res.Hits)), Total: int(res.Total)}
-	for _, h := range res.Hits {
-		id, err := strconv.ParseInt(h.ID, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("search: document id %q: %w", h.ID, err)
-		}
-		title := fieldString(h.Fields[fTitle])
-		ocr := fieldString(h.Fields[fOCRText])
-		out.Hits = append(out.Hits, docflow.SearchHit{
-			FileID:           id,
-			OriginalFilename: fieldString(h.Fields[fFilename]),
-			DocumentTitle:    title,
-			DocumentType:     fieldString(h.Fields[fDocumentType]),
-			Tags:             fieldStrings(h.Fields[fTags]),
-			Score:            h.Score,
-			Formatted: map[string]string{
-				fTitle:   highlightWhole(x.text, title, terms),
-				fOCRText: highlightFragment(x.text, ocr, terms),
-			},
-		})
-	}
-	return out, nil
-}
-
-// maxFrom bounds the offset handed to bleve, whose collector allocates
-// from+size slots: a page far past the end only needs the total.
-const maxFrom = 100_000
-
-func (x *Index) count(ctx context.Context, q query.Query) (int, error) {
-	req := blevesearch.NewSearchRequestOptions(q, 0, 0, false)
-	res, err := x.idx.SearchInContext(ctx, req)
-	if err != nil {
-		return 0, fmt.Errorf("search: %w", err)
-	}
-	return int(res.Total), nil
-}
-
-func filterQueries(q docflow.SearchQuery) ([]query.Query, error) {
-	var out []query.Query
-	term := func(field, value string) {
-		if value == "" {
-			return
-		}
-		tq := query.NewTermQuery(value)
-		tq.SetField(field)
-		out = append(out, tq)
-	}
-	term(fMimeType, q.MimeType)
-	term(fDocumentType, q.DocumentType)
-	term(fLanguage, q.Language)
-	term(fTags, q.Tag)
-	term(fSender, q.Sender)
-	if q.TextQuality != "" {
-		lo, hi, err := qualityBand(q.TextQuality)
-		if err != nil {
-			return nil, err
-		}
-		yes := true
-		no := false
-		var maxp *float64
-		if hi > 0 {
-			maxp = &hi
-		}
-		// Bands are [lo, hi); no_text is the single value 0.
-		if q.TextQuality == "no_text" {
-			nq := query.NewNumericRangeInclusiveQuery(&lo, &lo, &yes, &yes)
-			nq.SetField(fTextLength)
-			out = append(out, nq)
-		} else {
-			nq := query.NewNumericRangeInclusiveQuery(&lo, maxp, &yes, &no)
-			nq.SetField(fTextLength)
-			out = append(out, nq)
-		}
-	}
-	if q.DateFrom != nil || q.DateTo != nil {
-		var from, to time.Time
-		if q.DateFrom != nil {
-			from = q.DateFrom.UTC()
-		}
-		if q.DateTo != nil {
-			to = q.DateTo.UTC()
-		}
-		yes := true
-		dq := query.NewDateRangeInclusiveQuery(from, to, &yes, &yes)
-		dq.SetField(fCreatedAt)
-		out = append(out, dq)
-	}
-	if q.VisibleTo != nil {
-		owner := query.NewTermQuery(*q.VisibleTo)
-		owner.SetField(fOwner)
-		shared := query.NewTermQuery(*q.VisibleTo)
-		shared.SetField(fSharedWith)
-		out = append(out, query.NewDisjunctionQuery([]query.Query{owner, shared}))
-	}
-	return out, nil
-}
-
-// qualityBand maps a text_quality value to its OCR text length band [lo, hi)
-// in characters; hi 0 means unbounded.
-func qualityBand(name string) (lo, hi float64, err error) {
-	switch name {
-	case "no_text":
-		return 0, 0, nil
-	case "low":
-		return 1, 500, nil
-	case "medium":
-		return 500, 2000, nil
-	case "high":
-		return 2000, 0, nil
-	}
-	return 0, 0, fmt.Errorf("text quality %q: want no_text, low, medium or high", name)
-}
-
-func fieldString(v any) string {
-	switch t := v.(type) {
-	case string:
-		return t
-	case []any:
-		if len(t) > 0 {
-			s, _ := t[0].(string)
-			return s
-		}
-	}
-	return ""
-}
-
-func fieldStrings(v any) []string {
-	switch t := v.(type) {
-	case string:
-		return []string{t}
-	case []any:
-		out := make([]string, 0, len(t))
-		for _, e := range t {
-			if s, ok := e.(string); ok {
-				out = append(out, s)
-			}
-		}
-		return out
-	}
-	return []string{}
 }
 
 // Nearest returns up to k documents whose embeddings are closest to vec by

@@ -12,7 +12,8 @@ import (
 // directory.
 type reopenable struct {
 	docflow.SearchIndex
-	dir string
+	dir  string
+	opts bleve.Options
 }
 
 func (r *reopenable) Reopen(t *testing.T) docflow.SearchIndex {
@@ -20,21 +21,33 @@ func (r *reopenable) Reopen(t *testing.T) docflow.SearchIndex {
 	if err := r.SearchIndex.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	return open(t, r.dir)
+	return openWith(t, r.dir, r.opts)
 }
 
 func open(t *testing.T, dir string) *reopenable {
+	return openWith(t, dir, bleve.Options{})
+}
+
+func openWith(t *testing.T, dir string, opts bleve.Options) *reopenable {
 	t.Helper()
-	x, err := bleve.Open(dir, bleve.Options{})
+	x, err := bleve.Open(dir, opts)
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	t.Cleanup(func() { x.Close() })
-	return &reopenable{SearchIndex: x, dir: dir}
+	return &reopenable{SearchIndex: x, dir: dir, opts: opts}
 }
 
 func TestContract(t *testing.T) {
 	searchtest.RunContract(t, func(t *testing.T) docflow.SearchIndex {
 		return open(t, t.TempDir())
+	})
+}
+
+// TestContractTiered runs the suite with every query treated as broad, so the
+// tiered ranking passes the same contract as exact scoring.
+func TestContractTiered(t *testing.T) {
+	searchtest.RunContract(t, func(t *testing.T) docflow.SearchIndex {
+		return openWith(t, t.TempDir(), bleve.Options{ExactLimit: 1})
 	})
 }
