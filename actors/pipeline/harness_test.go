@@ -54,7 +54,13 @@ type env struct {
 	// msgPipeline, when set, is the pipeline the next file.ingested names
 	// (a file assigned to a pipeline deleted since).
 	msgPipeline *int64
+	// destDir is LOCAL_DESTINATION_DIR.
+	destMu  sync.Mutex
+	destDir string
 }
+
+func (e *env) setDestDir(d string) { e.destMu.Lock(); e.destDir = d; e.destMu.Unlock() }
+func (e *env) getDestDir() string  { e.destMu.Lock(); defer e.destMu.Unlock(); return e.destDir }
 
 type captureRecorder struct {
 	mu sync.Mutex
@@ -141,7 +147,7 @@ func (e *env) startEngine() {
 	cfg := Config{
 		DB: e.DB, Brokers: e.Brokers, Publisher: e.Prod, Actors: e.Actors,
 		Registry: NewRegistry(TestStep(), CheckDuplicates(e.Store, nil),
-			SendToDestinations(LocalDestinations(func() string { return "" }))),
+			SendToDestinations(LocalDestinations(e.getDestDir))),
 		Recorder: e.Metrics, Blobs: e.Blobs, Log: e.log,
 		RetryDelays: []time.Duration{30 * time.Millisecond, 60 * time.Millisecond},
 		StepTimeout: 5 * time.Second, LeaseTTL: 2 * time.Second, Heartbeat: 200 * time.Millisecond,

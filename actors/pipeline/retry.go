@@ -75,38 +75,45 @@ func (r *delayRelay) handle(d *streams.Delivery) {
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
-		if wait := time.UnixMilli(due).Sub(r.now()); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-r.ctx.Done():
-				t.Stop()
-				return // unresolved: the next owner waits for it
-			}
-		}
-		out := streams.Message{Topic: target, Key: m.Key, Value: m.Value}
-		for _, h := range m.Headers {
-			if h.Key != HeaderDueAt && h.Key != HeaderTargetTopic {
-				out.Headers = append(out.Headers, h)
-			}
-		}
-		backoff := 100 * time.Millisecond
-		for {
-			err := r.pub.Publish(r.ctx, out)
-			if err == nil {
-				d.Ack()
-				return
-			}
-			if r.ctx.Err() != nil {
-				return
-			}
-			r.log.Warn().Err(err).Str("topic", target).Msg("republish delayed task")
-			select {
-			case <-time.After(backoff):
-			case <-r.ctx.Done():
-				return
-			}
-			backoff = min(2*backoff, 5*time.Second)
-		}
+		if r.forward(m, due, target) {
+			d.Ack()
+		} // else stopping: unresolved, the next owner waits for it
 	}()
+}
+
+// forward waits until due, then publishes m to target; false when the relay
+// stopped first.
+func (r *delayRelay) forward(m streams.Message, due int64, target string) bool {
+	if wait := time.UnixMilli(due).Sub(r.now()); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-r.ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
+	out := streams.Message{Topic: target, Key: m.Key, Value: m.Value}
+	for _, h := range m.Headers {
+		if h.Key != HeaderDueAt && h.Key != HeaderTargetTopic {
+			out.Headers = append(out.Headers, h)
+		}
+	}
+	backoff := 100 * time.Millisecond
+	for {
+		err := r.pub.Publish(r.ctx, out)
+		if err == nil {
+			return true
+		}
+		if r.ctx.Err() != nil {
+			return false
+		}
+		r.log.Warn().Err(err).Str("topic", target).Msg("republish delayed task")
+		select {
+		case <-time.After(backoff):
+		case <-r.ctx.Done():
+			return false
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
 }

@@ -654,6 +654,9 @@ type WorkerBeat struct {
 
 // Heartbeat records that the worker is alive.
 func (s *RunStore) Heartbeat(ctx context.Context, w WorkerBeat) error {
+	if w.StepTypes == nil {
+		w.StepTypes = []string{}
+	}
 	_, err := s.db.Pool.Exec(ctx, `INSERT INTO workers (id, host, pid, step_types, in_flight, started_at, last_seen)
 		VALUES ($1, $2, $3, $4, $5, now(), now())
 		ON CONFLICT (id) DO UPDATE SET step_types=EXCLUDED.step_types, in_flight=EXCLUDED.in_flight, last_seen=now()`,

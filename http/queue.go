@@ -1,0 +1,47 @@
+package http
+
+import (
+	"github.com/valyala/fasthttp"
+
+	"docflow"
+)
+
+// QueueDeps is what the queue endpoints need.
+type QueueDeps struct {
+	// Queue answers them (actors/pipeline.Inspector: consumer lag from the
+	// broker, workers and files from Postgres).
+	Queue docflow.QueueService
+}
+
+// MountQueue registers GET /api/queue/stats and /api/queue/pending-count.
+func (s *Server) MountQueue(d QueueDeps) {
+	if d.Queue == nil {
+		panic("http: MountQueue needs Queue")
+	}
+	b := Route{Auth: AuthUser}
+	s.Handle("GET", "/api/queue/stats", b, func(c *fasthttp.RequestCtx) error {
+		st, err := d.Queue.QueueStats(RequestContext(c))
+		if err != nil {
+			return err
+		}
+		if st.Queues == nil {
+			st.Queues = map[string]int64{}
+		}
+		if st.Workers.Active == nil {
+			st.Workers.Active = []docflow.ActiveTask{}
+		}
+		if st.DBSummary.RecentProcessing == nil {
+			st.DBSummary.RecentProcessing = []docflow.RecentProcessing{}
+		}
+		writeJSON(c, fasthttp.StatusOK, st)
+		return nil
+	})
+	s.Handle("GET", "/api/queue/pending-count", b, func(c *fasthttp.RequestCtx) error {
+		n, err := d.Queue.PendingCount(RequestContext(c))
+		if err != nil {
+			return err
+		}
+		writeJSON(c, fasthttp.StatusOK, map[string]int{"total_pending": n})
+		return nil
+	})
+}
