@@ -413,3 +413,23 @@ func TestTSVConfidence(t *testing.T) {
 		t.Fatalf("sum %v n %d", sum, n)
 	}
 }
+
+func TestOCRmyPDFRenderer(t *testing.T) {
+	requireTools(t, "pdftotext", "ocrmypdf", "img2pdf")
+	s := sharedCorpus(t).Get("scan_clean.png")
+	pdf := toPDF(t, s)
+	out := filepath.Join(t.TempDir(), "searchable.pdf")
+	res, err := New(Options{Renderer: RendererOCRmyPDF, Parallelism: 1, TempDir: t.TempDir()}).Process(context.Background(), pdf, Request{Language: "eng", Searchable: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Engine != "ocrmypdf" || res.OCRPages != 1 || res.MeanConfidence != -1 {
+		t.Fatalf("result %+v", res)
+	}
+	if cer := corpus.CER(s.Text, res.Text); cer > 0.02 {
+		t.Fatalf("CER %.4f: %q", cer, res.Text)
+	}
+	if cer := corpus.CER(s.Text, pdfText(t, out)); cer > 0.03 {
+		t.Fatalf("searchable layer CER %.4f", cer)
+	}
+}

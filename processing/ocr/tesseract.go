@@ -131,12 +131,12 @@ func (e *Engine) ocrPage(ctx context.Context, ppm, tess, pdf, dir, lang string, 
 	defer cancel()
 	img := pagePath(dir, "img", page)
 	n := strconv.Itoa(page)
-	if _, err := proc.Run(ctx, proc.Cmd{Path: ppm, Args: []string{"-f", n, "-l", n, "-r", strconv.Itoa(e.opts.DPI), "-gray", "-png", "-singlefile", pdf, img}}); err != nil {
+	if _, err := proc.Run(ctx, proc.Cmd{Path: ppm, Args: []string{"-f", n, "-l", n, "-r", strconv.Itoa(e.opts.DPI), "-gray", "-singlefile", pdf, img}}); err != nil {
 		return nil, fmt.Errorf("rasterise: %w", err)
 	}
-	defer os.Remove(img + ".png")
+	defer os.Remove(img + ".pgm")
 	base := pagePath(dir, "ocr", page)
-	args := []string{img + ".png", base, "-l", lang, "--dpi", strconv.Itoa(e.opts.DPI), "--psm", "3", "-c", "tessedit_create_txt=1", "-c", "tessedit_create_tsv=1"}
+	args := []string{img + ".pgm", base, "-l", lang, "--dpi", strconv.Itoa(e.opts.DPI), "--psm", "3", "-c", "tessedit_create_txt=1", "-c", "tessedit_create_tsv=1"}
 	if wantPDF {
 		args = append(args, "-c", "tessedit_create_pdf=1")
 	}
