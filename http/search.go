@@ -190,10 +190,12 @@ func searchContains(list []string, v string) bool {
 type searchResponse struct {
 	Results []docflow.SearchHit `json:"results"`
 	Total   int                 `json:"total"`
-	Page    int                 `json:"page"`
-	PerPage int                 `json:"per_page"`
-	Pages   int                 `json:"pages"`
-	Query   string              `json:"query"`
+	// TotalCapped: counting stopped early, at least Total documents match.
+	TotalCapped bool   `json:"total_capped"`
+	Page        int    `json:"page"`
+	PerPage     int    `json:"per_page"`
+	Pages       int    `json:"pages"`
+	Query       string `json:"query"`
 }
 
 func searchPages(total, perPage int) int {
@@ -219,7 +221,7 @@ func (h *searchHandlers) search(c *fasthttp.RequestCtx) error {
 		writeJSON(c, fasthttp.StatusOK, resp)
 		return nil
 	}
-	resp.Total = res.Total
+	resp.Total, resp.TotalCapped = res.Total, res.TotalCapped
 	if len(res.Hits) > 0 {
 		ids := make([]int64, len(res.Hits))
 		for i, hit := range res.Hits {
