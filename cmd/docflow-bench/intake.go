@@ -1,0 +1,499 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net"
+	nethttp "net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/valyala/fasthttp"
+
+	dfhttp "docflow/http"
+	"docflow/intake"
+	"docflow/storage/blob"
+	"docflow/storage/postgres"
+)
+
+// intakeBenchConfig sizes the intake benchmark; the issue's figures are
+// for the defaults.
+type intakeBenchConfig struct {
+	Uploads       int   // uploads per throughput run
+	UploadClients int   // concurrent uploaders
+	UploadSize    int   // bytes per PDF
+	BigUpload     int64 // bytes of the large upload (RSS figure)
+	ListRecords   int   // file records for the listing figures
+	ListClients   int
+	ListRequests  int // per listing kind
+	BulkFiles     int // files in the bulk download
+}
+
+func defaultIntakeBenchConfig() intakeBenchConfig {
+	return intakeBenchConfig{Uploads: 4000, UploadClients: 32, UploadSize: 100 << 10, BigUpload: 1 << 30,
+		ListRecords: 100_000, ListClients: 16, ListRequests: 2000, BulkFiles: 1000}
+}
+
+// benchIntake measures uploads, the 1 GiB upload's memory, the file listing
+// at 100,000 records and the bulk download's first byte, on an in-process
+// server with a throwaway PostgreSQL database and a real blob store.
+func benchIntake(ctx context.Context, r *Report) error {
+	return benchIntakeWith(ctx, r, defaultIntakeBenchConfig())
+}
+
+// benchEnv is the server under measurement.
+type benchEnv struct {
+	db    *postgres.DB
+	files *postgres.FileService
+	blobs *blob.Local
+	url   string
+	env   map[string]string
+	stop  func()
+}
+
+func newBenchEnv(ctx context.Context, dir string) (*benchEnv, error) {
+	db, cleanup, err := postgres.OpenTestDB(ctx, "bench_intake")
+	if err != nil {
+		return nil, fmt.Errorf("intake bench: %w", err)
+	}
+	e := &benchEnv{db: db, env: map[string]string{"RATE_LIMITING_ENABLED": "false", "MAX_UPLOAD_SIZE": strconv.FormatInt(2<<30, 10)}}
+	fail := func(err error) (*benchEnv, error) { cleanup(); return nil, fmt.Errorf("intake bench: %w", err) }
+	secret := strings.Repeat("b", 40)
+	cipher, err := postgres.NewCipher(secret)
+	if err != nil {
+		return fail(err)
+	}
+	log := zerolog.Nop()
+	settings, err := postgres.NewSettingsService(ctx, db, cipher, func(k string) string { return e.env[k] }, log)
+	if err != nil {
+		return fail(err)
+	}
+	// Blobs are fsynced as in production.
+	e.blobs, err = blob.Open(filepath.Join(dir, "blobs"), blob.Options{})
+	if err != nil {
+		return fail(err)
+	}
+	e.files = postgres.NewFileService(db)
+	in, err := intake.New(intake.Config{Files: e.files, Blobs: e.blobs, Settings: settings, Log: log, WorkDir: dir})
+	if err != nil {
+		return fail(err)
+	}
+	srv := dfhttp.NewServer(dfhttp.Config{Log: log, Settings: settings, Tokens: postgres.NewTokenService(db),
+		Sessions: postgres.NewSessionService(db), Version: "bench", SessionSecret: secret})
+	srv.MountUploads(dfhttp.UploadDeps{Intake: in})
+	srv.MountFiles(dfhttp.FilesDeps{Files: e.files, Blobs: e.blobs, Intake: in})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(err)
+	}
+	e.url = "http://" + ln.Addr().String()
+	go srv.Serve(ln) //nolint:errcheck
+	e.stop = func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx) //nolint:errcheck
+		in.Close()
+		cleanup()
+	}
+	return e, nil
+}
+
+func benchIntakeWith(ctx context.Context, r *Report, cfg intakeBenchConfig) error {
+	dir, err := os.MkdirTemp("", "docflow-bench-intake-")
+	if err != nil {
+		return fmt.Errorf("intake bench: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	e, err := newBenchEnv(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer e.stop()
+	const section = "intake"
+
+	// 1. Uploads against a bare fasthttp handler doing the minimum: stream
+	// the same multipart body to a file while hashing it.
+	baseURL, stopBase, err := bareUploadServer(filepath.Join(dir, "bare"))
+	if err != nil {
+		return err
+	}
+	defer stopBase()
+	client := &nethttp.Client{Timeout: 5 * time.Minute, Transport: &nethttp.Transport{MaxIdleConnsPerHost: cfg.UploadClients * 2}}
+	baseRate, _, err := uploadLoad(ctx, client, baseURL+"/upload", cfg, "base", 201)
+	if err != nil {
+		return err
+	}
+	rate, p99, err := uploadLoad(ctx, client, e.url+"/api/upload", cfg, "df", 201)
+	if err != nil {
+		return err
+	}
+	r.AtLeast(section, fmt.Sprintf("POST /api/upload 100 KB PDFs, %d clients", cfg.UploadClients), rate, "/s", 1000)
+	r.AtMost(section, "POST /api/upload p99", float64(p99.Microseconds())/1000, "ms", 50)
+	r.Ratio(section, "POST /api/upload vs bare fasthttp stream+SHA-256", rate, baseRate, "/s", 0.3)
+
+	// 2. Memory of one large upload.
+	growth, err := bigUploadRSS(ctx, client, e.url+"/api/upload", cfg.BigUpload)
+	if err != nil {
+		return err
+	}
+	r.AtMost(section, fmt.Sprintf("RSS growth during a %d MiB upload", cfg.BigUpload>>20), float64(growth)/(1<<20), "MiB", 64)
+
+	// 3. Listing at 100,000 records.
+	if err := seedFiles(ctx, e.db, cfg.ListRecords); err != nil {
+		return err
+	}
+	lastPage := cfg.ListRecords / 25
+	kinds := []struct{ name, q string }{
+		{"GET /api/files default, page 1", "/api/files"},
+		{"GET /api/files search+status+date filter", "/api/files?search=invoice-12&status=completed&date_from=2024-01-01&date_to=2024-12-31"},
+		{fmt.Sprintf("GET /api/files page %d", lastPage), "/api/files?page=" + strconv.Itoa(lastPage)},
+	}
+	var p99s []time.Duration
+	for _, k := range kinds {
+		p99, err := getLoad(ctx, client, e.url+k.q, cfg.ListClients, cfg.ListRequests)
+		if err != nil {
+			return fmt.Errorf("%s: %w", k.name, err)
+		}
+		p99s = append(p99s, p99)
+		r.AtMost(section, fmt.Sprintf("%s p99, %d clients", k.name, cfg.ListClients), float64(p99.Microseconds())/1000, "ms", 10)
+	}
+	// Page 1 over the deep page: 1.0 means the deep page is as fast.
+	r.Ratio(section, fmt.Sprintf("GET /api/files page 1 p99 / page %d p99", lastPage),
+		float64(p99s[0].Microseconds())/1000, float64(p99s[2].Microseconds())/1000, "ms", 0.5)
+
+	// 4. Bulk download: first byte of a 1,000-file ZIP.
+	ttfb, err := bulkTTFB(ctx, e, client, cfg.BulkFiles)
+	if err != nil {
+		return err
+	}
+	r.AtMost(section, fmt.Sprintf("bulk download of %d files, first byte", cfg.BulkFiles), float64(ttfb.Microseconds())/1000, "ms", 200)
+	return nil
+}
+
+// benchPDF is a PDF of size bytes, unique per (tag, i) so deduplication
+// never short-cuts the work.
+func benchPDF(size int, tag string, i int) []byte {
+	head := fmt.Sprintf("%%PDF-1.4\n%% %s-%d\n", tag, i)
+	b := make([]byte, size)
+	copy(b, head)
+	for j := len(head); j < size; j++ {
+		b[j] = byte('a' + j%26)
+	}
+	return b
+}
+
+func multipartPDF(content []byte) (string, []byte) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	w, _ := mw.CreateFormFile("file", "bench.pdf")
+	w.Write(content)
+	mw.Close()
+	return mw.FormDataContentType(), buf.Bytes()
+}
+
+// uploadLoad posts cfg.Uploads PDFs from cfg.UploadClients clients and
+// returns the rate and the p99 latency.
+func uploadLoad(ctx context.Context, client *nethttp.Client, url string, cfg intakeBenchConfig, tag string, want int) (float64, time.Duration, error) {
+	var next atomic.Int64
+	lat := make([]time.Duration, cfg.Uploads)
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := 0; c < cfg.UploadClients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= cfg.Uploads || ctx.Err() != nil {
+					return
+				}
+				ctype, body := multipartPDF(benchPDF(cfg.UploadSize, tag, i))
+				t0 := time.Now()
+				req, _ := nethttp.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+				req.Header.Set("Content-Type", ctype)
+				resp, err := client.Do(req)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != want {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				lat[i] = time.Since(t0)
+				if err != nil {
+					once.Do(func() { firstErr = fmt.Errorf("upload %s: %w", url, err) })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return 0, 0, firstErr
+	}
+	return float64(cfg.Uploads) / time.Since(start).Seconds(), percentile(lat, 0.99), nil
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// bareUploadServer is the baseline: fasthttp with a streamed body, the
+// multipart part copied to a new file through SHA-256, nothing else.
+func bareUploadServer(dir string) (string, func(), error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return "", nil, err
+	}
+	var n atomic.Int64
+	srv := &fasthttp.Server{StreamRequestBody: true, DisablePreParseMultipartForm: true, MaxRequestBodySize: 64 << 10,
+		Handler: func(c *fasthttp.RequestCtx) {
+			_, params, _ := mimeParams(string(c.Request.Header.ContentType()))
+			mr := multipart.NewReader(c.RequestBodyStream(), params)
+			p, err := mr.NextPart()
+			if err != nil {
+				c.SetStatusCode(400)
+				return
+			}
+			f, err := os.Create(filepath.Join(dir, strconv.FormatInt(n.Add(1), 10)))
+			if err != nil {
+				c.SetStatusCode(500)
+				return
+			}
+			h := sha256.New()
+			_, err = io.Copy(io.MultiWriter(f, h), p)
+			f.Close()
+			if err != nil {
+				c.SetStatusCode(400)
+				return
+			}
+			c.SetStatusCode(201)
+			fmt.Fprintf(c, `{"sha256":"%x"}`, h.Sum(nil))
+		}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	go srv.Serve(ln)                                                      //nolint:errcheck
+	return "http://" + ln.Addr().String(), func() { srv.Shutdown() }, nil //nolint:errcheck
+}
+
+func mimeParams(ct string) (string, string, error) {
+	_, rest, ok := strings.Cut(ct, "boundary=")
+	if !ok {
+		return "", "", fmt.Errorf("no boundary")
+	}
+	return "", strings.Trim(rest, `"`), nil
+}
+
+// rss reads the resident set size of this process.
+func rss() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			if len(f) >= 2 {
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				return kb << 10
+			}
+		}
+	}
+	return 0
+}
+
+// patternReader yields n bytes of a PDF without holding them.
+type patternReader struct {
+	n, off int64
+	head   []byte
+}
+
+func (p *patternReader) Read(b []byte) (int, error) {
+	if p.off >= p.n {
+		return 0, io.EOF
+	}
+	if int64(len(b)) > p.n-p.off {
+		b = b[:p.n-p.off]
+	}
+	for i := range b {
+		pos := p.off + int64(i)
+		if pos < int64(len(p.head)) {
+			b[i] = p.head[pos]
+		} else {
+			b[i] = byte('a' + pos%26)
+		}
+	}
+	p.off += int64(len(b))
+	return len(b), nil
+}
+
+// bigUploadRSS streams one upload of size bytes (client and server in this
+// process) and returns the peak RSS growth over the start.
+func bigUploadRSS(ctx context.Context, client *nethttp.Client, url string, size int64) (int64, error) {
+	runtime.GC()
+	base := rss()
+	var peak atomic.Int64
+	peak.Store(base)
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if v := rss(); v > peak.Load() {
+					peak.Store(v)
+				}
+			}
+		}
+	}()
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	go func() {
+		w, _ := mw.CreateFormFile("file", "big.pdf")
+		var salt [8]byte
+		rand.Read(salt[:]) //nolint:errcheck
+		_, err := io.Copy(w, &patternReader{n: size, head: []byte(fmt.Sprintf("%%PDF-1.4\n%% big %x\n", salt))})
+		if err == nil {
+			err = mw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	req, _ := nethttp.NewRequestWithContext(ctx, "POST", url, pr)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	resp, err := client.Do(req)
+	close(done)
+	if err != nil {
+		return 0, fmt.Errorf("big upload: %w", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		return 0, fmt.Errorf("big upload: %d %s", resp.StatusCode, body)
+	}
+	return peak.Load() - base, nil
+}
+
+// seedFiles inserts n file records in one statement, spread over 2024 and
+// 2025, with the statuses and names the filters look for, then vacuums so
+// the listing's index-only scans see all-visible pages.
+func seedFiles(ctx context.Context, db *postgres.DB, n int) error {
+	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, original_blob, created_at)
+		SELECT md5(i::text) || md5((i+1)::text), 'invoice-' || i || '.pdf', md5(i::text) || '.pdf', 100000 + i, 'application/pdf',
+		       (ARRAY['completed','completed','completed','failed','pending'])[1 + i % 5], '',
+		       TIMESTAMPTZ '2024-01-01' + (i * interval '9 minutes')
+		FROM generate_series(1, $1) AS i`, n)
+	if err != nil {
+		return fmt.Errorf("seed files: %w", err)
+	}
+	if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE files`); err != nil {
+		return fmt.Errorf("seed files: vacuum: %w", err)
+	}
+	return nil
+}
+
+// getLoad sends total GETs from clients goroutines and returns the p99.
+func getLoad(ctx context.Context, client *nethttp.Client, url string, clients, total int) (time.Duration, error) {
+	var next atomic.Int64
+	lat := make([]time.Duration, total)
+	var firstErr error
+	var once sync.Once
+	var wg sync.WaitGroup
+	// Warm up connections and caches.
+	for i := 0; i < clients; i++ {
+		if resp, err := client.Get(url); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= total || ctx.Err() != nil {
+					return
+				}
+				t0 := time.Now()
+				resp, err := client.Get(url)
+				if err == nil {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != 200 {
+						err = fmt.Errorf("status %d", resp.StatusCode)
+					}
+				}
+				lat[i] = time.Since(t0)
+				if err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return percentile(lat, 0.99), firstErr
+}
+
+// bulkTTFB stores n files of 20 KB and measures the first byte of their ZIP.
+func bulkTTFB(ctx context.Context, e *benchEnv, client *nethttp.Client, n int) (time.Duration, error) {
+	ids := make([]int64, 0, n)
+	for i := 0; i < n; i++ {
+		info, err := e.blobs.Put(ctx, bytes.NewReader(benchPDF(20<<10, "bulk", i)), 0)
+		if err != nil {
+			return 0, err
+		}
+		var id int64
+		err = e.db.Pool.QueryRow(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, original_blob)
+			VALUES ($1, $2, $3, $4, 'application/pdf', 'completed', $1) RETURNING id`,
+			info.Key, fmt.Sprintf("bulk-%d.pdf", i), info.Key+".pdf", info.Size).Scan(&id)
+		if err != nil {
+			return 0, fmt.Errorf("bulk seed: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	body := "[" + strings.Trim(strings.Join(strings.Fields(fmt.Sprint(ids)), ","), "[]") + "]"
+	var best time.Duration
+	for round := 0; round < 3; round++ {
+		t0 := time.Now()
+		resp, err := client.Post(e.url+"/api/files/bulk-download", "application/json", strings.NewReader(body))
+		if err != nil {
+			return 0, fmt.Errorf("bulk download: %w", err)
+		}
+		one := make([]byte, 1)
+		_, err = io.ReadFull(resp.Body, one)
+		ttfb := time.Since(t0)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			return 0, fmt.Errorf("bulk download: status %d: %v", resp.StatusCode, err)
+		}
+		// The worst of three runs is reported.
+		best = max(best, ttfb)
+	}
+	return best, nil
+}
