@@ -20,6 +20,8 @@ import (
 	chanalytics "docflow/analytics/clickhouse"
 	pganalytics "docflow/analytics/postgres"
 	dfhttp "docflow/http"
+	"docflow/intake"
+	"docflow/storage/blob"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
@@ -41,6 +43,10 @@ type Main struct {
 	Relay    *streams.Relay
 	HTTP     *dfhttp.Server
 	Brokers  []string
+	Workdir  string
+	Blobs    *blob.Local
+	Files    *postgres.FileService
+	Intake   *intake.Service
 
 	listener net.Listener
 	closers  []func(ctx context.Context) error
@@ -149,6 +155,10 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.startStreams(ctx, workdir); err != nil {
 		return err
 	}
+	m.Workdir = workdir
+	if err := m.startCore(ctx); err != nil {
+		return err
+	}
 	if m.Role == "serve" || m.Role == "api" {
 		if err := m.startHTTP(ctx, secret); err != nil {
 			return err
@@ -177,6 +187,30 @@ func (m *Main) startRecorder(ctx context.Context) error {
 	}
 	m.Recorder = rec
 	m.onClose(func(context.Context) error { return rec.Close() })
+	return nil
+}
+
+// startCore builds what every role shares: the blob store, the file
+// repository and the intake service; serve and worker also poll the watch
+// folders (each new file is recorded once, whichever process sees it first).
+func (m *Main) startCore(ctx context.Context) error {
+	var err error
+	m.Blobs, err = blob.Open(filepath.Join(m.Workdir, "blobs"), blob.Options{})
+	if err != nil {
+		return fmt.Errorf("open blob store: %w", err)
+	}
+	m.Files = postgres.NewFileService(m.DB)
+	m.Intake, err = intake.New(intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings,
+		Log: m.Log.With().Str("component", "intake").Logger(), WorkDir: m.Workdir})
+	if err != nil {
+		return err
+	}
+	m.onClose(func(context.Context) error { m.Intake.Close(); return nil })
+	if m.Role == "serve" || m.Role == "worker" {
+		w := m.Intake.NewWatcher()
+		w.Start(ctx)
+		m.onClose(func(context.Context) error { w.Stop(); return nil })
+	}
 	return nil
 }
 
@@ -250,7 +284,11 @@ func (m *Main) startHTTP(ctx context.Context, secret string) error {
 }
 
 // mountResources mounts the resource routes on srv.
-func (m *Main) mountResources(srv *dfhttp.Server) {}
+func (m *Main) mountResources(srv *dfhttp.Server) {
+	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
+	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake})
+	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
+}
 
 // Wait blocks until ctx is done or the HTTP server fails.
 func (m *Main) Wait(ctx context.Context) error {
