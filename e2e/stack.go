@@ -42,6 +42,9 @@ type Options struct {
 	Log       zerolog.Logger
 	// NoSyncBlobs skips fsync in the blob store (benchmarks).
 	NoSyncBlobs bool
+	// ProductionTimings keeps the consumers' production polling and
+	// heartbeat intervals (benchmarks) instead of the quick test ones.
+	ProductionTimings bool
 }
 
 // Stack is one running docflow processing stack.
@@ -146,6 +149,9 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		RetryDelays: delays, StepTimeout: timeout, PoolSizes: o.PoolSizes, Partitions: 4,
 		LeaseTTL: 10 * time.Second, Heartbeat: 500 * time.Millisecond,
 		Consumer: func(c *streams.ConsumerConfig) {
+			if o.ProductionTimings {
+				return
+			}
 			c.HeartbeatInterval = 100 * time.Millisecond
 			c.SessionTimeout = 2 * time.Second
 			c.RebalanceTimeout = 4 * time.Second
