@@ -118,6 +118,9 @@ type Relay struct {
 	wg     sync.WaitGroup
 	once   sync.Once
 
+	qmu        sync.Mutex
+	quarantine map[int64]quarantined // rows whose publish failed, by id
+
 	// testAfterPublish, when set, runs between the publish and the mark; an
 	// error rolls the batch back as a crash would.
 	testAfterPublish func() error
@@ -148,11 +151,12 @@ func NewRelay(cfg RelayConfig) (*Relay, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Relay{
-		cfg:    cfg,
-		log:    cfg.Log.With().Str("component", "outbox-relay").Logger(),
-		wake:   make(chan struct{}, cfg.Workers),
-		ctx:    ctx,
-		cancel: cancel,
+		cfg:        cfg,
+		log:        cfg.Log.With().Str("component", "outbox-relay").Logger(),
+		wake:       make(chan struct{}, cfg.Workers),
+		quarantine: map[int64]quarantined{},
+		ctx:        ctx,
+		cancel:     cancel,
 	}, nil
 }
 
@@ -238,12 +242,20 @@ func (r *Relay) work() {
 		}
 		next := r.cfg.PollInterval
 		for r.ctx.Err() == nil {
-			n, err := r.RelayOnce(r.ctx)
+			n, held, err := r.relayOnce(r.ctx)
 			if err != nil {
 				if r.ctx.Err() == nil {
 					r.log.Warn().Err(err).Msg("relay outbox batch")
 					next = 200 * time.Millisecond
 				}
+				break
+			}
+			if held > 0 {
+				// Our rows wait for another relay's batch, whose commit
+				// notifies nobody; the other workers may also have
+				// skipped them while we held them locked.
+				r.poke()
+				next = 5 * time.Millisecond
 				break
 			}
 			if n < r.cfg.BatchSize {
@@ -275,6 +287,94 @@ func (r *Relay) nextDue() (time.Duration, bool) {
 	return max(time.Duration(*wait*float64(time.Second))+time.Millisecond, time.Millisecond), true
 }
 
+// quarantined is a row whose publish failed: it is skipped until `until`.
+type quarantined struct {
+	until   time.Time
+	backoff time.Duration
+}
+
+// quarantined lists the rows to skip now and forgets expired entries'
+// skipping (their backoff is kept for the next failure).
+func (r *Relay) quarantined() []int64 {
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	now := time.Now()
+	ids := []int64{}
+	for id, q := range r.quarantine {
+		switch {
+		case now.Before(q.until):
+			ids = append(ids, id)
+		case now.Sub(q.until) > 2*time.Minute:
+			delete(r.quarantine, id) // not seen again: published by another relay, or deleted
+		}
+	}
+	return ids
+}
+
+// publish publishes one batch, one Publish call per topic (concurrently),
+// and returns the ids the broker acknowledged.
+//
+// NOTE: kafka-go fails a whole WriteMessages call when any of its topics is
+// unknown, so one bad row would block every batch it is part of. Per-topic
+// calls confine a failure to its topic, and failed rows are quarantined
+// with an exponential backoff so they cannot stall the relay; later rows of
+// the same key wait behind them (holdBackBlocked).
+func (r *Relay) publish(ctx context.Context, batch []outboxRow, msgs []Message) []int64 {
+	groups := map[string][]int{}
+	for i, o := range batch {
+		groups[o.topic] = append(groups[o.topic], i)
+	}
+	ok := make([]bool, len(batch))
+	var wg sync.WaitGroup
+	for topic, idx := range groups {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			part := make([]Message, len(idx))
+			for j, i := range idx {
+				part[j] = msgs[i]
+			}
+			err := r.cfg.Publisher.Publish(ctx, part...)
+			var werrs kafka.WriteErrors
+			switch {
+			case err == nil:
+				for _, i := range idx {
+					ok[i] = true
+				}
+			case errors.As(err, &werrs) && len(werrs) == len(idx):
+				for j, i := range idx {
+					ok[i] = werrs[j] == nil
+				}
+				r.log.Error().Err(err).Str("topic", topic).Int("failed", werrs.Count()).Msg("outbox publish partly failed")
+			default:
+				if ctx.Err() == nil {
+					r.log.Error().Err(err).Str("topic", topic).Int("rows", len(idx)).Int64("first_id", batch[idx[0]].id).Msg("outbox publish failed")
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	sent := make([]int64, 0, len(batch))
+	r.qmu.Lock()
+	defer r.qmu.Unlock()
+	now := time.Now()
+	for i, o := range batch {
+		if ok[i] {
+			sent = append(sent, o.id)
+			delete(r.quarantine, o.id)
+			continue
+		}
+		if ctx.Err() != nil {
+			continue
+		}
+		q := r.quarantine[o.id]
+		q.backoff = min(max(2*q.backoff, time.Second), time.Minute)
+		q.until = now.Add(q.backoff)
+		r.quarantine[o.id] = q
+	}
+	return sent
+}
+
 type outboxRow struct {
 	id      int64
 	topic   string
@@ -286,39 +386,48 @@ type outboxRow struct {
 // RelayOnce publishes one batch of due rows and marks them sent; it returns
 // how many rows it locked (fewer than BatchSize means the backlog is empty).
 func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
+	n, _, err := r.relayOnce(ctx)
+	return n, err
+}
+
+// relayOnce also reports how many locked rows it held back for another
+// relay's batch: the caller retries soon, since that relay's commit sends no
+// notification.
+func (r *Relay) relayOnce(ctx context.Context) (locked, heldBack int, err error) {
 	tx, err := r.cfg.Pool.Begin(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("relay: begin: %w", err)
+		return 0, 0, fmt.Errorf("relay: begin: %w", err)
 	}
 	defer tx.Rollback(context.Background()) //nolint:errcheck // no-op after commit
 
 	rows, err := tx.Query(ctx, `
 		SELECT id, topic, key, payload, headers FROM outbox
-		WHERE sent_at IS NULL AND available_at <= now()
+		WHERE sent_at IS NULL AND available_at <= now() AND id <> ALL($2)
 		ORDER BY id LIMIT $1
-		FOR UPDATE SKIP LOCKED`, r.cfg.BatchSize)
+		FOR UPDATE SKIP LOCKED`, r.cfg.BatchSize, r.quarantined())
 	if err != nil {
-		return 0, fmt.Errorf("relay: select: %w", err)
+		return 0, 0, fmt.Errorf("relay: select: %w", err)
 	}
 	var batch []outboxRow
 	for rows.Next() {
 		var o outboxRow
 		if err := rows.Scan(&o.id, &o.topic, &o.key, &o.payload, &o.headers); err != nil {
 			rows.Close()
-			return 0, fmt.Errorf("relay: scan: %w", err)
+			return 0, 0, fmt.Errorf("relay: scan: %w", err)
 		}
 		batch = append(batch, o)
 	}
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("relay: select: %w", err)
+		return 0, 0, fmt.Errorf("relay: select: %w", err)
 	}
-	locked := len(batch)
+	locked = len(batch)
 	if locked == 0 {
-		return 0, nil
+		return 0, 0, nil
 	}
 	if batch, err = r.holdBackBlocked(ctx, tx, batch); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	heldBack = locked - len(batch)
 
 	msgs := make([]Message, len(batch))
 	for i, o := range batch {
@@ -336,40 +445,23 @@ func (r *Relay) RelayOnce(ctx context.Context) (int, error) {
 		}
 		msgs[i] = m
 	}
-	sent := make([]int64, 0, len(batch))
-	perr := r.cfg.Publisher.Publish(ctx, msgs...)
-	var werrs kafka.WriteErrors
-	switch {
-	case perr == nil:
-		for _, o := range batch {
-			sent = append(sent, o.id)
-		}
-	case errors.As(perr, &werrs) && len(werrs) == len(batch):
-		// Mark what the broker took; the rest is published again later.
-		for i, o := range batch {
-			if werrs[i] == nil {
-				sent = append(sent, o.id)
-			}
-		}
-		r.log.Warn().Err(perr).Int("failed", werrs.Count()).Int("batch", len(batch)).Msg("outbox publish partly failed")
-	default:
-		return 0, fmt.Errorf("relay: %w", perr)
-	}
+	sent := r.publish(ctx, batch, msgs)
 	if r.testAfterPublish != nil {
 		if err := r.testAfterPublish(); err != nil {
-			return 0, fmt.Errorf("relay: after publish: %w", err)
+			return 0, 0, fmt.Errorf("relay: after publish: %w", err)
 		}
 	}
-	if len(sent) > 0 {
-		if _, err := tx.Exec(ctx, `UPDATE outbox SET sent_at = now() WHERE id = ANY($1)`, sent); err != nil {
-			return 0, fmt.Errorf("relay: mark sent: %w", err)
-		}
+	if len(sent) == 0 {
+		return locked, heldBack, nil // all held back or failed; the rollback unlocks them
+	}
+	if _, err := tx.Exec(ctx, `UPDATE outbox SET sent_at = now() WHERE id = ANY($1)`, sent); err != nil {
+		return 0, 0, fmt.Errorf("relay: mark sent: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return 0, fmt.Errorf("relay: commit: %w", err)
+		return 0, 0, fmt.Errorf("relay: commit: %w", err)
 	}
 	r.published.Add(int64(len(sent)))
-	return locked, nil
+	return locked, heldBack, nil
 }
 
 // holdBackBlocked drops from batch (sorted by id) every row that has an

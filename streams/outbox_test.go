@@ -17,7 +17,20 @@ import (
 // outboxTopic gives each test its own topic, so that rows left by another
 // test (the outbox table is shared by the package) never show up.
 func outboxTopic(t *testing.T) string {
-	return "outbox." + strings.ToLower(t.Name()) + "." + randHex(3)
+	topic := "outbox." + strings.ToLower(t.Name()) + "." + randHex(3)
+	t.Cleanup(func() { deleteRows(topic) })
+	return topic
+}
+
+// deleteRows removes a test's rows so that no later relay (on another
+// broker) tries to publish them.
+func deleteRows(topic string) {
+	pool, err := pgxpool.New(context.Background(), testDBURL)
+	if err != nil {
+		return
+	}
+	defer pool.Close()
+	_, _ = pool.Exec(context.Background(), `DELETE FROM outbox WHERE topic = $1`, topic)
 }
 
 func enqueueTx(t *testing.T, pool *pgxpool.Pool, msgs ...OutboxMessage) {
@@ -275,7 +288,6 @@ func TestOutboxCleanup(t *testing.T) {
 	pool := testPool(t)
 	ctx := context.Background()
 	topic := outboxTopic(t)
-	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), `DELETE FROM outbox WHERE topic = $1`, topic) })
 	enqueueTx(t, pool,
 		OutboxMessage{Topic: topic, Payload: []byte("old")},
 		OutboxMessage{Topic: topic, Payload: []byte("recent")},
@@ -307,3 +319,38 @@ func TestOutboxCleanup(t *testing.T) {
 type nopPublisher struct{}
 
 func (nopPublisher) Publish(context.Context, ...Message) error { return nil }
+
+// TestOutboxUnknownTopicDoesNotBlock: a row for a topic the broker does not
+// have fails alone; rows of other topics (and other keys) flow, and the
+// failed row goes out once its topic exists.
+func TestOutboxUnknownTopicDoesNotBlock(t *testing.T) {
+	pool := testPool(t)
+	b := startBroker(t, BrokerConfig{})
+	brokers := b.Addrs()
+	good, missing := outboxTopic(t), outboxTopic(t)
+	createTopics(t, brokers, 1, good)
+	p := newProducer(t, brokers)
+	r := startRelay(t, pool, p, nil)
+	enqueueTx(t, pool,
+		OutboxMessage{Topic: missing, Key: "1", Payload: []byte("1:0")},
+		OutboxMessage{Topic: good, Key: "1", Payload: []byte("1:0")},
+		OutboxMessage{Topic: missing, Key: "1", Payload: []byte("1:1")})
+	for i := 1; i <= 20; i++ {
+		enqueueTx(t, pool, OutboxMessage{Topic: good, Key: "1", Payload: fmt.Appendf(nil, "1:%d", i)})
+	}
+	got := readTopic(t, brokers, good, 1, 21, 10*time.Second)
+	if len(got) != 21 {
+		t.Fatalf("good topic got %d of 21 while another topic failed", len(got))
+	}
+	checkKeyOrder(t, got)
+	if unsent(t, pool, missing) != 2 {
+		t.Fatal("rows of the missing topic left the outbox")
+	}
+	createTopics(t, brokers, 1, missing)
+	late := readTopic(t, brokers, missing, 1, 2, 20*time.Second)
+	if len(late) != 2 || string(late[0].Value) != "1:0" || string(late[1].Value) != "1:1" {
+		t.Fatalf("missing topic, once created, got %d messages", len(late))
+	}
+	waitFor(t, 5*time.Second, "all marked", func() bool { return unsent(t, pool, missing) == 0 })
+	_ = r
+}

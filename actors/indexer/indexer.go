@@ -325,11 +325,19 @@ func (x *Indexer) process(batch []*item) []*item {
 			ids = append(ids, it.fileID)
 		}
 	}
+	// On an event's last attempt a document the index refuses with its
+	// embedding is indexed without it, so its text stays searchable.
+	lastChance := map[int64]bool{}
+	for _, it := range batch {
+		if it.attempts == x.cfg.MaxAttempts-1 {
+			lastChance[it.fileID] = true
+		}
+	}
 	delay := x.cfg.RetryDelay
 	var failed map[int64]error
 	for {
 		var err error
-		failed, err = x.apply(x.ctx, ids)
+		failed, err = x.apply(x.ctx, ids, lastChance)
 		if err == nil {
 			break
 		}
@@ -368,7 +376,7 @@ func (x *Indexer) process(batch []*item) []*item {
 
 // apply brings the index in line with Postgres for ids. The returned map
 // holds the documents the index refused; an error fails the whole batch.
-func (x *Indexer) apply(ctx context.Context, ids []int64) (map[int64]error, error) {
+func (x *Indexer) apply(ctx context.Context, ids []int64, lastChance map[int64]bool) (map[int64]error, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	docs, err := x.cfg.Store.SearchDocuments(ctx, ids)
@@ -392,6 +400,9 @@ func (x *Indexer) apply(ctx context.Context, ids []int64) (map[int64]error, erro
 		}
 		for id, e := range f {
 			failed[id] = e
+		}
+		if err := x.withoutEmbeddings(ctx, toIndex, failed, lastChance); err != nil {
+			return nil, err
 		}
 	}
 	if len(toDelete) > 0 {
@@ -438,4 +449,38 @@ func pairs(ctx context.Context, idx docflow.SearchIndex, settings docflow.Settin
 		out[d.FileID] = ns
 	}
 	return out, nil
+}
+
+// withoutEmbeddings indexes the refused documents of lastChance that have
+// an embedding once more without it, and drops those that succeed from
+// failed.
+func (x *Indexer) withoutEmbeddings(ctx context.Context, docs []*docflow.SearchDocument, failed map[int64]error, lastChance map[int64]bool) error {
+	var again []*docflow.SearchDocument
+	for _, d := range docs {
+		if _, bad := failed[d.FileID]; bad && lastChance[d.FileID] && len(d.Embedding) > 0 {
+			c := *d
+			c.Embedding = nil
+			again = append(again, &c)
+		}
+	}
+	if len(again) == 0 {
+		return nil
+	}
+	f, err := x.cfg.Index.Index(ctx, again)
+	if err != nil {
+		return fmt.Errorf("index %d documents without embeddings: %w", len(again), err)
+	}
+	for _, d := range again {
+		if _, bad := f[d.FileID]; bad {
+			continue
+		}
+		x.log.Warn().Err(failed[d.FileID]).Int64("file_id", d.FileID).Msg("document indexed without its embedding")
+		delete(failed, d.FileID)
+		for i, orig := range docs {
+			if orig.FileID == d.FileID {
+				docs[i] = d // no pairs for it
+			}
+		}
+	}
+	return nil
 }

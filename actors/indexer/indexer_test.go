@@ -379,3 +379,20 @@ func TestReindex(t *testing.T) {
 		t.Fatalf("index holds %d documents", n)
 	}
 }
+
+func TestIndexerFallsBackToTextOnly(t *testing.T) {
+	e := newEnv(t, nil)
+	x := e.start(e.index)
+	first := e.file("first.pdf", "completed", "kestrel one", `{}`, []float32{1, 0, 0})
+	e.emit(docflow.EventDocumentProcessed, "", first)
+	waitFor(t, "the first document", func() bool { return len(e.hits("kestrel")) == 1 })
+	// An embedding of another model's size: the index refuses it, and on the
+	// last attempt the text is indexed alone.
+	odd := e.file("odd.pdf", "completed", "kestrel two", `{}`, []float32{1, 0})
+	e.emit(docflow.EventDocumentProcessed, "", odd)
+	waitFor(t, "the odd document, text only", func() bool { return len(e.hits("kestrel")) == 2 })
+	waitFor(t, "nothing in flight", func() bool { return x.consumer.InFlight() == 0 })
+	if x.DeadLettered() != 0 || e.index.EmbeddingCount() != 1 {
+		t.Fatalf("dead letters %d, embeddings %d", x.DeadLettered(), e.index.EmbeddingCount())
+	}
+}
