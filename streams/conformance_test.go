@@ -480,3 +480,25 @@ func TestConsumerFailurePolicy(t *testing.T) {
 		t.Fatalf("policy called %d times, want 3", calls.Load())
 	}
 }
+
+// TestLag reports uncommitted messages per topic: all of them before the
+// group consumed, none after.
+func TestLag(t *testing.T) {
+	b := startBroker(t, BrokerConfig{})
+	brokers := b.Addrs()
+	const topic = "conf.lag"
+	createTopics(t, brokers, 3, topic, TopicDLQ)
+	p := newProducer(t, brokers)
+	produceN(t, p, topic, 90, strconv.Itoa)
+	ctx := context.Background()
+	lag, err := Lag(ctx, brokers, "g-lag", topic)
+	if err != nil || lag[topic] != 90 {
+		t.Fatalf("lag before consuming: %v %v", lag, err)
+	}
+	startConsumer(t, ConsumerConfig{Brokers: brokers, GroupID: "g-lag", Topics: []string{topic}, DeadLetters: p,
+		Handler: func(d *Delivery) { d.Ack() }})
+	waitFor(t, 20*time.Second, "lag drained", func() bool {
+		lag, err := Lag(ctx, brokers, "g-lag", topic)
+		return err == nil && lag[topic] == 0
+	})
+}

@@ -117,6 +117,10 @@ func (t Topics) Configs() []kafka.TopicConfig {
 // EnsureTopics creates the topics that do not exist yet on the cluster's
 // controller. Existing topics are left as they are (their partition count is
 // not changed).
+//
+// NOTE: call it before the first publish: kafka-go's writer caches topic
+// metadata for about 6 s and fails writes to a topic created after it
+// looked.
 func EnsureTopics(ctx context.Context, brokers []string, topics []kafka.TopicConfig) error {
 	if len(brokers) == 0 {
 		return errors.New("ensure topics: no brokers")
