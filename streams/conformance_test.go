@@ -502,3 +502,41 @@ func TestLag(t *testing.T) {
 		return err == nil && lag[topic] == 0
 	})
 }
+
+// TestConsumerSurvivesBrokerRestart keeps a consumer running while the
+// broker restarts on its port: it rejoins and consumes what comes after.
+func TestConsumerSurvivesBrokerRestart(t *testing.T) {
+	dir := t.TempDir()
+	port := freePort(t)
+	b := startBroker(t, BrokerConfig{DataDir: dir, Port: port})
+	brokers := b.Addrs()
+	const topic, parts = "conf.live-restart", 3
+	createTopics(t, brokers, parts, topic, TopicDLQ)
+	p := newProducer(t, brokers)
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
+	startConsumer(t, ConsumerConfig{Brokers: brokers, GroupID: "g-live", Topics: []string{topic}, DeadLetters: p,
+		Handler: func(d *Delivery) {
+			mu.Lock()
+			seen[string(d.Message.Value)] = true
+			mu.Unlock()
+			d.Ack()
+		}})
+	produceN(t, p, topic, 100, func(i int) string { return strconv.Itoa(i) })
+	waitFor(t, 20*time.Second, "first 100", func() bool { return count() == 100 })
+	time.Sleep(100 * time.Millisecond) // commits
+	b.Close()
+	time.Sleep(300 * time.Millisecond)
+	startBroker(t, BrokerConfig{DataDir: dir, Port: port})
+	msgs := make([]Message, 100)
+	for i := range msgs {
+		msgs[i] = Message{Topic: topic, Key: []byte(strconv.Itoa(i)), Value: []byte("after-" + strconv.Itoa(i))}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Publish(ctx, msgs...); err != nil {
+		t.Fatalf("publish after restart: %v", err)
+	}
+	waitFor(t, 60*time.Second, "messages after the restart", func() bool { return count() == 200 })
+}
