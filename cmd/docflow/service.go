@@ -16,6 +16,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/actors"
+	"docflow/actors/pipeline"
+	"docflow/actors/pipeline/steps"
 	"docflow/analytics"
 	chanalytics "docflow/analytics/clickhouse"
 	pganalytics "docflow/analytics/postgres"
@@ -47,6 +50,8 @@ type Main struct {
 	Blobs    *blob.Local
 	Files    *postgres.FileService
 	Intake   *intake.Service
+	Runs     *postgres.RunStore
+	Engine   *pipeline.Engine
 
 	listener net.Listener
 	closers  []func(ctx context.Context) error
@@ -159,6 +164,11 @@ func (m *Main) Run(ctx context.Context) error {
 	if err := m.startCore(ctx); err != nil {
 		return err
 	}
+	if m.Role == "serve" || m.Role == "worker" {
+		if err := m.startEngine(ctx); err != nil {
+			return err
+		}
+	}
 	if m.Role == "serve" || m.Role == "api" {
 		if err := m.startHTTP(ctx, secret); err != nil {
 			return err
@@ -200,6 +210,7 @@ func (m *Main) startCore(ctx context.Context) error {
 		return fmt.Errorf("open blob store: %w", err)
 	}
 	m.Files = postgres.NewFileService(m.DB)
+	m.Runs = postgres.NewRunStore(m.DB)
 	m.Intake, err = intake.New(intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings,
 		Log: m.Log.With().Str("component", "intake").Logger(), WorkDir: m.Workdir})
 	if err != nil {
@@ -211,6 +222,39 @@ func (m *Main) startCore(ctx context.Context) error {
 		w.Start(ctx)
 		m.onClose(func(context.Context) error { w.Stop(); return nil })
 	}
+	return nil
+}
+
+// startEngine starts the pipeline: the router, one consumer group and
+// actor pool per step type, retries, dead letters, stall detection and
+// recovery of unfinished runs.
+func (m *Main) startEngine(ctx context.Context) error {
+	st, err := steps.New(steps.Deps{Settings: m.Settings, Rules: postgres.NewClassificationService(m.DB),
+		Log: m.Log.With().Str("component", "steps").Logger(), TempDir: filepath.Join(m.Workdir, "tmp")})
+	if err != nil {
+		return err
+	}
+	m.onClose(func(context.Context) error { return st.Close() })
+	ae, err := actors.NewEngine(m.Log)
+	if err != nil {
+		return err
+	}
+	reg := pipeline.NewRegistry(append(st.All(),
+		pipeline.CheckDuplicates(m.Runs, func() bool { return docflow.SettingBool(m.Settings, "ENABLE_DEDUPLICATION", true) }),
+		pipeline.SendToDestinations(pipeline.LocalDestinations(func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") })),
+	)...)
+	m.Engine, err = pipeline.NewEngine(pipeline.Config{DB: m.DB, Brokers: m.Brokers, Publisher: m.Producer, Actors: ae,
+		Registry: reg, Settings: m.Settings, Recorder: m.Recorder, Blobs: m.Blobs, Log: m.Log})
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	m.Log.Info().Msg("starting pipeline workers (joining consumer groups, recovering unfinished runs)")
+	if err := m.Engine.Start(sctx); err != nil {
+		return fmt.Errorf("start pipeline engine: %w", err)
+	}
+	m.onClose(func(ctx context.Context) error { return m.Engine.Stop(ctx) })
 	return nil
 }
 
@@ -288,6 +332,12 @@ func (m *Main) mountResources(srv *dfhttp.Server) {
 	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
 	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
+	pipelines := postgres.NewPipelineService(m.DB)
+	srv.MountPipelines(dfhttp.PipelinesDeps{Pipelines: pipelines})
+	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
+	srv.MountQueue(dfhttp.QueueDeps{Queue: pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)})
+	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
+	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: steps.NewEmbeddingRuns(m.Files, m.Runs)})
 }
 
 // Wait blocks until ctx is done or the HTTP server fails.
