@@ -31,7 +31,20 @@ type options struct {
 func sections() []section {
 	return []section{
 		{"api", "HTTP foundation: healthz/live vs a bare fasthttp handler, authenticated token list, idle RSS", benchAPI},
+		{"intake", "uploads vs a bare streaming handler, 1 GiB upload memory, file listing at 100,000 records, bulk download", adapt(benchIntake)},
+		{"pipeline", "8 cheap steps through the engine vs raw kafka-go, one-document latency, 10,000 queued", adapt(benchPipeline)},
+		{"ocr", "OCR accuracy on generated 300 dpi pages, parallel OCR vs sequential tesseract", adapt(benchOCR)},
+		{"processing", "scanned and born-digital documents through the standard pipeline, 200-page scan memory", adapt(benchProcessingPipeline)},
+		{"index", "Bleve index: bulk indexing, search and kNN at 100,000 documents", func(ctx context.Context, r *Report, o *options) error {
+			return benchSearchIndex(ctx, r, o.workdir+"/index")
+		}},
+		{"search", "search API, similar documents and pairs at 100,000 documents", adapt(benchSearchAPI)},
 	}
+}
+
+// adapt fits a section function that needs no options.
+func adapt(f func(ctx context.Context, r *Report) error) func(context.Context, *Report, *options) error {
+	return func(ctx context.Context, r *Report, _ *options) error { return f(ctx, r) }
 }
 
 func main() {
