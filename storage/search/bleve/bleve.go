@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -146,58 +147,106 @@ func (x *Index) Index(ctx context.Context, docs []*docflow.SearchDocument) (map[
 	if x.closed.Load() {
 		return failed, errClosed
 	}
-	dims := x.vectors.dimensions()
-	for start := 0; start < len(docs); start += x.batchSize {
-		if err := ctx.Err(); err != nil {
-			return failed, err
+
+	// A document given twice in one call: the last copy wins. Dropping the
+	// earlier copies first lets the batches below run in parallel without
+	// racing on one id.
+	last := make(map[int64]int, len(docs))
+	for i, d := range docs {
+		if d != nil {
+			last[d.FileID] = i
 		}
-		chunk := docs[start:min(start+x.batchSize, len(docs))]
-		b := x.idx.NewBatch()
-		var puts []vectorEntry
-		var dels []int64
-		for _, d := range chunk {
-			if d == nil {
+	}
+	type prepared struct {
+		d   *docflow.SearchDocument
+		vec []float32
+		err error
+	}
+	dims := x.vectors.dimensions()
+	ready := make([]prepared, 0, len(docs))
+	for i, d := range docs {
+		if d == nil || last[d.FileID] != i {
+			continue
+		}
+		if d.FileID <= 0 {
+			failed[d.FileID] = fmt.Errorf("file id %d: not positive", d.FileID)
+			continue
+		}
+		var vec []float32
+		if len(d.Embedding) > 0 {
+			if dims == 0 {
+				dims = len(d.Embedding)
+			}
+			if len(d.Embedding) != dims {
+				failed[d.FileID] = fmt.Errorf("file %d: embedding has %d dimensions, index has %d", d.FileID, len(d.Embedding), dims)
 				continue
 			}
-			if d.FileID <= 0 {
-				failed[d.FileID] = fmt.Errorf("file id %d: not positive", d.FileID)
-				continue
-			}
-			var vec []float32
-			if len(d.Embedding) > 0 {
-				if dims == 0 {
-					dims = len(d.Embedding)
-				}
-				if len(d.Embedding) != dims {
-					failed[d.FileID] = fmt.Errorf("file %d: embedding has %d dimensions, index has %d", d.FileID, len(d.Embedding), dims)
-					continue
-				}
-				v, err := normalize(d.Embedding)
-				if err != nil {
-					failed[d.FileID] = fmt.Errorf("file %d: %w", d.FileID, err)
-					continue
-				}
-				vec = v
-			}
-			if err := b.Index(docID(d.FileID), bleveDoc(d)); err != nil {
+			v, err := normalize(d.Embedding)
+			if err != nil {
 				failed[d.FileID] = fmt.Errorf("file %d: %w", d.FileID, err)
 				continue
 			}
-			delete(failed, d.FileID) // a later copy of the same id in this call wins
-			if vec != nil {
-				puts = append(puts, vectorEntry{id: d.FileID, vec: vec, owner: d.OwnerID, shared: append([]string(nil), d.SharedWith...)})
-			} else if x.vectors.has(d.FileID) {
-				dels = append(dels, d.FileID)
+			vec = v
+		}
+		ready = append(ready, prepared{d: d, vec: vec})
+	}
+
+	// Bleve analyses a batch on several goroutines but builds its segment on
+	// one, about half the work; batches on every core in parallel use the
+	// other cores for that half too.
+	var chunks [][]prepared
+	for start := 0; start < len(ready); start += x.batchSize {
+		chunks = append(chunks, ready[start:min(start+x.batchSize, len(ready))])
+	}
+	var next atomic.Int64
+	errs := make([]error, len(chunks))
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(chunks)) {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(chunks) {
+					return
+				}
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					return
+				}
+				b := x.idx.NewBatch()
+				for k := range chunks[i] {
+					p := &chunks[i][k]
+					if err := b.Index(docID(p.d.FileID), bleveDoc(p.d)); err != nil {
+						p.err = fmt.Errorf("file %d: %w", p.d.FileID, err)
+					}
+				}
+				if err := x.idx.Batch(b); err != nil {
+					errs[i] = fmt.Errorf("index batch: %w", err)
+					return
+				}
 			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return failed, err
 		}
-		if b.Size() > 0 {
-			if err := x.idx.Batch(b); err != nil {
-				return failed, fmt.Errorf("index batch: %w", err)
-			}
+	}
+
+	var puts []vectorEntry
+	var dels []int64
+	for _, p := range ready {
+		switch {
+		case p.err != nil:
+			failed[p.d.FileID] = p.err
+		case p.vec != nil:
+			puts = append(puts, vectorEntry{id: p.d.FileID, vec: p.vec, owner: p.d.OwnerID, shared: append([]string(nil), p.d.SharedWith...)})
+		case x.vectors.has(p.d.FileID):
+			dels = append(dels, p.d.FileID)
 		}
-		if err := x.vectors.apply(puts, dels); err != nil {
-			return failed, fmt.Errorf("index embeddings: %w", err)
-		}
+	}
+	if err := x.vectors.apply(puts, dels); err != nil {
+		return failed, fmt.Errorf("index embeddings: %w", err)
 	}
 	return failed, nil
 }

@@ -76,37 +76,159 @@ func highlightWhole(an analysis.Analyzer, text string, terms map[string]struct{}
 // highlightFragment returns an excerpt of about fragmentBytes around the
 // first match (or the beginning when nothing matches), escaped, with matches
 // marked and an ellipsis where text was cut.
+//
+// NOTE: only the excerpt is analysed. Running the word segmenter over the
+// whole text of every hit was most of the CPU of a search; the first match
+// is found with a lower-cased substring search instead, and the window is
+// analysed exactly. Should the two disagree (a term inside a longer token
+// such as "rechnung's"), the whole text is analysed after all.
 func highlightFragment(an analysis.Analyzer, text string, terms map[string]struct{}) string {
 	if len(text) <= fragmentBytes {
 		return highlightWhole(an, text, terms)
 	}
-	spans := matchSpans(an, text, terms)
+	pos, end, res := firstMatch(text, terms)
+	if res == matchFound {
+		if frag, ok := fragmentAt(an, text, terms, pos, end, true); ok {
+			return frag
+		}
+	}
+	if res != matchNone {
+		if spans := matchSpans(an, text, terms); len(spans) > 0 {
+			frag, _ := fragmentAt(an, text, terms, spans[0][0], spans[0][1], true)
+			return frag
+		}
+	}
+	frag, _ := fragmentAt(an, text, terms, 0, 0, false)
+	return frag
+}
+
+// fragmentAt builds the excerpt around the match at [pos, end) (the
+// beginning when found is false). ok is false when found but the analyser
+// sees no match in the window.
+func fragmentAt(an analysis.Analyzer, text string, terms map[string]struct{}, pos, end int, found bool) (string, bool) {
 	start := 0
-	if len(spans) > 0 && spans[0][0] > leadBytes {
-		start = wordStartAfter(text, spans[0][0]-leadBytes, spans[0][0])
+	if found && pos > leadBytes {
+		start = wordStartAfter(text, pos-leadBytes, pos)
 	}
-	end := start + fragmentBytes
-	if len(spans) > 0 && end < spans[0][1] {
-		end = spans[0][1]
+	stop := start + fragmentBytes
+	if found && stop < end {
+		stop = end
 	}
-	if end >= len(text) {
-		end = len(text)
+	if stop >= len(text) {
+		stop = len(text)
 	} else {
 		floor := start
-		if len(spans) > 0 {
-			floor = spans[0][1]
+		if found {
+			floor = end
 		}
-		end = wordEndBefore(text, end, floor)
+		stop = wordEndBefore(text, stop, floor)
+	}
+	window := text[start:stop]
+	spans := matchSpans(an, window, terms)
+	if found && len(spans) == 0 {
+		return "", false
 	}
 	var b strings.Builder
 	if start > 0 {
 		b.WriteString(ellipsis)
 	}
-	b.WriteString(strings.TrimSpace(markSpans(text, spans, start, end)))
-	if end < len(text) {
+	b.WriteString(strings.TrimSpace(markSpans(window, spans, 0, len(window))))
+	if stop < len(text) {
 		b.WriteString(ellipsis)
 	}
-	return b.String()
+	return b.String(), true
+}
+
+const (
+	// scanChunk is how much text is lower-cased at a time while looking for
+	// the first match, so a match early in a long text is found cheaply.
+	scanChunk = 16 << 10
+	// maxScan bounds the search for a first match in very long texts; past
+	// it the excerpt is the beginning of the text.
+	maxScan = 256 << 10
+)
+
+type matchResult int
+
+const (
+	matchNone matchResult = iota
+	matchFound
+	matchUnknown // the text must be analysed to tell
+)
+
+// firstMatch finds the earliest occurrence of a term as a whole word,
+// comparing lower-cased text.
+func firstMatch(text string, terms map[string]struct{}) (int, int, matchResult) {
+	longest := 0
+	for t := range terms {
+		longest = max(longest, len(t))
+	}
+	if longest == 0 {
+		return 0, 0, matchNone
+	}
+	for off := 0; off < len(text) && off < maxScan; {
+		end := runeBoundary(text, min(off+scanChunk, len(text)))
+		segEnd := runeBoundary(text, min(end+longest+utf8.UTFMax, len(text)))
+		seg := text[off:segEnd]
+		low := strings.ToLower(seg)
+		if len(low) != len(seg) {
+			// Lower-casing changed byte lengths (rare letters such as
+			// U+0130): offsets would not line up, let the caller analyse.
+			return 0, 0, matchUnknown
+		}
+		best, bestEnd := -1, -1
+		for t := range terms {
+			for i := 0; i < end-off; {
+				j := strings.Index(low[i:], t)
+				if j < 0 {
+					break
+				}
+				p := i + j
+				if p >= end-off || (best >= 0 && p >= best) {
+					break
+				}
+				if wordBoundary(low, p, p+len(t)) {
+					best, bestEnd = p, p+len(t)
+					break
+				}
+				i = p + 1
+			}
+		}
+		if best >= 0 {
+			return off + best, off + bestEnd, matchFound
+		}
+		off = end
+	}
+	return 0, 0, matchNone
+}
+
+// runeBoundary moves i forward to the start of a rune.
+func runeBoundary(s string, i int) int {
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return i
+}
+
+// wordBoundary reports whether s[p:e] is not part of a longer word.
+func wordBoundary(s string, p, e int) bool {
+	if p > 0 {
+		r, _ := utf8.DecodeLastRuneInString(s[:p])
+		if isWordRune(r) {
+			return false
+		}
+	}
+	if e < len(s) {
+		r, _ := utf8.DecodeRuneInString(s[e:])
+		if isWordRune(r) {
+			return false
+		}
+	}
+	return true
+}
+
+func isWordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.IsMark(r) || r == '_'
 }
 
 // wordStartAfter moves i forward to the start of the next word, not past

@@ -60,6 +60,15 @@ func TestHighlightFragment(t *testing.T) {
 		{"no spaces", strings.Repeat("ä", 300) + " needle " + strings.Repeat("ß", 300), func(s string) bool {
 			return utf8.ValidString(s) && strings.Contains(s, "<mark>needle</mark>")
 		}},
+		{"substring is not a match", long + "needles and needle's " + long + " NEEDLE " + long, func(s string) bool {
+			return strings.Contains(s, "<mark>NEEDLE</mark>") && !strings.Contains(s, "needles")
+		}},
+		{"match past the first chunk", strings.Repeat("hay ", 10_000) + "Needle " + long, func(s string) bool {
+			return strings.Contains(s, "<mark>Needle</mark>")
+		}},
+		{"length-changing lower case", "\u0130stanbul " + long + " needle " + long, func(s string) bool {
+			return strings.Contains(s, "<mark>needle</mark>")
+		}},
 	} {
 		got := highlightFragment(an, tc.text, terms)
 		if !tc.check(got) {

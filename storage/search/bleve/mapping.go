@@ -148,6 +148,9 @@ func newMapping() (*mapping.IndexMappingImpl, error) {
 	date.Store, date.IncludeInAll, date.DocValues = false, false, false
 	doc.AddFieldMappingsAt(fCreatedAt, date)
 
+	// No _all field: every query names its fields, and building the
+	// composite field was an eighth of the indexing time.
+	doc.AddSubDocumentMapping("_all", mapping.NewDocumentDisabledMapping())
 	m.DefaultMapping = doc
 	if err := m.Validate(); err != nil {
 		return nil, fmt.Errorf("validate mapping: %w", err)

@@ -241,6 +241,10 @@ func (x *Index) tieredSearch(ctx context.Context, text string, terms map[string]
 			return out, fmt.Errorf("search: %w", err)
 		}
 		out.total = int(n)
+	} else if filter == nil && st.maxDF >= uint64(x.totalCap) {
+		// Every document with the commonest term matches: at least maxDF
+		// documents, more than the cap would count, at no cost.
+		out.total, out.capped = int(st.maxDF), true
 	} else {
 		full := query.NewBooleanQuery(nil, nil, nil)
 		full.Must = textQ
@@ -253,11 +257,6 @@ func (x *Index) tieredSearch(ctx context.Context, text string, terms map[string]
 			return out, err
 		}
 		out.total, out.capped = n, capped
-		if filter == nil && st.maxDF > uint64(n) {
-			// Every document with the commonest term matches: a better
-			// lower bound than the cap, for free.
-			out.total = int(st.maxDF)
-		}
 	}
 	if from > maxFrom || from >= int64(out.total) && !out.capped {
 		return out, nil
