@@ -330,7 +330,11 @@ exec %[3]q "$@"
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	// The same converter (same profile slot) converts the next file.
+	// The same converter (same profile slot) converts the next file. The
+	// slot's profile was discarded with the killed instance, and building
+	// a fresh one takes LibreOffice longer than the 2 s used to provoke the
+	// hang, so the next conversion gets the production default.
+	conv.opts.OfficeTimeout = DefaultOfficeTimeout
 	out := filepath.Join(dir, "2.pdf")
 	if err := conv.Convert(context.Background(), s.Path, s.MimeType, out); err != nil {
 		t.Fatalf("conversion after the hang: %v", err)
