@@ -48,7 +48,7 @@ func benchSearchIndexWith(ctx context.Context, r *Report, dir string, cfg search
 	if cfg.Docs <= 0 || cfg.Dims <= 0 || cfg.Clients <= 0 || cfg.Queries <= 0 || cfg.Neighbours <= 0 || cfg.BatchSize <= 0 {
 		return fmt.Errorf("search bench: every size must be positive: %+v", cfg)
 	}
-	const section = "search"
+	const section = "index"
 	path := filepath.Join(dir, "search-bench")
 	if err := os.RemoveAll(path); err != nil {
 		return fmt.Errorf("search bench: clear %s: %w", path, err)

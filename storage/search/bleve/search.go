@@ -135,11 +135,12 @@ func fieldsQuery(text string, fields []searchField) query.Query {
 // termStats are document frequencies of the query's terms, summed over the
 // fields: an upper bound on how many documents a query or tier matches.
 type termStats struct {
-	all    uint64 // every search field
-	meta   uint64 // every field but ocr_text
-	ocr    uint64 // ocr_text
-	minOCR uint64 // the rarest term in ocr_text
-	maxDF  uint64 // the commonest (field, term): a lower bound on matches
+	all   uint64 // every search field
+	meta  uint64 // every field but ocr_text
+	maxDF uint64 // the commonest (field, term): a lower bound on matches
+	// rarest bounds the documents holding every word: the smallest sum
+	// over the fields of one word's frequencies.
+	rarest uint64
 }
 
 func (x *Index) termStats(ctx context.Context, text string) (termStats, error) {
@@ -156,7 +157,7 @@ func (x *Index) termStats(ctx context.Context, text string) (termStats, error) {
 		return st, fmt.Errorf("search: %w", err)
 	}
 	defer r.Close()
-	first := true
+	perTerm := make(map[string]uint64)
 	for _, f := range searchFields() {
 		an := x.text
 		if f.name == fFilename {
@@ -171,14 +172,16 @@ func (x *Index) termStats(ctx context.Context, text string) (termStats, error) {
 			tfr.Close()
 			st.all += df
 			st.maxDF = max(st.maxDF, df)
-			if f.name == fOCRText {
-				st.ocr += df
-				if first || df < st.minOCR {
-					st.minOCR, first = df, false
-				}
-			} else {
+			if f.name != fOCRText {
 				st.meta += df
 			}
+			perTerm[term] += df
+		}
+	}
+	first := true
+	for term := range queryTerms(x.text, text) {
+		if df := perTerm[term]; first || df < st.rarest {
+			st.rarest, first = df, false
 		}
 	}
 	return st, nil
@@ -270,26 +273,40 @@ func (x *Index) tieredSearch(ctx context.Context, text string, terms map[string]
 	if textQ == nil {
 		tiers = append(tiers, tier{q: query.NewMatchAllQuery()})
 	} else {
+		// Meilisearch's default rules in this order: documents with every
+		// word before those with some ("words"), and among them those
+		// matching in a short field before those matching only in the text
+		// ("attribute").
 		var meta []searchField
 		for _, f := range searchFields() {
 			if f.name != fOCRText {
 				meta = append(meta, f)
 			}
 		}
-		tiers = append(tiers, tier{q: fieldsQuery(text, meta), scored: st.meta <= uint64(x.exactLimit)})
+		metaQ := fieldsQuery(text, meta)
+		small := func(n uint64) bool { return n <= uint64(x.exactLimit) }
 		if len(terms) > 1 {
 			all := make([]query.Query, 0, len(terms))
 			for term := range terms {
-				tq := query.NewTermQuery(term)
-				tq.SetField(fOCRText)
-				tq.SetBoost(0)
-				all = append(all, tq)
+				anyField := make([]query.Query, 0, len(searchFields()))
+				for _, f := range searchFields() {
+					tq := query.NewTermQuery(term)
+					tq.SetField(f.name)
+					tq.SetBoost(f.boost)
+					anyField = append(anyField, tq)
+				}
+				all = append(all, query.NewDisjunctionQuery(anyField))
 			}
-			tiers = append(tiers, tier{q: query.NewConjunctionQuery(all), scored: st.minOCR <= uint64(x.exactLimit)})
+			allQ := query.NewConjunctionQuery(all)
+			tiers = append(tiers,
+				tier{q: query.NewConjunctionQuery([]query.Query{allQ, metaQ}), scored: small(min(st.rarest, st.meta))},
+				tier{q: allQ, scored: small(st.rarest)},
+			)
 		}
-		body := query.NewMatchQuery(text)
-		body.SetField(fOCRText)
-		tiers = append(tiers, tier{q: body, scored: st.ocr <= uint64(x.exactLimit)})
+		tiers = append(tiers,
+			tier{q: metaQ, scored: small(st.meta)},
+			tier{q: textQ, scored: small(st.all)},
+		)
 	}
 
 	skip, need := from, size

@@ -10,9 +10,10 @@ import (
 	"docflow/storage/search/bleve"
 )
 
-// tierCorpus: 1-5 have "kestrel" in the title, 6-15 have "kestrel" and
-// "falcon" in the text, 16-40 only "kestrel" in the text; 41-45 have
-// neither. Owners alternate so visibility filters select half.
+// tierCorpus: 1-5 have "kestrel" in the title (5 also "falcon" in the
+// text), 6-15 have "kestrel" and "falcon" in the text, 16-40 only "kestrel"
+// in the text; 41-45 have neither. Owners alternate so visibility filters
+// select half.
 func tierCorpus(t *testing.T, x *bleve.Index) {
 	t.Helper()
 	var docs []*docflow.SearchDocument
@@ -22,6 +23,9 @@ func tierCorpus(t *testing.T, x *bleve.Index) {
 		switch {
 		case id <= 5:
 			d.DocumentTitle = "Kestrel sighting"
+			if id == 5 {
+				d.OCRText = "a falcon overhead"
+			}
 		case id <= 15:
 			d.OCRText = "a kestrel and a falcon"
 		case id <= 40:
@@ -65,14 +69,18 @@ func TestTieredRanking(t *testing.T) {
 	if len(got) != 40 {
 		t.Fatalf("pages returned %d documents, want 40: %v", len(got), got)
 	}
+	// Every word and a title match, every word, some word in the title,
+	// some word in the text.
 	tierOf := func(id int64) int {
 		switch {
-		case id <= 5:
+		case id == 5:
 			return 0
-		case id <= 15:
+		case id >= 6 && id <= 15:
 			return 1
+		case id <= 4:
+			return 2
 		}
-		return 2
+		return 3
 	}
 	for i := 1; i < len(got); i++ {
 		if tierOf(got[i-1]) > tierOf(got[i]) {

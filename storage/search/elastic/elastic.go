@@ -38,6 +38,8 @@ const (
 	// maxResultWindow is Elasticsearch's index.max_result_window default:
 	// from+size beyond it is an error, so pages past it only ask the total.
 	maxResultWindow = 10_000
+	// maxCandidates is Elasticsearch's limit on knn num_candidates.
+	maxCandidates = 10_000
 	// fragmentSize is the ocr_text excerpt length in characters.
 	fragmentSize = 200
 )
@@ -628,6 +630,8 @@ func (x *Index) Nearest(ctx context.Context, vec []float32, k int, minScore floa
 	if k <= 0 {
 		return nil, nil
 	}
+	// Elasticsearch caps num_candidates (and so k) at 10,000.
+	k = min(k, maxCandidates)
 	if len(vec) != x.dims {
 		return nil, fmt.Errorf("nearest: query vector has %d dimensions, index has %d", len(vec), x.dims)
 	}
@@ -660,7 +664,7 @@ func knnBody(vec []float32, k int, minScore float64, visibleTo *string, exclude 
 		"field":          "embedding",
 		"query_vector":   vec,
 		"k":              k,
-		"num_candidates": max(100, 10*k),
+		"num_candidates": min(max(100, 10*k), maxCandidates),
 	}
 	if minScore > 0 {
 		// similarity is compared with the raw cosine, not the score.
