@@ -1,9 +1,12 @@
 package http
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+
+	"docflow"
 )
 
 func TestSavedSearchesAPI(t *testing.T) {
@@ -110,4 +113,33 @@ func TestSavedSearchesArePerUser(t *testing.T) {
 	se.expect(resp, body, 404)
 	resp, body = se.do("GET", "/api/saved-searches", "", nil)
 	se.expect(resp, body, 401)
+}
+
+// FuzzSavedSearchFilters: any body either fails validation or yields a
+// non-empty object of allowed keys with plain values.
+func FuzzSavedSearchFilters(f *testing.F) {
+	for _, seed := range []string{`{"q":"x"}`, `{"tags":["a","b"],"junk":1}`, `{}`, `null`, `[]`, `{"q":{"a":1}}`,
+		`{"date_from":1e400}`, `{"q":"\u0000"}`, `"str"`, `{"q":null,"sender":true}`} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		out, err := savedSearchFilters(json.RawMessage(body))
+		if err != nil {
+			if docflow.ErrorCode(err) != docflow.EINVALID {
+				t.Fatalf("error %v is not a validation error", err)
+			}
+			return
+		}
+		if len(out) == 0 {
+			t.Fatal("empty filters accepted")
+		}
+		for k, v := range out {
+			if !searchContains(docflow.SavedSearchFilterKeys, k) || !savedSearchValue(v, true) {
+				t.Fatalf("kept %q: %v", k, v)
+			}
+		}
+		if _, err := json.Marshal(out); err != nil {
+			t.Fatalf("filters cannot be stored: %v", err)
+		}
+	})
 }

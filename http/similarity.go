@@ -143,6 +143,9 @@ type pairsResponse struct {
 	Pages             int                       `json:"pages"`
 	PerPage           int                       `json:"per_page"`
 	EmbeddingCoverage docflow.EmbeddingCoverage `json:"embedding_coverage"`
+	// StoredThreshold is SIMILARITY_PAIR_THRESHOLD: pairs below it are not
+	// stored, so a lower threshold finds no more.
+	StoredThreshold float64 `json:"stored_threshold"`
 }
 
 // pairs is GET /api/similarity/pairs: the pairs stored by the indexer.
@@ -173,7 +176,8 @@ func (h *searchHandlers) pairs(c *fasthttp.RequestCtx) error {
 		p.Score = roundScore(p.Score)
 	}
 	writeJSON(c, fasthttp.StatusOK, pairsResponse{Pairs: pairs, TotalPairs: total, Threshold: threshold, Page: page,
-		Pages: searchPages(total, limit), PerPage: limit, EmbeddingCoverage: cov})
+		Pages: searchPages(total, limit), PerPage: limit, EmbeddingCoverage: cov,
+		StoredThreshold: docflow.SettingFloat(h.s.cfg.Settings, "SIMILARITY_PAIR_THRESHOLD", 0.5)})
 	return nil
 }
 
