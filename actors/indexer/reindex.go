@@ -68,12 +68,23 @@ func Reindex(ctx context.Context, store ReindexStore, index docflow.SearchIndex,
 	if err != nil {
 		return st, fmt.Errorf("reindex: %w", err)
 	}
+	// The next batch is read from Postgres while the index takes the
+	// current one.
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	batches := scanAhead(sctx, store, size)
 	var after int64
 	for {
-		docs, last, err := store.ScanSearchDocuments(ctx, after, size)
-		if err != nil {
-			return st, fmt.Errorf("reindex after file %d: %w", after, err)
+		var b scanned
+		select {
+		case b = <-batches:
+		case <-ctx.Done():
+			return st, ctx.Err()
 		}
+		if b.err != nil {
+			return st, fmt.Errorf("reindex after file %d: %w", after, b.err)
+		}
+		docs, last := b.docs, b.last
 		if last == 0 {
 			break
 		}
@@ -115,6 +126,36 @@ func Reindex(ctx context.Context, store ReindexStore, index docflow.SearchIndex,
 	opts.Log.Info().Int("indexed", st.Indexed).Int("removed", st.Removed).Int("failed", st.Failed).
 		Int("pairs", st.Pairs).Dur("took", st.Duration).Msg("reindex done")
 	return st, nil
+}
+
+// scanned is one batch read by scanAhead; last 0 ends the scan.
+type scanned struct {
+	docs []*docflow.SearchDocument
+	last int64
+	err  error
+}
+
+// scanAhead reads batches in id order into a channel that holds one batch
+// beyond the one being indexed. It stops after the last batch, an error,
+// or when ctx is done.
+func scanAhead(ctx context.Context, store ReindexStore, size int) <-chan scanned {
+	ch := make(chan scanned, 1)
+	go func() {
+		var after int64
+		for {
+			docs, last, err := store.ScanSearchDocuments(ctx, after, size)
+			select {
+			case ch <- scanned{docs: docs, last: last, err: err}:
+			case <-ctx.Done():
+				return
+			}
+			if err != nil || last == 0 {
+				return
+			}
+			after = last
+		}
+	}()
+	return ch
 }
 
 // removeGaps deletes the ids in [lo, hi] that are not present.
