@@ -85,11 +85,15 @@ func (x *Index) Search(ctx context.Context, q docflow.SearchQuery) (*docflow.Sea
 	textSelective := textQ != nil && st.all <= uint64(x.exactLimit)
 	filterSelective := false
 	if !textSelective && filter != nil {
-		n, _, err := x.countUpTo(ctx, filter, x.exactLimit)
+		// Driven by the filters, a conjunction advances every term reader
+		// of the text to each filtered document: that many readers per
+		// document make a match as dear as one scored posting.
+		limit := max(x.exactLimit/max(st.clauses, 1), 1)
+		n, _, err := x.countUpTo(ctx, filter, limit)
 		if err != nil {
 			return nil, err
 		}
-		filterSelective = n < x.exactLimit
+		filterSelective = n < limit
 	}
 
 	var page0 pageOfHits
@@ -139,8 +143,12 @@ type termStats struct {
 	meta  uint64 // every field but ocr_text
 	maxDF uint64 // the commonest (field, term): a lower bound on matches
 	// rarest bounds the documents holding every word: the smallest sum
-	// over the fields of one word's frequencies.
-	rarest uint64
+	// over the fields of one word's frequencies; rarestOCR the same in the
+	// text alone.
+	rarest    uint64
+	rarestOCR uint64
+	// clauses is the number of (field, term) readers the text query opens.
+	clauses int
 }
 
 func (x *Index) termStats(ctx context.Context, text string) (termStats, error) {
@@ -158,6 +166,7 @@ func (x *Index) termStats(ctx context.Context, text string) (termStats, error) {
 	}
 	defer r.Close()
 	perTerm := make(map[string]uint64)
+	ocrDF := make(map[string]uint64)
 	for _, f := range searchFields() {
 		an := x.text
 		if f.name == fFilename {
@@ -172,17 +181,25 @@ func (x *Index) termStats(ctx context.Context, text string) (termStats, error) {
 			tfr.Close()
 			st.all += df
 			st.maxDF = max(st.maxDF, df)
+			st.clauses++
 			if f.name != fOCRText {
 				st.meta += df
 			}
 			perTerm[term] += df
+			if f.name == fOCRText {
+				ocrDF[term] = df
+			}
 		}
 	}
 	first := true
 	for term := range queryTerms(x.text, text) {
 		if df := perTerm[term]; first || df < st.rarest {
-			st.rarest, first = df, false
+			st.rarest = df
 		}
+		if df := ocrDF[term]; first || df < st.rarestOCR {
+			st.rarestOCR = df
+		}
+		first = false
 	}
 	return st, nil
 }
@@ -284,28 +301,33 @@ func (x *Index) tieredSearch(ctx context.Context, text string, terms map[string]
 			}
 		}
 		metaQ := fieldsQuery(text, meta)
-		small := func(n uint64) bool { return n <= uint64(x.exactLimit) }
+		// A tier is scored when scoring it costs about what an exactly
+		// ranked query may: a disjunction visits each posting once, a
+		// conjunction advances all its readers for each candidate.
+		small := func(candidates uint64, readers int) bool {
+			return candidates*uint64(max(readers, 1)) <= uint64(x.exactLimit)
+		}
+		metaReaders := len(terms) * len(meta)
 		if len(terms) > 1 {
+			// "Every word" looks at the text only: as one conjunction of
+			// a reader per word, bleve evaluates it unscored as an AND of
+			// posting bitmaps, where every word in any field would OR six
+			// posting lists per word first.
 			all := make([]query.Query, 0, len(terms))
 			for term := range terms {
-				anyField := make([]query.Query, 0, len(searchFields()))
-				for _, f := range searchFields() {
-					tq := query.NewTermQuery(term)
-					tq.SetField(f.name)
-					tq.SetBoost(f.boost)
-					anyField = append(anyField, tq)
-				}
-				all = append(all, query.NewDisjunctionQuery(anyField))
+				tq := query.NewTermQuery(term)
+				tq.SetField(fOCRText)
+				all = append(all, tq)
 			}
 			allQ := query.NewConjunctionQuery(all)
 			tiers = append(tiers,
-				tier{q: query.NewConjunctionQuery([]query.Query{allQ, metaQ}), scored: small(min(st.rarest, st.meta))},
-				tier{q: allQ, scored: small(st.rarest)},
+				tier{q: query.NewConjunctionQuery([]query.Query{allQ, metaQ}), scored: small(min(st.rarestOCR, st.meta), len(terms)+metaReaders)},
+				tier{q: allQ, scored: small(st.rarestOCR, len(terms))},
 			)
 		}
 		tiers = append(tiers,
-			tier{q: metaQ, scored: small(st.meta)},
-			tier{q: textQ, scored: small(st.all)},
+			tier{q: metaQ, scored: small(st.meta, 1)},
+			tier{q: textQ, scored: small(st.all, 1)},
 		)
 	}
 
