@@ -58,9 +58,16 @@ type Config struct {
 	StallTimeout  time.Duration   // default STALLED_RUN_TIMEOUT
 	StallInterval time.Duration   // default StallTimeout/10, at most 1 min
 	LeaseTTL      time.Duration   // default 30 s
-	Heartbeat     time.Duration   // default 2 s
-	PoolSizes     map[string]int  // default STEP_POOL_SIZES (ocr: cores; others 8)
-	Partitions    int             // default KAFKA_PARTITIONS
+	// RouteCacheTTL is how long the router reuses a pipeline, rule set or
+	// default it read (default 1 s; negative = always read).
+	RouteCacheTTL time.Duration
+	// DirectGrace: step results publish their next messages themselves
+	// right after the commit; the relay takes over rows still unsent after
+	// this long. Default 5 s; negative = leave everything to the relay.
+	DirectGrace time.Duration
+	Heartbeat   time.Duration  // default 2 s
+	PoolSizes   map[string]int // default STEP_POOL_SIZES (ocr: cores; others 8)
+	Partitions  int            // default KAFKA_PARTITIONS
 	// Consumer adjusts every consumer's configuration (tests shorten the
 	// group timings).
 	Consumer func(*streams.ConsumerConfig)
@@ -83,6 +90,7 @@ type Engine struct {
 
 	consumers []*streams.Consumer
 	steps     []*stepConsumer
+	direct    *writeThrough
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -155,6 +163,12 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = 30 * time.Second
 	}
+	if cfg.RouteCacheTTL == 0 {
+		cfg.RouteCacheTTL = time.Second
+	}
+	if cfg.DirectGrace == 0 {
+		cfg.DirectGrace = 5 * time.Second
+	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 2 * time.Second
 	}
@@ -176,10 +190,14 @@ func NewEngine(cfg Config) (*Engine, error) {
 		cfg.StepTypes = cfg.Registry.KnownTypes()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	store := postgres.NewRunStore(cfg.DB)
+	if cfg.DirectGrace > 0 {
+		store = store.WithDirectOutbox(cfg.DirectGrace)
+	}
 	e := &Engine{
 		cfg:           cfg,
 		log:           cfg.Log.With().Str("component", "pipeline").Str("worker", cfg.WorkerID).Logger(),
-		store:         postgres.NewRunStore(cfg.DB),
+		store:         store,
 		pipelines:     postgres.NewPipelineService(cfg.DB),
 		routing:       postgres.NewRoutingService(cfg.DB),
 		retry:         NewRetryPolicy(cfg.RetryDelays, cfg.RetryJitter),
@@ -191,6 +209,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		ctx:           ctx,
 		cancel:        cancel,
 	}
+	e.direct = newWriteThrough(cfg.Publisher, store, e.log)
 	return e, nil
 }
 
@@ -286,7 +305,7 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	e.started = true
 	if !e.cfg.NoRouter {
-		r := &router{e: e}
+		r := &router{e: e, cache: newRouteCache(e, e.cfg.RouteCacheTTL)}
 		if err := e.consume(RouterGroup, "router", []string{streams.TopicFilesIngested}, r.handle, nil); err != nil {
 			return err
 		}
@@ -317,7 +336,8 @@ func (e *Engine) start(ctx context.Context) error {
 		e.wg.Add(1)
 		go func() { defer e.wg.Done(); <-e.ctx.Done(); dr.wg.Wait() }()
 	}
-	e.wg.Add(2)
+	e.wg.Add(3)
+	go func() { defer e.wg.Done(); e.direct.run(e.ctx, 20*time.Millisecond) }()
 	go e.stallLoop()
 	go e.heartbeatLoop()
 	e.log.Info().Strs("step_types", e.cfg.StepTypes).Bool("router", !e.cfg.NoRouter).Msg("pipeline engine started")

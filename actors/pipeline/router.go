@@ -2,8 +2,13 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"docflow"
 	"docflow/storage/postgres"
@@ -14,7 +19,10 @@ import (
 // assignment, else routing rules, else the owner's default, else the system
 // default), records the run's steps as queued copies of the pipeline's, and
 // publishes the first step task, in one transaction.
-type router struct{ e *Engine }
+type router struct {
+	e     *Engine
+	cache *routeCache
+}
 
 func (r *router) handle(d *streams.Delivery) {
 	_, msg, err := streams.Decode[streams.FileIngested](d.Message.Value)
@@ -45,6 +53,10 @@ type choice struct {
 }
 
 func (r *router) route(ctx context.Context, msg streams.FileIngested) error {
+	return r.routeOnce(ctx, msg, false)
+}
+
+func (r *router) routeOnce(ctx context.Context, msg streams.FileIngested, retried bool) error {
 	st, err := r.e.store.RunForRouting(ctx, msg.RunID)
 	if docflow.ErrorCode(err) == docflow.ENOTFOUND {
 		return nil // the file or run was deleted
@@ -104,8 +116,18 @@ func (r *router) route(ctx context.Context, msg streams.FileIngested) error {
 		}
 		out = append(out, m)
 	}
-	_, err = r.e.store.StartRun(ctx, st.RunID, f.ID, pid, steps, logMsg, out...)
-	return err
+	w, err := r.e.store.StartRun(ctx, st.RunID, f.ID, pid, steps, logMsg, out...)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" && !retried {
+		// The cached pipeline was deleted meanwhile: read again.
+		r.cache.clear()
+		return r.routeOnce(ctx, msg, true)
+	}
+	if err != nil {
+		return err
+	}
+	r.e.direct.send(r.e.ctx, out, w.OutboxIDs)
+	return nil
 }
 
 // choose applies the routing order of decisions.md.
@@ -115,7 +137,7 @@ func (r *router) choose(ctx context.Context, msg streams.FileIngested, st *postg
 		if id == nil {
 			continue
 		}
-		p, err := r.e.pipelines.FindPipelineByID(ctx, *id)
+		p, err := r.cache.pipeline(ctx, *id)
 		if docflow.ErrorCode(err) == docflow.ENOTFOUND {
 			continue // deleted since it was assigned
 		} else if err != nil {
@@ -125,14 +147,18 @@ func (r *router) choose(ctx context.Context, msg streams.FileIngested, st *postg
 			return choice{pipeline: p, reason: "assigned"}, nil
 		}
 	}
-	rule, p, err := r.e.routing.Route(ctx, f.OwnerID, docflow.RoutingInputFor(f))
+	rules, err := r.cache.rules(ctx, f.OwnerID)
+	if err != nil {
+		return choice{}, err
+	}
+	rule, p, err := postgres.MatchRules(ctx, rules, docflow.RoutingInputFor(f), r.cache.pipeline)
 	if err != nil {
 		return choice{}, err
 	}
 	if p != nil {
 		return choice{pipeline: p, reason: fmt.Sprintf("routing rule %q", rule.Name)}, nil
 	}
-	p, err = r.e.pipelines.DefaultPipeline(ctx, f.OwnerID)
+	p, err = r.cache.defaultPipeline(ctx, f.OwnerID)
 	if docflow.ErrorCode(err) == docflow.ENOTFOUND {
 		return choice{reason: "no active default pipeline"}, nil
 	} else if err != nil {
@@ -143,4 +169,79 @@ func (r *router) choose(ctx context.Context, msg streams.FileIngested, st *postg
 		reason = "owner's default"
 	}
 	return choice{pipeline: p, reason: reason}, nil
+}
+
+// routeCache keeps pipelines, rules and defaults for a moment: a burst of
+// uploads is routed without reading the same pipeline once per document.
+// A change to a pipeline or rule applies to files routed after ttl (runs
+// copy their pipeline's steps when routed, so a cached pipeline is never
+// half-applied).
+type routeCache struct {
+	e   *Engine
+	ttl time.Duration
+
+	mu        sync.Mutex
+	pipelines map[int64]cached[*docflow.Pipeline]
+	ruleSets  map[string]cached[[]*docflow.RoutingRule]
+	defaults  map[string]cached[*docflow.Pipeline]
+}
+
+type cached[T any] struct {
+	v   T
+	err error
+	at  time.Time
+}
+
+func newRouteCache(e *Engine, ttl time.Duration) *routeCache {
+	return &routeCache{e: e, ttl: ttl, pipelines: map[int64]cached[*docflow.Pipeline]{},
+		ruleSets: map[string]cached[[]*docflow.RoutingRule]{}, defaults: map[string]cached[*docflow.Pipeline]{}}
+}
+
+func ownerKey(owner *string) string {
+	if owner == nil {
+		return "\x00system"
+	}
+	return *owner
+}
+
+// lookup returns m[k] when fresh, else loads, caching values and ENOTFOUND.
+func lookup[K comparable, T any](c *routeCache, m map[K]cached[T], k K, load func() (T, error)) (T, error) {
+	now := c.e.now()
+	c.mu.Lock()
+	if v, ok := m[k]; ok && now.Sub(v.at) < c.ttl {
+		c.mu.Unlock()
+		return v.v, v.err
+	}
+	c.mu.Unlock()
+	v, err := load()
+	if err != nil && docflow.ErrorCode(err) != docflow.ENOTFOUND {
+		return v, err
+	}
+	c.mu.Lock()
+	if len(m) > 10000 {
+		clear(m)
+	}
+	m[k] = cached[T]{v: v, err: err, at: now}
+	c.mu.Unlock()
+	return v, err
+}
+
+func (c *routeCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	clear(c.pipelines)
+	clear(c.ruleSets)
+	clear(c.defaults)
+}
+
+func (c *routeCache) pipeline(ctx context.Context, id int64) (*docflow.Pipeline, error) {
+	return lookup(c, c.pipelines, id, func() (*docflow.Pipeline, error) { return c.e.pipelines.FindPipelineByID(ctx, id) })
+}
+
+func (c *routeCache) rules(ctx context.Context, owner *string) ([]*docflow.RoutingRule, error) {
+	return lookup(c, c.ruleSets, ownerKey(owner), func() ([]*docflow.RoutingRule, error) { return c.e.routing.ActiveRules(ctx, owner) })
+}
+
+func (c *routeCache) defaultPipeline(ctx context.Context, owner *string) (*docflow.Pipeline, error) {
+	return lookup(c, c.defaults, ownerKey(owner), func() (*docflow.Pipeline, error) { return c.e.pipelines.DefaultPipeline(ctx, owner) })
 }

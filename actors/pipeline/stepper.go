@@ -109,7 +109,7 @@ func (sc *stepConsumer) process(d *streams.Delivery, task streams.StepTask) {
 		err := e.withDB("claim step", func(ctx context.Context) error {
 			var err error
 			claim, err = e.store.ClaimStep(ctx, postgres.ClaimRequest{RunID: task.RunID, Position: task.Position,
-				Attempt: task.Attempt, Worker: e.cfg.WorkerID, TTL: e.leaseTTL})
+				Attempt: task.Attempt, Worker: e.cfg.WorkerID, TTL: e.leaseTTL, DeadAfter: 5 * e.cfg.Heartbeat})
 			return err
 		})
 		if err != nil {
@@ -232,13 +232,20 @@ func (sc *stepConsumer) recordSuccess(rec postgres.StepRecord, claim *postgres.C
 		}
 		msgs = append(msgs, m)
 	}
-	return e.withDB("record step", func(ctx context.Context) error {
-		ok, err := e.store.CompleteStep(ctx, rec, msgs...)
-		if err == nil && !ok {
-			e.log.Info().Str("run", rec.RunID).Int("position", rec.Position).Msg("step result not recorded: the step was taken over or recorded already")
-		}
+	var w *postgres.Written
+	err := e.withDB("record step", func(ctx context.Context) error {
+		var err error
+		w, err = e.store.CompleteStep(ctx, rec, msgs...)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	if !w.Recorded {
+		e.log.Info().Str("run", rec.RunID).Int("position", rec.Position).Msg("step result not recorded: the step was taken over or recorded already")
+	}
+	e.direct.send(e.ctx, msgs, w.OutboxIDs)
+	return nil
 }
 
 func (sc *stepConsumer) recordFailure(rec postgres.StepRecord, task streams.StepTask, f *docflow.File, runErr error) error {
@@ -260,10 +267,16 @@ func (sc *stepConsumer) recordFailure(rec postgres.StepRecord, task streams.Step
 		if err != nil {
 			return err
 		}
-		return e.withDB("record retry", func(ctx context.Context) error {
-			_, err := e.store.RetryStep(ctx, rec, m)
+		var w *postgres.Written
+		err = e.withDB("record retry", func(ctx context.Context) error {
+			var err error
+			w, err = e.store.RetryStep(ctx, rec, m)
 			return err
 		})
+		if err == nil {
+			e.direct.send(e.ctx, []streams.OutboxMessage{m}, w.OutboxIDs)
+		}
+		return err
 	}
 	rec.Message = fmt.Sprintf("Failed after %d attempt(s) (%s): %s", task.Attempt, class, reason)
 	if permanent(runErr) {
@@ -278,10 +291,16 @@ func (sc *stepConsumer) recordFailure(rec postgres.StepRecord, task streams.Step
 	if err != nil {
 		return err
 	}
-	return e.withDB("record failure", func(ctx context.Context) error {
-		_, err := e.store.FailStep(ctx, rec, dl, ev)
+	var w *postgres.Written
+	err = e.withDB("record failure", func(ctx context.Context) error {
+		var err error
+		w, err = e.store.FailStep(ctx, rec, dl, ev)
 		return err
 	})
+	if err == nil {
+		e.direct.send(e.ctx, []streams.OutboxMessage{dl, ev}, w.OutboxIDs)
+	}
+	return err
 }
 
 // cloneFile returns a deep copy of the step-writable parts of f, so the

@@ -141,7 +141,7 @@ func TestDelayRelayWaitsUntilDue(t *testing.T) {
 	}()
 	select {
 	case out := <-pub.ch:
-		if time.Now().Before(due) {
+		if time.Now().Before(time.UnixMilli(due.UnixMilli())) {
 			t.Fatal("published before due")
 		}
 		if out.Topic != "docflow.steps.ocr" || string(out.Value) != "task" || streams.HeaderValue(out, HeaderDueAt) != "" ||

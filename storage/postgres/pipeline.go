@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -400,12 +399,4 @@ func wrapErr(what string, err error) error {
 		return err
 	}
 	return fmt.Errorf("%s: %w", what, err)
-}
-
-// ownerKey is the owner id as the unique indexes see it.
-func ownerKey(ownerID *string) string {
-	if ownerID == nil {
-		return ""
-	}
-	return strings.TrimSpace(*ownerID)
 }

@@ -205,25 +205,46 @@ func (s *RoutingService) ReorderRules(ctx context.Context, ownerID *string, ids 
 	return out, nil
 }
 
-// Route evaluates the active rules whose target pipeline is active: the
-// owner's first, then the system's, each by position; the first match wins.
-func (s *RoutingService) Route(ctx context.Context, ownerID *string, in docflow.RoutingInput) (*docflow.RoutingRule, *docflow.Pipeline, error) {
+// ActiveRules returns the active rules that apply to the owner, whose
+// target pipeline is active: the owner's first, then the system's, each by
+// position (the order Route evaluates them in).
+func (s *RoutingService) ActiveRules(ctx context.Context, ownerID *string) ([]*docflow.RoutingRule, error) {
 	rules, err := collectRules(s.db.Pool.Query(ctx, `SELECT `+prefixed("r.", ruleCols)+` FROM routing_rules r
 		JOIN pipelines p ON p.id = r.target_pipeline_id AND p.is_active
 		WHERE r.is_active AND (r.owner_id IS NULL OR r.owner_id = $1)
 		ORDER BY r.owner_id IS NULL, r.position, r.id`, ownerID))
 	if err != nil {
-		return nil, nil, fmt.Errorf("route: %w", err)
+		return nil, fmt.Errorf("active routing rules: %w", err)
 	}
+	return rules, nil
+}
+
+// Route evaluates the active rules whose target pipeline is active: the
+// owner's first, then the system's, each by position; the first match wins.
+func (s *RoutingService) Route(ctx context.Context, ownerID *string, in docflow.RoutingInput) (*docflow.RoutingRule, *docflow.Pipeline, error) {
+	rules, err := s.ActiveRules(ctx, ownerID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return MatchRules(ctx, rules, in, s.pipelines.FindPipelineByID)
+}
+
+// MatchRules returns the first rule of rules matching in, with its target
+// pipeline (looked up with find; rules whose pipeline is gone are skipped).
+func MatchRules(ctx context.Context, rules []*docflow.RoutingRule, in docflow.RoutingInput,
+	find func(context.Context, int64) (*docflow.Pipeline, error)) (*docflow.RoutingRule, *docflow.Pipeline, error) {
 	for _, r := range rules {
 		if !r.Matches(in) {
 			continue
 		}
-		p, err := s.pipelines.FindPipelineByID(ctx, r.TargetPipelineID)
+		p, err := find(ctx, r.TargetPipelineID)
 		if docflow.ErrorCode(err) == docflow.ENOTFOUND {
 			continue // deleted meanwhile
 		} else if err != nil {
 			return nil, nil, err
+		}
+		if !p.IsActive {
+			continue
 		}
 		return r, p, nil
 	}

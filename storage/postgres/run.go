@@ -20,7 +20,12 @@ import (
 // the outbox messages for what comes next, in one transaction, and is
 // guarded so that a repeated write (a redelivered task, a retried commit)
 // changes nothing.
-type RunStore struct{ db *DB }
+type RunStore struct {
+	db *DB
+	// direct > 0: outbox rows are written for write-through (see
+	// WithDirectOutbox).
+	direct time.Duration
+}
 
 var _ docflow.RunService = (*RunStore)(nil)
 
@@ -30,6 +35,105 @@ func NewRunStore(db *DB) *RunStore {
 		panic("postgres: NewRunStore needs a DB")
 	}
 	return &RunStore{db: db}
+}
+
+// WithDirectOutbox returns a store whose writes prepare their outbox rows
+// for write-through: the caller publishes them itself right after the
+// commit and marks them sent (MarkSent). The rows wake no relay and become
+// due only after grace, so the relay publishes them only when the caller
+// could not (it died, the broker was down). Every recording method then
+// returns the ids of the rows it wrote.
+func (s *RunStore) WithDirectOutbox(grace time.Duration) *RunStore {
+	return &RunStore{db: s.db, direct: grace}
+}
+
+// Written is what a recording method wrote.
+type Written struct {
+	// Recorded is false when the write was refused by its guard (the step
+	// is no longer the caller's, the run was routed already…): nothing was
+	// written.
+	Recorded bool
+	// OutboxIDs are the outbox rows written (write-through stores only).
+	OutboxIDs []int64
+}
+
+// enqueue writes msgs as outbox rows in tx: through streams.Enqueue, or for
+// write-through quiet and held back for the grace, returning their ids.
+//
+// NOTE: the write-through insert mirrors streams.Enqueue's; the two must
+// agree on the outbox columns.
+func (s *RunStore) enqueue(ctx context.Context, tx pgx.Tx, msgs []streams.OutboxMessage) ([]int64, error) {
+	if s.direct <= 0 || len(msgs) == 0 {
+		return nil, streams.Enqueue(ctx, tx, msgs...)
+	}
+	a, err := outboxArrays(msgs)
+	if err != nil {
+		return nil, err
+	}
+	var ids []int64
+	err = tx.QueryRow(ctx, `
+		WITH q AS (SELECT set_config('docflow.outbox_quiet', 'on', true)),
+		o AS (
+			INSERT INTO outbox (topic, key, payload, headers, available_at)
+			SELECT t, k, p, h::jsonb, COALESCE(a, now() + $6 * interval '1 millisecond')
+			FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::timestamptz[]) WITH ORDINALITY AS m(t, k, p, h, a, n), q
+			ORDER BY n
+			RETURNING id
+		)
+		SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM o`,
+		a.topics, a.keys, a.payloads, a.headers, a.avail, s.direct.Milliseconds()).Scan(&ids)
+	if err != nil {
+		return nil, fmt.Errorf("enqueue %d outbox messages: %w", len(msgs), err)
+	}
+	return ids, nil
+}
+
+type outboxCols struct {
+	topics, keys, headers []string
+	payloads              [][]byte
+	avail                 []*time.Time
+}
+
+func outboxArrays(msgs []streams.OutboxMessage) (outboxCols, error) {
+	a := outboxCols{topics: make([]string, len(msgs)), keys: make([]string, len(msgs)), headers: make([]string, len(msgs)),
+		payloads: make([][]byte, len(msgs)), avail: make([]*time.Time, len(msgs))}
+	for i, m := range msgs {
+		if m.Topic == "" {
+			return a, fmt.Errorf("outbox message %d: empty topic", i)
+		}
+		a.topics[i], a.keys[i], a.payloads[i] = m.Topic, m.Key, m.Payload
+		if a.payloads[i] == nil {
+			a.payloads[i] = []byte{}
+		}
+		h := m.Headers
+		if h == nil {
+			h = map[string]string{}
+		}
+		b, err := json.Marshal(h)
+		if err != nil {
+			return a, fmt.Errorf("outbox message %d: headers: %w", i, err)
+		}
+		a.headers[i] = string(b)
+		if !m.AvailableAt.IsZero() {
+			t := m.AvailableAt
+			a.avail[i] = &t
+		}
+	}
+	return a, nil
+}
+
+// MarkSent marks write-through rows published. It commits asynchronously:
+// a lost mark only makes the relay publish the rows again.
+func (s *RunStore) MarkSent(ctx context.Context, ids []int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := s.db.Pool.Exec(ctx, `WITH c AS (SELECT set_config('synchronous_commit', 'off', true))
+		UPDATE outbox SET sent_at = now() FROM c WHERE id = ANY($1) AND sent_at IS NULL`, ids)
+	if err != nil {
+		return fmt.Errorf("mark outbox rows sent: %w", err)
+	}
+	return nil
 }
 
 // DB returns the database the store writes to.
@@ -53,6 +157,9 @@ type ClaimRequest struct {
 	Attempt  int
 	Worker   string
 	TTL      time.Duration
+	// DeadAfter: a lease holder without a heartbeat for this long is dead
+	// (default 10 s).
+	DeadAfter time.Duration
 }
 
 // Claim is the answer to a ClaimRequest.
@@ -71,13 +178,26 @@ type Claim struct {
 // ClaimStep leases step Position of the run to Worker for TTL when the task
 // may run: the step is queued, waiting for this retry attempt, or running
 // under an expired lease (or one of Worker's own: a claim whose answer was
-// lost with the connection); the run is unfinished and is its file's
-// current run. The run and file become processing.
+// lost with the connection, or one of a worker whose heartbeat is older
+// than DeadAfter); the run is unfinished and is its file's current run. The
+// run and file become processing. One statement, one round trip.
+//
+// NOTE: the claim commits asynchronously (synchronous_commit off for its
+// transaction): losing it in a server crash only puts the step back to
+// where it was, and the step's result, committed synchronously later,
+// flushes the WAL up to and including the claim anyway.
 func (s *RunStore) ClaimStep(ctx context.Context, req ClaimRequest) (*Claim, error) {
 	c := &Claim{}
 	var cfg, opts []byte
 	var nextType *string
-	err := s.db.Pool.QueryRow(ctx, `
+	dead := req.DeadAfter
+	if dead <= 0 {
+		dead = 10 * time.Second
+	}
+	// c.* is the file's columns, then run_id, position, step_type, label,
+	// config, options.
+	extra := []any{new(string), new(int), &c.Step.StepType, &c.Step.Label, &cfg, &opts, &nextType, &c.Total, new(string)}
+	f, err := scanFile(extraRow{s.db.Pool.QueryRow(ctx, `
 		WITH c AS (
 			UPDATE run_steps rs SET status='running', attempts=$3, started_at=now(), finished_at=NULL,
 				lease_owner=$4, lease_until=now() + $5 * interval '1 millisecond'
@@ -87,21 +207,25 @@ func (s *RunStore) ClaimStep(ctx context.Context, req ClaimRequest) (*Claim, err
 			  AND (rs.status='queued'
 			       OR (rs.status='retrying' AND $3 > rs.attempts)
 			       OR (rs.status='running' AND $3 >= rs.attempts
-			           AND (rs.lease_until IS NULL OR rs.lease_until < now() OR rs.lease_owner = $4)))
-			RETURNING rs.run_id, rs.position, rs.step_type, rs.label, rs.config, r.file_id, r.options
+			           AND (rs.lease_until IS NULL OR rs.lease_until < now() OR rs.lease_owner = $4
+			                OR NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = rs.lease_owner
+			                               AND w.last_seen > now() - $6 * interval '1 millisecond'))))
+			RETURNING `+fileColsText+`, rs.run_id, rs.position, rs.step_type, rs.label, rs.config, r.options
 		), r AS (
+			-- Only the first claim changes the run (the step results note
+			-- its progress).
 			UPDATE runs SET status='processing', started_at=COALESCE(started_at, now()), updated_at=now()
-			FROM c WHERE runs.id = c.run_id
-		), f AS (
+			FROM c WHERE runs.id = c.run_id AND runs.status = 'pending'
+		), fs AS (
 			UPDATE files SET status='processing', updated_at=now()
-			FROM c WHERE files.id = c.file_id AND files.status = 'pending'
+			FROM c WHERE files.id = c.id AND files.status = 'pending'
 		)
-		SELECT c.step_type, c.label, c.config, c.file_id, c.options,
+		SELECT c.*,
 			(SELECT n.step_type FROM run_steps n WHERE n.run_id=c.run_id AND n.position=c.position+1),
-			(SELECT count(*) FROM run_steps t WHERE t.run_id=c.run_id)
+			(SELECT count(*) FROM run_steps t WHERE t.run_id=c.run_id),
+			set_config('synchronous_commit', 'off', true)
 		FROM c`,
-		req.RunID, req.Position, req.Attempt, req.Worker, req.TTL.Milliseconds()).
-		Scan(&c.Step.StepType, &c.Step.Label, &cfg, new(int64), &opts, &nextType, &c.Total)
+		req.RunID, req.Position, req.Attempt, req.Worker, req.TTL.Milliseconds(), dead.Milliseconds()), extra}, true)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.whyNotClaimed(ctx, req)
 	}
@@ -119,14 +243,19 @@ func (s *RunStore) ClaimStep(ctx context.Context, req ClaimRequest) (*Claim, err
 	if nextType != nil {
 		c.Next = &docflow.RunStep{RunID: req.RunID, Position: req.Position + 1, StepType: *nextType, Status: docflow.StepQueued}
 	}
-	c.File, err = scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileColsText+` FROM files f
-		WHERE f.id = (SELECT file_id FROM runs WHERE id=$1)`, req.RunID), true)
-	if err != nil {
-		return nil, fmt.Errorf("claim step %s/%d: load file: %w", req.RunID, req.Position, err)
-	}
+	c.File = f
 	c.File.Status = docflow.StatusProcessing
 	return c, nil
 }
+
+// extraRow scans a row whose leading columns are a file's, followed by
+// extra ones.
+type extraRow struct {
+	pgx.Row
+	extra []any
+}
+
+func (r extraRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.extra...)...) }
 
 // whyNotClaimed tells a finished or stale task from a busy step, and marks
 // a run whose file moved on to a newer run as superseded.
@@ -197,30 +326,33 @@ type StepRecord struct {
 // CompleteStep records a successful attempt: the step result, the log row,
 // the file's changed fields, the embedding and deliveries, the end of the
 // run when FinishRun is set, and msgs (the next task or the completion
-// event). It returns false, writing nothing, when the caller no longer
+// event). Nothing is written (Recorded false) when the caller no longer
 // holds the step (recorded already, or its lease was taken over).
-func (s *RunStore) CompleteStep(ctx context.Context, rec StepRecord, msgs ...streams.OutboxMessage) (bool, error) {
+func (s *RunStore) CompleteStep(ctx context.Context, rec StepRecord, msgs ...streams.OutboxMessage) (*Written, error) {
 	return s.recordStep(ctx, rec, msgs)
 }
 
 // RetryStep records a failed attempt that will be retried: the step waits
 // in status retrying; msgs carries the delayed task.
-func (s *RunStore) RetryStep(ctx context.Context, rec StepRecord, msgs ...streams.OutboxMessage) (bool, error) {
+func (s *RunStore) RetryStep(ctx context.Context, rec StepRecord, msgs ...streams.OutboxMessage) (*Written, error) {
 	rec.Status, rec.FinishRun, rec.After = docflow.StepRetrying, "", nil
 	return s.recordStep(ctx, rec, msgs)
 }
 
 // FailStep records the last failed attempt: the step, the run and the file
 // become failed; msgs carries the dead letter and the failure event.
-func (s *RunStore) FailStep(ctx context.Context, rec StepRecord, msgs ...streams.OutboxMessage) (bool, error) {
+func (s *RunStore) FailStep(ctx context.Context, rec StepRecord, msgs ...streams.OutboxMessage) (*Written, error) {
 	rec.Status, rec.FinishRun, rec.After = docflow.StepFailed, docflow.RunFailed, nil
 	return s.recordStep(ctx, rec, msgs)
 }
 
-func (s *RunStore) recordStep(ctx context.Context, rec StepRecord, msgs []streams.OutboxMessage) (bool, error) {
-	recorded := false
+func (s *RunStore) recordStep(ctx context.Context, rec StepRecord, msgs []streams.OutboxMessage) (*Written, error) {
+	if rec.Embedding == nil && len(rec.Deliveries) == 0 && !fileChanged(rec) {
+		return s.recordStepFast(ctx, rec, msgs)
+	}
+	w := &Written{}
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
-		recorded = false
+		*w = Written{}
 		finished := "finished_at = now()"
 		if rec.Status == docflow.StepRetrying {
 			finished = "finished_at = NULL"
@@ -243,7 +375,7 @@ func (s *RunStore) recordStep(ctx context.Context, rec StepRecord, msgs []stream
 		if err != nil {
 			return err
 		}
-		recorded = true
+		w.Recorded = true
 		if err := saveFileChanges(ctx, tx, rec); err != nil {
 			return err
 		}
@@ -266,12 +398,92 @@ func (s *RunStore) recordStep(ctx context.Context, rec StepRecord, msgs []stream
 		if err := finishRun(ctx, tx, rec.RunID, rec.FileID, rec.FinishRun, rec.Message); err != nil {
 			return err
 		}
-		return streams.Enqueue(ctx, tx, msgs...)
+		w.OutboxIDs, err = s.enqueue(ctx, tx, msgs)
+		return err
 	})
 	if err != nil {
-		return false, fmt.Errorf("record step %s/%d: %w", rec.RunID, rec.Position, err)
+		return nil, fmt.Errorf("record step %s/%d: %w", rec.RunID, rec.Position, err)
 	}
-	return recorded, nil
+	return w, nil
+}
+
+// recordStepFast is recordStep for a result that changes nothing but the
+// run: one statement (an implicit transaction), one round trip.
+//
+// NOTE: the outbox insert mirrors streams.Enqueue's; the two must agree on
+// the outbox columns.
+func (s *RunStore) recordStepFast(ctx context.Context, rec StepRecord, msgs []streams.OutboxMessage) (*Written, error) {
+	a, err := outboxArrays(msgs)
+	if err != nil {
+		return nil, fmt.Errorf("record step %s/%d: %w", rec.RunID, rec.Position, err)
+	}
+	finished := "now()"
+	if rec.Status == docflow.StepRetrying {
+		finished = "NULL"
+	}
+	runMessage := rec.Message
+	if rec.FinishRun == docflow.RunCompleted || rec.FinishRun == docflow.RunDuplicate {
+		runMessage = ""
+	}
+	quiet := "off"
+	if s.direct > 0 {
+		quiet = "on"
+	}
+	w := &Written{}
+	var n int
+	var ids []int64
+	err = s.db.Pool.QueryRow(ctx, `
+		WITH s AS (
+			UPDATE run_steps SET status=$5, message=$6, finished_at=`+finished+`, lease_owner='', lease_until=NULL
+			WHERE run_id=$1 AND position=$2 AND attempts=$3 AND lease_owner=$4 AND status='running'
+			RETURNING run_id
+		), l AS (
+			INSERT INTO processing_logs (file_id, task_id, step_name, status, message)
+			SELECT $7, $1, $8, $5, $6 FROM s
+		), r AS (
+			UPDATE runs SET updated_at=now(),
+				status = CASE WHEN $9 = '' THEN status ELSE $9 END,
+				message = CASE WHEN $9 = '' THEN message ELSE $10 END,
+				finished_at = CASE WHEN $9 = '' THEN finished_at ELSE now() END
+			WHERE id=$1 AND EXISTS (SELECT 1 FROM s)
+		), f AS (
+			UPDATE files SET status=$9, updated_at=now()
+			WHERE $9 <> '' AND id=$7 AND (task_id=$1 OR task_id='') AND EXISTS (SELECT 1 FROM s)
+		), o AS (
+			INSERT INTO outbox (topic, key, payload, headers, available_at)
+			SELECT t, k, p, h::jsonb, COALESCE(a, now() + $17 * interval '1 millisecond')
+			FROM unnest($11::text[], $12::text[], $13::bytea[], $14::text[], $15::timestamptz[]) WITH ORDINALITY AS m(t, k, p, h, a, n)
+			WHERE EXISTS (SELECT 1 FROM s)
+			ORDER BY n
+			RETURNING id
+		)
+		-- NOTE: set_config runs while the statement executes, before the
+		-- outbox trigger fires at its end.
+		SELECT (SELECT count(*) FROM s), (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM o),
+			set_config('docflow.outbox_quiet', $16, true)`,
+		rec.RunID, rec.Position, rec.Attempt, rec.Worker, rec.Status, rec.Message, rec.FileID, rec.StepType,
+		rec.FinishRun, runMessage, a.topics, a.keys, a.payloads, a.headers, a.avail, quiet, max(0, s.direct.Milliseconds())).
+		Scan(&n, &ids, new(string))
+	if err != nil {
+		return nil, fmt.Errorf("record step %s/%d: %w", rec.RunID, rec.Position, err)
+	}
+	w.Recorded = n == 1
+	if s.direct > 0 {
+		w.OutboxIDs = ids
+	}
+	return w, nil
+}
+
+// fileChanged reports whether the step changed a step-writable field.
+func fileChanged(rec StepRecord) bool {
+	if rec.Before == nil || rec.After == nil {
+		return false
+	}
+	b, a := rec.Before, rec.After
+	return a.ProcessedBlob != b.ProcessedBlob || !reflect.DeepEqual(a.DocumentTitle, b.DocumentTitle) ||
+		a.OCRText != b.OCRText || !reflect.DeepEqual(a.OCRQualityScore, b.OCRQualityScore) ||
+		!reflect.DeepEqual(a.AIMetadata, b.AIMetadata) || a.Language != b.Language ||
+		!reflect.DeepEqual(a.StorageProvider, b.StorageProvider) || !reflect.DeepEqual(a.DuplicateOf, b.DuplicateOf)
 }
 
 // finishRun ends the run with status (nothing when ""), or just notes its
@@ -378,20 +590,17 @@ type RoutingState struct {
 func (s *RunStore) RunForRouting(ctx context.Context, runID string) (*RoutingState, error) {
 	st := &RoutingState{RunID: runID}
 	var opts []byte
-	var fileID int64
-	err := s.db.Pool.QueryRow(ctx, `SELECT r.status, r.pipeline_id, r.options, r.file_id,
-		EXISTS (SELECT 1 FROM run_steps WHERE run_id = r.id) FROM runs r WHERE r.id=$1`, runID).
-		Scan(&st.Status, &st.PipelineID, &opts, &fileID, &st.Routed)
+	f, err := scanFile(extraRow{s.db.Pool.QueryRow(ctx, `SELECT `+fileCols+`, r.status, r.pipeline_id, r.options,
+		EXISTS (SELECT 1 FROM run_steps WHERE run_id = r.id)
+		FROM runs r JOIN files f ON f.id = r.file_id WHERE r.id=$1`, runID),
+		[]any{&st.Status, &st.PipelineID, &opts, &st.Routed}}, false)
 	if err != nil {
 		return nil, notFound(err, "Run not found")
 	}
 	if err := unmarshalObject(opts, &st.Options); err != nil {
 		return nil, err
 	}
-	st.File, err = scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileCols+` FROM files f WHERE f.id=$1`, fileID), false)
-	if err != nil {
-		return nil, notFound(err, "File not found")
-	}
+	st.File = f
 	return st, nil
 }
 
@@ -401,55 +610,74 @@ func (s *RunStore) RunForRouting(ctx context.Context, runID string) (*RoutingSta
 // once). It returns false, writing nothing, when the run was routed
 // already or is no longer pending.
 func (s *RunStore) StartRun(ctx context.Context, runID string, fileID int64, pipelineID *int64, steps []*docflow.PipelineStep,
-	logMessage string, msgs ...streams.OutboxMessage) (bool, error) {
-	started := false
-	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
-		started = false
-		tag, err := tx.Exec(ctx, `UPDATE runs SET pipeline_id=$2, updated_at=now()
-			WHERE id=$1 AND status='pending' AND NOT EXISTS (SELECT 1 FROM run_steps WHERE run_id=$1)`, runID, pipelineID)
+	logMessage string, msgs ...streams.OutboxMessage) (*Written, error) {
+	types := make([]string, len(steps))
+	labels := make([]string, len(steps))
+	configs := make([]string, len(steps))
+	for i, st := range steps {
+		types[i], labels[i] = st.StepType, st.Label
+		cfg := st.Config
+		if cfg == nil {
+			cfg = map[string]any{}
+		}
+		b, err := json.Marshal(cfg)
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("start run %s: step config: %w", runID, err)
 		}
-		if tag.RowsAffected() == 0 {
-			return nil
-		}
-		started = true
-		types := make([]string, len(steps))
-		labels := make([]string, len(steps))
-		configs := make([]string, len(steps))
-		for i, st := range steps {
-			types[i], labels[i] = st.StepType, st.Label
-			cfg := st.Config
-			if cfg == nil {
-				cfg = map[string]any{}
-			}
-			b, err := json.Marshal(cfg)
-			if err != nil {
-				return fmt.Errorf("step config: %w", err)
-			}
-			configs[i] = string(b)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO run_steps (run_id, position, step_type, label, config, status)
-			SELECT $1, n - 1, t, l, c::jsonb, 'queued'
-			FROM unnest($2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS u(t, l, c, n)`,
-			runID, types, labels, configs); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO processing_logs (file_id, task_id, step_name, status, message)
-			VALUES ($1, $2, 'pipeline', 'queued', $3)`, fileID, runID, logMessage); err != nil {
-			return err
-		}
-		if len(steps) == 0 {
-			if err := finishRun(ctx, tx, runID, fileID, docflow.RunCompleted, ""); err != nil {
-				return err
-			}
-		}
-		return streams.Enqueue(ctx, tx, msgs...)
-	})
-	if err != nil {
-		return false, fmt.Errorf("start run %s: %w", runID, err)
+		configs[i] = string(b)
 	}
-	return started, nil
+	a, err := outboxArrays(msgs)
+	if err != nil {
+		return nil, fmt.Errorf("start run %s: %w", runID, err)
+	}
+	quiet := "off"
+	if s.direct > 0 {
+		quiet = "on"
+	}
+	// An empty pipeline completes the run at once.
+	final := ""
+	if len(steps) == 0 {
+		final = docflow.RunCompleted
+	}
+	var n int
+	var ids []int64
+	err = s.db.Pool.QueryRow(ctx, `
+		WITH r AS (
+			UPDATE runs SET pipeline_id=$2, updated_at=now(),
+				status = CASE WHEN $9 = '' THEN status ELSE $9 END,
+				finished_at = CASE WHEN $9 = '' THEN NULL ELSE now() END
+			WHERE id=$1 AND status='pending' AND NOT EXISTS (SELECT 1 FROM run_steps WHERE run_id=$1)
+			RETURNING id
+		), st AS (
+			INSERT INTO run_steps (run_id, position, step_type, label, config, status)
+			SELECT r.id, u.n - 1, u.t, u.l, u.c::jsonb, 'queued'
+			FROM r, unnest($3::text[], $4::text[], $5::text[]) WITH ORDINALITY AS u(t, l, c, n)
+		), l AS (
+			INSERT INTO processing_logs (file_id, task_id, step_name, status, message)
+			SELECT $6, r.id, 'pipeline', 'queued', $7 FROM r
+		), f AS (
+			UPDATE files SET status=$9, updated_at=now()
+			WHERE $9 <> '' AND id=$6 AND (task_id=$1 OR task_id='') AND EXISTS (SELECT 1 FROM r)
+		), o AS (
+			INSERT INTO outbox (topic, key, payload, headers, available_at)
+			SELECT t, k, p, h::jsonb, COALESCE(a, now() + $15 * interval '1 millisecond')
+			FROM unnest($10::text[], $11::text[], $12::bytea[], $13::text[], $14::timestamptz[]) WITH ORDINALITY AS m(t, k, p, h, a, n)
+			WHERE EXISTS (SELECT 1 FROM r)
+			ORDER BY n
+			RETURNING id
+		)
+		SELECT (SELECT count(*) FROM r), (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM o),
+			set_config('docflow.outbox_quiet', $8, true)`,
+		runID, pipelineID, types, labels, configs, fileID, logMessage, quiet, final,
+		a.topics, a.keys, a.payloads, a.headers, a.avail, max(0, s.direct.Milliseconds())).Scan(&n, &ids, new(string))
+	if err != nil {
+		return nil, fmt.Errorf("start run %s: %w", runID, err)
+	}
+	w := &Written{Recorded: n == 1}
+	if s.direct > 0 && w.Recorded {
+		w.OutboxIDs = ids
+	}
+	return w, nil
 }
 
 // StalledRun is an unfinished run without progress.

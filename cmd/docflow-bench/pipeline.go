@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+
+	"docflow"
+	"docflow/actors"
+	"docflow/actors/pipeline"
+	"docflow/storage/postgres"
+	"docflow/streams"
+)
+
+// pipelineBenchSteps is the length of the benchmark pipeline.
+const pipelineBenchSteps = 8
+
+// benchPipeline measures the pipeline engine on the embedded broker with a
+// pipeline of 8 test steps that do nothing: document throughput beside the
+// raw kafka-go baseline for the same number of messages, the latency of one
+// document on an idle system, and 10 000 documents queued at once (peak
+// memory, lag draining to zero).
+func benchPipeline(ctx context.Context, r *Report) error {
+	// Latency on an idle system.
+	lat, err := benchPipelineLatency(ctx, 40)
+	if err != nil {
+		return err
+	}
+	r.AtMost("pipeline", fmt.Sprintf("p50 latency of one document through %d steps, idle", pipelineBenchSteps), lat.p50, "ms", 100)
+	r.Add(Row{Section: "pipeline", Name: fmt.Sprintf("p95 latency of one document through %d steps, idle", pipelineBenchSteps),
+		Value: lat.p95, Unit: "ms", Target: "info", Pass: true})
+
+	// Throughput, then the same number of messages through raw kafka-go.
+	const docs = 3000
+	perSec, err := benchPipelineThroughput(ctx, docs)
+	if err != nil {
+		return err
+	}
+	// Each document crosses the broker 1 + 8 times (file.ingested, then one
+	// task per step): the baseline moves as many messages.
+	msgs := docs * (1 + pipelineBenchSteps)
+	base, err := benchKafkaBaseline(ctx, r, msgs)
+	if err != nil {
+		return err
+	}
+	baseDocs := base / float64(1+pipelineBenchSteps)
+	r.Add(Row{Section: "pipeline", Name: fmt.Sprintf("throughput, %d docs x %d no-op steps (baseline: raw msgs/%d)", docs, pipelineBenchSteps, 1+pipelineBenchSteps),
+		Value: perSec, Unit: "docs/s", Baseline: baseDocs, Target: ">= 300 docs/s", Pass: perSec >= 300})
+
+	// 10 000 documents at once.
+	q, err := benchPipelineBacklog(ctx, 10000)
+	if err != nil {
+		return err
+	}
+	r.AtMost("pipeline", "peak RSS with 10000 documents queued at once", q.peakRSS, "MiB", 300)
+	r.Add(Row{Section: "pipeline", Name: "consumer lag after the 10000-document backlog drained", Value: float64(q.finalLag), Unit: "msgs",
+		Target: "0", Pass: q.finalLag == 0 && q.completed == 10000})
+	r.Add(Row{Section: "pipeline", Name: "time to drain 10000 documents", Value: q.drain.Seconds(), Unit: "s", Target: "info", Pass: q.completed == 10000})
+	return nil
+}
+
+// pipeBenchEnv is a database, an embedded broker, a relay and an engine.
+type pipeBenchEnv struct {
+	db       *postgres.DB
+	broker   *streams.Broker
+	prod     *streams.Producer
+	relay    *streams.Relay
+	engine   *pipeline.Engine
+	pipeline *docflow.Pipeline
+	close    func()
+}
+
+func newPipeBenchEnv(ctx context.Context) (*pipeBenchEnv, error) {
+	log := zerolog.New(io.Discard)
+	db, cleanup, err := postgres.OpenTestDB(ctx, "bench")
+	if err != nil {
+		return nil, fmt.Errorf("bench database: %w", err)
+	}
+	b := &pipeBenchEnv{db: db}
+	var closers []func()
+	closers = append(closers, cleanup)
+	b.close = func() {
+		for i := len(closers) - 1; i >= 0; i-- {
+			closers[i]()
+		}
+	}
+	fail := func(err error) (*pipeBenchEnv, error) { b.close(); return nil, err }
+	b.broker = streams.NewBroker(streams.BrokerConfig{Log: log})
+	if err := b.broker.Start(); err != nil {
+		return fail(err)
+	}
+	closers = append(closers, b.broker.Close)
+	brokers := b.broker.Addrs()
+	if b.prod, err = streams.NewProducer(streams.ProducerConfig{Brokers: brokers}); err != nil {
+		return fail(err)
+	}
+	closers = append(closers, func() { _ = b.prod.Close() })
+	if b.relay, err = streams.NewRelay(streams.RelayConfig{Pool: db.Pool, Publisher: b.prod, Log: log}); err != nil {
+		return fail(err)
+	}
+	ae, err := actors.NewEngine(log)
+	if err != nil {
+		return fail(err)
+	}
+	b.engine, err = pipeline.NewEngine(pipeline.Config{
+		DB: db, Brokers: brokers, Publisher: b.prod, Actors: ae, Log: log,
+		Registry:  pipeline.NewRegistry(pipeline.TestStep()),
+		StepTypes: []string{docflow.StepTest}, SkipRecovery: true,
+		RetryDelays: []time.Duration{time.Second}, Heartbeat: time.Second,
+		PoolSizes: map[string]int{docflow.StepTest: 64},
+	})
+	if err != nil {
+		return fail(err)
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := b.engine.Start(sctx); err != nil {
+		return fail(err)
+	}
+	b.relay.Start()
+	closers = append(closers, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = b.engine.Stop(sctx)
+		b.relay.Close()
+	})
+	p := &docflow.Pipeline{Name: "bench", IsActive: true}
+	for i := range pipelineBenchSteps {
+		p.Steps = append(p.Steps, &docflow.PipelineStep{StepType: docflow.StepTest, Label: fmt.Sprintf("noop %d", i+1), Enabled: true})
+	}
+	if err := postgres.NewPipelineService(db).CreatePipeline(ctx, p); err != nil {
+		return fail(err)
+	}
+	b.pipeline = p
+	// Let the consumer groups settle before measuring.
+	if err := b.waitDone(ctx, b.ingestN(ctx, 20), 60*time.Second); err != nil {
+		return fail(fmt.Errorf("warm-up: %w", err))
+	}
+	return b, nil
+}
+
+// ingestN records n files and their runs and enqueues their file.ingested,
+// as intake does, in transactions of up to 1000; it returns the run ids.
+func (b *pipeBenchEnv) ingestN(ctx context.Context, n int) []string {
+	runs := make([]string, 0, n)
+	for lo := 0; lo < n; lo += 1000 {
+		hi := min(lo+1000, n)
+		err := pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error {
+			ids := make([]string, hi-lo)
+			hashes := make([]string, hi-lo)
+			for i := range ids {
+				ids[i] = uuid.NewString()
+				hashes[i] = strings.ReplaceAll(uuid.NewString(), "-", "")
+			}
+			rows, err := tx.Query(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, pipeline_id, task_id)
+				SELECT h, 'bench-' || r || '.pdf', r || '.pdf', 1000, 'application/pdf', $3, r
+				FROM unnest($1::text[], $2::text[]) AS u(r, h) RETURNING id, task_id`, ids, hashes, b.pipeline.ID)
+			if err != nil {
+				return err
+			}
+			var msgs []streams.OutboxMessage
+			fileIDs := make([]int64, 0, len(ids))
+			runIDs := make([]string, 0, len(ids))
+			for rows.Next() {
+				var id int64
+				var run string
+				if err := rows.Scan(&id, &run); err != nil {
+					return err
+				}
+				fileIDs = append(fileIDs, id)
+				runIDs = append(runIDs, run)
+				payload, err := streams.Encode("ingest:"+run, time.Now(), streams.FileIngested{FileID: id, RunID: run, PipelineID: &b.pipeline.ID})
+				if err != nil {
+					return err
+				}
+				msgs = append(msgs, streams.OutboxMessage{Topic: streams.TopicFilesIngested, Key: streams.FileKey(id), Payload: payload})
+			}
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO runs (id, file_id, pipeline_id) SELECT r, f, $3 FROM unnest($1::text[], $2::bigint[]) AS u(r, f)`,
+				runIDs, fileIDs, b.pipeline.ID); err != nil {
+				return err
+			}
+			runs = append(runs, runIDs...)
+			return streams.Enqueue(ctx, tx, msgs...)
+		})
+		if err != nil {
+			panic(fmt.Sprintf("bench ingest: %v", err))
+		}
+	}
+	return runs
+}
+
+// waitDone waits until every run has completed.
+func (b *pipeBenchEnv) waitDone(ctx context.Context, runs []string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var done int
+		if err := b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE id = ANY($1) AND status='completed'`, runs).Scan(&done); err != nil {
+			return err
+		}
+		if done == len(runs) {
+			return nil
+		}
+		var failed int
+		_ = b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE id = ANY($1) AND status='failed'`, runs).Scan(&failed)
+		if failed > 0 {
+			return fmt.Errorf("%d runs failed", failed)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d runs completed after %s", done, len(runs), timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+type pipeLatencies struct{ p50, p95 float64 }
+
+func benchPipelineLatency(ctx context.Context, n int) (pipeLatencies, error) {
+	b, err := newPipeBenchEnv(ctx)
+	if err != nil {
+		return pipeLatencies{}, err
+	}
+	defer b.close()
+	var ms []float64
+	for range n {
+		runs := b.ingestN(ctx, 1)
+		if err := b.waitDone(ctx, runs, 30*time.Second); err != nil {
+			return pipeLatencies{}, err
+		}
+		// Both ends are the database's clock: the intake commit and the
+		// commit that completed the run.
+		var d float64
+		if err := b.db.Pool.QueryRow(ctx, `SELECT EXTRACT(EPOCH FROM finished_at - created_at) * 1000 FROM runs WHERE id=$1`, runs[0]).Scan(&d); err != nil {
+			return pipeLatencies{}, err
+		}
+		ms = append(ms, d)
+	}
+	sort.Float64s(ms)
+	return pipeLatencies{p50: ms[len(ms)/2], p95: ms[len(ms)*95/100]}, nil
+}
+
+func benchPipelineThroughput(ctx context.Context, n int) (float64, error) {
+	b, err := newPipeBenchEnv(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer b.close()
+	start := time.Now()
+	runs := b.ingestN(ctx, n)
+	if err := b.waitDone(ctx, runs, 10*time.Minute); err != nil {
+		return 0, err
+	}
+	return float64(n) / time.Since(start).Seconds(), nil
+}
+
+type pipeBacklog struct {
+	peakRSS   float64 // MiB
+	finalLag  int64
+	completed int
+	drain     time.Duration
+}
+
+func benchPipelineBacklog(ctx context.Context, n int) (pipeBacklog, error) {
+	b, err := newPipeBenchEnv(ctx)
+	if err != nil {
+		return pipeBacklog{}, err
+	}
+	defer b.close()
+	var out pipeBacklog
+	var mu sync.Mutex
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(50 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if rss, err := rssMiB(os.Getpid()); err == nil {
+				mu.Lock()
+				out.peakRSS = max(out.peakRSS, rss)
+				mu.Unlock()
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	start := time.Now()
+	runs := b.ingestN(ctx, n)
+	werr := b.waitDone(ctx, runs, 15*time.Minute)
+	out.drain = time.Since(start)
+	close(stop)
+	wg.Wait()
+	_ = b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE id = ANY($1) AND status='completed'`, runs).Scan(&out.completed)
+	if werr != nil {
+		return out, werr
+	}
+	in := pipeline.NewInspector(b.broker.Addrs(), postgres.NewRunStore(b.db), []string{docflow.StepTest})
+	// Offsets are committed every 100 ms: give the last commits a moment.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		lags, err := in.Lags(ctx)
+		if err != nil {
+			return out, err
+		}
+		out.finalLag = 0
+		for _, l := range lags {
+			out.finalLag += l
+		}
+		if out.finalLag == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return out, nil
+}
