@@ -67,6 +67,7 @@ func Catalogue() []SettingDef {
 		{Key: "STEP_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "600", Description: "Seconds one step attempt may run"},
 		{Key: "STEP_RETRY_DELAYS", Category: "Processing", Type: TypeList, Default: "60s,300s,900s", Description: "Retry delays of a failed step (jitter ±20 %)"},
 		{Key: "STEP_POOL_SIZES", Category: "Processing", Type: TypeString, Description: "Actors per step type, e.g. ocr=2,convert_to_pdf=2 (OCR defaults to the core count)"},
+		{Key: "ENABLE_TEST_STEP", Category: "Advanced", Type: TypeBool, Default: "false", Description: "Register the pipeline's test step type (fault drills, multi-process tests, benchmarks)"},
 		{Key: "STALLED_RUN_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "3600", Description: "Seconds after which a run with no progress is failed"},
 		{Key: "LOCAL_DESTINATION_DIR", Category: "Storage", Type: TypeString, Description: "Folder the send_to_destinations step copies processed files to"},
 		{Key: "LIBREOFFICE_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "120", Description: "Seconds a LibreOffice conversion may take"},

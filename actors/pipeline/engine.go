@@ -37,10 +37,13 @@ type Config struct {
 	Publisher streams.Publisher // re-publishes delayed tasks, writes dead letters
 	Actors    *actor.Engine
 	Registry  *Registry
-	Settings  docflow.SettingsService // optional: STEP_TIMEOUT, STEP_RETRY_DELAYS, STEP_POOL_SIZES, STALLED_RUN_TIMEOUT, KAFKA_PARTITIONS
-	Recorder  docflow.Recorder        // optional: step metrics
-	Blobs     docflow.BlobStore       // handed to steps
-	Log       zerolog.Logger
+	// Settings (optional): STEP_TIMEOUT, STEP_RETRY_DELAYS, STEP_POOL_SIZES,
+	// STALLED_RUN_TIMEOUT, KAFKA_PARTITIONS; ENABLE_TEST_STEP registers
+	// TestStep.
+	Settings docflow.SettingsService
+	Recorder docflow.Recorder  // optional: step metrics
+	Blobs    docflow.BlobStore // handed to steps
+	Log      zerolog.Logger
 
 	// WorkerID names this process in leases and heartbeats (default
 	// host-pid-random).
@@ -184,6 +187,11 @@ func NewEngine(cfg Config) (*Engine, error) {
 			cfg.Partitions = n
 		} else {
 			cfg.Partitions = streams.DefaultPartitions
+		}
+	}
+	if _, ok := cfg.Registry.Lookup(docflow.StepTest); !ok && cfg.Settings != nil && docflow.SettingBool(cfg.Settings, "ENABLE_TEST_STEP", false) {
+		if err := cfg.Registry.Register(TestStep()); err != nil {
+			return nil, fmt.Errorf("new pipeline engine: %w", err)
 		}
 	}
 	if cfg.StepTypes == nil {
