@@ -64,6 +64,9 @@ type Index struct {
 	exactLimit int
 	totalCap   int
 
+	// searchSlots admits one search per core at a time; see Search.
+	searchSlots chan struct{}
+
 	// writeMu orders writes so that the text index and the vector log apply
 	// concurrent updates of one document in the same order.
 	writeMu sync.Mutex
@@ -107,13 +110,14 @@ func Open(dir string, opts Options) (*Index, error) {
 		return nil, err
 	}
 	x := &Index{
-		idx:        idx,
-		vectors:    vs,
-		text:       idx.Mapping().AnalyzerNamed(textAnalyzer),
-		filename:   idx.Mapping().AnalyzerNamed(filenameAnalyzer),
-		batchSize:  opts.BatchSize,
-		exactLimit: opts.ExactLimit,
-		totalCap:   opts.TotalCap,
+		idx:         idx,
+		vectors:     vs,
+		text:        idx.Mapping().AnalyzerNamed(textAnalyzer),
+		filename:    idx.Mapping().AnalyzerNamed(filenameAnalyzer),
+		searchSlots: make(chan struct{}, runtime.GOMAXPROCS(0)),
+		batchSize:   opts.BatchSize,
+		exactLimit:  opts.ExactLimit,
+		totalCap:    opts.TotalCap,
 	}
 	if x.text == nil || x.filename == nil {
 		x.Close()

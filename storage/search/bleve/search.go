@@ -51,6 +51,18 @@ func (x *Index) Search(ctx context.Context, q docflow.SearchQuery) (*docflow.Sea
 	if x.closed.Load() {
 		return nil, errClosed
 	}
+	// NOTE: searches are CPU-bound and short (about a millisecond). With
+	// more of them than cores the Go scheduler time-slices them every 10 ms,
+	// and the unlucky ones wait several slices: at 8 clients on 2 cores the
+	// median stayed at 1 ms while p99 reached 100 ms. Admitting one search
+	// per core, in arrival order, keeps each one running to completion and
+	// the tail close to the queue length times the service time.
+	select {
+	case x.searchSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-x.searchSlots }()
 	perPage := q.PerPage
 	if perPage <= 0 {
 		perPage = DefaultPerPage
