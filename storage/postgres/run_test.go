@@ -1,0 +1,159 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"docflow"
+	"docflow/streams"
+)
+
+// newRun records a file with a routed run of n queued steps.
+func newRun(t *testing.T, db *DB, runID string, n int) int64 {
+	t.Helper()
+	ctx := context.Background()
+	var fileID int64
+	if err := db.Pool.QueryRow(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, task_id)
+		VALUES ($1, 'a.pdf', 's.pdf', 1, 'application/pdf', $1) RETURNING id`, runID).Scan(&fileID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO runs (id, file_id) VALUES ($1, $2)`, runID, fileID); err != nil {
+		t.Fatal(err)
+	}
+	steps := make([]*docflow.PipelineStep, n)
+	for i := range steps {
+		steps[i] = &docflow.PipelineStep{StepType: "test", Label: "t", Enabled: true}
+	}
+	w, err := NewRunStore(db).StartRun(ctx, runID, fileID, nil, steps, "routed")
+	if err != nil || !w.Recorded {
+		t.Fatalf("start run: %v %v", w, err)
+	}
+	return fileID
+}
+
+func TestClaimAndRecordAreIdempotent(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	s := NewRunStore(db)
+	fileID := newRun(t, db, "run-1", 2)
+	// Routing twice records the steps once.
+	if w, err := s.StartRun(ctx, "run-1", fileID, nil, nil, "again"); err != nil || w.Recorded {
+		t.Fatalf("second start: %v %v", w, err)
+	}
+	req := ClaimRequest{RunID: "run-1", Position: 0, Attempt: 1, Worker: "w1", TTL: time.Minute}
+	c, err := s.ClaimStep(ctx, req)
+	if err != nil || c.Outcome != ClaimOK || c.File.ID != fileID || c.Next == nil || c.Next.Position != 1 || c.Total != 2 {
+		t.Fatalf("claim: %+v %v", c, err)
+	}
+	var fs, rs string
+	_ = db.Pool.QueryRow(ctx, `SELECT f.status, r.status FROM files f JOIN runs r ON r.file_id=f.id WHERE r.id='run-1'`).Scan(&fs, &rs)
+	if fs != docflow.StatusProcessing || rs != docflow.RunProcessing {
+		t.Fatalf("after claim: file %s run %s", fs, rs)
+	}
+	// Another worker finds the step busy while the holder's heartbeat is
+	// fresh; the holder may claim again.
+	if err := s.Heartbeat(ctx, WorkerBeat{ID: "w1", Host: "h", PID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	other := req
+	other.Worker = "w2"
+	if c, _ := s.ClaimStep(ctx, other); c.Outcome != ClaimBusy {
+		t.Fatalf("other worker: %+v", c)
+	}
+	if c, _ := s.ClaimStep(ctx, req); c.Outcome != ClaimOK {
+		t.Fatalf("holder again: %+v", c)
+	}
+	// A worker without a heartbeat is dead: its lease can be taken over.
+	other.DeadAfter = time.Millisecond
+	if c, _ := s.ClaimStep(ctx, other); c.Outcome != ClaimOK {
+		t.Fatalf("take over from a dead worker: %+v", c)
+	}
+	// The old holder's result is refused now.
+	rec := StepRecord{RunID: "run-1", Position: 0, Attempt: 1, Worker: "w1", FileID: fileID, StepType: "test", Status: docflow.StepSucceeded, Message: "ok"}
+	m := streams.OutboxMessage{Topic: "docflow.steps.test", Key: "1", Payload: []byte("next")}
+	if w, err := s.CompleteStep(ctx, rec, m); err != nil || w.Recorded {
+		t.Fatalf("stale holder recorded: %v %v", w, err)
+	}
+	rec.Worker = "w2"
+	if w, err := s.CompleteStep(ctx, rec, m); err != nil || !w.Recorded {
+		t.Fatalf("record: %v %v", w, err)
+	}
+	if w, err := s.CompleteStep(ctx, rec, m); err != nil || w.Recorded {
+		t.Fatalf("recorded twice: %v %v", w, err)
+	}
+	// A redelivered task of the recorded step is acknowledged.
+	if c, _ := s.ClaimStep(ctx, req); c.Outcome != ClaimDone {
+		t.Fatalf("redelivery: %+v", c)
+	}
+	var outbox, logs int
+	_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE payload = 'next'`).Scan(&outbox)
+	_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM processing_logs WHERE task_id='run-1' AND status='completed'`).Scan(&logs)
+	if outbox != 1 || logs != 1 {
+		t.Fatalf("outbox %d logs %d", outbox, logs)
+	}
+
+	// Retry: a stale attempt is acknowledged, the next one claims.
+	req = ClaimRequest{RunID: "run-1", Position: 1, Attempt: 1, Worker: "w1", TTL: time.Minute}
+	if c, _ := s.ClaimStep(ctx, req); c.Outcome != ClaimOK || c.Next != nil {
+		t.Fatalf("claim last step: %+v", c)
+	}
+	rec = StepRecord{RunID: "run-1", Position: 1, Attempt: 1, Worker: "w1", FileID: fileID, StepType: "test", Message: "flaky"}
+	if w, err := s.RetryStep(ctx, rec); err != nil || !w.Recorded {
+		t.Fatalf("retry: %v %v", w, err)
+	}
+	if c, _ := s.ClaimStep(ctx, req); c.Outcome != ClaimDone {
+		t.Fatalf("stale attempt: %+v", c)
+	}
+	req.Attempt = 2
+	if c, _ := s.ClaimStep(ctx, req); c.Outcome != ClaimOK {
+		t.Fatalf("attempt 2: %+v", c)
+	}
+	rec.Attempt, rec.Status, rec.FinishRun = 2, docflow.StepSucceeded, docflow.RunCompleted
+	if w, err := s.CompleteStep(ctx, rec); err != nil || !w.Recorded {
+		t.Fatalf("complete: %v %v", w, err)
+	}
+	r, err := s.FindRun(ctx, "run-1")
+	if err != nil || r.Status != docflow.RunCompleted || r.FinishedAt == nil || r.Steps[1].Attempts != 2 {
+		t.Fatalf("run %+v %v", r, err)
+	}
+	_ = db.Pool.QueryRow(ctx, `SELECT status FROM files WHERE id=$1`, fileID).Scan(&fs)
+	if fs != docflow.StatusCompleted {
+		t.Fatalf("file %s", fs)
+	}
+	if n, _ := s.PendingCount(ctx); n != 0 {
+		t.Fatalf("pending %d", n)
+	}
+}
+
+func TestWriteThroughOutboxRows(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	s := NewRunStore(db).WithDirectOutbox(time.Hour)
+	fileID := newRun(t, db, "run-2", 1)
+	if c, err := s.ClaimStep(ctx, ClaimRequest{RunID: "run-2", Position: 0, Attempt: 1, Worker: "w", TTL: time.Minute}); err != nil || c.Outcome != ClaimOK {
+		t.Fatalf("claim %+v %v", c, err)
+	}
+	rec := StepRecord{RunID: "run-2", Position: 0, Attempt: 1, Worker: "w", FileID: fileID, StepType: "test",
+		Status: docflow.StepSucceeded, FinishRun: docflow.RunCompleted}
+	w, err := s.CompleteStep(ctx, rec,
+		streams.OutboxMessage{Topic: "docflow.events", Key: "1", Payload: []byte("a")},
+		streams.OutboxMessage{Topic: "docflow.events", Key: "1", Payload: []byte("b")})
+	if err != nil || !w.Recorded || len(w.OutboxIDs) != 2 {
+		t.Fatalf("record %+v %v", w, err)
+	}
+	// Held back from the relay until marked sent.
+	var due int
+	_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE sent_at IS NULL AND available_at <= now()`).Scan(&due)
+	if due != 0 {
+		t.Fatalf("%d rows due for the relay", due)
+	}
+	if err := s.MarkSent(ctx, w.OutboxIDs); err != nil {
+		t.Fatal(err)
+	}
+	var unsent int
+	_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE sent_at IS NULL`).Scan(&unsent)
+	if unsent != 0 {
+		t.Fatalf("%d rows unsent", unsent)
+	}
+}
