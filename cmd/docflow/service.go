@@ -140,7 +140,13 @@ func (m *Main) Run(ctx context.Context) error {
 
 	log.Info().Str("role", m.Role).Str("version", Version).Msg("starting docflow")
 	log.Info().Str("database", redactURL(env.Get("DATABASE_URL"))).Msg("connecting to PostgreSQL (creating the database and applying migrations if needed)")
-	m.DB, err = postgres.Open(ctx, env.Get("DATABASE_URL"), 0)
+	// NOTE: pgx's default pool (max(4, cores)) starves the step workers; each
+	// step claim and result is a statement of its own.
+	poolSize := int32(32)
+	if m.Role == "api" {
+		poolSize = 16
+	}
+	m.DB, err = postgres.Open(ctx, env.Get("DATABASE_URL"), poolSize)
 	if err != nil {
 		return err
 	}
