@@ -41,7 +41,7 @@ test: deps services
 	@echo "==> go vet"
 	$(GO) vet ./...
 	@echo "==> go test -race ./... (this takes a while on 2 cores)"
-	@set -o pipefail; $(GO) test -race -json -timeout 60m ./... | $(GO) run ./internal/testsummary
+	@set -o pipefail; $(GO) test -race -json -timeout 60m ./... 2>&1 | $(GO) run ./internal/testsummary
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
