@@ -132,17 +132,24 @@ func benchIntakeWith(ctx context.Context, r *Report, cfg intakeBenchConfig) erro
 	}
 	defer stopBase()
 	client := &nethttp.Client{Timeout: 5 * time.Minute, Transport: &nethttp.Transport{MaxIdleConnsPerHost: cfg.UploadClients * 2}}
+	cpu0 := e.cpu(ctx)
 	baseRate, _, err := uploadLoad(ctx, client, baseURL+"/upload", cfg, "base", 201)
 	if err != nil {
 		return err
 	}
+	baseCPU := e.cpu(ctx).sub(cpu0).per(cfg.Uploads)
+	cpu0 = e.cpu(ctx)
 	rate, p99, err := uploadLoad(ctx, client, e.url+"/api/upload", cfg, "df", 201)
 	if err != nil {
 		return err
 	}
+	upCPU := e.cpu(ctx).sub(cpu0).per(cfg.Uploads)
 	r.AtLeast(section, fmt.Sprintf("POST /api/upload 100 KB PDFs, %d clients", cfg.UploadClients), rate, "/s", 1000)
 	r.AtMost(section, "POST /api/upload p99", float64(p99.Microseconds())/1000, "ms", 50)
 	r.Ratio(section, "POST /api/upload vs bare fasthttp stream+SHA-256", rate, baseRate, "/s", 0.3)
+	// CPU per upload does not depend on what else the machine runs; the
+	// process figure includes the in-process clients, as the baseline's does.
+	cpuLine(r, section, "POST /api/upload CPU per upload", upCPU, &baseCPU)
 
 	// 2. Memory of one large upload.
 	growth, err := bigUploadRSS(ctx, client, e.url+"/api/upload", cfg.BigUpload)
@@ -163,12 +170,15 @@ func benchIntakeWith(ctx context.Context, r *Report, cfg intakeBenchConfig) erro
 	}
 	var p99s []time.Duration
 	for _, k := range kinds {
+		cpu0 := e.cpu(ctx)
 		p99, err := getLoad(ctx, client, e.url+k.q, cfg.ListClients, cfg.ListRequests)
 		if err != nil {
 			return fmt.Errorf("%s: %w", k.name, err)
 		}
+		c := e.cpu(ctx).sub(cpu0).per(cfg.ListRequests + cfg.ListClients)
 		p99s = append(p99s, p99)
 		r.AtMost(section, fmt.Sprintf("%s p99, %d clients", k.name, cfg.ListClients), float64(p99.Microseconds())/1000, "ms", 10)
+		cpuLine(r, section, "  CPU per request", c, nil)
 	}
 	// Page 1 over the deep page: 1.0 means the deep page is as fast.
 	r.Ratio(section, fmt.Sprintf("GET /api/files page 1 p99 / page %d p99", lastPage),
@@ -181,6 +191,74 @@ func benchIntakeWith(ctx context.Context, r *Report, cfg intakeBenchConfig) erro
 	}
 	r.AtMost(section, fmt.Sprintf("bulk download of %d files, first byte", cfg.BulkFiles), float64(ttfb.Microseconds())/1000, "ms", 200)
 	return nil
+}
+
+// intakeCPU are CPU times of this process and of the bench database's
+// PostgreSQL backends (per pid, so a phase counts only what it used).
+type intakeCPU struct {
+	proc time.Duration
+	pg   map[int]time.Duration
+}
+
+// intakeCPUPer is CPU milliseconds per request.
+type intakeCPUPer struct{ proc, pg float64 }
+
+// cpuLine prints a CPU figure without a target (it is not counted among
+// the report's figures): it explains wall-clock figures taken on a busy
+// machine.
+func cpuLine(r *Report, section, name string, c intakeCPUPer, base *intakeCPUPer) {
+	line := fmt.Sprintf("%-10s %-58s %12.3f ms process + %.3f ms PostgreSQL", section, name, c.proc, c.pg)
+	if base != nil {
+		line += fmt.Sprintf(" (bare handler: %.3f ms process)", base.proc)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	fmt.Fprintln(r.out, line)
+}
+
+func (e *benchEnv) cpu(ctx context.Context) intakeCPU {
+	t := intakeCPU{proc: processCPU(), pg: map[int]time.Duration{}}
+	rows, err := e.db.Pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		return t
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid int32
+		if rows.Scan(&pid) != nil {
+			continue
+		}
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		s := string(st)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		stm, _ := strconv.ParseInt(f[12], 10, 64)
+		// NOTE: clock ticks are 100 per second on Linux.
+		t.pg[int(pid)] = time.Duration(ut+stm) * 10 * time.Millisecond
+	}
+	return t
+}
+
+func (t intakeCPU) sub(before intakeCPU) intakeCPU {
+	out := intakeCPU{proc: t.proc - before.proc, pg: map[int]time.Duration{}}
+	for pid, d := range t.pg {
+		out.pg[pid] = d - before.pg[pid]
+	}
+	return out
+}
+
+func (t intakeCPU) per(n int) intakeCPUPer {
+	var pg time.Duration
+	for _, d := range t.pg {
+		pg += d
+	}
+	return intakeCPUPer{proc: t.proc.Seconds() * 1000 / float64(n), pg: pg.Seconds() * 1000 / float64(n)}
 }
 
 // benchPDF is a PDF of size bytes, unique per (tag, i) so deduplication

@@ -774,9 +774,11 @@ type IngestRecord struct {
 	// DailyLimit > 0 refuses the upload with ERATELIMIT when the owner has
 	// already recorded that many files today.
 	DailyLimit int
-	// Prepare is called inside the transaction once the row exists (ID and
-	// Status known). It returns the run to create ("" for none, as for a
-	// duplicate), its options and the outbox messages to enqueue.
+	// Prepare is called once the row's ID and Status are known, before the
+	// row is written; what it returns is written in the same transaction as
+	// the row: the run to create ("" for none, as for a duplicate), its
+	// options and the outbox messages to enqueue. It may be called more
+	// than once (a lost race is retried), so it must have no side effects.
 	Prepare func(f *docflow.File) (runID string, options map[string]any, msgs []streams.OutboxMessage, err error)
 	// Also runs last inside the same transaction (watch folders record
 	// what they ingested there).
@@ -795,6 +797,12 @@ func (s *FileService) Ingest(ctx context.Context, rec IngestRecord) (dupOf *docf
 	if rec.File == nil || rec.Prepare == nil {
 		return nil, errors.New("ingest: File and Prepare are required")
 	}
+	if rec.Also == nil && (rec.File.OwnerID == nil || rec.DailyLimit <= 0) {
+		done, err := s.ingestNew(ctx, rec)
+		if done || err != nil {
+			return nil, err
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		dupOf, err = s.ingestOnce(ctx, rec)
 		if err == nil || !isUniqueViolation(err) || attempt >= maxIngestAttempts {
@@ -805,6 +813,98 @@ func (s *FileService) Ingest(ctx context.Context, rec IngestRecord) (dupOf *docf
 		return nil, err
 	}
 	return dupOf, nil
+}
+
+// ingestNew records rec.File as a new original in two round trips: the id
+// is drawn from the sequence first (the outbox messages carry it), then the
+// file row, its run, the daily count and the messages go as one pipelined
+// batch, which PostgreSQL runs as one implicit transaction (everything up
+// to the batch's single Sync commits together or not at all). It reports
+// false, with nothing written, when the hash already has an original: the
+// unique index of originals refuses the row and the caller takes the
+// transactional path that looks the original up. That check-by-insert
+// saves the lookup for the common case, new content.
+//
+// NOTE: it serves neither a daily limit (the counter must be checked
+// before the row is written) nor Also (it needs a live transaction).
+func (s *FileService) ingestNew(ctx context.Context, rec IngestRecord) (bool, error) {
+	f := rec.File
+	var id int64
+	if err := s.db.Pool.QueryRow(ctx, `SELECT nextval('files_id_seq')`).Scan(&id); err != nil {
+		return false, fmt.Errorf("ingest: file id: %w", err)
+	}
+	now := s.db.Now()
+	f.ID, f.Status, f.DuplicateOf = id, docflow.StatusPending, nil
+	runID, opts, msgs, err := rec.Prepare(f)
+	if err != nil {
+		f.ID = 0
+		return false, err
+	}
+	if f.AIMetadata == nil {
+		f.AIMetadata = map[string]any{}
+	}
+	meta, err := json.Marshal(f.AIMetadata)
+	if err != nil {
+		f.ID = 0
+		return false, fmt.Errorf("ingest: ai_metadata: %w", err)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO files (id, filehash, original_filename, stored_filename, file_size, mime_type,
+		owner_id, pipeline_id, status, source, original_blob, ai_metadata, task_id, created_at, updated_at)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,'pending',$9,$10,$11,$12,$13,$13) RETURNING created_at, updated_at`,
+		id, f.FileHash, f.OriginalFilename, f.StoredFilename, f.FileSize, f.MimeType, f.OwnerID, f.PipelineID,
+		f.Source, f.OriginalBlob, meta, runID, now)
+	q := batchTx{b: b}
+	if f.OwnerID != nil {
+		b.Queue(`INSERT INTO upload_counters (owner_id, day, count) VALUES ($1, $2, 1)
+			ON CONFLICT (owner_id, day) DO UPDATE SET count = upload_counters.count + 1`, *f.OwnerID, now.UTC().Format("2006-01-02"))
+	}
+	if runID != "" {
+		if err := insertRun(ctx, q, runID, f, opts, now); err != nil {
+			f.ID = 0
+			return false, err
+		}
+	}
+	if err := streams.Enqueue(ctx, q, msgs...); err != nil {
+		f.ID = 0
+		return false, err
+	}
+	br := s.db.Pool.SendBatch(ctx, b)
+	err = br.QueryRow().Scan(&f.CreatedAt, &f.UpdatedAt)
+	for i := 1; i < b.Len() && err == nil; i++ {
+		_, err = br.Exec()
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		f.ID = 0
+		var pgErr *pgconn.PgError
+		switch {
+		case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "files_one_original":
+			return false, nil
+		case errors.As(err, &pgErr) && pgErr.Code == "23503" && strings.Contains(pgErr.ConstraintName, "pipeline"):
+			return false, docflow.Errorf(docflow.ENOTFOUND, "Pipeline not found")
+		}
+		return false, fmt.Errorf("ingest: %w", err)
+	}
+	f.TaskID = runID
+	return true, nil
+}
+
+// batchTx lets code written for a transaction (insertRun, streams.Enqueue)
+// add its statements to a batch instead.
+// NOTE: only Exec is provided, and it defers errors to the batch's results;
+// any other pgx.Tx method panics on the nil embedded Tx, which the intake
+// tests would show at once.
+type batchTx struct {
+	pgx.Tx
+	b *pgx.Batch
+}
+
+func (t batchTx) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	t.b.Queue(sql, args...)
+	return pgconn.CommandTag{}, nil
 }
 
 func (s *FileService) ingestOnce(ctx context.Context, rec IngestRecord) (*docflow.File, error) {

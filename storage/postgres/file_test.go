@@ -162,3 +162,66 @@ func TestFindFilesDeepPagesMatchOffset(t *testing.T) {
 		}
 	}
 }
+
+// The batched path for new content must be one transaction: a statement
+// that fails after the file row leaves no row, run, count or message.
+func TestIngestNewIsAllOrNothing(t *testing.T) {
+	ctx := context.Background()
+	db, cleanup, err := postgres.OpenTestDB(ctx, "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	s := postgres.NewFileService(db)
+	msg := func(f *docflow.File) []streams.OutboxMessage {
+		return []streams.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: streams.FileKey(f.ID), Payload: []byte("x")}}
+	}
+	withRun := func(run string) func(*docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
+		return func(f *docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
+			return run, nil, msg(f), nil
+		}
+	}
+	f := newFile("h1", "bob")
+	if _, err := s.Ingest(ctx, postgres.IngestRecord{File: f, Dedup: true, Prepare: withRun("run-1")}); err != nil {
+		t.Fatal(err)
+	}
+	if f.ID == 0 || f.TaskID != "run-1" || f.Status != docflow.StatusPending || f.CreatedAt.IsZero() {
+		t.Fatalf("file %+v", f)
+	}
+	// The run id is taken: the run insert fails after the file row went in.
+	g := newFile("h2", "bob")
+	if _, err := s.Ingest(ctx, postgres.IngestRecord{File: g, Dedup: true, Prepare: withRun("run-1")}); err == nil {
+		t.Fatal("duplicate run id accepted")
+	}
+	if g.ID != 0 {
+		t.Fatalf("failed ingest left id %d", g.ID)
+	}
+	var files, runs, outbox, count int
+	db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM files), (SELECT count(*) FROM runs), (SELECT count(*) FROM outbox),
+		(SELECT COALESCE(sum(count), 0) FROM upload_counters WHERE owner_id = 'bob')`).Scan(&files, &runs, &outbox, &count)
+	if files != 1 || runs != 1 || outbox != 1 || count != 1 {
+		t.Fatalf("files %d runs %d outbox %d count %d", files, runs, outbox, count)
+	}
+	// Same content again: the duplicate is found through the original.
+	d := newFile("h1", "bob")
+	dup, err := s.Ingest(ctx, postgres.IngestRecord{File: d, Dedup: true, Prepare: func(f *docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
+		if f.Status == docflow.StatusDuplicate {
+			return "", nil, nil, nil
+		}
+		return "run-2", nil, msg(f), nil
+	}})
+	if err != nil || dup == nil || dup.ID != f.ID || d.Status != docflow.StatusDuplicate || d.TaskID != "" {
+		t.Fatalf("duplicate %+v of %+v: %v", d, dup, err)
+	}
+	// An unknown pipeline is ENOTFOUND and records nothing.
+	bad := int64(999)
+	p := newFile("h3", "")
+	p.PipelineID = &bad
+	if _, err := s.Ingest(ctx, postgres.IngestRecord{File: p, Dedup: true, Prepare: withRun("run-3")}); docflow.ErrorCode(err) != docflow.ENOTFOUND {
+		t.Fatalf("unknown pipeline: %v", err)
+	}
+	db.Pool.QueryRow(ctx, `SELECT count(*) FROM files WHERE filehash = 'h3'`).Scan(&files)
+	if files != 0 {
+		t.Fatal("file recorded with an unknown pipeline")
+	}
+}
