@@ -5,6 +5,7 @@
 //	docflow worker    pipeline workers only (join the Kafka consumer groups)
 //	docflow broker    the embedded Kafka-protocol broker alone
 //	docflow migrate   apply database migrations and exit
+//	docflow reindex   rebuild the search index from the database
 //	docflow version   print the version
 package main
 
@@ -35,6 +36,7 @@ Commands:
   broker    run the embedded Kafka-protocol broker alone (for multi-process
             setups on one machine); prints its address
   migrate   apply pending database migrations and exit
+  reindex   rebuild the search index from the database
   version   print the version and exit
 
 Run 'docflow <command> --help' for the flags of a command.
@@ -86,6 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBroker(ctx, rest, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, rest, stdout, stderr)
+	case "reindex":
+		return runReindex(ctx, rest, stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", cmd)

@@ -27,7 +27,7 @@ func TestHelp(t *testing.T) {
 			t.Fatalf("help lacks %q:\n%s", want, out.String())
 		}
 	}
-	for _, cmd := range []string{"serve", "api", "worker", "broker", "migrate"} {
+	for _, cmd := range []string{"serve", "api", "worker", "broker", "migrate", "reindex"} {
 		errb.Reset()
 		err := run(context.Background(), []string{cmd, "--help"}, &out, &errb)
 		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(errb.String(), "Usage: docflow "+cmd) {

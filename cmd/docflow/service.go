@@ -37,21 +37,23 @@ type Main struct {
 	Stdout io.Writer
 	Stderr io.Writer
 
-	Log      zerolog.Logger
-	DB       *postgres.DB
-	Settings *postgres.SettingsService
-	Recorder docflow.Recorder
-	Broker   *streams.Broker
-	Producer *streams.Producer
-	Relay    *streams.Relay
-	HTTP     *dfhttp.Server
-	Brokers  []string
-	Workdir  string
-	Blobs    *blob.Local
-	Files    *postgres.FileService
-	Intake   *intake.Service
-	Runs     *postgres.RunStore
-	Engine   *pipeline.Engine
+	Log         zerolog.Logger
+	DB          *postgres.DB
+	Settings    *postgres.SettingsService
+	Recorder    docflow.Recorder
+	Broker      *streams.Broker
+	Producer    *streams.Producer
+	Relay       *streams.Relay
+	HTTP        *dfhttp.Server
+	Brokers     []string
+	Workdir     string
+	Blobs       *blob.Local
+	Files       *postgres.FileService
+	Intake      *intake.Service
+	Runs        *postgres.RunStore
+	Index       docflow.SearchIndex
+	SearchStore *postgres.SearchService
+	Engine      *pipeline.Engine
 
 	listener net.Listener
 	closers  []func(ctx context.Context) error
@@ -176,6 +178,9 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 	}
 	if m.Role == "serve" || m.Role == "api" {
+		if err := m.startSearch(ctx); err != nil {
+			return err
+		}
 		if err := m.startHTTP(ctx, secret); err != nil {
 			return err
 		}
@@ -318,6 +323,7 @@ func (m *Main) startHTTP(ctx context.Context, secret string) error {
 	})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
+	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "search", Check: m.Index.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "analytics", Check: m.Recorder.Ping})
 	m.mountResources(srv)
 	m.HTTP = srv
@@ -344,6 +350,7 @@ func (m *Main) mountResources(srv *dfhttp.Server) {
 	srv.MountQueue(dfhttp.QueueDeps{Queue: pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)})
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: steps.NewEmbeddingRuns(m.Files, m.Runs)})
+	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
 }
 
 // Wait blocks until ctx is done or the HTTP server fails.
