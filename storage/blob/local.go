@@ -8,7 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -46,6 +45,7 @@ type Local struct {
 	root string
 	opts Options
 	bufs sync.Pool
+	dirs sync.Map // shard directory -> *shard
 }
 
 var _ docflow.BlobStore = (*Local)(nil)
@@ -104,7 +104,29 @@ func (l *Local) path(key string) string {
 
 // Put streams r to a temp file while hashing it, then moves it under its
 // key. Content that already exists is not written twice (Created false).
+//
+// The first buffer is filled before anything touches the disk: content
+// that fits in it (most documents) is hashed first, so a copy already
+// stored costs no file at all, and every write is a whole buffer rather
+// than whatever the reader happened to return (a multipart part yields a
+// few KB per read).
 func (l *Local) Put(ctx context.Context, r io.Reader, maxSize int64) (docflow.BlobInfo, error) {
+	bp := l.bufs.Get().(*[]byte)
+	defer l.bufs.Put(bp)
+	buf := *bp
+	h := sha256.New()
+	m, eof, err := fill(ctx, r, buf, 0, maxSize)
+	if err != nil {
+		return docflow.BlobInfo{}, err
+	}
+	if eof {
+		h.Write(buf[:m])
+		key := hex.EncodeToString(h.Sum(nil))
+		if l.stored(key, int64(m)) {
+			return docflow.BlobInfo{Key: key, Size: int64(m)}, nil
+		}
+		h.Reset()
+	}
 	tmp, err := os.CreateTemp(filepath.Join(l.root, tmpDir), "put-*")
 	if err != nil {
 		return docflow.BlobInfo{}, fmt.Errorf("blob put: %w", err)
@@ -116,10 +138,19 @@ func (l *Local) Put(ctx context.Context, r io.Reader, maxSize int64) (docflow.Bl
 			os.Remove(tmp.Name()) //nolint:errcheck
 		}
 	}()
-	h := sha256.New()
-	n, err := l.copy(ctx, tmp, h, r, maxSize)
-	if err != nil {
-		return docflow.BlobInfo{}, err
+	var n int64
+	for {
+		h.Write(buf[:m])
+		if _, err := tmp.Write(buf[:m]); err != nil {
+			return docflow.BlobInfo{}, fmt.Errorf("blob put: write: %w", err)
+		}
+		n += int64(m)
+		if eof {
+			break
+		}
+		if m, eof, err = fill(ctx, r, buf, n, maxSize); err != nil {
+			return docflow.BlobInfo{}, err
+		}
 	}
 	if !l.opts.NoSync {
 		if err := tmp.Sync(); err != nil {
@@ -131,17 +162,26 @@ func (l *Local) Put(ctx context.Context, r io.Reader, maxSize int64) (docflow.Bl
 	}
 	key := hex.EncodeToString(h.Sum(nil))
 	info := docflow.BlobInfo{Key: key, Size: n}
-	final := l.path(key)
-	if st, err := os.Stat(final); err == nil && st.Size() == n {
+	if l.stored(key, n) {
 		// NOTE: same content already stored; the temp copy is dropped by
 		// the deferred cleanup. Content addressing makes this safe.
 		return info, nil
 	}
+	final := l.path(key)
 	dir := filepath.Dir(final)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := l.shardDir(dir); err != nil {
 		return docflow.BlobInfo{}, fmt.Errorf("blob put: %w", err)
 	}
-	if err := os.Rename(tmp.Name(), final); err != nil {
+	err = os.Rename(tmp.Name(), final)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The shard was removed behind the store's back: forget it and
+		// create it again.
+		l.forget(dir)
+		if err = l.shardDir(dir); err == nil {
+			err = os.Rename(tmp.Name(), final)
+		}
+	}
+	if err != nil {
 		return docflow.BlobInfo{}, fmt.Errorf("blob put: rename: %w", err)
 	}
 	keep = true
@@ -149,40 +189,118 @@ func (l *Local) Put(ctx context.Context, r io.Reader, maxSize int64) (docflow.Bl
 		if err := syncDir(dir); err != nil {
 			return docflow.BlobInfo{}, fmt.Errorf("blob put: sync dir: %w", err)
 		}
+		if err := l.settle(dir); err != nil {
+			return docflow.BlobInfo{}, fmt.Errorf("blob put: sync dir: %w", err)
+		}
 	}
 	info.Created = true
 	return info, nil
 }
 
-// copy writes r to f and h, refusing more than maxSize bytes and stopping
-// when ctx ends.
-func (l *Local) copy(ctx context.Context, f *os.File, h hash.Hash, r io.Reader, maxSize int64) (int64, error) {
-	bp := l.bufs.Get().(*[]byte)
-	defer l.bufs.Put(bp)
-	buf := *bp
-	var n int64
-	for {
+// stored reports whether key is already stored with size bytes.
+func (l *Local) stored(key string, size int64) bool {
+	st, err := os.Stat(l.path(key))
+	return err == nil && st.Size() == size
+}
+
+// fill reads r into buf until buf is full or r ends (eof), refusing to go
+// past maxSize in total (done bytes were read before) and stopping when ctx
+// ends.
+func fill(ctx context.Context, r io.Reader, buf []byte, done, maxSize int64) (n int, eof bool, err error) {
+	for n < len(buf) {
 		if err := ctx.Err(); err != nil {
-			return n, fmt.Errorf("blob put: %w", err)
+			return n, false, fmt.Errorf("blob put: %w", err)
 		}
-		m, rerr := r.Read(buf)
-		if m > 0 {
-			n += int64(m)
-			if maxSize > 0 && n > maxSize {
-				return n, docflow.Errorf(docflow.ETOOLARGE, "File exceeds the maximum of %d bytes", maxSize)
-			}
-			h.Write(buf[:m])
-			if _, err := f.Write(buf[:m]); err != nil {
-				return n, fmt.Errorf("blob put: write: %w", err)
-			}
+		m, rerr := r.Read(buf[n:])
+		n += m
+		if maxSize > 0 && done+int64(n) > maxSize {
+			return n, false, docflow.Errorf(docflow.ETOOLARGE, "File exceeds the maximum of %d bytes", maxSize)
 		}
 		if rerr == io.EOF {
-			return n, nil
+			return n, true, nil
 		}
 		if rerr != nil {
-			return n, fmt.Errorf("blob put: read: %w", rerr)
+			return n, false, fmt.Errorf("blob put: read: %w", rerr)
 		}
 	}
+	return n, false, nil
+}
+
+// shardDir makes sure dir (<root>/ab/cd) and its parent exist. A
+// directory made here is not durable until settle has synced its parent.
+func (l *Local) shardDir(dir string) error {
+	if err := l.dirState(filepath.Dir(dir)).ensure(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	return l.dirState(dir).ensure(dir)
+}
+
+// settle makes the directories shardDir created for dir durable: the
+// parent of each new one is fsynced. It runs after the blob's own
+// directory was synced, so on a journalling filesystem these syncs find
+// the creation already committed and cost little.
+func (l *Local) settle(dir string) error {
+	if err := l.dirState(dir).settle(dir); err != nil {
+		return err
+	}
+	return l.dirState(filepath.Dir(dir)).settle(filepath.Dir(dir))
+}
+
+func (l *Local) dirState(dir string) *shard {
+	if v, ok := l.dirs.Load(dir); ok {
+		return v.(*shard)
+	}
+	v, _ := l.dirs.LoadOrStore(dir, &shard{nosync: l.opts.NoSync})
+	return v.(*shard)
+}
+
+// shard remembers that a directory exists (sparing a syscall per Put) and
+// whether its entry in the parent still needs a sync. Puts into a new
+// directory all wait for that one sync.
+// NOTE: a directory another process has just created may still be
+// settling; that process syncs the parent within a millisecond.
+type shard struct {
+	nosync  bool
+	mu      sync.Mutex
+	exists  bool
+	pending bool
+}
+
+func (d *shard) ensure(dir string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.exists {
+		return nil
+	}
+	err := os.Mkdir(dir, 0o750)
+	switch {
+	case err == nil:
+		d.pending = !d.nosync
+	case errors.Is(err, fs.ErrExist):
+	default:
+		return err
+	}
+	d.exists = true
+	return nil
+}
+
+func (d *shard) settle(dir string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.pending {
+		return nil
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	d.pending = false
+	return nil
+}
+
+// forget drops what is known of dir and its parent (removed from outside).
+func (l *Local) forget(dir string) {
+	l.dirs.Delete(dir)
+	l.dirs.Delete(filepath.Dir(dir))
 }
 
 func syncDir(dir string) error {
