@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"docflow"
 	"docflow/storage/postgres"
@@ -223,5 +224,47 @@ func TestIngestNewIsAllOrNothing(t *testing.T) {
 	db.Pool.QueryRow(ctx, `SELECT count(*) FROM files WHERE filehash = 'h3'`).Scan(&files)
 	if files != 0 {
 		t.Fatal("file recorded with an unknown pipeline")
+	}
+}
+
+// A new upload's transaction keeps its NOTIFY quiet; the relay must still be
+// woken once it committed.
+func TestIngestNewWakesTheRelay(t *testing.T) {
+	ctx := context.Background()
+	db, cleanup, err := postgres.OpenTestDB(ctx, "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	s := postgres.NewFileService(db)
+	conn, err := db.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+streams.OutboxChannel); err != nil {
+		t.Fatal(err)
+	}
+	f := newFile("wake", "")
+	_, err = s.Ingest(ctx, postgres.IngestRecord{File: f, Dedup: true, Prepare: func(f *docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
+		return "run-wake", nil, []streams.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: streams.FileKey(f.ID), Payload: []byte("x")}}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := conn.Conn().WaitForNotification(wctx); err != nil {
+		t.Fatalf("no outbox notification: %v", err)
+	}
+	// Exactly one: the transaction's own trigger stayed quiet.
+	qctx, qcancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer qcancel()
+	if n, err := conn.Conn().WaitForNotification(qctx); err == nil {
+		t.Fatalf("second notification %+v: the insert trigger was not quiet", n)
+	}
+	var quiet string
+	if err := db.Pool.QueryRow(ctx, `SELECT COALESCE(current_setting('docflow.outbox_quiet', true), '')`).Scan(&quiet); err != nil || quiet == "on" {
+		t.Fatalf("quiet setting leaked out of the transaction: %q %v", quiet, err)
 	}
 }
