@@ -197,6 +197,36 @@ func TestHostileInput(t *testing.T) {
 	}
 }
 
+// TestCheckPDFInProcess: a readable PDF is validated without running
+// pdfinfo (a stand-in that records its calls stays unused), and a PDF the
+// in-process check refuses still reaches poppler, which words the error.
+func TestCheckPDFInProcess(t *testing.T) {
+	c := sharedCorpus(t)
+	dir := t.TempDir()
+	calls := filepath.Join(dir, "calls")
+	script := "#!/bin/sh\necho \"$@\" >> " + calls + "\necho 'Syntax Error: Couldn'\\''t read xref table' >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(dir, "pdfinfo"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	for name, pages := range map[string]int{"text.pdf": 3, "invoice.pdf": 1} {
+		info, err := CheckPDF(context.Background(), c.Get(name).Path, time.Minute)
+		if err != nil || info.Pages != pages {
+			t.Fatalf("%s: %+v, %v (want %d pages)", name, info, err, pages)
+		}
+	}
+	if b, err := os.ReadFile(calls); err == nil {
+		t.Fatalf("pdfinfo ran for readable PDFs: %s", b)
+	}
+	_, err := CheckPDF(context.Background(), c.Get("corrupt.pdf").Path, time.Minute)
+	if docflow.ErrorCode(err) != docflow.EINVALID || !strings.Contains(docflow.ErrorMessage(err), "corrupt") {
+		t.Fatalf("corrupt.pdf: %v", err)
+	}
+	if _, err := os.ReadFile(calls); err != nil {
+		t.Fatal("pdfinfo was not asked about the PDF pdfcpu refused")
+	}
+}
+
 func TestZipBombWithLyingHeader(t *testing.T) {
 	// The entries claim 1 KiB each but inflate to 16 MiB: the streaming
 	// check must stop what the declared sizes hide.

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pdfcpu/pdfcpu/pkg/api"
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+
 	"docflow"
 	"docflow/processing/internal/proc"
 )
@@ -21,9 +24,14 @@ type PDFInfo struct {
 	Encrypted bool // encrypted without a user password (opens freely)
 }
 
-// CheckPDF validates a PDF with poppler's pdfinfo, the same library that
-// later reads it: EINVALID for a file that is not a PDF, is corrupt, needs
-// a password or has no pages.
+// CheckPDF validates a PDF: EINVALID for a file that is not a PDF, is
+// corrupt, needs a password or has no pages.
+//
+// pdfcpu reads and validates it in-process (well under a millisecond for
+// a typical document); only a PDF that pdfcpu refuses goes to poppler's
+// pdfinfo, the library that later reads it, which then decides and words
+// the error. So a born-digital PDF costs no process, and a PDF that only
+// poppler can read still passes.
 func (c *Converter) CheckPDF(ctx context.Context, path string) (*PDFInfo, error) {
 	return CheckPDF(ctx, path, c.opts.ToolTimeout)
 }
@@ -40,6 +48,39 @@ func CheckPDF(ctx context.Context, path string, timeout time.Duration) (*PDFInfo
 	if !bytes.Contains(head[:n], []byte("%PDF-")) {
 		return nil, docflow.Errorf(docflow.EINVALID, "not a PDF file: the %%PDF header is missing")
 	}
+	if info, ok := checkInProcess(path); ok {
+		return info, nil
+	}
+	return checkPoppler(ctx, path, timeout)
+}
+
+// checkInProcess validates with pdfcpu (relaxed mode, as embed_metadata
+// reads); ok is false when pdfcpu refuses the file or finds no pages, and
+// poppler should have the last word.
+func checkInProcess(path string) (info *PDFInfo, ok bool) {
+	// NOTE: hostile input must not crash the worker: a panic in the
+	// parser sends the file to poppler like any refusal.
+	defer func() {
+		if recover() != nil {
+			info, ok = nil, false
+		}
+	}()
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close()
+	conf := model.NewDefaultConfiguration()
+	conf.ValidationMode = model.ValidationRelaxed
+	ctx, err := api.ReadAndValidate(f, conf)
+	if err != nil || ctx == nil || ctx.PageCount <= 0 {
+		return nil, false
+	}
+	return &PDFInfo{Pages: ctx.PageCount, Encrypted: ctx.Encrypt != nil}, true
+}
+
+// checkPoppler is CheckPDF through pdfinfo.
+func checkPoppler(ctx context.Context, path string, timeout time.Duration) (*PDFInfo, error) {
 	bin, err := proc.Look("pdfinfo")
 	if err != nil {
 		return nil, err
