@@ -152,18 +152,20 @@ func keywords(p string, caseSensitive bool) []string {
 // document and returns the winning category. Disabled rules and rules that do
 // not validate are ignored: a broken stored rule must not fail the step.
 func Classify(text, filename string, meta map[string]any, rules []*docflow.ClassificationRule, useBuiltin bool) docflow.Classification {
-	all := make([]*docflow.ClassificationRule, 0, len(rules)+2*len(builtinKeywords))
+	all := make([]*compiledRule, 0, len(rules)+len(builtinCompiled))
 	for _, r := range rules {
 		if r != nil && r.Enabled {
-			all = append(all, r)
+			if c, ok := compileRule(r); ok {
+				all = append(all, c)
+			}
 		}
 	}
 	if useBuiltin {
-		all = append(all, BuiltinRules()...)
+		all = append(all, builtinCompiled...)
 	}
 	// Highest priority first; the order decides only the order of
 	// MatchedRules, since every rule is evaluated.
-	sort.SliceStable(all, func(i, j int) bool { return all[i].Priority > all[j].Priority })
+	sort.SliceStable(all, func(i, j int) bool { return all[i].r.Priority > all[j].r.Priority })
 
 	lowerText := strings.ToLower(text)
 	type tally struct {
@@ -174,8 +176,9 @@ func Classify(text, filename string, meta map[string]any, rules []*docflow.Class
 		rules    []string
 	}
 	tallies := map[string]*tally{}
-	for _, r := range all {
-		base, ok := match(r, text, lowerText, filename, meta)
+	for _, c := range all {
+		r := c.r
+		base, ok := c.match(text, lowerText, filename, meta)
 		if !ok {
 			continue
 		}
@@ -222,11 +225,38 @@ func Classify(text, filename string, meta map[string]any, rules []*docflow.Class
 	return docflow.Classification{Category: win, Label: Label(win), Confidence: conf, MatchedRules: t.rules}
 }
 
-// match reports whether one rule matches, and its base confidence.
-func match(r *docflow.ClassificationRule, text, lowerText, filename string, meta map[string]any) (int, bool) {
-	if patternProblem(r) != "" || r.Category == "" {
-		return 0, false
+// compiledRule is a rule ready to evaluate: its regular expression
+// compiled, its keywords split and cased.
+type compiledRule struct {
+	r            *docflow.ClassificationRule
+	re           *regexp.Regexp // filename_pattern
+	keywords     []string       // content_keyword
+	field, value string         // metadata_match
+	builtin      bool
+}
+
+// builtinCompiled holds the built-in rules compiled once: they are the
+// same for every document, and compiling their patterns per document
+// cost more than evaluating them. Read-only after package initialisation.
+var builtinCompiled = func() []*compiledRule {
+	var out []*compiledRule
+	for _, r := range BuiltinRules() {
+		c, ok := compileRule(r)
+		if !ok {
+			panic("classify: invalid built-in rule " + r.Name)
+		}
+		out = append(out, c)
 	}
+	return out
+}()
+
+// compileRule prepares one rule; ok is false for a rule that does not
+// validate or has no category.
+func compileRule(r *docflow.ClassificationRule) (*compiledRule, bool) {
+	if patternProblem(r) != "" || r.Category == "" {
+		return nil, false
+	}
+	c := &compiledRule{r: r, builtin: isBuiltin(r)}
 	switch r.RuleType {
 	case docflow.RuleFilenamePattern:
 		p := r.Pattern
@@ -234,28 +264,44 @@ func match(r *docflow.ClassificationRule, text, lowerText, filename string, meta
 			p = "(?i)" + p
 		}
 		re, err := regexp.Compile(p)
-		if err != nil || filename == "" {
+		if err != nil {
+			return nil, false
+		}
+		c.re = re
+	case docflow.RuleContentKeyword:
+		c.keywords = keywords(r.Pattern, r.CaseSensitive)
+	case docflow.RuleMetadataMatch:
+		c.field, c.value, _ = splitMetadataPattern(r.Pattern)
+	default:
+		return nil, false
+	}
+	return c, true
+}
+
+// match reports whether the rule matches, and its base confidence.
+func (c *compiledRule) match(text, lowerText, filename string, meta map[string]any) (int, bool) {
+	switch c.r.RuleType {
+	case docflow.RuleFilenamePattern:
+		if filename == "" {
 			return 0, false
 		}
-		return ConfidenceFilename, re.MatchString(filename)
+		return ConfidenceFilename, c.re.MatchString(filename)
 	case docflow.RuleContentKeyword:
 		hay := lowerText
-		if r.CaseSensitive {
+		if c.r.CaseSensitive {
 			hay = text
 		}
-		builtin := isBuiltin(r)
-		for _, k := range keywords(r.Pattern, r.CaseSensitive) {
-			if builtin && containsAtWordStart(hay, k) || !builtin && strings.Contains(hay, k) {
+		for _, k := range c.keywords {
+			if c.builtin && containsAtWordStart(hay, k) || !c.builtin && strings.Contains(hay, k) {
 				return ConfidenceContent, true
 			}
 		}
 	case docflow.RuleMetadataMatch:
-		field, value, _ := splitMetadataPattern(r.Pattern)
-		v, ok := meta[field]
+		v, ok := meta[c.field]
 		if !ok {
 			return 0, false
 		}
-		return ConfidenceMetadata, metaEquals(v, value, r.CaseSensitive)
+		return ConfidenceMetadata, metaEquals(v, c.value, c.r.CaseSensitive)
 	}
 	return 0, false
 }
