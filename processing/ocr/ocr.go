@@ -79,6 +79,10 @@ type Request struct {
 	ForceCloud bool
 	// Searchable, when set, is where the searchable PDF is written.
 	Searchable string
+	// SkipBornDigitalCopy leaves Searchable unwritten (Result.Searchable
+	// false) when no page needs OCR: the PDF is then its own searchable
+	// version and a caller that keeps it needs no copy.
+	SkipBornDigitalCopy bool
 }
 
 // Result is what Process found.
@@ -221,7 +225,7 @@ func (e *Engine) Process(ctx context.Context, pdf string, req Request) (*Result,
 		res.Engine = "text_layer"
 		res.Text = joinPages(pages)
 		res.Quality = quality.BornDigital
-		if req.Searchable != "" {
+		if req.Searchable != "" && !req.SkipBornDigitalCopy {
 			if err := copyFile(pdf, req.Searchable); err != nil {
 				return nil, err
 			}

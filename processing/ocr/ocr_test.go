@@ -102,6 +102,15 @@ func TestBornDigital(t *testing.T) {
 	if _, err := os.Stat(out); err != nil {
 		t.Fatal(err)
 	}
+	// A caller that keeps the original needs no copy of it.
+	skipped := filepath.Join(t.TempDir(), "skipped.pdf")
+	res, err = e.Process(context.Background(), s.Path, Request{Searchable: skipped, SkipBornDigitalCopy: true})
+	if err != nil || !res.BornDigital || res.Searchable || res.Text == "" {
+		t.Fatalf("skip copy: %+v, %v", res, err)
+	}
+	if _, err := os.Stat(skipped); !os.IsNotExist(err) {
+		t.Fatalf("searchable PDF written for a born-digital PDF: %v", err)
+	}
 }
 
 func TestScannedPagesAccuracyAndSearchablePDF(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -74,6 +75,29 @@ func FromMetadata(m *docflow.Metadata, cls *docflow.Classification) Properties {
 // same path: the result is written to a temporary file and renamed).
 // Empty fields are left as they are in the input.
 func Embed(ctx context.Context, in, out string, p Properties) error {
+	tmp := out + ".part"
+	w, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("embed metadata: %w", err)
+	}
+	if err := EmbedTo(ctx, in, w, p); err != nil {
+		w.Close()
+		os.Remove(tmp)
+		return err
+	}
+	if err := w.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("embed metadata: %w", err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("embed metadata: %w", err)
+	}
+	return nil
+}
+
+// EmbedTo is Embed writing the PDF to w, so that it can stream into a
+// blob store without a temporary file. An unreadable PDF is EINVALID.
+func EmbedTo(ctx context.Context, in string, w io.Writer, p Properties) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -114,22 +138,8 @@ func Embed(ctx context.Context, in, out string, p Properties) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	tmp := out + ".part"
-	w, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("embed metadata: %w", err)
-	}
 	if err := api.Write(pctx, w, conf); err != nil {
-		w.Close()
-		os.Remove(tmp)
 		return fmt.Errorf("embed metadata: write: %w", err)
-	}
-	if err := w.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("embed metadata: %w", err)
-	}
-	if err := os.Rename(tmp, out); err != nil {
-		return fmt.Errorf("embed metadata: %w", err)
 	}
 	return nil
 }

@@ -3,7 +3,9 @@ package steps
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -55,22 +57,13 @@ func (s *embedMetadataStep) Run(ctx context.Context, in *docflow.StepInput) (*do
 	}
 	meta, cls := metadataOf(f)
 	props := pdfmeta.FromMetadata(meta, cls)
-	dir, cleanup, err := workDir(s.d, "pdfmeta")
+	blob, err := embedToBlob(ctx, in.Blobs, src, props)
 	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
-	out := filepath.Join(dir, "out.pdf")
-	if err := pdfmeta.Embed(ctx, src, out, props); err != nil {
 		if docflow.ErrorCode(err) == docflow.EINTERNAL && ctx.Err() == nil {
 			// pdfcpu could not parse what poppler accepted: retrying
 			// the same bytes cannot help.
 			return nil, invalidf("write PDF properties: %v", err)
 		}
-		return nil, err
-	}
-	blob, err := putFile(ctx, in.Blobs, out)
-	if err != nil {
 		return nil, err
 	}
 	if f.AIMetadata == nil {
@@ -102,4 +95,27 @@ func (s *embedMetadataStep) Run(ctx context.Context, in *docflow.StepInput) (*do
 			props.Title, props.Subject, len(props.Keywords)),
 		Bytes: blob.Size,
 	}, nil
+}
+
+// embedToBlob streams the PDF with its new properties straight into the
+// blob store: no temporary file is written and read back.
+func embedToBlob(ctx context.Context, blobs docflow.BlobStore, src string, props pdfmeta.Properties) (docflow.BlobInfo, error) {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := pdfmeta.EmbedTo(ctx, src, pw, props)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	info, putErr := blobs.Put(ctx, pr, 0)
+	// Put may stop early: unblock the writer before waiting for it.
+	pr.CloseWithError(io.ErrClosedPipe)
+	embedErr := <-done
+	switch {
+	case embedErr != nil && !errors.Is(embedErr, io.ErrClosedPipe):
+		return info, embedErr
+	case putErr != nil:
+		return info, fmt.Errorf("store result: %w", putErr)
+	}
+	return info, embedErr
 }

@@ -113,18 +113,16 @@ func (s *ocrStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.Step
 	if err != nil {
 		return nil, err
 	}
-	dir, cleanup, err := workDir(s.d, "ocr")
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
 	if info.Pages == 1 && strings.EqualFold(f.MimeType, "image/png") && f.OriginalBlob != "" {
-		if res, ok, err := s.pngDirect(ctx, in, pdf, dir, lang); ok || err != nil {
+		if res, ok, err := s.pngDirect(ctx, in, pdf, lang); ok || err != nil {
 			return res, err
 		}
 	}
-	out := filepath.Join(dir, "searchable.pdf")
-	res, err := eng.Process(ctx, pdf, ocr.Request{Language: lang, Searchable: out})
+	// NOTE: no work directory: a born-digital PDF (the common case) needs
+	// none, and the engine keeps its page files in its own.
+	out := tempPath(s.d, "ocr", ".pdf")
+	defer os.Remove(out)
+	res, err := eng.Process(ctx, pdf, ocr.Request{Language: lang, Searchable: out, SkipBornDigitalCopy: true})
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +151,7 @@ func (s *ocrStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.Step
 
 // pngDirect reads a one-page PNG original with Tesseract. ok is false when
 // the PDF version has a text layer after all (then the engine decides).
-func (s *ocrStep) pngDirect(ctx context.Context, in *docflow.StepInput, pdf, dir, lang string) (*docflow.StepResult, bool, error) {
+func (s *ocrStep) pngDirect(ctx context.Context, in *docflow.StepInput, pdf, lang string) (*docflow.StepResult, bool, error) {
 	f := in.File
 	layer, err := runTool(ctx, toolTimeout, nil, "pdftotext", "-enc", "UTF-8", pdf, "-")
 	if err != nil {
@@ -166,6 +164,11 @@ func (s *ocrStep) pngDirect(ctx context.Context, in *docflow.StepInput, pdf, dir
 	if err != nil {
 		return nil, false, fmt.Errorf("open original: %w", err)
 	}
+	dir, cleanup, err := workDir(s.d, "ocr")
+	if err != nil {
+		return nil, false, err
+	}
+	defer cleanup()
 	if err := s.tesseracts.Acquire(ctx, 1); err != nil {
 		return nil, false, err
 	}

@@ -12,6 +12,7 @@ package steps
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -120,6 +121,12 @@ func workDir(d Deps, prefix string) (string, func(), error) {
 		return "", nil, fmt.Errorf("work dir: %w", err)
 	}
 	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// tempPath names a file under the temp dir that no one else uses (a
+// random name, not created: the caller writes and removes it).
+func tempPath(d Deps, prefix, ext string) string {
+	return filepath.Join(d.TempDir, "docflow-"+prefix+"-"+rand.Text()+ext)
 }
 
 // currentPDF returns a local path of the file's PDF version: the processed
