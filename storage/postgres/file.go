@@ -44,7 +44,9 @@ const fileCols = `f.id, f.filehash, f.original_filename, f.stored_filename, f.fi
 // fileColsText adds the OCR text, which listings never need.
 const fileColsText = fileCols + `, f.ocr_text`
 
-func scanFile(row pgx.Row, withText bool) (*docflow.File, error) {
+// scanFile reads one row of fileCols (then ocr_text when withText, then
+// extra destinations).
+func scanFile(row pgx.Row, withText bool, extra ...any) (*docflow.File, error) {
 	var f docflow.File
 	var meta []byte
 	dest := []any{&f.ID, &f.FileHash, &f.OriginalFilename, &f.StoredFilename, &f.FileSize, &f.MimeType,
@@ -54,6 +56,7 @@ func scanFile(row pgx.Row, withText bool) (*docflow.File, error) {
 	if withText {
 		dest = append(dest, &f.OCRText)
 	}
+	dest = append(dest, extra...)
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
@@ -433,7 +436,7 @@ const countCacheMin = 5000
 
 // anchorStep is the distance in rows between two cached page anchors: a
 // deep page skips at most this many index entries.
-const anchorStep = 2500
+const anchorStep = 500
 
 type listEntry struct {
 	val        any
@@ -443,9 +446,14 @@ type listEntry struct {
 	err        error
 }
 
-// listCache serves cached values and refreshes a stale one in the request
-// that first sees it stale while the others keep using the old value, so a
-// burst of requests never recomputes the same total at once.
+// listRefreshTimeout bounds a background refresh of a cached value.
+const listRefreshTimeout = 30 * time.Second
+
+// listCache serves cached values. A missing value is computed by the first
+// request that needs it while the others wait for it; a stale one is
+// recomputed in the background while every request, the one that noticed
+// included, keeps using the old value, so neither a burst nor the request
+// that happens to arrive after the TTL pays for a recount.
 type listCache struct {
 	now func() time.Time
 	mu  sync.Mutex
@@ -457,8 +465,9 @@ func newListCache(now func() time.Time) *listCache {
 }
 
 // get returns the cached value of key, computing it when missing or stale.
-// keep reports whether a computed value is worth caching.
-func (c *listCache) get(key string, compute func() (any, error), keep func(any) bool) (any, error) {
+// keep reports whether a computed value is worth caching. compute's context
+// is ctx, or for a background refresh a detached one with a timeout.
+func (c *listCache) get(ctx context.Context, key string, compute func(context.Context) (any, error), keep func(any) bool) (any, error) {
 	c.mu.Lock()
 	e, ok := c.m[key]
 	switch {
@@ -473,25 +482,31 @@ func (c *listCache) get(key string, compute func() (any, error), keep func(any) 
 		c.mu.Unlock()
 		<-ready
 		if e.err != nil {
-			return compute()
+			return compute(ctx)
 		}
 		return e.val, nil
 	case ok:
 		e.refreshing = true
+		old := e.val
 		c.mu.Unlock()
-		v, err := compute()
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		e.refreshing = false
-		if err != nil {
-			return nil, err
-		}
-		if keep(v) {
-			e.val, e.at = v, c.now()
-		} else {
-			delete(c.m, key)
-		}
-		return v, nil
+		// The goroutine ends with its query (bounded by the timeout).
+		go func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), listRefreshTimeout)
+			defer cancel()
+			v, err := compute(rctx)
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			e.refreshing = false
+			switch {
+			case err != nil:
+				// Keep the old value; the next request past the TTL retries.
+			case keep(v):
+				e.val, e.at = v, c.now()
+			case c.m[key] == e:
+				delete(c.m, key)
+			}
+		}()
+		return old, nil
 	}
 	if len(c.m) > 10_000 {
 		clear(c.m)
@@ -499,16 +514,37 @@ func (c *listCache) get(key string, compute func() (any, error), keep func(any) 
 	e = &listEntry{ready: make(chan struct{})}
 	c.m[key] = e
 	c.mu.Unlock()
-	v, err := compute()
+	v, err := compute(ctx)
 	c.mu.Lock()
 	e.val, e.err, e.at = v, err, c.now()
 	close(e.ready)
 	e.ready = nil
-	if err != nil || !keep(v) {
+	if (err != nil || !keep(v)) && c.m[key] == e {
 		delete(c.m, key)
 	}
 	c.mu.Unlock()
 	return v, err
+}
+
+// has reports whether key holds a value, fresh or stale.
+func (c *listCache) has(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[key]
+	return ok && e.ready == nil
+}
+
+// put stores v as the fresh value of key.
+func (c *listCache) put(key string, v any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[key]; ok && (e.ready != nil || e.refreshing) {
+		return
+	}
+	if len(c.m) > 10_000 {
+		clear(c.m)
+	}
+	c.m[key] = &listEntry{val: v, at: c.now()}
 }
 
 // countTTL bounds how stale a cached count may be (countCache users).
@@ -644,7 +680,10 @@ type anchor struct {
 // index entries, so page 4,000 costs about what page 100 costs; and a
 // selective filter (at most maxSortInMemory matches) is answered from its
 // own index and sorted in memory rather than by walking the whole sort
-// index and discarding what does not match.
+// index and discarding what does not match. A filter not known to match
+// many rows is tried that way first, and the same scan counts the matches
+// (count(*) OVER ()), so a selective filter costs one scan and its total
+// is always exact.
 func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) ([]*docflow.File, int, error) {
 	col, ok := sortColumns[filter.SortBy]
 	if !ok {
@@ -668,9 +707,30 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 		order += ", f.id " + dir
 	}
 	key := cacheKey(where, args)
-	v, err := s.counts.get("count\x00"+key, func() (any, error) {
+	// NOTE: a generic plan cannot know how selective a LIKE pattern is and
+	// pairs the trigram index with the status/date index, reading tens of
+	// thousands of entries; searches are planned for their actual pattern.
+	var planArgs []any
+	if filter.Search != "" {
+		planArgs = []any{pgx.QueryExecModeCacheDescribe}
+	}
+	countKey := "count\x00" + key
+	if where != "" && !s.counts.has(countKey) {
+		files, total, err := s.findSorted(ctx, col, order, where, append(planArgs, args...), per, (page-1)*per)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(files) > 0 {
+			if total >= countCacheMin {
+				s.counts.put(countKey, total)
+			}
+			return files, total, nil
+		}
+		// Past the last page (or nothing matches): count below.
+	}
+	v, err := s.counts.get(ctx, countKey, func(ctx context.Context) (any, error) {
 		var n int
-		if err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM files f`+where, args...).Scan(&n); err != nil {
+		if err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM files f`+where, append(planArgs, args...)...).Scan(&n); err != nil {
 			return nil, fmt.Errorf("count files: %w", err)
 		}
 		return n, nil
@@ -719,7 +779,7 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 	pageArgs = append(pageArgs, per, offset)
 	q := `SELECT ` + fileCols + ` FROM files f JOIN (` + inner + ` ORDER BY ` + order +
 		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) pg ON pg.id = f.id ORDER BY ` + order
-	rows, err := s.db.Pool.Query(ctx, q, pageArgs...)
+	rows, err := s.db.Pool.Query(ctx, q, append(planArgs, pageArgs...)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
@@ -734,10 +794,44 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 // read in order from the sort index.
 const maxSortInMemory = 10_000
 
+// findSorted reads the matches of where from the filter's own indexes,
+// sorts them and returns one page with the number of matches. args may
+// start with a pgx query option. No rows means the offset is past the end
+// (total then unknown, 0).
+func (s *FileService) findSorted(ctx context.Context, col, order, where string, args []any, limit, offset int) ([]*docflow.File, int, error) {
+	n := len(args)
+	if n > 0 {
+		if _, ok := args[0].(pgx.QueryExecMode); ok {
+			n--
+		}
+	}
+	q := `SELECT ` + fileCols + `, pg.total FROM files f JOIN (SELECT f.id, count(*) OVER () AS total
+		FROM (SELECT * FROM files f` + where + ` OFFSET 0) f ORDER BY ` + order +
+		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) pg ON pg.id = f.id ORDER BY ` + order
+	rows, err := s.db.Pool.Query(ctx, q, append(args, limit, offset)...)
+	if err != nil {
+		return nil, 0, fmt.Errorf("find files: %w", err)
+	}
+	defer rows.Close()
+	out := []*docflow.File{}
+	var total int
+	for rows.Next() {
+		f, err := scanFile(rows, false, &total)
+		if err != nil {
+			return nil, 0, fmt.Errorf("find files: %w", err)
+		}
+		out = append(out, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, 0, fmt.Errorf("find files: %w", err)
+	}
+	return out, total, nil
+}
+
 // anchors returns the sort key of every anchorStep-th row (1-based rows
 // anchorStep, 2·anchorStep, …) of a listing, cached like totals.
 func (s *FileService) anchors(ctx context.Context, key, col, order, where string, args []any) ([]anchor, error) {
-	v, err := s.counts.get("anchors\x00"+col+order+"\x00"+key, func() (any, error) {
+	v, err := s.counts.get(ctx, "anchors\x00"+col+order+"\x00"+key, func(ctx context.Context) (any, error) {
 		rows, err := s.db.Pool.Query(ctx, `SELECT v, id FROM (SELECT `+col+` AS v, f.id, row_number() OVER (ORDER BY `+order+`) AS rn
 			FROM files f`+where+`) a WHERE rn % `+strconv.Itoa(anchorStep)+` = 0 ORDER BY rn`, args...)
 		if err != nil {

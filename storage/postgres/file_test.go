@@ -268,3 +268,44 @@ func TestIngestNewWakesTheRelay(t *testing.T) {
 		t.Fatalf("quiet setting leaked out of the transaction: %q %v", quiet, err)
 	}
 }
+
+// A selective filter is answered with its exact total from the same scan,
+// past-the-end pages included, and sees a new match at once.
+func TestFindFilesSelectiveFilterTotals(t *testing.T) {
+	ctx := context.Background()
+	db, cleanup, err := postgres.OpenTestDB(ctx, "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	s := postgres.NewFileService(db)
+	_, err = db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, created_at)
+		SELECT md5(i::text), 'note-' || i || '.pdf', i || '.pdf', i, 'application/pdf', 'completed', TIMESTAMPTZ '2024-01-01' + i * interval '1 minute'
+		FROM generate_series(1, 300) AS i`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter := docflow.FileFilter{Search: "note-1", Status: "completed", PerPage: 25, Page: 1}
+	// note-1, note-10..19, note-100..199: 111 matches.
+	for _, page := range []int{1, 5, 6} {
+		filter.Page = page
+		files, total, err := s.FindFiles(ctx, filter)
+		want := min(25, max(0, 111-(page-1)*25))
+		if err != nil || total != 111 || len(files) != want {
+			t.Fatalf("page %d: %d files, total %d, %v", page, len(files), total, err)
+		}
+	}
+	filter.Page = 1
+	files, _, _ := s.FindFiles(ctx, filter)
+	if files[0].OriginalFilename != "note-199.pdf" {
+		t.Fatalf("first %s", files[0].OriginalFilename)
+	}
+	if _, err := s.Ingest(ctx, postgres.IngestRecord{File: &docflow.File{FileHash: "n", OriginalFilename: "Note-1000.pdf",
+		StoredFilename: "n.pdf", MimeType: "application/pdf", Source: docflow.ChannelUpload}, Prepare: noRun}); err != nil {
+		t.Fatal(err)
+	}
+	db.Pool.Exec(ctx, `UPDATE files SET status = 'completed'`)
+	if files, total, err := s.FindFiles(ctx, filter); err != nil || total != 112 || files[0].OriginalFilename != "Note-1000.pdf" {
+		t.Fatalf("after a new match: total %d, %v", total, err)
+	}
+}
