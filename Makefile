@@ -5,7 +5,7 @@ BIN := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: run test build lint bench deps services clean help
+.PHONY: run test build lint bench deps deps-run services clean help
 
 help:
 	@echo "make run    start docflow (installs and starts what it needs)"
@@ -19,10 +19,15 @@ build:
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/docflow ./cmd/docflow
 
-# System tools the processing steps use (Tesseract, poppler, LibreOffice…).
+# System tools the processing steps use (Tesseract, poppler, LibreOffice…),
+# and for tests the servers they talk to.
 deps:
+	@echo "==> checking system packages (tests)"
+	@bash scripts/install-deps.sh test
+
+deps-run:
 	@echo "==> checking system packages"
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh run
 
 # Services the tests talk to: PostgreSQL and a private ClickHouse.
 services:
@@ -31,7 +36,7 @@ services:
 	@echo "==> checking ClickHouse (tests)"
 	@bash scripts/clickhouse.sh start || echo "ClickHouse could not start: its tests will skip and say why"
 
-run: deps build
+run: deps-run build
 	@echo "==> checking PostgreSQL"
 	@bash scripts/postgres.sh
 	@echo "==> starting docflow serve (Ctrl-C to stop); open http://$${LISTEN_ADDR:-127.0.0.1:8000}"

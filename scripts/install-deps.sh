@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# Installs the system tools docflow's processing steps and tests use (Debian).
+# Installs the system tools docflow uses (Debian's packages).
+#   scripts/install-deps.sh run    the processing tools (make run)
+#   scripts/install-deps.sh test   those plus the servers the tests talk to (make test, make bench)
 # Idempotent: packages already present are skipped. Needs root (or sudo).
 set -euo pipefail
 
+profile="${1:-test}"
 need=()
 want() { dpkg -s "$1" >/dev/null 2>&1 || need+=("$1"); }
 
 for p in tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra \
          tesseract-ocr-spa tesseract-ocr-ita poppler-utils ocrmypdf img2pdf \
          librsvg2-bin libreoffice-core-nogui libreoffice-writer-nogui \
-         libreoffice-calc-nogui libreoffice-impress-nogui fonts-dejavu-core \
-         clickhouse-server clickhouse-client wrk dovecot-imapd openssh-server; do
+         libreoffice-calc-nogui libreoffice-impress-nogui fonts-dejavu-core; do
   want "$p"
 done
+if [ "$profile" = "test" ]; then
+  for p in clickhouse-server clickhouse-client wrk; do
+    want "$p"
+  done
+fi
 
 if [ ${#need[@]} -eq 0 ]; then
-  echo "install-deps: all system packages present"
+  echo "install-deps: all system packages present ($profile)"
   exit 0
 fi
 
