@@ -31,29 +31,43 @@ var (
 // totalLabels are the words that introduce a document's total, in order
 // of preference where several start at the same place ("total amount"
 // before "total").
-var totalLabels = []string{"grand total", "total amount", "total due", "amount due", "balance due", "invoice total", "total",
+var totalLabels = newFoldLabels("grand total", "total amount", "total due", "amount due", "balance due", "invoice total", "total",
 	"gesamtbetrag", "rechnungsbetrag", "endbetrag", "gesamtsumme", "zu zahlen", "summe", "betrag",
-	"montant total", "montant", "net à payer", "importe total", "importe", "totale", "importo"}
+	"montant total", "montant", "net à payer", "importe total", "importe", "totale", "importo")
 
-// findTotalLabels returns the [start, end) of every total label in text,
-// case-insensitively, leftmost first and not overlapping: what the
-// case-insensitive alternation of totalLabels finds with regexp, at a
-// fraction of the cost (Go's regexp runs such an alternation through
-// its NFA at every position of the text).
-func findTotalLabels(text string) [][2]int {
+// foldLabels finds words case-insensitively: what the case-insensitive
+// regexp alternation of the words finds (leftmost first, earlier words
+// preferred, no overlaps), at a fraction of the cost (Go's regexp runs
+// such an alternation through its NFA at every position of the text).
+type foldLabels struct {
+	all []string
+	// byStart lists, per lower-case ASCII first letter, the words
+	// starting with it, in order.
+	byStart [256][]string
+}
+
+// newFoldLabels takes lower-case words that start with an ASCII letter.
+func newFoldLabels(words ...string) *foldLabels {
+	l := &foldLabels{all: words}
+	for _, w := range words {
+		l.byStart[w[0]] = append(l.byStart[w[0]], w)
+	}
+	return l
+}
+
+// find returns the [start, end) of every label in text.
+func (l *foldLabels) find(text string) [][2]int {
 	var out [][2]int
 	for i := 0; i < len(text); {
 		matched := 0
-		candidates := totalLabels // a non-ASCII rune may fold to a label's first letter (ſ to s)
+		candidates := l.all // a non-ASCII rune may fold to a first letter (ſ to s)
 		if c := text[i]; c < 0x80 {
-			candidates = labelsByStart[c|0x20]
+			candidates = l.byStart[c|0x20]
 		}
-		if len(candidates) > 0 {
-			for _, l := range candidates {
-				if n := hasPrefixFold(text[i:], l); n > 0 {
-					matched = n
-					break
-				}
+		for _, w := range candidates {
+			if n := hasPrefixFold(text[i:], w); n > 0 {
+				matched = n
+				break
 			}
 		}
 		if matched > 0 {
@@ -66,15 +80,6 @@ func findTotalLabels(text string) [][2]int {
 	}
 	return out
 }
-
-// labelsByStart lists, per lower-case ASCII first letter, the total labels
-// starting with it, in totalLabels order.
-var labelsByStart = func() (t [256][]string) {
-	for _, l := range totalLabels {
-		t[l[0]] = append(t[l[0]], l)
-	}
-	return t
-}()
 
 // hasPrefixFold reports the byte length of the prefix of s that equals
 // prefix under Unicode simple case folding (as regexp's (?i)), or 0.
@@ -178,7 +183,7 @@ func documentAmount(text string) (amount, currency string, ok bool) {
 		return "", "", false
 	}
 	var best *foundAmount
-	labels := findTotalLabels(text)
+	labels := totalLabels.find(text)
 	for li := len(labels) - 1; li >= 0 && best == nil; li-- {
 		end := labels[li][1]
 		for i := range amts {

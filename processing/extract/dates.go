@@ -100,7 +100,26 @@ func findDates(text string) []foundDate {
 	return out
 }
 
-var reDateLabel = regexp.MustCompile(`(?i)(invoice date|date of issue|issue date|document date|rechnungsdatum|belegdatum|ausstellungsdatum|datum|date de facture|date|fecha|data)\s*[:.]?`)
+// dateLabels introduce the document's date.
+var dateLabels = newFoldLabels("invoice date", "date of issue", "issue date", "document date", "rechnungsdatum", "belegdatum",
+	"ausstellungsdatum", "datum", "date de facture", "date", "fecha", "data")
+
+// findDateLabels returns the [start, end) of every date label with the
+// blanks and the colon or full stop after it (regexp's `label\s*[:.]?`).
+func findDateLabels(text string) [][2]int {
+	labels := dateLabels.find(text)
+	for i := range labels {
+		end := labels[i][1]
+		for end < len(text) && strings.IndexByte("\t\n\f\r ", text[end]) >= 0 {
+			end++
+		}
+		if end < len(text) && (text[end] == ':' || text[end] == '.') {
+			end++
+		}
+		labels[i][1] = end
+	}
+	return labels
+}
 
 // documentDate picks the document's date: the first date right after a date
 // label, else the first date in the text.
@@ -109,7 +128,7 @@ func documentDate(text string) (time.Time, bool) {
 	if len(dates) == 0 {
 		return time.Time{}, false
 	}
-	for _, lm := range reDateLabel.FindAllStringIndex(text, -1) {
+	for _, lm := range findDateLabels(text) {
 		for _, d := range dates {
 			if d.pos >= lm[1] && d.pos-lm[1] <= 40 {
 				return d.date, true

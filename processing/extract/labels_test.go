@@ -10,12 +10,19 @@ import (
 )
 
 // reTotalLabelRef is the regular expression findTotalLabels stands for.
-var reTotalLabelRef = regexp.MustCompile(`(?i)(` + strings.Join(totalLabels, "|") + `)`)
+var reTotalLabelRef = regexp.MustCompile(`(?i)(` + strings.Join(totalLabels.all, "|") + `)`)
+
+// reDateLabelRef is the regular expression findDateLabels stands for.
+var reDateLabelRef = regexp.MustCompile(`(?i)(` + strings.Join(dateLabels.all, "|") + `)\s*[:.]?`)
 
 func checkLabels(t *testing.T, text string) {
 	t.Helper()
-	want := reTotalLabelRef.FindAllStringIndex(text, -1)
-	got := findTotalLabels(text)
+	compareLabels(t, text, reTotalLabelRef.FindAllStringIndex(text, -1), totalLabels.find(text))
+	compareLabels(t, text, reDateLabelRef.FindAllStringIndex(text, -1), findDateLabels(text))
+}
+
+func compareLabels(t *testing.T, text string, want [][]int, got [][2]int) {
+	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%q: %d labels, regexp finds %d (%v vs %v)", text, len(got), len(want), got, want)
 	}
@@ -26,8 +33,8 @@ func checkLabels(t *testing.T, text string) {
 	}
 }
 
-// TestTotalLabelsAsRegexp: the hand-written matcher finds exactly what the
-// case-insensitive regexp finds, on invoices, on folding corner cases and
+// TestTotalLabelsAsRegexp: the hand-written matchers of total and date
+// labels find exactly what the case-insensitive regexps find, on invoices, on folding corner cases and
 // on random mixtures of label fragments.
 func TestTotalLabelsAsRegexp(t *testing.T) {
 	for seed := int64(0); seed < 50; seed++ {
@@ -35,11 +42,13 @@ func TestTotalLabelsAsRegexp(t *testing.T) {
 	}
 	for _, s := range []string{"", "TOTAL", "Grand Total: 12", "grand totale", "ſumme", "SUMME", "Net À Payer 3 €",
 		"totaltotal", "gesamtsummebetrag", "Zu  zahlen", "zu zahlen", "\xff total", "montant totale", "IMPORTE TOTAL",
-		"Rechnungsbetrag", "betraG", "tota", "amount duE"} {
+		"Rechnungsbetrag", "betraG", "tota", "amount duE",
+		"Invoice Date: 2024-01-02", "DATUM  .", "date\n\n:", "data:.", "date de factur", "Date of Issue 3"} {
 		checkLabels(t, s)
 	}
 	rng := rand.New(rand.NewSource(1))
-	parts := append([]string{" ", "x", "\n", "ſ", "À", "é", "\xff", "1", "K"}, totalLabels...)
+	parts := append([]string{" ", "x", "\n", "\t", ":", ".", "ſ", "À", "é", "\xff", "1", "K"}, totalLabels.all...)
+	parts = append(parts, dateLabels.all...)
 	for i := 0; i < 5000; i++ {
 		var b strings.Builder
 		for j := rng.Intn(8); j >= 0; j-- {
