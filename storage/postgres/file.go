@@ -434,9 +434,11 @@ const listTTL = time.Second
 // countCacheMin is the smallest total worth caching.
 const countCacheMin = 5000
 
-// anchorStep is the distance in rows between two cached page anchors: a
-// deep page skips at most this many index entries.
-const anchorStep = 500
+// anchorStep is the distance in rows between two cached page anchors. At
+// the default page size every page starts right after an anchor, so a deep
+// page is a keyset seek like page 1; other sizes skip fewer than
+// anchorStep rows. One refresh reads the whole sort index either way.
+const anchorStep = 25
 
 type listEntry struct {
 	val        any
@@ -677,7 +679,7 @@ type anchor struct {
 // fetched by id afterwards; for deep pages of large results a cached
 // anchor (the sort key every anchorStep rows, refreshed at most once a
 // second) turns the skip into a keyset seek plus fewer than anchorStep
-// index entries, so page 4,000 costs about what page 100 costs; and a
+// index entries, so page 4,000 costs what page 1 costs; and a
 // selective filter (at most maxSortInMemory matches) is answered from its
 // own index and sorted in memory rather than by walking the whole sort
 // index and discarding what does not match. A filter not known to match
@@ -744,14 +746,10 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 		return []*docflow.File{}, total, nil
 	}
 
-	inner := `SELECT f.id FROM files f` + where
+	cond := where
 	pageArgs := append([]any(nil), args...)
-	if total <= maxSortInMemory && where != "" {
-		// Selective filter: materialise the matches from the filter's own
-		// indexes, then sort them; the planner would otherwise walk the
-		// sort index and throw most rows away.
-		inner = `SELECT f.id FROM (SELECT * FROM files f` + where + ` OFFSET 0) f`
-	} else if offset >= anchorStep && total >= countCacheMin {
+	inMemory := total <= maxSortInMemory && where != ""
+	if !inMemory && offset >= anchorStep && total >= countCacheMin {
 		anchors, err := s.anchors(ctx, key, col, order, where, args)
 		if err != nil {
 			return nil, 0, err
@@ -766,9 +764,9 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 			}
 			pageArgs = append(pageArgs, a.id)
 			if where == "" {
-				inner += ` WHERE ` + seek
+				cond += ` WHERE ` + seek
 			} else {
-				inner += ` AND ` + seek
+				cond += ` AND ` + seek
 			}
 			// The anchor row itself is row (i+1)*anchorStep (1-based), so
 			// rows after it start at that offset.
@@ -777,8 +775,23 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 	}
 	n := len(pageArgs)
 	pageArgs = append(pageArgs, per, offset)
-	q := `SELECT ` + fileCols + ` FROM files f JOIN (` + inner + ` ORDER BY ` + order +
-		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) pg ON pg.id = f.id ORDER BY ` + order
+	limit := ` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2)
+	var q string
+	switch {
+	case inMemory:
+		// Selective filter: materialise the matches from the filter's own
+		// indexes, then sort them; the planner would otherwise walk the
+		// sort index and throw most rows away.
+		q = `SELECT ` + fileCols + ` FROM files f JOIN (SELECT f.id FROM (SELECT * FROM files f` + where +
+			` OFFSET 0) f ORDER BY ` + order + limit + `) pg ON pg.id = f.id ORDER BY ` + order
+	case offset <= maxDirectOffset:
+		// Page 1, or right after an anchor: read the rows in order.
+		q = `SELECT ` + fileCols + ` FROM files f` + cond + ` ORDER BY ` + order + limit
+	default:
+		// Skip through the sort index alone, then fetch the page's rows.
+		q = `SELECT ` + fileCols + ` FROM files f JOIN (SELECT f.id FROM files f` + cond + ` ORDER BY ` + order +
+			limit + `) pg ON pg.id = f.id ORDER BY ` + order
+	}
 	rows, err := s.db.Pool.Query(ctx, q, append(planArgs, pageArgs...)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
@@ -789,6 +802,10 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 	}
 	return files, total, nil
 }
+
+// maxDirectOffset is the largest skip read through full rows rather than
+// through the sort index alone (which then costs a join).
+const maxDirectOffset = 100
 
 // maxSortInMemory is the largest match count sorted in memory rather than
 // read in order from the sort index.
