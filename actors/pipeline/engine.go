@@ -25,6 +25,13 @@ const (
 	DelayGroup  = "docflow.retry"
 )
 
+// Group commit of step claims and results (see batcher): transactions of
+// each kind in progress at once, and requests per transaction.
+const (
+	groupFlushers = 2
+	groupMax      = 64
+)
+
 // StepGroup names the consumer group of a step type.
 func StepGroup(stepType string) string { return "docflow.step." + stepType }
 
@@ -94,6 +101,8 @@ type Engine struct {
 	consumers []*streams.Consumer
 	steps     []*stepConsumer
 	direct    *writeThrough
+	results   *batcher[postgres.StepCompletion, *postgres.Written]
+	claims    *batcher[postgres.ClaimRequest, *postgres.Claim]
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -218,6 +227,8 @@ func NewEngine(cfg Config) (*Engine, error) {
 		cancel:        cancel,
 	}
 	e.direct = newWriteThrough(cfg.Publisher, store, e.log)
+	e.results = resultBatcher(store, e.log, groupFlushers, groupMax)
+	e.claims = claimBatcher(store, groupFlushers, groupMax)
 	return e, nil
 }
 
@@ -344,7 +355,11 @@ func (e *Engine) start(ctx context.Context) error {
 		e.wg.Add(1)
 		go func() { defer e.wg.Done(); <-e.ctx.Done(); dr.wg.Wait() }()
 	}
-	e.wg.Add(3)
+	e.wg.Add(3 + 2*groupFlushers)
+	for range groupFlushers {
+		go func() { defer e.wg.Done(); e.results.run(e.ctx) }()
+		go func() { defer e.wg.Done(); e.claims.run(e.ctx) }()
+	}
 	go func() { defer e.wg.Done(); e.direct.run(e.ctx, 20*time.Millisecond) }()
 	go e.stallLoop()
 	go e.heartbeatLoop()

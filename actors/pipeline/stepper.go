@@ -108,7 +108,7 @@ func (sc *stepConsumer) process(d *streams.Delivery, task streams.StepTask) {
 		}
 		err := e.withDB("claim step", func(ctx context.Context) error {
 			var err error
-			claim, err = e.store.ClaimStep(ctx, postgres.ClaimRequest{RunID: task.RunID, Position: task.Position,
+			claim, err = e.claims.do(ctx, postgres.ClaimRequest{RunID: task.RunID, Position: task.Position,
 				Attempt: task.Attempt, Worker: e.cfg.WorkerID, TTL: e.leaseTTL, DeadAfter: 5 * e.cfg.Heartbeat})
 			return err
 		})
@@ -235,7 +235,7 @@ func (sc *stepConsumer) recordSuccess(rec postgres.StepRecord, claim *postgres.C
 	var w *postgres.Written
 	err := e.withDB("record step", func(ctx context.Context) error {
 		var err error
-		w, err = e.store.CompleteStep(ctx, rec, msgs...)
+		w, err = e.results.do(ctx, completion(rec, msgs))
 		return err
 	})
 	if err != nil {

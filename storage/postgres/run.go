@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sort"
 	"strconv"
 	"time"
 
@@ -187,17 +188,83 @@ type Claim struct {
 // where it was, and the step's result, committed synchronously later,
 // flushes the WAL up to and including the claim anyway.
 func (s *RunStore) ClaimStep(ctx context.Context, req ClaimRequest) (*Claim, error) {
-	c := &Claim{}
-	var cfg, opts []byte
-	var nextType *string
-	dead := req.DeadAfter
-	if dead <= 0 {
-		dead = 10 * time.Second
+	c, err := scanClaim(s.db.Pool.QueryRow(ctx, claimSQL, claimArgs(req)...), req)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return s.whyNotClaimed(ctx, req)
 	}
-	// c.* is the file's columns, then run_id, position, step_type, label,
-	// config, options.
-	extra := []any{new(string), new(int), &c.Step.StepType, &c.Step.Label, &cfg, &opts, &nextType, &c.Total, new(string)}
-	f, err := scanFile(extraRow{s.db.Pool.QueryRow(ctx, `
+	if err != nil {
+		return nil, fmt.Errorf("claim step %s/%d: %w", req.RunID, req.Position, err)
+	}
+	return c, nil
+}
+
+// ClaimResult is the answer to one request of ClaimSteps.
+type ClaimResult struct {
+	Claim *Claim
+	Err   error
+}
+
+// ClaimSteps makes several claims (as ClaimStep each) in one round trip and
+// one transaction, committed asynchronously like a single claim.
+func (s *RunStore) ClaimSteps(ctx context.Context, reqs []ClaimRequest) []ClaimResult {
+	out := make([]ClaimResult, len(reqs))
+	if len(reqs) == 0 {
+		return out
+	}
+	// NOTE: rows are locked in (run, position) order, so that two batches
+	// cannot wait for each other.
+	order := make([]int, len(reqs))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool {
+		ra, rb := reqs[order[a]], reqs[order[b]]
+		if ra.RunID != rb.RunID {
+			return ra.RunID < rb.RunID
+		}
+		return ra.Position < rb.Position
+	})
+	b := &pgx.Batch{}
+	for _, i := range order {
+		b.Queue(claimSQL, claimArgs(reqs[i])...)
+	}
+	var missed []int
+	br := s.db.Pool.SendBatch(ctx, b)
+	var batchErr error
+	for _, i := range order {
+		c, err := scanClaim(br.QueryRow(), reqs[i])
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			missed = append(missed, i)
+		case errors.As(err, new(claimDecodeError)):
+			out[i].Err = err // claimed, but unusable: this task's error only
+		case err != nil:
+			batchErr = err
+		default:
+			out[i].Claim = c
+		}
+		if batchErr != nil {
+			break
+		}
+	}
+	if err := br.Close(); err != nil && batchErr == nil {
+		batchErr = err
+	}
+	if batchErr != nil {
+		// The implicit transaction rolled back: no claim holds.
+		for i := range out {
+			out[i] = ClaimResult{Err: fmt.Errorf("claim %d steps: %w", len(reqs), batchErr)}
+		}
+		return out
+	}
+	for _, i := range missed {
+		out[i].Claim, out[i].Err = s.whyNotClaimed(ctx, reqs[i])
+	}
+	return out
+}
+
+// claimSQL leases a step; see ClaimStep.
+const claimSQL = `
 		WITH c AS (
 			UPDATE run_steps rs SET status='running', attempts=$3, started_at=now(), finished_at=NULL,
 				lease_owner=$4, lease_until=now() + $5 * interval '1 millisecond'
@@ -210,7 +277,7 @@ func (s *RunStore) ClaimStep(ctx context.Context, req ClaimRequest) (*Claim, err
 			           AND (rs.lease_until IS NULL OR rs.lease_until < now() OR rs.lease_owner = $4
 			                OR NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = rs.lease_owner
 			                               AND w.last_seen > now() - $6 * interval '1 millisecond'))))
-			RETURNING `+fileColsText+`, rs.run_id, rs.position, rs.step_type, rs.label, rs.config, r.options
+			RETURNING ` + fileColsText + `, rs.run_id, rs.position, rs.step_type, rs.label, rs.config, r.options
 		), r AS (
 			-- Only the first claim changes the run (the step results note
 			-- its progress).
@@ -224,21 +291,40 @@ func (s *RunStore) ClaimStep(ctx context.Context, req ClaimRequest) (*Claim, err
 			(SELECT n.step_type FROM run_steps n WHERE n.run_id=c.run_id AND n.position=c.position+1),
 			(SELECT count(*) FROM run_steps t WHERE t.run_id=c.run_id),
 			set_config('synchronous_commit', 'off', true)
-		FROM c`,
-		req.RunID, req.Position, req.Attempt, req.Worker, req.TTL.Milliseconds(), dead.Milliseconds()), extra}, true)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s.whyNotClaimed(ctx, req)
+		FROM c`
+
+func claimArgs(req ClaimRequest) []any {
+	dead := req.DeadAfter
+	if dead <= 0 {
+		dead = 10 * time.Second
 	}
+	return []any{req.RunID, req.Position, req.Attempt, req.Worker, req.TTL.Milliseconds(), dead.Milliseconds()}
+}
+
+// claimDecodeError: a claimed row whose JSON could not be decoded.
+type claimDecodeError struct{ error }
+
+func (e claimDecodeError) Unwrap() error { return e.error }
+
+// scanClaim reads claimSQL's answer; pgx.ErrNoRows when nothing was claimed.
+func scanClaim(row pgx.Row, req ClaimRequest) (*Claim, error) {
+	c := &Claim{}
+	var cfg, opts []byte
+	var nextType *string
+	// c.* is the file's columns, then run_id, position, step_type, label,
+	// config, options.
+	extra := []any{new(string), new(int), &c.Step.StepType, &c.Step.Label, &cfg, &opts, &nextType, &c.Total, new(string)}
+	f, err := scanFile(extraRow{row, extra}, true)
 	if err != nil {
-		return nil, fmt.Errorf("claim step %s/%d: %w", req.RunID, req.Position, err)
+		return nil, err
 	}
 	c.Outcome = ClaimOK
 	c.Step.RunID, c.Step.Position, c.Step.Attempts, c.Step.Status = req.RunID, req.Position, req.Attempt, docflow.StepRunning
 	if err := unmarshalObject(cfg, &c.Step.Config); err != nil {
-		return nil, err
+		return nil, claimDecodeError{err}
 	}
 	if err := unmarshalObject(opts, &c.Options); err != nil {
-		return nil, err
+		return nil, claimDecodeError{err}
 	}
 	if nextType != nil {
 		c.Next = &docflow.RunStep{RunID: req.RunID, Position: req.Position + 1, StepType: *nextType, Status: docflow.StepQueued}
@@ -346,13 +432,39 @@ func (s *RunStore) FailStep(ctx context.Context, rec StepRecord, msgs ...streams
 	return s.recordStep(ctx, rec, msgs)
 }
 
+// fastEligible: the result changes nothing but the run (recordStepFast).
+func fastEligible(rec StepRecord) bool {
+	return rec.Embedding == nil && len(rec.Deliveries) == 0 && !fileChanged(rec)
+}
+
 func (s *RunStore) recordStep(ctx context.Context, rec StepRecord, msgs []streams.OutboxMessage) (*Written, error) {
-	if rec.Embedding == nil && len(rec.Deliveries) == 0 && !fileChanged(rec) {
+	if fastEligible(rec) {
 		return s.recordStepFast(ctx, rec, msgs)
 	}
-	w := &Written{}
+	var w *Written
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
-		*w = Written{}
+		var err error
+		w, err = s.recordInTx(ctx, tx, rec, msgs)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("record step %s/%d: %w", rec.RunID, rec.Position, err)
+	}
+	return w, nil
+}
+
+// recordInTx writes one attempt's outcome in tx; Recorded is false (and
+// nothing is written) when the caller no longer holds the step.
+func (s *RunStore) recordInTx(ctx context.Context, tx pgx.Tx, rec StepRecord, msgs []streams.OutboxMessage) (*Written, error) {
+	if fastEligible(rec) {
+		q, args, err := s.fastRecord(rec, msgs)
+		if err != nil {
+			return nil, err
+		}
+		return s.scanFastRecord(tx.QueryRow(ctx, q, args...))
+	}
+	w := &Written{}
+	err := func() error {
 		finished := "finished_at = now()"
 		if rec.Status == docflow.StepRetrying {
 			finished = "finished_at = NULL"
@@ -395,46 +507,47 @@ func (s *RunStore) recordStep(ctx context.Context, rec StepRecord, msgs []stream
 				return fmt.Errorf("save delivery: %w", err)
 			}
 		}
-		if err := finishRun(ctx, tx, rec.RunID, rec.FileID, rec.FinishRun, rec.Message); err != nil {
-			return err
+		if rec.FinishRun != "" || (rec.Status != docflow.StepSucceeded && rec.Status != docflow.StepSkipped) {
+			if err := finishRun(ctx, tx, rec.RunID, rec.FileID, rec.FinishRun, rec.Message); err != nil {
+				return err
+			}
 		}
 		w.OutboxIDs, err = s.enqueue(ctx, tx, msgs)
 		return err
-	})
+	}()
 	if err != nil {
-		return nil, fmt.Errorf("record step %s/%d: %w", rec.RunID, rec.Position, err)
+		return nil, err
 	}
 	return w, nil
 }
 
 // recordStepFast is recordStep for a result that changes nothing but the
 // run: one statement (an implicit transaction), one round trip.
-//
-// NOTE: the outbox insert mirrors streams.Enqueue's; the two must agree on
-// the outbox columns.
 func (s *RunStore) recordStepFast(ctx context.Context, rec StepRecord, msgs []streams.OutboxMessage) (*Written, error) {
-	a, err := outboxArrays(msgs)
+	q, args, err := s.fastRecord(rec, msgs)
 	if err != nil {
 		return nil, fmt.Errorf("record step %s/%d: %w", rec.RunID, rec.Position, err)
 	}
-	finished := "now()"
-	if rec.Status == docflow.StepRetrying {
-		finished = "NULL"
+	w, err := s.scanFastRecord(s.db.Pool.QueryRow(ctx, q, args...))
+	if err != nil {
+		return nil, fmt.Errorf("record step %s/%d: %w", rec.RunID, rec.Position, err)
 	}
-	runMessage := rec.Message
-	if rec.FinishRun == docflow.RunCompleted || rec.FinishRun == docflow.RunDuplicate {
-		runMessage = ""
-	}
-	quiet := "off"
-	if s.direct > 0 {
-		quiet = "on"
-	}
-	w := &Written{}
-	var n int
-	var ids []int64
-	err = s.db.Pool.QueryRow(ctx, `
+	return w, nil
+}
+
+// fastRecordSQL records a step result that changes nothing but the run.
+//
+// NOTE: the runs row is rewritten only when the run ends or a step fails
+// (retrying): a completed or skipped step's progress is its own
+// finished_at, which stall detection reads (runProgress). Rewriting the run
+// on every step moved its updated_at index entry each time.
+//
+// NOTE: the outbox insert mirrors streams.Enqueue's; the two must agree on
+// the outbox columns.
+const fastRecordSQL = `
 		WITH s AS (
-			UPDATE run_steps SET status=$5, message=$6, finished_at=`+finished+`, lease_owner='', lease_until=NULL
+			UPDATE run_steps SET status=$5, message=$6, finished_at=CASE WHEN $5 = 'retrying' THEN NULL ELSE now() END,
+				lease_owner='', lease_until=NULL
 			WHERE run_id=$1 AND position=$2 AND attempts=$3 AND lease_owner=$4 AND status='running'
 			RETURNING run_id
 		), l AS (
@@ -445,7 +558,7 @@ func (s *RunStore) recordStepFast(ctx context.Context, rec StepRecord, msgs []st
 				status = CASE WHEN $9 = '' THEN status ELSE $9 END,
 				message = CASE WHEN $9 = '' THEN message ELSE $10 END,
 				finished_at = CASE WHEN $9 = '' THEN finished_at ELSE now() END
-			WHERE id=$1 AND EXISTS (SELECT 1 FROM s)
+			WHERE id=$1 AND ($9 <> '' OR $5 NOT IN ('completed', 'skipped')) AND EXISTS (SELECT 1 FROM s)
 		), f AS (
 			UPDATE files SET status=$9, updated_at=now()
 			WHERE $9 <> '' AND id=$7 AND (task_id=$1 OR task_id='') AND EXISTS (SELECT 1 FROM s)
@@ -460,18 +573,113 @@ func (s *RunStore) recordStepFast(ctx context.Context, rec StepRecord, msgs []st
 		-- NOTE: set_config runs while the statement executes, before the
 		-- outbox trigger fires at its end.
 		SELECT (SELECT count(*) FROM s), (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM o),
-			set_config('docflow.outbox_quiet', $16, true)`,
-		rec.RunID, rec.Position, rec.Attempt, rec.Worker, rec.Status, rec.Message, rec.FileID, rec.StepType,
-		rec.FinishRun, runMessage, a.topics, a.keys, a.payloads, a.headers, a.avail, quiet, max(0, s.direct.Milliseconds())).
-		Scan(&n, &ids, new(string))
+			set_config('docflow.outbox_quiet', $16, true)`
+
+// fastRecord returns the statement and arguments of recordStepFast.
+func (s *RunStore) fastRecord(rec StepRecord, msgs []streams.OutboxMessage) (string, []any, error) {
+	a, err := outboxArrays(msgs)
 	if err != nil {
-		return nil, fmt.Errorf("record step %s/%d: %w", rec.RunID, rec.Position, err)
+		return "", nil, err
 	}
-	w.Recorded = n == 1
+	runMessage := rec.Message
+	if rec.FinishRun == docflow.RunCompleted || rec.FinishRun == docflow.RunDuplicate {
+		runMessage = ""
+	}
+	quiet := "off"
+	if s.direct > 0 {
+		quiet = "on"
+	}
+	return fastRecordSQL, []any{rec.RunID, rec.Position, rec.Attempt, rec.Worker, rec.Status, rec.Message, rec.FileID, rec.StepType,
+		rec.FinishRun, runMessage, a.topics, a.keys, a.payloads, a.headers, a.avail, quiet, max(0, s.direct.Milliseconds())}, nil
+}
+
+func (s *RunStore) scanFastRecord(row pgx.Row) (*Written, error) {
+	var n int
+	var ids []int64
+	if err := row.Scan(&n, &ids, new(string)); err != nil {
+		return nil, err
+	}
+	w := &Written{Recorded: n == 1}
 	if s.direct > 0 {
 		w.OutboxIDs = ids
 	}
 	return w, nil
+}
+
+// StepCompletion is one successful attempt for CompleteSteps.
+type StepCompletion struct {
+	Record StepRecord
+	Msgs   []streams.OutboxMessage
+}
+
+// CompleteSteps records several successful attempts (as CompleteStep
+// each) in one transaction: one commit, and for results that change
+// nothing but the run, one round trip for all of them. The answer holds one
+// Written per item, in order. On error nothing was written.
+func (s *RunStore) CompleteSteps(ctx context.Context, items []StepCompletion) ([]*Written, error) {
+	out := make([]*Written, len(items))
+	if len(items) == 0 {
+		return out, nil
+	}
+	fast := true
+	for _, it := range items {
+		if !fastEligible(it.Record) {
+			fast = false
+			break
+		}
+	}
+	// NOTE: rows are locked in (run, position) order, whatever order the
+	// results came in, so that two batches cannot wait for each other.
+	order := make([]int, len(items))
+	for i := range order {
+		order[i] = i
+	}
+	sort.Slice(order, func(a, b int) bool {
+		ra, rb := items[order[a]].Record, items[order[b]].Record
+		if ra.RunID != rb.RunID {
+			return ra.RunID < rb.RunID
+		}
+		return ra.Position < rb.Position
+	})
+	if !fast {
+		err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+			for _, i := range order {
+				w, err := s.recordInTx(ctx, tx, items[i].Record, items[i].Msgs)
+				if err != nil {
+					return err
+				}
+				out[i] = w
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("record %d steps: %w", len(items), err)
+		}
+		return out, nil
+	}
+	// A batch outside a transaction runs as one implicit transaction: every
+	// statement or none, committed (synchronously) once.
+	b := &pgx.Batch{}
+	for _, i := range order {
+		q, args, err := s.fastRecord(items[i].Record, items[i].Msgs)
+		if err != nil {
+			return nil, fmt.Errorf("record step %s/%d: %w", items[i].Record.RunID, items[i].Record.Position, err)
+		}
+		b.Queue(q, args...)
+	}
+	br := s.db.Pool.SendBatch(ctx, b)
+	for _, i := range order {
+		w, err := s.scanFastRecord(br.QueryRow())
+		if err != nil {
+			br.Close()
+			return nil, fmt.Errorf("record %d steps: %w", len(items), err)
+		}
+		out[i] = w
+	}
+	if err := br.Close(); err != nil {
+		return nil, fmt.Errorf("record %d steps: %w", len(items), err)
+	}
+	return out, nil
 }
 
 // fileChanged reports whether the step changed a step-writable field.
@@ -680,6 +888,13 @@ func (s *RunStore) StartRun(ctx context.Context, runID string, fileID int64, pip
 	return w, nil
 }
 
+// runProgress is the SQL time of run alias's last progress: its own
+// updated_at (start, retries, the end) or the last start or end of one of
+// its steps (a completed step does not rewrite the run).
+func runProgress(alias string) string {
+	return `GREATEST(` + alias + `.updated_at, (SELECT max(GREATEST(p.started_at, p.finished_at)) FROM run_steps p WHERE p.run_id = ` + alias + `.id))`
+}
+
 // StalledRun is an unfinished run without progress.
 type StalledRun struct {
 	RunID    string
@@ -700,7 +915,7 @@ func (s *RunStore) StalledRuns(ctx context.Context, before time.Time, limit int)
 		LEFT JOIN LATERAL (
 			SELECT position, step_type, status, attempts FROM run_steps
 			WHERE run_id = r.id AND status NOT IN ('completed', 'skipped') ORDER BY position LIMIT 1) cur ON TRUE
-		WHERE r.status IN ('pending', 'processing') AND r.updated_at < $1
+		WHERE r.status IN ('pending', 'processing') AND r.updated_at < $1 AND `+runProgress("r")+` < $1
 		  AND NOT EXISTS (SELECT 1 FROM run_steps l WHERE l.run_id = r.id AND l.status = 'running' AND l.lease_until > now())
 		ORDER BY r.updated_at LIMIT $2`, before, limit)
 	if err != nil {
@@ -732,6 +947,7 @@ func (s *RunStore) FailRun(ctx context.Context, runID string, before time.Time, 
 		failed = false
 		var fileID int64
 		err := tx.QueryRow(ctx, `SELECT file_id FROM runs WHERE id=$1 AND status IN ('pending', 'processing') AND updated_at < $2
+			AND `+runProgress("runs")+` < $2
 			AND NOT EXISTS (SELECT 1 FROM run_steps l WHERE l.run_id = runs.id AND l.status = 'running' AND l.lease_until > now())
 			FOR UPDATE SKIP LOCKED`, runID, before).Scan(&fileID)
 		if errors.Is(err, pgx.ErrNoRows) {
