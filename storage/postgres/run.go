@@ -188,13 +188,14 @@ type Claim struct {
 // where it was, and the step's result, committed synchronously later,
 // flushes the WAL up to and including the claim anyway.
 func (s *RunStore) ClaimStep(ctx context.Context, req ClaimRequest) (*Claim, error) {
-	c, err := scanClaim(s.db.Pool.QueryRow(ctx, claimSQL, claimArgs(req)...), req)
+	c, err := scanClaim(s.db.Pool.QueryRow(ctx, claimSQL, claimArgs(req)...))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return s.whyNotClaimed(ctx, req)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim step %s/%d: %w", req.RunID, req.Position, err)
 	}
+	c.Step.Attempts = req.Attempt
 	return c, nil
 }
 
@@ -204,8 +205,8 @@ type ClaimResult struct {
 	Err   error
 }
 
-// ClaimSteps makes several claims (as ClaimStep each) in one round trip and
-// one transaction, committed asynchronously like a single claim.
+// ClaimSteps makes several claims (as ClaimStep each) in one statement,
+// committed asynchronously like a single claim.
 func (s *RunStore) ClaimSteps(ctx context.Context, reqs []ClaimRequest) []ClaimResult {
 	out := make([]ClaimResult, len(reqs))
 	if len(reqs) == 0 {
@@ -224,44 +225,94 @@ func (s *RunStore) ClaimSteps(ctx context.Context, reqs []ClaimRequest) []ClaimR
 		}
 		return ra.Position < rb.Position
 	})
-	b := &pgx.Batch{}
-	for _, i := range order {
-		b.Queue(claimSQL, claimArgs(reqs[i])...)
+	n := len(order)
+	runIDs, workers := make([]string, n), make([]string, n)
+	positions, attempts := make([]int32, n), make([]int32, n)
+	ttls, deads := make([]int64, n), make([]int64, n)
+	for k, i := range order {
+		args := claimArgs(reqs[i])
+		runIDs[k], positions[k], attempts[k], workers[k] = reqs[i].RunID, int32(reqs[i].Position), int32(reqs[i].Attempt), reqs[i].Worker
+		ttls[k], deads[k] = args[4].(int64), args[5].(int64)
+	}
+	claimed := make([]bool, len(reqs))
+	rows, err := s.db.Pool.Query(ctx, claimsSQL, runIDs, positions, attempts, workers, ttls, deads)
+	if err != nil {
+		return failAll(out, fmt.Errorf("claim %d steps: %w", len(reqs), err))
+	}
+	for rows.Next() {
+		var ord int64
+		c, err := scanClaim(rows, &ord)
+		if err == nil && (ord < 1 || int(ord) > n) {
+			err = fmt.Errorf("claim answer for request %d of %d", ord, n)
+		}
+		var de claimDecodeError
+		if errors.As(err, &de) && ord >= 1 && int(ord) <= n {
+			i := order[ord-1]
+			out[i].Err, claimed[i] = err, true // claimed, but unusable: this task's error only
+			continue
+		}
+		if err != nil {
+			rows.Close()
+			return failAll(out, fmt.Errorf("claim %d steps: %w", len(reqs), err))
+		}
+		i := order[ord-1]
+		c.Step.Attempts = reqs[i].Attempt
+		out[i].Claim, claimed[i] = c, true
+	}
+	if err := rows.Err(); err != nil {
+		// The statement failed as a whole: no claim holds.
+		return failAll(out, fmt.Errorf("claim %d steps: %w", len(reqs), err))
 	}
 	var missed []int
-	br := s.db.Pool.SendBatch(ctx, b)
-	var batchErr error
-	for _, i := range order {
-		c, err := scanClaim(br.QueryRow(), reqs[i])
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
+	for i := range reqs {
+		if !claimed[i] {
 			missed = append(missed, i)
-		case errors.As(err, new(claimDecodeError)):
-			out[i].Err = err // claimed, but unusable: this task's error only
-		case err != nil:
-			batchErr = err
-		default:
-			out[i].Claim = c
 		}
-		if batchErr != nil {
-			break
-		}
-	}
-	if err := br.Close(); err != nil && batchErr == nil {
-		batchErr = err
-	}
-	if batchErr != nil {
-		// The implicit transaction rolled back: no claim holds.
-		for i := range out {
-			out[i] = ClaimResult{Err: fmt.Errorf("claim %d steps: %w", len(reqs), batchErr)}
-		}
-		return out
 	}
 	for _, i := range missed {
 		out[i].Claim, out[i].Err = s.whyNotClaimed(ctx, reqs[i])
 	}
 	return out
 }
+
+func failAll(out []ClaimResult, err error) []ClaimResult {
+	for i := range out {
+		out[i] = ClaimResult{Err: err}
+	}
+	return out
+}
+
+// claimsSQL is claimSQL for many requests; each answer row ends with the
+// ordinal (from 1) of its request.
+const claimsSQL = `
+		WITH i AS (
+			SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::bigint[], $6::bigint[]) WITH ORDINALITY
+				AS i(run_id, pos, attempt, worker, ttl, dead, n)
+		), c AS (
+			UPDATE run_steps rs SET status='running', attempts=i.attempt, started_at=now(), finished_at=NULL,
+				lease_owner=i.worker, lease_until=now() + i.ttl * interval '1 millisecond'
+			FROM i, runs r, files f
+			WHERE rs.run_id=i.run_id AND rs.position=i.pos AND r.id=rs.run_id AND f.id=r.file_id
+			  AND r.status IN ('pending', 'processing') AND (f.task_id = '' OR f.task_id = r.id)
+			  AND (rs.status='queued'
+			       OR (rs.status='retrying' AND i.attempt > rs.attempts)
+			       OR (rs.status='running' AND i.attempt >= rs.attempts
+			           AND (rs.lease_until IS NULL OR rs.lease_until < now() OR rs.lease_owner = i.worker
+			                OR NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = rs.lease_owner
+			                               AND w.last_seen > now() - i.dead * interval '1 millisecond'))))
+			RETURNING ` + fileColsText + `, rs.run_id, rs.position, rs.step_type, rs.label, rs.config, r.options, i.n
+		), r AS (
+			UPDATE runs SET status='processing', started_at=COALESCE(started_at, now()), updated_at=now()
+			FROM c WHERE runs.id = c.run_id AND runs.status = 'pending'
+		), fs AS (
+			UPDATE files SET status='processing', updated_at=now()
+			FROM c WHERE files.id = c.id AND files.status = 'pending'
+		)
+		SELECT c.*,
+			(SELECT n.step_type FROM run_steps n WHERE n.run_id=c.run_id AND n.position=c.position+1),
+			(SELECT count(*) FROM run_steps t WHERE t.run_id=c.run_id),
+			set_config('synchronous_commit', 'off', true)
+		FROM c`
 
 // claimSQL leases a step; see ClaimStep.
 const claimSQL = `
@@ -307,19 +358,24 @@ type claimDecodeError struct{ error }
 func (e claimDecodeError) Unwrap() error { return e.error }
 
 // scanClaim reads claimSQL's answer; pgx.ErrNoRows when nothing was claimed.
-func scanClaim(row pgx.Row, req ClaimRequest) (*Claim, error) {
+//
+// The caller sets Step.Attempts. afterOptions are columns between the
+// options and the next step's type (claimsSQL's ordinal).
+func scanClaim(row pgx.Row, afterOptions ...any) (*Claim, error) {
 	c := &Claim{}
 	var cfg, opts []byte
 	var nextType *string
 	// c.* is the file's columns, then run_id, position, step_type, label,
 	// config, options.
-	extra := []any{new(string), new(int), &c.Step.StepType, &c.Step.Label, &cfg, &opts, &nextType, &c.Total, new(string)}
+	extra := []any{&c.Step.RunID, &c.Step.Position, &c.Step.StepType, &c.Step.Label, &cfg, &opts}
+	extra = append(extra, afterOptions...)
+	extra = append(extra, &nextType, &c.Total, new(string))
 	f, err := scanFile(extraRow{row, extra}, true)
 	if err != nil {
 		return nil, err
 	}
 	c.Outcome = ClaimOK
-	c.Step.RunID, c.Step.Position, c.Step.Attempts, c.Step.Status = req.RunID, req.Position, req.Attempt, docflow.StepRunning
+	c.Step.Status = docflow.StepRunning
 	if err := unmarshalObject(cfg, &c.Step.Config); err != nil {
 		return nil, claimDecodeError{err}
 	}
@@ -327,7 +383,7 @@ func scanClaim(row pgx.Row, req ClaimRequest) (*Claim, error) {
 		return nil, claimDecodeError{err}
 	}
 	if nextType != nil {
-		c.Next = &docflow.RunStep{RunID: req.RunID, Position: req.Position + 1, StepType: *nextType, Status: docflow.StepQueued}
+		c.Next = &docflow.RunStep{RunID: c.Step.RunID, Position: c.Step.Position + 1, StepType: *nextType, Status: docflow.StepQueued}
 	}
 	c.File = f
 	c.File.Status = docflow.StatusProcessing
@@ -657,29 +713,112 @@ func (s *RunStore) CompleteSteps(ctx context.Context, items []StepCompletion) ([
 		}
 		return out, nil
 	}
-	// A batch outside a transaction runs as one implicit transaction: every
-	// statement or none, committed (synchronously) once.
-	b := &pgx.Batch{}
-	for _, i := range order {
-		q, args, err := s.fastRecord(items[i].Record, items[i].Msgs)
-		if err != nil {
-			return nil, fmt.Errorf("record step %s/%d: %w", items[i].Record.RunID, items[i].Record.Position, err)
-		}
-		b.Queue(q, args...)
+	// One statement for every result: one round trip, one executor start,
+	// one outbox trigger, committed (synchronously) once.
+	recs := make([]StepRecord, len(order))
+	msgs := make([][]streams.OutboxMessage, len(order))
+	for k, i := range order {
+		recs[k], msgs[k] = items[i].Record, items[i].Msgs
 	}
-	br := s.db.Pool.SendBatch(ctx, b)
-	for _, i := range order {
-		w, err := s.scanFastRecord(br.QueryRow())
-		if err != nil {
-			br.Close()
-			return nil, fmt.Errorf("record %d steps: %w", len(items), err)
+	q, args, err := s.fastRecords(recs, msgs)
+	if err != nil {
+		return nil, fmt.Errorf("record %d steps: %w", len(items), err)
+	}
+	var recorded []int32
+	var ids []int64
+	if err := s.db.Pool.QueryRow(ctx, q, args...).Scan(&recorded, &ids, new(string)); err != nil {
+		return nil, fmt.Errorf("record %d steps: %w", len(items), err)
+	}
+	// recorded holds the ordinals (from 1, in order) of the results
+	// written; the outbox ids were drawn in message order, results in
+	// order, so they split back by count.
+	for k, i := range order {
+		w := &Written{}
+		if len(recorded) > 0 && int(recorded[0]) == k+1 {
+			recorded = recorded[1:]
+			w.Recorded = true
+			if s.direct > 0 {
+				n := min(len(msgs[k]), len(ids))
+				w.OutboxIDs, ids = ids[:n:n], ids[n:]
+			}
 		}
 		out[i] = w
 	}
-	if err := br.Close(); err != nil {
-		return nil, fmt.Errorf("record %d steps: %w", len(items), err)
-	}
 	return out, nil
+}
+
+// fastRecordsSQL is fastRecordSQL for many results at once; the outbox
+// messages carry the ordinal of their result.
+const fastRecordsSQL = `
+		WITH i AS (
+			SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[],
+				$9::text[], $10::text[]) WITH ORDINALITY
+				AS i(run_id, pos, attempt, worker, status, message, file_id, step_type, finish, run_message, n)
+		), s AS (
+			UPDATE run_steps rs SET status=i.status, message=i.message,
+				finished_at=CASE WHEN i.status = 'retrying' THEN NULL ELSE now() END, lease_owner='', lease_until=NULL
+			FROM i
+			WHERE rs.run_id=i.run_id AND rs.position=i.pos AND rs.attempts=i.attempt AND rs.lease_owner=i.worker AND rs.status='running'
+			RETURNING i.n, i.run_id, i.status, i.message, i.file_id, i.step_type, i.finish, i.run_message
+		), l AS (
+			INSERT INTO processing_logs (file_id, task_id, step_name, status, message)
+			SELECT file_id, run_id, step_type, status, message FROM s ORDER BY n
+		), r AS (
+			UPDATE runs SET updated_at=now(),
+				status = CASE WHEN s.finish = '' THEN runs.status ELSE s.finish END,
+				message = CASE WHEN s.finish = '' THEN runs.message ELSE s.run_message END,
+				finished_at = CASE WHEN s.finish = '' THEN runs.finished_at ELSE now() END
+			FROM s WHERE runs.id = s.run_id AND (s.finish <> '' OR s.status NOT IN ('completed', 'skipped'))
+		), f AS (
+			UPDATE files SET status=s.finish, updated_at=now()
+			FROM s WHERE s.finish <> '' AND files.id = s.file_id AND (files.task_id = s.run_id OR files.task_id = '')
+		), o AS (
+			INSERT INTO outbox (topic, key, payload, headers, available_at)
+			SELECT m.t, m.k, m.p, m.h::jsonb, COALESCE(m.a, now() + $18 * interval '1 millisecond')
+			FROM unnest($11::int[], $12::text[], $13::text[], $14::bytea[], $15::text[], $16::timestamptz[]) WITH ORDINALITY
+				AS m(item, t, k, p, h, a, n)
+			WHERE m.item IN (SELECT n FROM s)
+			ORDER BY m.n
+			RETURNING id
+		)
+		SELECT (SELECT COALESCE(array_agg(n::int ORDER BY n), '{}') FROM s), (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM o),
+			set_config('docflow.outbox_quiet', $17, true)`
+
+// fastRecords returns the statement and arguments recording recs (each
+// fastEligible) with their messages.
+func (s *RunStore) fastRecords(recs []StepRecord, msgs [][]streams.OutboxMessage) (string, []any, error) {
+	n := len(recs)
+	runIDs, workers, statuses, messages, types, finishes, runMessages :=
+		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	positions, attempts := make([]int32, n), make([]int32, n)
+	fileIDs := make([]int64, n)
+	var all []streams.OutboxMessage
+	var items []int32
+	for k, rec := range recs {
+		runIDs[k], positions[k], attempts[k], workers[k] = rec.RunID, int32(rec.Position), int32(rec.Attempt), rec.Worker
+		statuses[k], messages[k], fileIDs[k], types[k], finishes[k] = rec.Status, rec.Message, rec.FileID, rec.StepType, rec.FinishRun
+		runMessages[k] = rec.Message
+		if rec.FinishRun == docflow.RunCompleted || rec.FinishRun == docflow.RunDuplicate {
+			runMessages[k] = ""
+		}
+		for _, m := range msgs[k] {
+			all = append(all, m)
+			items = append(items, int32(k+1))
+		}
+	}
+	a, err := outboxArrays(all)
+	if err != nil {
+		return "", nil, err
+	}
+	if items == nil {
+		items = []int32{}
+	}
+	quiet := "off"
+	if s.direct > 0 {
+		quiet = "on"
+	}
+	return fastRecordsSQL, []any{runIDs, positions, attempts, workers, statuses, messages, fileIDs, types, finishes, runMessages,
+		items, a.topics, a.keys, a.payloads, a.headers, a.avail, quiet, max(0, s.direct.Milliseconds())}, nil
 }
 
 // fileChanged reports whether the step changed a step-writable field.

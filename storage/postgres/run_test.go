@@ -157,3 +157,85 @@ func TestWriteThroughOutboxRows(t *testing.T) {
 		t.Fatalf("%d rows unsent", unsent)
 	}
 }
+
+// ClaimSteps and CompleteSteps answer each request as ClaimStep and
+// CompleteStep would, in request order, in one statement each.
+func TestBatchedClaimsAndResults(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	s := NewRunStore(db).WithDirectOutbox(time.Minute)
+	fa := newRun(t, db, "run-b", 2)
+	fb := newRun(t, db, "run-a", 1)
+	fc := newRun(t, db, "run-c", 1)
+	// run-c is taken by another worker first.
+	if c, err := s.ClaimStep(ctx, ClaimRequest{RunID: "run-c", Position: 0, Attempt: 1, Worker: "w2", TTL: time.Minute}); err != nil || c.Outcome != ClaimOK {
+		t.Fatalf("claim run-c: %+v %v", c, err)
+	}
+	if err := s.Heartbeat(ctx, WorkerBeat{ID: "w2", Host: "h", PID: 2}); err != nil {
+		t.Fatal(err)
+	}
+	req := func(run string, pos int) ClaimRequest {
+		return ClaimRequest{RunID: run, Position: pos, Attempt: 1, Worker: "w1", TTL: time.Minute}
+	}
+	got := s.ClaimSteps(ctx, []ClaimRequest{req("run-b", 0), req("run-c", 0), req("gone", 0), req("run-a", 0)})
+	if len(got) != 4 {
+		t.Fatalf("%d answers", len(got))
+	}
+	for i, want := range []int{ClaimOK, ClaimBusy, ClaimDone, ClaimOK} {
+		if got[i].Err != nil || got[i].Claim == nil || got[i].Claim.Outcome != want {
+			t.Fatalf("answer %d: %+v", i, got[i])
+		}
+	}
+	b, a := got[0].Claim, got[3].Claim
+	if b.File.ID != fa || b.Step.RunID != "run-b" || b.Step.Attempts != 1 || b.Next == nil || b.Next.Position != 1 || b.Total != 2 {
+		t.Fatalf("run-b claim: %+v", b)
+	}
+	if a.File.ID != fb || a.Step.RunID != "run-a" || a.Next != nil || a.Total != 1 {
+		t.Fatalf("run-a claim: %+v", a)
+	}
+	rec := func(run string, file int64, worker string) StepRecord {
+		return StepRecord{RunID: run, Position: 0, Attempt: 1, Worker: worker, FileID: file, StepType: "test", Status: docflow.StepSucceeded, Message: "ok"}
+	}
+	last := rec("run-a", fb, "w1")
+	last.FinishRun = docflow.RunCompleted
+	msg := func(p string) streams.OutboxMessage {
+		return streams.OutboxMessage{Topic: "docflow.steps.test", Key: p, Payload: []byte(p)}
+	}
+	ws, err := s.CompleteSteps(ctx, []StepCompletion{
+		{Record: rec("run-b", fa, "w1"), Msgs: []streams.OutboxMessage{msg("b")}},
+		{Record: rec("run-c", fc, "w1"), Msgs: []streams.OutboxMessage{msg("c")}}, // not ours: refused
+		{Record: last, Msgs: []streams.OutboxMessage{msg("a1"), msg("a2")}},
+	})
+	if err != nil || len(ws) != 3 {
+		t.Fatalf("complete: %v %v", ws, err)
+	}
+	if !ws[0].Recorded || ws[1].Recorded || !ws[2].Recorded || len(ws[0].OutboxIDs) != 1 || len(ws[1].OutboxIDs) != 0 || len(ws[2].OutboxIDs) != 2 {
+		t.Fatalf("written: %+v %+v %+v", ws[0], ws[1], ws[2])
+	}
+	payload := func(id int64) string {
+		var p []byte
+		if err := db.Pool.QueryRow(ctx, `SELECT payload FROM outbox WHERE id=$1`, id).Scan(&p); err != nil {
+			t.Fatal(err)
+		}
+		return string(p)
+	}
+	if payload(ws[0].OutboxIDs[0]) != "b" || payload(ws[2].OutboxIDs[0]) != "a1" || payload(ws[2].OutboxIDs[1]) != "a2" {
+		t.Fatal("outbox ids do not match their results")
+	}
+	var runA, fileA, stepB, runB string
+	_ = db.Pool.QueryRow(ctx, `SELECT r.status, f.status FROM runs r JOIN files f ON f.id = r.file_id WHERE r.id='run-a'`).Scan(&runA, &fileA)
+	_ = db.Pool.QueryRow(ctx, `SELECT rs.status, r.status FROM run_steps rs JOIN runs r ON r.id = rs.run_id WHERE rs.run_id='run-b' AND rs.position=0`).Scan(&stepB, &runB)
+	if runA != docflow.RunCompleted || fileA != docflow.StatusCompleted || stepB != docflow.StepSucceeded || runB != docflow.RunProcessing {
+		t.Fatalf("run-a %s/%s, run-b step %s run %s", runA, fileA, stepB, runB)
+	}
+	var logs int
+	_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM processing_logs WHERE task_id IN ('run-a', 'run-b', 'run-c') AND step_name='test'`).Scan(&logs)
+	if logs != 2 {
+		t.Fatalf("%d step log rows, want 2", logs)
+	}
+	// Recording again changes nothing.
+	ws, err = s.CompleteSteps(ctx, []StepCompletion{{Record: rec("run-b", fa, "w1")}, {Record: last}})
+	if err != nil || ws[0].Recorded || ws[1].Recorded {
+		t.Fatalf("second record: %+v %v", ws, err)
+	}
+}
