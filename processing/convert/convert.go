@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"docflow"
-	"docflow/processing/internal/proc"
+	"docflow/internal/proc"
 )
 
 // Options configure a Converter. Zero values take the defaults.

@@ -21,7 +21,7 @@ import (
 	_ "golang.org/x/image/webp"
 
 	"docflow"
-	"docflow/processing/internal/proc"
+	"docflow/internal/proc"
 )
 
 // image converts a raster image with img2pdf: JPEG and most PNG and TIFF

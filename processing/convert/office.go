@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"docflow"
-	"docflow/processing/internal/proc"
+	"docflow/internal/proc"
 )
 
 // office converts through LibreOffice headless. Each conversion takes a

@@ -15,7 +15,7 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 
 	"docflow"
-	"docflow/processing/internal/proc"
+	"docflow/internal/proc"
 )
 
 // PDFInfo is what CheckPDF learned about a PDF.

@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"docflow"
-	"docflow/processing/internal/proc"
+	"docflow/internal/proc"
 	"docflow/processing/quality"
 )
 

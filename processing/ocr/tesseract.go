@@ -11,7 +11,7 @@ import (
 	"strings"
 	"sync"
 
-	"docflow/processing/internal/proc"
+	"docflow/internal/proc"
 	"docflow/processing/quality"
 )
 
