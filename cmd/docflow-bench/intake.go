@@ -516,37 +516,53 @@ func seedFiles(ctx context.Context, db *postgres.DB, n int) error {
 }
 
 // getLoad sends total GETs from clients goroutines and returns the p99.
-func getLoad(ctx context.Context, client *nethttp.Client, url string, clients, total int) (time.Duration, error) {
+// Like uploadLoad it uses a fasthttp client, the cheapest load generator
+// at hand, since it shares the cores with the server.
+func getLoad(ctx context.Context, _ *nethttp.Client, url string, clients, total int) (time.Duration, error) {
+	client := &fasthttp.Client{MaxConnsPerHost: clients * 2, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
+	defer client.CloseIdleConnections()
+	get := func(req *fasthttp.Request, resp *fasthttp.Response) error {
+		req.SetRequestURI(url)
+		if err := client.Do(req, resp); err != nil {
+			return err
+		}
+		if resp.StatusCode() != 200 {
+			return fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body())
+		}
+		return nil
+	}
 	var next atomic.Int64
 	lat := make([]time.Duration, total)
 	var firstErr error
 	var once sync.Once
 	var wg sync.WaitGroup
 	// Warm up connections and caches.
+	var warm sync.WaitGroup
 	for i := 0; i < clients; i++ {
-		if resp, err := client.Get(url); err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-		}
+		warm.Add(1)
+		go func() {
+			defer warm.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			get(req, resp) //nolint:errcheck
+			fasthttp.ReleaseRequest(req)
+			fasthttp.ReleaseResponse(resp)
+		}()
 	}
+	warm.Wait()
 	for c := 0; c < clients; c++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= total || ctx.Err() != nil {
 					return
 				}
 				t0 := time.Now()
-				resp, err := client.Get(url)
-				if err == nil {
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != 200 {
-						err = fmt.Errorf("status %d", resp.StatusCode)
-					}
-				}
+				err := get(req, resp)
 				lat[i] = time.Since(t0)
 				if err != nil {
 					once.Do(func() { firstErr = err })

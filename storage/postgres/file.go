@@ -49,10 +49,11 @@ const fileColsText = fileCols + `, f.ocr_text`
 func scanFile(row pgx.Row, withText bool, extra ...any) (*docflow.File, error) {
 	var f docflow.File
 	var meta []byte
-	dest := []any{&f.ID, &f.FileHash, &f.OriginalFilename, &f.StoredFilename, &f.FileSize, &f.MimeType,
+	dest := make([]any, 0, 23)
+	dest = append(dest, &f.ID, &f.FileHash, &f.OriginalFilename, &f.StoredFilename, &f.FileSize, &f.MimeType,
 		&f.CreatedAt, &f.UpdatedAt, &f.OwnerID, &f.PipelineID, &f.Status, &f.Source, &f.DuplicateOf,
 		&f.OriginalBlob, &f.ProcessedBlob, &f.DocumentTitle, &f.OCRQualityScore, &meta,
-		&f.Language, &f.StorageProvider, &f.TaskID}
+		&f.Language, &f.StorageProvider, &f.TaskID)
 	if withText {
 		dest = append(dest, &f.OCRText)
 	}
@@ -60,7 +61,8 @@ func scanFile(row pgx.Row, withText bool, extra ...any) (*docflow.File, error) {
 	if err := row.Scan(dest...); err != nil {
 		return nil, err
 	}
-	if len(meta) > 0 {
+	// Most records have no metadata yet: spare the decoder for "{}".
+	if len(meta) > 0 && string(meta) != "{}" {
 		if err := json.Unmarshal(meta, &f.AIMetadata); err != nil {
 			return nil, fmt.Errorf("file %d ai_metadata: %w", f.ID, err)
 		}
