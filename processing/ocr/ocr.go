@@ -209,15 +209,9 @@ func (e *Engine) Process(ctx context.Context, pdf string, req Request) (*Result,
 	if req.ForceCloud {
 		return e.cloud(ctx, pdf, req)
 	}
-	pages, err := e.textLayer(ctx, pdf)
+	pages, need, err := e.pagesToRead(ctx, pdf)
 	if err != nil {
 		return nil, err
-	}
-	var need []int // 1-based page numbers without a text layer
-	for i, p := range pages {
-		if nonSpace(p) < e.opts.MinPageChars {
-			need = append(need, i+1)
-		}
 	}
 	res := &Result{Pages: len(pages), MeanConfidence: quality.NoConfidence}
 	if len(need) == 0 {
@@ -251,6 +245,29 @@ func (e *Engine) Process(ctx context.Context, pdf string, req Request) (*Result,
 		return e.ocrmypdf(ctx, pdf, lang, pages, need, req, res)
 	}
 	return e.tesseract(ctx, pdf, lang, pages, need, req, res)
+}
+
+// NeedsOCR reports whether a page of pdf has no text layer, so that Process
+// would read it with OCR.
+func (e *Engine) NeedsOCR(ctx context.Context, pdf string) (bool, error) {
+	_, need, err := e.pagesToRead(ctx, pdf)
+	return len(need) > 0, err
+}
+
+// pagesToRead returns the text layer of every page and the 1-based numbers
+// of the pages without one (fewer than MinPageChars non-space characters).
+func (e *Engine) pagesToRead(ctx context.Context, pdf string) ([]string, []int, error) {
+	pages, err := e.textLayer(ctx, pdf)
+	if err != nil {
+		return nil, nil, err
+	}
+	var need []int
+	for i, p := range pages {
+		if nonSpace(p) < e.opts.MinPageChars {
+			need = append(need, i+1)
+		}
+	}
+	return pages, need, nil
 }
 
 func nonSpace(s string) int {

@@ -39,10 +39,70 @@ func (e *Engine) tesseract(ctx context.Context, pdf, lang string, pages []string
 	}
 	defer cleanup()
 
+	err = e.readPages(ctx, pages, need, res, func(ctx context.Context, page int) (*pageResult, error) {
+		return e.ocrPage(ctx, ppm, tess, pdf, dir, lang, page, req.Searchable != "")
+	})
+	if err != nil {
+		return nil, err
+	}
+	if req.Searchable != "" {
+		if err := e.assemble(ctx, pdf, dir, len(pages), need, req.Searchable); err != nil {
+			return nil, err
+		}
+		res.Searchable = true
+	}
+	return res, nil
+}
+
+// Image reads one page image (a scan as delivered: PNG, TIFF, JPEG) with a
+// single Tesseract run under the Engine's bound, at the image's own
+// resolution: rasterising a PDF wrapper of it again would cost about as
+// much CPU as the OCR itself and blur what the scanner delivered. When
+// req.Searchable is set, the page's searchable PDF (the image under its
+// text) is written there. req.ForceCloud and req.SkipBornDigitalCopy do not
+// apply.
+func (e *Engine) Image(ctx context.Context, img string, req Request) (*Result, error) {
+	lang, err := e.ResolveLanguage(ctx, req.Language)
+	if err != nil {
+		return nil, err
+	}
+	tess, err := proc.Look(e.opts.Tesseract)
+	if err != nil {
+		return nil, err
+	}
+	dir, cleanup, err := e.workDir()
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+
+	res := &Result{Pages: 1, OCRPages: 1, Language: lang, MeanConfidence: quality.NoConfidence}
+	base := pagePath(dir, "ocr", 1)
+	err = e.readPages(ctx, make([]string, 1), []int{1}, res, func(ctx context.Context, _ int) (*pageResult, error) {
+		ctx, cancel := context.WithTimeout(ctx, e.opts.PageTimeout)
+		defer cancel()
+		return readImage(ctx, tess, img, base, lang, 0, req.Searchable != "")
+	})
+	if err != nil {
+		return nil, err
+	}
+	if req.Searchable != "" {
+		if err := copyFile(base+".pdf", req.Searchable); err != nil {
+			return nil, err
+		}
+		res.Searchable = true
+	}
+	return res, nil
+}
+
+// readPages reads the pages in need with read, in parallel under the
+// Engine's bound, puts their text into pages and fills res with the text,
+// the mean word confidence and the quality score.
+func (e *Engine) readPages(ctx context.Context, pages []string, need []int, res *Result, read func(context.Context, int) (*pageResult, error)) error {
 	results := make(map[int]*pageResult, len(need))
 	var mu sync.Mutex
-	err = e.forEachPage(ctx, need, func(ctx context.Context, page int) error {
-		r, err := e.ocrPage(ctx, ppm, tess, pdf, dir, lang, page, req.Searchable != "")
+	err := e.forEachPage(ctx, need, func(ctx context.Context, page int) error {
+		r, err := read(ctx, page)
 		if err != nil {
 			return fmt.Errorf("ocr page %d: %w", page, err)
 		}
@@ -52,7 +112,7 @@ func (e *Engine) tesseract(ctx context.Context, pdf, lang string, pages []string
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 
 	var confSum float64
@@ -69,13 +129,7 @@ func (e *Engine) tesseract(ctx context.Context, pdf, lang string, pages []string
 	res.Engine = RendererTesseract
 	res.Text = joinPages(pages)
 	res.Quality = quality.Score(res.Text, res.MeanConfidence)
-	if req.Searchable != "" {
-		if err := e.assemble(ctx, pdf, dir, len(pages), need, req.Searchable); err != nil {
-			return nil, err
-		}
-		res.Searchable = true
-	}
-	return res, nil
+	return nil
 }
 
 // forEachPage runs fn for every page, at most Parallelism at a time across
@@ -124,8 +178,7 @@ feed:
 	return ctx.Err()
 }
 
-// ocrPage rasterises one page and runs Tesseract once for text, word
-// confidences (TSV) and, when wanted, the page PDF.
+// ocrPage rasterises one page and reads it with Tesseract.
 func (e *Engine) ocrPage(ctx context.Context, ppm, tess, pdf, dir, lang string, page int, wantPDF bool) (*pageResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.opts.PageTimeout)
 	defer cancel()
@@ -135,8 +188,18 @@ func (e *Engine) ocrPage(ctx context.Context, ppm, tess, pdf, dir, lang string, 
 		return nil, fmt.Errorf("rasterise: %w", err)
 	}
 	defer os.Remove(img + ".pgm")
-	base := pagePath(dir, "ocr", page)
-	args := []string{img + ".pgm", base, "-l", lang, "--dpi", strconv.Itoa(e.opts.DPI), "--psm", "3", "-c", "tessedit_create_txt=1", "-c", "tessedit_create_tsv=1"}
+	return readImage(ctx, tess, img+".pgm", pagePath(dir, "ocr", page), lang, e.opts.DPI, wantPDF)
+}
+
+// readImage runs Tesseract once on an image for text, word confidences
+// (TSV) and, when wanted, the page PDF at base+".pdf". dpi 0 leaves the
+// resolution to the image's header.
+func readImage(ctx context.Context, tess, img, base, lang string, dpi int, wantPDF bool) (*pageResult, error) {
+	args := []string{img, base, "-l", lang}
+	if dpi > 0 {
+		args = append(args, "--dpi", strconv.Itoa(dpi))
+	}
+	args = append(args, "--psm", "3", "-c", "tessedit_create_txt=1", "-c", "tessedit_create_tsv=1")
 	if wantPDF {
 		args = append(args, "-c", "tessedit_create_pdf=1")
 	}

@@ -1,19 +1,13 @@
 package steps
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-
-	"golang.org/x/sync/semaphore"
 
 	"docflow"
 	"docflow/processing/convert"
@@ -27,16 +21,14 @@ import (
 // pages, or OCRmyPDF's with OCR_RENDERER=ocrmypdf). force_cloud_ocr (step
 // config or run option) sends the PDF to Azure Document Intelligence.
 //
-// A one-page PNG original is read by Tesseract directly: rasterising its
-// img2pdf wrapper again would cost about as much CPU as the OCR itself and
-// blur what the scanner delivered.
+// A one-page PNG original is read from the image (ocr.Engine.Image):
+// rasterising its img2pdf wrapper again would cost about as much CPU as the
+// OCR itself and blur what the scanner delivered.
 type ocrStep struct {
 	d Deps
 	// One engine per (renderer, pool size): each bounds its Tesseract
 	// processes across every document it reads.
 	engines onceMap[engineKey, *ocr.Engine]
-	// tesseracts bounds the direct PNG readings the same way.
-	tesseracts *semaphore.Weighted
 }
 
 type engineKey struct {
@@ -47,7 +39,7 @@ type engineKey struct {
 var _ docflow.Step = (*ocrStep)(nil)
 
 func newOCRStep(d Deps) *ocrStep {
-	return &ocrStep{d: d, tesseracts: semaphore.NewWeighted(int64(runtime.NumCPU()))}
+	return &ocrStep{d: d}
 }
 
 func (s *ocrStep) Type() string { return docflow.StepOCR }
@@ -114,7 +106,7 @@ func (s *ocrStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.Step
 		return nil, err
 	}
 	if info.Pages == 1 && strings.EqualFold(f.MimeType, "image/png") && f.OriginalBlob != "" {
-		if res, ok, err := s.pngDirect(ctx, in, pdf, lang); ok || err != nil {
+		if res, ok, err := s.image(ctx, in, eng, pdf, lang); ok || err != nil {
 			return res, err
 		}
 	}
@@ -142,58 +134,45 @@ func (s *ocrStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.Step
 		}
 		f.ProcessedBlob = blob.Key
 	}
-	return &docflow.StepResult{
-		Message: fmt.Sprintf("OCR (%s, %s) read %d of %d pages: %d characters, mean confidence %.0f, quality %.0f",
-			res.Engine, res.Language, res.OCRPages, res.Pages, len(res.Text), res.MeanConfidence, score),
-		Bytes: fileSize(pdf),
-	}, nil
+	return ocrResult(res, fileSize(pdf)), nil
 }
 
-// pngDirect reads a one-page PNG original with Tesseract. ok is false when
-// the PDF version has a text layer after all (then the engine decides).
-func (s *ocrStep) pngDirect(ctx context.Context, in *docflow.StepInput, pdf, lang string) (*docflow.StepResult, bool, error) {
-	f := in.File
-	layer, err := runTool(ctx, toolTimeout, nil, "pdftotext", "-enc", "UTF-8", pdf, "-")
-	if err != nil {
-		return nil, false, fmt.Errorf("read text layer: %w", err)
+// ocrResult reports a reading that ran OCR.
+func ocrResult(res *ocr.Result, bytes int64) *docflow.StepResult {
+	return &docflow.StepResult{
+		Message: fmt.Sprintf("OCR (%s, %s) read %d of %d pages: %d characters, mean confidence %.0f, quality %.0f",
+			res.Engine, res.Language, res.OCRPages, res.Pages, len(res.Text), res.MeanConfidence, res.Quality),
+		Bytes: bytes,
 	}
-	if textChars(string(layer)) >= minLayerChars {
-		return nil, false, nil
+}
+
+// image reads a one-page PNG original with eng.Image. ok is false when the
+// PDF version has a text layer after all (then Process decides).
+func (s *ocrStep) image(ctx context.Context, in *docflow.StepInput, eng *ocr.Engine, pdf, lang string) (*docflow.StepResult, bool, error) {
+	f := in.File
+	need, err := eng.NeedsOCR(ctx, pdf)
+	if err != nil || !need {
+		return nil, false, err
 	}
 	src, err := in.Blobs.Path(ctx, f.OriginalBlob)
 	if err != nil {
 		return nil, false, fmt.Errorf("open original: %w", err)
 	}
-	dir, cleanup, err := workDir(s.d, "ocr")
+	out := tempPath(s.d, "ocr", ".pdf")
+	defer os.Remove(out)
+	res, err := eng.Image(ctx, src, ocr.Request{Language: lang, Searchable: out})
 	if err != nil {
 		return nil, false, err
 	}
-	defer cleanup()
-	if err := s.tesseracts.Acquire(ctx, 1); err != nil {
-		return nil, false, err
-	}
-	r, err := tesseractPage(ctx, src, filepath.Join(dir, "p0"), lang, 0)
-	s.tesseracts.Release(1)
+	blob, err := putFile(ctx, in.Blobs, out)
 	if err != nil {
 		return nil, false, err
-	}
-	blob, err := putFile(ctx, in.Blobs, r.pdf)
-	if err != nil {
-		return nil, false, err
-	}
-	conf := quality.NoConfidence
-	if r.words > 0 {
-		conf = r.confSum / float64(r.words)
 	}
 	f.ProcessedBlob = blob.Key
-	f.OCRText = strings.TrimSpace(r.text)
-	score := quality.Score(f.OCRText, conf)
+	f.OCRText = res.Text
+	score := res.Quality
 	f.OCRQualityScore = &score
-	return &docflow.StepResult{
-		Message: fmt.Sprintf("OCR (tesseract, %s) read 1 of 1 pages: %d characters, mean confidence %.0f, quality %.0f",
-			lang, len(f.OCRText), conf, score),
-		Bytes: fileSize(src),
-	}, true, nil
+	return ocrResult(res, fileSize(src)), true, nil
 }
 
 // cloud reads the PDF with Azure Document Intelligence. Without an
@@ -226,73 +205,3 @@ func (s *ocrStep) cloud(ctx context.Context, in *docflow.StepInput, pdf string) 
 // azurePoll is the wait between polls when the service sends no
 // Retry-After (tests shorten it).
 var azurePoll = time.Second
-
-// minLayerChars is the number of letters and digits from which a page's
-// text layer counts as real text.
-const minLayerChars = 16
-
-// pageResult is Tesseract's reading of one page.
-type pageResult struct {
-	text    string
-	pdf     string
-	confSum float64 // sum of word confidences
-	words   int
-}
-
-// tesseractPage reads one image with a single Tesseract run that writes
-// the text, a searchable PDF page and the word confidences.
-func tesseractPage(ctx context.Context, img, outBase, lang string, dpi int) (pageResult, error) {
-	args := []string{img, outBase, "-l", lang}
-	if dpi > 0 {
-		args = append(args, "--dpi", strconv.Itoa(dpi))
-	}
-	args = append(args, "txt", "pdf", "tsv")
-	// NOTE: Tesseract's own threading is slower than one thread per page
-	// on small machines (FACTS.md); pages run in parallel instead.
-	if _, err := runTool(ctx, 0, []string{"OMP_THREAD_LIMIT=1"}, "tesseract", args...); err != nil {
-		return pageResult{}, err
-	}
-	txt, err := os.ReadFile(outBase + ".txt")
-	if err != nil {
-		return pageResult{}, fmt.Errorf("tesseract text: %w", err)
-	}
-	r := pageResult{text: strings.TrimRight(string(txt), "\f\n "), pdf: outBase + ".pdf"}
-	if tsv, err := os.ReadFile(outBase + ".tsv"); err == nil {
-		r.confSum, r.words = tsvConfidence(tsv)
-	}
-	os.Remove(outBase + ".txt")
-	os.Remove(outBase + ".tsv")
-	return r, nil
-}
-
-// tsvConfidence sums the confidences of the words (level 5 rows with text)
-// of Tesseract's TSV output.
-func tsvConfidence(tsv []byte) (float64, int) {
-	var sum float64
-	var n int
-	sc := bufio.NewScanner(bytes.NewReader(tsv))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		cols := strings.Split(sc.Text(), "\t")
-		if len(cols) < 12 || cols[0] != "5" || strings.TrimSpace(cols[11]) == "" {
-			continue
-		}
-		c, err := strconv.ParseFloat(cols[10], 64)
-		if err != nil || c < 0 {
-			continue
-		}
-		sum += c
-		n++
-	}
-	return sum, n
-}
-
-func textChars(s string) int {
-	n := 0
-	for _, r := range s {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			n++
-		}
-	}
-	return n
-}
