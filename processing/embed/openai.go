@@ -9,6 +9,7 @@ import (
 
 	"docflow"
 	"docflow/processing/internal/httpx"
+	"docflow/processing/internal/openai"
 )
 
 // OpenAIConfig configures an OpenAI-compatible embeddings endpoint (OpenAI,
@@ -37,17 +38,14 @@ type OpenAIConfig struct {
 
 // OpenAI is the Embedder for an OpenAI-compatible /embeddings endpoint.
 type OpenAI struct {
-	cfg   OpenAIConfig
-	retry httpx.Retry
+	cfg    OpenAIConfig
+	client *openai.Client
 }
 
 var _ Embedder = (*OpenAI)(nil)
 
 // NewOpenAI checks the configuration and returns the embedder.
 func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = "https://api.openai.com/v1"
-	}
 	if cfg.Model == "" {
 		return nil, docflow.Errorf(docflow.EINVALID, "embedding model is not configured: set EMBEDDING_MODEL")
 	}
@@ -57,19 +55,9 @@ func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
 	if cfg.MaxTokens <= 0 {
 		cfg.MaxTokens = DefaultMaxTokens
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 30 * time.Second
-	}
-	if cfg.Attempts <= 0 {
-		cfg.Attempts = 3
-	}
-	if cfg.Backoff <= 0 {
-		cfg.Backoff = 500 * time.Millisecond
-	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
-	}
-	return &OpenAI{cfg: cfg, retry: httpx.Retry{Attempts: cfg.Attempts, Timeout: cfg.Timeout, Backoff: cfg.Backoff}}, nil
+	client := openai.New(openai.Config{BaseURL: cfg.BaseURL, Timeout: cfg.Timeout, Attempts: cfg.Attempts, Backoff: cfg.Backoff,
+		HTTPClient: cfg.HTTPClient}, 30*time.Second, 500*time.Millisecond)
+	return &OpenAI{cfg: cfg, client: client}, nil
 }
 
 // Dimensions implements Embedder.
@@ -104,17 +92,9 @@ func (o *OpenAI) Embed(ctx context.Context, text string) ([]float32, error) {
 	if o.cfg.SendDimensions {
 		req.Dimensions = o.cfg.Dimensions
 	}
-	h := http.Header{}
-	if o.cfg.APIKey != "" {
-		h.Set("Authorization", "Bearer "+o.cfg.APIKey)
-	}
-	url := httpx.JoinURL(o.cfg.BaseURL, "embeddings")
+	url := o.client.URL("embeddings")
 	var vec []float32
-	err := o.retry.Do(ctx, func(ctx context.Context) error {
-		var resp embeddingResponse
-		if err := httpx.PostJSON(ctx, o.cfg.HTTPClient, url, h, req, &resp); err != nil {
-			return err
-		}
+	err := openai.Post(ctx, o.client, url, openai.Header(o.cfg.APIKey, nil), req, func(resp *embeddingResponse) error {
 		if len(resp.Data) == 0 {
 			return fmt.Errorf("reply holds no embedding")
 		}

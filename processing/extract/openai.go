@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"docflow"
-	"docflow/processing/internal/httpx"
+	"docflow/processing/internal/openai"
 )
 
 // OpenAIConfig configures an OpenAI-compatible chat-completions endpoint.
@@ -37,36 +37,23 @@ type OpenAIConfig struct {
 
 // OpenAI asks a chat model for the metadata as a JSON object.
 type OpenAI struct {
-	cfg   OpenAIConfig
-	retry httpx.Retry
+	cfg    OpenAIConfig
+	client *openai.Client
 }
 
 var _ Provider = (*OpenAI)(nil)
 
 // NewOpenAI checks the configuration and returns the provider.
 func NewOpenAI(cfg OpenAIConfig) (*OpenAI, error) {
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = "https://api.openai.com/v1"
-	}
 	if cfg.Model == "" {
 		return nil, docflow.Errorf(docflow.EINVALID, "metadata model is not configured: set the OpenAI model")
 	}
 	if cfg.MaxChars <= 0 {
 		cfg.MaxChars = 12000
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 60 * time.Second
-	}
-	if cfg.Attempts <= 0 {
-		cfg.Attempts = 3
-	}
-	if cfg.Backoff <= 0 {
-		cfg.Backoff = time.Second
-	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
-	}
-	return &OpenAI{cfg: cfg, retry: httpx.Retry{Attempts: cfg.Attempts, Timeout: cfg.Timeout, Backoff: cfg.Backoff}}, nil
+	client := openai.New(openai.Config{BaseURL: cfg.BaseURL, Timeout: cfg.Timeout, Attempts: cfg.Attempts, Backoff: cfg.Backoff,
+		HTTPClient: cfg.HTTPClient}, 60*time.Second, time.Second)
+	return &OpenAI{cfg: cfg, client: client}, nil
 }
 
 // Name implements Provider.
@@ -131,20 +118,9 @@ func (o *OpenAI) Extract(ctx context.Context, text, filename string) (*docflow.M
 	if o.cfg.JSONMode == nil || *o.cfg.JSONMode {
 		req.ResponseFormat = map[string]string{"type": "json_object"}
 	}
-	h := http.Header{}
-	for k, v := range o.cfg.ExtraHeaders {
-		h[k] = v
-	}
-	if o.cfg.APIKey != "" {
-		h.Set("Authorization", "Bearer "+o.cfg.APIKey)
-	}
-	url := httpx.JoinURL(o.cfg.BaseURL, "chat/completions")
+	url := o.client.URL("chat/completions")
 	var meta *docflow.Metadata
-	err := o.retry.Do(ctx, func(ctx context.Context) error {
-		var resp chatResponse
-		if err := httpx.PostJSON(ctx, o.cfg.HTTPClient, url, h, req, &resp); err != nil {
-			return err
-		}
+	err := openai.Post(ctx, o.client, url, openai.Header(o.cfg.APIKey, o.cfg.ExtraHeaders), req, func(resp *chatResponse) error {
 		if len(resp.Choices) == 0 {
 			return fmt.Errorf("reply has no choices")
 		}
