@@ -20,7 +20,8 @@ import (
 // tells a redelivered, already recorded task to be acknowledged without
 // running), run the step on an actor under STEP_TIMEOUT, then record the
 // outcome (result, log, file fields and the next outbox row in one
-// transaction) and only then acknowledge the offset.
+// transaction) and only then acknowledge the offset. Claims and successful
+// results of concurrent tasks share statements and commits (see batcher).
 type stepConsumer struct {
 	e        *Engine
 	stepType string
