@@ -608,9 +608,11 @@ func cacheKey(where string, args []any) string {
 }
 
 // fileWhere builds the WHERE clause of a listing; every filter is ANDed.
-func fileWhere(f docflow.FileFilter) (string, []any) {
+func fileWhere(f docflow.FileFilter) (string, []any) { return fileWhereAfter(f, nil) }
+
+// fileWhereAfter is fileWhere with its parameters numbered after args.
+func fileWhereAfter(f docflow.FileFilter, args []any) (string, []any) {
 	var conds []string
-	var args []any
 	arg := func(v any) string {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
@@ -623,7 +625,7 @@ func fileWhere(f docflow.FileFilter) (string, []any) {
 		conds = append(conds, `f.id = ANY(`+arg(f.IDs)+`)`)
 	}
 	if f.Search != "" {
-		conds = append(conds, `lower(f.original_filename) LIKE `+arg("%"+escapeLike(strings.ToLower(f.Search))+"%"))
+		conds = append(conds, searchCond+arg(searchPattern(f.Search)))
 	}
 	if f.MimeType != "" {
 		conds = append(conds, `f.mime_type = `+arg(f.MimeType))
@@ -656,6 +658,13 @@ func fileWhere(f docflow.FileFilter) (string, []any) {
 		return "", args
 	}
 	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+// searchCond is the filename search, completed by its pattern parameter.
+const searchCond = `lower(f.original_filename) LIKE `
+
+func searchPattern(search string) string {
+	return "%" + escapeLike(strings.ToLower(search)) + "%"
 }
 
 func escapeLike(s string) string {
@@ -720,7 +729,17 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 	}
 	countKey := "count\x00" + key
 	if where != "" && !s.counts.has(countKey) {
-		files, total, err := s.findSorted(ctx, col, order, where, append(planArgs, args...), per, (page-1)*per)
+		inner, outer, sargs := where, "", args
+		if filter.Search != "" {
+			// The search alone picks the rows (from the trigram index), the
+			// other conditions filter them: a plan that holds whatever the
+			// pattern, so the statement's cached plan serves every search.
+			rest := filter
+			rest.Search = ""
+			inner = ` WHERE ` + searchCond + `$1`
+			outer, sargs = fileWhereAfter(rest, []any{searchPattern(filter.Search)})
+		}
+		files, total, err := s.findSorted(ctx, order, inner, outer, sargs, per, (page-1)*per)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -813,19 +832,14 @@ const maxDirectOffset = 100
 // read in order from the sort index.
 const maxSortInMemory = 10_000
 
-// findSorted reads the matches of where from the filter's own indexes,
-// sorts them and returns one page with the number of matches. args may
-// start with a pgx query option. No rows means the offset is past the end
-// (total then unknown, 0).
-func (s *FileService) findSorted(ctx context.Context, col, order, where string, args []any, limit, offset int) ([]*docflow.File, int, error) {
+// findSorted reads the rows that inner selects (from the filter's own
+// indexes), keeps those outer accepts, sorts them and returns one page with
+// the number of matches. No rows means the offset is past the end (total
+// then unknown, 0).
+func (s *FileService) findSorted(ctx context.Context, order, inner, outer string, args []any, limit, offset int) ([]*docflow.File, int, error) {
 	n := len(args)
-	if n > 0 {
-		if _, ok := args[0].(pgx.QueryExecMode); ok {
-			n--
-		}
-	}
 	q := `SELECT ` + fileCols + `, pg.total FROM files f JOIN (SELECT f.id, count(*) OVER () AS total
-		FROM (SELECT * FROM files f` + where + ` OFFSET 0) f ORDER BY ` + order +
+		FROM (SELECT * FROM files f` + inner + ` OFFSET 0) f` + outer + ` ORDER BY ` + order +
 		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) pg ON pg.id = f.id ORDER BY ` + order
 	rows, err := s.db.Pool.Query(ctx, q, append(args, limit, offset)...)
 	if err != nil {

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -307,5 +308,43 @@ func TestFindFilesSelectiveFilterTotals(t *testing.T) {
 	db.Pool.Exec(ctx, `UPDATE files SET status = 'completed'`)
 	if files, total, err := s.FindFiles(ctx, filter); err != nil || total != 112 || files[0].OriginalFilename != "Note-1000.pdf" {
 		t.Fatalf("after a new match: total %d, %v", total, err)
+	}
+}
+
+// A search combined with other filters (ownership included) keeps every
+// condition, whichever way the rows are read.
+func TestFindFilesSearchWithOtherFilters(t *testing.T) {
+	ctx := context.Background()
+	db, cleanup, err := postgres.OpenTestDB(ctx, "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	s := postgres.NewFileService(db)
+	_, err = db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, owner_id, created_at)
+		SELECT md5(i::text), 'Report_' || i || '.pdf', i || '.pdf', i, 'application/pdf',
+		       CASE WHEN i % 2 = 0 THEN 'completed' ELSE 'failed' END, CASE WHEN i % 3 = 0 THEN 'ann' ELSE 'bob' END,
+		       TIMESTAMPTZ '2024-01-01' + i * interval '1 day'
+		FROM generate_series(1, 400) AS i`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := "ann"
+	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	filter := docflow.FileFilter{Search: "report_1", Status: "completed", DateFrom: &from, VisibleTo: &ann, PerPage: 200, Page: 1}
+	files, total, err := s.FindFiles(ctx, filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int
+	db.Pool.QueryRow(ctx, `SELECT count(*) FROM files WHERE original_filename ILIKE 'report\_1%' AND status = 'completed'
+		AND owner_id = 'ann' AND created_at >= '2024-03-01'`).Scan(&want)
+	if want == 0 || total != want || len(files) != want {
+		t.Fatalf("%d files, total %d, want %d", len(files), total, want)
+	}
+	for _, f := range files {
+		if f.Status != "completed" || *f.OwnerID != "ann" || f.CreatedAt.Before(from) || !strings.HasPrefix(f.OriginalFilename, "Report_1") {
+			t.Fatalf("%+v does not match", f)
+		}
 	}
 }
