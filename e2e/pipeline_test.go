@@ -29,11 +29,7 @@ func testLog(t *testing.T) zerolog.Logger {
 
 func requireTools(t *testing.T) {
 	t.Helper()
-	for _, tool := range []string{"soffice", "tesseract", "pdftotext", "pdftoppm", "pdfunite", "pdfinfo", "img2pdf", "rsvg-convert"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("skipped: %s is not installed (make test installs the processing tools)", tool)
-		}
-	}
+	corpus.RequireTools(t, "soffice", "tesseract", "pdftotext", "pdftoppm", "pdfunite", "pdfinfo", "img2pdf", "rsvg-convert")
 }
 
 // legacy converts the generated OOXML documents to DOC, XLS and PPT with

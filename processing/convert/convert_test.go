@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,44 +21,13 @@ import (
 	"docflow/internal/corpus"
 )
 
-var (
-	corpusOnce sync.Once
-	corpusDir  string
-	testCorpus *corpus.Corpus
-	corpusErr  error
-)
-
-// sharedCorpus generates the corpus once per test binary run.
+// sharedCorpus is the test corpus of this binary, with small scanned pages
+// so that OCR stays quick.
 func sharedCorpus(t *testing.T) *corpus.Corpus {
-	t.Helper()
-	corpusOnce.Do(func() {
-		corpusDir, corpusErr = os.MkdirTemp("", "docflow-convert-corpus-")
-		if corpusErr == nil {
-			testCorpus, corpusErr = corpus.Generate(corpusDir, corpus.Options{Seed: 3, ScanWidthMM: 105, ScanHeightMM: 74, ScanLines: 4})
-		}
-	})
-	if corpusErr != nil {
-		t.Fatal(corpusErr)
-	}
-	return testCorpus
+	return corpus.Shared(t, corpus.Options{Seed: 3, ScanWidthMM: 105, ScanHeightMM: 74, ScanLines: 4})
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if corpusDir != "" {
-		os.RemoveAll(corpusDir)
-	}
-	os.Exit(code)
-}
-
-func requireTools(t *testing.T, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (scripts/install-deps.sh installs it)", tool)
-		}
-	}
-}
+func TestMain(m *testing.M) { os.Exit(corpus.RunTests(m)) }
 
 func newConverter(t *testing.T, o Options) *Converter {
 	t.Helper()
@@ -84,7 +52,7 @@ func pdfText(t *testing.T, path string) string {
 }
 
 func TestConvertEveryType(t *testing.T) {
-	requireTools(t, "soffice", "img2pdf", "rsvg-convert", "pdfinfo", "pdftotext")
+	corpus.RequireTools(t, "soffice", "img2pdf", "rsvg-convert", "pdfinfo", "pdftotext")
 	c := sharedCorpus(t)
 	conv := newConverter(t, Options{MaxConcurrent: 2})
 	names := []string{"document.docx", "sheet.xlsx", "slides.pptx", "notes.txt", "table.csv", "letter.rtf",
@@ -128,7 +96,7 @@ func TestConvertEveryType(t *testing.T) {
 }
 
 func TestImageTrueSizeAndEXIFRotation(t *testing.T) {
-	requireTools(t, "img2pdf", "pdfinfo", "pdftoppm", "tesseract")
+	corpus.RequireTools(t, "img2pdf", "pdfinfo", "pdftoppm", "tesseract")
 	c := sharedCorpus(t)
 	conv := newConverter(t, Options{})
 	ctx := context.Background()
@@ -170,7 +138,7 @@ func TestImageTrueSizeAndEXIFRotation(t *testing.T) {
 }
 
 func TestHostileInput(t *testing.T) {
-	requireTools(t, "pdfinfo")
+	corpus.RequireTools(t, "pdfinfo")
 	c := sharedCorpus(t)
 	conv := newConverter(t, Options{})
 	cases := []struct {
@@ -270,7 +238,7 @@ func TestZipBombWithLyingHeader(t *testing.T) {
 }
 
 func TestPNGWithAlphaFallsBack(t *testing.T) {
-	requireTools(t, "img2pdf", "pdfinfo")
+	corpus.RequireTools(t, "img2pdf", "pdfinfo")
 	img := image.NewNRGBA(image.Rect(0, 0, 200, 100))
 	for i := range img.Pix {
 		img.Pix[i] = byte(i)
@@ -316,7 +284,7 @@ func TestUnsupportedAndMissingTool(t *testing.T) {
 // one afterwards: the first conversion must fail at its timeout with the
 // whole process group gone, the next one must work.
 func TestLibreOfficeHangIsKilled(t *testing.T) {
-	requireTools(t, "soffice", "pdfinfo")
+	corpus.RequireTools(t, "soffice", "pdfinfo")
 	real, _ := exec.LookPath("soffice")
 	dir := t.TempDir()
 	marker := filepath.Join(dir, "hung-once")

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,43 +21,13 @@ import (
 	"docflow/processing/convert"
 )
 
-var (
-	corpusOnce sync.Once
-	corpusDir  string
-	testCorpus *corpus.Corpus
-	corpusErr  error
-)
-
+// sharedCorpus is the test corpus of this binary, with small scanned pages
+// so that OCR stays quick.
 func sharedCorpus(t *testing.T) *corpus.Corpus {
-	t.Helper()
-	corpusOnce.Do(func() {
-		corpusDir, corpusErr = os.MkdirTemp("", "docflow-ocr-corpus-")
-		if corpusErr == nil {
-			testCorpus, corpusErr = corpus.Generate(corpusDir, corpus.Options{Seed: 5, ScanWidthMM: 148, ScanHeightMM: 105, ScanLines: 8})
-		}
-	})
-	if corpusErr != nil {
-		t.Fatal(corpusErr)
-	}
-	return testCorpus
+	return corpus.Shared(t, corpus.Options{Seed: 5, ScanWidthMM: 148, ScanHeightMM: 105, ScanLines: 8})
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if corpusDir != "" {
-		os.RemoveAll(corpusDir)
-	}
-	os.Exit(code)
-}
-
-func requireTools(t *testing.T, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed (scripts/install-deps.sh installs it)", tool)
-		}
-	}
-}
+func TestMain(m *testing.M) { os.Exit(corpus.RunTests(m)) }
 
 // toPDF converts a corpus image to PDF the way the convert step does.
 func toPDF(t *testing.T, s *corpus.Sample) string {
@@ -85,7 +54,7 @@ func pdfText(t *testing.T, path string) string {
 }
 
 func TestBornDigital(t *testing.T) {
-	requireTools(t, "pdftotext")
+	corpus.RequireTools(t, "pdftotext")
 	s := sharedCorpus(t).Get("text.pdf")
 	e := New(Options{TempDir: t.TempDir()})
 	out := filepath.Join(t.TempDir(), "searchable.pdf")
@@ -114,7 +83,7 @@ func TestBornDigital(t *testing.T) {
 }
 
 func TestScannedPagesAccuracyAndSearchablePDF(t *testing.T) {
-	requireTools(t, "pdftotext", "pdftoppm", "tesseract", "pdfunite", "img2pdf")
+	corpus.RequireTools(t, "pdftotext", "pdftoppm", "tesseract", "pdfunite", "img2pdf")
 	c := sharedCorpus(t)
 	e := New(Options{Parallelism: 2, TempDir: t.TempDir()})
 	for _, tc := range []struct {
@@ -152,7 +121,7 @@ func TestScannedPagesAccuracyAndSearchablePDF(t *testing.T) {
 // result fields as Process and a one-page searchable PDF; NeedsOCR tells its
 // PDF wrapper (no text layer) from that searchable PDF.
 func TestImage(t *testing.T) {
-	requireTools(t, "pdftotext", "tesseract", "img2pdf")
+	corpus.RequireTools(t, "pdftotext", "tesseract", "img2pdf")
 	s := sharedCorpus(t).Get("scan_clean.png")
 	e := New(Options{Parallelism: 1, TempDir: t.TempDir()})
 	ctx := context.Background()
@@ -183,7 +152,7 @@ func TestImage(t *testing.T) {
 }
 
 func TestMixedDocumentKeepsTextPages(t *testing.T) {
-	requireTools(t, "pdftotext", "pdftoppm", "tesseract", "pdfunite", "pdfseparate", "img2pdf")
+	corpus.RequireTools(t, "pdftotext", "pdftoppm", "tesseract", "pdfunite", "pdfseparate", "img2pdf")
 	c := sharedCorpus(t)
 	scan := toPDF(t, c.Get("scan_clean.png"))
 	mixed := filepath.Join(t.TempDir(), "mixed.pdf")
@@ -210,7 +179,7 @@ func TestMixedDocumentKeepsTextPages(t *testing.T) {
 }
 
 func TestLanguages(t *testing.T) {
-	requireTools(t, "tesseract")
+	corpus.RequireTools(t, "tesseract")
 	e := New(Options{})
 	ctx := context.Background()
 	langs, err := e.Languages(ctx)
@@ -236,7 +205,7 @@ func TestLanguages(t *testing.T) {
 }
 
 func TestBadPDFs(t *testing.T) {
-	requireTools(t, "pdftotext")
+	corpus.RequireTools(t, "pdftotext")
 	c := sharedCorpus(t)
 	e := New(Options{})
 	for name, want := range map[string]string{"encrypted.pdf": "encrypted", "corrupt.pdf": "corrupt", "zero_pages.pdf": "no pages"} {
@@ -259,7 +228,7 @@ func TestMissingTool(t *testing.T) {
 // TestLongTextPDF: a 500-page born-digital PDF is read in one pdftotext
 // run, without rasterising a page.
 func TestLongTextPDF(t *testing.T) {
-	requireTools(t, "pdftotext")
+	corpus.RequireTools(t, "pdftotext")
 	pages := make([][]string, 500)
 	for i := range pages {
 		pages[i] = corpus.Lines(int64(i), 40, 80)
@@ -287,7 +256,7 @@ func TestLongScannedPDF(t *testing.T) {
 	if testing.Short() {
 		t.Skip("200-page OCR takes about 15 s; skipped with -short")
 	}
-	requireTools(t, "pdftotext", "pdftoppm", "tesseract", "pdfunite", "img2pdf")
+	corpus.RequireTools(t, "pdftotext", "pdftoppm", "tesseract", "pdfunite", "img2pdf")
 	img, err := corpus.RenderPage([]string{"Page text"}, corpus.ScanOptions{WidthMM: 30, HeightMM: 12, FontSize: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -340,7 +309,7 @@ func TestLongScannedPDF(t *testing.T) {
 }
 
 func TestCancel(t *testing.T) {
-	requireTools(t, "pdftotext", "pdftoppm", "tesseract", "img2pdf")
+	corpus.RequireTools(t, "pdftotext", "pdftoppm", "tesseract", "img2pdf")
 	pdf := toPDF(t, sharedCorpus(t).Get("scan_multi.tiff"))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -459,7 +428,7 @@ func TestTSVConfidence(t *testing.T) {
 }
 
 func TestOCRmyPDFRenderer(t *testing.T) {
-	requireTools(t, "pdftotext", "ocrmypdf", "img2pdf")
+	corpus.RequireTools(t, "pdftotext", "ocrmypdf", "img2pdf")
 	s := sharedCorpus(t).Get("scan_clean.png")
 	pdf := toPDF(t, s)
 	out := filepath.Join(t.TempDir(), "searchable.pdf")

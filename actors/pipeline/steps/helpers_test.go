@@ -135,44 +135,10 @@ func (fx *fixture) pdfInfo(key string) string {
 	return string(out)
 }
 
-var (
-	corpusOnce sync.Once
-	corpusDir  string
-	testCorpus *corpus.Corpus
-	corpusErr  error
-)
-
-// sharedCorpus generates the test corpus once per test binary, with small
-// scanned pages so OCR stays quick.
+// sharedCorpus is the test corpus of this binary, with small scanned pages
+// so that OCR stays quick.
 func sharedCorpus(t *testing.T) *corpus.Corpus {
-	t.Helper()
-	corpusOnce.Do(func() {
-		corpusDir, corpusErr = os.MkdirTemp("", "docflow-steps-corpus-")
-		if corpusErr != nil {
-			return
-		}
-		testCorpus, corpusErr = corpus.Generate(corpusDir, corpus.Options{Seed: 7, ScanWidthMM: 150, ScanHeightMM: 80, ScanLines: 6})
-	})
-	if corpusErr != nil {
-		t.Fatal(corpusErr)
-	}
-	return testCorpus
+	return corpus.Shared(t, corpus.Options{Seed: 7, ScanWidthMM: 150, ScanHeightMM: 80, ScanLines: 6})
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if corpusDir != "" {
-		os.RemoveAll(corpusDir)
-	}
-	os.Exit(code)
-}
-
-// requireTools skips when the processing tools are not installed.
-func requireTools(t *testing.T, tools ...string) {
-	t.Helper()
-	for _, tool := range tools {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("skipped: %s is not installed (make test installs it)", tool)
-		}
-	}
-}
+func TestMain(m *testing.M) { os.Exit(corpus.RunTests(m)) }

@@ -37,7 +37,7 @@ func TestCatalogueCovered(t *testing.T) {
 // TestHostileInput: each bad document fails its step at once (EINVALID)
 // with a message that says what is wrong.
 func TestHostileInput(t *testing.T) {
-	requireTools(t, "pdfinfo", "img2pdf")
+	corpus.RequireTools(t, "pdfinfo", "img2pdf")
 	c := sharedCorpus(t)
 	fx := newFixture(t, nil)
 	for name, want := range map[string]string{
@@ -73,7 +73,7 @@ func TestHostileInput(t *testing.T) {
 // TestLibreOfficeHang: a conversion that hangs is killed at
 // LIBREOFFICE_TIMEOUT and the next conversion of the worker works.
 func TestLibreOfficeHang(t *testing.T) {
-	requireTools(t, "soffice", "pdfinfo")
+	corpus.RequireTools(t, "soffice", "pdfinfo")
 	real, _ := exec.LookPath("soffice")
 	bin := t.TempDir()
 	// A soffice that hangs on files holding the marker and is LibreOffice
@@ -113,7 +113,7 @@ func TestLibreOfficeHang(t *testing.T) {
 // TestScannedAndBornDigital: OCR reads a scan through Tesseract (searchable
 // PDF, quality from the text) and a text PDF from its layer (score 100).
 func TestScannedAndBornDigital(t *testing.T) {
-	requireTools(t, "tesseract", "pdftotext", "pdftoppm", "pdfunite", "img2pdf")
+	corpus.RequireTools(t, "tesseract", "pdftotext", "pdftoppm", "pdfunite", "img2pdf")
 	c := sharedCorpus(t)
 	fx := newFixture(t, nil, "TESSERACT_LANGUAGE", "eng")
 
@@ -177,7 +177,7 @@ func TestScannedAndBornDigital(t *testing.T) {
 }
 
 func TestCloudOCR(t *testing.T) {
-	requireTools(t, "pdfinfo")
+	corpus.RequireTools(t, "pdfinfo")
 	c := sharedCorpus(t)
 	fx := newFixture(t, nil)
 	s := c.Get("invoice.pdf")
@@ -235,7 +235,7 @@ func TestCloudOCR(t *testing.T) {
 // rules extraction, classification with a user rule, PDF properties and
 // the sidecar, the hashing embedding.
 func TestMetadataClassifyEmbed(t *testing.T) {
-	requireTools(t, "pdfinfo", "pdftotext")
+	corpus.RequireTools(t, "pdfinfo", "pdftotext")
 	c := sharedCorpus(t)
 	owner := "alice"
 	rules := staticRules{
