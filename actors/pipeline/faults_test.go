@@ -348,9 +348,12 @@ func TestStepUnderLiveLeaseIsNotStalled(t *testing.T) {
 	e := newEnv(t, func(c *Config) {
 		c.StallTimeout = 300 * time.Millisecond
 		c.StallInterval = 50 * time.Millisecond
-		c.LeaseTTL = 300 * time.Millisecond
+		// NOTE: the lease still has to be renewed (the step outlasts it),
+		// but a renewal delayed on a loaded machine (a 300 ms lease gave
+		// each renewal 100 ms) no longer lets it lapse.
+		c.LeaseTTL = 900 * time.Millisecond
 	})
-	p := e.pipeline("long", map[string]any{"sleep_ms": 1500.0})
+	p := e.pipeline("long", map[string]any{"sleep_ms": 2500.0})
 	id, _ := e.ingest("long.pdf", "long", &p.ID, nil)
 	if s := e.waitTerminal(20*time.Second, id)[id]; s != docflow.StatusCompleted {
 		t.Fatalf("a step running longer than the stall timeout was failed: %s %+v", s, e.logs(id))
