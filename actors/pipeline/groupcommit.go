@@ -155,10 +155,6 @@ func resultBatcher(store *postgres.RunStore, log zerolog.Logger, flushers, max i
 func claimBatcher(store *postgres.RunStore, flushers, max int) *batcher[postgres.ClaimRequest, *postgres.Claim] {
 	return newBatcher(flushers, max, func(ctx context.Context, reqs []postgres.ClaimRequest) []answer[*postgres.Claim] {
 		out := make([]answer[*postgres.Claim], len(reqs))
-		if len(reqs) == 1 {
-			out[0].v, out[0].err = store.ClaimStep(ctx, reqs[0])
-			return out
-		}
 		for i, r := range store.ClaimSteps(ctx, reqs) {
 			out[i] = answer[*postgres.Claim]{v: r.Claim, err: r.Err}
 		}

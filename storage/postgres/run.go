@@ -188,15 +188,8 @@ type Claim struct {
 // where it was, and the step's result, committed synchronously later,
 // flushes the WAL up to and including the claim anyway.
 func (s *RunStore) ClaimStep(ctx context.Context, req ClaimRequest) (*Claim, error) {
-	c, err := scanClaim(s.db.Pool.QueryRow(ctx, claimSQL, claimArgs(req)...))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return s.whyNotClaimed(ctx, req)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("claim step %s/%d: %w", req.RunID, req.Position, err)
-	}
-	c.Step.Attempts = req.Attempt
-	return c, nil
+	r := s.ClaimSteps(ctx, []ClaimRequest{req})[0]
+	return r.Claim, r.Err
 }
 
 // ClaimResult is the answer to one request of ClaimSteps.
@@ -282,8 +275,8 @@ func failAll(out []ClaimResult, err error) []ClaimResult {
 	return out
 }
 
-// claimsSQL is claimSQL for many requests; each answer row ends with the
-// ordinal (from 1) of its request.
+// claimsSQL leases steps (see ClaimStep), many in one statement; each
+// answer row ends with the ordinal (from 1) of its request.
 const claimsSQL = `
 		WITH i AS (
 			SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::bigint[], $6::bigint[]) WITH ORDINALITY
@@ -314,36 +307,6 @@ const claimsSQL = `
 			set_config('synchronous_commit', 'off', true)
 		FROM c`
 
-// claimSQL leases a step; see ClaimStep.
-const claimSQL = `
-		WITH c AS (
-			UPDATE run_steps rs SET status='running', attempts=$3, started_at=now(), finished_at=NULL,
-				lease_owner=$4, lease_until=now() + $5 * interval '1 millisecond'
-			FROM runs r, files f
-			WHERE rs.run_id=$1 AND rs.position=$2 AND r.id=rs.run_id AND f.id=r.file_id
-			  AND r.status IN ('pending', 'processing') AND (f.task_id = '' OR f.task_id = r.id)
-			  AND (rs.status='queued'
-			       OR (rs.status='retrying' AND $3 > rs.attempts)
-			       OR (rs.status='running' AND $3 >= rs.attempts
-			           AND (rs.lease_until IS NULL OR rs.lease_until < now() OR rs.lease_owner = $4
-			                OR NOT EXISTS (SELECT 1 FROM workers w WHERE w.id = rs.lease_owner
-			                               AND w.last_seen > now() - $6 * interval '1 millisecond'))))
-			RETURNING ` + fileColsText + `, rs.run_id, rs.position, rs.step_type, rs.label, rs.config, r.options
-		), r AS (
-			-- Only the first claim changes the run (the step results note
-			-- its progress).
-			UPDATE runs SET status='processing', started_at=COALESCE(started_at, now()), updated_at=now()
-			FROM c WHERE runs.id = c.run_id AND runs.status = 'pending'
-		), fs AS (
-			UPDATE files SET status='processing', updated_at=now()
-			FROM c WHERE files.id = c.id AND files.status = 'pending'
-		)
-		SELECT c.*,
-			(SELECT n.step_type FROM run_steps n WHERE n.run_id=c.run_id AND n.position=c.position+1),
-			(SELECT count(*) FROM run_steps t WHERE t.run_id=c.run_id),
-			set_config('synchronous_commit', 'off', true)
-		FROM c`
-
 func claimArgs(req ClaimRequest) []any {
 	dead := req.DeadAfter
 	if dead <= 0 {
@@ -357,7 +320,7 @@ type claimDecodeError struct{ error }
 
 func (e claimDecodeError) Unwrap() error { return e.error }
 
-// scanClaim reads claimSQL's answer; pgx.ErrNoRows when nothing was claimed.
+// scanClaim reads one answer row of claimsSQL.
 //
 // The caller sets Step.Attempts. afterOptions are columns between the
 // options and the next step's type (claimsSQL's ordinal).
