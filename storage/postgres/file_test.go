@@ -21,18 +21,25 @@ func newFile(hash, owner string) *docflow.File {
 	return f
 }
 
+// openFiles returns a FileService on a fresh migrated database, dropped
+// when the test ends.
+func openFiles(t *testing.T) (*postgres.DB, *postgres.FileService) {
+	t.Helper()
+	db, cleanup, err := postgres.OpenTestDB(context.Background(), "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	return db, postgres.NewFileService(db)
+}
+
 func noRun(*docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
 	return "", nil, nil, nil
 }
 
 func TestIngestRacesAndDailyLimit(t *testing.T) {
 	ctx := context.Background()
-	db, cleanup, err := postgres.OpenTestDB(ctx, "files")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
-	s := postgres.NewFileService(db)
+	db, s := openFiles(t)
 
 	// Ten identical files at once: exactly one original.
 	var wg sync.WaitGroup
@@ -112,14 +119,9 @@ func TestIngestRacesAndDailyLimit(t *testing.T) {
 
 func TestFindFilesDeepPagesMatchOffset(t *testing.T) {
 	ctx := context.Background()
-	db, cleanup, err := postgres.OpenTestDB(ctx, "files")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
-	s := postgres.NewFileService(db)
+	db, s := openFiles(t)
 	// 7,000 rows with repeated timestamps and names so ties need the id.
-	_, err = db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, created_at)
+	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, created_at)
 		SELECT md5(i::text), 'doc-' || (i % 700) || '.pdf', i || '.pdf', i % 97, 'application/pdf',
 		       CASE WHEN i % 4 = 0 THEN 'failed' ELSE 'completed' END, TIMESTAMPTZ '2024-01-01' + ((i / 3) * interval '1 minute')
 		FROM generate_series(1, 7000) AS i`)
@@ -169,12 +171,7 @@ func TestFindFilesDeepPagesMatchOffset(t *testing.T) {
 // that fails after the file row leaves no row, run, count or message.
 func TestIngestNewIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
-	db, cleanup, err := postgres.OpenTestDB(ctx, "files")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
-	s := postgres.NewFileService(db)
+	db, s := openFiles(t)
 	msg := func(f *docflow.File) []streams.OutboxMessage {
 		return []streams.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: streams.FileKey(f.ID), Payload: []byte("x")}}
 	}
@@ -232,12 +229,7 @@ func TestIngestNewIsAllOrNothing(t *testing.T) {
 // woken once it committed.
 func TestIngestNewWakesTheRelay(t *testing.T) {
 	ctx := context.Background()
-	db, cleanup, err := postgres.OpenTestDB(ctx, "files")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
-	s := postgres.NewFileService(db)
+	db, s := openFiles(t)
 	conn, err := db.Pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -274,13 +266,8 @@ func TestIngestNewWakesTheRelay(t *testing.T) {
 // past-the-end pages included, and sees a new match at once.
 func TestFindFilesSelectiveFilterTotals(t *testing.T) {
 	ctx := context.Background()
-	db, cleanup, err := postgres.OpenTestDB(ctx, "files")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
-	s := postgres.NewFileService(db)
-	_, err = db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, created_at)
+	db, s := openFiles(t)
+	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, created_at)
 		SELECT md5(i::text), 'note-' || i || '.pdf', i || '.pdf', i, 'application/pdf', 'completed', TIMESTAMPTZ '2024-01-01' + i * interval '1 minute'
 		FROM generate_series(1, 300) AS i`)
 	if err != nil {
@@ -315,13 +302,8 @@ func TestFindFilesSelectiveFilterTotals(t *testing.T) {
 // condition, whichever way the rows are read.
 func TestFindFilesSearchWithOtherFilters(t *testing.T) {
 	ctx := context.Background()
-	db, cleanup, err := postgres.OpenTestDB(ctx, "files")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
-	s := postgres.NewFileService(db)
-	_, err = db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, owner_id, created_at)
+	db, s := openFiles(t)
+	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, owner_id, created_at)
 		SELECT md5(i::text), 'Report_' || i || '.pdf', i || '.pdf', i, 'application/pdf',
 		       CASE WHEN i % 2 = 0 THEN 'completed' ELSE 'failed' END, CASE WHEN i % 3 = 0 THEN 'ann' ELSE 'bob' END,
 		       TIMESTAMPTZ '2024-01-01' + i * interval '1 day'
