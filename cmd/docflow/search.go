@@ -80,35 +80,20 @@ Flags:
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	env := newEnvSettings(os.Getenv)
-	log := newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), stderr)
-	workdir := env.Get("WORKDIR")
-	secret, err := sessionSecret(env.Get("SESSION_SECRET"), workdir, log)
-	if err != nil {
+	m := &Main{Role: "reindex", Getenv: os.Getenv, Stdout: stdout, Stderr: stderr}
+	defer m.Close(context.Background()) //nolint:errcheck
+	if _, err := m.openStore(ctx, 8); err != nil {
 		return err
 	}
-	cipher, err := postgres.NewCipher(secret)
-	if err != nil {
-		return err
-	}
-	db, err := postgres.Open(ctx, env.Get("DATABASE_URL"), 8)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	settings, err := postgres.NewSettingsService(ctx, db, cipher, os.Getenv, log)
-	if err != nil {
-		return err
-	}
-	idx, kind, err := openSearchIndex(ctx, settings, workdir)
+	idx, kind, err := openSearchIndex(ctx, m.Settings, m.Workdir)
 	if err != nil {
 		return err
 	}
 	defer idx.Close()
 	fmt.Fprintf(stdout, "reindexing into %s…\n", kind)
 	start := time.Now()
-	stats, err := indexer.Reindex(ctx, postgres.NewSearchService(db), idx, indexer.ReindexOptions{
-		BatchSize: *batch, Pairs: *pairs, Settings: settings, Log: log,
+	stats, err := indexer.Reindex(ctx, postgres.NewSearchService(m.DB), idx, indexer.ReindexOptions{
+		BatchSize: *batch, Pairs: *pairs, Settings: m.Settings, Log: m.Log,
 		Progress: func(s indexer.ReindexStats) {
 			fmt.Fprintf(stdout, "\r  %d indexed, %d removed, %d failed (%s)", s.Indexed, s.Removed, s.Failed, time.Since(start).Round(time.Second))
 		},

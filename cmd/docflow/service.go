@@ -124,51 +124,25 @@ var roleHelp = map[string]string{
 
 // Run builds the process for its role and starts serving.
 func (m *Main) Run(ctx context.Context) error {
-	env := newEnvSettings(m.Getenv)
-	m.Log = newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), m.Stderr)
-	log := m.Log
-	workdir := env.Get("WORKDIR")
-	if err := os.MkdirAll(workdir, 0o750); err != nil {
-		return fmt.Errorf("create WORKDIR %s: %w", workdir, err)
-	}
-	secret, err := sessionSecret(env.Get("SESSION_SECRET"), workdir, log)
-	if err != nil {
-		return err
-	}
-	cipher, err := postgres.NewCipher(secret)
-	if err != nil {
-		return err
-	}
-
-	log.Info().Str("role", m.Role).Str("version", Version).Msg("starting docflow")
-	log.Info().Str("database", redactURL(env.Get("DATABASE_URL"))).Msg("connecting to PostgreSQL (creating the database and applying migrations if needed)")
-	// NOTE: pgx's default pool (max(4, cores)) starves the step workers; each
-	// step claim and result is a statement of its own.
+	// NOTE: pgx's default pool (max(4, cores)) starves the step workers,
+	// whose claims and results are statements of their own.
 	poolSize := int32(32)
 	if m.Role == "api" {
 		poolSize = 16
 	}
-	m.DB, err = postgres.Open(ctx, env.Get("DATABASE_URL"), poolSize)
-	if err != nil {
-		return err
-	}
-	m.onClose(func(context.Context) error { m.DB.Close(); return nil })
-
-	m.Settings, err = postgres.NewSettingsService(ctx, m.DB, cipher, m.Getenv, log)
+	secret, err := m.openStore(ctx, poolSize)
 	if err != nil {
 		return err
 	}
 	m.Settings.Start(5 * time.Second)
-	m.onClose(func(context.Context) error { m.Settings.Close(); return nil })
 
 	if err := m.startRecorder(ctx); err != nil {
 		return err
 	}
 
-	if err := m.startStreams(ctx, workdir); err != nil {
+	if err := m.startStreams(ctx, m.Workdir); err != nil {
 		return err
 	}
-	m.Workdir = workdir
 	if err := m.startCore(ctx); err != nil {
 		return err
 	}
@@ -186,6 +160,39 @@ func (m *Main) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// openStore builds what every command needs first: the logger, WORKDIR,
+// the session secret, PostgreSQL (created and migrated) and the settings.
+// It returns the session secret.
+func (m *Main) openStore(ctx context.Context, poolSize int32) (string, error) {
+	env := newEnvSettings(m.Getenv)
+	m.Log = newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), m.Stderr)
+	m.Workdir = env.Get("WORKDIR")
+	if err := os.MkdirAll(m.Workdir, 0o750); err != nil {
+		return "", fmt.Errorf("create WORKDIR %s: %w", m.Workdir, err)
+	}
+	secret, err := sessionSecret(env.Get("SESSION_SECRET"), m.Workdir, m.Log)
+	if err != nil {
+		return "", err
+	}
+	cipher, err := postgres.NewCipher(secret)
+	if err != nil {
+		return "", err
+	}
+	m.Log.Info().Str("role", m.Role).Str("version", Version).Msg("starting docflow")
+	m.Log.Info().Str("database", redactURL(env.Get("DATABASE_URL"))).Msg("connecting to PostgreSQL (creating the database and applying migrations if needed)")
+	m.DB, err = postgres.Open(ctx, env.Get("DATABASE_URL"), poolSize)
+	if err != nil {
+		return "", err
+	}
+	m.onClose(func(context.Context) error { m.DB.Close(); return nil })
+	m.Settings, err = postgres.NewSettingsService(ctx, m.DB, cipher, m.Getenv, m.Log)
+	if err != nil {
+		return "", err
+	}
+	m.onClose(func(context.Context) error { m.Settings.Close(); return nil })
+	return secret, nil
 }
 
 // startRecorder records metrics in ClickHouse when CLICKHOUSE_URL is set,
