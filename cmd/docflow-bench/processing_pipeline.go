@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 
 	"docflow/e2e"
 	"docflow/internal/corpus"
+	"docflow/internal/proc"
 )
 
 // benchProcessingPipeline measures the processing steps on the real engine
@@ -156,6 +158,7 @@ func benchScans(ctx context.Context, r *Report, section, dir string) error {
 	// and pipeline alternate over chunks of documents, so that load from
 	// other processes on a shared machine hits both about equally.
 	var baseWall, wall, ocrCPU, selfCPU, toolCPU float64
+	tools0 := proc.Stats()
 	chunk := 2 * runtime.NumCPU()
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(lo+chunk, n)
@@ -192,6 +195,7 @@ func benchScans(ctx context.Context, r *Report, section, dir string) error {
 	// what else runs on the machine.
 	r.Add(Row{Section: section, Name: "scanned doc: CPU s per doc (process + tools) vs tesseract alone", Value: (selfCPU + toolCPU) / n,
 		Unit: "s", Baseline: ocrCPU / n, Target: "reported", Pass: true})
+	toolRows(r, section, "scanned doc", tools0, proc.Stats(), n)
 	return nil
 }
 
@@ -348,4 +352,22 @@ func treeRSS(pid int) (self, tree int64) {
 		}
 	}
 	return rss[pid], tree
+}
+
+// toolRows reports the CPU per document of every tool the steps ran
+// between two proc.Stats snapshots.
+func toolRows(r *Report, section, what string, before, after map[string]proc.Usage, docs int) {
+	names := make([]string, 0, len(after))
+	for name := range after {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		u, b := after[name], before[name]
+		if u.Runs == b.Runs {
+			continue
+		}
+		r.Add(Row{Section: section, Name: fmt.Sprintf("  %s: %s CPU per doc (%.1f runs per doc)", what, name, float64(u.Runs-b.Runs)/float64(docs)),
+			Value: (u.CPU - b.CPU).Seconds() * 1000 / float64(docs), Unit: "ms", Target: "reported", Pass: true})
+	}
 }

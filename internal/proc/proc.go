@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -121,6 +122,7 @@ func Run(ctx context.Context, c Cmd) (*Result, error) {
 	}
 	res := &Result{Stdout: out.Bytes(), Stderr: string(errTail.b)}
 	name := c.Path[strings.LastIndexByte(c.Path, '/')+1:]
+	account(name, time.Since(start), cmd.ProcessState)
 	if ctx.Err() != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return res, &docflow.Error{Code: docflow.ETIMEOUT, Message: fmt.Sprintf("%s timed out after %s and was killed", name, time.Since(start).Round(time.Millisecond))}
@@ -135,4 +137,45 @@ func Run(ctx context.Context, c Cmd) (*Result, error) {
 		return res, fmt.Errorf("%s: %w: %s", name, err, msg)
 	}
 	return res, nil
+}
+
+// Usage is what the runs of one tool cost so far in this process.
+type Usage struct {
+	Runs int
+	Wall time.Duration
+	// CPU is the user and system time of the tool's process (not of
+	// grandchildren it did not wait for).
+	CPU time.Duration
+}
+
+var usage struct {
+	sync.Mutex
+	m map[string]Usage
+}
+
+func account(name string, wall time.Duration, ps *os.ProcessState) {
+	usage.Lock()
+	defer usage.Unlock()
+	if usage.m == nil {
+		usage.m = map[string]Usage{}
+	}
+	u := usage.m[name]
+	u.Runs++
+	u.Wall += wall
+	if ps != nil {
+		u.CPU += ps.UserTime() + ps.SystemTime()
+	}
+	usage.m[name] = u
+}
+
+// Stats returns the usage of every tool run so far, by tool name: the
+// benchmarks print where the CPU time of a document went.
+func Stats() map[string]Usage {
+	usage.Lock()
+	defer usage.Unlock()
+	out := make(map[string]Usage, len(usage.m))
+	for k, v := range usage.m {
+		out[k] = v
+	}
+	return out
 }

@@ -24,7 +24,8 @@ import (
 	"docflow/internal/proc"
 )
 
-// image converts a raster image with img2pdf: JPEG and most PNG and TIFF
+// image converts a raster image (a PNG in process when it can, see
+// pngToPDF; the rest with img2pdf): JPEG and most PNG and TIFF
 // are embedded without re-encoding, every frame becomes a page sized by the
 // image's resolution, and the EXIF orientation becomes the page rotation.
 // The header is checked against MaxPixels and MaxFrames first, so a
@@ -32,6 +33,15 @@ import (
 func (c *Converter) image(ctx context.Context, in, mt, out string) error {
 	if err := c.checkImage(in, mt); err != nil {
 		return err
+	}
+	if mt == "image/png" {
+		// Most scans: the compressed data goes into the PDF as it is, in
+		// process. Anything else, and any PNG this cannot take, goes to
+		// img2pdf, which decides.
+		tmp := out + ".png.part"
+		if err := pngToPDF(in, tmp); err == nil {
+			return moveFile(tmp, out)
+		}
 	}
 	bin, err := proc.Look("img2pdf")
 	if err != nil {
