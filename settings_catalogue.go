@@ -69,6 +69,7 @@ func Catalogue() []SettingDef {
 		{Key: "STEP_POOL_SIZES", Category: "Processing", Type: TypeString, Description: "Actors per step type, e.g. ocr=2,convert_to_pdf=2 (OCR defaults to the core count)"},
 		{Key: "ENABLE_TEST_STEP", Category: "Advanced", Type: TypeBool, Default: "false", Description: "Register the pipeline's test step type (fault drills, multi-process tests, benchmarks)"},
 		{Key: "STALLED_RUN_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "3600", Description: "Seconds after which a run with no progress is failed"},
+		{Key: "BLOB_SYNC", Category: "Storage", Type: TypeDropdown, Default: "group", Options: []string{"group", "file"}, Description: "How a stored file is made durable: group (one filesystem flush shared by concurrent writes; give WORKDIR/blobs its own filesystem if other programs write a lot beside it) or file (an fsync per file and directory). Read at start-up"},
 		{Key: "LOCAL_DESTINATION_DIR", Category: "Storage", Type: TypeString, Description: "Folder the send_to_destinations step copies processed files to"},
 		{Key: "LIBREOFFICE_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "120", Description: "Seconds a LibreOffice conversion may take"},
 		{Key: "CONVERT_CONCURRENCY", Category: "Processing", Type: TypeInt, Default: "2", Description: "Concurrent LibreOffice conversions"},

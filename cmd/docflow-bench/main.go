@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -56,6 +57,7 @@ func main() {
 	quick := flag.Bool("quick", false, "smaller data sets and shorter runs")
 	bin := flag.String("docflow", "bin/docflow", "path of the docflow binary")
 	list := flag.Bool("list", false, "list the sections and exit")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the in-process servers and clients) to `file`")
 	flag.Parse()
 	if *list {
 		for _, s := range sections() {
@@ -77,6 +79,18 @@ func main() {
 		if s = strings.TrimSpace(s); s != "" {
 			want[s] = true
 		}
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	r := NewReport(os.Stdout)
 	fmt.Printf("docflow-bench: %s, GOMAXPROCS cores as the machine has; figures are printed with their targets\n\n", time.Now().Format(time.RFC3339))

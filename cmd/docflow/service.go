@@ -223,10 +223,15 @@ func (m *Main) startRecorder(ctx context.Context) error {
 // folders (each new file is recorded once, whichever process sees it first).
 func (m *Main) startCore(ctx context.Context) error {
 	var err error
-	m.Blobs, err = blob.Open(filepath.Join(m.Workdir, "blobs"), blob.Options{})
+	mode := blob.SyncMode(strings.ToLower(strings.TrimSpace(m.Settings.Get("BLOB_SYNC"))))
+	if mode != blob.SyncFile {
+		mode = blob.SyncGroup
+	}
+	m.Blobs, err = blob.Open(filepath.Join(m.Workdir, "blobs"), blob.Options{Sync: mode})
 	if err != nil {
 		return fmt.Errorf("open blob store: %w", err)
 	}
+	m.onClose(func(context.Context) error { return m.Blobs.Close() })
 	m.Files = postgres.NewFileService(m.DB)
 	m.Runs = postgres.NewRunStore(m.DB)
 	m.Intake, err = intake.New(intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings,

@@ -35,17 +35,38 @@ type Options struct {
 	// NoSync skips the fsync of file and directory. Only for benchmarks and
 	// throwaway data: a crash may then leave a truncated blob under its key.
 	NoSync bool
+	// Sync is how a Put makes its blob durable (default SyncGroup where
+	// the system has syncfs, else SyncFile).
+	Sync SyncMode
 }
+
+// SyncMode is how Put makes a blob durable before it returns.
+type SyncMode string
+
+const (
+	// SyncGroup flushes the filesystem (syncfs) once for all the Puts
+	// waiting at that moment: before the rename (the content) and after it
+	// (the name). Concurrent uploads share the flushes, so the store is not
+	// held to the disk's rate of journal commits; the flush also writes
+	// whatever else is pending on that filesystem, so give the store its
+	// own filesystem when other programs write a lot beside it.
+	SyncGroup SyncMode = "group"
+	// SyncFile fsyncs each blob's file and then its directory.
+	SyncFile SyncMode = "file"
+)
 
 // Local is a content-addressed store on disk: a blob with SHA-256 key
 // "abcd…" lives at <root>/ab/cd/abcd…. Writes go to a temp file, are
-// fsynced, renamed into place and the directory fsynced, so a key that
-// exists always names complete content.
+// made durable, renamed into place and the name made durable (see
+// SyncMode), so a key that exists always names complete content.
 type Local struct {
 	root string
 	opts Options
 	bufs sync.Pool
 	dirs sync.Map // shard directory -> *shard
+	// group is the shared flush of SyncGroup (nil otherwise).
+	group      *groupSync
+	closeGroup func() error
 }
 
 var _ docflow.BlobStore = (*Local)(nil)
@@ -64,8 +85,36 @@ func Open(root string, opts Options) (*Local, error) {
 	}
 	l := &Local{root: abs, opts: opts}
 	l.bufs.New = func() any { b := make([]byte, copyBufSize); return &b }
+	if !opts.NoSync && opts.Sync != SyncFile {
+		flush, closeFn, err := fsFlusher(abs)
+		switch {
+		case err == nil:
+			l.group, l.closeGroup = newGroupSync(flush), closeFn
+		case opts.Sync == SyncGroup && !errors.Is(err, errors.ErrUnsupported):
+			return nil, err
+		}
+	}
 	l.removeStaleTemps()
 	return l, nil
+}
+
+// Close releases the store's handle on its directory.
+func (l *Local) Close() error {
+	if l.closeGroup != nil {
+		return l.closeGroup()
+	}
+	return nil
+}
+
+// SyncMode reports how Put makes blobs durable ("" with NoSync).
+func (l *Local) SyncMode() SyncMode {
+	switch {
+	case l.opts.NoSync:
+		return ""
+	case l.group != nil:
+		return SyncGroup
+	}
+	return SyncFile
 }
 
 // Root returns the store's directory.
@@ -123,7 +172,7 @@ func (l *Local) Put(ctx context.Context, r io.Reader, maxSize int64) (docflow.Bl
 		h.Write(buf[:m])
 		key := hex.EncodeToString(h.Sum(nil))
 		if l.stored(key, int64(m)) {
-			return docflow.BlobInfo{Key: key, Size: int64(m)}, nil
+			return docflow.BlobInfo{Key: key, Size: int64(m)}, l.settled()
 		}
 		h.Reset()
 	}
@@ -152,7 +201,7 @@ func (l *Local) Put(ctx context.Context, r io.Reader, maxSize int64) (docflow.Bl
 			return docflow.BlobInfo{}, err
 		}
 	}
-	if !l.opts.NoSync {
+	if !l.opts.NoSync && l.group == nil {
 		if err := tmp.Sync(); err != nil {
 			return docflow.BlobInfo{}, fmt.Errorf("blob put: sync: %w", err)
 		}
@@ -165,7 +214,14 @@ func (l *Local) Put(ctx context.Context, r io.Reader, maxSize int64) (docflow.Bl
 	if l.stored(key, n) {
 		// NOTE: same content already stored; the temp copy is dropped by
 		// the deferred cleanup. Content addressing makes this safe.
-		return info, nil
+		return info, l.settled()
+	}
+	if l.group != nil {
+		// The content is durable before its name is: a crash never leaves
+		// a key naming a file whose data did not reach the disk.
+		if err := l.group.wait(); err != nil {
+			return docflow.BlobInfo{}, fmt.Errorf("blob put: sync: %w", err)
+		}
 	}
 	final := l.path(key)
 	dir := filepath.Dir(final)
@@ -185,7 +241,11 @@ func (l *Local) Put(ctx context.Context, r io.Reader, maxSize int64) (docflow.Bl
 		return docflow.BlobInfo{}, fmt.Errorf("blob put: rename: %w", err)
 	}
 	keep = true
-	if !l.opts.NoSync {
+	if l.group != nil {
+		if err := l.group.wait(); err != nil {
+			return docflow.BlobInfo{}, fmt.Errorf("blob put: sync dir: %w", err)
+		}
+	} else if !l.opts.NoSync {
 		if err := syncDir(dir); err != nil {
 			return docflow.BlobInfo{}, fmt.Errorf("blob put: sync dir: %w", err)
 		}
@@ -195,6 +255,19 @@ func (l *Local) Put(ctx context.Context, r io.Reader, maxSize int64) (docflow.Bl
 	}
 	info.Created = true
 	return info, nil
+}
+
+// settled waits, under SyncGroup, until a blob found already stored is
+// durable: another Put may have renamed it into place a moment ago and be
+// waiting for the flush itself.
+func (l *Local) settled() error {
+	if l.group == nil {
+		return nil
+	}
+	if err := l.group.wait(); err != nil {
+		return fmt.Errorf("blob put: sync: %w", err)
+	}
+	return nil
 }
 
 // stored reports whether key is already stored with size bytes.

@@ -18,13 +18,21 @@ import (
 )
 
 func TestLocalContract(t *testing.T) {
-	blobtest.RunContract(t, func(t *testing.T) blobtest.Store {
-		l, err := blob.Open(t.TempDir(), blob.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return blobtest.Store{BlobStore: l, Leftovers: l.TempCount}
-	})
+	for _, mode := range []blob.SyncMode{blob.SyncGroup, blob.SyncFile} {
+		t.Run(string(mode), func(t *testing.T) {
+			blobtest.RunContract(t, func(t *testing.T) blobtest.Store {
+				l, err := blob.Open(t.TempDir(), blob.Options{Sync: mode})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { l.Close() })
+				if l.SyncMode() != mode {
+					t.Fatalf("sync mode %q, want %q", l.SyncMode(), mode)
+				}
+				return blobtest.Store{BlobStore: l, Leftovers: l.TempCount}
+			})
+		})
+	}
 }
 
 // Put fills a 128 KB buffer before writing: sizes around the buffer's
