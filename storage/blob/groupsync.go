@@ -58,4 +58,3 @@ func (g *groupSync) wait() error {
 	}
 	return nil
 }
-
