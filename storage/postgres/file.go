@@ -198,7 +198,8 @@ func (s *FileService) DeleteFiles(ctx context.Context, ids []int64) ([]int64, []
 	var deleted []int64
 	var orphans []string
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, `DELETE FROM files WHERE id = ANY($1) RETURNING id, original_blob, processed_blob`, ids)
+		rows, err := tx.Query(ctx, `DELETE FROM files WHERE id = ANY($1)
+			RETURNING id, original_blob, processed_blob, COALESCE(ai_metadata->>'metadata_sidecar', '')`, ids)
 		if err != nil {
 			return err
 		}
@@ -206,13 +207,13 @@ func (s *FileService) DeleteFiles(ctx context.Context, ids []int64) ([]int64, []
 		seen := map[string]bool{}
 		for rows.Next() {
 			var id int64
-			var orig, proc string
-			if err := rows.Scan(&id, &orig, &proc); err != nil {
+			var orig, proc, side string
+			if err := rows.Scan(&id, &orig, &proc, &side); err != nil {
 				rows.Close()
 				return err
 			}
 			deleted = append(deleted, id)
-			for _, b := range []string{orig, proc} {
+			for _, b := range []string{orig, proc, side} {
 				if b != "" && !seen[b] {
 					seen[b] = true
 					blobs = append(blobs, b)
@@ -226,9 +227,7 @@ func (s *FileService) DeleteFiles(ctx context.Context, ids []int64) ([]int64, []
 		if len(blobs) == 0 {
 			return nil
 		}
-		rows, err = tx.Query(ctx, `SELECT b FROM unnest($1::text[]) AS b
-			WHERE NOT EXISTS (SELECT 1 FROM files WHERE original_blob = b)
-			  AND NOT EXISTS (SELECT 1 FROM files WHERE processed_blob = b)`, blobs)
+		rows, err = tx.Query(ctx, `SELECT b FROM unnest($1::text[]) AS b WHERE NOT (`+blobUsed("b")+`)`, blobs)
 		if err != nil {
 			return err
 		}
@@ -245,11 +244,19 @@ func (s *FileService) DeleteFiles(ctx context.Context, ids []int64) ([]int64, []
 	return deleted, orphans, nil
 }
 
+// blobUsed is the condition that a file references the blob key expr: as
+// its original, its processed version or its metadata sidecar (each lookup
+// on its own index).
+func blobUsed(expr string) string {
+	return `(EXISTS (SELECT 1 FROM files WHERE original_blob = ` + expr + `)
+	OR EXISTS (SELECT 1 FROM files WHERE processed_blob = ` + expr + `)
+	OR EXISTS (SELECT 1 FROM files WHERE ai_metadata ? 'metadata_sidecar' AND ai_metadata->>'metadata_sidecar' = ` + expr + `))`
+}
+
 // BlobInUse reports whether any file references key.
 func (s *FileService) BlobInUse(ctx context.Context, key string) (bool, error) {
 	var used bool
-	err := s.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE original_blob=$1)
-		OR EXISTS (SELECT 1 FROM files WHERE processed_blob=$1)`, key).Scan(&used)
+	err := s.db.Pool.QueryRow(ctx, `SELECT `+blobUsed("$1::text"), key).Scan(&used)
 	if err != nil {
 		return false, fmt.Errorf("blob in use: %w", err)
 	}

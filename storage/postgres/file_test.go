@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -114,6 +115,45 @@ func TestIngestRacesAndDailyLimit(t *testing.T) {
 	deleted, orphans, err := s.DeleteFiles(ctx, ids)
 	if err != nil || len(deleted) != 12 || len(orphans) != 4 {
 		t.Fatalf("deleted %d orphans %v err %v", len(deleted), orphans, err)
+	}
+}
+
+// A metadata sidecar is the file's blob too: deleting the file gives it
+// back as an orphan unless another record names it.
+func TestDeleteReturnsSidecarBlobs(t *testing.T) {
+	ctx := context.Background()
+	db, s := openFiles(t)
+	var ids []int64
+	for _, h := range []string{"s1", "s2", "s3"} {
+		if _, err := s.Ingest(ctx, postgres.IngestRecord{File: newFile(h, ""), Dedup: true, Prepare: noRun}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := s.FindFileByHash(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, f.ID)
+	}
+	// s1 and s2 share a sidecar; s3 has its own.
+	if _, err := db.Pool.Exec(ctx, `UPDATE files SET ai_metadata = jsonb_build_object('metadata_sidecar',
+		CASE WHEN id = $3 THEN 'side-b' ELSE 'side-a' END) WHERE id = ANY($1) OR id = $2`, ids[:2], ids[2], ids[2]); err != nil {
+		t.Fatal(err)
+	}
+	if used, err := s.BlobInUse(ctx, "side-a"); err != nil || !used {
+		t.Fatalf("side-a in use: %v %v", used, err)
+	}
+	_, orphans, err := s.DeleteFiles(ctx, []int64{ids[0], ids[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(orphans)
+	if !slices.Equal(orphans, []string{"s1", "s3", "side-b"}) {
+		t.Fatalf("orphans %v, want s1, s3 and side-b (side-a is still s2's)", orphans)
+	}
+	_, orphans, err = s.DeleteFiles(ctx, []int64{ids[1]})
+	slices.Sort(orphans)
+	if err != nil || !slices.Equal(orphans, []string{"s2", "side-a"}) {
+		t.Fatalf("orphans %v %v", orphans, err)
 	}
 }
 
