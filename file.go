@@ -49,6 +49,9 @@ type File struct {
 
 	// Current run.
 	TaskID string `json:"task_id,omitempty"`
+	// Processing summarises the current run; FindFiles fills it when the
+	// filter asks (FileFilter.WithProcessingStatus), else it is nil.
+	Processing *ProcessingStatus `json:"-"`
 }
 
 // ProcessingStatus is the summary of a file's current run, derived from its
@@ -92,6 +95,10 @@ type FileFilter struct {
 	SortOrder string // asc, desc
 	Page      int
 	PerPage   int
+
+	// WithProcessingStatus fills each returned File's Processing in the
+	// same query (a listing shows it for every row).
+	WithProcessingStatus bool
 }
 
 // FileSortFields lists the allowed FileFilter.SortBy values.

@@ -263,18 +263,18 @@ func (h *filesHandlers) list(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	ctx := RequestContext(c)
+	filter.WithProcessingStatus = true
 	files, total, err := h.d.Files.FindFiles(ctx, filter)
-	if err != nil {
-		return err
-	}
-	statuses, err := h.d.Files.ProcessingStatuses(ctx, files)
 	if err != nil {
 		return err
 	}
 	items := make([]fileItem, len(files))
 	for i, f := range files {
 		items[i] = fileItem{ID: f.ID, OriginalFilename: f.OriginalFilename, FileSize: f.FileSize, MimeType: f.MimeType,
-			CreatedAt: f.CreatedAt, OwnerID: f.OwnerID, ProcessingStatus: statuses[f.ID]}
+			CreatedAt: f.CreatedAt, OwnerID: f.OwnerID, ProcessingStatus: docflow.ProcessingStatus{Status: f.Status}}
+		if f.Processing != nil {
+			items[i].ProcessingStatus = *f.Processing
+		}
 	}
 	pages := (total + filter.PerPage - 1) / filter.PerPage
 	p := pagination{Page: filter.Page, PerPage: filter.PerPage, Total: total, Pages: pages}

@@ -172,6 +172,21 @@ func TestGetFileRecordMetadataPreviewDownload(t *testing.T) {
 	if rec.ProcessingStatus != (docflow.ProcessingStatus{Status: "pending", LastStep: "ocr", HasErrors: true, TotalSteps: 3}) {
 		t.Fatalf("status %+v", rec.ProcessingStatus)
 	}
+	// The listing shows the same summary, plain and through a search.
+	for _, q := range []string{"", "?search=rechnung"} {
+		resp, body = fe.do("GET", "/api/files"+q, "", nil)
+		fe.expect(resp, body, 200)
+		var list struct {
+			Files []struct {
+				ID               int64                    `json:"id"`
+				ProcessingStatus docflow.ProcessingStatus `json:"processing_status"`
+			} `json:"files"`
+		}
+		if err := json.Unmarshal(body, &list); err != nil || len(list.Files) != 1 || list.Files[0].ID != id ||
+			list.Files[0].ProcessingStatus != rec.ProcessingStatus {
+			t.Fatalf("listing%s: %s", q, body)
+		}
+	}
 	if len(rec.Logs) != 2 || rec.Logs[0]["step_name"] != "convert_to_pdf" || rec.Logs[1]["message"] != "tesseract missing" || rec.Logs[0]["task_id"] != f.TaskID {
 		t.Fatalf("logs %v", rec.Logs)
 	}

@@ -267,48 +267,95 @@ func (s *FileService) BlobInUse(ctx context.Context, key string) (bool, error) {
 // recorded steps.
 func (s *FileService) ProcessingStatuses(ctx context.Context, files []*docflow.File) (map[int64]docflow.ProcessingStatus, error) {
 	out := make(map[int64]docflow.ProcessingStatus, len(files))
-	runs := make([]string, 0, len(files))
+	ids := make([]int64, 0, len(files))
 	for _, f := range files {
 		out[f.ID] = docflow.ProcessingStatus{Status: f.Status}
 		if f.TaskID != "" {
-			runs = append(runs, f.TaskID)
+			ids = append(ids, f.ID)
 		}
 	}
-	if len(runs) == 0 {
+	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := s.db.Pool.Query(ctx, `
-		SELECT r.id, r.file_id, r.status, COALESCE(st.total, 0), COALESCE(st.errors, FALSE), COALESCE(st.last_step, '')
-		FROM runs r
-		LEFT JOIN LATERAL (
-			SELECT count(*) AS total, bool_or(status = 'failed') AS errors,
-			       (array_agg(step_type ORDER BY position DESC) FILTER (WHERE status <> 'queued'))[1] AS last_step
-			FROM run_steps WHERE run_id = r.id) st ON TRUE
-		WHERE r.id = ANY($1)`, runs)
+	rows, err := s.db.Pool.Query(ctx, `SELECT f.id, f.status`+runStatusCols+` FROM files f`+runStatusJoin+` WHERE f.id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("processing statuses: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var runID, runStatus, last string
-		var fileID int64
-		var total int
-		var hasErr bool
-		if err := rows.Scan(&runID, &fileID, &runStatus, &total, &hasErr, &last); err != nil {
+		var id int64
+		var rs runStatus
+		if err := rows.Scan(append([]any{&id, &rs.file}, rs.dest()...)...); err != nil {
 			return nil, fmt.Errorf("processing statuses: %w", err)
 		}
-		ps, ok := out[fileID]
-		if !ok {
-			continue
+		if _, ok := out[id]; ok {
+			out[id] = rs.summary()
 		}
-		// NOTE: the file row is the source of truth, but a pipeline that
-		// only advanced the run must still show progress: a pending file
-		// takes the run's status when the run has moved on.
-		if ps.Status == docflow.StatusPending && runStatus != "" && runStatus != docflow.StatusPending {
-			ps.Status = runStatus
+	}
+	return out, rows.Err()
+}
+
+// runStatusCols and runStatusJoin add the summary of a file's current run
+// (its status, step count, whether a step failed, the last step that ran)
+// to a query over files f, as the columns runStatus.dest reads.
+const runStatusCols = `, COALESCE(r.status, ''), COALESCE(st.total, 0), COALESCE(st.errors, FALSE), COALESCE(st.last_step, '')`
+
+const runStatusJoin = ` LEFT JOIN runs r ON r.id = f.task_id
+	LEFT JOIN LATERAL (
+		SELECT count(*) AS total, bool_or(status = 'failed') AS errors,
+		       (array_agg(step_type ORDER BY position DESC) FILTER (WHERE status <> 'queued'))[1] AS last_step
+		FROM run_steps WHERE run_id = r.id) st ON r.id IS NOT NULL`
+
+// runStatus is one row's runStatusCols.
+type runStatus struct {
+	file, run, last string
+	total           int
+	errors          bool
+}
+
+func (rs *runStatus) dest() []any { return []any{&rs.run, &rs.total, &rs.errors, &rs.last} }
+
+func (rs *runStatus) summary() docflow.ProcessingStatus {
+	ps := docflow.ProcessingStatus{Status: rs.file, TotalSteps: rs.total, HasErrors: rs.errors, LastStep: rs.last}
+	// NOTE: the file row is the source of truth, but a pipeline that only
+	// advanced the run must still show progress: a pending file takes the
+	// run's status when the run has moved on.
+	if ps.Status == docflow.StatusPending && rs.run != "" && rs.run != docflow.StatusPending {
+		ps.Status = rs.run
+	}
+	return ps
+}
+
+// withRunStatus wraps a page query (rows of fileCols, then extra columns)
+// so that each row also carries runStatusCols, ordered as before.
+func withRunStatus(q, order string) string {
+	return `SELECT f.*` + runStatusCols + ` FROM (` + q + `) f` + runStatusJoin + ` ORDER BY ` + order
+}
+
+// collectPage reads a page's rows: fileCols, then the total when total is
+// not nil, then the run status when status is set.
+func collectPage(rows pgx.Rows, total *int, status bool) ([]*docflow.File, error) {
+	defer rows.Close()
+	out := []*docflow.File{}
+	var rs runStatus
+	var extra []any
+	if total != nil {
+		extra = append(extra, total)
+	}
+	if status {
+		extra = append(extra, rs.dest()...)
+	}
+	for rows.Next() {
+		f, err := scanFile(rows, false, extra...)
+		if err != nil {
+			return nil, err
 		}
-		ps.TotalSteps, ps.HasErrors, ps.LastStep = total, hasErr, last
-		out[fileID] = ps
+		if status {
+			rs.file = f.Status
+			ps := rs.summary()
+			f.Processing = &ps
+		}
+		out = append(out, f)
 	}
 	return out, rows.Err()
 }
@@ -746,7 +793,7 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 			inner = ` WHERE ` + searchCond + `$1`
 			outer, sargs = fileWhereAfter(rest, []any{searchPattern(filter.Search)})
 		}
-		files, total, err := s.findSorted(ctx, order, inner, outer, sargs, per, (page-1)*per)
+		files, total, err := s.findSorted(ctx, order, inner, outer, sargs, per, (page-1)*per, filter.WithProcessingStatus)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -820,11 +867,14 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 		q = `SELECT ` + fileCols + ` FROM files f JOIN (SELECT f.id FROM files f` + cond + ` ORDER BY ` + order +
 			limit + `) pg ON pg.id = f.id ORDER BY ` + order
 	}
+	if filter.WithProcessingStatus {
+		q = withRunStatus(q, order)
+	}
 	rows, err := s.db.Pool.Query(ctx, q, append(planArgs, pageArgs...)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
-	files, err := collectFiles(rows, false)
+	files, err := collectPage(rows, nil, filter.WithProcessingStatus)
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
@@ -843,26 +893,21 @@ const maxSortInMemory = 10_000
 // indexes), keeps those outer accepts, sorts them and returns one page with
 // the number of matches. No rows means the offset is past the end (total
 // then unknown, 0).
-func (s *FileService) findSorted(ctx context.Context, order, inner, outer string, args []any, limit, offset int) ([]*docflow.File, int, error) {
+func (s *FileService) findSorted(ctx context.Context, order, inner, outer string, args []any, limit, offset int, status bool) ([]*docflow.File, int, error) {
 	n := len(args)
 	q := `SELECT ` + fileCols + `, pg.total FROM files f JOIN (SELECT f.id, count(*) OVER () AS total
 		FROM (SELECT * FROM files f` + inner + ` OFFSET 0) f` + outer + ` ORDER BY ` + order +
 		` LIMIT $` + strconv.Itoa(n+1) + ` OFFSET $` + strconv.Itoa(n+2) + `) pg ON pg.id = f.id ORDER BY ` + order
+	if status {
+		q = withRunStatus(q, order)
+	}
 	rows, err := s.db.Pool.Query(ctx, q, append(args, limit, offset)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
-	defer rows.Close()
-	out := []*docflow.File{}
 	var total int
-	for rows.Next() {
-		f, err := scanFile(rows, false, &total)
-		if err != nil {
-			return nil, 0, fmt.Errorf("find files: %w", err)
-		}
-		out = append(out, f)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collectPage(rows, &total, status)
+	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
 	return out, total, nil
