@@ -1,14 +1,20 @@
 // Package ocr reads the text of a PDF. Pages that carry a text layer
 // (born-digital) are read with poppler's pdftotext and score 100; the other
-// pages are rasterised one at a time (pdftoppm) and read by Tesseract,
-// pages in parallel up to a bound shared by every document of the Engine.
+// pages are read by Tesseract, pages in parallel up to a bound shared by
+// every document of the Engine. A page that is one image covering it (what
+// scanners, img2pdf and processing/convert write: a JPEG, or PNG data kept
+// as FlateDecode with PNG predictors) is read from the image itself, copied
+// out of the PDF as a .jpg or .png without decoding a pixel; any other page
+// is rasterised (pdftoppm), one at a time.
 // The searchable PDF keeps text pages as they are and replaces scanned
 // pages with Tesseract's image-plus-text pages, or is made by OCRmyPDF when
 // that renderer is chosen. A cloud provider (Azure Document Intelligence)
 // can replace Tesseract per request.
 //
 // Memory stays bounded for long documents: only Parallelism page images
-// exist at a time, on disk, and only page texts are kept.
+// exist at a time, on disk, and only page texts are kept. The PDF is
+// inspected for page images once per document, and only where each image
+// lies in the file is kept until its page's turn.
 package ocr
 
 import (
@@ -60,7 +66,8 @@ type Options struct {
 	// Renderer picks how the searchable PDF is made (default
 	// RendererTesseract).
 	Renderer string
-	// PageTimeout bounds one page (rasterise + OCR; default 3 min).
+	// PageTimeout bounds one page (image extraction or rasterisation,
+	// and OCR; default 3 min).
 	PageTimeout time.Duration
 	// DocTimeout bounds pdftotext, pdfunite and OCRmyPDF runs on the whole
 	// document (default 30 min).
@@ -91,6 +98,10 @@ type Result struct {
 	// Pages in the document; OCRPages of them needed OCR.
 	Pages    int `json:"pages"`
 	OCRPages int `json:"ocr_pages"`
+	// ExtractedPages of the OCRPages were read by Tesseract from the
+	// page's own image (JPEG or PNG data copied out of the PDF) instead of
+	// a rasterisation of the page.
+	ExtractedPages int `json:"extracted_pages"`
 	// BornDigital: every page had a text layer; no OCR ran.
 	BornDigital bool `json:"born_digital"`
 	// MeanConfidence of the OCR engine over all words (0–100), or -1.
@@ -109,6 +120,12 @@ type Result struct {
 type Engine struct {
 	opts Options
 	sem  chan struct{}
+	// inspect lets one document at a time read its PDF for page images
+	// (see pageImages).
+	inspect chan struct{}
+	// noExtract rasterises every page, as before page images were read
+	// as they are (tests compare the two).
+	noExtract bool
 
 	mu    sync.Mutex
 	langs []string // installed Tesseract languages, once known
@@ -144,7 +161,7 @@ func New(opts Options) *Engine {
 	if opts.TempDir == "" {
 		opts.TempDir = os.TempDir()
 	}
-	return &Engine{opts: opts, sem: make(chan struct{}, opts.Parallelism)}
+	return &Engine{opts: opts, sem: make(chan struct{}, opts.Parallelism), inspect: make(chan struct{}, 1)}
 }
 
 var reLangCode = regexp.MustCompile(`^[a-z]{3}(_[a-z]{3,4})?$`)
