@@ -108,7 +108,7 @@ func (e *Engine) Image(ctx context.Context, img string, req Request) (*Result, e
 	err = e.readPages(ctx, make([]string, 1), []int{1}, res, func(ctx context.Context, _ int) (*pageResult, error) {
 		ctx, cancel := context.WithTimeout(ctx, e.opts.PageTimeout)
 		defer cancel()
-		return readImage(ctx, tess, img, base, lang, 0, req.Searchable != "")
+		return readImage(ctx, tess, img, base, lang, 0, req.Searchable != "", pageImageParams...)
 	})
 	if err != nil {
 		return nil, err
@@ -218,7 +218,7 @@ func (e *Engine) readPageImage(ctx context.Context, tess, pdf, dir, lang string,
 }
 
 // pageImageParams are the Tesseract settings for a page read from its own
-// image: Leptonica's tiled Otsu thresholding, keeping the middle of the
+// image (a page of a PDF that is one image, and Engine.Image): Leptonica's tiled Otsu thresholding, keeping the middle of the
 // thresholds that score within 20 % of the best.
 //
 // NOTE: pdftoppm resamples a page image by a fraction of a pixel, which
