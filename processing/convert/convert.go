@@ -1,7 +1,8 @@
 // Package convert turns every supported upload type into a PDF: office and
-// text formats through LibreOffice headless, raster images through img2pdf
-// (one page per frame, at the size their resolution gives), SVG through
-// librsvg, and PDFs are validated and passed through.
+// text formats through LibreOffice headless, raster images one page per
+// frame at the size their resolution gives (a PNG's compressed data goes
+// into the PDF as it is, in process; other images through img2pdf), SVG
+// through librsvg, and PDFs are validated and passed through.
 //
 // Hostile input is refused before any tool sees it: images whose header
 // declares more than MaxPixels pixels, ZIP containers (DOCX, XLSX, PPTX)
