@@ -82,41 +82,6 @@ func TestBornDigital(t *testing.T) {
 	}
 }
 
-func TestScannedPagesAccuracyAndSearchablePDF(t *testing.T) {
-	corpus.RequireTools(t, "pdftotext", "pdftoppm", "tesseract", "pdfunite", "img2pdf")
-	c := sharedCorpus(t)
-	e := New(Options{Parallelism: 2, TempDir: t.TempDir()})
-	for _, tc := range []struct {
-		name   string
-		maxCER float64
-	}{{"scan_clean.png", 0.02}, {"scan_noisy.png", 0.05}, {"scan_multi.tiff", 0.02}} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := c.Get(tc.name)
-			pdf := toPDF(t, s)
-			out := filepath.Join(t.TempDir(), "searchable.pdf")
-			res, err := e.Process(context.Background(), pdf, Request{Language: "eng", Searchable: out})
-			if err != nil {
-				t.Fatal(err)
-			}
-			cer := corpus.CER(s.Text, res.Text)
-			t.Logf("%s: CER %.4f, confidence %.1f, quality %.1f", tc.name, cer, res.MeanConfidence, res.Quality)
-			if cer > tc.maxCER {
-				t.Errorf("CER %.4f > %.2f\nwant %q\ngot  %q", cer, tc.maxCER, s.Text, res.Text)
-			}
-			if res.BornDigital || res.Pages != s.Pages || res.OCRPages != s.Pages || res.Engine != "tesseract" || res.Language != "eng" {
-				t.Errorf("result %+v", res)
-			}
-			if res.MeanConfidence < 70 || res.Quality < 80 {
-				t.Errorf("confidence %.1f quality %.1f too low for a clean page", res.MeanConfidence, res.Quality)
-			}
-			layer := pdfText(t, out)
-			if cer := corpus.CER(s.Text, layer); cer > tc.maxCER+0.02 {
-				t.Errorf("searchable PDF text layer CER %.4f: %q", cer, layer)
-			}
-		})
-	}
-}
-
 // TestImage: a one-page scan is read from the image itself, with the same
 // result fields as Process and a one-page searchable PDF; NeedsOCR tells its
 // PDF wrapper (no text layer) from that searchable PDF.

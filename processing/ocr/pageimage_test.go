@@ -192,10 +192,11 @@ func checkSameSizes(t *testing.T, in, out string) {
 	}
 }
 
-// TestPNGScanReadFromImage: PNG scans converted by processing/convert
-// (their PNG data kept as it is) are read from that data, as well as or
-// better than from a rasterisation, and the searchable PDF keeps the
-// page sizes.
+// TestPNGScanReadFromImage: PNG scans (and a multi-page TIFF) converted by
+// processing/convert are read from their image data within the accuracy
+// targets, as well as or better than from a rasterisation (which is
+// checked too), and the searchable PDF keeps the page sizes and reads
+// back as the text.
 func TestPNGScanReadFromImage(t *testing.T) {
 	corpus.RequireTools(t, "pdftotext", "pdftoppm", "tesseract", "pdfunite", "img2pdf")
 	c := sharedCorpus(t)
@@ -213,6 +214,9 @@ func TestPNGScanReadFromImage(t *testing.T) {
 			}
 			if res.ExtractedPages != s.Pages || res.OCRPages != s.Pages {
 				t.Fatalf("extracted %d of %d OCR pages, want %d", res.ExtractedPages, res.OCRPages, s.Pages)
+			}
+			if res.BornDigital || res.Pages != s.Pages || res.Engine != "tesseract" || res.Language != "eng" || !res.Searchable {
+				t.Errorf("result %+v", res)
 			}
 			raster := New(Options{Parallelism: 2, TempDir: t.TempDir()})
 			raster.noExtract = true
