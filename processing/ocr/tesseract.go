@@ -218,8 +218,9 @@ func (e *Engine) readPageImage(ctx context.Context, tess, pdf, dir, lang string,
 }
 
 // pageImageParams are the Tesseract settings for a page read from its own
-// image (a page of a PDF that is one image, and Engine.Image): Leptonica's tiled Otsu thresholding, keeping the middle of the
-// thresholds that score within 20 % of the best.
+// image (a page of a PDF that is one image, and Engine.Image): Leptonica's
+// tiled Otsu thresholding, keeping the middle of the thresholds that score
+// within 20 % of the best.
 //
 // NOTE: pdftoppm resamples a page image by a fraction of a pixel, which
 // smears each isolated noise pixel into its neighbours, light enough to
