@@ -24,7 +24,6 @@ type FileService struct {
 	db     *DB
 	counts *listCache
 	waker  *outboxWaker
-	ids    idBlock
 }
 
 var _ docflow.FileRepository = (*FileService)(nil)
@@ -1024,8 +1023,8 @@ func (s *FileService) Ingest(ctx context.Context, rec IngestRecord) (dupOf *docf
 // before the row is written) nor Also (it needs a live transaction).
 func (s *FileService) ingestNew(ctx context.Context, rec IngestRecord) (bool, error) {
 	f := rec.File
-	id, err := s.ids.next(ctx, s.db)
-	if err != nil {
+	var id int64
+	if err := s.db.Pool.QueryRow(ctx, `SELECT nextval('files_id_seq')`).Scan(&id); err != nil {
 		return false, fmt.Errorf("ingest: file id: %w", err)
 	}
 	now := s.db.Now()
@@ -1096,39 +1095,6 @@ func (s *FileService) ingestNew(ctx context.Context, rec IngestRecord) (bool, er
 		s.waker.wake()
 	}
 	return true, nil
-}
-
-// idBlockSize is how many file ids an idBlock draws from the sequence at
-// once.
-const idBlockSize = 32
-
-// idBlock hands out file ids drawn from files_id_seq a block at a time, so
-// that an upload does not spend a round trip on its id. Ids stay unique;
-// across processes (and after a restart, which drops the rest of a block)
-// they are no longer gap-free or in upload order, which created_at is.
-type idBlock struct {
-	mu   sync.Mutex
-	free []int64
-}
-
-func (b *idBlock) next(ctx context.Context, db *DB) (int64, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if len(b.free) == 0 {
-		rows, err := db.Pool.Query(ctx, `SELECT nextval('files_id_seq') FROM generate_series(1, $1)`, idBlockSize)
-		if err != nil {
-			return 0, err
-		}
-		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return 0, err
-		}
-		slices.Sort(ids)
-		b.free = ids
-	}
-	id := b.free[0]
-	b.free = b.free[1:]
-	return id, nil
 }
 
 // outboxWaker sends the outbox notification on behalf of transactions that
