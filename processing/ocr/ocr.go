@@ -264,13 +264,6 @@ func (e *Engine) Process(ctx context.Context, pdf string, req Request) (*Result,
 	return e.tesseract(ctx, pdf, lang, pages, need, req, res)
 }
 
-// NeedsOCR reports whether a page of pdf has no text layer, so that Process
-// would read it with OCR.
-func (e *Engine) NeedsOCR(ctx context.Context, pdf string) (bool, error) {
-	_, need, err := e.pagesToRead(ctx, pdf)
-	return len(need) > 0, err
-}
-
 // pagesToRead returns the text layer of every page and the 1-based numbers
 // of the pages without one (fewer than MinPageChars non-space characters).
 func (e *Engine) pagesToRead(ctx context.Context, pdf string) ([]string, []int, error) {

@@ -82,40 +82,6 @@ func TestBornDigital(t *testing.T) {
 	}
 }
 
-// TestImage: a one-page scan is read from the image itself, with the same
-// result fields as Process and a one-page searchable PDF; NeedsOCR tells its
-// PDF wrapper (no text layer) from that searchable PDF.
-func TestImage(t *testing.T) {
-	corpus.RequireTools(t, "pdftotext", "tesseract", "img2pdf")
-	s := sharedCorpus(t).Get("scan_clean.png")
-	e := New(Options{Parallelism: 1, TempDir: t.TempDir()})
-	ctx := context.Background()
-	if need, err := e.NeedsOCR(ctx, toPDF(t, s)); err != nil || !need {
-		t.Fatalf("wrapped scan: needs OCR %v, %v", need, err)
-	}
-	out := filepath.Join(t.TempDir(), "searchable.pdf")
-	res, err := e.Image(ctx, s.Path, Request{Language: "eng", Searchable: out})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cer := corpus.CER(s.Text, res.Text); cer > 0.02 {
-		t.Errorf("CER %.4f: %q", cer, res.Text)
-	}
-	if res.Pages != 1 || res.OCRPages != 1 || res.Engine != "tesseract" || res.Language != "eng" || !res.Searchable ||
-		res.MeanConfidence < 70 || res.Quality < 80 || res.Quality >= 100 {
-		t.Errorf("result %+v", res)
-	}
-	if cer := corpus.CER(s.Text, pdfText(t, out)); cer > 0.04 {
-		t.Errorf("searchable PDF text layer CER %.4f", cer)
-	}
-	if need, err := e.NeedsOCR(ctx, out); err != nil || need {
-		t.Errorf("searchable page: needs OCR %v, %v", need, err)
-	}
-	if _, err := e.Image(ctx, s.Path, Request{Language: "zzz"}); docflow.ErrorCode(err) != docflow.EINVALID {
-		t.Errorf("unknown language: %v", err)
-	}
-}
-
 func TestMixedDocumentKeepsTextPages(t *testing.T) {
 	corpus.RequireTools(t, "pdftotext", "pdftoppm", "tesseract", "pdfunite", "pdfseparate", "img2pdf")
 	c := sharedCorpus(t)

@@ -81,47 +81,6 @@ func (e *Engine) tesseract(ctx context.Context, pdf, lang string, pages []string
 	return res, nil
 }
 
-// Image reads one page image (a scan as delivered: PNG, TIFF, JPEG) with a
-// single Tesseract run under the Engine's bound, at the image's own
-// resolution: rasterising a PDF wrapper of it again would cost about as
-// much CPU as the OCR itself and blur what the scanner delivered. When
-// req.Searchable is set, the page's searchable PDF (the image under its
-// text) is written there. req.ForceCloud and req.SkipBornDigitalCopy do not
-// apply.
-func (e *Engine) Image(ctx context.Context, img string, req Request) (*Result, error) {
-	lang, err := e.ResolveLanguage(ctx, req.Language)
-	if err != nil {
-		return nil, err
-	}
-	tess, err := proc.Look(e.opts.Tesseract)
-	if err != nil {
-		return nil, err
-	}
-	dir, cleanup, err := e.workDir()
-	if err != nil {
-		return nil, err
-	}
-	defer cleanup()
-
-	res := &Result{Pages: 1, OCRPages: 1, Language: lang, MeanConfidence: quality.NoConfidence}
-	base := pagePath(dir, "ocr", 1)
-	err = e.readPages(ctx, make([]string, 1), []int{1}, res, func(ctx context.Context, _ int) (*pageResult, error) {
-		ctx, cancel := context.WithTimeout(ctx, e.opts.PageTimeout)
-		defer cancel()
-		return readImage(ctx, tess, img, base, lang, 0, req.Searchable != "", pageImageParams...)
-	})
-	if err != nil {
-		return nil, err
-	}
-	if req.Searchable != "" {
-		if err := copyFile(base+".pdf", req.Searchable); err != nil {
-			return nil, err
-		}
-		res.Searchable = true
-	}
-	return res, nil
-}
-
 // readPages reads the pages in need with read, in parallel under the
 // Engine's bound, puts their text into pages and fills res with the text,
 // the mean word confidence and the quality score.
@@ -218,8 +177,8 @@ func (e *Engine) readPageImage(ctx context.Context, tess, pdf, dir, lang string,
 }
 
 // pageImageParams are the Tesseract settings for a page read from its own
-// image (a page of a PDF that is one image, and Engine.Image): Leptonica's
-// tiled Otsu thresholding, keeping the middle of the thresholds that score
+// image (a page of a PDF that is one image): Leptonica's tiled Otsu
+// thresholding, keeping the middle of the thresholds that score
 // within 20 % of the best.
 //
 // NOTE: pdftoppm resamples a page image by a fraction of a pixel, which

@@ -21,9 +21,8 @@ import (
 // pages, or OCRmyPDF's with OCR_RENDERER=ocrmypdf). force_cloud_ocr (step
 // config or run option) sends the PDF to Azure Document Intelligence.
 //
-// A one-page PNG original is read from the image (ocr.Engine.Image):
-// rasterising its img2pdf wrapper again would cost about as much CPU as the
-// OCR itself and blur what the scanner delivered.
+// A scanned page that is one image (what convert_to_pdf makes of an image
+// upload) is read from that image, not rasterised again (processing/ocr).
 type ocrStep struct {
 	d Deps
 	// One engine per (renderer, pool size): each bounds its Tesseract
@@ -93,8 +92,7 @@ func (s *ocrStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.Step
 	if err != nil {
 		return nil, err
 	}
-	info, err := convert.CheckPDF(ctx, pdf, toolTimeout)
-	if err != nil {
+	if _, err := convert.CheckPDF(ctx, pdf, toolTimeout); err != nil {
 		return nil, err
 	}
 	if boolOf(in.Config, "force_cloud_ocr", false) || boolOf(in.Options, "force_cloud_ocr", false) {
@@ -104,11 +102,6 @@ func (s *ocrStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.Step
 	lang, err := eng.ResolveLanguage(ctx, s.language(in.Config))
 	if err != nil {
 		return nil, err
-	}
-	if info.Pages == 1 && strings.EqualFold(f.MimeType, "image/png") && f.OriginalBlob != "" {
-		if res, ok, err := s.image(ctx, in, eng, pdf, lang); ok || err != nil {
-			return res, err
-		}
 	}
 	// NOTE: no work directory: a born-digital PDF (the common case) needs
 	// none, and the engine keeps its page files in its own.
@@ -144,35 +137,6 @@ func ocrResult(res *ocr.Result, bytes int64) *docflow.StepResult {
 			res.Engine, res.Language, res.OCRPages, res.Pages, len(res.Text), res.MeanConfidence, res.Quality),
 		Bytes: bytes,
 	}
-}
-
-// image reads a one-page PNG original with eng.Image. ok is false when the
-// PDF version has a text layer after all (then Process decides).
-func (s *ocrStep) image(ctx context.Context, in *docflow.StepInput, eng *ocr.Engine, pdf, lang string) (*docflow.StepResult, bool, error) {
-	f := in.File
-	need, err := eng.NeedsOCR(ctx, pdf)
-	if err != nil || !need {
-		return nil, false, err
-	}
-	src, err := in.Blobs.Path(ctx, f.OriginalBlob)
-	if err != nil {
-		return nil, false, fmt.Errorf("open original: %w", err)
-	}
-	out := tempPath(s.d, "ocr", ".pdf")
-	defer os.Remove(out)
-	res, err := eng.Image(ctx, src, ocr.Request{Language: lang, Searchable: out})
-	if err != nil {
-		return nil, false, err
-	}
-	blob, err := putFile(ctx, in.Blobs, out)
-	if err != nil {
-		return nil, false, err
-	}
-	f.ProcessedBlob = blob.Key
-	f.OCRText = res.Text
-	score := res.Quality
-	f.OCRQualityScore = &score
-	return ocrResult(res, fileSize(src)), true, nil
 }
 
 // cloud reads the PDF with Azure Document Intelligence. Without an
