@@ -216,12 +216,10 @@ func (l *Local) Put(ctx context.Context, r io.Reader, maxSize int64) (docflow.Bl
 		// the deferred cleanup. Content addressing makes this safe.
 		return info, l.settled()
 	}
-	if l.group != nil {
-		// The content is durable before its name is: a crash never leaves
-		// a key naming a file whose data did not reach the disk.
-		if err := l.group.wait(); err != nil {
-			return docflow.BlobInfo{}, fmt.Errorf("blob put: sync: %w", err)
-		}
+	// The content is durable before its name is: a crash never leaves a
+	// key naming a file whose data did not reach the disk.
+	if err := l.settled(); err != nil {
+		return docflow.BlobInfo{}, err
 	}
 	final := l.path(key)
 	dir := filepath.Dir(final)
@@ -242,8 +240,8 @@ func (l *Local) Put(ctx context.Context, r io.Reader, maxSize int64) (docflow.Bl
 	}
 	keep = true
 	if l.group != nil {
-		if err := l.group.wait(); err != nil {
-			return docflow.BlobInfo{}, fmt.Errorf("blob put: sync dir: %w", err)
+		if err := l.settled(); err != nil {
+			return docflow.BlobInfo{}, err
 		}
 	} else if !l.opts.NoSync {
 		if err := syncDir(dir); err != nil {
@@ -257,9 +255,10 @@ func (l *Local) Put(ctx context.Context, r io.Reader, maxSize int64) (docflow.Bl
 	return info, nil
 }
 
-// settled waits, under SyncGroup, until a blob found already stored is
-// durable: another Put may have renamed it into place a moment ago and be
-// waiting for the flush itself.
+// settled waits, under SyncGroup, until everything written so far is
+// durable: this Put's content or name, or a blob found already stored
+// (another Put may have renamed it into place a moment ago and be waiting
+// for the flush itself). Without SyncGroup it does nothing.
 func (l *Local) settled() error {
 	if l.group == nil {
 		return nil
