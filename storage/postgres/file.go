@@ -73,19 +73,6 @@ func scanFile(row pgx.Row, withText bool, extra ...any) (*docflow.File, error) {
 	return &f, nil
 }
 
-func collectFiles(rows pgx.Rows, withText bool) ([]*docflow.File, error) {
-	defer rows.Close()
-	out := []*docflow.File{}
-	for rows.Next() {
-		f, err := scanFile(rows, withText)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, f)
-	}
-	return out, rows.Err()
-}
-
 // FindFileByID returns ENOTFOUND if the file does not exist.
 func (s *FileService) FindFileByID(ctx context.Context, id int64) (*docflow.File, error) {
 	f, err := scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileColsText+` FROM files f WHERE f.id=$1`, id), true)
@@ -114,7 +101,7 @@ func (s *FileService) FindFilesByIDs(ctx context.Context, ids []int64) ([]*docfl
 	if err != nil {
 		return nil, fmt.Errorf("find files by ids: %w", err)
 	}
-	files, err := collectFiles(rows, false)
+	files, err := collectPage(rows, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("find files by ids: %w", err)
 	}
