@@ -24,6 +24,7 @@ type FileService struct {
 	db     *DB
 	counts *listCache
 	waker  *outboxWaker
+	names  *nameIndex
 }
 
 var _ docflow.FileRepository = (*FileService)(nil)
@@ -33,7 +34,7 @@ func NewFileService(db *DB) *FileService {
 	if db == nil {
 		panic("postgres: NewFileService needs a DB")
 	}
-	return &FileService{db: db, counts: newListCache(db.Now), waker: &outboxWaker{db: db}}
+	return &FileService{db: db, counts: newListCache(db.Now), waker: &outboxWaker{db: db}, names: newNameIndex(db)}
 }
 
 const fileCols = `f.id, f.filehash, f.original_filename, f.stored_filename, f.file_size, f.mime_type,
@@ -706,10 +707,26 @@ func fileWhereAfter(f docflow.FileFilter, args []any) (string, []any) {
 }
 
 // searchCond is the filename search, completed by its pattern parameter.
-const searchCond = `lower(f.original_filename) LIKE `
+// name_key is lower(original_filename) in the C collation (migration 0120).
+const searchCond = `f.name_key LIKE `
 
-func searchPattern(search string) string {
-	return "%" + escapeLike(strings.ToLower(search)) + "%"
+// filterCols are the columns any filter of fileWhere or any sort of
+// sortColumns reads: a subquery that selects rows for them to filter and
+// sort carries these rather than whole rows.
+const filterCols = `f.id, f.name_key, f.original_filename, f.file_size, f.mime_type, f.owner_id, f.status,
+	f.created_at, f.storage_provider, f.tags, f.ai_metadata, f.ocr_quality_score`
+
+func searchPattern(search string) string { return likeContains(strings.ToLower(search)) }
+
+// likeContains is the LIKE pattern of the names containing s.
+func likeContains(s string) string { return "%" + escapeLike(s) + "%" }
+
+// andWhere adds cond to a WHERE clause of fileWhere ("" for none).
+func andWhere(cond, where string) string {
+	if where == "" {
+		return " WHERE " + cond
+	}
+	return " WHERE " + cond + " AND " + strings.TrimPrefix(where, " WHERE ")
 }
 
 func escapeLike(s string) string {
@@ -779,10 +796,25 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 			// The search alone picks the rows (from the trigram index), the
 			// other conditions filter them: a plan that holds whatever the
 			// pattern, so the statement's cached plan serves every search.
+			// The index reads the part of the search its sample of names
+			// says is cheapest (see nameIndex); the whole pattern is then
+			// checked on the rows it returns.
 			rest := filter
 			rest.Search = ""
 			inner = ` WHERE ` + searchCond + `$1`
-			outer, sargs = fileWhereAfter(rest, []any{searchPattern(filter.Search)})
+			search := strings.ToLower(filter.Search)
+			if part := s.names.choose(search); part != search {
+				outer, sargs = fileWhereAfter(rest, []any{likeContains(part), searchPattern(filter.Search)})
+				outer = andWhere(searchCond+`$2`, outer)
+			} else {
+				outer, sargs = fileWhereAfter(rest, []any{searchPattern(filter.Search)})
+			}
+			// NOTE: a pattern without a trigram would make the index read
+			// all of itself (then every heap page); planned for its actual
+			// pattern, the statement scans the table instead.
+			if !hasTrigrams(search) {
+				sargs = append(planArgs, sargs...)
+			}
 		}
 		files, total, err := s.findSorted(ctx, order, inner, outer, sargs, per, (page-1)*per, filter.WithProcessingStatus)
 		if err != nil {
@@ -829,11 +861,7 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 				pageArgs = append(pageArgs, a.val)
 			}
 			pageArgs = append(pageArgs, a.id)
-			if where == "" {
-				cond += ` WHERE ` + seek
-			} else {
-				cond += ` AND ` + seek
-			}
+			cond = andWhere(seek, cond)
 			// The anchor row itself is row (i+1)*anchorStep (1-based), so
 			// rows after it start at that offset.
 			offset -= (i + 1) * anchorStep
@@ -846,7 +874,7 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 		// Selective filter: materialise the matches from the filter's own
 		// indexes, then sort them; the planner would otherwise walk the
 		// sort index and throw most rows away.
-		q = `SELECT ` + fileCols + ` FROM files f JOIN (SELECT f.id FROM (SELECT * FROM files f` + where +
+		q = `SELECT ` + fileCols + ` FROM files f JOIN (SELECT f.id FROM (SELECT ` + filterCols + ` FROM files f` + where +
 			` OFFSET 0) f ORDER BY ` + order + limit + `) pg ON pg.id = f.id ORDER BY ` + order
 	case offset <= maxDirectOffset:
 		// Page 1, or right after an anchor: read the rows in order.
@@ -897,7 +925,7 @@ const maxSortInMemory = 10_000
 // then unknown, 0).
 func (s *FileService) findSorted(ctx context.Context, order, inner, outer string, args []any, limit, offset int, status bool) ([]*docflow.File, int, error) {
 	q := `SELECT ` + fileCols + `, pg.total FROM files f JOIN (SELECT f.id, count(*) OVER () AS total
-		FROM (SELECT * FROM files f` + inner + ` OFFSET 0) f` + outer + ` ORDER BY ` + order +
+		FROM (SELECT ` + filterCols + ` FROM files f` + inner + ` OFFSET 0) f` + outer + ` ORDER BY ` + order +
 		limitClause(limit, offset) + `) pg ON pg.id = f.id ORDER BY ` + order
 	if status {
 		q = withRunStatus(q, order)
