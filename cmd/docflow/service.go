@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -233,6 +234,9 @@ func (m *Main) startCore(ctx context.Context) error {
 	}
 	m.onClose(func(context.Context) error { return m.Blobs.Close() })
 	m.Files = postgres.NewFileService(m.DB)
+	if n, err := strconv.Atoi(strings.TrimSpace(m.Settings.Get("LIST_QUERY_CONCURRENCY"))); err == nil {
+		m.Files.SetListConcurrency(n)
+	}
 	m.Runs = postgres.NewRunStore(m.DB)
 	m.Intake, err = intake.New(intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings,
 		Log: m.Log.With().Str("component", "intake").Logger(), WorkDir: m.Workdir})

@@ -115,10 +115,14 @@ type foundAmount struct {
 	pos      int
 }
 
+// digitGrouping removes the thousands separators a space, a no-break space
+// or an apostrophe can be.
+var digitGrouping = strings.NewReplacer(" ", "", "\u00a0", "", "'", "")
+
 // parseNumber reads 1.234,56 / 1,234.56 / 1 234,56 / 1234.5 / 1.234 and
 // returns the value as a decimal string with a dot ("1234.56").
 func parseNumber(s string) (string, bool) {
-	s = strings.NewReplacer(" ", "", "\u00a0", "", "'", "").Replace(strings.TrimSpace(s))
+	s = digitGrouping.Replace(strings.TrimSpace(s))
 	if s == "" {
 		return "", false
 	}
