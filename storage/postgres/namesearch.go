@@ -102,19 +102,11 @@ func (x *nameIndex) load() {
 	clear(x.choices)
 }
 
-// read samples up to trigramSampleNames names: all of a small table, else
-// random pages, enough of them for the sample.
+// read samples up to trigramSampleNames names from random pages of the
+// table (tsm_system_rows reads no more pages than that takes, whatever the
+// table's size).
 func (x *nameIndex) read(ctx context.Context) (*trigramSample, error) {
-	var tuples float64
-	if err := x.db.Pool.QueryRow(ctx, `SELECT reltuples FROM pg_class WHERE oid = 'files'::regclass`).Scan(&tuples); err != nil {
-		return nil, err
-	}
-	q, args := `SELECT name_key FROM files ORDER BY random() LIMIT $1`, []any{trigramSampleNames}
-	if tuples > 4*trigramSampleNames {
-		q = `SELECT name_key FROM files TABLESAMPLE SYSTEM ($2) ORDER BY random() LIMIT $1`
-		args = append(args, 100*4*trigramSampleNames/tuples)
-	}
-	rows, err := x.db.Pool.Query(ctx, q, args...)
+	rows, err := x.db.Pool.Query(ctx, `SELECT name_key FROM files TABLESAMPLE SYSTEM_ROWS($1)`, trigramSampleNames)
 	if err != nil {
 		return nil, err
 	}
