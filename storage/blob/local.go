@@ -269,10 +269,20 @@ func (l *Local) settled() error {
 	return nil
 }
 
-// stored reports whether key is already stored with size bytes.
+// stored reports whether key is already stored with size bytes. A blob
+// found stored has its modification time set to now: Sweep removes only
+// blobs unchanged for a while, and a blob used again must count as new,
+// whatever its age. When the time cannot be set (the blob was swept a
+// moment ago, or belongs to another user) it reports false, and Put writes
+// the content again under its key.
 func (l *Local) stored(key string, size int64) bool {
-	st, err := os.Stat(l.path(key))
-	return err == nil && st.Size() == size
+	p := l.path(key)
+	st, err := os.Stat(p)
+	if err != nil || st.Size() != size {
+		return false
+	}
+	now := time.Now()
+	return os.Chtimes(p, now, now) == nil
 }
 
 // fill reads r into buf until buf is full or r ends (eof), refusing to go
