@@ -6,6 +6,7 @@
 //	docflow broker    the embedded Kafka-protocol broker alone
 //	docflow migrate   apply database migrations and exit
 //	docflow reindex   rebuild the search index from the database
+//	docflow sweep-blobs  remove stored files no record references
 //	docflow version   print the version
 package main
 
@@ -37,6 +38,8 @@ Commands:
             setups on one machine); prints its address
   migrate   apply pending database migrations and exit
   reindex   rebuild the search index from the database
+  sweep-blobs  remove now the stored files no record references
+               (serve, api and worker do it every BLOB_SWEEP_INTERVAL)
   version   print the version and exit
 
 Run 'docflow <command> --help' for the flags of a command.
@@ -90,6 +93,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "reindex":
 		return runReindex(ctx, rest, stdout, stderr)
+	case "sweep-blobs":
+		return runSweepBlobs(ctx, rest, stdout, stderr)
 	}
 	fmt.Fprint(stderr, usage)
 	return fmt.Errorf("unknown command %q", cmd)

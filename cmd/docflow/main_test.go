@@ -22,12 +22,12 @@ func TestHelp(t *testing.T) {
 	if err := run(context.Background(), []string{"--help"}, &out, &errb); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"serve", "worker", "broker", "migrate", "KAFKA_BROKERS"} {
+	for _, want := range []string{"serve", "worker", "broker", "migrate", "sweep-blobs", "KAFKA_BROKERS"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("help lacks %q:\n%s", want, out.String())
 		}
 	}
-	for _, cmd := range []string{"serve", "api", "worker", "broker", "migrate", "reindex"} {
+	for _, cmd := range []string{"serve", "api", "worker", "broker", "migrate", "reindex", "sweep-blobs"} {
 		errb.Reset()
 		err := run(context.Background(), []string{cmd, "--help"}, &out, &errb)
 		if !errors.Is(err, flag.ErrHelp) || !strings.Contains(errb.String(), "Usage: docflow "+cmd) {

@@ -59,6 +59,9 @@ type Main struct {
 	listener net.Listener
 	closers  []func(ctx context.Context) error
 	serveErr chan error
+	// sweepDelay is how long after start the first blob sweep runs
+	// (default blobSweepDelay); tests shorten it.
+	sweepDelay time.Duration
 }
 
 func (m *Main) onClose(f func(ctx context.Context) error) { m.closers = append(m.closers, f) }
@@ -249,7 +252,106 @@ func (m *Main) startCore(ctx context.Context) error {
 		w.Start(ctx)
 		m.onClose(func(context.Context) error { w.Stop(); return nil })
 	}
+	m.startBlobSweep(ctx)
 	return nil
+}
+
+// blobSweepDelay is how long after start the first blob sweep runs: not
+// at start-up, when the process has more urgent work and several
+// processes started together would all try at once.
+const blobSweepDelay = 5 * time.Minute
+
+// startBlobSweep sweeps the blob store every BLOB_SWEEP_INTERVAL, removing
+// the blobs no record references: the pipeline's intermediate PDFs,
+// processed versions and sidecars replaced by a new run, uploads whose
+// intake failed. The loop stops on Close, before the blob store and the
+// database close.
+func (m *Main) startBlobSweep(ctx context.Context) {
+	interval := time.Duration(docflow.SettingInt(m.Settings, "BLOB_SWEEP_INTERVAL", 21600)) * time.Second
+	if interval <= 0 {
+		m.Log.Info().Msg("blob sweep disabled (BLOB_SWEEP_INTERVAL is 0)")
+		return
+	}
+	delay := m.sweepDelay
+	if delay <= 0 {
+		delay = min(blobSweepDelay, interval)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	log := m.Log.With().Str("component", "blob-sweep").Logger()
+	go func() {
+		defer close(done)
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			sweepBlobs(ctx, m.Blobs, m.Files, m.Settings, log) //nolint:errcheck // logged
+			t.Reset(interval)
+		}
+	}()
+	m.onClose(func(cctx context.Context) error {
+		cancel()
+		select {
+		case <-done:
+		case <-cctx.Done():
+		}
+		return nil
+	})
+}
+
+// sweepBlobs runs one sweep of blobs under the sweep lock, so one process
+// sweeps at a time, and logs its counts. ran is false when another process
+// holds the lock: the round is skipped.
+func sweepBlobs(ctx context.Context, blobs *blob.Local, files *postgres.FileService, settings docflow.SettingsService, log zerolog.Logger) (st blob.SweepStats, ran bool, err error) {
+	unlock, ok, err := files.TryLockBlobSweep(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Warn().Err(err).Msg("blob sweep skipped")
+		}
+		return st, false, err
+	}
+	if !ok {
+		log.Debug().Msg("blob sweep skipped: another process is sweeping")
+		return st, false, nil
+	}
+	defer unlock()
+	minAge := blobSweepMinAge(settings, log)
+	start := time.Now()
+	st, err = blobs.Sweep(ctx, blob.SweepOptions{MinAge: minAge, InUse: files.BlobsInUse,
+		OnError: func(key string, err error) {
+			log.Warn().Err(err).Str("blob", key).Msg("blob sweep could not remove a blob")
+		}})
+	ev, msg := log.Info(), "blob sweep"
+	switch {
+	case err != nil && ctx.Err() != nil:
+		msg = "blob sweep stopped"
+	case err != nil:
+		ev, msg = log.Warn().Err(err), "blob sweep failed"
+	}
+	ev.Int("examined", st.Examined).Int("old", st.Old).Int("removed", st.Removed).Int64("bytes_freed", st.Bytes).
+		Int("failed", st.Failed).Str("min_age", minAge.String()).Dur("took", time.Since(start)).Msg(msg)
+	return st, true, err
+}
+
+// blobSweepMinAge is BLOB_SWEEP_MIN_AGE, raised to twice STEP_TIMEOUT: a
+// step stores its output before the transaction that names it commits,
+// and a blob that young may be about to be referenced.
+func blobSweepMinAge(settings docflow.SettingsService, log zerolog.Logger) time.Duration {
+	age := time.Duration(docflow.SettingInt(settings, "BLOB_SWEEP_MIN_AGE", 86400)) * time.Second
+	step := docflow.SettingInt(settings, "STEP_TIMEOUT", 600)
+	if step <= 0 {
+		step = 600 // as the pipeline engine reads it
+	}
+	if floor := 2 * time.Duration(step) * time.Second; age < floor {
+		log.Warn().Str("configured", age.String()).Str("used", floor.String()).
+			Msg("BLOB_SWEEP_MIN_AGE is below twice STEP_TIMEOUT: using twice STEP_TIMEOUT")
+		age = floor
+	}
+	return age
 }
 
 // startEngine starts the pipeline: the router, one consumer group and
@@ -455,6 +557,44 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	defer db.Close()
 	fmt.Fprintln(stdout, "migrations applied to", redactURL(env.Get("DATABASE_URL")))
+	return nil
+}
+
+func runSweepBlobs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sweep-blobs", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `Usage: docflow sweep-blobs
+
+Removes now the stored files under WORKDIR/blobs that no record references
+and that have been left untouched for BLOB_SWEEP_MIN_AGE, as serve, api and
+worker do every BLOB_SWEEP_INTERVAL. Safe while docflow runs; fails when
+another process is sweeping.
+`)
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	m := &Main{Role: "sweep-blobs", Getenv: os.Getenv, Stdout: stdout, Stderr: stderr}
+	defer m.Close(context.Background()) //nolint:errcheck
+	if _, err := m.openStore(ctx, 4); err != nil {
+		return err
+	}
+	// The sweep writes nothing: no flush to set up.
+	blobs, err := blob.Open(filepath.Join(m.Workdir, "blobs"), blob.Options{NoSync: true})
+	if err != nil {
+		return fmt.Errorf("open blob store: %w", err)
+	}
+	defer blobs.Close()
+	st, ran, err := sweepBlobs(ctx, blobs, postgres.NewFileService(m.DB), m.Settings, m.Log)
+	if err != nil {
+		return err
+	}
+	if !ran {
+		return errors.New("another docflow process is sweeping the blob store; try again later")
+	}
+	fmt.Fprintf(stdout, "%d blobs examined, %d old enough to check, %d removed (%d bytes freed), %d could not be removed\n",
+		st.Examined, st.Old, st.Removed, st.Bytes, st.Failed)
 	return nil
 }
 
