@@ -71,7 +71,7 @@ func Catalogue() []SettingDef {
 		{Key: "STALLED_RUN_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "3600", Description: "Seconds after which a run with no progress is failed"},
 		{Key: "BLOB_SYNC", Category: "Storage", Type: TypeDropdown, Default: "group", Options: []string{"group", "file"}, Description: "How a stored file is made durable: group (one filesystem flush shared by concurrent writes; give WORKDIR/blobs its own filesystem if other programs write a lot beside it) or file (an fsync per file and directory). Read at start-up"},
 		r(SettingDef{Key: "BLOB_SWEEP_INTERVAL", Category: "Storage", Type: TypeInt, Default: "21600", Description: "Seconds between sweeps that remove stored files no record references (0 = never); the first runs a few minutes after start, one process sweeps at a time"}),
-		{Key: "BLOB_SWEEP_MIN_AGE", Category: "Storage", Type: TypeInt, Default: "86400", Description: "Seconds a stored file must have been left untouched before a sweep may remove it; at least twice STEP_TIMEOUT (a lower value is raised to that)"},
+		{Key: "BLOB_SWEEP_MIN_AGE", Category: "Storage", Type: TypeInt, Default: "86400", Description: "Seconds since a stored file was last stored (or stored again) before a sweep may remove it; at least twice STEP_TIMEOUT (a lower value is raised to that)"},
 		{Key: "LOCAL_DESTINATION_DIR", Category: "Storage", Type: TypeString, Description: "Folder the send_to_destinations step copies processed files to"},
 		{Key: "LIBREOFFICE_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "120", Description: "Seconds a LibreOffice conversion may take"},
 		{Key: "CONVERT_CONCURRENCY", Category: "Processing", Type: TypeInt, Default: "2", Description: "Concurrent LibreOffice conversions"},

@@ -567,8 +567,8 @@ func runSweepBlobs(ctx context.Context, args []string, stdout, stderr io.Writer)
 		fmt.Fprint(stderr, `Usage: docflow sweep-blobs
 
 Removes now the stored files under WORKDIR/blobs that no record references
-and that have been left untouched for BLOB_SWEEP_MIN_AGE, as serve, api and
-worker do every BLOB_SWEEP_INTERVAL. Safe while docflow runs; fails when
+and that have not been stored again for BLOB_SWEEP_MIN_AGE, as serve, api
+and worker do every BLOB_SWEEP_INTERVAL. Safe while docflow runs; fails when
 another process is sweeping.
 `)
 	}
