@@ -370,3 +370,29 @@ func TestFindFilesSearchWithOtherFilters(t *testing.T) {
 		}
 	}
 }
+
+// Every filter combines with a search: the rows the search selects carry
+// each column a filter or a sort reads.
+func TestFindFilesSearchWithEveryFilter(t *testing.T) {
+	ctx := context.Background()
+	db, s := openFiles(t)
+	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, owner_id,
+			storage_provider, tags, ocr_quality_score, created_at)
+		VALUES ('h1', 'Acme-Invoice.pdf', 'h1.pdf', 10, 'application/pdf', 'completed', 'ann', 's3', '{paid}', 50, '2024-05-01')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	db.Pool.QueryRow(ctx, `SELECT id FROM files`).Scan(&id)
+	ann := "ann"
+	from, to := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC)
+	for _, sort := range []string{"id", "original_filename", "file_size", "mime_type", "created_at"} {
+		filter := docflow.FileFilter{VisibleTo: &ann, IDs: []int64{id}, Search: "invoice", MimeType: "application/pdf",
+			Status: "completed", DateFrom: &from, DateTo: &to, StorageProvider: "s3", Tags: []string{"paid"},
+			OCRQuality: "poor", QualityThreshold: 85, SortBy: sort, SortOrder: "asc", Page: 1, PerPage: 25, WithProcessingStatus: true}
+		files, total, err := s.FindFiles(ctx, filter)
+		if err != nil || total != 1 || len(files) != 1 || files[0].ID != id {
+			t.Fatalf("sort %s: %d files, total %d, %v", sort, len(files), total, err)
+		}
+	}
+}
