@@ -133,8 +133,8 @@ func benchIntakeWith(ctx context.Context, r *Report, cfg intakeBenchConfig) erro
 	}
 	defer stopBase()
 	client := &nethttp.Client{Timeout: 5 * time.Minute, Transport: &nethttp.Transport{MaxIdleConnsPerHost: cfg.UploadClients * 2}}
-	cpu0 := e.cpu(ctx)
-	baseRate, _, err := uploadLoad(ctx, baseURL+"/upload", cfg, "base", 201)
+	var cpu0 intakeCPU
+	baseRate, _, err := uploadLoad(ctx, baseURL+"/upload", cfg, "base", 201, func() { cpu0 = e.cpu(ctx) })
 	if err != nil {
 		return err
 	}
@@ -143,8 +143,7 @@ func benchIntakeWith(ctx context.Context, r *Report, cfg intakeBenchConfig) erro
 	// write it out now, so that docflow's flushes are not the ones that
 	// pay for it.
 	syscall.Sync()
-	cpu0 = e.cpu(ctx)
-	rate, p99, err := uploadLoad(ctx, e.url+"/api/upload", cfg, "df", 201)
+	rate, p99, err := uploadLoad(ctx, e.url+"/api/upload", cfg, "df", 201, func() { cpu0 = e.cpu(ctx) })
 	if err != nil {
 		return err
 	}
@@ -300,24 +299,33 @@ func multipartPDF(content []byte) (string, []byte) {
 }
 
 // uploadLoad posts cfg.Uploads PDFs from cfg.UploadClients clients and
-// returns the rate and the p99 latency.
+// returns the rate and the p99 latency. Each client first posts
+// uploadWarmRounds PDFs that are not measured; warmed is called once all
+// have, before the measured uploads.
+//
+// NOTE: like the listing's warm-up (getLoad), this measures the steady
+// state of a running server: without it the first uploads of each client
+// paid for opening the database connections and preparing statements,
+// and made half of the p99.
 //
 // NOTE: the clients share the process and its two cores with the server,
 // so they are made cheap: a fasthttp client, and each client's multipart
 // body built once and patched in place (a fixed-width serial number keeps
 // every PDF distinct), so the figures measure the server rather than the
 // load generator's allocations.
-func uploadLoad(ctx context.Context, url string, cfg intakeBenchConfig, tag string, want int) (float64, time.Duration, error) {
+func uploadLoad(ctx context.Context, url string, cfg intakeBenchConfig, tag string, want int, warmed func()) (float64, time.Duration, error) {
 	client := &fasthttp.Client{MaxConnsPerHost: cfg.UploadClients * 2, ReadTimeout: 5 * time.Minute, WriteTimeout: 5 * time.Minute}
 	defer client.CloseIdleConnections()
 	var next atomic.Int64
 	lat := make([]time.Duration, cfg.Uploads)
 	var firstErr error
 	var once sync.Once
-	var wg sync.WaitGroup
-	start := time.Now()
+	var wg, warm sync.WaitGroup
+	begin := make(chan struct{})
+	var start time.Time
 	for c := 0; c < cfg.UploadClients; c++ {
 		wg.Add(1)
+		warm.Add(1)
 		go func() {
 			defer wg.Done()
 			ctype, body := multipartPDF(benchPDF(cfg.UploadSize, tag, 0))
@@ -325,36 +333,59 @@ func uploadLoad(ctx context.Context, url string, cfg intakeBenchConfig, tag stri
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			defer fasthttp.ReleaseRequest(req)
 			defer fasthttp.ReleaseResponse(resp)
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= cfg.Uploads || ctx.Err() != nil {
-					return
-				}
+			// post sends PDF number i (every number makes distinct content).
+			post := func(i int) error {
 				copy(body[serial:], fmt.Appendf(nil, "%08d", i))
 				req.Reset()
 				req.SetRequestURI(url)
 				req.Header.SetMethod("POST")
 				req.Header.SetContentType(ctype)
 				req.SetBodyRaw(body)
-				t0 := time.Now()
 				err := client.Do(req, resp)
 				if err == nil && resp.StatusCode() != want {
 					err = fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body())
 				}
-				lat[i] = time.Since(t0)
 				if err != nil {
 					once.Do(func() { firstErr = fmt.Errorf("upload %s: %w", url, err) })
+				}
+				return err
+			}
+			for j := 0; j < uploadWarmRounds; j++ {
+				if post(cfg.Uploads+c*uploadWarmRounds+j) != nil {
+					break
+				}
+			}
+			warm.Done()
+			<-begin
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= cfg.Uploads || ctx.Err() != nil {
+					return
+				}
+				t0 := time.Now()
+				err := post(i)
+				lat[i] = time.Since(t0)
+				if err != nil {
 					return
 				}
 			}
 		}()
 	}
+	warm.Wait()
+	if warmed != nil {
+		warmed()
+	}
+	start = time.Now()
+	close(begin)
 	wg.Wait()
 	if firstErr != nil {
 		return 0, 0, firstErr
 	}
 	return float64(cfg.Uploads) / time.Since(start).Seconds(), percentile(lat, 0.99), nil
 }
+
+// uploadWarmRounds is the uploads each client sends before the measurement.
+const uploadWarmRounds = 5
 
 func percentile(d []time.Duration, p float64) time.Duration {
 	s := slices.Clone(d)
