@@ -99,6 +99,9 @@ type FileFilter struct {
 	// WithProcessingStatus fills each returned File's Processing in the
 	// same query (a listing shows it for every row).
 	WithProcessingStatus bool
+	// Brief fills only what a listing shows: ID, OriginalFilename,
+	// FileSize, MimeType, CreatedAt, OwnerID, Status and TaskID.
+	Brief bool
 }
 
 // FileSortFields lists the allowed FileFilter.SortBy values.

@@ -263,7 +263,7 @@ func (h *filesHandlers) list(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	ctx := RequestContext(c)
-	filter.WithProcessingStatus = true
+	filter.WithProcessingStatus, filter.Brief = true, true
 	files, total, err := h.d.Files.FindFiles(ctx, filter)
 	if err != nil {
 		return err

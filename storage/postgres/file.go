@@ -47,6 +47,28 @@ const fileCols = `f.id, f.filehash, f.original_filename, f.stored_filename, f.fi
 	f.original_blob, f.processed_blob, f.document_title, f.ocr_quality_score, f.ai_metadata,
 	f.language, f.storage_provider, f.task_id`
 
+// briefCols are the columns a brief listing (FileFilter.Brief) reads: what
+// a listing shows, and the run the status summary looks up.
+const briefCols = `f.id, f.original_filename, f.file_size, f.mime_type, f.created_at, f.owner_id, f.status, f.task_id`
+
+// scanBrief reads one row of briefCols, then extra destinations.
+func scanBrief(row pgx.Row, extra ...any) (*docflow.File, error) {
+	var f docflow.File
+	dest := append([]any{&f.ID, &f.OriginalFilename, &f.FileSize, &f.MimeType, &f.CreatedAt, &f.OwnerID, &f.Status, &f.TaskID}, extra...)
+	if err := row.Scan(dest...); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// pageCols are the columns of a listing's rows.
+func pageCols(brief bool) string {
+	if brief {
+		return briefCols
+	}
+	return fileCols
+}
+
 // fileColsText adds the OCR text, which listings never need.
 const fileColsText = fileCols + `, f.ocr_text`
 
@@ -107,7 +129,7 @@ func (s *FileService) FindFilesByIDs(ctx context.Context, ids []int64) ([]*docfl
 	if err != nil {
 		return nil, fmt.Errorf("find files by ids: %w", err)
 	}
-	files, err := collectPage(rows, nil, false)
+	files, err := collectPage(rows, nil, false, false)
 	if err != nil {
 		return nil, fmt.Errorf("find files by ids: %w", err)
 	}
@@ -394,9 +416,9 @@ func withRunStatus(q, order string) string {
 	return `SELECT f.*` + runStatusCols + ` FROM (` + q + `) f` + runStatusJoin + ` ORDER BY ` + order
 }
 
-// collectPage reads a page's rows: fileCols, then the total when total is
-// not nil, then the run status when status is set.
-func collectPage(rows pgx.Rows, total *int, status bool) ([]*docflow.File, error) {
+// collectPage reads a page's rows: pageCols(brief), then the total when
+// total is not nil, then the run status when status is set.
+func collectPage(rows pgx.Rows, total *int, status, brief bool) ([]*docflow.File, error) {
 	defer rows.Close()
 	out := []*docflow.File{}
 	var rs runStatus
@@ -408,7 +430,13 @@ func collectPage(rows pgx.Rows, total *int, status bool) ([]*docflow.File, error
 		extra = append(extra, rs.dest()...)
 	}
 	for rows.Next() {
-		f, err := scanFile(rows, false, extra...)
+		var f *docflow.File
+		var err error
+		if brief {
+			f, err = scanBrief(rows, extra...)
+		} else {
+			f, err = scanFile(rows, false, extra...)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -918,7 +946,7 @@ func (s *FileService) findFiles(ctx context.Context, filter docflow.FileFilter) 
 				sargs = append(planArgs, sargs...)
 			}
 		}
-		files, total, err := s.findSorted(ctx, order, inner, outer, sargs, per, (page-1)*per, filter.WithProcessingStatus)
+		files, total, err := s.findSorted(ctx, order, inner, outer, sargs, per, (page-1)*per, filter.WithProcessingStatus, filter.Brief)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -970,20 +998,21 @@ func (s *FileService) findFiles(ctx context.Context, filter docflow.FileFilter) 
 		}
 	}
 	limit := limitClause(per, offset)
+	cols := pageCols(filter.Brief)
 	var q string
 	switch {
 	case inMemory:
 		// Selective filter: materialise the matches from the filter's own
 		// indexes, then sort them; the planner would otherwise walk the
 		// sort index and throw most rows away.
-		q = `SELECT ` + fileCols + ` FROM files f JOIN (SELECT f.id FROM (SELECT ` + filterCols + ` FROM files f` + where +
+		q = `SELECT ` + cols + ` FROM files f JOIN (SELECT f.id FROM (SELECT ` + filterCols + ` FROM files f` + where +
 			` OFFSET 0) f ORDER BY ` + order + limit + `) pg ON pg.id = f.id ORDER BY ` + order
 	case offset <= maxDirectOffset:
 		// Page 1, or right after an anchor: read the rows in order.
-		q = `SELECT ` + fileCols + ` FROM files f` + cond + ` ORDER BY ` + order + limit
+		q = `SELECT ` + cols + ` FROM files f` + cond + ` ORDER BY ` + order + limit
 	default:
 		// Skip through the sort index alone, then fetch the page's rows.
-		q = `SELECT ` + fileCols + ` FROM files f JOIN (SELECT f.id FROM files f` + cond + ` ORDER BY ` + order +
+		q = `SELECT ` + cols + ` FROM files f JOIN (SELECT f.id FROM files f` + cond + ` ORDER BY ` + order +
 			limit + `) pg ON pg.id = f.id ORDER BY ` + order
 	}
 	if filter.WithProcessingStatus {
@@ -993,7 +1022,7 @@ func (s *FileService) findFiles(ctx context.Context, filter docflow.FileFilter) 
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
-	files, err := collectPage(rows, nil, filter.WithProcessingStatus)
+	files, err := collectPage(rows, nil, filter.WithProcessingStatus, filter.Brief)
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
@@ -1025,8 +1054,8 @@ const maxSortInMemory = 10_000
 // indexes), keeps those outer accepts, sorts them and returns one page with
 // the number of matches. No rows means the offset is past the end (total
 // then unknown, 0).
-func (s *FileService) findSorted(ctx context.Context, order, inner, outer string, args []any, limit, offset int, status bool) ([]*docflow.File, int, error) {
-	q := `SELECT ` + fileCols + `, pg.total FROM files f JOIN (SELECT f.id, count(*) OVER () AS total
+func (s *FileService) findSorted(ctx context.Context, order, inner, outer string, args []any, limit, offset int, status, brief bool) ([]*docflow.File, int, error) {
+	q := `SELECT ` + pageCols(brief) + `, pg.total FROM files f JOIN (SELECT f.id, count(*) OVER () AS total
 		FROM (SELECT ` + filterCols + ` FROM files f` + inner + ` OFFSET 0) f` + outer + ` ORDER BY ` + order +
 		limitClause(limit, offset) + `) pg ON pg.id = f.id ORDER BY ` + order
 	if status {
@@ -1037,7 +1066,7 @@ func (s *FileService) findSorted(ctx context.Context, order, inner, outer string
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
 	var total int
-	out, err := collectPage(rows, &total, status)
+	out, err := collectPage(rows, &total, status, brief)
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
