@@ -880,7 +880,10 @@ func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) 
 // there are cores and they share the cores, none finishing sooner in
 // total, while the scheduler's time slices make the unlucky ones several
 // times slower: at 16 concurrent searches on two cores the p99 was three
-// times the median, and about 1.6 times with four at once.
+// times the median, and about 1.6 times with four at once (eight at once
+// gained nothing). The price: while the slots hold slow listings (a
+// search without any trigram over millions of names), quick ones wait.
+// A database on its own, bigger machine wants a higher limit.
 func (s *FileService) SetListConcurrency(n int) {
 	if n <= 0 {
 		n = 2 * runtime.GOMAXPROCS(0)
