@@ -15,11 +15,7 @@ import (
 
 func openBlobFiles(t *testing.T) (*DB, *FileService) {
 	t.Helper()
-	db, cleanup, err := OpenTestDB(context.Background(), "blob_sweep")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cleanup)
+	db := openTest(t)
 	return db, NewFileService(db)
 }
 

@@ -14,11 +14,7 @@ import (
 // their request does.
 func TestFindFilesWaitsItsTurn(t *testing.T) {
 	ctx := context.Background()
-	db, cleanup, err := OpenTestDB(ctx, "list_gate")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
+	db := openTest(t)
 	s := NewFileService(db)
 	if got := cap(*s.gate.Load()); got != 2*runtime.GOMAXPROCS(0) {
 		t.Fatalf("default concurrency %d", got)

@@ -25,11 +25,7 @@ func trigramStrings(ts []trigram) []string {
 // The trigrams counted for a name are the ones pg_trgm indexes.
 func TestNameTrigramsMatchPgTrgm(t *testing.T) {
 	ctx := context.Background()
-	db, cleanup, err := OpenTestDB(ctx, "trigrams")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
+	db := openTest(t)
 	for _, name := range []string{"invoice-12.pdf", "scan 2024_07 acme.pdf", "a", "ab-c", "x.y.z", "--", "", "report (final) v2.docx", "a1b2c3"} {
 		var got []string
 		if err := db.Pool.QueryRow(ctx, `SELECT show_trgm($1)`, name).Scan(&got); err != nil {
@@ -107,12 +103,8 @@ func TestChooseSkipsSharedTrigrams(t *testing.T) {
 // characters, returns what the whole pattern selects.
 func TestFindFilesSearchByRarePart(t *testing.T) {
 	ctx := context.Background()
-	db, cleanup, err := OpenTestDB(ctx, "rare_part")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cleanup()
-	_, err = db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, created_at)
+	db := openTest(t)
+	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, created_at)
 		SELECT md5(i::text), CASE WHEN i % 500 = 0 THEN 'Zebra_' || i || '%.PDF' ELSE 'invoice-' || i || '.pdf' END,
 		       i || '.pdf', i, 'application/pdf', (ARRAY['completed','failed'])[1 + i % 2],
 		       TIMESTAMPTZ '2024-01-01' + i * interval '1 hour'
