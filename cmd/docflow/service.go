@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -237,9 +236,7 @@ func (m *Main) startCore(ctx context.Context) error {
 	}
 	m.onClose(func(context.Context) error { return m.Blobs.Close() })
 	m.Files = postgres.NewFileService(m.DB)
-	if n, err := strconv.Atoi(strings.TrimSpace(m.Settings.Get("LIST_QUERY_CONCURRENCY"))); err == nil {
-		m.Files.SetListConcurrency(n)
-	}
+	m.Files.SetListConcurrency(docflow.SettingInt(m.Settings, "LIST_QUERY_CONCURRENCY", 0))
 	m.Runs = postgres.NewRunStore(m.DB)
 	m.Intake, err = intake.New(intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings,
 		Log: m.Log.With().Str("component", "intake").Logger(), WorkDir: m.Workdir})
