@@ -121,7 +121,7 @@ func Catalogue() []SettingDef {
 		{Key: "ONEDRIVE_API_URL", Category: "Storage", Type: TypeString, Default: "https://graph.microsoft.com/v1.0", Description: "OneDrive (Microsoft Graph) API base URL"},
 
 		// Advanced
-		r(SettingDef{Key: "LIST_QUERY_CONCURRENCY", Category: "Advanced", Type: TypeInt, Default: "0", Description: "File listings one process runs in the database at once; the others wait their turn (0 = twice the cores)"}),
+		r(SettingDef{Key: "LIST_QUERY_CONCURRENCY", Category: "Advanced", Type: TypeInt, Default: "0", Description: "File listings one process runs in the database at once; the others wait their turn (0 = the number of cores)"}),
 		{Key: "ENABLE_FACTORY_RESET", Category: "Advanced", Type: TypeBool, Default: "false", Description: "Allow the system reset endpoints"},
 		{Key: "FACTORY_RESET_ON_STARTUP", Category: "Advanced", Type: TypeBool, Default: "false", Description: "Wipe everything at start"},
 		{Key: "SEARCH_INDEXER_BATCH", Category: "Search", Type: TypeInt, Default: "200", Description: "Documents per bulk index request"},

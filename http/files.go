@@ -284,8 +284,14 @@ func (h *filesHandlers) list(c *fasthttp.RequestCtx) error {
 	if filter.Page > 1 {
 		p.Previous = h.pageURL(c, min(filter.Page-1, max(pages, 1)))
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"files": items, "pagination": p})
+	writeJSON(c, fasthttp.StatusOK, fileList{Files: items, Pagination: p})
 	return nil
+}
+
+// fileList is the body of GET /api/files.
+type fileList struct {
+	Files      []fileItem `json:"files"`
+	Pagination pagination `json:"pagination"`
 }
 
 type fileRecord struct {

@@ -16,7 +16,7 @@ func TestFindFilesWaitsItsTurn(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewFileService(db)
-	if got := cap(*s.gate.Load()); got != 2*runtime.GOMAXPROCS(0) {
+	if got := cap(*s.gate.Load()); got != runtime.GOMAXPROCS(0) {
 		t.Fatalf("default concurrency %d", got)
 	}
 	s.SetListConcurrency(1)
