@@ -54,6 +54,18 @@ type File struct {
 	Processing *ProcessingStatus `json:"-"`
 }
 
+// FileListing is a file as a listing shows it (FileService.ListFiles).
+type FileListing struct {
+	ID               int64     `json:"id"`
+	OriginalFilename string    `json:"original_filename"`
+	FileSize         int64     `json:"file_size"`
+	MimeType         string    `json:"mime_type"`
+	CreatedAt        time.Time `json:"created_at"`
+	OwnerID          *string   `json:"owner_id"`
+	// Processing summarises the current run; its Status is the file's.
+	Processing ProcessingStatus `json:"processing_status"`
+}
+
 // ProcessingStatus is the summary of a file's current run, derived from its
 // recorded steps.
 type ProcessingStatus struct {
@@ -96,12 +108,9 @@ type FileFilter struct {
 	Page      int
 	PerPage   int
 
-	// WithProcessingStatus fills each returned File's Processing in the
-	// same query (a listing shows it for every row).
+	// WithProcessingStatus makes FindFiles fill each returned File's
+	// Processing in the same query.
 	WithProcessingStatus bool
-	// Brief fills only what a listing shows: ID, OriginalFilename,
-	// FileSize, MimeType, CreatedAt, OwnerID, Status and TaskID.
-	Brief bool
 }
 
 // FileSortFields lists the allowed FileFilter.SortBy values.
@@ -113,6 +122,9 @@ type FileService interface {
 	FindFileByID(ctx context.Context, id int64) (*File, error)
 	// FindFiles returns a page of files and the total count.
 	FindFiles(ctx context.Context, filter FileFilter) ([]*File, int, error)
+	// ListFiles returns a page of files as a listing shows them, and the
+	// total count: FindFiles with WithProcessingStatus, for less.
+	ListFiles(ctx context.Context, filter FileFilter) ([]FileListing, int, error)
 	// FindFileByHash returns the oldest non-duplicate file with that hash, or
 	// ENOTFOUND.
 	FindFileByHash(ctx context.Context, hash string) (*File, error)

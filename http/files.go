@@ -132,16 +132,6 @@ func (h *filesHandlers) file(c *fasthttp.RequestCtx, need access) (*docflow.File
 	return f, nil
 }
 
-type fileItem struct {
-	ID               int64                    `json:"id"`
-	OriginalFilename string                   `json:"original_filename"`
-	FileSize         int64                    `json:"file_size"`
-	MimeType         string                   `json:"mime_type"`
-	CreatedAt        time.Time                `json:"created_at"`
-	OwnerID          *string                  `json:"owner_id"`
-	ProcessingStatus docflow.ProcessingStatus `json:"processing_status"`
-}
-
 type pagination struct {
 	Page     int     `json:"page"`
 	PerPage  int     `json:"per_page"`
@@ -263,18 +253,9 @@ func (h *filesHandlers) list(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	ctx := RequestContext(c)
-	filter.WithProcessingStatus, filter.Brief = true, true
-	files, total, err := h.d.Files.FindFiles(ctx, filter)
+	files, total, err := h.d.Files.ListFiles(ctx, filter)
 	if err != nil {
 		return err
-	}
-	items := make([]fileItem, len(files))
-	for i, f := range files {
-		items[i] = fileItem{ID: f.ID, OriginalFilename: f.OriginalFilename, FileSize: f.FileSize, MimeType: f.MimeType,
-			CreatedAt: f.CreatedAt, OwnerID: f.OwnerID, ProcessingStatus: docflow.ProcessingStatus{Status: f.Status}}
-		if f.Processing != nil {
-			items[i].ProcessingStatus = *f.Processing
-		}
 	}
 	pages := (total + filter.PerPage - 1) / filter.PerPage
 	p := pagination{Page: filter.Page, PerPage: filter.PerPage, Total: total, Pages: pages}
@@ -284,14 +265,14 @@ func (h *filesHandlers) list(c *fasthttp.RequestCtx) error {
 	if filter.Page > 1 {
 		p.Previous = h.pageURL(c, min(filter.Page-1, max(pages, 1)))
 	}
-	writeJSON(c, fasthttp.StatusOK, fileList{Files: items, Pagination: p})
+	writeJSON(c, fasthttp.StatusOK, fileList{Files: files, Pagination: p})
 	return nil
 }
 
 // fileList is the body of GET /api/files.
 type fileList struct {
-	Files      []fileItem `json:"files"`
-	Pagination pagination `json:"pagination"`
+	Files      []docflow.FileListing `json:"files"`
+	Pagination pagination            `json:"pagination"`
 }
 
 type fileRecord struct {

@@ -387,23 +387,28 @@ func TestFindFilesSearchWithEveryFilter(t *testing.T) {
 	ann := "ann"
 	from, to := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC)
 	for _, sort := range []string{"id", "original_filename", "file_size", "mime_type", "created_at"} {
-		for _, brief := range []bool{false, true} {
-			filter := docflow.FileFilter{VisibleTo: &ann, IDs: []int64{id}, Search: "invoice", MimeType: "application/pdf",
-				Status: "completed", DateFrom: &from, DateTo: &to, StorageProvider: "s3", Tags: []string{"paid"},
-				OCRQuality: "poor", QualityThreshold: 85, SortBy: sort, SortOrder: "asc", Page: 1, PerPage: 25,
-				WithProcessingStatus: true, Brief: brief}
-			files, total, err := s.FindFiles(ctx, filter)
-			if err != nil || total != 1 || len(files) != 1 || files[0].ID != id {
-				t.Fatalf("sort %s, brief %v: %d files, total %d, %v", sort, brief, len(files), total, err)
-			}
-			f := files[0]
-			if f.OriginalFilename != "Acme-Invoice.pdf" || f.FileSize != 10 || f.MimeType != "application/pdf" || f.Status != "completed" ||
-				*f.OwnerID != "ann" || f.CreatedAt.IsZero() || f.Processing == nil || f.Processing.Status != "completed" {
-				t.Fatalf("sort %s, brief %v: %+v", sort, brief, f)
-			}
-			if brief != (f.FileHash == "") {
-				t.Fatalf("brief %v read the hash %q", brief, f.FileHash)
-			}
+		filter := docflow.FileFilter{VisibleTo: &ann, IDs: []int64{id}, Search: "invoice", MimeType: "application/pdf",
+			Status: "completed", DateFrom: &from, DateTo: &to, StorageProvider: "s3", Tags: []string{"paid"},
+			OCRQuality: "poor", QualityThreshold: 85, SortBy: sort, SortOrder: "asc", Page: 1, PerPage: 25,
+			WithProcessingStatus: true}
+		files, total, err := s.FindFiles(ctx, filter)
+		if err != nil || total != 1 || len(files) != 1 || files[0].ID != id {
+			t.Fatalf("sort %s: %d files, total %d, %v", sort, len(files), total, err)
+		}
+		f := files[0]
+		if f.OriginalFilename != "Acme-Invoice.pdf" || f.FileSize != 10 || f.MimeType != "application/pdf" || f.Status != "completed" ||
+			*f.OwnerID != "ann" || f.CreatedAt.IsZero() || f.FileHash != "h1" || f.Processing == nil || f.Processing.Status != "completed" {
+			t.Fatalf("sort %s: %+v", sort, f)
+		}
+		listed, total, err := s.ListFiles(ctx, filter)
+		if err != nil || total != 1 || len(listed) != 1 {
+			t.Fatalf("sort %s: listed %d files, total %d, %v", sort, len(listed), total, err)
+		}
+		want := docflow.FileListing{ID: id, OriginalFilename: f.OriginalFilename, FileSize: f.FileSize, MimeType: f.MimeType,
+			CreatedAt: f.CreatedAt, OwnerID: f.OwnerID, Processing: *f.Processing}
+		if l := listed[0]; l.ID != want.ID || l.OriginalFilename != want.OriginalFilename || l.FileSize != want.FileSize ||
+			l.MimeType != want.MimeType || !l.CreatedAt.Equal(want.CreatedAt) || *l.OwnerID != *want.OwnerID || l.Processing != want.Processing {
+			t.Fatalf("sort %s: listed %+v, want %+v", sort, l, want)
 		}
 	}
 }
