@@ -547,7 +547,7 @@ func seedFiles(ctx context.Context, db *postgres.DB, n int) error {
 	if err != nil {
 		return fmt.Errorf("seed files: %w", err)
 	}
-	if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE files`); err != nil {
+	if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE files, file_names`); err != nil {
 		return fmt.Errorf("seed files: vacuum: %w", err)
 	}
 	return nil

@@ -846,7 +846,7 @@ func fileWhereAfter(f docflow.FileFilter, args []any) (string, []any) {
 		conds = append(conds, `f.id = ANY(`+arg(f.IDs)+`)`)
 	}
 	if f.Search != "" {
-		conds = append(conds, searchCond+arg(searchPattern(f.Search)))
+		conds = append(conds, `f.id IN (SELECT n.id FROM file_names n WHERE `+nameLike+arg(searchPattern(f.Search))+`)`)
 	}
 	if f.MimeType != "" {
 		conds = append(conds, `f.mime_type = `+arg(f.MimeType))
@@ -881,15 +881,33 @@ func fileWhereAfter(f docflow.FileFilter, args []any) (string, []any) {
 	return " WHERE " + strings.Join(conds, " AND "), args
 }
 
-// searchCond is the filename search, completed by its pattern parameter.
-// name_key is lower(original_filename) in the C collation (migration 0120).
-const searchCond = `f.name_key LIKE `
+// nameLike is the filename search over file_names n (migration 0130),
+// completed by its pattern parameter: name_key is lower(original_filename)
+// in the C collation, under a trigram index.
+const nameLike = `n.name_key LIKE `
 
-// filterCols are the columns any filter of fileWhere or any sort of
-// sortColumns reads: a subquery that selects rows for them to filter and
-// sort carries these rather than whole rows.
-const filterCols = `f.id, f.name_key, f.original_filename, f.file_size, f.mime_type, f.owner_id, f.status,
+// filterCols are the columns any filter of fileWhere (but the search) or
+// any sort of sortColumns reads: a subquery that selects rows for them to
+// filter and sort carries these rather than whole rows.
+const filterCols = `f.id, f.original_filename, f.file_size, f.mime_type, f.owner_id, f.status,
 	f.created_at, f.storage_provider, f.tags, f.ai_metadata, f.ocr_quality_score`
+
+// nameCols are the columns of file_names n, named as those of files.
+const nameCols = `n.id, n.name_key, n.status, n.created_at, n.owner_id`
+
+// searchSource selects the files whose name_key a search's pattern picks
+// (completed by ` WHERE ` + nameLike), with name_key and the columns the
+// rest of filter and the sort column col read: from file_names alone when
+// it has them all (as for the status, date and visibility filters and the
+// default sort), else joined with files.
+func searchSource(filter docflow.FileFilter, col string) string {
+	narrow := filter.MimeType == "" && filter.StorageProvider == "" && len(filter.Tags) == 0 && filter.OCRQuality == "" &&
+		(col == "f.id" || col == "f.created_at")
+	if narrow {
+		return `SELECT ` + nameCols + ` FROM file_names n`
+	}
+	return `SELECT ` + filterCols + `, n.name_key FROM file_names n JOIN files f ON f.id = n.id`
+}
 
 func searchPattern(search string) string { return likeContains(strings.ToLower(search)) }
 
@@ -1015,7 +1033,7 @@ func findPage[T any](ctx context.Context, s *FileService, filter docflow.FileFil
 	}
 	countKey := "count\x00" + key
 	if where != "" && !s.counts.has(countKey) {
-		inner, outer, sargs := where, "", args
+		src, inner, outer, sargs := `SELECT `+filterCols+` FROM files f`, where, "", args
 		if filter.Search != "" {
 			// The search alone picks the rows (from the trigram index), the
 			// other conditions filter them: a plan that holds whatever the
@@ -1025,11 +1043,11 @@ func findPage[T any](ctx context.Context, s *FileService, filter docflow.FileFil
 			// checked on the rows it returns.
 			rest := filter
 			rest.Search = ""
-			inner = ` WHERE ` + searchCond + `$1`
+			src, inner = searchSource(rest, col), ` WHERE `+nameLike+`$1`
 			search := strings.ToLower(filter.Search)
 			if part := s.names.choose(search); part != search {
 				outer, sargs = fileWhereAfter(rest, []any{likeContains(part), searchPattern(filter.Search)})
-				outer = andWhere(searchCond+`$2`, outer)
+				outer = andWhere(`f.name_key LIKE $2`, outer)
 			} else {
 				outer, sargs = fileWhereAfter(rest, []any{searchPattern(filter.Search)})
 			}
@@ -1040,7 +1058,7 @@ func findPage[T any](ctx context.Context, s *FileService, filter docflow.FileFil
 				sargs = append(planArgs, sargs...)
 			}
 		}
-		files, total, err := findSorted(ctx, s, r, col, order, inner, outer, sargs, per, (page-1)*per)
+		files, total, err := findSorted(ctx, s, r, col, order, src+inner, outer, sargs, per, (page-1)*per)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -1144,9 +1162,10 @@ const maxDirectOffset = 100
 // read in order from the sort index.
 const maxSortInMemory = 10_000
 
-// findSorted reads the rows that inner selects (from the filter's own
-// indexes), keeps those outer accepts, sorts them and returns one page with
-// the number of matches. No rows means the offset is past the end (total
+// findSorted reads the rows that the query matches selects (from the
+// filter's own indexes; they carry the columns outer and the sort read, as
+// those of files f), keeps those outer accepts, sorts them and returns one
+// page with the number of matches. No rows means the offset is past the end (total
 // then unknown, 0).
 //
 // NOTE: the matches (their ids and sort keys) are kept once, in a
@@ -1154,12 +1173,12 @@ const maxSortInMemory = 10_000
 // with a window (count(*) OVER ()) cost 10–20 % more of the whole
 // statement, as the window stores every match and then evaluates itself
 // on each.
-func findSorted[T any](ctx context.Context, s *FileService, r pageReader[T], col, order, inner, outer string, args []any, limit, offset int) ([]T, int, error) {
+func findSorted[T any](ctx context.Context, s *FileService, r pageReader[T], col, order, matches, outer string, args []any, limit, offset int) ([]T, int, error) {
 	keys := `f.id`
 	if col != "f.id" {
 		keys += `, ` + col
 	}
-	q := `WITH m AS MATERIALIZED (SELECT ` + keys + ` FROM (SELECT ` + filterCols + ` FROM files f` + inner + ` OFFSET 0) f` + outer + `)
+	q := `WITH m AS MATERIALIZED (SELECT ` + keys + ` FROM (` + matches + ` OFFSET 0) f` + outer + `)
 		SELECT ` + r.cols + `, (SELECT count(*) FROM m) FROM files f JOIN (SELECT f.id FROM m f ORDER BY ` + order +
 		limitClause(limit, offset) + `) pg ON pg.id = f.id ORDER BY ` + order
 	if r.status {

@@ -9,7 +9,7 @@ import (
 )
 
 // nameIndex chooses, for a filename search, the part of the pattern that
-// the trigram index of files.name_key reads; the whole pattern is then
+// the trigram index of file_names.name_key reads; the whole pattern is then
 // checked on the rows the index returns.
 //
 // NOTE: pg_trgm's GIN index intersects the posting lists of every trigram
@@ -106,7 +106,7 @@ func (x *nameIndex) load() {
 // table (tsm_system_rows reads no more pages than that takes, whatever the
 // table's size).
 func (x *nameIndex) read(ctx context.Context) (*trigramSample, error) {
-	rows, err := x.db.Pool.Query(ctx, `SELECT name_key FROM files TABLESAMPLE SYSTEM_ROWS($1)`, trigramSampleNames)
+	rows, err := x.db.Pool.Query(ctx, `SELECT name_key FROM file_names TABLESAMPLE SYSTEM_ROWS($1)`, trigramSampleNames)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,144 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"docflow"
+	"docflow/storage/postgres"
+)
+
+// fileNamesDrift is how many rows file_names and files disagree on.
+func fileNamesDrift(t *testing.T, db *postgres.DB) int {
+	t.Helper()
+	var n int
+	err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM (
+		(SELECT id, lower(original_filename), status, created_at, owner_id FROM files
+		 EXCEPT SELECT id, name_key, status, created_at, owner_id FROM file_names)
+		UNION ALL
+		(SELECT id, name_key, status, created_at, owner_id FROM file_names
+		 EXCEPT SELECT id, lower(original_filename), status, created_at, owner_id FROM files)) d`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// file_names follows every kind of write to files, in single and bulk
+// statements.
+func TestFileNamesFollowFiles(t *testing.T) {
+	ctx := context.Background()
+	db, s := openFiles(t)
+	step := func(what, sql string, args ...any) {
+		t.Helper()
+		if _, err := db.Pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if d := fileNamesDrift(t, db); d != 0 {
+			t.Fatalf("after %s: %d rows differ", what, d)
+		}
+	}
+	step("one insert", `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type) VALUES ('a', 'Ünïcode Ä.PDF', 'a.pdf', 1, 'application/pdf')`)
+	step("bulk insert", `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, owner_id, created_at)
+		SELECT 'h' || i, 'Scan_' || i || '.PDF', i || '.pdf', i, 'application/pdf', 'completed', 'ann', TIMESTAMPTZ '2024-01-01' + i * interval '1 hour'
+		FROM generate_series(1, 300) AS i`)
+	step("rename", `UPDATE files SET original_filename = 'Renamed-' || id || '.PDF' WHERE id % 3 = 0`)
+	step("status", `UPDATE files SET status = 'failed' WHERE id % 5 = 0`)
+	step("owner", `UPDATE files SET owner_id = NULL WHERE id % 7 = 0`)
+	step("created_at", `UPDATE files SET created_at = created_at - interval '1 day' WHERE id % 11 = 0`)
+	step("other columns", `UPDATE files SET document_title = 'T', ocr_text = 'x' WHERE id % 2 = 0`)
+	step("one delete", `DELETE FROM files WHERE id = (SELECT min(id) FROM files)`)
+	var ids []int64
+	if err := db.Pool.QueryRow(ctx, `SELECT array_agg(id) FROM files WHERE id % 4 = 0`).Scan(&ids); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.DeleteFiles(ctx, ids); err != nil {
+		t.Fatal(err)
+	}
+	if d := fileNamesDrift(t, db); d != 0 {
+		t.Fatalf("after DeleteFiles: %d rows differ", d)
+	}
+	var n int
+	db.Pool.QueryRow(ctx, `SELECT count(*) FROM file_names`).Scan(&n)
+	if n == 0 {
+		t.Fatal("file_names is empty")
+	}
+	step("truncate", `TRUNCATE files CASCADE`)
+	db.Pool.QueryRow(ctx, `SELECT count(*) FROM file_names`).Scan(&n)
+	if n != 0 {
+		t.Fatalf("%d names left after TRUNCATE", n)
+	}
+}
+
+// A search combined with each filter and each sort on its own returns
+// what the same conditions select in SQL: the search reads file_names
+// alone or joined with files, depending on what the rest reads.
+func TestFindFilesSearchWithEachFilter(t *testing.T) {
+	ctx := context.Background()
+	db, s := openFiles(t)
+	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, owner_id,
+			storage_provider, tags, ocr_quality_score, created_at)
+		SELECT 'h' || i, CASE WHEN i % 2 = 0 THEN 'Invoice-' ELSE 'Memo-' END || i || '.pdf', i || '.pdf', 1000 - i,
+		       CASE WHEN i % 3 = 0 THEN 'image/png' ELSE 'application/pdf' END,
+		       CASE WHEN i % 4 = 0 THEN 'failed' ELSE 'completed' END,
+		       CASE WHEN i % 5 = 0 THEN 'bob' ELSE 'ann' END,
+		       CASE WHEN i % 6 = 0 THEN 's3' END,
+		       CASE WHEN i % 7 = 0 THEN '{paid}'::text[] ELSE '{}' END,
+		       CASE WHEN i % 8 = 0 THEN 40 WHEN i % 8 = 1 THEN 95 END,
+		       TIMESTAMPTZ '2024-01-01' + i * interval '1 day'
+		FROM generate_series(1, 400) AS i`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann := "ann"
+	from, to := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 10, 31, 0, 0, 0, 0, time.UTC)
+	filters := []struct {
+		name  string
+		apply func(*docflow.FileFilter)
+		where string
+	}{
+		{"none", func(*docflow.FileFilter) {}, "TRUE"},
+		{"status", func(f *docflow.FileFilter) { f.Status = "completed" }, "status = 'completed'"},
+		{"dates", func(f *docflow.FileFilter) { f.DateFrom, f.DateTo = &from, &to },
+			"created_at >= '2024-03-01' AND created_at < '2024-11-01'"},
+		{"visible", func(f *docflow.FileFilter) { f.VisibleTo = &ann }, "owner_id = 'ann'"},
+		{"mime", func(f *docflow.FileFilter) { f.MimeType = "image/png" }, "mime_type = 'image/png'"},
+		{"provider", func(f *docflow.FileFilter) { f.StorageProvider = "s3" }, "storage_provider = 's3'"},
+		{"tags", func(f *docflow.FileFilter) { f.Tags = []string{"paid"} }, "tags @> '{paid}'"},
+		{"quality", func(f *docflow.FileFilter) { f.OCRQuality, f.QualityThreshold = "poor", 85 }, "ocr_quality_score < 85"},
+	}
+	for _, fl := range filters {
+		for _, sortBy := range docflow.FileSortFields {
+			for _, search := range []string{"INVOICE-1", "o-2", "ce-3"} {
+				filter := docflow.FileFilter{Search: search, SortBy: sortBy, SortOrder: "desc", Page: 1, PerPage: 10}
+				fl.apply(&filter)
+				got, total, err := s.FindFiles(ctx, filter)
+				if err != nil {
+					t.Fatalf("%s, sort %s, %q: %v", fl.name, sortBy, search, err)
+				}
+				listed, ltotal, err := s.ListFiles(ctx, filter)
+				if err != nil || ltotal != total || len(listed) != len(got) {
+					t.Fatalf("%s, sort %s, %q: ListFiles %d of %d, FindFiles %d of %d, %v", fl.name, sortBy, search, len(listed), ltotal, len(got), total, err)
+				}
+				var want []int64
+				var wantTotal int
+				q := fmt.Sprintf(`SELECT coalesce(array_agg(id ORDER BY %s DESC, id DESC), '{}'), count(*) FROM files
+					WHERE lower(original_filename) LIKE '%%' || lower($1) || '%%' AND %s`, sortBy, fl.where)
+				if err := db.Pool.QueryRow(ctx, q, search).Scan(&want, &wantTotal); err != nil {
+					t.Fatal(err)
+				}
+				want = want[:min(10, len(want))]
+				var ids, lids []int64
+				for i := range got {
+					ids, lids = append(ids, got[i].ID), append(lids, listed[i].ID)
+				}
+				if total != wantTotal || !slices.Equal(ids, want) || !slices.Equal(lids, want) {
+					t.Fatalf("%s, sort %s, %q: %v of %d (listed %v), want %v of %d", fl.name, sortBy, search, ids, total, lids, want, wantTotal)
+				}
+			}
+		}
+	}
+}
