@@ -22,10 +22,14 @@ ALTER TABLE files DROP COLUMN IF EXISTS name_key;
 
 -- Inserts and deletes are handled per statement (a bulk delete is one
 -- statement), updates per row and only when a copied column changed.
+-- An insert overwrites a name already there, as when a dump restores
+-- file_names before files.
 CREATE OR REPLACE FUNCTION file_names_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO file_names (id, name_key, status, created_at, owner_id)
-        SELECT id, lower(original_filename), status, created_at, owner_id FROM new_files;
+        SELECT id, lower(original_filename), status, created_at, owner_id FROM new_files
+        ON CONFLICT (id) DO UPDATE SET name_key = EXCLUDED.name_key, status = EXCLUDED.status,
+            created_at = EXCLUDED.created_at, owner_id = EXCLUDED.owner_id;
     RETURN NULL;
 END $$;
 
