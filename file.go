@@ -122,9 +122,10 @@ type FileService interface {
 	FindFileByID(ctx context.Context, id int64) (*File, error)
 	// FindFiles returns a page of files and the total count.
 	FindFiles(ctx context.Context, filter FileFilter) ([]*File, int, error)
-	// ListFiles returns a page of files as a listing shows them, and the
-	// total count: FindFiles with WithProcessingStatus, for less.
-	ListFiles(ctx context.Context, filter FileFilter) ([]FileListing, int, error)
+	// ListFiles appends a page of files as a listing shows them to dst and
+	// returns it with the total count: FindFiles with WithProcessingStatus,
+	// for less (a caller may reuse dst from one listing to the next).
+	ListFiles(ctx context.Context, filter FileFilter, dst []FileListing) ([]FileListing, int, error)
 	// FindFileByHash returns the oldest non-duplicate file with that hash, or
 	// ENOTFOUND.
 	FindFileByHash(ctx context.Context, hash string) (*File, error)

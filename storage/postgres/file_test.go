@@ -400,7 +400,7 @@ func TestFindFilesSearchWithEveryFilter(t *testing.T) {
 			*f.OwnerID != "ann" || f.CreatedAt.IsZero() || f.FileHash != "h1" || f.Processing == nil || f.Processing.Status != "completed" {
 			t.Fatalf("sort %s: %+v", sort, f)
 		}
-		listed, total, err := s.ListFiles(ctx, filter)
+		listed, total, err := s.ListFiles(ctx, filter, nil)
 		if err != nil || total != 1 || len(listed) != 1 {
 			t.Fatalf("sort %s: listed %d files, total %d, %v", sort, len(listed), total, err)
 		}

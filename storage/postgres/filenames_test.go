@@ -119,7 +119,7 @@ func TestFindFilesSearchWithEachFilter(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s, sort %s, %q: %v", fl.name, sortBy, search, err)
 				}
-				listed, ltotal, err := s.ListFiles(ctx, filter)
+				listed, ltotal, err := s.ListFiles(ctx, filter, nil)
 				if err != nil || ltotal != total || len(listed) != len(got) {
 					t.Fatalf("%s, sort %s, %q: ListFiles %d of %d, FindFiles %d of %d, %v", fl.name, sortBy, search, len(listed), ltotal, len(got), total, err)
 				}
@@ -140,5 +140,30 @@ func TestFindFilesSearchWithEachFilter(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// ListFiles appends to the array it is given, and past the last page
+// leaves it as it was.
+func TestListFilesAppends(t *testing.T) {
+	ctx := context.Background()
+	db, s := openFiles(t)
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type)
+		SELECT 'h' || i, 'a-' || i || '.pdf', i || '.pdf', i, 'application/pdf' FROM generate_series(1, 30) AS i`); err != nil {
+		t.Fatal(err)
+	}
+	dst := make([]docflow.FileListing, 1, 40)
+	dst[0].ID = -1
+	got, total, err := s.ListFiles(ctx, docflow.FileFilter{SortBy: "id", SortOrder: "asc", Page: 2, PerPage: 25}, dst)
+	if err != nil || total != 30 || len(got) != 6 || got[0].ID != -1 || got[1].ID == 0 || &got[0] != &dst[0] {
+		t.Fatalf("%d listed (total %d), first %d, %v", len(got), total, got[0].ID, err)
+	}
+	got, total, err = s.ListFiles(ctx, docflow.FileFilter{Page: 3, PerPage: 25}, dst[:1])
+	if err != nil || total != 30 || len(got) != 1 || got[0].ID != -1 {
+		t.Fatalf("past the end: %d listed (total %d), %v", len(got), total, err)
+	}
+	got, _, err = s.ListFiles(ctx, docflow.FileFilter{Page: 3, PerPage: 25}, nil)
+	if err != nil || got == nil || len(got) != 0 {
+		t.Fatalf("past the end with no array: %v, %v", got, err)
 	}
 }
