@@ -29,6 +29,7 @@ type FileService struct {
 	waker  *outboxWaker
 	names  *nameIndex
 	gate   atomic.Pointer[chan struct{}]
+	texts  listTexts
 }
 
 var _ docflow.FileRepository = (*FileService)(nil)
@@ -38,7 +39,8 @@ func NewFileService(db *DB) *FileService {
 	if db == nil {
 		panic("postgres: NewFileService needs a DB")
 	}
-	s := &FileService{db: db, counts: newListCache(db.Now), waker: &outboxWaker{db: db}, names: newNameIndex(db)}
+	s := &FileService{db: db, counts: newListCache(db.Now), waker: &outboxWaker{db: db}, names: newNameIndex(db),
+		texts: listTexts{m: map[listText]string{}}}
 	s.SetListConcurrency(0)
 	return s
 }
@@ -1116,27 +1118,38 @@ func findPage[T any](ctx context.Context, s *FileService, filter docflow.FileFil
 			offset -= (i + 1) * anchorStep
 		}
 	}
-	limit := limitClause(per, offset)
 	cols := r.cols
-	var q string
+	text := listText{cols: cols, order: order, status: r.status, limit: per, offset: offset}
 	switch {
 	case inMemory:
-		// Selective filter: materialise the matches from the filter's own
-		// indexes, then sort them; the planner would otherwise walk the
-		// sort index and throw most rows away.
-		q = `SELECT ` + cols + ` FROM files f JOIN (SELECT f.id FROM (SELECT ` + filterCols + ` FROM files f` + where +
-			` OFFSET 0) f ORDER BY ` + order + limit + `) pg ON pg.id = f.id ORDER BY ` + order
+		text.kind, text.where = listInMemory, where
 	case offset <= maxDirectOffset:
-		// Page 1, or right after an anchor: read the rows in order.
-		q = `SELECT ` + cols + ` FROM files f` + cond + ` ORDER BY ` + order + limit
+		text.kind, text.where = listDirect, cond
 	default:
-		// Skip through the sort index alone, then fetch the page's rows.
-		q = `SELECT ` + cols + ` FROM files f JOIN (SELECT f.id FROM files f` + cond + ` ORDER BY ` + order +
-			limit + `) pg ON pg.id = f.id ORDER BY ` + order
+		text.kind, text.where = listSkip, cond
 	}
-	if r.status {
-		q = withRunStatus(q, order)
-	}
+	q := s.texts.get(text, func() string {
+		var q string
+		switch text.kind {
+		case listInMemory:
+			// Selective filter: materialise the matches from the filter's
+			// own indexes, then sort them; the planner would otherwise walk
+			// the sort index and throw most rows away.
+			q = `SELECT ` + cols + ` FROM files f JOIN (SELECT f.id FROM (SELECT ` + filterCols + ` FROM files f` + where +
+				` OFFSET 0) f ORDER BY ` + order + limitClause(per, offset) + `) pg ON pg.id = f.id ORDER BY ` + order
+		case listDirect:
+			// Page 1, or right after an anchor: read the rows in order.
+			q = `SELECT ` + cols + ` FROM files f` + cond + ` ORDER BY ` + order + limitClause(per, offset)
+		default:
+			// Skip through the sort index alone, then fetch the page's rows.
+			q = `SELECT ` + cols + ` FROM files f JOIN (SELECT f.id FROM files f` + cond + ` ORDER BY ` + order +
+				limitClause(per, offset) + `) pg ON pg.id = f.id ORDER BY ` + order
+		}
+		if r.status {
+			q = withRunStatus(q, order)
+		}
+		return q
+	})
 	rows, err := s.db.Pool.Query(ctx, q, append(planArgs, pageArgs...)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
@@ -1146,6 +1159,52 @@ func findPage[T any](ctx context.Context, s *FileService, filter docflow.FileFil
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
 	return files, total, nil
+}
+
+// listTexts keeps the text of the listing statements built so far, by
+// what they are built from: the same few are built again and again, and
+// building them was a fifth of what a listing allocated.
+type listTexts struct {
+	mu sync.Mutex
+	m  map[listText]string
+}
+
+// listText is what a listing statement is built from. order holds the
+// sort column.
+type listText struct {
+	kind                     int
+	from, where, order, cols string
+	status                   bool
+	limit, offset            int
+}
+
+// The kinds of listing statement.
+const (
+	listSorted = iota
+	listInMemory
+	listDirect
+	listSkip
+)
+
+// maxListTexts bounds listTexts; it starts again empty when full.
+const maxListTexts = 1024
+
+// get returns the text of k, built by build the first time.
+func (t *listTexts) get(k listText, build func() string) string {
+	t.mu.Lock()
+	q, ok := t.m[k]
+	t.mu.Unlock()
+	if ok {
+		return q
+	}
+	q = build()
+	t.mu.Lock()
+	if len(t.m) >= maxListTexts {
+		clear(t.m)
+	}
+	t.m[k] = q
+	t.mu.Unlock()
+	return q
 }
 
 // limitClause writes a page's LIMIT and OFFSET into the statement rather
@@ -1181,16 +1240,20 @@ const maxSortInMemory = 10_000
 // statement, as the window stores every match and then evaluates itself
 // on each.
 func findSorted[T any](ctx context.Context, s *FileService, r pageReader[T], col, order, matches, outer string, args []any, limit, offset int) ([]T, int, error) {
-	keys := `f.id`
-	if col != "f.id" {
-		keys += `, ` + col
-	}
-	q := `WITH m AS MATERIALIZED (SELECT ` + keys + ` FROM (` + matches + ` OFFSET 0) f` + outer + `)
+	key := listText{kind: listSorted, from: matches, where: outer, order: order, cols: r.cols, status: r.status, limit: limit, offset: offset}
+	q := s.texts.get(key, func() string {
+		keys := `f.id`
+		if col != "f.id" {
+			keys += `, ` + col
+		}
+		q := `WITH m AS MATERIALIZED (SELECT ` + keys + ` FROM (` + matches + ` OFFSET 0) f` + outer + `)
 		SELECT ` + r.cols + `, (SELECT count(*) FROM m) FROM files f JOIN (SELECT f.id FROM m f ORDER BY ` + order +
-		limitClause(limit, offset) + `) pg ON pg.id = f.id ORDER BY ` + order
-	if r.status {
-		q = withRunStatus(q, order)
-	}
+			limitClause(limit, offset) + `) pg ON pg.id = f.id ORDER BY ` + order
+		if r.status {
+			q = withRunStatus(q, order)
+		}
+		return q
+	})
 	rows, err := s.db.Pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
