@@ -240,6 +240,16 @@ func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptio
 		return nil, err
 	}
 
+	// A new original's id is drawn while the upload is stored: the round
+	// trip to the database overlaps the blob store's flushes.
+	var ids chan drawnID
+	if opts.also == nil && (owner == nil || dailyLimit <= 0) {
+		ids = make(chan drawnID, 1)
+		go func() {
+			id, err := s.cfg.Files.NewFileID(ctx)
+			ids <- drawnID{id, err}
+		}()
+	}
 	info, err := s.cfg.Blobs.Put(ctx, io.MultiReader(bytes.NewReader(head), u.Body), max)
 	if err != nil {
 		if docflow.ErrorCode(err) == docflow.ETOOLARGE {
@@ -281,6 +291,13 @@ func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptio
 	}
 	if opts.also != nil {
 		rec.Also = opts.also
+	}
+	if ids != nil {
+		// Without an id (the database failed) Ingest draws one itself, and
+		// reports the failure if it lasts.
+		if d := <-ids; d.err == nil {
+			rec.ID = d.id
+		}
 	}
 	dupOf, err := s.cfg.Files.Ingest(ctx, rec)
 	if err != nil {
@@ -449,4 +466,10 @@ func (s *Service) processallDir() string {
 		wd = s.cfg.Settings.Get("WORKDIR")
 	}
 	return filepath.Join(wd, "processall")
+}
+
+// drawnID is a file id drawn ahead of Ingest.
+type drawnID struct {
+	id  int64
+	err error
 }

@@ -1316,6 +1316,20 @@ type IngestRecord struct {
 	// Also runs last inside the same transaction (watch folders record
 	// what they ingested there).
 	Also func(ctx context.Context, tx pgx.Tx, f *docflow.File) error
+	// ID, when not 0, is a file id drawn with NewFileID, for a new original
+	// recorded without a daily limit or Also (else a new one is drawn).
+	ID int64
+}
+
+// NewFileID draws the next file id from the sequence, for
+// IngestRecord.ID: drawn while the upload is still being stored, it costs
+// the upload no time of its own.
+func (s *FileService) NewFileID(ctx context.Context) (int64, error) {
+	var id int64
+	if err := s.db.Pool.QueryRow(ctx, `SELECT nextval('files_id_seq')`).Scan(&id); err != nil {
+		return 0, fmt.Errorf("file id: %w", err)
+	}
+	return id, nil
 }
 
 // maxIngestAttempts bounds the retries after losing the race for the one
@@ -1349,8 +1363,8 @@ func (s *FileService) Ingest(ctx context.Context, rec IngestRecord) (dupOf *docf
 }
 
 // ingestNew records rec.File as a new original in two round trips: the id
-// is drawn from the sequence first (the outbox messages carry it), then the
-// file row, its run, the daily count and the messages go as one pipelined
+// is drawn from the sequence first (the outbox messages carry it; the
+// caller may have drawn it already, rec.ID), then the file row, its run, the daily count and the messages go as one pipelined
 // batch, which PostgreSQL runs as one implicit transaction (everything up
 // to the batch's single Sync commits together or not at all). It reports
 // false, with nothing written, when the hash already has an original: the
@@ -1362,9 +1376,12 @@ func (s *FileService) Ingest(ctx context.Context, rec IngestRecord) (dupOf *docf
 // before the row is written) nor Also (it needs a live transaction).
 func (s *FileService) ingestNew(ctx context.Context, rec IngestRecord) (bool, error) {
 	f := rec.File
-	var id int64
-	if err := s.db.Pool.QueryRow(ctx, `SELECT nextval('files_id_seq')`).Scan(&id); err != nil {
-		return false, fmt.Errorf("ingest: file id: %w", err)
+	id := rec.ID
+	if id == 0 {
+		var err error
+		if id, err = s.NewFileID(ctx); err != nil {
+			return false, fmt.Errorf("ingest: %w", err)
+		}
 	}
 	now := s.db.Now()
 	f.ID, f.Status, f.DuplicateOf = id, docflow.StatusPending, nil

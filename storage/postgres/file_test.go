@@ -412,3 +412,31 @@ func TestFindFilesSearchWithEveryFilter(t *testing.T) {
 		}
 	}
 }
+
+// A file id drawn ahead (NewFileID) is the new original's; a duplicate
+// drawn one for leaves it unused and is recorded all the same.
+func TestIngestTakesADrawnID(t *testing.T) {
+	ctx := context.Background()
+	_, s := openFiles(t)
+	first, err := s.NewFileID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := s.NewFileID(ctx)
+	if err != nil || id <= first {
+		t.Fatalf("ids %d then %d, %v", first, id, err)
+	}
+	f := newFile("drawn", "")
+	if _, err := s.Ingest(ctx, postgres.IngestRecord{File: f, Dedup: true, Prepare: noRun, ID: id}); err != nil || f.ID != id {
+		t.Fatalf("file %d, want the drawn %d: %v", f.ID, id, err)
+	}
+	again, err := s.NewFileID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dup := newFile("drawn", "")
+	orig, err := s.Ingest(ctx, postgres.IngestRecord{File: dup, Dedup: true, Prepare: noRun, ID: again})
+	if err != nil || orig == nil || orig.ID != id || dup.Status != docflow.StatusDuplicate || dup.ID == 0 || dup.ID == id {
+		t.Fatalf("duplicate %+v of %+v: %v", dup, orig, err)
+	}
+}
