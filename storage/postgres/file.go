@@ -984,20 +984,21 @@ func listPage[T any](ctx context.Context, s *FileService, filter docflow.FileFil
 	return findPage(ctx, s, filter, r)
 }
 
-// SetListConcurrency sets how many listings (FindFiles, ListFiles) this service runs
-// in the database at once; n <= 0 means the number of cores. Listings
-// already waiting keep the limit they found.
+// SetListConcurrency sets how many listings (FindFiles, ListFiles) this
+// service runs in the database at once; n <= 0 means the number of cores.
+// Listings already waiting keep the limit they found.
 //
 // NOTE: a listing is CPU work in PostgreSQL. Run more of them at once than
 // there are cores and they share the cores, none finishing sooner in
 // total, while the scheduler's time slices make the unlucky ones several
 // times slower. 16 concurrent searches on two cores, PostgreSQL on the
 // same machine: p99 3 times the median with no limit, 1.6 times with four
-// at once, 1.4 times with two (p99 8.6–9 ms against 8.5–10.7 ms with
-// four; cheap listings alike at both). The price: while the slots hold
-// slow listings (a search without any trigram over millions of names),
-// quick ones wait. A database on its own, bigger machine wants a higher
-// limit.
+// at once, 1.4 times with two when a search cost 0.55 ms of PostgreSQL
+// (p99 8.6–9 ms against 8.5–10.7 ms); at 0.48 ms two, three and four at
+// once measure alike within the noise, and cheap listings alike at all.
+// The price: while the slots hold slow listings (a search without any
+// trigram over millions of names), quick ones wait. A database on its
+// own, bigger machine wants a higher limit.
 func (s *FileService) SetListConcurrency(n int) {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
