@@ -243,7 +243,7 @@ func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptio
 	// A new original's id is drawn while the upload is stored: the round
 	// trip to the database overlaps the blob store's flushes.
 	var ids chan drawnID
-	if opts.also == nil && (owner == nil || dailyLimit <= 0) {
+	if postgres.TakesDrawnID(opts.also != nil, owner, dailyLimit) {
 		ids = make(chan drawnID, 1)
 		go func() {
 			id, err := s.cfg.Files.NewFileID(ctx)

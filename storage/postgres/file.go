@@ -1317,9 +1317,17 @@ type IngestRecord struct {
 	// Also runs last inside the same transaction (watch folders record
 	// what they ingested there).
 	Also func(ctx context.Context, tx pgx.Tx, f *docflow.File) error
-	// ID, when not 0, is a file id drawn with NewFileID, for a new original
-	// recorded without a daily limit or Also (else a new one is drawn).
+	// ID, when not 0, is a file id drawn with NewFileID; Ingest uses it
+	// when the record takes one (TakesDrawnID), else draws its own.
 	ID int64
+}
+
+// TakesDrawnID reports whether Ingest uses IngestRecord.ID for a record
+// with that Also, owner and daily limit: a new original is then written
+// without a transaction of its own (ingestNew), whose id can be drawn
+// before the record is ready.
+func TakesDrawnID(also bool, owner *string, dailyLimit int) bool {
+	return !also && (owner == nil || dailyLimit <= 0)
 }
 
 // NewFileID draws the next file id from the sequence, for
@@ -1345,7 +1353,7 @@ func (s *FileService) Ingest(ctx context.Context, rec IngestRecord) (dupOf *docf
 	if rec.File == nil || rec.Prepare == nil {
 		return nil, errors.New("ingest: File and Prepare are required")
 	}
-	if rec.Also == nil && (rec.File.OwnerID == nil || rec.DailyLimit <= 0) {
+	if TakesDrawnID(rec.Also != nil, rec.File.OwnerID, rec.DailyLimit) {
 		done, err := s.ingestNew(ctx, rec)
 		if done || err != nil {
 			return nil, err
