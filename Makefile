@@ -43,8 +43,9 @@ run: deps-run build
 	$(BIN)/docflow serve
 
 test: deps services
-	@echo "==> go vet"
-	$(GO) vet ./...
+	@# vet with the race build's flags, so go test reuses every package vet compiled
+	@echo "==> go vet -race"
+	$(GO) vet -race ./...
 	@echo "==> go test -race ./... (this takes a while on 2 cores)"
 	@set -o pipefail; $(GO) test -race -json -timeout 60m ./... 2>&1 | $(GO) run ./internal/testsummary
 
