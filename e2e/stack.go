@@ -122,7 +122,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	if err != nil {
 		return nil, err
 	}
-	relay, err := streams.NewRelay(streams.RelayConfig{Pool: db.Pool, Publisher: prod, Log: o.Log, PollInterval: 200 * time.Millisecond})
+	relay, err := streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: prod, Log: o.Log, PollInterval: 200 * time.Millisecond})
 	if err != nil {
 		prod.Close()
 		return nil, err

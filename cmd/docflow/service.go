@@ -412,7 +412,7 @@ func (m *Main) startStreams(ctx context.Context, workdir string) error {
 	}
 	m.Producer = p
 	m.onClose(func(context.Context) error { return p.Close() })
-	m.Relay, err = streams.NewRelay(streams.RelayConfig{Pool: m.DB.Pool, Publisher: p, Log: m.Log.With().Str("component", "relay").Logger()})
+	m.Relay, err = streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(m.DB), Publisher: p, Log: m.Log.With().Str("component", "relay").Logger()})
 	if err != nil {
 		return err
 	}
