@@ -108,12 +108,13 @@ func (s *Server) serve(c *fasthttp.RequestCtx, opts Route, h Handler) (err error
 }
 
 // readBody reads a streamed body whole, refusing more than
-// MAX_REQUEST_BODY_SIZE: on Content-Length before reading, else while reading.
+// MAX_REQUEST_BODY_SIZE: on Content-Length before reading, else while
+// reading; refuseOversized answers so that the client can read the 413.
 func (s *Server) readBody(c *fasthttp.RequestCtx) error {
 	limit := docflow.SettingInt64(s.cfg.Settings, "MAX_REQUEST_BODY_SIZE", 1<<20)
 	cl := c.Request.Header.ContentLength()
 	if cl > 0 && int64(cl) > limit {
-		return docflow.Errorf(docflow.ETOOLARGE, "Request body of %d bytes exceeds the maximum of %d bytes", cl, limit)
+		return s.refuseOversized(c, limit, int64(cl), 0)
 	}
 	stream := c.RequestBodyStream()
 	if stream == nil {
@@ -124,7 +125,7 @@ func (s *Server) readBody(c *fasthttp.RequestCtx) error {
 		return docflow.Errorf(docflow.EBADREQUEST, "Could not read the request body")
 	}
 	if int64(len(body)) > limit {
-		return docflow.Errorf(docflow.ETOOLARGE, "Request body exceeds the maximum of %d bytes", limit)
+		return s.refuseOversized(c, limit, -1, int64(len(body)))
 	}
 	c.Request.SetBodyRaw(body)
 	return nil
