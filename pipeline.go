@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Step types of the catalogue, in the order of the standard pipeline.
@@ -73,6 +74,11 @@ var (
 	RoutingOperators     = []string{"contains", "equals", "gt", "gte", "lt", "lte", "not_contains", "not_equals", "regex"}
 	RoutingBuiltinFields = []string{"category", "document_type", "file_type", "filename", "size"}
 )
+
+// MaxRoutingValueLength bounds a routing rule's value in characters, as
+// classification rules bound their patterns: a long regex costs CPU on
+// every document routed.
+const MaxRoutingValueLength = 2000
 
 // RoutingMetadataPrefix addresses AI metadata fields in routing rules.
 const RoutingMetadataPrefix = "metadata."
@@ -251,6 +257,9 @@ func ValidateRoutingRule(r *RoutingRule) error {
 	}
 	if !slices.Contains(RoutingOperators, r.Operator) {
 		return bad("operator", "operator must be one of %s", strings.Join(RoutingOperators, ", "))
+	}
+	if n := utf8.RuneCountInString(r.Value); n > MaxRoutingValueLength {
+		return bad("value", "value is longer than %d characters", MaxRoutingValueLength)
 	}
 	switch r.Operator {
 	case "gt", "gte", "lt", "lte":
