@@ -2,6 +2,7 @@ package docflow
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -45,7 +46,17 @@ type Pipeline struct {
 	IsActive    bool            `json:"is_active"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
-	Steps       []*PipelineStep `json:"steps,omitempty"`
+	Steps       []*PipelineStep `json:"steps"`
+}
+
+// MarshalJSON writes a pipeline without steps with "steps": [], never null
+// or missing.
+func (p Pipeline) MarshalJSON() ([]byte, error) {
+	type plain Pipeline
+	if p.Steps == nil {
+		p.Steps = []*PipelineStep{}
+	}
+	return json.Marshal(plain(p))
 }
 
 // PipelineStep is one step of a pipeline.
