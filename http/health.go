@@ -87,18 +87,26 @@ func (s *Server) mountHealth() {
 	})
 	s.Handle("GET", "/api/diagnostic/health", Route{Auth: AuthUser, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
 		checks, critOK, allOK := s.runChecks(RequestContext(c))
-		status, code := "healthy", fasthttp.StatusOK
-		if !critOK {
-			status, code = "unhealthy", fasthttp.StatusServiceUnavailable
-		} else if !allOK {
-			status = "degraded"
-		}
+		status, code := healthStatus(critOK, allOK)
 		writeJSON(c, code, map[string]any{
 			"status": status, "version": s.cfg.Version,
 			"timestamp": s.cfg.Now().UTC().Format(time.RFC3339Nano), "checks": checks,
 		})
 		return nil
 	})
+}
+
+// healthStatus is the overall status of /api/diagnostic/health and its
+// HTTP status: unhealthy when a critical check failed, degraded when
+// another did.
+func healthStatus(criticalOK, allOK bool) (string, int) {
+	switch {
+	case !criticalOK:
+		return "unhealthy", fasthttp.StatusServiceUnavailable
+	case !allOK:
+		return "degraded", fasthttp.StatusOK
+	}
+	return "healthy", fasthttp.StatusOK
 }
 
 // checkLog remembers each check's last outcome, so a failure and a

@@ -117,6 +117,7 @@ func NewServer(cfg Config) *Server {
 	s.mountHealth()
 	s.mountTokens()
 	s.mountLogin()
+	s.mountHome()
 	return s
 }
 
