@@ -99,6 +99,35 @@ func TestOversizedJSONBodyIs413WhateverTheClientDoes(t *testing.T) {
 	resp, out = fe.do("POST", "/api/api-tokens/", "", body, "Content-Type", "application/json")
 	fe.expect413(resp, out, nil, limit)
 
+	// A client that asks first (Expect: 100-continue, as curl does for large
+	// bodies) and sends once told to continue.
+	conn0, err := net.Dial("tcp", strings.TrimPrefix(fe.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn0.Close()
+	conn0.SetDeadline(time.Now().Add(60 * time.Second))
+	head = "POST /api/api-tokens/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+	if _, err := conn0.Write([]byte(head)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn0)
+	interim, err := nethttp.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if interim.StatusCode == 100 {
+		if _, err := conn0.Write(body); err != nil {
+			t.Fatalf("write after 100 Continue: %v", err)
+		}
+		interim, err = nethttp.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, _ = io.ReadAll(interim.Body)
+	fe.expect413(interim, out, nil, limit)
+
 	// A client that stops sending and waits is answered all the same.
 	conn, err := net.Dial("tcp", strings.TrimPrefix(fe.URL, "http://"))
 	if err != nil {
