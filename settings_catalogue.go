@@ -45,6 +45,7 @@ func Catalogue() []SettingDef {
 		r(SettingDef{Key: "OIDC_ISSUER", Category: "Authentication", Type: TypeString, Description: "OpenID Connect issuer URL (SSO)"}),
 		r(SettingDef{Key: "OIDC_CLIENT_ID", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client id"}),
 		r(s(SettingDef{Key: "OIDC_CLIENT_SECRET", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client secret"})),
+		{Key: "CORS_ALLOWED_ORIGINS", Category: "Authentication", Type: TypeList, Description: "Other sites (origins such as https://app.example.com) whose pages may send state-changing requests and read answers (CORS); any other site's is refused with 403"},
 		r(SettingDef{Key: "TRUSTED_PROXIES", Category: "Authentication", Type: TypeList, Description: "Proxy addresses or CIDRs whose X-Forwarded-For is honoured"}),
 
 		// Uploads

@@ -88,6 +88,8 @@ type TokenService interface {
 	// RevokeToken revokes an active token, or deletes a revoked one. It
 	// returns "revoked" or "deleted". ENOTFOUND if not the owner's.
 	RevokeToken(ctx context.Context, ownerID string, id int64) (string, error)
+	// ReactivateToken makes a revoked token active again. EBADREQUEST if
+	// it is already active, ENOTFOUND if not the owner's.
 	ReactivateToken(ctx context.Context, ownerID string, id int64) (*APIToken, error)
 	// TouchTokens records last use for a batch of tokens.
 	TouchTokens(ctx context.Context, uses map[int64]TokenUse) error

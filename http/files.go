@@ -465,6 +465,11 @@ func ContentDisposition(disp, name string) string {
 // bulkIDs parses a JSON array of file ids: 422 for another body, an empty
 // array or more than MaxBulkIDs ids. Duplicates are dropped.
 func bulkIDs(c *fasthttp.RequestCtx) ([]int64, error) {
+	return parseBulkIDs(c, false)
+}
+
+// parseBulkIDs is bulkIDs that, with allowEmpty, takes an empty array.
+func parseBulkIDs(c *fasthttp.RequestCtx, allowEmpty bool) ([]int64, error) {
 	var ids []int64
 	if err := decodeJSON(c, &ids); err != nil {
 		if docflow.ErrorCode(err) == docflow.EINVALID {
@@ -472,7 +477,10 @@ func bulkIDs(c *fasthttp.RequestCtx) ([]int64, error) {
 		}
 		return nil, err
 	}
-	if len(ids) == 0 {
+	if ids == nil {
+		return nil, invalid("body", "The body must be a JSON array of file ids")
+	}
+	if len(ids) == 0 && !allowEmpty {
 		return nil, invalid("body", "At least one file id is required")
 	}
 	if len(ids) > MaxBulkIDs {
@@ -548,13 +556,16 @@ func (h *filesHandlers) bulkDelete(c *fasthttp.RequestCtx) error {
 	if err := h.deletionAllowed(); err != nil {
 		return err
 	}
-	ids, err := bulkIDs(c)
+	// NOTE: an empty list finds no files, which the spec answers with 404.
+	ids, err := parseBulkIDs(c, true)
 	if err != nil {
 		return err
 	}
-	files, err := h.visibleFiles(c, ids, accessOwner)
-	if err != nil {
-		return err
+	var files []*docflow.File
+	if len(ids) > 0 {
+		if files, err = h.visibleFiles(c, ids, accessOwner); err != nil {
+			return err
+		}
 	}
 	if len(files) == 0 {
 		return docflow.Errorf(docflow.ENOTFOUND, "No files found")

@@ -17,12 +17,8 @@ import (
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Sign in · docflow</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<style>body{font-family:system-ui,sans-serif;background:#f4f5f7;display:flex;justify-content:center;padding-top:10vh}
-form{background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px #0002;min-width:18rem}
-label{display:block;margin:.8rem 0 .2rem}input{width:100%;padding:.5rem;box-sizing:border-box}
-button{margin-top:1.2rem;width:100%;padding:.6rem;background:#2456d3;color:#fff;border:0;border-radius:4px}
-.error{color:#b00020}</style></head>
-<body><form method="post" action="/login">
+<link rel="stylesheet" href="/static/docflow.css"></head>
+<body class="auth"><form method="post" action="/login">
 <h1>docflow</h1>
 {{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
 <label for="username">Username</label><input id="username" name="username" autocomplete="username" required value="{{.Username}}">

@@ -89,6 +89,7 @@ type Server struct {
 	limiter *rateLimiter
 	auth    *authenticator
 	health  []HealthCheck
+	checks  checkLog
 }
 
 // NewServer builds the server and mounts the foundation routes (health,
@@ -116,6 +117,7 @@ func NewServer(cfg Config) *Server {
 	s.mountHealth()
 	s.mountTokens()
 	s.mountLogin()
+	s.mountHome()
 	return s
 }
 
@@ -143,6 +145,10 @@ func (s *Server) Handler() fasthttp.RequestHandler { return s.root }
 func (s *Server) root(c *fasthttp.RequestCtx) {
 	if p := c.Path(); len(p) > 1 && p[len(p)-1] == '/' {
 		c.Request.URI().SetPathBytes(p[:len(p)-1])
+	}
+	s.setSecurityHeaders(c)
+	if s.preflight(c) {
+		return
 	}
 	s.router.Handler(c)
 }

@@ -588,11 +588,13 @@ func TestProcessURL(t *testing.T) {
 		status int
 		detail string
 	}{
-		{"ftp://localhost/doc.pdf", 422, ""},
-		{"file:///etc/passwd", 422, ""},
-		{"http://", 422, ""},
-		{"not a url", 422, ""},
-		{"javascript:alert(1)", 422, ""},
+		{"ftp://localhost/doc.pdf", 400, `scheme "ftp"`},
+		{"file:///etc/passwd", 400, `scheme "file"`},
+		{"http://", 400, "no host"},
+		{"not a url", 400, "not an absolute"},
+		{"javascript:alert(1)", 400, `scheme "javascript"`},
+		{"http://exa mple.com/x.pdf", 400, "Invalid URL"},
+		{"http://user:pw@localhost/doc.pdf", 400, "credentials"},
 		{fmt.Sprintf("http://127.0.0.1:%d/doc.pdf", port), 400, "private or internal"},
 		{local + "/redirect?to=" + fmt.Sprintf("http://127.0.0.1:%d/doc.pdf", port), 400, "private or internal"},
 		{local + "/redirect?to=http://169.254.169.254/latest/meta-data/", 400, "private or internal"},

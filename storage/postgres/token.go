@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -101,14 +102,21 @@ func (s *TokenService) RevokeToken(ctx context.Context, ownerID string, id int64
 	return result, err
 }
 
-// ReactivateToken makes a revoked token active again.
+// ReactivateToken makes a revoked token active again: EBADREQUEST if it is
+// already active, ENOTFOUND if it is not the owner's.
 func (s *TokenService) ReactivateToken(ctx context.Context, ownerID string, id int64) (*docflow.APIToken, error) {
 	t, err := scanToken(s.db.Pool.QueryRow(ctx, `UPDATE api_tokens SET is_active=TRUE, revoked_at=NULL
-		WHERE id=$1 AND owner_id=$2 RETURNING `+tokenCols, id, ownerID))
-	if err != nil {
-		return nil, notFound(err, "Token not found")
+		WHERE id=$1 AND owner_id=$2 AND NOT is_active RETURNING `+tokenCols, id, ownerID))
+	if err == nil {
+		return t, nil
 	}
-	return t, nil
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("reactivate token: %w", err)
+	}
+	if _, err := s.FindTokenByID(ctx, ownerID, id); err != nil {
+		return nil, err
+	}
+	return nil, docflow.Errorf(docflow.EBADREQUEST, "Token is already active")
 }
 
 // TouchTokens records the last use of several tokens in one statement.
