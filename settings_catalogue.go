@@ -52,7 +52,7 @@ func Catalogue() []SettingDef {
 		{Key: "MAX_REQUEST_BODY_SIZE", Category: "Uploads", Type: TypeInt, Default: "1048576", Description: "Largest accepted JSON body in bytes"},
 		{Key: "ENABLE_DEDUPLICATION", Category: "Uploads", Type: TypeBool, Default: "true", Description: "Detect exact duplicates by SHA-256"},
 		{Key: "ALLOW_FILE_DELETE", Category: "Uploads", Type: TypeBool, Default: "true", Description: "Allow deleting files through the API"},
-		{Key: "UPLOAD_RATE_LIMIT_PER_USER", Category: "Uploads", Type: TypeInt, Default: "20", Description: "Uploads per user per window (ui-upload, process-url)"},
+		{Key: "UPLOAD_RATE_LIMIT_PER_USER", Category: "Uploads", Type: TypeInt, Default: "20", Description: "Uploads per signed-in user per window (ui-upload, process-url), reduced under load; the single user without authentication gets RATE_LIMIT_UPLOAD instead"},
 		{Key: "UPLOAD_RATE_LIMIT_WINDOW", Category: "Uploads", Type: TypeInt, Default: "60", Description: "Per-user upload window in seconds"},
 		{Key: "DEFAULT_DAILY_UPLOAD_LIMIT", Category: "Uploads", Type: TypeInt, Default: "0", Description: "Daily uploads per user when the profile sets none (0 = unlimited)"},
 		{Key: "URL_FETCH_TIMEOUT", Category: "Uploads", Type: TypeInt, Default: "30", Description: "Total timeout in seconds for process-url downloads"},
@@ -111,7 +111,7 @@ func Catalogue() []SettingDef {
 		{Key: "SMTP_FROM", Category: "Notifications", Type: TypeString, Description: "Sender address of e-mail"},
 
 		// Rate limiting
-		{Key: "RATE_LIMITING_ENABLED", Category: "Rate limiting", Type: TypeBool, Default: "true", Description: "Enforce request rate limits"},
+		{Key: "RATE_LIMITING_ENABLED", Category: "Rate limiting", Type: TypeBool, Default: "true", Description: "Enforce the API rate limits: RATE_LIMIT_DEFAULT, RATE_LIMIT_UPLOAD, RATE_LIMIT_AUTH and the per-user upload window (false switches all of them off; a profile's daily upload limit is not a rate limit and stays)"},
 		{Key: "RATE_LIMIT_DEFAULT", Category: "Rate limiting", Type: TypeString, Default: "100/minute", Description: "Default endpoint limit"},
 		{Key: "RATE_LIMIT_UPLOAD", Category: "Rate limiting", Type: TypeString, Default: "600/minute", Description: "Upload endpoint limit"},
 		{Key: "RATE_LIMIT_AUTH", Category: "Rate limiting", Type: TypeString, Default: "10/minute", Description: "Authentication endpoint limit"},
