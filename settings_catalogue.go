@@ -110,6 +110,10 @@ func Catalogue() []SettingDef {
 		s(SettingDef{Key: "SMTP_PASSWORD", Category: "Notifications", Type: TypeString, Description: "SMTP password"}),
 		{Key: "SMTP_FROM", Category: "Notifications", Type: TypeString, Description: "Sender address of e-mail"},
 
+		// Mobile
+		{Key: "MOBILE_DEV_CLIENT_ENABLED", Category: "Mobile", Type: TypeBool, Default: "false", Description: "Let the mobile login hand tokens to the development client (exp:// redirect URIs), and then only on loopback or private-network hosts; docflow:// is always accepted"},
+		{Key: "MOBILE_TOKEN_LIFETIME_DAYS", Category: "Mobile", Type: TypeInt, Default: "365", Description: "Days a token handed to the mobile app by the browser login stays valid (1 to 3650)"},
+
 		// Rate limiting
 		{Key: "RATE_LIMITING_ENABLED", Category: "Rate limiting", Type: TypeBool, Default: "true", Description: "Enforce the API rate limits: RATE_LIMIT_DEFAULT, RATE_LIMIT_UPLOAD, RATE_LIMIT_AUTH and the per-user upload window (false switches all of them off; a profile's daily upload limit is not a rate limit and stays)"},
 		{Key: "RATE_LIMIT_DEFAULT", Category: "Rate limiting", Type: TypeString, Default: "100/minute", Description: "Default endpoint limit"},

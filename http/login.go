@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"html/template"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -37,14 +38,60 @@ type loginView struct {
 	Mobile                             bool
 }
 
-// mobileRedirectAllowed accepts only the app's scheme and the development
-// client's (open-redirect protection).
-func mobileRedirectAllowed(u string) bool {
-	p, err := url.Parse(u)
-	if err != nil {
+// mobileRedirectAllowed says whether the mobile login may hand a token to
+// u (open-redirect protection): the app's own docflow:// scheme always;
+// exp://, the development client's, only when devClient is on and then
+// only for a loopback or private-network host, where a developer's phone
+// reaches the bundler. Anything with user info, a fragment (the token would
+// land in it) or an opaque form is refused.
+func mobileRedirectAllowed(u string, devClient bool) bool {
+	if len(u) > 2048 {
 		return false
 	}
-	return p.Scheme == "docflow" || p.Scheme == "exp"
+	p, err := url.Parse(u)
+	if err != nil || p.Opaque != "" || p.User != nil || p.Fragment != "" || strings.Contains(u, "#") {
+		return false
+	}
+	switch p.Scheme {
+	case "docflow":
+		return strings.HasPrefix(strings.ToLower(u), "docflow://")
+	case "exp":
+		return devClient && localNetworkHost(p.Hostname())
+	}
+	return false
+}
+
+// localNetworkHost accepts localhost and loopback or private addresses
+// (RFC 1918, RFC 4193); names other than localhost are refused, since
+// where they point is up to whoever owns them.
+func localNetworkHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && (ip.IsLoopback() || ip.IsPrivate())
+}
+
+// mobileRedirectError explains what redirect_uri may be.
+func (s *Server) mobileRedirectError() error {
+	if s.devClientEnabled() {
+		return docflow.Errorf(docflow.EBADREQUEST, "redirect_uri must use the docflow:// scheme, or exp:// with a loopback or private-network host")
+	}
+	return docflow.Errorf(docflow.EBADREQUEST, "redirect_uri must use the docflow:// scheme (exp:// needs MOBILE_DEV_CLIENT_ENABLED)")
+}
+
+func (s *Server) devClientEnabled() bool {
+	return docflow.SettingBool(s.cfg.Settings, "MOBILE_DEV_CLIENT_ENABLED", false)
+}
+
+// mobileTokenExpiry is when a token handed to the app expires
+// (MOBILE_TOKEN_LIFETIME_DAYS, 1 to 3650, default 365).
+func (s *Server) mobileTokenExpiry() time.Time {
+	days := docflow.SettingInt(s.cfg.Settings, "MOBILE_TOKEN_LIFETIME_DAYS", 365)
+	if days < 1 || days > 3650 {
+		days = 365
+	}
+	return s.cfg.Now().Add(time.Duration(days) * 24 * time.Hour)
 }
 
 // safeNext keeps post-login redirects on this site.
@@ -67,8 +114,8 @@ func (s *Server) mountLogin() {
 		v := loginView{Next: safeNext(string(q.Peek("next")))}
 		if string(q.Peek("mobile")) == "1" {
 			ru := string(q.Peek("redirect_uri"))
-			if !mobileRedirectAllowed(ru) {
-				return docflow.Errorf(docflow.EBADREQUEST, "redirect_uri must use the docflow:// or exp:// scheme")
+			if !mobileRedirectAllowed(ru, s.devClientEnabled()) {
+				return s.mobileRedirectError()
 			}
 			v.Mobile, v.RedirectURI = true, ru
 		}
@@ -110,8 +157,8 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		next = safeNext(string(args.Peek("next")))
 		mobile = string(args.Peek("mobile")) == "1"
 		redirectURI = string(args.Peek("redirect_uri"))
-		if mobile && !mobileRedirectAllowed(redirectURI) {
-			return docflow.Errorf(docflow.EBADREQUEST, "redirect_uri must use the docflow:// or exp:// scheme")
+		if mobile && !mobileRedirectAllowed(redirectURI, s.devClientEnabled()) {
+			return s.mobileRedirectError()
 		}
 	}
 	user, ok := s.checkPassword(c, strings.TrimSpace(username), password)
@@ -132,7 +179,8 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 	}
 	s.setSessionCookie(c, s.auth.cookieValue(sess.ID), days*86400)
 	if mobile {
-		t, err := IssueToken(c, s.cfg.Tokens, user.ID, "Mobile App – Browser login", nil)
+		exp := s.mobileTokenExpiry()
+		t, err := IssueToken(c, s.cfg.Tokens, user.ID, "Mobile App – Browser login", &exp)
 		if err != nil {
 			return err
 		}
