@@ -173,7 +173,9 @@ func (a *authenticator) isAdmin(ctx context.Context, userID string) bool {
 	if a.cfg.IsAdmin != nil {
 		return a.cfg.IsAdmin(ctx, userID)
 	}
-	return userID == "" || userID == a.cfg.Settings.Get("ADMIN_USERNAME")
+	// NOTE: an empty id is nobody's: tokens made without authentication
+	// belong to the admin account by name.
+	return userID != "" && userID == docflow.AdminUserID(a.cfg.Settings)
 }
 
 // sessionID returns the verified id of the session cookie, or "".

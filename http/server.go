@@ -71,7 +71,8 @@ type Config struct {
 	// SessionSecret signs session cookies.
 	SessionSecret string
 	// IsAdmin reports whether a user id has admin rights (tokens inherit
-	// their owner's); nil = only ADMIN_USERNAME.
+	// their owner's); nil = only ADMIN_USERNAME. The anonymous single user
+	// is an administrator whatever it says.
 	IsAdmin func(ctx context.Context, userID string) bool
 	// LocalLogin verifies a local account's password (nil = admin only).
 	LocalLogin func(ctx context.Context, username, password string) (*docflow.User, error)

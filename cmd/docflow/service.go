@@ -427,10 +427,19 @@ func (m *Main) startHTTP(ctx context.Context, secret string) error {
 	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
 		m.Log.Warn().Str("listen", addr).Msg("AUTH_ENABLED is false and the server listens on a non-loopback address: anyone who reaches it has full access")
 	}
+	tokens := postgres.NewTokenService(m.DB)
+	// Tokens made without authentication by earlier versions had no owner;
+	// they are the admin account's, like those made now.
+	admin := docflow.AdminUserID(m.Settings)
+	if n, err := tokens.AdoptOwnerlessTokens(ctx, admin); err != nil {
+		return err
+	} else if n > 0 {
+		m.Log.Info().Int64("tokens", n).Str("owner", admin).Msg("API tokens without an owner now belong to the admin account")
+	}
 	srv := dfhttp.NewServer(dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
 		Settings:      m.Settings,
-		Tokens:        postgres.NewTokenService(m.DB),
+		Tokens:        tokens,
 		Sessions:      postgres.NewSessionService(m.DB),
 		Recorder:      m.Recorder,
 		Version:       Version,
