@@ -47,7 +47,7 @@ func (s *Server) MountUploads(d UploadDeps) {
 	s.Handle("POST", "/api/automation/actions/upload", Route{Auth: AuthToken, Limit: LimitUpload, Stream: true, Timeout: uploadTimeout},
 		s.uploadHandler(d, docflow.ChannelAutomation, fasthttp.StatusOK))
 	s.Handle("POST", "/api/process-url", Route{Auth: AuthUser, Limit: LimitUpload, Timeout: 10 * time.Minute}, s.processURL(d))
-	s.Handle("POST", "/api/processall", Route{Auth: AuthUser, Limit: LimitDefault, Timeout: 10 * time.Minute}, s.processAll(d))
+	s.Handle("POST", "/api/processall", Route{Auth: AuthAdmin, Limit: LimitDefault, Timeout: 10 * time.Minute}, s.processAll(d))
 }
 
 type uploadResponse struct {
