@@ -130,7 +130,7 @@ func (s *Server) mountLogin() {
 		}
 		s.setSessionCookie(c, "", -1)
 		if strings.Contains(string(c.Request.Header.Peek("Accept")), "text/html") {
-			c.Redirect("/login", fasthttp.StatusSeeOther)
+			s.redirect(c, "/login", fasthttp.StatusSeeOther)
 			return nil
 		}
 		writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Logged out"})
@@ -197,7 +197,7 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		writeJSON(c, fasthttp.StatusOK, map[string]any{"user_id": user.ID, "is_admin": user.IsAdmin, "expires_at": sess.ExpiresAt})
 		return nil
 	}
-	c.Redirect(next, fasthttp.StatusSeeOther)
+	s.redirect(c, next, fasthttp.StatusSeeOther)
 	return nil
 }
 

@@ -146,6 +146,7 @@ func (s *Server) root(c *fasthttp.RequestCtx) {
 		c.Request.URI().SetPathBytes(p[:len(p)-1])
 	}
 	s.router.Handler(c)
+	s.pinRedirect(c)
 }
 
 // NewFastHTTPServer returns the configured fasthttp server.
