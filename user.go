@@ -82,12 +82,16 @@ const TokenPrefix = "dfl_"
 
 // Session is a browser session kept server-side.
 type Session struct {
-	ID        string
-	UserID    string
-	IsAdmin   bool
-	Data      map[string]string
-	CreatedAt time.Time
-	ExpiresAt time.Time
+	ID      string
+	UserID  string
+	IsAdmin bool
+	// PasswordStamp fingerprints the password the session was signed in
+	// with; once the account's differs (the password changed) the session
+	// is over. Empty for accounts without a password here (SSO).
+	PasswordStamp string
+	Data          map[string]string
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
 }
 
 // TokenService manages API tokens.

@@ -206,7 +206,38 @@ func (a *authenticator) userFromSession(ctx context.Context, sid string) *docflo
 	if err != nil {
 		return nil
 	}
+	stamp, err := a.passwordStamp(ctx, sess.UserID)
+	if err != nil {
+		a.cfg.Log.Warn().Err(err).Msg("check session password")
+		return nil
+	}
+	if !hmac.Equal([]byte(stamp), []byte(sess.PasswordStamp)) {
+		// The password changed since this session signed in: it is over.
+		if err := a.cfg.Sessions.DeleteSession(ctx, sid); err != nil {
+			a.cfg.Log.Warn().Err(err).Msg("end session of a changed password")
+		}
+		return nil
+	}
 	return &docflow.User{ID: sess.UserID, DisplayName: sess.UserID, IsAdmin: sess.IsAdmin || a.isAdmin(ctx, sess.UserID), SessionID: sess.ID}
+}
+
+// passwordStamp fingerprints the password userID signs in with now: the
+// local admin's ADMIN_PASSWORD (an HMAC under the session secret, so the
+// stored stamp tells nothing about it), else a local account's password
+// (Config.LocalPasswordStamp); "" for accounts without one here. A session
+// keeps the stamp it signed in under, so changing the password ends it.
+func (a *authenticator) passwordStamp(ctx context.Context, userID string) (string, error) {
+	if userID == docflow.AdminUserID(a.cfg.Settings) {
+		if pw := a.cfg.Settings.Get("ADMIN_PASSWORD"); pw != "" {
+			m := hmac.New(sha256.New, []byte(a.cfg.SessionSecret))
+			m.Write([]byte("ADMIN_PASSWORD\x00" + pw))
+			return "admin:" + hex.EncodeToString(m.Sum(nil))[:32], nil
+		}
+	}
+	if a.cfg.LocalPasswordStamp != nil {
+		return a.cfg.LocalPasswordStamp(ctx, userID)
+	}
+	return "", nil
 }
 
 // clientIP is the peer address, or the X-Forwarded-For client when the peer

@@ -172,8 +172,12 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 	b := make([]byte, 32)
 	rand.Read(b) //nolint:errcheck
 	now := s.cfg.Now()
+	stamp, err := s.auth.passwordStamp(RequestContext(c), user.ID)
+	if err != nil {
+		return err
+	}
 	sess := &docflow.Session{ID: base64.RawURLEncoding.EncodeToString(b), UserID: user.ID, IsAdmin: user.IsAdmin,
-		CreatedAt: now, ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour)}
+		CreatedAt: now, ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour), PasswordStamp: stamp}
 	if err := s.cfg.Sessions.CreateSession(RequestContext(c), sess); err != nil {
 		return err
 	}

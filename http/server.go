@@ -76,6 +76,10 @@ type Config struct {
 	IsAdmin func(ctx context.Context, userID string) bool
 	// LocalLogin verifies a local account's password (nil = admin only).
 	LocalLogin func(ctx context.Context, username, password string) (*docflow.User, error)
+	// LocalPasswordStamp fingerprints a local account's current password
+	// ("" for none); a session signed in under another stamp is over
+	// (nil = no local accounts).
+	LocalPasswordStamp func(ctx context.Context, userID string) (string, error)
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 }

@@ -436,14 +436,17 @@ func (m *Main) startHTTP(ctx context.Context, secret string) error {
 	} else if n > 0 {
 		m.Log.Info().Int64("tokens", n).Str("owner", admin).Msg("API tokens without an owner now belong to the admin account")
 	}
+	sessions := postgres.NewSessionService(m.DB)
 	srv := dfhttp.NewServer(dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
 		Settings:      m.Settings,
 		Tokens:        tokens,
-		Sessions:      postgres.NewSessionService(m.DB),
+		Sessions:      sessions,
 		Recorder:      m.Recorder,
 		Version:       Version,
 		SessionSecret: secret,
+		// A changed local password (or a deactivated account) ends its sessions.
+		LocalPasswordStamp: sessions.LocalPasswordStamp,
 	})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
