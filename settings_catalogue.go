@@ -45,6 +45,9 @@ func Catalogue() []SettingDef {
 		r(SettingDef{Key: "OIDC_ISSUER", Category: "Authentication", Type: TypeString, Description: "OpenID Connect issuer URL (SSO)"}),
 		r(SettingDef{Key: "OIDC_CLIENT_ID", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client id"}),
 		r(s(SettingDef{Key: "OIDC_CLIENT_SECRET", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client secret"})),
+		{Key: "LOGIN_FAILURES_BEFORE_DELAY", Category: "Authentication", Type: TypeInt, Default: "5", Description: "Failed sign-ins in a row for one user name (from any address) before each further attempt must wait a delay that doubles with every failure (1 s, 2 s, 4 s …)"},
+		{Key: "LOGIN_MAX_DELAY", Category: "Authentication", Type: TypeInt, Default: "900", Description: "Longest wait, in seconds, between sign-in attempts for a user name with failed sign-ins"},
+		{Key: "TOKEN_FAILURE_LIMIT", Category: "Authentication", Type: TypeString, Default: "20/minute", Description: "Failed bearer tokens (unknown, revoked, expired) one client address may send; past it the address gets 429 before its tokens are looked up"},
 		r(SettingDef{Key: "TRUSTED_PROXIES", Category: "Authentication", Type: TypeList, Description: "Proxy addresses or CIDRs whose X-Forwarded-For is honoured"}),
 
 		// Uploads

@@ -39,10 +39,16 @@ type authenticator struct {
 
 	stopc chan struct{}
 	done  chan struct{}
+
+	// failures counts failed bearer tokens per client address; logins the
+	// failed sign-ins per user name (authfail.go).
+	failures *rateLimiter
+	logins   *loginThrottle
 }
 
 func newAuthenticator(cfg Config) *authenticator {
-	return &authenticator{cfg: cfg, cache: map[string]cachedToken{}, uses: map[int64]docflow.TokenUse{}}
+	return &authenticator{cfg: cfg, cache: map[string]cachedToken{}, uses: map[int64]docflow.TokenUse{},
+		failures: newRateLimiter(cfg.Now), logins: newLoginThrottle(cfg.Now)}
 }
 
 // HashToken returns the hex SHA-256 stored for a token.
@@ -120,7 +126,22 @@ func bearerToken(c *fasthttp.RequestCtx) string {
 	return ""
 }
 
+// userFromToken resolves a bearer token. Failed tokens are counted per
+// client address, and an address that reached TOKEN_FAILURE_LIMIT is
+// refused before its token is looked up.
 func (a *authenticator) userFromToken(ctx context.Context, c *fasthttp.RequestCtx, token string) (*docflow.User, error) {
+	ip := a.clientIP(c)
+	if err := a.tokenFailuresBlocked(ip); err != nil {
+		return nil, err
+	}
+	u, err := a.tokenUser(ctx, c, token)
+	if err == errInvalidToken {
+		a.tokenFailed(ip)
+	}
+	return u, err
+}
+
+func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, token string) (*docflow.User, error) {
 	if !strings.HasPrefix(token, docflow.TokenPrefix) || len(token) > 200 {
 		return nil, errInvalidToken
 	}

@@ -4,9 +4,11 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"html/template"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -161,13 +163,28 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 			return s.mobileRedirectError()
 		}
 	}
-	user, ok := s.checkPassword(c, strings.TrimSpace(username), password)
+	username = strings.TrimSpace(username)
+	if err := s.loginDelayed(username); err != nil {
+		if isJSON {
+			return err
+		}
+		var e *docflow.Error
+		if errors.As(err, &e) {
+			c.Response.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+		}
+		return s.renderLogin(c, fasthttp.StatusTooManyRequests, loginView{Error: docflow.ErrorMessage(err) + ".", Username: username, Next: next, Mobile: mobile, RedirectURI: redirectURI})
+	}
+	user, ok := s.checkPassword(c, username, password)
 	if !ok {
+		if username != "" {
+			s.loginFailed(username)
+		}
 		if isJSON {
 			return docflow.Errorf(docflow.EUNAUTHORIZED, "Invalid username or password")
 		}
 		return s.renderLogin(c, fasthttp.StatusUnauthorized, loginView{Error: "Invalid username or password.", Username: username, Next: next, Mobile: mobile, RedirectURI: redirectURI})
 	}
+	s.auth.logins.succeed(username)
 	days := docflow.SettingInt(s.cfg.Settings, "SESSION_LIFETIME_DAYS", 30)
 	b := make([]byte, 32)
 	rand.Read(b) //nolint:errcheck
