@@ -21,6 +21,10 @@ func Catalogue() []SettingDef {
 	return []SettingDef{
 		// Core
 		r(SettingDef{Key: "LISTEN_ADDR", Category: "Core", Type: TypeString, Default: "127.0.0.1:8000", Description: "Address the HTTP server listens on"}),
+		r(SettingDef{Key: "HTTP_READ_HEADER_TIMEOUT", Category: "Core", Type: TypeInt, Default: "20", Description: "Seconds a client has to send a request's headers, from the connection's opening (or the request's first byte on a kept-alive connection); headers sent slowly do not extend it"}),
+		r(SettingDef{Key: "HTTP_BODY_TIMEOUT", Category: "Core", Type: TypeInt, Default: "60", Description: "Seconds a request body may take (a JSON body in all; an upload's body between two arrivals of data, so a large file on a slow line is not cut off)"}),
+		r(SettingDef{Key: "HTTP_IDLE_TIMEOUT", Category: "Core", Type: TypeInt, Default: "60", Description: "Seconds a kept-alive connection may wait for its next request"}),
+		r(SettingDef{Key: "HTTP_MAX_CONNS_PER_IP", Category: "Core", Type: TypeInt, Default: "128", Description: "Connections open at once from one client address (an IPv6 /64 counts as one); more are answered 429 and closed; TRUSTED_PROXIES are not capped; 0 = no cap"}),
 		r(SettingDef{Key: "BASE_URL", Category: "Core", Type: TypeString, Description: "Public URL of the service (default http:// + LISTEN_ADDR)"}),
 		r(SettingDef{Key: "DATABASE_URL", Category: "Core", Type: TypeString, Default: "postgres://postgres@127.0.0.1:5432/docflow?sslmode=disable", Description: "PostgreSQL connection URL; the database is created if missing", Sensitive: true}),
 		r(SettingDef{Key: "WORKDIR", Category: "Core", Type: TypeString, Default: "./data", Description: "Data directory: blobs, embedded broker and search index"}),

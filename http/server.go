@@ -94,6 +94,8 @@ type Server struct {
 	limiter *rateLimiter
 	auth    *authenticator
 	health  []HealthCheck
+	// bodyTimeout is HTTP_BODY_TIMEOUT as the server started with (conns.go).
+	bodyTimeout time.Duration
 }
 
 // NewServer builds the server and mounts the foundation routes (health,
@@ -155,7 +157,7 @@ func (s *Server) root(c *fasthttp.RequestCtx) {
 
 // NewFastHTTPServer returns the configured fasthttp server.
 func (s *Server) NewFastHTTPServer() *fasthttp.Server {
-	return &fasthttp.Server{
+	srv := &fasthttp.Server{
 		Handler: s.root,
 		Name:    "docflow",
 		// NOTE: bodies stream so uploads never sit in memory; JSON routes
@@ -164,12 +166,13 @@ func (s *Server) NewFastHTTPServer() *fasthttp.Server {
 		DisablePreParseMultipartForm: true,
 		MaxRequestBodySize:           64 << 10,
 		ReadBufferSize:               16 << 10,
-		ReadTimeout:                  0,
-		IdleTimeout:                  120 * time.Second,
 		Logger:                       fasthttpLogger{s.log},
 		NoDefaultServerHeader:        true,
 		CloseOnShutdown:              true,
 	}
+	// Header, body and idle timeouts (conns.go).
+	s.applyConnSettings(srv)
+	return srv
 }
 
 // Serve serves on ln until Shutdown.
@@ -177,7 +180,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.srv = s.NewFastHTTPServer()
 	s.ln = ln
 	s.auth.start()
-	return s.srv.Serve(ln)
+	return s.srv.Serve(s.limitConns(ln, s.connSettings().perIP))
 }
 
 // Shutdown stops accepting, waits for in-flight requests up to ctx, and
