@@ -28,12 +28,13 @@ import (
 //     and closed. Connections from TRUSTED_PROXIES are not capped: behind a
 //     proxy every client shares its address, and the proxy is where to cap.
 //
-// They are read when the server starts.
+// They are read when the server is built (NewServer).
 
 // connSettings are the slow-client settings in effect.
 type connSettings struct {
 	header, body, idle time.Duration
 	perIP              int
+	trusted            []string // TRUSTED_PROXIES (restart required)
 }
 
 func (s *Server) connSettings() connSettings {
@@ -46,17 +47,17 @@ func (s *Server) connSettings() connSettings {
 	}
 	perIP := docflow.SettingInt(s.cfg.Settings, "HTTP_MAX_CONNS_PER_IP", 128)
 	return connSettings{
-		header: secs("HTTP_READ_HEADER_TIMEOUT", 20),
-		body:   secs("HTTP_BODY_TIMEOUT", 60),
-		idle:   secs("HTTP_IDLE_TIMEOUT", 60),
-		perIP:  max(perIP, 0),
+		header:  secs("HTTP_READ_HEADER_TIMEOUT", 20),
+		body:    secs("HTTP_BODY_TIMEOUT", 60),
+		idle:    secs("HTTP_IDLE_TIMEOUT", 60),
+		perIP:   max(perIP, 0),
+		trusted: docflow.SettingList(s.cfg.Settings, "TRUSTED_PROXIES"),
 	}
 }
 
 // applyConnSettings sets the server's timeouts.
 func (s *Server) applyConnSettings(srv *fasthttp.Server) {
-	cs := s.connSettings()
-	s.bodyTimeout = cs.body
+	cs := s.conns
 	srv.ReadTimeout = cs.header
 	srv.IdleTimeout = cs.idle
 	srv.HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
@@ -70,10 +71,10 @@ func (s *Server) applyConnSettings(srv *fasthttp.Server) {
 // HTTP_BODY_TIMEOUT. nil when the request has no body stream.
 func (s *Server) progressBody(c *fasthttp.RequestCtx) io.Reader {
 	r := c.RequestBodyStream()
-	if r == nil || s.bodyTimeout <= 0 {
+	if r == nil || s.conns.body <= 0 {
 		return r
 	}
-	return &progressReader{c: c, r: r, timeout: s.bodyTimeout}
+	return &progressReader{c: c, r: r, timeout: s.conns.body}
 }
 
 type progressReader struct {
@@ -102,7 +103,7 @@ func (p *progressReader) Read(b []byte) (int, error) {
 type connLimitListener struct {
 	net.Listener
 	max     int
-	trusted func() []string // TRUSTED_PROXIES, read per connection
+	trusted []string
 	logf    func(format string, args ...any)
 
 	mu       sync.Mutex
@@ -110,13 +111,12 @@ type connLimitListener struct {
 	loggedAt time.Time
 }
 
-func (s *Server) limitConns(ln net.Listener, max int) net.Listener {
-	if max <= 0 {
+func (s *Server) limitConns(ln net.Listener) net.Listener {
+	if s.conns.perIP <= 0 {
 		return ln
 	}
-	return &connLimitListener{Listener: ln, max: max, open: map[string]int{},
-		trusted: func() []string { return docflow.SettingList(s.cfg.Settings, "TRUSTED_PROXIES") },
-		logf:    func(format string, args ...any) { s.log.Warn().Msg(fmt.Sprintf(format, args...)) }}
+	return &connLimitListener{Listener: ln, max: s.conns.perIP, trusted: s.conns.trusted, open: map[string]int{},
+		logf: func(format string, args ...any) { s.log.Warn().Msg(fmt.Sprintf(format, args...)) }}
 }
 
 // connKey is the address a connection counts against: the peer's IP, or
@@ -141,7 +141,7 @@ func (l *connLimitListener) Accept() (net.Conn, error) {
 			return nil, err
 		}
 		key, ip := connKey(c.RemoteAddr())
-		if key == "" || ipIn(ip, l.trusted()) {
+		if key == "" || ipIn(ip, l.trusted) {
 			return c, nil
 		}
 		l.mu.Lock()

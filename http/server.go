@@ -52,9 +52,10 @@ const (
 type Route struct {
 	Auth  Auth
 	Limit Limit
-	// Stream leaves the request body unread for the handler
-	// (c.RequestBodyStream); otherwise the body is read up to
-	// MAX_REQUEST_BODY_SIZE and 413 answers anything larger.
+	// Stream leaves the request body unread for the handler, which reads
+	// it through s.progressBody (its read deadline moves with progress);
+	// otherwise the body is read up to MAX_REQUEST_BODY_SIZE and 413
+	// answers anything larger.
 	Stream bool
 	// Timeout of the request context (default 30 s).
 	Timeout time.Duration
@@ -94,8 +95,8 @@ type Server struct {
 	limiter *rateLimiter
 	auth    *authenticator
 	health  []HealthCheck
-	// bodyTimeout is HTTP_BODY_TIMEOUT as the server started with (conns.go).
-	bodyTimeout time.Duration
+	// conns are the slow-client settings, read once in NewServer (conns.go).
+	conns connSettings
 }
 
 // NewServer builds the server and mounts the foundation routes (health,
@@ -109,6 +110,7 @@ func NewServer(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Log, router: router.New()}
 	s.limiter = newRateLimiter(cfg.Now)
+	s.conns = s.connSettings()
 	s.auth = newAuthenticator(cfg)
 	s.router.NotFound = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
 		return docflow.Errorf(docflow.ENOTFOUND, "Not Found")
@@ -180,7 +182,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.srv = s.NewFastHTTPServer()
 	s.ln = ln
 	s.auth.start()
-	return s.srv.Serve(s.limitConns(ln, s.connSettings().perIP))
+	return s.srv.Serve(s.limitConns(ln))
 }
 
 // Shutdown stops accepting, waits for in-flight requests up to ctx, and
