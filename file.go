@@ -175,9 +175,10 @@ type FileRepository interface {
 	ProcessingStatuses(ctx context.Context, files []*File) (map[int64]ProcessingStatus, error)
 	// FindProcessingLogs returns the file's log in chronological order.
 	FindProcessingLogs(ctx context.Context, fileID int64) ([]*ProcessingLog, error)
-	// ClaimFiles makes owner the owner of every unclaimed file among ids;
-	// the others are skipped with a reason (not found, owned by another
-	// user, already owned).
+	// ClaimFiles makes owner the owner of every unclaimed file among ids
+	// (Authorize with AccessClaim); the others are skipped with a reason
+	// (not found, owned by another user, already owned). EUNAUTHORIZED for
+	// an empty owner.
 	ClaimFiles(ctx context.Context, owner string, ids []int64) (claimed []int64, skipped []ClaimSkip, err error)
 	// ShareRole returns the role (viewer, editor) a share gives userID on
 	// the file, or "" when there is none.

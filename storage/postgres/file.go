@@ -550,10 +550,12 @@ func (s *FileService) FindProcessingLogs(ctx context.Context, fileID int64) ([]*
 	return out, rows.Err()
 }
 
-// ClaimFiles gives the unclaimed files among ids to owner.
+// ClaimFiles gives the unclaimed files among ids to owner, deciding each
+// by docflow.Authorize's claim rule under the rows' locks.
 func (s *FileService) ClaimFiles(ctx context.Context, owner string, ids []int64) ([]int64, []docflow.ClaimSkip, error) {
 	claimed := []int64{}
 	skipped := []docflow.ClaimSkip{}
+	claimant := &docflow.User{ID: owner}
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		claimed, skipped = claimed[:0], skipped[:0]
 		rows, err := tx.Query(ctx, `SELECT id, owner_id FROM files WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
@@ -581,15 +583,20 @@ func (s *FileService) ClaimFiles(ctx context.Context, owner string, ids []int64)
 			}
 			seen[id] = true
 			o, ok := owners[id]
-			switch {
-			case !ok:
+			if !ok {
 				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "not found"})
-			case o == nil:
-				claimed = append(claimed, id)
-			case *o == owner:
+				continue
+			}
+			err := docflow.Authorize(claimant, &docflow.File{ID: id, OwnerID: o}, "", docflow.AccessClaim)
+			switch {
+			case docflow.ErrorCode(err) == docflow.EFORBIDDEN:
+				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "owned by another user"})
+			case err != nil:
+				return err
+			case o != nil:
 				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "already owned by you"})
 			default:
-				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "owned by another user"})
+				claimed = append(claimed, id)
 			}
 		}
 		if len(claimed) == 0 {
