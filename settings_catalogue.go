@@ -21,6 +21,10 @@ func Catalogue() []SettingDef {
 	return []SettingDef{
 		// Core
 		r(SettingDef{Key: "LISTEN_ADDR", Category: "Core", Type: TypeString, Default: "127.0.0.1:8000", Description: "Address the HTTP server listens on"}),
+		r(SettingDef{Key: "HTTP_READ_HEADER_TIMEOUT", Category: "Core", Type: TypeInt, Default: "20", Description: "Seconds a client has to send a request's headers, from the connection's opening (or the request's first byte on a kept-alive connection); headers sent slowly do not extend it"}),
+		r(SettingDef{Key: "HTTP_BODY_TIMEOUT", Category: "Core", Type: TypeInt, Default: "60", Description: "Seconds a request body may take (a JSON body in all; an upload's body between two arrivals of data, so a large file on a slow line is not cut off)"}),
+		r(SettingDef{Key: "HTTP_IDLE_TIMEOUT", Category: "Core", Type: TypeInt, Default: "60", Description: "Seconds a kept-alive connection may wait for its next request"}),
+		r(SettingDef{Key: "HTTP_MAX_CONNS_PER_IP", Category: "Core", Type: TypeInt, Default: "128", Description: "Connections open at once from one client address (an IPv6 /64 counts as one); more are answered 429 and closed; TRUSTED_PROXIES are not capped; 0 = no cap"}),
 		r(SettingDef{Key: "BASE_URL", Category: "Core", Type: TypeString, Description: "Public URL of the service (default http:// + LISTEN_ADDR)"}),
 		r(SettingDef{Key: "DATABASE_URL", Category: "Core", Type: TypeString, Default: "postgres://postgres@127.0.0.1:5432/docflow?sslmode=disable", Description: "PostgreSQL connection URL; the database is created if missing", Sensitive: true}),
 		r(SettingDef{Key: "WORKDIR", Category: "Core", Type: TypeString, Default: "./data", Description: "Data directory: blobs, embedded broker and search index"}),
@@ -46,6 +50,9 @@ func Catalogue() []SettingDef {
 		r(SettingDef{Key: "OIDC_CLIENT_ID", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client id"}),
 		r(s(SettingDef{Key: "OIDC_CLIENT_SECRET", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client secret"})),
 		{Key: "CORS_ALLOWED_ORIGINS", Category: "Authentication", Type: TypeList, Description: "Other sites (origins such as https://app.example.com) whose pages may send state-changing requests and read answers (CORS); any other site's is refused with 403"},
+		{Key: "LOGIN_FAILURES_BEFORE_DELAY", Category: "Authentication", Type: TypeInt, Default: "5", Description: "Failed sign-ins in a row for one user name (from any address) before each further attempt must wait a delay that doubles with every failure (1 s, 2 s, 4 s …)"},
+		{Key: "LOGIN_MAX_DELAY", Category: "Authentication", Type: TypeInt, Default: "900", Description: "Longest wait, in seconds, between sign-in attempts for a user name with failed sign-ins"},
+		{Key: "TOKEN_FAILURE_LIMIT", Category: "Authentication", Type: TypeString, Default: "20/minute", Description: "Failed bearer tokens (unknown, revoked, expired) one client address may send; past it the address gets 429 before its tokens are looked up"},
 		r(SettingDef{Key: "TRUSTED_PROXIES", Category: "Authentication", Type: TypeList, Description: "Proxy addresses or CIDRs whose X-Forwarded-For is honoured"}),
 
 		// Uploads
@@ -53,7 +60,7 @@ func Catalogue() []SettingDef {
 		{Key: "MAX_REQUEST_BODY_SIZE", Category: "Uploads", Type: TypeInt, Default: "1048576", Description: "Largest accepted JSON body in bytes"},
 		{Key: "ENABLE_DEDUPLICATION", Category: "Uploads", Type: TypeBool, Default: "true", Description: "Detect exact duplicates by SHA-256"},
 		{Key: "ALLOW_FILE_DELETE", Category: "Uploads", Type: TypeBool, Default: "true", Description: "Allow deleting files through the API"},
-		{Key: "UPLOAD_RATE_LIMIT_PER_USER", Category: "Uploads", Type: TypeInt, Default: "20", Description: "Uploads per user per window (ui-upload, process-url)"},
+		{Key: "UPLOAD_RATE_LIMIT_PER_USER", Category: "Uploads", Type: TypeInt, Default: "20", Description: "Uploads per signed-in user per window (ui-upload, process-url), reduced under load; the single user without authentication gets RATE_LIMIT_UPLOAD instead"},
 		{Key: "UPLOAD_RATE_LIMIT_WINDOW", Category: "Uploads", Type: TypeInt, Default: "60", Description: "Per-user upload window in seconds"},
 		{Key: "DEFAULT_DAILY_UPLOAD_LIMIT", Category: "Uploads", Type: TypeInt, Default: "0", Description: "Daily uploads per user when the profile sets none (0 = unlimited)"},
 		{Key: "URL_FETCH_TIMEOUT", Category: "Uploads", Type: TypeInt, Default: "30", Description: "Total timeout in seconds for process-url downloads"},
@@ -111,8 +118,12 @@ func Catalogue() []SettingDef {
 		s(SettingDef{Key: "SMTP_PASSWORD", Category: "Notifications", Type: TypeString, Description: "SMTP password"}),
 		{Key: "SMTP_FROM", Category: "Notifications", Type: TypeString, Description: "Sender address of e-mail"},
 
+		// Mobile
+		{Key: "MOBILE_DEV_CLIENT_ENABLED", Category: "Mobile", Type: TypeBool, Default: "false", Description: "Let the mobile login hand tokens to the development client (exp:// redirect URIs), and then only on loopback or private-network hosts; docflow:// is always accepted"},
+		{Key: "MOBILE_TOKEN_LIFETIME_DAYS", Category: "Mobile", Type: TypeInt, Default: "365", Description: "Days a token handed to the mobile app by the browser login stays valid (1 to 3650)"},
+
 		// Rate limiting
-		{Key: "RATE_LIMITING_ENABLED", Category: "Rate limiting", Type: TypeBool, Default: "true", Description: "Enforce request rate limits"},
+		{Key: "RATE_LIMITING_ENABLED", Category: "Rate limiting", Type: TypeBool, Default: "true", Description: "Enforce the API rate limits: RATE_LIMIT_DEFAULT, RATE_LIMIT_UPLOAD, RATE_LIMIT_AUTH and the per-user upload window (false switches all of them off; a profile's daily upload limit is not a rate limit and stays)"},
 		{Key: "RATE_LIMIT_DEFAULT", Category: "Rate limiting", Type: TypeString, Default: "100/minute", Description: "Default endpoint limit"},
 		{Key: "RATE_LIMIT_UPLOAD", Category: "Rate limiting", Type: TypeString, Default: "600/minute", Description: "Upload endpoint limit"},
 		{Key: "RATE_LIMIT_AUTH", Category: "Rate limiting", Type: TypeString, Default: "10/minute", Description: "Authentication endpoint limit"},

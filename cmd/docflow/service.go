@@ -427,14 +427,26 @@ func (m *Main) startHTTP(ctx context.Context, secret string) error {
 	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
 		m.Log.Warn().Str("listen", addr).Msg("AUTH_ENABLED is false and the server listens on a non-loopback address: anyone who reaches it has full access")
 	}
+	tokens := postgres.NewTokenService(m.DB)
+	// Tokens made without authentication by earlier versions had no owner;
+	// they are the admin account's, like those made now.
+	admin := docflow.AdminUserID(m.Settings)
+	if n, err := tokens.AdoptOwnerlessTokens(ctx, admin); err != nil {
+		return err
+	} else if n > 0 {
+		m.Log.Info().Int64("tokens", n).Str("owner", admin).Msg("API tokens without an owner now belong to the admin account")
+	}
+	sessions := postgres.NewSessionService(m.DB)
 	srv := dfhttp.NewServer(dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
 		Settings:      m.Settings,
-		Tokens:        postgres.NewTokenService(m.DB),
-		Sessions:      postgres.NewSessionService(m.DB),
+		Tokens:        tokens,
+		Sessions:      sessions,
 		Recorder:      m.Recorder,
 		Version:       Version,
 		SessionSecret: secret,
+		// A changed local password (or a deactivated account) ends its sessions.
+		LocalPasswordStamp: sessions.LocalPasswordStamp,
 	})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
