@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"docflow"
@@ -316,10 +317,7 @@ func cloneFile(f *docflow.File) *docflow.File {
 		v := *f.OCRQualityScore
 		c.OCRQualityScore = &v
 	}
-	if f.StorageProvider != nil {
-		v := *f.StorageProvider
-		c.StorageProvider = &v
-	}
+	c.StorageProviders = slices.Clone(f.StorageProviders)
 	if f.DuplicateOf != nil {
 		v := *f.DuplicateOf
 		c.DuplicateOf = &v

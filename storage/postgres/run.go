@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -793,7 +794,7 @@ func fileChanged(rec StepRecord) bool {
 	return a.ProcessedBlob != b.ProcessedBlob || !reflect.DeepEqual(a.DocumentTitle, b.DocumentTitle) ||
 		a.OCRText != b.OCRText || !reflect.DeepEqual(a.OCRQualityScore, b.OCRQualityScore) ||
 		!reflect.DeepEqual(a.AIMetadata, b.AIMetadata) || a.Language != b.Language ||
-		!reflect.DeepEqual(a.StorageProvider, b.StorageProvider) || !reflect.DeepEqual(a.DuplicateOf, b.DuplicateOf)
+		!slices.Equal(a.StorageProviders, b.StorageProviders) || !reflect.DeepEqual(a.DuplicateOf, b.DuplicateOf)
 }
 
 // finishRun ends the run with status (nothing when ""), or just notes its
@@ -849,14 +850,13 @@ func saveFileChanges(ctx context.Context, tx pgx.Tx, rec StepRecord) error {
 		if err != nil {
 			return fmt.Errorf("ai_metadata: %w", err)
 		}
-		set("ai_metadata", meta)
-		set("tags", metadataTags(a.AIMetadata))
+		set("ai_metadata", meta) // the tags column follows by trigger
 	}
 	if a.Language != b.Language {
 		set("language", a.Language)
 	}
-	if !reflect.DeepEqual(a.StorageProvider, b.StorageProvider) {
-		set("storage_provider", a.StorageProvider)
+	if !slices.Equal(a.StorageProviders, b.StorageProviders) {
+		set("storage_providers", providers(a.StorageProviders))
 	}
 	if !reflect.DeepEqual(a.DuplicateOf, b.DuplicateOf) {
 		set("duplicate_of", a.DuplicateOf)
