@@ -97,6 +97,7 @@ type Engine struct {
 	now       func() time.Time
 
 	stepTimeout, stallTimeout, stallInterval, leaseTTL time.Duration
+	busy                                               busyTypes // for the stall check
 
 	consumers []*streams.Consumer
 	steps     []*stepConsumer
