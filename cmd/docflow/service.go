@@ -620,6 +620,9 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	env := newEnvSettings(os.Getenv)
+	if err := env.validate("LOG_LEVEL", "LOG_FORMAT", "WORKDIR"); err != nil {
+		return err
+	}
 	log := newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), stderr)
 	dir := *dataDir
 	if dir == "" {
