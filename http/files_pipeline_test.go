@@ -79,3 +79,27 @@ func TestFileRecordNamesTheRunsPipeline(t *testing.T) {
 		t.Fatalf("listing summary %v", list.Files[0].ProcessingStatus)
 	}
 }
+
+// storage_provider takes one kind of destination or several (any of them),
+// in any case.
+func TestListFilesByStorageProvider(t *testing.T) {
+	fe := newFilesEnv(t, nil)
+	ctx := context.Background()
+	delivered := fe.mustUpload("delivered.pdf", pdf("delivered"))
+	fe.mustUpload("kept.pdf", pdf("kept"))
+	if _, err := fe.DB.Pool.Exec(ctx, `UPDATE files SET storage_providers = '{local,webdav}' WHERE id=$1`, delivered); err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[string]int{"webdav": 1, "WebDAV": 1, "s3": 0, "s3,%20local": 1, "": 2} {
+		resp, body := fe.do("GET", "/api/files?storage_provider="+q, "", nil)
+		fe.expect(resp, body, 200)
+		var list struct {
+			Files []struct {
+				ID int64 `json:"id"`
+			} `json:"files"`
+		}
+		if err := json.Unmarshal(body, &list); err != nil || len(list.Files) != want || (want == 1 && list.Files[0].ID != delivered) {
+			t.Errorf("storage_provider=%s: %s, want %d files", q, body, want)
+		}
+	}
+}
