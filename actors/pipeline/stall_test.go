@@ -138,16 +138,18 @@ func TestQueuedBehindBusyStepTypeIsNotStalled(t *testing.T) {
 	first, firstRun := e.ingest("first.pdf", "first", &p.ID, nil)
 	g.waitStarted(t, firstRun, 20*time.Second)
 	second, secondRun := e.ingest("second.pdf", "second", &p.ID, nil)
-	// The second waits for the only actor; once it has waited longer than
-	// the stall timeout it would be taken for stalled but for the busy
-	// type.
+	// The second, routed, waits for the only actor; once it has waited
+	// longer than the stall timeout it would be taken for stalled but for
+	// the busy type.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		runs, err := e.Store.StalledRuns(e.ctx, 300*time.Millisecond, nil, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if slices.ContainsFunc(runs, func(r postgres.StalledRun) bool { return r.RunID == secondRun }) {
+		if slices.ContainsFunc(runs, func(r postgres.StalledRun) bool {
+			return r.RunID == secondRun && r.Step != nil && r.Step.Status == docflow.StepQueued
+		}) {
 			break
 		}
 		if time.Now().After(deadline) {
