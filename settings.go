@@ -177,9 +177,17 @@ func shownSetting(def *SettingDef, value string) string {
 	return fmt.Sprintf("%s=%q", def.Key, value)
 }
 
-// settingSources names the sources of an effective value in messages.
-var settingSources = map[string]string{
-	"db": "set through the settings API", "env": "from the environment", "default": "the built-in default",
+// settingSource names the source of an effective value in messages.
+func settingSource(src string) string {
+	switch src {
+	case "db":
+		return "set through the settings API"
+	case "env":
+		return "from the environment"
+	case "default":
+		return "the built-in default"
+	}
+	return src
 }
 
 // ValidateSettings checks the effective value of every setting of defs,
@@ -192,11 +200,7 @@ func ValidateSettings(defs []SettingDef, value func(key string) (v, source strin
 		def := &defs[i]
 		v, src := value(def.Key)
 		if why := settingProblem(def, v); why != "" {
-			from := settingSources[src]
-			if from == "" {
-				from = src
-			}
-			bad = append(bad, fmt.Sprintf("%s (%s): %s", shownSetting(def, v), from, why))
+			bad = append(bad, fmt.Sprintf("%s (%s): %s", shownSetting(def, v), settingSource(src), why))
 		}
 	}
 	switch len(bad) {
