@@ -184,7 +184,12 @@ func (s *Server) parseFileFilter(c *fasthttp.RequestCtx) (docflow.FileFilter, er
 			f.DateTo = &t
 		}
 	}
-	f.StorageProvider = strings.TrimSpace(string(args.Peek("storage_provider")))
+	// storage_provider: one kind of destination, or several (any of them).
+	for _, p := range strings.Split(string(args.Peek("storage_provider")), ",") {
+		if p = strings.ToLower(strings.TrimSpace(p)); p != "" {
+			f.StorageProviders = append(f.StorageProviders, p)
+		}
+	}
 	if v := string(args.Peek("tags")); v != "" {
 		for _, t := range strings.Split(v, ",") {
 			if t = strings.TrimSpace(t); t != "" {
@@ -290,6 +295,14 @@ type fileRecord struct {
 	TaskID           string         `json:"task_id"`
 }
 
+// runSummary is the processing_status of a file record: the listing's
+// summary plus the pipeline the current run follows.
+type runSummary struct {
+	docflow.ProcessingStatus
+	PipelineID   *int64  `json:"pipeline_id"`
+	PipelineName *string `json:"pipeline_name"`
+}
+
 func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
 	f, err := h.file(c, docflow.AccessView)
 	if err != nil {
@@ -300,6 +313,7 @@ func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	st := statuses[f.ID]
 	logs, err := h.d.Files.FindProcessingLogs(ctx, f.ID)
 	if err != nil {
 		return err
@@ -319,7 +333,7 @@ func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
 			FileSize: f.FileSize, MimeType: f.MimeType, CreatedAt: f.CreatedAt, OwnerID: f.OwnerID, PipelineID: f.PipelineID,
 			DocumentTitle: f.DocumentTitle, OCRQualityScore: f.OCRQualityScore, AIMetadata: f.AIMetadata,
 			DuplicateOf: f.DuplicateOf, TaskID: f.TaskID},
-		"processing_status": statuses[f.ID],
+		"processing_status": runSummary{st, st.PipelineID, st.PipelineName},
 		"logs":              logs,
 		"files_on_disk":     map[string]bool{"original": orig, "processed": proc},
 	})
