@@ -54,6 +54,7 @@ func (s *convertStep) close() error {
 }
 
 func (s *convertStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.StepResult, error) {
+	toolMemoryLimit(s.d.Settings)
 	f := in.File
 	if f.OriginalBlob == "" {
 		return nil, invalidf("file %d has no stored original", f.ID)

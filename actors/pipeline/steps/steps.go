@@ -23,6 +23,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/internal/proc"
 )
 
 // RuleSource gives the classify step the stored rules
@@ -65,6 +66,7 @@ func New(d Deps) (*Steps, error) {
 	if err := os.MkdirAll(d.TempDir, 0o700); err != nil {
 		return nil, fmt.Errorf("steps: temp dir: %w", err)
 	}
+	toolMemoryLimit(d.Settings)
 	s := &Steps{d: d}
 	s.convert = &convertStep{d: d}
 	s.ocr = newOCRStep(d)
@@ -85,6 +87,14 @@ func (s *Steps) All() []docflow.Step { return append([]docflow.Step(nil), s.all.
 
 // Close releases the converters' LibreOffice profiles.
 func (s *Steps) Close() error { return s.convert.close() }
+
+// toolMemoryLimit applies TOOL_MEMORY_LIMIT to the external tools started
+// from now on and returns it (0: no limit).
+func toolMemoryLimit(st docflow.SettingsService) int64 {
+	n := max(docflow.SettingInt64(st, "TOOL_MEMORY_LIMIT", proc.DefaultMemoryLimit), 0)
+	proc.SetMemoryLimit(n)
+	return n
+}
 
 // invalidf is a document problem: the engine fails the step at once.
 func invalidf(format string, args ...any) error {
