@@ -72,10 +72,12 @@ func (s *convertStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.
 		if err != nil {
 			return nil, err
 		}
-		// A valid PDF is its own processed version (blobs are
-		// content-addressed, so a copy would have the same key).
-		f.ProcessedBlob = f.OriginalBlob
-		return &docflow.StepResult{Message: fmt.Sprintf("PDF passed through (%d pages)", info.Pages), Bytes: f.FileSize}, nil
+		if len(info.Active) == 0 {
+			// A valid PDF is its own processed version (blobs are
+			// content-addressed, so a copy would have the same key).
+			f.ProcessedBlob = f.OriginalBlob
+			return &docflow.StepResult{Message: fmt.Sprintf("PDF passed through (%d pages)", info.Pages), Bytes: f.FileSize}, nil
+		}
 	}
 	dir, cleanup, err := workDir(s.d, "convert")
 	if err != nil {
@@ -83,21 +85,32 @@ func (s *convertStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.
 	}
 	defer cleanup()
 	out := filepath.Join(dir, "out.pdf")
-	if err := c.Convert(ctx, src, f.MimeType, out); err != nil {
+	what := ""
+	if convert.KindOf(f.MimeType) == convert.KindPDF {
+		out = src
+		what = "PDF rewritten"
+	} else if err := c.Convert(ctx, src, f.MimeType, out); err != nil {
 		return nil, err
+	} else {
+		what = fmt.Sprintf("Converted %s (%s) to PDF", f.MimeType, convert.KindOf(f.MimeType))
 	}
 	info, err := c.CheckPDF(ctx, out)
 	if err != nil {
 		return nil, fmt.Errorf("converted PDF: %w", err)
+	}
+	// NOTE: LibreOffice writes form fields with scripts, and an uploaded
+	// PDF may carry anything: the processed version has none of it.
+	out, note, err := withoutActiveContent(ctx, out, filepath.Join(dir, "clean.pdf"), info.Active)
+	if err != nil {
+		return nil, err
 	}
 	blob, err := putFile(ctx, in.Blobs, out)
 	if err != nil {
 		return nil, err
 	}
 	f.ProcessedBlob = blob.Key
-	kind := convert.KindOf(f.MimeType).String()
 	return &docflow.StepResult{
-		Message: fmt.Sprintf("Converted %s (%s) to PDF: %d pages, %d bytes", f.MimeType, kind, info.Pages, blob.Size),
+		Message: fmt.Sprintf("%s: %d pages, %d bytes%s", what, info.Pages, blob.Size, note),
 		Bytes:   f.FileSize,
 	}, nil
 }

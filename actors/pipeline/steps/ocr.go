@@ -134,14 +134,31 @@ func (s *ocrStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.Step
 			Bytes:   fileSize(pdf),
 		}, nil
 	}
+	note := ""
 	if res.Searchable {
-		blob, err := putFile(ctx, in.Blobs, out)
+		path := out
+		if f.ProcessedBlob == "" {
+			// Read from the original (no convert_to_pdf, which cleans):
+			// the searchable PDF keeps its text pages as they were.
+			info, err := convert.CheckPDF(ctx, out, toolTimeout)
+			if err != nil {
+				return nil, fmt.Errorf("searchable PDF: %w", err)
+			}
+			clean := tempPath(s.d, "ocr-clean", ".pdf")
+			defer os.Remove(clean)
+			if path, note, err = withoutActiveContent(ctx, out, clean, info.Active); err != nil {
+				return nil, err
+			}
+		}
+		blob, err := putFile(ctx, in.Blobs, path)
 		if err != nil {
 			return nil, err
 		}
 		f.ProcessedBlob = blob.Key
 	}
-	return ocrResult(res, fileSize(pdf)), nil
+	r := ocrResult(res, fileSize(pdf))
+	r.Message += note
+	return r, nil
 }
 
 // ocrResult reports a reading that ran OCR.
