@@ -42,6 +42,9 @@ type Deps struct {
 	// TempDir holds working files and the LibreOffice profiles (default
 	// os.TempDir()); cmd/docflow passes WORKDIR/tmp.
 	TempDir string
+	// WorkDir is WORKDIR: the steps' messages and errors (the processing
+	// log) name files under it, and under TempDir, relative to it.
+	WorkDir string
 }
 
 // Steps is the set of processing steps of one worker process. Close it on
@@ -70,13 +73,16 @@ func New(d Deps) (*Steps, error) {
 	s := &Steps{d: d}
 	s.convert = &convertStep{d: d}
 	s.ocr = newOCRStep(d)
-	s.all = []docflow.Step{
+	paths := newPathRewriter(d.WorkDir, d.TempDir)
+	for _, st := range []docflow.Step{
 		s.convert,
 		s.ocr,
 		&extractStep{d: d},
 		&classifyStep{d: d},
 		&embedMetadataStep{d: d},
 		&embeddingStep{d: d},
+	} {
+		s.all = append(s.all, relativePaths{Step: st, paths: paths})
 	}
 	return s, nil
 }
