@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"docflow"
 )
 
 // DefaultMemoryLimit is the address space a tool may use when
@@ -52,26 +54,38 @@ func reportsOutOfMemory(stderr string) bool {
 	return false
 }
 
-// outOfMemory tells whether a run under the limit was stopped by it: the
-// tool said an allocation failed, or it died of the signal that a failed
-// allocation ends in (abort after bad_alloc, a segmentation fault after an
-// unchecked malloc, SIGKILL of a Python interpreter that could not grow).
-func outOfMemory(stderr string, ps *os.ProcessState) bool {
+// memoryError tells whether a failed run under the limit was stopped by
+// it, and says so (EINVALID: the same document would need the same memory
+// again); nil when the failure looks like something else. The tool said an
+// allocation failed, or it died of the signal a failed allocation ends in
+// (an abort after std::bad_alloc, a segmentation fault after an unchecked
+// malloc), itself or, as a shell wrapper such as LibreOffice's soffice
+// reports it, as the exit status 128 + the signal.
+func memoryError(name string, limit int64, stderr string, ps *os.ProcessState) error {
 	if reportsOutOfMemory(stderr) {
-		return true
+		return &docflow.Error{Code: docflow.EINVALID, Message: fmt.Sprintf(
+			"%s ran out of memory: external tools may use at most %s (TOOL_MEMORY_LIMIT) and this document needs more", name, FormatBytes(limit))}
 	}
 	if ps == nil {
-		return false
+		return nil
 	}
 	ws, ok := ps.Sys().(syscall.WaitStatus)
-	if !ok || !ws.Signaled() {
-		return false
+	if !ok {
+		return nil
 	}
-	switch ws.Signal() {
+	sig := syscall.Signal(-1)
+	switch {
+	case ws.Signaled():
+		sig = ws.Signal()
+	case ws.Exited() && ws.ExitStatus() > 128:
+		sig = syscall.Signal(ws.ExitStatus() - 128)
+	}
+	switch sig {
 	case syscall.SIGABRT, syscall.SIGSEGV, syscall.SIGBUS:
-		return true
+		return &docflow.Error{Code: docflow.EINVALID, Message: fmt.Sprintf(
+			"%s crashed (%s), most likely out of memory: external tools may use at most %s (TOOL_MEMORY_LIMIT)", name, sig, FormatBytes(limit))}
 	}
-	return false
+	return nil
 }
 
 // FormatBytes writes a byte count the way settings are talked about:

@@ -68,6 +68,7 @@ func TestMemoryExhausted(t *testing.T) {
 	if err == nil {
 		t.Fatal("600 MiB held under a 256 MiB limit")
 	}
+	// The shell dies of a segmentation fault when it cannot grow.
 	msg := docflow.ErrorMessage(err)
 	if docflow.ErrorCode(err) != docflow.EINVALID || !strings.Contains(msg, "out of memory") ||
 		!strings.Contains(msg, "256 MiB") || !strings.Contains(msg, "TOOL_MEMORY_LIMIT") {
@@ -75,6 +76,15 @@ func TestMemoryExhausted(t *testing.T) {
 	}
 	t.Log(msg)
 
+	// A wrapper script reports its tool's abort as exit status 134.
+	_, err = Run(ctx, Cmd{Path: sh, Args: []string{"-c", "exit 134"}})
+	if docflow.ErrorCode(err) != docflow.EINVALID || !strings.Contains(docflow.ErrorMessage(err), "aborted") {
+		t.Fatalf("exit status 134: %v", err)
+	}
+	// An ordinary failure stays what it was.
+	if _, err = Run(ctx, Cmd{Path: sh, Args: []string{"-c", "echo bad >&2; exit 3"}}); docflow.ErrorCode(err) != docflow.EINTERNAL {
+		t.Fatalf("exit status 3: %v", err)
+	}
 	_, err = Run(ctx, Cmd{Path: sh, Args: []string{"-c", "echo 'Out of memory' >&2; exit 0"}})
 	if docflow.ErrorCode(err) != docflow.EINVALID || !strings.Contains(docflow.ErrorMessage(err), "TOOL_MEMORY_LIMIT") {
 		t.Fatalf("out of memory with exit status 0: %v", err)

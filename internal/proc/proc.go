@@ -151,9 +151,10 @@ func Run(ctx context.Context, c Cmd) (*Result, error) {
 		}
 		return res, fmt.Errorf("%s: %w", name, ctx.Err())
 	}
-	if limit > 0 && (err != nil || reportsOutOfMemory(res.Stderr)) && outOfMemory(res.Stderr, cmd.ProcessState) {
-		return res, &docflow.Error{Code: docflow.EINVALID, Message: fmt.Sprintf(
-			"%s ran out of memory: external tools may use at most %s (TOOL_MEMORY_LIMIT) and this document needs more", name, FormatBytes(limit))}
+	if limit > 0 && (err != nil || reportsOutOfMemory(res.Stderr)) {
+		if e := memoryError(name, limit, res.Stderr, cmd.ProcessState); e != nil {
+			return res, e
+		}
 	}
 	if err != nil {
 		msg := strings.TrimSpace(res.Stderr)

@@ -67,9 +67,10 @@ func (s *convertStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.
 	if err != nil {
 		return nil, err
 	}
+	var info *convert.PDFInfo
+	out, what := src, "PDF rewritten"
 	if convert.KindOf(f.MimeType) == convert.KindPDF {
-		info, err := c.CheckPDF(ctx, src)
-		if err != nil {
+		if info, err = c.CheckPDF(ctx, src); err != nil {
 			return nil, err
 		}
 		if len(info.Active) == 0 {
@@ -84,19 +85,15 @@ func (s *convertStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.
 		return nil, err
 	}
 	defer cleanup()
-	out := filepath.Join(dir, "out.pdf")
-	what := ""
-	if convert.KindOf(f.MimeType) == convert.KindPDF {
-		out = src
-		what = "PDF rewritten"
-	} else if err := c.Convert(ctx, src, f.MimeType, out); err != nil {
-		return nil, err
-	} else {
+	if info == nil {
+		out = filepath.Join(dir, "out.pdf")
+		if err := c.Convert(ctx, src, f.MimeType, out); err != nil {
+			return nil, err
+		}
+		if info, err = c.CheckPDF(ctx, out); err != nil {
+			return nil, fmt.Errorf("converted PDF: %w", err)
+		}
 		what = fmt.Sprintf("Converted %s (%s) to PDF", f.MimeType, convert.KindOf(f.MimeType))
-	}
-	info, err := c.CheckPDF(ctx, out)
-	if err != nil {
-		return nil, fmt.Errorf("converted PDF: %w", err)
 	}
 	// NOTE: LibreOffice writes form fields with scripts, and an uploaded
 	// PDF may carry anything: the processed version has none of it.
