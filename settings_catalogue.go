@@ -83,6 +83,7 @@ func Catalogue() []SettingDef {
 		{Key: "LOCAL_DESTINATION_DIR", Category: "Storage", Type: TypeString, Description: "Folder the send_to_destinations step copies processed files to"},
 		{Key: "LIBREOFFICE_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "120", Description: "Seconds a LibreOffice conversion may take", Check: AtLeast(1)},
 		{Key: "CONVERT_CONCURRENCY", Category: "Processing", Type: TypeInt, Default: "2", Description: "Concurrent LibreOffice conversions", Check: AtLeast(1)},
+		{Key: "TOOL_MEMORY_LIMIT", Category: "Processing", Type: TypeInt, Default: "1073741824", Description: "Address space in bytes each process of an external tool (LibreOffice, Tesseract, poppler, img2pdf) may use; a document that needs more fails, and OCR pages are bounded to a sixteenth of it in pixels (0 = no limit; LibreOffice needs about 512 MiB)", Check: ZeroOrAtLeast(512 << 20)},
 
 		// OCR
 		{Key: "TESSERACT_LANGUAGE", Category: "OCR", Type: TypeAutocomp, Default: "eng+deu", Description: "Tesseract languages used when a step says auto", Check: LanguageCodes()},

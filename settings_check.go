@@ -33,6 +33,20 @@ func IntBetween(lo, hi int64) SettingCheck {
 	}
 }
 
+// ZeroOrAtLeast accepts 0 (meaning "none") or integers from lo up.
+func ZeroOrAtLeast(lo int64) SettingCheck {
+	at := AtLeast(lo)
+	return func(v string) error {
+		if strings.TrimSpace(v) == "0" {
+			return nil
+		}
+		if err := at(v); err != nil {
+			return fmt.Errorf("%w, or 0 for none", err)
+		}
+		return nil
+	}
+}
+
 // AtLeast accepts integers from lo up.
 func AtLeast(lo int64) SettingCheck { return IntBetween(lo, maxInt) }
 

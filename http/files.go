@@ -771,9 +771,10 @@ func (h *filesHandlers) bulkDownload(c *fasthttp.RequestCtx) error {
 	return nil
 }
 
-// uniqueName keeps ZIP entry names distinct: "a.pdf", "a (2).pdf", …
+// uniqueName keeps ZIP entry names distinct: "a.pdf", "a (2).pdf", …, and
+// clean (docflow.CleanFilename), whenever the record was stored.
 func uniqueName(used map[string]int, name string) string {
-	name = strings.ReplaceAll(name, "/", "_")
+	name = docflow.CleanFilename(strings.ReplaceAll(name, "/", "_"))
 	used[name]++
 	if n := used[name]; n > 1 {
 		ext := path.Ext(name)

@@ -365,7 +365,7 @@ func blobSweepMinAge(settings docflow.SettingsService, log zerolog.Logger) time.
 // recovery of unfinished runs.
 func (m *Main) startEngine(ctx context.Context) error {
 	st, err := steps.New(steps.Deps{Settings: m.Settings, Rules: postgres.NewClassificationService(m.DB),
-		Log: m.Log.With().Str("component", "steps").Logger(), TempDir: filepath.Join(m.Workdir, "tmp")})
+		Log: m.Log.With().Str("component", "steps").Logger(), TempDir: filepath.Join(m.Workdir, "tmp"), WorkDir: m.Workdir})
 	if err != nil {
 		return err
 	}
