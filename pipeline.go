@@ -342,6 +342,32 @@ func (r *RoutingRule) Matches(in RoutingInput) bool {
 	return false
 }
 
+// MatchRules returns the first rule of rules that matches in and whose
+// target pipeline, looked up with find, exists and is active, with that
+// pipeline; nil, nil when none does. Rules are tried in the order given
+// (ActiveRules' order: the owner's, then the system's, each by position),
+// so the first match wins. A pipeline find reports as ENOTFOUND (deleted
+// since the rules were read) skips its rule; other errors are returned.
+func MatchRules(ctx context.Context, rules []*RoutingRule, in RoutingInput,
+	find func(context.Context, int64) (*Pipeline, error)) (*RoutingRule, *Pipeline, error) {
+	for _, r := range rules {
+		if !r.Matches(in) {
+			continue
+		}
+		p, err := find(ctx, r.TargetPipelineID)
+		if ErrorCode(err) == ENOTFOUND {
+			continue // deleted meanwhile
+		} else if err != nil {
+			return nil, nil, err
+		}
+		if !p.IsActive {
+			continue
+		}
+		return r, p, nil
+	}
+	return nil, nil, nil
+}
+
 // RoutingService stores routing rules and applies them.
 type RoutingService interface {
 	// FindRuleByID returns ENOTFOUND for unknown ids.

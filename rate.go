@@ -22,11 +22,11 @@ func ParseRate(s string) (Rate, error) {
 	s = strings.Replace(s, " per ", "/", 1)
 	num, unit, ok := strings.Cut(s, "/")
 	if !ok {
-		return Rate{}, fmt.Errorf("rate %q: want N/period", s)
+		return Rate{}, fmt.Errorf("%q is not a rate: write N/period, for example 100/minute", s)
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(num))
 	if err != nil || n <= 0 {
-		return Rate{}, fmt.Errorf("rate %q: bad count", s)
+		return Rate{}, fmt.Errorf("%q: the count must be a positive integer", s)
 	}
 	unit = strings.TrimSpace(unit)
 	if len(unit) > 1 {
@@ -43,7 +43,7 @@ func ParseRate(s string) (Rate, error) {
 	case "day", "d":
 		p, unit = 24*time.Hour, "day"
 	default:
-		return Rate{}, fmt.Errorf("rate %q: unknown period", s)
+		return Rate{}, fmt.Errorf("%q: the period must be second, minute, hour or day", s)
 	}
 	return Rate{N: n, Period: p, Unit: unit}, nil
 }

@@ -107,7 +107,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		WorkDir: dir, LoadPerCPU: func() float64 { return 0 }}); err != nil {
 		return nil, err
 	}
-	if s.Steps, err = steps.New(steps.Deps{Settings: s.Settings, Rules: s.Rules, Log: o.Log, TempDir: filepath.Join(dir, "tmp")}); err != nil {
+	if s.Steps, err = steps.New(steps.Deps{Settings: s.Settings, Rules: s.Rules, Log: o.Log, TempDir: filepath.Join(dir, "tmp"), WorkDir: dir}); err != nil {
 		return nil, err
 	}
 	st := s.Steps

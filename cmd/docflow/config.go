@@ -37,6 +37,25 @@ func (e *envSettings) Get(key string) string {
 	return e.defs[key].Default
 }
 
+// bootstrapSettings are read from the environment before the database
+// (and the values stored in it) is open.
+var bootstrapSettings = []string{"LOG_LEVEL", "LOG_FORMAT", "WORKDIR", "SESSION_SECRET", "DATABASE_URL"}
+
+// validate checks the environment's (or the default) values of keys; see
+// docflow.ValidateSettings.
+func (e *envSettings) validate(keys ...string) error {
+	defs := make([]docflow.SettingDef, 0, len(keys))
+	for _, k := range keys {
+		defs = append(defs, e.defs[k])
+	}
+	return docflow.ValidateSettings(defs, func(key string) (string, string) {
+		if v := e.getenv(key); v != "" {
+			return v, "env"
+		}
+		return e.defs[key].Default, "default"
+	})
+}
+
 // newLogger builds the zerolog logger from LOG_LEVEL and LOG_FORMAT.
 func newLogger(level, format string, w io.Writer) zerolog.Logger {
 	lvl, err := zerolog.ParseLevel(strings.ToLower(level))

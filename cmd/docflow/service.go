@@ -167,10 +167,16 @@ func (m *Main) Run(ctx context.Context) error {
 
 // openStore builds what every command needs first: the logger, WORKDIR,
 // the session secret, PostgreSQL (created and migrated) and the settings.
-// It returns the session secret.
+// It returns the session secret. A setting the service cannot use stops it
+// here, with a message naming the setting, its value and why: first those
+// read from the environment before the database, then every effective
+// value.
 func (m *Main) openStore(ctx context.Context, poolSize int32) (string, error) {
 	env := newEnvSettings(m.Getenv)
 	m.Log = newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), m.Stderr)
+	if err := env.validate(bootstrapSettings...); err != nil {
+		return "", err
+	}
 	m.Workdir = env.Get("WORKDIR")
 	if err := os.MkdirAll(m.Workdir, 0o750); err != nil {
 		return "", fmt.Errorf("create WORKDIR %s: %w", m.Workdir, err)
@@ -195,6 +201,9 @@ func (m *Main) openStore(ctx context.Context, poolSize int32) (string, error) {
 		return "", err
 	}
 	m.onClose(func(context.Context) error { m.Settings.Close(); return nil })
+	if err := m.Settings.Validate(); err != nil {
+		return "", err
+	}
 	return secret, nil
 }
 
@@ -356,7 +365,7 @@ func blobSweepMinAge(settings docflow.SettingsService, log zerolog.Logger) time.
 // recovery of unfinished runs.
 func (m *Main) startEngine(ctx context.Context) error {
 	st, err := steps.New(steps.Deps{Settings: m.Settings, Rules: postgres.NewClassificationService(m.DB),
-		Log: m.Log.With().Str("component", "steps").Logger(), TempDir: filepath.Join(m.Workdir, "tmp")})
+		Log: m.Log.With().Str("component", "steps").Logger(), TempDir: filepath.Join(m.Workdir, "tmp"), WorkDir: m.Workdir})
 	if err != nil {
 		return err
 	}
@@ -560,6 +569,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	env := newEnvSettings(os.Getenv)
+	if err := env.validate("DATABASE_URL"); err != nil {
+		return err
+	}
 	db, err := postgres.Open(ctx, env.Get("DATABASE_URL"), 2)
 	if err != nil {
 		return err
@@ -620,6 +632,9 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	env := newEnvSettings(os.Getenv)
+	if err := env.validate("LOG_LEVEL", "LOG_FORMAT", "WORKDIR"); err != nil {
+		return err
+	}
 	log := newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), stderr)
 	dir := *dataDir
 	if dir == "" {
