@@ -102,7 +102,7 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 	s.Files = postgres.NewFileService(db)
 	s.Runs = postgres.NewRunStore(db)
 	s.Rules = postgres.NewClassificationService(db)
-	s.Embeds = steps.NewEmbeddingRuns(s.Files, s.Runs)
+	s.Embeds = steps.NewEmbeddingRuns(postgres.NewEmbeddingStore(db))
 	if s.Intake, err = intake.New(intake.Config{Files: s.Files, Blobs: s.Blobs, Settings: s.Settings, Log: o.Log,
 		WorkDir: dir, LoadPerCPU: func() float64 { return 0 }}); err != nil {
 		return nil, err
@@ -144,7 +144,8 @@ func Start(ctx context.Context, o Options) (s *Stack, err error) {
 		timeout = 3 * time.Minute
 	}
 	s.Engine, err = pipeline.NewEngine(pipeline.Config{
-		DB: db, Brokers: broker.Addrs(), Publisher: prod, Actors: engine, Registry: reg,
+		Store: postgres.NewRunStore(db).WithDirectOutbox(pipeline.DefaultDirectGrace), Pipelines: postgres.NewPipelineService(db),
+		Rules: postgres.NewRoutingService(db), Brokers: broker.Addrs(), Publisher: prod, Actors: engine, Registry: reg,
 		Settings: s.Settings, Blobs: s.Blobs, Log: o.Log,
 		RetryDelays: delays, StepTimeout: timeout, PoolSizes: o.PoolSizes, Partitions: 4,
 		LeaseTTL: 10 * time.Second, Heartbeat: 500 * time.Millisecond,

@@ -11,7 +11,7 @@ import (
 
 func mountEmbeddings(e *testEnv) {
 	e.Server.MountEmbeddings(EmbeddingsDeps{Files: postgres.NewFileService(e.DB),
-		Queue: steps.NewEmbeddingRuns(postgres.NewFileService(e.DB), postgres.NewRunStore(e.DB))})
+		Queue: steps.NewEmbeddingRuns(postgres.NewEmbeddingStore(e.DB))})
 }
 
 // embFile records a file directly; text is its OCR text.

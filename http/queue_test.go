@@ -46,7 +46,7 @@ func TestQueueStatsAndPendingCount(t *testing.T) {
 			}
 		}
 	}
-	if err := postgres.NewRunStore(e.DB).Heartbeat(ctx, postgres.WorkerBeat{ID: "w1", Host: "h", PID: 1, InFlight: 5}); err != nil {
+	if err := postgres.NewRunStore(e.DB).Heartbeat(ctx, docflow.WorkerBeat{ID: "w1", Host: "h", PID: 1, InFlight: 5}); err != nil {
 		t.Fatal(err)
 	}
 	tok := e.token("alice")

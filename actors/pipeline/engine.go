@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
-	"docflow/storage/postgres"
 	"docflow/streams"
 )
 
@@ -37,11 +36,24 @@ const (
 // StepGroup names the consumer group of a step type.
 func StepGroup(stepType string) string { return "docflow.step." + stepType }
 
-// Config is what the engine needs. DB, Brokers, Publisher, Actors and
-// Registry are required; zero tuning fields take the settings (or their
-// defaults).
+// DefaultDirectGrace is how long a store writing outbox rows for
+// write-through (storage/postgres.RunStore.WithDirectOutbox) should hold
+// them back from the relay: the engine publishes a transaction's messages
+// itself right after the commit, and the relay takes over rows still
+// unsent after this long.
+const DefaultDirectGrace = 5 * time.Second
+
+// Config is what the engine needs. Store, Pipelines, Rules, Brokers,
+// Publisher, Actors and Registry are required; zero tuning fields take the
+// settings (or their defaults).
 type Config struct {
-	DB        *postgres.DB
+	// Store records runs and steps. When its writes report the outbox rows
+	// they wrote (RunWrite.OutboxIDs: a write-through store), the engine
+	// publishes those messages right after the commit and marks them sent;
+	// otherwise the relay publishes them.
+	Store     Store
+	Pipelines Pipelines // the router's pipelines
+	Rules     Rules     // the router's routing rules
 	Brokers   []string
 	Publisher streams.Publisher // re-publishes delayed tasks, writes dead letters
 	Actors    *actor.Engine
@@ -73,13 +85,9 @@ type Config struct {
 	// RouteCacheTTL is how long the router reuses a pipeline, rule set or
 	// default it read (default 1 s; negative = always read).
 	RouteCacheTTL time.Duration
-	// DirectGrace: step results publish their next messages themselves
-	// right after the commit; the relay takes over rows still unsent after
-	// this long. Default 5 s; negative = leave everything to the relay.
-	DirectGrace time.Duration
-	Heartbeat   time.Duration  // default 2 s
-	PoolSizes   map[string]int // default STEP_POOL_SIZES (ocr: cores; others 8)
-	Partitions  int            // default KAFKA_PARTITIONS
+	Heartbeat     time.Duration  // default 2 s
+	PoolSizes     map[string]int // default STEP_POOL_SIZES (ocr: cores; others 8)
+	Partitions    int            // default KAFKA_PARTITIONS
 	// Consumer adjusts every consumer's configuration (tests shorten the
 	// group timings).
 	Consumer func(*streams.ConsumerConfig)
@@ -92,9 +100,9 @@ type Config struct {
 type Engine struct {
 	cfg       Config
 	log       zerolog.Logger
-	store     *postgres.RunStore
-	pipelines *postgres.PipelineService
-	routing   *postgres.RoutingService
+	store     Store
+	pipelines Pipelines
+	routing   Rules
 	retry     RetryPolicy
 	now       func() time.Time
 
@@ -104,8 +112,8 @@ type Engine struct {
 	consumers []*streams.Consumer
 	steps     []*stepConsumer
 	direct    *streams.WriteThrough
-	results   *batcher[postgres.StepCompletion, *postgres.Written]
-	claims    *batcher[postgres.ClaimRequest, *postgres.Claim]
+	results   *batcher[docflow.StepCompletion, *docflow.RunWrite]
+	claims    *batcher[docflow.StepClaimRequest, *docflow.StepClaim]
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -118,8 +126,12 @@ type Engine struct {
 // NewEngine checks the configuration and resolves the settings; Start runs it.
 func NewEngine(cfg Config) (*Engine, error) {
 	switch {
-	case cfg.DB == nil:
-		return nil, errors.New("new pipeline engine: nil DB")
+	case cfg.Store == nil:
+		return nil, errors.New("new pipeline engine: nil Store")
+	case cfg.Pipelines == nil:
+		return nil, errors.New("new pipeline engine: nil Pipelines")
+	case cfg.Rules == nil:
+		return nil, errors.New("new pipeline engine: nil Rules")
 	case len(cfg.Brokers) == 0:
 		return nil, errors.New("new pipeline engine: no brokers")
 	case cfg.Publisher == nil:
@@ -183,9 +195,6 @@ func NewEngine(cfg Config) (*Engine, error) {
 	if cfg.RouteCacheTTL == 0 {
 		cfg.RouteCacheTTL = time.Second
 	}
-	if cfg.DirectGrace == 0 {
-		cfg.DirectGrace = 5 * time.Second
-	}
 	if cfg.Heartbeat <= 0 {
 		cfg.Heartbeat = 2 * time.Second
 	}
@@ -212,16 +221,13 @@ func NewEngine(cfg Config) (*Engine, error) {
 		cfg.StepTypes = cfg.Registry.KnownTypes()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	store := postgres.NewRunStore(cfg.DB)
-	if cfg.DirectGrace > 0 {
-		store = store.WithDirectOutbox(cfg.DirectGrace)
-	}
+	store := cfg.Store
 	e := &Engine{
 		cfg:           cfg,
 		log:           cfg.Log.With().Str("component", "pipeline").Str("worker", cfg.WorkerID).Logger(),
 		store:         store,
-		pipelines:     postgres.NewPipelineService(cfg.DB),
-		routing:       postgres.NewRoutingService(cfg.DB),
+		pipelines:     cfg.Pipelines,
+		routing:       cfg.Rules,
 		retry:         NewRetryPolicy(cfg.RetryDelays, cfg.RetryJitter),
 		now:           cfg.Now,
 		stepTimeout:   cfg.StepTimeout,
@@ -265,7 +271,7 @@ func (e *Engine) poolSize(stepType string) int {
 func (e *Engine) WorkerID() string { return e.cfg.WorkerID }
 
 // Store is the engine's run store.
-func (e *Engine) Store() *postgres.RunStore { return e.store }
+func (e *Engine) Store() Store { return e.store }
 
 // Topics is the catalogue the engine creates: every known step type and the
 // delay topics of its retry policy.
@@ -442,7 +448,7 @@ func (e *Engine) heartbeatLoop() {
 		host, _ := os.Hostname()
 		ctx, cancel := context.WithTimeout(e.ctx, 2*time.Second)
 		defer cancel()
-		if err := e.store.Heartbeat(ctx, postgres.WorkerBeat{ID: e.cfg.WorkerID, Host: host, PID: os.Getpid(),
+		if err := e.store.Heartbeat(ctx, docflow.WorkerBeat{ID: e.cfg.WorkerID, Host: host, PID: os.Getpid(),
 			StepTypes: e.cfg.StepTypes, InFlight: e.InFlight()}); err != nil && e.ctx.Err() == nil {
 			e.log.Debug().Err(err).Msg("worker heartbeat")
 		}

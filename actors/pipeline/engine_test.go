@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"docflow"
+	"docflow/storage/postgres"
 	"docflow/streams"
 )
 
@@ -66,7 +67,7 @@ func TestRoutingAtIntake(t *testing.T) {
 	invoices := e.pipeline("invoices", map[string]any{"title": "routed"})
 	other := e.pipeline("other", map[string]any{"title": "assigned"})
 	empty := e.pipeline("empty")
-	rules := e.Engine.routing
+	rules := postgres.NewRoutingService(e.DB)
 	if err := rules.CreateRule(e.ctx, &docflow.RoutingRule{Name: "inv", Position: -1, Field: "filename", Operator: "regex",
 		Value: `inv-\d+\.pdf`, TargetPipelineID: invoices.ID, IsActive: true}); err != nil {
 		t.Fatal(err)

@@ -3,9 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"net"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"docflow"
 	"docflow/actors"
@@ -52,32 +49,10 @@ func permanent(err error) bool {
 	return docflow.ErrorCode(err) == docflow.EINVALID
 }
 
-// transientDB reports a database error worth retrying: the server is
-// unreachable, restarting, overloaded, or the transaction lost a conflict.
-// Errors in the statement or the data are not.
+// transientDB reports a storage error worth retrying: the database is
+// unreachable, restarting, overloaded, or the transaction lost a conflict
+// (the store says EUNAVAILABLE). Errors in the statement or the data are
+// not.
 func transientDB(err error) bool {
-	if err == nil || errors.Is(err, context.Canceled) {
-		return false
-	}
-	var ce *pgconn.ConnectError
-	if errors.As(err, &ce) {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch pgErr.Code[:2] {
-		case "08", "53", "57", "40", "55", "58", "XX":
-			return true
-		}
-		return false
-	}
-	if docflow.ErrorCode(err) != docflow.EINTERNAL {
-		return false // an application error
-	}
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	// Anything else from the driver (closed connection, unexpected EOF).
-	return true
+	return err != nil && !errors.Is(err, context.Canceled) && docflow.ErrorCode(err) == docflow.EUNAVAILABLE
 }

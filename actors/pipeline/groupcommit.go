@@ -7,7 +7,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
-	"docflow/storage/postgres"
 )
 
 // batcher groups the database writes of concurrent tasks into shared
@@ -115,9 +114,9 @@ func (b *batcher[T, R]) failQueued(err error) {
 // acknowledgement contract is unchanged: a caller gets its answer only
 // after the transaction holding its result committed, and acknowledges
 // the delivery after that.
-func resultBatcher(store *postgres.RunStore, log zerolog.Logger, flushers, max int) *batcher[postgres.StepCompletion, *postgres.Written] {
-	return newBatcher(flushers, max, func(ctx context.Context, items []postgres.StepCompletion) []answer[*postgres.Written] {
-		out := make([]answer[*postgres.Written], len(items))
+func resultBatcher(store Results, log zerolog.Logger, flushers, max int) *batcher[docflow.StepCompletion, *docflow.RunWrite] {
+	return newBatcher(flushers, max, func(ctx context.Context, items []docflow.StepCompletion) []answer[*docflow.RunWrite] {
+		out := make([]answer[*docflow.RunWrite], len(items))
 		one := func(i int) {
 			out[i].v, out[i].err = store.CompleteStep(ctx, items[i].Record, items[i].Msgs...)
 		}
@@ -150,19 +149,19 @@ func resultBatcher(store *postgres.RunStore, log zerolog.Logger, flushers, max i
 }
 
 // claimBatcher leases steps for many tasks in one round trip. Claims
-// commit asynchronously (see postgres.RunStore.ClaimStep), so what a batch
+// commit asynchronously (see storage/postgres.RunStore.ClaimStep), so what a batch
 // saves is round trips and transactions.
-func claimBatcher(store *postgres.RunStore, flushers, max int) *batcher[postgres.ClaimRequest, *postgres.Claim] {
-	return newBatcher(flushers, max, func(ctx context.Context, reqs []postgres.ClaimRequest) []answer[*postgres.Claim] {
-		out := make([]answer[*postgres.Claim], len(reqs))
+func claimBatcher(store Claims, flushers, max int) *batcher[docflow.StepClaimRequest, *docflow.StepClaim] {
+	return newBatcher(flushers, max, func(ctx context.Context, reqs []docflow.StepClaimRequest) []answer[*docflow.StepClaim] {
+		out := make([]answer[*docflow.StepClaim], len(reqs))
 		for i, r := range store.ClaimSteps(ctx, reqs) {
-			out[i] = answer[*postgres.Claim]{v: r.Claim, err: r.Err}
+			out[i] = answer[*docflow.StepClaim]{v: r.Claim, err: r.Err}
 		}
 		return out
 	})
 }
 
 // completion pairs a result with its outbox messages for resultBatcher.
-func completion(rec postgres.StepRecord, msgs []docflow.OutboxMessage) postgres.StepCompletion {
-	return postgres.StepCompletion{Record: rec, Msgs: msgs}
+func completion(rec docflow.StepRecord, msgs []docflow.OutboxMessage) docflow.StepCompletion {
+	return docflow.StepCompletion{Record: rec, Msgs: msgs}
 }

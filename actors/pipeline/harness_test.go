@@ -145,7 +145,8 @@ func (e *env) startEngine() {
 		e.t.Fatal(err)
 	}
 	cfg := Config{
-		DB: e.DB, Brokers: e.Brokers, Publisher: e.Prod, Actors: e.Actors,
+		Store: postgres.NewRunStore(e.DB).WithDirectOutbox(DefaultDirectGrace), Pipelines: e.Pipes, Rules: postgres.NewRoutingService(e.DB),
+		Brokers: e.Brokers, Publisher: e.Prod, Actors: e.Actors,
 		Registry: NewRegistry(TestStep(), CheckDuplicates(e.Store, nil),
 			SendToDestinations(LocalDestinations(e.getDestDir))),
 		Recorder: e.Metrics, Blobs: e.Blobs, Log: e.log,

@@ -8,7 +8,6 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"docflow"
-	"docflow/storage/postgres"
 	"docflow/streams"
 )
 
@@ -17,7 +16,7 @@ import (
 // `docflow api` can serve it.
 type Inspector struct {
 	Brokers []string
-	Store   *postgres.RunStore
+	Store   QueueStore
 	// StepTypes whose topics are reported (default: the standard steps).
 	StepTypes []string
 	// WorkerAlive is how recent a heartbeat counts as online (default 10 s).
@@ -27,9 +26,9 @@ type Inspector struct {
 var _ docflow.QueueService = (*Inspector)(nil)
 
 // NewInspector returns an Inspector.
-func NewInspector(brokers []string, store *postgres.RunStore, stepTypes []string) *Inspector {
+func NewInspector(brokers []string, store QueueStore, stepTypes []string) *Inspector {
 	if store == nil {
-		panic("pipeline: NewInspector needs a RunStore")
+		panic("pipeline: NewInspector needs a QueueStore")
 	}
 	return &Inspector{Brokers: brokers, Store: store, StepTypes: stepTypes}
 }

@@ -2,16 +2,12 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"docflow"
-	"docflow/storage/postgres"
 	"docflow/streams"
 )
 
@@ -117,8 +113,7 @@ func (r *router) routeOnce(ctx context.Context, msg streams.FileIngested, retrie
 		out = append(out, m)
 	}
 	w, err := r.e.store.StartRun(ctx, st.RunID, f.ID, pid, steps, logMsg, out...)
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23503" && !retried {
+	if docflow.ErrorCode(err) == docflow.ENOTFOUND && !retried {
 		// The cached pipeline was deleted meanwhile: read again.
 		r.cache.clear()
 		return r.routeOnce(ctx, msg, true)
@@ -131,7 +126,7 @@ func (r *router) routeOnce(ctx context.Context, msg streams.FileIngested, retrie
 }
 
 // choose applies the routing order of decisions.md.
-func (r *router) choose(ctx context.Context, msg streams.FileIngested, st *postgres.RoutingState) (choice, error) {
+func (r *router) choose(ctx context.Context, msg streams.FileIngested, st *docflow.RoutingState) (choice, error) {
 	f := st.File
 	for _, id := range []*int64{msg.PipelineID, st.PipelineID, f.PipelineID} {
 		if id == nil {

@@ -147,7 +147,7 @@ func TestQueuedBehindBusyStepTypeIsNotStalled(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if slices.ContainsFunc(runs, func(r postgres.StalledRun) bool {
+		if slices.ContainsFunc(runs, func(r docflow.StalledRun) bool {
 			return r.RunID == secondRun && r.Step != nil && r.Step.Status == docflow.StepQueued
 		}) {
 			break
@@ -193,8 +193,8 @@ func TestLeaseRenewalCountsFromTheGrant(t *testing.T) {
 		}
 	}
 	granted := time.Now()
-	c, err := e.Store.ClaimStep(e.ctx, postgres.ClaimRequest{RunID: "late-run", Position: 0, Attempt: 1, Worker: e.Engine.WorkerID(), TTL: ttl})
-	if err != nil || c.Outcome != postgres.ClaimOK {
+	c, err := e.Store.ClaimStep(e.ctx, docflow.StepClaimRequest{RunID: "late-run", Position: 0, Attempt: 1, Worker: e.Engine.WorkerID(), TTL: ttl})
+	if err != nil || c.Outcome != docflow.StepClaimOK {
 		t.Fatalf("claim %+v %v", c, err)
 	}
 	time.Sleep(time.Until(granted.Add(ttl * 8 / 10)))

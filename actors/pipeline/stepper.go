@@ -10,7 +10,6 @@ import (
 
 	"docflow"
 	"docflow/actors"
-	"docflow/storage/postgres"
 	"docflow/streams"
 )
 
@@ -101,7 +100,7 @@ func (sc *stepConsumer) handle(d *streams.Delivery) {
 // midway the delivery is left unresolved: it is redelivered.
 func (sc *stepConsumer) process(d *streams.Delivery, task streams.StepTask) {
 	e := sc.e
-	var claim *postgres.Claim
+	var claim *docflow.StepClaim
 	var claimed time.Time
 	for {
 		select {
@@ -113,7 +112,7 @@ func (sc *stepConsumer) process(d *streams.Delivery, task streams.StepTask) {
 		claimed = time.Now()
 		err := e.withDB("claim step", func(ctx context.Context) error {
 			var err error
-			claim, err = e.claims.do(ctx, postgres.ClaimRequest{RunID: task.RunID, Position: task.Position,
+			claim, err = e.claims.do(ctx, docflow.StepClaimRequest{RunID: task.RunID, Position: task.Position,
 				Attempt: task.Attempt, Worker: e.cfg.WorkerID, TTL: e.leaseTTL, DeadAfter: 5 * e.cfg.Heartbeat})
 			return err
 		})
@@ -122,11 +121,11 @@ func (sc *stepConsumer) process(d *streams.Delivery, task streams.StepTask) {
 			sc.giveUp(d, task, err)
 			return
 		}
-		if claim.Outcome == postgres.ClaimOK {
+		if claim.Outcome == docflow.StepClaimOK {
 			break
 		}
 		<-sc.slots
-		if claim.Outcome == postgres.ClaimDone {
+		if claim.Outcome == docflow.StepClaimDone {
 			e.log.Debug().Str("run", task.RunID).Int("position", task.Position).Str("reason", claim.Reason).Msg("task acknowledged without running")
 			d.Ack()
 			return
@@ -153,7 +152,7 @@ func (sc *stepConsumer) process(d *streams.Delivery, task streams.StepTask) {
 		return
 	}
 
-	rec := postgres.StepRecord{RunID: task.RunID, Position: task.Position, Attempt: task.Attempt, Worker: e.cfg.WorkerID,
+	rec := docflow.StepRecord{RunID: task.RunID, Position: task.Position, Attempt: task.Attempt, Worker: e.cfg.WorkerID,
 		FileID: task.FileID, StepType: sc.stepType}
 	var err error
 	if runErr == nil {
@@ -230,7 +229,7 @@ func (sc *stepConsumer) renewLease(task streams.StepTask, granted time.Time) (st
 	return func() { cancel(); <-done }
 }
 
-func (sc *stepConsumer) recordSuccess(rec postgres.StepRecord, claim *postgres.Claim, after *docflow.File, res *docflow.StepResult) error {
+func (sc *stepConsumer) recordSuccess(rec docflow.StepRecord, claim *docflow.StepClaim, after *docflow.File, res *docflow.StepResult) error {
 	e := sc.e
 	now := e.now()
 	rec.Status, rec.Message = docflow.StepSucceeded, res.Message
@@ -264,7 +263,7 @@ func (sc *stepConsumer) recordSuccess(rec postgres.StepRecord, claim *postgres.C
 		}
 		msgs = append(msgs, m)
 	}
-	var w *postgres.Written
+	var w *docflow.RunWrite
 	err := e.withDB("record step", func(ctx context.Context) error {
 		var err error
 		w, err = e.results.do(ctx, completion(rec, msgs))
@@ -280,7 +279,7 @@ func (sc *stepConsumer) recordSuccess(rec postgres.StepRecord, claim *postgres.C
 	return nil
 }
 
-func (sc *stepConsumer) recordFailure(rec postgres.StepRecord, task streams.StepTask, f *docflow.File, runErr error) error {
+func (sc *stepConsumer) recordFailure(rec docflow.StepRecord, task streams.StepTask, f *docflow.File, runErr error) error {
 	e := sc.e
 	now := e.now()
 	class := errorClass(runErr)
@@ -299,7 +298,7 @@ func (sc *stepConsumer) recordFailure(rec postgres.StepRecord, task streams.Step
 		if err != nil {
 			return err
 		}
-		var w *postgres.Written
+		var w *docflow.RunWrite
 		err = e.withDB("record retry", func(ctx context.Context) error {
 			var err error
 			w, err = e.store.RetryStep(ctx, rec, m)
@@ -322,7 +321,7 @@ func (sc *stepConsumer) recordFailure(rec postgres.StepRecord, task streams.Step
 	if err != nil {
 		return err
 	}
-	var w *postgres.Written
+	var w *docflow.RunWrite
 	err = e.withDB("record failure", func(ctx context.Context) error {
 		var err error
 		w, err = e.store.FailStep(ctx, rec, dl, ev)

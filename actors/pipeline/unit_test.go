@@ -166,3 +166,23 @@ func (c *capturePublisher) Publish(_ context.Context, msgs ...streams.Message) e
 	}
 	return nil
 }
+
+// The engine waits for the database only when the store says it is away
+// (EUNAVAILABLE); it reads no driver error codes.
+func TestTransientDBReadsTheCode(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{nil, false},
+		{docflow.Errorf(docflow.EUNAVAILABLE, "Database unavailable"), true},
+		{fmt.Errorf("claim 1 steps: %w", docflow.Errorf(docflow.EUNAVAILABLE, "Database unavailable")), true},
+		{fmt.Errorf("stopping: %w", errors.Join(context.Canceled, docflow.Errorf(docflow.EUNAVAILABLE, "x"))), false},
+		{docflow.Errorf(docflow.ENOTFOUND, "Referenced record not found"), false},
+		{errors.New("syntax error at or near"), false},
+	} {
+		if got := transientDB(c.err); got != c.want {
+			t.Errorf("transientDB(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

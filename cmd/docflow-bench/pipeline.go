@@ -120,7 +120,8 @@ func newPipeBenchEnv(ctx context.Context) (*pipeBenchEnv, error) {
 		return fail(err)
 	}
 	b.engine, err = pipeline.NewEngine(pipeline.Config{
-		DB: db, Brokers: brokers, Publisher: b.prod, Actors: ae, Log: log,
+		Store: postgres.NewRunStore(db).WithDirectOutbox(pipeline.DefaultDirectGrace), Pipelines: postgres.NewPipelineService(db),
+		Rules: postgres.NewRoutingService(db), Brokers: brokers, Publisher: b.prod, Actors: ae, Log: log,
 		Registry:  pipeline.NewRegistry(pipeline.TestStep()),
 		StepTypes: []string{docflow.StepTest}, SkipRecovery: true,
 		RetryDelays: []time.Duration{time.Second}, Heartbeat: time.Second,

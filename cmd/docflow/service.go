@@ -378,7 +378,8 @@ func (m *Main) startEngine(ctx context.Context) error {
 		pipeline.CheckDuplicates(m.Runs, func() bool { return docflow.SettingBool(m.Settings, "ENABLE_DEDUPLICATION", true) }),
 		pipeline.SendToDestinations(pipeline.LocalDestinations(func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") })),
 	)...)
-	m.Engine, err = pipeline.NewEngine(pipeline.Config{DB: m.DB, Brokers: m.Brokers, Publisher: m.Producer, Actors: ae,
+	m.Engine, err = pipeline.NewEngine(pipeline.Config{Store: postgres.NewRunStore(m.DB).WithDirectOutbox(pipeline.DefaultDirectGrace),
+		Pipelines: postgres.NewPipelineService(m.DB), Rules: postgres.NewRoutingService(m.DB), Brokers: m.Brokers, Publisher: m.Producer, Actors: ae,
 		Registry: reg, Settings: m.Settings, Recorder: m.Recorder, Blobs: m.Blobs, Log: m.Log})
 	if err != nil {
 		return err
@@ -485,7 +486,7 @@ func (m *Main) mountResources(srv *dfhttp.Server) {
 	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
 	srv.MountQueue(dfhttp.QueueDeps{Queue: pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)})
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
-	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: steps.NewEmbeddingRuns(m.Files, m.Runs)})
+	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: steps.NewEmbeddingRuns(postgres.NewEmbeddingStore(m.DB))})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
 }
 

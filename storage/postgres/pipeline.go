@@ -99,9 +99,11 @@ func findPipeline(ctx context.Context, q querier, id int64, lock bool) (*docflow
 	return p, nil
 }
 
-// FindPipelineByID returns the pipeline with its steps, or ENOTFOUND.
+// FindPipelineByID returns the pipeline with its steps, or ENOTFOUND;
+// EUNAVAILABLE while the database is unreachable.
 func (s *PipelineService) FindPipelineByID(ctx context.Context, id int64) (*docflow.Pipeline, error) {
-	return findPipeline(ctx, s.db.Pool, id, false)
+	p, err := findPipeline(ctx, s.db.Pool, id, false)
+	return p, dbErr(err)
 }
 
 // FindPipelines returns the owner's and the system pipelines with steps,
@@ -379,10 +381,12 @@ func checkPermutation(ids []int64, n int, existing func(int) int64, what string)
 	return nil
 }
 
-// DefaultPipeline returns the owner's active default, else the system's.
-func (s *PipelineService) DefaultPipeline(ctx context.Context, ownerID *string) (*docflow.Pipeline, error) {
+// DefaultPipeline returns the owner's active default, else the system's;
+// EUNAVAILABLE while the database is unreachable.
+func (s *PipelineService) DefaultPipeline(ctx context.Context, ownerID *string) (_ *docflow.Pipeline, err error) {
+	defer mapDBError(&err)
 	var id int64
-	err := s.db.Pool.QueryRow(ctx, `SELECT id FROM pipelines WHERE is_default AND is_active
+	err = s.db.Pool.QueryRow(ctx, `SELECT id FROM pipelines WHERE is_default AND is_active
 		AND (owner_id IS NULL OR owner_id = $1) ORDER BY owner_id IS NULL LIMIT 1`, ownerID).Scan(&id)
 	if err != nil {
 		return nil, notFound(err, "No default pipeline")

@@ -207,14 +207,15 @@ func (s *RoutingService) ReorderRules(ctx context.Context, ownerID *string, ids 
 
 // ActiveRules returns the active rules that apply to the owner, whose
 // target pipeline is active: the owner's first, then the system's, each by
-// position (the order Route evaluates them in).
+// position (the order Route evaluates them in). EUNAVAILABLE while the
+// database is unreachable.
 func (s *RoutingService) ActiveRules(ctx context.Context, ownerID *string) ([]*docflow.RoutingRule, error) {
 	rules, err := collectRules(s.db.Pool.Query(ctx, `SELECT `+prefixed("r.", ruleCols)+` FROM routing_rules r
 		JOIN pipelines p ON p.id = r.target_pipeline_id AND p.is_active
 		WHERE r.is_active AND (r.owner_id IS NULL OR r.owner_id = $1)
 		ORDER BY r.owner_id IS NULL, r.position, r.id`, ownerID))
 	if err != nil {
-		return nil, fmt.Errorf("active routing rules: %w", err)
+		return nil, dbErr(fmt.Errorf("active routing rules: %w", err))
 	}
 	return rules, nil
 }

@@ -91,13 +91,13 @@ func TestTagsFollowTheMetadata(t *testing.T) {
 	if _, err := runs.StartRun(ctx, "run-tags", quick, nil, []*docflow.PipelineStep{{StepType: "test", Enabled: true}}, "routed"); err != nil {
 		t.Fatal(err)
 	}
-	claim, err := runs.ClaimStep(ctx, ClaimRequest{RunID: "run-tags", Position: 0, Attempt: 1, Worker: "w", TTL: time.Minute})
-	if err != nil || claim.Outcome != ClaimOK {
+	claim, err := runs.ClaimStep(ctx, docflow.StepClaimRequest{RunID: "run-tags", Position: 0, Attempt: 1, Worker: "w", TTL: time.Minute})
+	if err != nil || claim.Outcome != docflow.StepClaimOK {
 		t.Fatalf("claim %+v %v", claim, err)
 	}
 	after := *claim.File
 	after.AIMetadata = map[string]any{"tags": []any{"from-step"}, "title": "x"}
-	w, err := runs.CompleteStep(ctx, StepRecord{RunID: "run-tags", Position: 0, Attempt: 1, Worker: "w", FileID: quick,
+	w, err := runs.CompleteStep(ctx, docflow.StepRecord{RunID: "run-tags", Position: 0, Attempt: 1, Worker: "w", FileID: quick,
 		StepType: "test", Status: docflow.StepSucceeded, Before: claim.File, After: &after, FinishRun: docflow.RunCompleted})
 	if err != nil || !w.Recorded {
 		t.Fatalf("complete %+v %v", w, err)

@@ -9,26 +9,41 @@ import (
 	"github.com/google/uuid"
 
 	"docflow"
-	"docflow/storage/postgres"
 	"docflow/streams"
 )
+
+// EmbeddingStore is what EmbeddingRuns asks storage
+// (storage/postgres.EmbeddingStore).
+type EmbeddingStore interface {
+	// RequeueFiles points each file of runs (file id → new run id) at a new
+	// pending run with options, as reprocessing does, in one transaction.
+	// It returns the ids of the files that exist, in ascending order.
+	RequeueFiles(ctx context.Context, runs map[int64]string, options map[string]any) ([]int64, error)
+	// StartRun records the run's steps, a log row and msgs, as the
+	// pipeline engine's store does when it routes a run.
+	StartRun(ctx context.Context, runID string, fileID int64, pipelineID *int64, steps []*docflow.PipelineStep,
+		logMessage string, msgs ...docflow.OutboxMessage) (*docflow.RunWrite, error)
+	// FilesMissingEmbedding returns the ids of the files that have OCR
+	// text but no embedding and are no duplicates, oldest first; a non-nil
+	// ownerID keeps that owner's files.
+	FilesMissingEmbedding(ctx context.Context, ownerID *string) ([]int64, error)
+}
 
 // EmbeddingRuns starts runs made of the compute_embedding step alone, for
 // POST /api/files/{id}/compute-embedding and
 // /api/diagnostic/compute-all-embeddings: they go through the engine like
 // every run (status, log, retries, dead letters).
 type EmbeddingRuns struct {
-	files *postgres.FileService
-	runs  *postgres.RunStore
+	store EmbeddingStore
 	now   func() time.Time
 }
 
-// NewEmbeddingRuns returns an EmbeddingRuns over the file and run stores.
-func NewEmbeddingRuns(files *postgres.FileService, runs *postgres.RunStore) *EmbeddingRuns {
-	if files == nil || runs == nil {
-		panic("steps: NewEmbeddingRuns needs the file and run stores")
+// NewEmbeddingRuns returns an EmbeddingRuns over store.
+func NewEmbeddingRuns(store EmbeddingStore) *EmbeddingRuns {
+	if store == nil {
+		panic("steps: NewEmbeddingRuns needs an EmbeddingStore")
 	}
-	return &EmbeddingRuns{files: files, runs: runs, now: time.Now}
+	return &EmbeddingRuns{store: store, now: time.Now}
 }
 
 // EmbeddingOnlyOption is the run option that marks a run of
@@ -43,45 +58,35 @@ const EmbeddingOnlyOption = "steps"
 // between, recovery routes the pending run like any other: the file is
 // processed by its whole pipeline, which computes the embedding too.
 func (q *EmbeddingRuns) QueueEmbeddings(ctx context.Context, ids []int64) (map[int64]string, error) {
-	items := make([]postgres.Requeue, 0, len(ids))
-	seen := map[int64]bool{}
+	runOf := make(map[int64]string, len(ids))
 	for _, id := range ids {
-		if seen[id] {
-			continue
+		if _, ok := runOf[id]; !ok {
+			runOf[id] = uuid.NewString()
 		}
-		seen[id] = true
-		items = append(items, postgres.Requeue{FileID: id, RunID: uuid.NewString(),
-			Options: map[string]any{EmbeddingOnlyOption: []string{docflow.StepComputeEmbedding}}})
 	}
-	if len(items) == 0 {
+	if len(runOf) == 0 {
 		return map[int64]string{}, nil
 	}
-	done, _, err := q.files.RequeueFiles(ctx, items, func(*docflow.File, string) ([]docflow.OutboxMessage, error) {
-		return nil, nil
-	})
+	done, err := q.store.RequeueFiles(ctx, runOf, map[string]any{EmbeddingOnlyOption: []string{docflow.StepComputeEmbedding}})
 	if err != nil {
 		return nil, fmt.Errorf("queue embeddings: %w", err)
-	}
-	runOf := make(map[int64]string, len(items))
-	for _, it := range items {
-		runOf[it.FileID] = it.RunID
 	}
 	steps := []*docflow.PipelineStep{{StepType: docflow.StepComputeEmbedding,
 		Label: docflow.StepCatalogue()[docflow.StepComputeEmbedding].Label, Enabled: true, Config: map[string]any{}}}
 	out := make(map[int64]string, len(done))
 	var errs []error
-	for _, f := range done {
-		runID := runOf[f.ID]
-		msg, err := streams.StepTaskMessage(streams.StepTask{RunID: runID, FileID: f.ID, Position: 0,
+	for _, id := range done {
+		runID := runOf[id]
+		msg, err := streams.StepTaskMessage(streams.StepTask{RunID: runID, FileID: id, Position: 0,
 			StepType: docflow.StepComputeEmbedding, Attempt: 1}, q.now())
 		if err != nil {
 			return nil, err
 		}
-		if _, err := q.runs.StartRun(ctx, runID, f.ID, nil, steps, "Compute embedding only (requested through the API)", msg); err != nil {
-			errs = append(errs, fmt.Errorf("start embedding run of file %d: %w", f.ID, err))
+		if _, err := q.store.StartRun(ctx, runID, id, nil, steps, "Compute embedding only (requested through the API)", msg); err != nil {
+			errs = append(errs, fmt.Errorf("start embedding run of file %d: %w", id, err))
 			continue
 		}
-		out[f.ID] = runID
+		out[id] = runID
 	}
 	return out, errors.Join(errs...)
 }
@@ -89,22 +94,5 @@ func (q *EmbeddingRuns) QueueEmbeddings(ctx context.Context, ids []int64) (map[i
 // FilesMissingEmbedding returns the ids of the files that have OCR text but
 // no embedding, oldest first; a non-nil ownerID keeps that owner's files.
 func (q *EmbeddingRuns) FilesMissingEmbedding(ctx context.Context, ownerID *string) ([]int64, error) {
-	rows, err := q.runs.DB().Pool.Query(ctx, `SELECT f.id FROM files f
-		WHERE f.ocr_text <> '' AND f.status <> 'duplicate'
-		  AND NOT EXISTS (SELECT 1 FROM file_embeddings e WHERE e.file_id = f.id)
-		  AND ($1::text IS NULL OR f.owner_id = $1)
-		ORDER BY f.id`, ownerID)
-	if err != nil {
-		return nil, fmt.Errorf("files missing embedding: %w", err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return q.store.FilesMissingEmbedding(ctx, ownerID)
 }
