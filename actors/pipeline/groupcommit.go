@@ -148,9 +148,9 @@ func resultBatcher(store Results, log zerolog.Logger, flushers, max int) *batche
 	})
 }
 
-// claimBatcher leases steps for many tasks in one round trip. Claims
-// commit asynchronously (see storage/postgres.RunStore.ClaimStep), so what a batch
-// saves is round trips and transactions.
+// claimBatcher leases steps for many tasks in one round trip. Claims may
+// commit asynchronously (see Claims), so what a batch saves is round trips
+// and transactions.
 func claimBatcher(store Claims, flushers, max int) *batcher[docflow.StepClaimRequest, *docflow.StepClaim] {
 	return newBatcher(flushers, max, func(ctx context.Context, reqs []docflow.StepClaimRequest) []answer[*docflow.StepClaim] {
 		out := make([]answer[*docflow.StepClaim], len(reqs))

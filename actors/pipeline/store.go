@@ -38,6 +38,10 @@ type Claims interface {
 	// the run is unfinished and is its file's current run. The run and the
 	// file become processing. A run whose file moved on to a newer run is
 	// superseded. One answer per request, in order.
+	//
+	// A claim may commit asynchronously: losing it in a server crash only
+	// puts the step back to where it was, and the step's result,
+	// committed durably later, makes the claim durable with it.
 	ClaimSteps(ctx context.Context, reqs []docflow.StepClaimRequest) []docflow.StepClaimResult
 	// RenewLease extends the worker's lease to ttl from now; false when it
 	// lost the lease. A lapsed lease is renewed while no other worker took
