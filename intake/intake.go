@@ -1,8 +1,10 @@
 // Package intake brings documents into docflow from every channel (HTTP
 // uploads, URLs, processall, watch folders, later IMAP): it streams the
 // bytes to the blob store while hashing them, enforces size, type and
-// per-user limits, deduplicates, and records the file, its run and the
-// file.ingested message in one transaction.
+// per-user limits, and decides the record: the file and its id, its run,
+// its messages, deduplication and the daily limit. It hands that record to
+// storage as data (docflow.IngestRecord), which writes it in one
+// transaction and enforces the decisions there.
 package intake
 
 import (
@@ -459,6 +461,8 @@ func (s *Service) Reprocess(ctx context.Context, ids []int64, opts docflow.Repro
 			}
 			continue
 		}
+		// The messages name the owner and pipeline read above: requeueing
+		// changes neither.
 		runID := uuid.NewString()
 		msgs, err := s.ingestedMessages(f, runID, options, 0, false)
 		if err != nil {
