@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/rand"
@@ -35,6 +35,19 @@ func (e *envSettings) Get(key string) string {
 		return v
 	}
 	return e.defs[key].Default
+}
+
+// Env resolves a setting from getenv and the catalogue defaults: what a
+// process knows before the database is open (DATABASE_URL, WORKDIR…).
+func Env(getenv func(string) string) func(key string) string {
+	return newEnvSettings(getenv).Get
+}
+
+// Logger builds the process's logger from LOG_LEVEL and LOG_FORMAT in
+// getenv, writing to w.
+func Logger(getenv func(string) string, w io.Writer) zerolog.Logger {
+	env := newEnvSettings(getenv)
+	return newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), w)
 }
 
 // newLogger builds the zerolog logger from LOG_LEVEL and LOG_FORMAT.
