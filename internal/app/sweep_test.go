@@ -197,3 +197,23 @@ func TestBlobSweepSchedule(t *testing.T) {
 		t.Fatalf("%d sweeps, want 1 (the next one is an hour away)", n)
 	}
 }
+
+// Close runs the closers newest first, once.
+func TestCloseIsLastInFirstOut(t *testing.T) {
+	var order []int
+	m := &App{}
+	for i := range 3 {
+		m.onClose(func(context.Context) error { order = append(order, i); return nil })
+	}
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.Close(context.Background()) //nolint:errcheck
+	if len(order) != 3 || order[0] != 2 || order[1] != 1 || order[2] != 0 {
+		t.Fatalf("closers ran in order %v, want [2 1 0]", order)
+	}
+	var none *App
+	if err := none.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
