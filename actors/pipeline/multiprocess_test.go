@@ -44,7 +44,8 @@ func (l lockedWriter) Write(b []byte) (int, error) {
 	return l.w.Write(b)
 }
 
-// buildDocflow builds cmd/docflow into a temporary directory.
+// buildDocflow builds cmd/docflow into a temporary directory, with the
+// race detector when the tests run with it (see raceBuild).
 func buildDocflow(t *testing.T) string {
 	t.Helper()
 	gomod, err := exec.Command("go", "env", "GOMOD").Output()
@@ -53,7 +54,11 @@ func buildDocflow(t *testing.T) string {
 	}
 	root := filepath.Dir(strings.TrimSpace(string(gomod)))
 	bin := filepath.Join(t.TempDir(), "docflow")
-	cmd := exec.Command("go", "build", "-o", bin, "./cmd/docflow")
+	args := []string{"build"}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command("go", append(args, "-o", bin, "./cmd/docflow")...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Skipf("cmd/docflow does not build yet, so the multi-process test cannot run: %v\n%s", err, out)
