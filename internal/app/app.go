@@ -54,9 +54,6 @@ type Config struct {
 	// NoRelay leaves the outbox rows unpublished (the intake benchmark
 	// measures uploads alone).
 	NoRelay bool
-	// SweepDelay is how long after start the first blob sweep runs
-	// (default blobSweepDelay, at most BLOB_SWEEP_INTERVAL).
-	SweepDelay time.Duration
 	// These adjust a component's configuration just before it is built
 	// (tests shorten timings).
 	Engine  func(*pipeline.Config)
@@ -159,7 +156,7 @@ func newApp(cfg Config) *App {
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
 	}
-	return &App{Role: cfg.Role, cfg: cfg, sweepDelay: cfg.SweepDelay}
+	return &App{Role: cfg.Role, cfg: cfg}
 }
 
 // run builds the process for its role and starts serving.
