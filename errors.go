@@ -19,6 +19,7 @@ const (
 	EUNAUTHORIZED = "unauthorized" // 401
 	EFORBIDDEN    = "forbidden"    // 403
 	ETOOLARGE     = "too_large"    // 413
+	EUNSUPPORTED  = "unsupported"  // 415 (media type)
 	ERATELIMIT    = "rate_limited" // 429
 	ETIMEOUT      = "timeout"      // 408
 	EBADGATEWAY   = "bad_gateway"  // 502

@@ -45,7 +45,10 @@ type File struct {
 	OCRQualityScore *float64       `json:"ocr_quality_score"`
 	AIMetadata      map[string]any `json:"ai_metadata"`
 	Language        string         `json:"language,omitempty"`
-	StorageProvider *string        `json:"storage_provider,omitempty"`
+	// StorageProviders are the kinds of destination (lower case: local,
+	// webdav, s3…) send_to_destinations delivered the document to, over all
+	// its runs; the storage_provider filter matches them.
+	StorageProviders []string `json:"storage_providers,omitempty"`
 
 	// Current run.
 	TaskID string `json:"task_id,omitempty"`
@@ -73,6 +76,13 @@ type ProcessingStatus struct {
 	LastStep   string `json:"last_step"`
 	HasErrors  bool   `json:"has_errors"`
 	TotalSteps int    `json:"total_steps"`
+	// PipelineID and PipelineName name the pipeline the current run
+	// follows: nil before the run is routed, when it runs the built-in
+	// standard steps, or when the pipeline was deleted since. Only
+	// FileRepository.ProcessingStatuses fills them; listings leave them
+	// out, and the file record's own PipelineID stays the assigned one.
+	PipelineID   *int64  `json:"-"`
+	PipelineName *string `json:"-"`
 }
 
 // ProcessingLog is one entry of a file's processing log.
@@ -93,12 +103,15 @@ type FileFilter struct {
 	VisibleTo *string
 	IDs       []int64
 
-	Search           string
-	MimeType         string
-	Status           string
-	DateFrom         *time.Time
-	DateTo           *time.Time // inclusive (the whole day)
-	StorageProvider  string
+	Search   string
+	MimeType string
+	Status   string
+	DateFrom *time.Time
+	DateTo   *time.Time // inclusive (the whole day)
+	// StorageProviders selects the files delivered to any of these kinds
+	// of destination (lower case).
+	StorageProviders []string
+	// Tags selects the files whose AI metadata holds every one of them.
 	Tags             []string
 	OCRQuality       string // poor, good, unchecked
 	QualityThreshold float64
@@ -171,13 +184,15 @@ type FileRepository interface {
 	DeleteFiles(ctx context.Context, ids []int64) (deleted []int64, orphanBlobs []string, err error)
 	// BlobInUse reports whether any file references the blob key.
 	BlobInUse(ctx context.Context, key string) (bool, error)
-	// ProcessingStatuses summarises each file's current run, by file id.
+	// ProcessingStatuses summarises each file's current run, by file id,
+	// with the pipeline the run follows.
 	ProcessingStatuses(ctx context.Context, files []*File) (map[int64]ProcessingStatus, error)
 	// FindProcessingLogs returns the file's log in chronological order.
 	FindProcessingLogs(ctx context.Context, fileID int64) ([]*ProcessingLog, error)
-	// ClaimFiles makes owner the owner of every unclaimed file among ids;
-	// the others are skipped with a reason (not found, owned by another
-	// user, already owned).
+	// ClaimFiles makes owner the owner of every unclaimed file among ids
+	// (Authorize with AccessClaim); the others are skipped with a reason
+	// (not found, owned by another user, already owned). EUNAUTHORIZED for
+	// an empty owner.
 	ClaimFiles(ctx context.Context, owner string, ids []int64) (claimed []int64, skipped []ClaimSkip, err error)
 	// ShareRole returns the role (viewer, editor) a share gives userID on
 	// the file, or "" when there is none.

@@ -110,8 +110,10 @@ type IntakeService interface {
 	// Admit checks, before any byte of the body is read, that user may
 	// upload on channel now. EFORBIDDEN when the user is blocked;
 	// ERATELIMIT (with RetryAfter) when the per-user window (ui-upload and
-	// process-url only) or the daily limit is exhausted. A nil or
-	// anonymous user is limited as the single user of the instance.
+	// process-url only) or the daily limit is exhausted. The window is a
+	// rate limit (off with RATE_LIMITING_ENABLED=false); a nil or anonymous
+	// user, the single user of an instance without authentication, gets
+	// RATE_LIMIT_UPLOAD instead of the per-user window.
 	Admit(ctx context.Context, user *User, channel string) error
 	// Ingest stores and records u. ETOOLARGE past MAX_UPLOAD_SIZE (declared
 	// or streamed); EBADREQUEST for an empty file or a type outside the

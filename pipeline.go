@@ -2,12 +2,14 @@ package docflow
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Step types of the catalogue, in the order of the standard pipeline.
@@ -44,7 +46,17 @@ type Pipeline struct {
 	IsActive    bool            `json:"is_active"`
 	CreatedAt   time.Time       `json:"created_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
-	Steps       []*PipelineStep `json:"steps,omitempty"`
+	Steps       []*PipelineStep `json:"steps"`
+}
+
+// MarshalJSON writes a pipeline without steps with "steps": [], never null
+// or missing.
+func (p Pipeline) MarshalJSON() ([]byte, error) {
+	type plain Pipeline
+	if p.Steps == nil {
+		p.Steps = []*PipelineStep{}
+	}
+	return json.Marshal(plain(p))
 }
 
 // PipelineStep is one step of a pipeline.
@@ -73,6 +85,11 @@ var (
 	RoutingOperators     = []string{"contains", "equals", "gt", "gte", "lt", "lte", "not_contains", "not_equals", "regex"}
 	RoutingBuiltinFields = []string{"category", "document_type", "file_type", "filename", "size"}
 )
+
+// MaxRoutingValueLength bounds a routing rule's value in characters, as
+// classification rules bound their patterns: a long regex costs CPU on
+// every document routed.
+const MaxRoutingValueLength = 2000
 
 // RoutingMetadataPrefix addresses AI metadata fields in routing rules.
 const RoutingMetadataPrefix = "metadata."
@@ -252,6 +269,9 @@ func ValidateRoutingRule(r *RoutingRule) error {
 	if !slices.Contains(RoutingOperators, r.Operator) {
 		return bad("operator", "operator must be one of %s", strings.Join(RoutingOperators, ", "))
 	}
+	if n := utf8.RuneCountInString(r.Value); n > MaxRoutingValueLength {
+		return bad("value", "value is longer than %d characters", MaxRoutingValueLength)
+	}
 	switch r.Operator {
 	case "gt", "gte", "lt", "lte":
 		if _, err := strconv.ParseFloat(strings.TrimSpace(r.Value), 64); err != nil {
@@ -320,6 +340,32 @@ func (r *RoutingRule) Matches(in RoutingInput) bool {
 		return err == nil && re.MatchString(v)
 	}
 	return false
+}
+
+// MatchRules returns the first rule of rules that matches in and whose
+// target pipeline, looked up with find, exists and is active, with that
+// pipeline; nil, nil when none does. Rules are tried in the order given
+// (ActiveRules' order: the owner's, then the system's, each by position),
+// so the first match wins. A pipeline find reports as ENOTFOUND (deleted
+// since the rules were read) skips its rule; other errors are returned.
+func MatchRules(ctx context.Context, rules []*RoutingRule, in RoutingInput,
+	find func(context.Context, int64) (*Pipeline, error)) (*RoutingRule, *Pipeline, error) {
+	for _, r := range rules {
+		if !r.Matches(in) {
+			continue
+		}
+		p, err := find(ctx, r.TargetPipelineID)
+		if ErrorCode(err) == ENOTFOUND {
+			continue // deleted meanwhile
+		} else if err != nil {
+			return nil, nil, err
+		}
+		if !p.IsActive {
+			continue
+		}
+		return r, p, nil
+	}
+	return nil, nil, nil
 }
 
 // RoutingService stores routing rules and applies them.

@@ -52,7 +52,7 @@ type StepInput struct {
 	Options map[string]any
 	// File is a copy of the record; changes to its step-writable fields
 	// (ProcessedBlob, DocumentTitle, OCRText, OCRQualityScore, AIMetadata,
-	// Language, StorageProvider, Status duplicate + DuplicateOf) are saved.
+	// Language, StorageProviders, Status duplicate + DuplicateOf) are saved.
 	File *File
 	// Blobs reads originals and writes processed versions.
 	Blobs BlobStore
@@ -79,6 +79,7 @@ type StepResult struct {
 // Delivery is one copy of a file sent to a destination by a run.
 type Delivery struct {
 	Destination string `json:"destination"` // integration id or "local"
+	Provider    string `json:"provider"`    // the destination's kind: local, webdav, s3…
 	Status      string `json:"status"`      // delivered, failed
 	RemotePath  string `json:"remote_path"`
 	Message     string `json:"message"`

@@ -2,6 +2,7 @@ package docflow
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -17,6 +18,15 @@ type User struct {
 	// SessionID is set when the request authenticated with a session cookie.
 	SessionID string
 	Anonymous bool
+}
+
+// AdminUserID is the local admin account's user id: ADMIN_USERNAME, or
+// "admin" when it is empty. Tokens made in single-user mode are its.
+func AdminUserID(s SettingsService) string {
+	if id := strings.TrimSpace(s.Get("ADMIN_USERNAME")); id != "" {
+		return id
+	}
+	return "admin"
 }
 
 // UserProfile is the per-user record admins manage.
@@ -62,6 +72,9 @@ type APIToken struct {
 	CreatedAt   time.Time  `json:"created_at"`
 	RevokedAt   *time.Time `json:"revoked_at"`
 	ExpiresAt   *time.Time `json:"expires_at"`
+	// LastRevokedAt is when the token was last revoked; unlike RevokedAt
+	// it survives reactivation.
+	LastRevokedAt *time.Time `json:"-"`
 }
 
 // TokenPrefix starts every API token.
@@ -69,12 +82,16 @@ const TokenPrefix = "dfl_"
 
 // Session is a browser session kept server-side.
 type Session struct {
-	ID        string
-	UserID    string
-	IsAdmin   bool
-	Data      map[string]string
-	CreatedAt time.Time
-	ExpiresAt time.Time
+	ID      string
+	UserID  string
+	IsAdmin bool
+	// PasswordStamp fingerprints the password the session was signed in
+	// with; once the account's differs (the password changed) the session
+	// is over. Empty for accounts without a password here (SSO).
+	PasswordStamp string
+	Data          map[string]string
+	CreatedAt     time.Time
+	ExpiresAt     time.Time
 }
 
 // TokenService manages API tokens.
@@ -84,10 +101,14 @@ type TokenService interface {
 	// FindTokenByHash returns ENOTFOUND for unknown hashes.
 	FindTokenByHash(ctx context.Context, hash string) (*APIToken, error)
 	FindTokenByID(ctx context.Context, ownerID string, id int64) (*APIToken, error)
+	// FindToken returns a token of any owner (for administrators), or ENOTFOUND.
+	FindToken(ctx context.Context, id int64) (*APIToken, error)
 	ListTokens(ctx context.Context, ownerID string) ([]*APIToken, error)
 	// RevokeToken revokes an active token, or deletes a revoked one. It
 	// returns "revoked" or "deleted". ENOTFOUND if not the owner's.
 	RevokeToken(ctx context.Context, ownerID string, id int64) (string, error)
+	// ReactivateToken makes a revoked token active again. EBADREQUEST if
+	// it is already active, ENOTFOUND if not the owner's.
 	ReactivateToken(ctx context.Context, ownerID string, id int64) (*APIToken, error)
 	// TouchTokens records last use for a batch of tokens.
 	TouchTokens(ctx context.Context, uses map[int64]TokenUse) error

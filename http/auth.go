@@ -39,10 +39,16 @@ type authenticator struct {
 
 	stopc chan struct{}
 	done  chan struct{}
+
+	// failures counts failed bearer tokens per client address; logins the
+	// failed sign-ins per user name (authfail.go).
+	failures *rateLimiter
+	logins   *loginThrottle
 }
 
 func newAuthenticator(cfg Config) *authenticator {
-	return &authenticator{cfg: cfg, cache: map[string]cachedToken{}, uses: map[int64]docflow.TokenUse{}}
+	return &authenticator{cfg: cfg, cache: map[string]cachedToken{}, uses: map[int64]docflow.TokenUse{},
+		failures: newRateLimiter(cfg.Now), logins: newLoginThrottle(cfg.Now)}
 }
 
 // HashToken returns the hex SHA-256 stored for a token.
@@ -120,7 +126,22 @@ func bearerToken(c *fasthttp.RequestCtx) string {
 	return ""
 }
 
+// userFromToken resolves a bearer token. Failed tokens are counted per
+// client address, and an address that reached TOKEN_FAILURE_LIMIT is
+// refused before its token is looked up.
 func (a *authenticator) userFromToken(ctx context.Context, c *fasthttp.RequestCtx, token string) (*docflow.User, error) {
+	ip := a.clientIP(c)
+	if err := a.tokenFailuresBlocked(ip); err != nil {
+		return nil, err
+	}
+	u, err := a.tokenUser(ctx, c, token)
+	if err == errInvalidToken {
+		a.tokenFailed(ip)
+	}
+	return u, err
+}
+
+func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, token string) (*docflow.User, error) {
 	if !strings.HasPrefix(token, docflow.TokenPrefix) || len(token) > 200 {
 		return nil, errInvalidToken
 	}
@@ -173,7 +194,9 @@ func (a *authenticator) isAdmin(ctx context.Context, userID string) bool {
 	if a.cfg.IsAdmin != nil {
 		return a.cfg.IsAdmin(ctx, userID)
 	}
-	return userID == "" || userID == a.cfg.Settings.Get("ADMIN_USERNAME")
+	// NOTE: an empty id is nobody's: tokens made without authentication
+	// belong to the admin account by name.
+	return userID != "" && userID == docflow.AdminUserID(a.cfg.Settings)
 }
 
 // sessionID returns the verified id of the session cookie, or "".
@@ -204,7 +227,38 @@ func (a *authenticator) userFromSession(ctx context.Context, sid string) *docflo
 	if err != nil {
 		return nil
 	}
+	stamp, err := a.passwordStamp(ctx, sess.UserID)
+	if err != nil {
+		a.cfg.Log.Warn().Err(err).Msg("check session password")
+		return nil
+	}
+	if !hmac.Equal([]byte(stamp), []byte(sess.PasswordStamp)) {
+		// The password changed since this session signed in: it is over.
+		if err := a.cfg.Sessions.DeleteSession(ctx, sid); err != nil {
+			a.cfg.Log.Warn().Err(err).Msg("end session of a changed password")
+		}
+		return nil
+	}
 	return &docflow.User{ID: sess.UserID, DisplayName: sess.UserID, IsAdmin: sess.IsAdmin || a.isAdmin(ctx, sess.UserID), SessionID: sess.ID}
+}
+
+// passwordStamp fingerprints the password userID signs in with now: the
+// local admin's ADMIN_PASSWORD (an HMAC under the session secret, so the
+// stored stamp tells nothing about it), else a local account's password
+// (Config.LocalPasswordStamp); "" for accounts without one here. A session
+// keeps the stamp it signed in under, so changing the password ends it.
+func (a *authenticator) passwordStamp(ctx context.Context, userID string) (string, error) {
+	if userID == docflow.AdminUserID(a.cfg.Settings) {
+		if pw := a.cfg.Settings.Get("ADMIN_PASSWORD"); pw != "" {
+			m := hmac.New(sha256.New, []byte(a.cfg.SessionSecret))
+			m.Write([]byte("ADMIN_PASSWORD\x00" + pw))
+			return "admin:" + hex.EncodeToString(m.Sum(nil))[:32], nil
+		}
+	}
+	if a.cfg.LocalPasswordStamp != nil {
+		return a.cfg.LocalPasswordStamp(ctx, userID)
+	}
+	return "", nil
 }
 
 // clientIP is the peer address, or the X-Forwarded-For client when the peer

@@ -53,18 +53,9 @@ func (h *embeddingHandlers) compute(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	if u := h.s.restricted(c); u != nil && (f.OwnerID == nil || *f.OwnerID != u.ID) {
-		// Unclaimed files are visible to everyone, but computing on them is
-		// for their owner or an administrator, as other changes are.
-		role := ""
-		if f.OwnerID != nil {
-			if role, err = h.d.Files.ShareRole(ctx, f.ID, u.ID); err != nil {
-				return err
-			}
-		}
-		if role != "editor" {
-			return docflow.Errorf(docflow.EFORBIDDEN, "Document is owned by another user")
-		}
+	// Computing an embedding changes the file: an editor's right.
+	if err := h.s.authorizeFile(c, h.d.Files, f, docflow.AccessEdit); err != nil {
+		return err
 	}
 	if f.OCRText == "" {
 		return docflow.Errorf(docflow.EBADREQUEST, "File %d has no OCR text yet: process it first", f.ID)

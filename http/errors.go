@@ -19,6 +19,7 @@ var codes = map[string]int{
 	docflow.EUNAUTHORIZED: fasthttp.StatusUnauthorized,
 	docflow.EFORBIDDEN:    fasthttp.StatusForbidden,
 	docflow.ETOOLARGE:     fasthttp.StatusRequestEntityTooLarge,
+	docflow.EUNSUPPORTED:  fasthttp.StatusUnsupportedMediaType,
 	docflow.ERATELIMIT:    fasthttp.StatusTooManyRequests,
 	docflow.ETIMEOUT:      fasthttp.StatusRequestTimeout,
 	docflow.EBADGATEWAY:   fasthttp.StatusBadGateway,

@@ -62,15 +62,6 @@ type filesHandlers struct {
 	d FilesDeps
 }
 
-// Access levels a file operation needs.
-type access int
-
-const (
-	accessView access = iota
-	accessEdit
-	accessOwner
-)
-
 func (s *Server) multiUser() bool {
 	return docflow.SettingBool(s.cfg.Settings, "MULTI_USER_ENABLED", false)
 }
@@ -89,36 +80,31 @@ func (s *Server) restricted(c *fasthttp.RequestCtx) *docflow.User {
 	return u
 }
 
-// authorize checks the current user's right to f. Unclaimed files may be
-// viewed by anyone (that is how a user finds a file to claim) but changed
-// only by administrators.
-func (h *filesHandlers) authorize(c *fasthttp.RequestCtx, f *docflow.File, need access) error {
-	u := h.s.restricted(c)
-	if u == nil {
-		return nil
-	}
-	if f.OwnerID != nil && *f.OwnerID == u.ID {
-		return nil
-	}
-	if f.OwnerID == nil {
-		if need == accessView {
-			return nil
-		}
-		return docflow.Errorf(docflow.EFORBIDDEN, "Not the file owner")
-	}
-	if need != accessOwner {
-		role, err := h.d.Files.ShareRole(RequestContext(c), f.ID, u.ID)
-		if err != nil {
-			return err
-		}
-		if role == "editor" || role == "viewer" && need == accessView {
-			return nil
-		}
-	}
-	return docflow.Errorf(docflow.EFORBIDDEN, "Document is owned by another user")
+// shareRoles looks up the role a share gives a user on a file
+// (docflow.FileRepository.ShareRole).
+type shareRoles interface {
+	ShareRole(ctx context.Context, fileID int64, userID string) (string, error)
 }
 
-func (h *filesHandlers) file(c *fasthttp.RequestCtx, need access) (*docflow.File, error) {
+// authorizeFile applies docflow.Authorize to the current user and f in
+// multi-user mode, looking the user's share role up only when it counts.
+// Outside multi-user mode files have no owner that restricts anyone.
+func (s *Server) authorizeFile(c *fasthttp.RequestCtx, shares shareRoles, f *docflow.File, need docflow.Access) error {
+	if !s.multiUser() {
+		return nil
+	}
+	u := CurrentUser(c)
+	role := ""
+	if docflow.NeedsShareRole(u, f, need) {
+		var err error
+		if role, err = shares.ShareRole(RequestContext(c), f.ID, u.ID); err != nil {
+			return err
+		}
+	}
+	return docflow.Authorize(u, f, role, need)
+}
+
+func (h *filesHandlers) file(c *fasthttp.RequestCtx, need docflow.Access) (*docflow.File, error) {
 	id, err := pathID(c, "file_id")
 	if err != nil {
 		return nil, err
@@ -127,7 +113,7 @@ func (h *filesHandlers) file(c *fasthttp.RequestCtx, need access) (*docflow.File
 	if err != nil {
 		return nil, err
 	}
-	if err := h.authorize(c, f, need); err != nil {
+	if err := h.s.authorizeFile(c, h.d.Files, f, need); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -198,7 +184,12 @@ func (s *Server) parseFileFilter(c *fasthttp.RequestCtx) (docflow.FileFilter, er
 			f.DateTo = &t
 		}
 	}
-	f.StorageProvider = strings.TrimSpace(string(args.Peek("storage_provider")))
+	// storage_provider: one kind of destination, or several (any of them).
+	for _, p := range strings.Split(string(args.Peek("storage_provider")), ",") {
+		if p = strings.ToLower(strings.TrimSpace(p)); p != "" {
+			f.StorageProviders = append(f.StorageProviders, p)
+		}
+	}
 	if v := string(args.Peek("tags")); v != "" {
 		for _, t := range strings.Split(v, ",") {
 			if t = strings.TrimSpace(t); t != "" {
@@ -218,10 +209,7 @@ func (s *Server) parseFileFilter(c *fasthttp.RequestCtx) (docflow.FileFilter, er
 		e.Fields = errs
 		return f, e
 	}
-	if u := s.restricted(c); u != nil {
-		id := u.ID
-		f.VisibleTo = &id
-	}
+	f.VisibleTo = s.visibleTo(c)
 	return f, nil
 }
 
@@ -307,8 +295,16 @@ type fileRecord struct {
 	TaskID           string         `json:"task_id"`
 }
 
+// runSummary is the processing_status of a file record: the listing's
+// summary plus the pipeline the current run follows.
+type runSummary struct {
+	docflow.ProcessingStatus
+	PipelineID   *int64  `json:"pipeline_id"`
+	PipelineName *string `json:"pipeline_name"`
+}
+
 func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, accessView)
+	f, err := h.file(c, docflow.AccessView)
 	if err != nil {
 		return err
 	}
@@ -317,6 +313,7 @@ func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	st := statuses[f.ID]
 	logs, err := h.d.Files.FindProcessingLogs(ctx, f.ID)
 	if err != nil {
 		return err
@@ -336,7 +333,7 @@ func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
 			FileSize: f.FileSize, MimeType: f.MimeType, CreatedAt: f.CreatedAt, OwnerID: f.OwnerID, PipelineID: f.PipelineID,
 			DocumentTitle: f.DocumentTitle, OCRQualityScore: f.OCRQualityScore, AIMetadata: f.AIMetadata,
 			DuplicateOf: f.DuplicateOf, TaskID: f.TaskID},
-		"processing_status": statuses[f.ID],
+		"processing_status": runSummary{st, st.PipelineID, st.PipelineName},
 		"logs":              logs,
 		"files_on_disk":     map[string]bool{"original": orig, "processed": proc},
 	})
@@ -358,7 +355,7 @@ func metaString(m map[string]any, keys ...string) string {
 }
 
 func (h *filesHandlers) metadata(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, accessView)
+	f, err := h.file(c, docflow.AccessView)
 	if err != nil {
 		return err
 	}
@@ -398,7 +395,7 @@ func (h *filesHandlers) content(inline bool) Handler {
 		case version != "original" && version != "processed":
 			return docflow.Errorf(docflow.EBADREQUEST, "Invalid version: must be original or processed")
 		}
-		f, err := h.file(c, accessView)
+		f, err := h.file(c, docflow.AccessView)
 		if err != nil {
 			return err
 		}
@@ -465,6 +462,11 @@ func ContentDisposition(disp, name string) string {
 // bulkIDs parses a JSON array of file ids: 422 for another body, an empty
 // array or more than MaxBulkIDs ids. Duplicates are dropped.
 func bulkIDs(c *fasthttp.RequestCtx) ([]int64, error) {
+	return parseBulkIDs(c, false)
+}
+
+// parseBulkIDs is bulkIDs that, with allowEmpty, takes an empty array.
+func parseBulkIDs(c *fasthttp.RequestCtx, allowEmpty bool) ([]int64, error) {
 	var ids []int64
 	if err := decodeJSON(c, &ids); err != nil {
 		if docflow.ErrorCode(err) == docflow.EINVALID {
@@ -472,7 +474,10 @@ func bulkIDs(c *fasthttp.RequestCtx) ([]int64, error) {
 		}
 		return nil, err
 	}
-	if len(ids) == 0 {
+	if ids == nil {
+		return nil, invalid("body", "The body must be a JSON array of file ids")
+	}
+	if len(ids) == 0 && !allowEmpty {
 		return nil, invalid("body", "At least one file id is required")
 	}
 	if len(ids) > MaxBulkIDs {
@@ -491,7 +496,7 @@ func bulkIDs(c *fasthttp.RequestCtx) ([]int64, error) {
 
 // visibleFiles returns the files among ids the user may act on with need;
 // the others count as not found.
-func (h *filesHandlers) visibleFiles(c *fasthttp.RequestCtx, ids []int64, need access) ([]*docflow.File, error) {
+func (h *filesHandlers) visibleFiles(c *fasthttp.RequestCtx, ids []int64, need docflow.Access) ([]*docflow.File, error) {
 	files, err := h.d.Files.FindFilesByIDs(RequestContext(c), ids)
 	if err != nil {
 		return nil, err
@@ -501,7 +506,7 @@ func (h *filesHandlers) visibleFiles(c *fasthttp.RequestCtx, ids []int64, need a
 	}
 	out := files[:0]
 	for _, f := range files {
-		if err := h.authorize(c, f, need); err == nil {
+		if err := h.s.authorizeFile(c, h.d.Files, f, need); err == nil {
 			out = append(out, f)
 		} else if docflow.ErrorCode(err) != docflow.EFORBIDDEN {
 			return nil, err
@@ -530,7 +535,7 @@ func (h *filesHandlers) delete(c *fasthttp.RequestCtx) error {
 	if err := h.deletionAllowed(); err != nil {
 		return err
 	}
-	f, err := h.file(c, accessOwner)
+	f, err := h.file(c, docflow.AccessDelete)
 	if err != nil {
 		return err
 	}
@@ -548,13 +553,16 @@ func (h *filesHandlers) bulkDelete(c *fasthttp.RequestCtx) error {
 	if err := h.deletionAllowed(); err != nil {
 		return err
 	}
-	ids, err := bulkIDs(c)
+	// NOTE: an empty list finds no files, which the spec answers with 404.
+	ids, err := parseBulkIDs(c, true)
 	if err != nil {
 		return err
 	}
-	files, err := h.visibleFiles(c, ids, accessOwner)
-	if err != nil {
-		return err
+	var files []*docflow.File
+	if len(ids) > 0 {
+		if files, err = h.visibleFiles(c, ids, docflow.AccessDelete); err != nil {
+			return err
+		}
 	}
 	if len(files) == 0 {
 		return docflow.Errorf(docflow.ENOTFOUND, "No files found")
@@ -577,7 +585,7 @@ func (h *filesHandlers) bulkDelete(c *fasthttp.RequestCtx) error {
 
 func (h *filesHandlers) reprocess(cloud bool) Handler {
 	return func(c *fasthttp.RequestCtx) error {
-		f, err := h.file(c, accessEdit)
+		f, err := h.file(c, docflow.AccessEdit)
 		if err != nil {
 			return err
 		}
@@ -619,7 +627,7 @@ func (h *filesHandlers) bulkReprocess(cloud bool) Handler {
 		if err != nil {
 			return err
 		}
-		files, err := h.visibleFiles(c, ids, accessEdit)
+		files, err := h.visibleFiles(c, ids, docflow.AccessEdit)
 		if err != nil {
 			return err
 		}
@@ -671,7 +679,7 @@ func (h *filesHandlers) assignPipeline(c *fasthttp.RequestCtx) error {
 		}
 		pid = &n
 	}
-	f, err := h.file(c, accessEdit)
+	f, err := h.file(c, docflow.AccessEdit)
 	if err != nil {
 		return err
 	}
@@ -696,7 +704,7 @@ func (h *filesHandlers) bulkDownload(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	files, err := h.visibleFiles(c, ids, accessView)
+	files, err := h.visibleFiles(c, ids, docflow.AccessView)
 	if err != nil {
 		return err
 	}
@@ -763,9 +771,10 @@ func (h *filesHandlers) bulkDownload(c *fasthttp.RequestCtx) error {
 	return nil
 }
 
-// uniqueName keeps ZIP entry names distinct: "a.pdf", "a (2).pdf", …
+// uniqueName keeps ZIP entry names distinct: "a.pdf", "a (2).pdf", …, and
+// clean (docflow.CleanFilename), whenever the record was stored.
 func uniqueName(used map[string]int, name string) string {
-	name = strings.ReplaceAll(name, "/", "_")
+	name = docflow.CleanFilename(strings.ReplaceAll(name, "/", "_"))
 	used[name]++
 	if n := used[name]; n > 1 {
 		ext := path.Ext(name)

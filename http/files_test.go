@@ -274,14 +274,20 @@ func TestDeleteFilesAndBlobs(t *testing.T) {
 	fe.expect(resp, body, 404)
 
 	// Bulk: bad bodies first.
-	for _, bad := range []any{"[]", `{"ids":[1]}`, `"1"`, "[1,", `["a"]`, []byte(""), "null"} {
+	for _, bad := range []any{`{"ids":[1]}`, `"1"`, "[1,", `["a"]`, []byte(""), "null"} {
 		resp, body := fe.do("POST", "/api/files/bulk-delete", "", bad)
 		if resp.StatusCode != 422 {
 			t.Errorf("body %v: %d %s", bad, resp.StatusCode, body)
 		}
 	}
-	resp, body = fe.do("POST", "/api/files/bulk-delete", "", []int64{987654, 987655})
-	fe.expect(resp, body, 404)
+	// No ids, or none that exists: 404 No files found (the spec's "none found").
+	for _, none := range []any{"[]", []int64{987654, 987655}} {
+		resp, body = fe.do("POST", "/api/files/bulk-delete", "", none)
+		fe.expect(resp, body, 404)
+		if d := fe.json(body)["detail"]; d != "No files found" {
+			t.Fatalf("%v: detail %v", none, d)
+		}
+	}
 	many := make([]int64, MaxBulkIDs)
 	for i := range many {
 		many[i] = int64(1_000_000 + i)

@@ -19,6 +19,10 @@ type HealthCheck struct {
 // AddHealthCheck registers a check (before Serve).
 func (s *Server) AddHealthCheck(h HealthCheck) { s.health = append(s.health, h) }
 
+// publicCheckDetail stands for a failed check's detail on the public
+// readiness probe.
+const publicCheckDetail = "check failed; see /api/diagnostic/health"
+
 type checkResult struct {
 	Status string `json:"status"`
 	Detail string `json:"detail,omitempty"`
@@ -37,9 +41,11 @@ func (s *Server) runChecks(ctx context.Context) (map[string]checkResult, bool, b
 		go func() {
 			defer wg.Done()
 			r := checkResult{Status: "ok"}
-			if err := h.Check(ctx); err != nil {
+			err := h.Check(ctx)
+			if err != nil {
 				r = checkResult{Status: "error", Detail: err.Error()}
 			}
+			s.logCheck(h.Name, err)
 			mu.Lock()
 			defer mu.Unlock()
 			results[h.Name] = r
@@ -64,6 +70,14 @@ func (s *Server) mountHealth() {
 	})
 	s.Handle("GET", "/api/diagnostic/healthz/ready", none, func(c *fasthttp.RequestCtx) error {
 		checks, critOK, _ := s.runChecks(RequestContext(c))
+		// Anyone may ask: the answer says ok or error per check and nothing
+		// of what failed (a driver's message names the database user, host
+		// and database). The details are in the log and behind auth.
+		for name, r := range checks {
+			if r.Status != "ok" {
+				checks[name] = checkResult{Status: r.Status, Detail: publicCheckDetail}
+			}
+		}
 		if !critOK {
 			writeJSON(c, fasthttp.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks})
 			return nil
@@ -73,16 +87,53 @@ func (s *Server) mountHealth() {
 	})
 	s.Handle("GET", "/api/diagnostic/health", Route{Auth: AuthUser, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
 		checks, critOK, allOK := s.runChecks(RequestContext(c))
-		status, code := "healthy", fasthttp.StatusOK
-		if !critOK {
-			status, code = "unhealthy", fasthttp.StatusServiceUnavailable
-		} else if !allOK {
-			status = "degraded"
-		}
+		status, code := healthStatus(critOK, allOK)
 		writeJSON(c, code, map[string]any{
 			"status": status, "version": s.cfg.Version,
 			"timestamp": s.cfg.Now().UTC().Format(time.RFC3339Nano), "checks": checks,
 		})
 		return nil
 	})
+}
+
+// healthStatus is the overall status of /api/diagnostic/health and its
+// HTTP status: unhealthy when a critical check failed, degraded when
+// another did.
+func healthStatus(criticalOK, allOK bool) (string, int) {
+	switch {
+	case !criticalOK:
+		return "unhealthy", fasthttp.StatusServiceUnavailable
+	case !allOK:
+		return "degraded", fasthttp.StatusOK
+	}
+	return "healthy", fasthttp.StatusOK
+}
+
+// checkLog remembers each check's last outcome, so a failure and a
+// recovery are logged once per change: the probes run every few seconds.
+type checkLog struct {
+	mu   sync.Mutex
+	last map[string]string // check name → last error ("" = ok)
+}
+
+// logCheck logs a check's outcome when it differs from the last one.
+func (s *Server) logCheck(name string, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	l := &s.checks
+	l.mu.Lock()
+	prev, seen := l.last[name]
+	if l.last == nil {
+		l.last = map[string]string{}
+	}
+	l.last[name] = msg
+	l.mu.Unlock()
+	switch {
+	case err != nil && prev != msg:
+		s.log.Warn().Str("check", name).Err(err).Msg("health check failed")
+	case err == nil && seen && prev != "":
+		s.log.Info().Str("check", name).Msg("health check ok again")
+	}
 }

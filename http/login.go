@@ -4,8 +4,11 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"errors"
 	"html/template"
+	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,12 +20,8 @@ import (
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Sign in · docflow</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<style>body{font-family:system-ui,sans-serif;background:#f4f5f7;display:flex;justify-content:center;padding-top:10vh}
-form{background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 4px #0002;min-width:18rem}
-label{display:block;margin:.8rem 0 .2rem}input{width:100%;padding:.5rem;box-sizing:border-box}
-button{margin-top:1.2rem;width:100%;padding:.6rem;background:#2456d3;color:#fff;border:0;border-radius:4px}
-.error{color:#b00020}</style></head>
-<body><form method="post" action="/login">
+<link rel="stylesheet" href="/static/docflow.css"></head>
+<body class="auth"><form method="post" action="/login">
 <h1>docflow</h1>
 {{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
 <label for="username">Username</label><input id="username" name="username" autocomplete="username" required value="{{.Username}}">
@@ -37,14 +36,60 @@ type loginView struct {
 	Mobile                             bool
 }
 
-// mobileRedirectAllowed accepts only the app's scheme and the development
-// client's (open-redirect protection).
-func mobileRedirectAllowed(u string) bool {
-	p, err := url.Parse(u)
-	if err != nil {
+// mobileRedirectAllowed says whether the mobile login may hand a token to
+// u (open-redirect protection): the app's own docflow:// scheme always;
+// exp://, the development client's, only when devClient is on and then
+// only for a loopback or private-network host, where a developer's phone
+// reaches the bundler. Anything with user info, a fragment (the token would
+// land in it) or an opaque form is refused.
+func mobileRedirectAllowed(u string, devClient bool) bool {
+	if len(u) > 2048 {
 		return false
 	}
-	return p.Scheme == "docflow" || p.Scheme == "exp"
+	p, err := url.Parse(u)
+	if err != nil || p.Opaque != "" || p.User != nil || p.Fragment != "" || strings.Contains(u, "#") {
+		return false
+	}
+	switch p.Scheme {
+	case "docflow":
+		return strings.HasPrefix(strings.ToLower(u), "docflow://")
+	case "exp":
+		return devClient && localNetworkHost(p.Hostname())
+	}
+	return false
+}
+
+// localNetworkHost accepts localhost and loopback or private addresses
+// (RFC 1918, RFC 4193); names other than localhost are refused, since
+// where they point is up to whoever owns them.
+func localNetworkHost(h string) bool {
+	if strings.EqualFold(h, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && (ip.IsLoopback() || ip.IsPrivate())
+}
+
+// mobileRedirectError explains what redirect_uri may be.
+func (s *Server) mobileRedirectError() error {
+	if s.devClientEnabled() {
+		return docflow.Errorf(docflow.EBADREQUEST, "redirect_uri must use the docflow:// scheme, or exp:// with a loopback or private-network host")
+	}
+	return docflow.Errorf(docflow.EBADREQUEST, "redirect_uri must use the docflow:// scheme (exp:// needs MOBILE_DEV_CLIENT_ENABLED)")
+}
+
+func (s *Server) devClientEnabled() bool {
+	return docflow.SettingBool(s.cfg.Settings, "MOBILE_DEV_CLIENT_ENABLED", false)
+}
+
+// mobileTokenExpiry is when a token handed to the app expires
+// (MOBILE_TOKEN_LIFETIME_DAYS, 1 to 3650, default 365).
+func (s *Server) mobileTokenExpiry() time.Time {
+	days := docflow.SettingInt(s.cfg.Settings, "MOBILE_TOKEN_LIFETIME_DAYS", 365)
+	if days < 1 || days > 3650 {
+		days = 365
+	}
+	return s.cfg.Now().Add(time.Duration(days) * 24 * time.Hour)
 }
 
 // safeNext keeps post-login redirects on this site.
@@ -67,8 +112,8 @@ func (s *Server) mountLogin() {
 		v := loginView{Next: safeNext(string(q.Peek("next")))}
 		if string(q.Peek("mobile")) == "1" {
 			ru := string(q.Peek("redirect_uri"))
-			if !mobileRedirectAllowed(ru) {
-				return docflow.Errorf(docflow.EBADREQUEST, "redirect_uri must use the docflow:// or exp:// scheme")
+			if !mobileRedirectAllowed(ru, s.devClientEnabled()) {
+				return s.mobileRedirectError()
 			}
 			v.Mobile, v.RedirectURI = true, ru
 		}
@@ -83,7 +128,7 @@ func (s *Server) mountLogin() {
 		}
 		s.setSessionCookie(c, "", -1)
 		if strings.Contains(string(c.Request.Header.Peek("Accept")), "text/html") {
-			c.Redirect("/login", fasthttp.StatusSeeOther)
+			s.redirect(c, "/login", fasthttp.StatusSeeOther)
 			return nil
 		}
 		writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Logged out"})
@@ -110,29 +155,49 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		next = safeNext(string(args.Peek("next")))
 		mobile = string(args.Peek("mobile")) == "1"
 		redirectURI = string(args.Peek("redirect_uri"))
-		if mobile && !mobileRedirectAllowed(redirectURI) {
-			return docflow.Errorf(docflow.EBADREQUEST, "redirect_uri must use the docflow:// or exp:// scheme")
+		if mobile && !mobileRedirectAllowed(redirectURI, s.devClientEnabled()) {
+			return s.mobileRedirectError()
 		}
 	}
-	user, ok := s.checkPassword(c, strings.TrimSpace(username), password)
+	username = strings.TrimSpace(username)
+	if err := s.loginDelayed(username); err != nil {
+		if isJSON {
+			return err
+		}
+		var e *docflow.Error
+		if errors.As(err, &e) {
+			c.Response.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+		}
+		return s.renderLogin(c, fasthttp.StatusTooManyRequests, loginView{Error: docflow.ErrorMessage(err) + ".", Username: username, Next: next, Mobile: mobile, RedirectURI: redirectURI})
+	}
+	user, ok := s.checkPassword(c, username, password)
 	if !ok {
+		if username != "" {
+			s.loginFailed(username)
+		}
 		if isJSON {
 			return docflow.Errorf(docflow.EUNAUTHORIZED, "Invalid username or password")
 		}
 		return s.renderLogin(c, fasthttp.StatusUnauthorized, loginView{Error: "Invalid username or password.", Username: username, Next: next, Mobile: mobile, RedirectURI: redirectURI})
 	}
+	s.auth.logins.succeed(username)
 	days := docflow.SettingInt(s.cfg.Settings, "SESSION_LIFETIME_DAYS", 30)
 	b := make([]byte, 32)
 	rand.Read(b) //nolint:errcheck
 	now := s.cfg.Now()
+	stamp, err := s.auth.passwordStamp(RequestContext(c), user.ID)
+	if err != nil {
+		return err
+	}
 	sess := &docflow.Session{ID: base64.RawURLEncoding.EncodeToString(b), UserID: user.ID, IsAdmin: user.IsAdmin,
-		CreatedAt: now, ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour)}
+		CreatedAt: now, ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour), PasswordStamp: stamp}
 	if err := s.cfg.Sessions.CreateSession(RequestContext(c), sess); err != nil {
 		return err
 	}
 	s.setSessionCookie(c, s.auth.cookieValue(sess.ID), days*86400)
 	if mobile {
-		t, err := IssueToken(c, s.cfg.Tokens, user.ID, "Mobile App – Browser login", nil)
+		exp := s.mobileTokenExpiry()
+		t, err := IssueToken(c, s.cfg.Tokens, user.ID, "Mobile App – Browser login", &exp)
 		if err != nil {
 			return err
 		}
@@ -149,7 +214,7 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		writeJSON(c, fasthttp.StatusOK, map[string]any{"user_id": user.ID, "is_admin": user.IsAdmin, "expires_at": sess.ExpiresAt})
 		return nil
 	}
-	c.Redirect(next, fasthttp.StatusSeeOther)
+	s.redirect(c, next, fasthttp.StatusSeeOther)
 	return nil
 }
 

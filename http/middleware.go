@@ -51,9 +51,10 @@ func RequestID(c *fasthttp.RequestCtx) string {
 	return v
 }
 
-// wrap is the middleware chain: request id, recover, timeout context, body
-// limit, authentication, rate limit, the handler, the error adapter, the
-// access log and the request metric.
+// wrap is the middleware chain: request id, recover, timeout context,
+// cross-site refusal, NUL screening, body limit, authentication, rate
+// limit, the handler, the error adapter, the access log and the request
+// metric. (Security headers and CORS preflights come first, in root.)
 func (s *Server) wrap(pattern string, opts Route, h Handler) fasthttp.RequestHandler {
 	timeout := opts.Timeout
 	if timeout == 0 {
@@ -89,8 +90,17 @@ func (s *Server) serve(c *fasthttp.RequestCtx, opts Route, h Handler) (err error
 			err = fmt.Errorf("panic: %v", r)
 		}
 	}()
+	if err := s.checkCrossSite(c); err != nil {
+		return err
+	}
+	if err := checkNULInURL(c); err != nil {
+		return err
+	}
 	if !opts.Stream {
 		if err := s.readBody(c); err != nil {
+			return err
+		}
+		if err := checkNULInForm(c); err != nil {
 			return err
 		}
 	}
@@ -108,12 +118,13 @@ func (s *Server) serve(c *fasthttp.RequestCtx, opts Route, h Handler) (err error
 }
 
 // readBody reads a streamed body whole, refusing more than
-// MAX_REQUEST_BODY_SIZE: on Content-Length before reading, else while reading.
+// MAX_REQUEST_BODY_SIZE: on Content-Length before reading, else while
+// reading; refuseOversized answers so that the client can read the 413.
 func (s *Server) readBody(c *fasthttp.RequestCtx) error {
 	limit := docflow.SettingInt64(s.cfg.Settings, "MAX_REQUEST_BODY_SIZE", 1<<20)
 	cl := c.Request.Header.ContentLength()
 	if cl > 0 && int64(cl) > limit {
-		return docflow.Errorf(docflow.ETOOLARGE, "Request body of %d bytes exceeds the maximum of %d bytes", cl, limit)
+		return s.refuseOversized(c, limit, int64(cl), 0)
 	}
 	stream := c.RequestBodyStream()
 	if stream == nil {
@@ -124,7 +135,7 @@ func (s *Server) readBody(c *fasthttp.RequestCtx) error {
 		return docflow.Errorf(docflow.EBADREQUEST, "Could not read the request body")
 	}
 	if int64(len(body)) > limit {
-		return docflow.Errorf(docflow.ETOOLARGE, "Request body exceeds the maximum of %d bytes", limit)
+		return s.refuseOversized(c, limit, -1, int64(len(body)))
 	}
 	c.Request.SetBodyRaw(body)
 	return nil
@@ -155,12 +166,19 @@ func (s *Server) logRequest(c *fasthttp.RequestCtx, pattern string, start time.T
 	}
 }
 
-// decodeJSON decodes the request body into v with strict checking: malformed
-// JSON or a wrong type is 422 with a detail naming the problem.
+// decodeJSON decodes the request body into v with strict checking: a body
+// not sent as JSON is 415; malformed JSON, a wrong type or a NUL character
+// (which PostgreSQL cannot store) is 422 with a detail naming the problem.
 func decodeJSON(c *fasthttp.RequestCtx, v any) error {
 	body := c.PostBody()
 	if len(body) == 0 {
 		return docflow.Errorf(docflow.EINVALID, "Request body is required (JSON)")
+	}
+	if err := requireJSON(c); err != nil {
+		return err
+	}
+	if hasEscapedNUL(body) {
+		return docflow.Errorf(docflow.EINVALID, `JSON strings must not contain the NUL character (\u0000)`)
 	}
 	if err := jsonUnmarshal(body, v); err != nil {
 		var te *jsonTypeError

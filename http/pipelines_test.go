@@ -87,6 +87,25 @@ func TestPipelineCRUDAndSteps(t *testing.T) {
 	if p["is_active"] != true || p["is_default"] != false || p["owner_id"] != nil {
 		t.Fatalf("created %s", body)
 	}
+	// A pipeline without steps shows "steps": [] everywhere.
+	if steps, ok := p["steps"].([]any); !ok || len(steps) != 0 {
+		t.Fatalf("created without steps: %s", body)
+	}
+	resp, body = e.do("GET", fmt.Sprintf("/api/pipelines/%d", pid), "", nil)
+	e.expect(resp, body, 200)
+	if steps, ok := e.json(body)["steps"].([]any); !ok || len(steps) != 0 {
+		t.Fatalf("get without steps: %s", body)
+	}
+	resp, body = e.do("GET", "/api/pipelines", "", nil)
+	e.expect(resp, body, 200)
+	for _, lp := range e.list(body) {
+		if _, ok := lp["steps"].([]any); !ok {
+			t.Fatalf("list item without a steps array: %v", lp)
+		}
+	}
+	if b, _ := json.Marshal(&docflow.Pipeline{}); !strings.Contains(string(b), `"steps":[]`) {
+		t.Fatalf("a pipeline record with nil steps encodes as %s", b)
+	}
 	// Names are unique per owner, case-insensitively.
 	resp, body = e.do("POST", "/api/pipelines", "", map[string]any{"name": "invoices"})
 	e.expect(resp, body, 409)

@@ -1,11 +1,8 @@
 package http
 
 import (
-	"fmt"
 	"hash/fnv"
 	"math"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,40 +12,9 @@ import (
 )
 
 // rate is a parsed limit such as "100/minute".
-type rate struct {
-	n      int
-	period time.Duration
-	text   string // the period word for messages
-}
+type rate = docflow.Rate
 
-// parseRate accepts "N/second|minute|hour|day" (also "N per minute").
-func parseRate(s string) (rate, error) {
-	s = strings.ToLower(strings.TrimSpace(s))
-	s = strings.Replace(s, " per ", "/", 1)
-	num, unit, ok := strings.Cut(s, "/")
-	if !ok {
-		return rate{}, fmt.Errorf("rate %q: want N/period", s)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(num))
-	if err != nil || n <= 0 {
-		return rate{}, fmt.Errorf("rate %q: bad count", s)
-	}
-	unit = strings.TrimSpace(unit)
-	var p time.Duration
-	switch strings.TrimSuffix(unit, "s") {
-	case "second", "sec", "s":
-		p, unit = time.Second, "second"
-	case "minute", "min", "m":
-		p, unit = time.Minute, "minute"
-	case "hour", "h":
-		p, unit = time.Hour, "hour"
-	case "day", "d":
-		p, unit = 24*time.Hour, "day"
-	default:
-		return rate{}, fmt.Errorf("rate %q: unknown period", s)
-	}
-	return rate{n: n, period: p, text: unit}, nil
-}
+func parseRate(s string) (rate, error) { return docflow.ParseRate(s) }
 
 // window is a sliding-window counter: the previous fixed window's count,
 // weighted by how much of it still overlaps, plus the current one.
@@ -96,6 +62,27 @@ func (l *rateLimiter) rate(spec string) (rate, error) {
 // allow counts one request for key; when over the limit it returns the
 // seconds to wait.
 func (l *rateLimiter) allow(key string, r rate) (ok bool, retryAfter int) {
+	return l.take(key, r, true)
+}
+
+// blocked reports, without counting anything, whether key has used up r
+// (and for how many seconds): failure limits ask it before the work whose
+// failures they count.
+func (l *rateLimiter) blocked(key string, r rate) (bool, int) {
+	ok, retry := l.take(key, r, false)
+	return !ok, retry
+}
+
+// add counts one event (a failure) for key; past the limit it counts
+// nothing more, which is all a failure limit needs, since blocked stops the
+// work that could fail.
+func (l *rateLimiter) add(key string, r rate) {
+	l.take(key, r, true)
+}
+
+// take checks key's window against r and, when count is set and there is
+// room, counts one event.
+func (l *rateLimiter) take(key string, r rate, count bool) (ok bool, retryAfter int) {
 	h := fnv.New32a()
 	h.Write([]byte(key))
 	sh := &l.shards[h.Sum32()%limiterShards]
@@ -105,25 +92,27 @@ func (l *rateLimiter) allow(key string, r rate) (ok bool, retryAfter int) {
 	w := sh.m[key]
 	if w == nil {
 		if len(sh.m) > 50_000 {
-			l.sweep(sh.m, now, r.period)
+			l.sweep(sh.m, now, r.Period)
 		}
-		w = &window{start: now.Truncate(r.period)}
+		w = &window{start: now.Truncate(r.Period)}
 		sh.m[key] = w
 	}
-	cur := now.Truncate(r.period)
+	cur := now.Truncate(r.Period)
 	switch elapsed := cur.Sub(w.start); {
-	case elapsed >= 2*r.period:
+	case elapsed >= 2*r.Period:
 		w.prev, w.curr, w.start = 0, 0, cur
-	case elapsed >= r.period:
+	case elapsed >= r.Period:
 		w.prev, w.curr, w.start = w.curr, 0, cur
 	}
-	overlap := 1 - float64(now.Sub(w.start))/float64(r.period)
+	overlap := 1 - float64(now.Sub(w.start))/float64(r.Period)
 	estimate := float64(w.prev)*overlap + float64(w.curr)
-	if estimate+1 > float64(r.n) {
-		wait := w.start.Add(r.period).Sub(now)
+	if estimate+1 > float64(r.N) {
+		wait := w.start.Add(r.Period).Sub(now)
 		return false, int(math.Max(1, math.Ceil(wait.Seconds())))
 	}
-	w.curr++
+	if count {
+		w.curr++
+	}
 	return true, 0
 }
 
@@ -161,7 +150,7 @@ func (s *Server) rateLimit(c *fasthttp.RequestCtx, class Limit, user *docflow.Us
 		key = name + "|ip|" + s.auth.clientIP(c)
 	}
 	if ok, retry := s.limiter.allow(key, r); !ok {
-		e := docflow.Errorf(docflow.ERATELIMIT, "Rate limit exceeded: %d per %s", r.n, r.text)
+		e := docflow.Errorf(docflow.ERATELIMIT, "Rate limit exceeded: %d per %s", r.N, r.Unit)
 		e.RetryAfter = retry
 		return e
 	}

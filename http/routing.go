@@ -37,7 +37,7 @@ func (h *routingHandlers) operators(c *fasthttp.RequestCtx) error {
 	writeJSON(c, fasthttp.StatusOK, map[string]any{
 		"operators":       docflow.RoutingOperators,
 		"builtin_fields":  docflow.RoutingBuiltinFields,
-		"metadata_prefix": strings.TrimSuffix(docflow.RoutingMetadataPrefix, "."),
+		"metadata_prefix": docflow.RoutingMetadataPrefix,
 	})
 	return nil
 }
@@ -86,11 +86,12 @@ func (req *ruleReq) apply(r *docflow.RoutingRule) {
 	}
 }
 
-// checkTarget verifies the rule's target pipeline exists and u may use it.
+// checkTarget verifies the rule's target pipeline exists and the user may
+// use it: 404 otherwise (someone else's pipeline is not found either).
 func (h *routingHandlers) checkTarget(c *fasthttp.RequestCtx, id int64) error {
 	p, err := h.d.Pipelines.FindPipelineByID(RequestContext(c), id)
 	if docflow.ErrorCode(err) == docflow.ENOTFOUND || (err == nil && !canSee(CurrentUser(c), p.OwnerID)) {
-		return invalid("target_pipeline_id", "Pipeline %d not found", id)
+		return docflow.Errorf(docflow.ENOTFOUND, "Target pipeline not found")
 	}
 	return err
 }

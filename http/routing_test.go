@@ -2,6 +2,7 @@ package http
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -10,7 +11,7 @@ func TestRoutingOperators(t *testing.T) {
 	resp, body := e.do("GET", "/api/routing-rules/operators", "", nil)
 	e.expect(resp, body, 200)
 	m := e.json(body)
-	if len(m["operators"].([]any)) != 9 || len(m["builtin_fields"].([]any)) != 5 || m["metadata_prefix"] != "metadata" {
+	if len(m["operators"].([]any)) != 9 || len(m["builtin_fields"].([]any)) != 5 || m["metadata_prefix"] != "metadata." {
 		t.Fatalf("operators %s", body)
 	}
 }
@@ -47,7 +48,7 @@ func TestRoutingRuleCRUDAndValidation(t *testing.T) {
 		"empty metadata":  {"name": "x", "field": "metadata.", "operator": "equals", "value": "a", "target_pipeline_id": pid},
 		"non-numeric gt":  {"name": "x", "field": "size", "operator": "gt", "value": "big", "target_pipeline_id": pid},
 		"missing target":  {"name": "x", "field": "size", "operator": "gt", "value": "1"},
-		"unknown target":  {"name": "x", "field": "size", "operator": "gt", "value": "1", "target_pipeline_id": pid + 999},
+		"value too long":  {"name": "x", "field": "filename", "operator": "regex", "value": strings.Repeat("a", 2001), "target_pipeline_id": pid},
 		"missing name":    {"field": "size", "operator": "gt", "value": "1", "target_pipeline_id": pid},
 		"negative pos":    {"name": "x", "field": "size", "operator": "gt", "value": "1", "target_pipeline_id": pid, "position": -1},
 		"value not a str": {"name": "x", "field": "size", "operator": "gt", "value": 5, "target_pipeline_id": pid},
@@ -57,6 +58,20 @@ func TestRoutingRuleCRUDAndValidation(t *testing.T) {
 			t.Fatalf("%s: status %d body %s", name, resp.StatusCode, body)
 		}
 	}
+	// A value of 2,000 characters is the most a rule takes (counted in
+	// characters, not bytes).
+	long := map[string]any{"name": "long", "field": "filename", "operator": "contains", "value": strings.Repeat("ü", 2000), "target_pipeline_id": pid}
+	e.rule("", long)
+	// A target pipeline that does not exist is 404, on create and update.
+	resp, body = e.do("POST", "/api/routing-rules", "", map[string]any{"name": "x", "field": "size", "operator": "gt", "value": "1", "target_pipeline_id": pid + 999})
+	e.expect(resp, body, 404)
+	if d := e.json(body)["detail"]; d != "Target pipeline not found" {
+		t.Fatalf("detail %v", d)
+	}
+	resp, body = e.do("PUT", fmt.Sprintf("/api/routing-rules/%d", r1), "", map[string]any{"target_pipeline_id": pid + 999})
+	e.expect(resp, body, 404)
+	resp, body = e.do("PUT", fmt.Sprintf("/api/routing-rules/%d", r1), "", map[string]any{"value": strings.Repeat("a", 2001)})
+	e.expect(resp, body, 422)
 	// Updating to an invalid regex is refused too.
 	resp, body = e.do("PUT", fmt.Sprintf("/api/routing-rules/%d", r1), "", map[string]any{"operator": "regex", "value": "[a-"})
 	e.expect(resp, body, 422)
@@ -84,7 +99,7 @@ func TestRoutingRuleReorder(t *testing.T) {
 	bobRule := e.rule(bob, map[string]any{"name": "b", "field": "filename", "operator": "contains", "value": "b", "target_pipeline_id": bobPid})
 	// A rule may not target someone else's pipeline.
 	resp, body := e.do("POST", "/api/routing-rules", bob, map[string]any{"name": "b2", "field": "filename", "operator": "contains", "value": "b", "target_pipeline_id": pid})
-	e.expect(resp, body, 422)
+	e.expect(resp, body, 404)
 
 	resp, body = e.do("PUT", "/api/routing-rules/reorder", alice, map[string]any{"rule_ids": []int64{ids[2], ids[0]}})
 	e.expect(resp, body, 422) // partial

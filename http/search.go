@@ -38,15 +38,16 @@ type searchHandlers struct {
 	store docflow.SearchStore
 }
 
-// visibleTo is the user whose files a request may see in multi-user mode,
-// or nil when every file is visible (single-user mode, admins).
-func (s *Server) searchVisibleTo(c *fasthttp.RequestCtx) *string {
-	u := CurrentUser(c)
-	if u == nil || u.IsAdmin || !docflow.SettingBool(s.cfg.Settings, "MULTI_USER_ENABLED", false) {
-		return nil
+// visibleTo is the user whose own and shared files a listing, search or
+// similarity query may show in multi-user mode, or nil when every file is
+// visible (single-user mode, admins): the query-filter form of
+// docflow.Authorize's view rule.
+func (s *Server) visibleTo(c *fasthttp.RequestCtx) *string {
+	if u := s.restricted(c); u != nil {
+		id := u.ID
+		return &id
 	}
-	id := u.ID
-	return &id
+	return nil
 }
 
 // Search limits (the spec's Limits table).
@@ -174,7 +175,7 @@ func (h *searchHandlers) parseSearchQuery(c *fasthttp.RequestCtx) (docflow.Searc
 	if q.DateFrom != nil && q.DateTo != nil && q.DateFrom.After(*q.DateTo) {
 		return q, invalid("date_from", "date_from must not be after date_to")
 	}
-	q.VisibleTo = h.s.searchVisibleTo(c)
+	q.VisibleTo = h.s.visibleTo(c)
 	return q, nil
 }
 

@@ -52,9 +52,10 @@ const (
 type Route struct {
 	Auth  Auth
 	Limit Limit
-	// Stream leaves the request body unread for the handler
-	// (c.RequestBodyStream); otherwise the body is read up to
-	// MAX_REQUEST_BODY_SIZE and 413 answers anything larger.
+	// Stream leaves the request body unread for the handler, which reads
+	// it through s.progressBody (its read deadline moves with progress);
+	// otherwise the body is read up to MAX_REQUEST_BODY_SIZE and 413
+	// answers anything larger.
 	Stream bool
 	// Timeout of the request context (default 30 s).
 	Timeout time.Duration
@@ -71,10 +72,15 @@ type Config struct {
 	// SessionSecret signs session cookies.
 	SessionSecret string
 	// IsAdmin reports whether a user id has admin rights (tokens inherit
-	// their owner's); nil = only ADMIN_USERNAME.
+	// their owner's); nil = only ADMIN_USERNAME. The anonymous single user
+	// is an administrator whatever it says.
 	IsAdmin func(ctx context.Context, userID string) bool
 	// LocalLogin verifies a local account's password (nil = admin only).
 	LocalLogin func(ctx context.Context, username, password string) (*docflow.User, error)
+	// LocalPasswordStamp fingerprints a local account's current password
+	// ("" for none); a session signed in under another stamp is over
+	// (nil = no local accounts).
+	LocalPasswordStamp func(ctx context.Context, userID string) (string, error)
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 }
@@ -89,6 +95,9 @@ type Server struct {
 	limiter *rateLimiter
 	auth    *authenticator
 	health  []HealthCheck
+	checks  checkLog
+	// conns are the slow-client settings, read once in NewServer (conns.go).
+	conns connSettings
 }
 
 // NewServer builds the server and mounts the foundation routes (health,
@@ -102,6 +111,7 @@ func NewServer(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Log, router: router.New()}
 	s.limiter = newRateLimiter(cfg.Now)
+	s.conns = s.connSettings()
 	s.auth = newAuthenticator(cfg)
 	s.router.NotFound = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
 		return docflow.Errorf(docflow.ENOTFOUND, "Not Found")
@@ -116,6 +126,7 @@ func NewServer(cfg Config) *Server {
 	s.mountHealth()
 	s.mountTokens()
 	s.mountLogin()
+	s.mountHome()
 	return s
 }
 
@@ -144,12 +155,17 @@ func (s *Server) root(c *fasthttp.RequestCtx) {
 	if p := c.Path(); len(p) > 1 && p[len(p)-1] == '/' {
 		c.Request.URI().SetPathBytes(p[:len(p)-1])
 	}
+	s.setSecurityHeaders(c)
+	if s.preflight(c) {
+		return
+	}
 	s.router.Handler(c)
+	s.pinRedirect(c)
 }
 
 // NewFastHTTPServer returns the configured fasthttp server.
 func (s *Server) NewFastHTTPServer() *fasthttp.Server {
-	return &fasthttp.Server{
+	srv := &fasthttp.Server{
 		Handler: s.root,
 		Name:    "docflow",
 		// NOTE: bodies stream so uploads never sit in memory; JSON routes
@@ -158,12 +174,13 @@ func (s *Server) NewFastHTTPServer() *fasthttp.Server {
 		DisablePreParseMultipartForm: true,
 		MaxRequestBodySize:           64 << 10,
 		ReadBufferSize:               16 << 10,
-		ReadTimeout:                  0,
-		IdleTimeout:                  120 * time.Second,
 		Logger:                       fasthttpLogger{s.log},
 		NoDefaultServerHeader:        true,
 		CloseOnShutdown:              true,
 	}
+	// Header, body and idle timeouts (conns.go).
+	s.applyConnSettings(srv)
+	return srv
 }
 
 // Serve serves on ln until Shutdown.
@@ -171,7 +188,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.srv = s.NewFastHTTPServer()
 	s.ln = ln
 	s.auth.start()
-	return s.srv.Serve(ln)
+	return s.srv.Serve(s.limitConns(ln))
 }
 
 // Shutdown stops accepting, waits for in-flight requests up to ctx, and

@@ -79,7 +79,7 @@ func (h *searchHandlers) similar(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	ctx := RequestContext(c)
-	visible := h.s.searchVisibleTo(c)
+	visible := h.s.visibleTo(c)
 	self, err := h.store.FileSummaries(ctx, []int64{id}, visible)
 	if err != nil {
 		return err
@@ -163,7 +163,7 @@ func (h *searchHandlers) pairs(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	ctx := RequestContext(c)
-	visible := h.s.searchVisibleTo(c)
+	visible := h.s.visibleTo(c)
 	pairs, total, err := h.store.FindSimilarityPairs(ctx, docflow.SimilarityPairFilter{MinScore: threshold, VisibleTo: visible, Page: page, PerPage: limit})
 	if err != nil {
 		return err
@@ -187,7 +187,7 @@ func (h *searchHandlers) embeddingStatus(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	st, err := h.store.EmbeddingStatus(RequestContext(c), id, h.s.searchVisibleTo(c))
+	st, err := h.store.EmbeddingStatus(RequestContext(c), id, h.s.visibleTo(c))
 	if err != nil {
 		return err
 	}
@@ -214,7 +214,7 @@ func (h *searchHandlers) embeddingDiagnostics(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	d, err := h.store.EmbeddingDiagnostics(RequestContext(c), h.s.searchVisibleTo(c), page, per)
+	d, err := h.store.EmbeddingDiagnostics(RequestContext(c), h.s.visibleTo(c), page, per)
 	if err != nil {
 		return err
 	}

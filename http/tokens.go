@@ -33,6 +33,44 @@ func IssueToken(c *fasthttp.RequestCtx, tokens docflow.TokenService, owner, name
 	return t, nil
 }
 
+// tokenOwner is the account whose tokens u manages: its own, or for the
+// anonymous single user of an instance without authentication the admin
+// account (ADMIN_USERNAME), so that a token made then is the admin's, and
+// listed and revocable as the admin's, once authentication is on.
+func (s *Server) tokenOwner(u *docflow.User) string {
+	if u == nil || u.Anonymous || u.ID == "" {
+		return docflow.AdminUserID(s.cfg.Settings)
+	}
+	return u.ID
+}
+
+// reactivationTarget returns the revoked token u may bring back: one of
+// its owner's (any, for an administrator), and, when u acts through an
+// API token, not one revoked before that token itself was last revoked.
+// The owner revoked the later token last: it may have leaked with the
+// earlier one, so it cannot undo the earlier revocation; a session, an
+// older token or an administrator can.
+func (s *Server) reactivationTarget(c *fasthttp.RequestCtx, u *docflow.User, id int64) (*docflow.APIToken, error) {
+	ctx := RequestContext(c)
+	t, err := s.cfg.Tokens.FindToken(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if t.OwnerID != s.tokenOwner(u) && !u.IsAdmin {
+		return nil, docflow.Errorf(docflow.ENOTFOUND, "Token not found")
+	}
+	if u.TokenID != nil && t.RevokedAt != nil {
+		by, err := s.cfg.Tokens.FindToken(ctx, *u.TokenID)
+		if err != nil {
+			return nil, err
+		}
+		if by.LastRevokedAt != nil && by.LastRevokedAt.After(*t.RevokedAt) {
+			return nil, docflow.Errorf(docflow.EFORBIDDEN, "This token was revoked after the one to reactivate; sign in, or use a token that was not")
+		}
+	}
+	return t, nil
+}
+
 func pathID(c *fasthttp.RequestCtx, name string) (int64, error) {
 	v, _ := c.UserValue(name).(string)
 	id, err := strconv.ParseInt(v, 10, 64)
@@ -69,7 +107,7 @@ func (s *Server) mountTokens() {
 			t := s.cfg.Now().Add(time.Duration(d) * 24 * time.Hour)
 			exp = &t
 		}
-		t, err := IssueToken(c, s.cfg.Tokens, CurrentUser(c).ID, name, exp)
+		t, err := IssueToken(c, s.cfg.Tokens, s.tokenOwner(CurrentUser(c)), name, exp)
 		if err != nil {
 			return err
 		}
@@ -78,7 +116,7 @@ func (s *Server) mountTokens() {
 	}
 	s.Handle("POST", "/api/api-tokens/", b, create)
 	list := func(c *fasthttp.RequestCtx) error {
-		ts, err := s.cfg.Tokens.ListTokens(RequestContext(c), CurrentUser(c).ID)
+		ts, err := s.cfg.Tokens.ListTokens(RequestContext(c), s.tokenOwner(CurrentUser(c)))
 		if err != nil {
 			return err
 		}
@@ -91,12 +129,12 @@ func (s *Server) mountTokens() {
 		if err != nil {
 			return err
 		}
-		u := CurrentUser(c)
-		t, err := s.cfg.Tokens.FindTokenByID(RequestContext(c), u.ID, id)
+		owner := s.tokenOwner(CurrentUser(c))
+		t, err := s.cfg.Tokens.FindTokenByID(RequestContext(c), owner, id)
 		if err != nil {
 			return err
 		}
-		res, err := s.cfg.Tokens.RevokeToken(RequestContext(c), u.ID, id)
+		res, err := s.cfg.Tokens.RevokeToken(RequestContext(c), owner, id)
 		if err != nil {
 			return err
 		}
@@ -113,7 +151,11 @@ func (s *Server) mountTokens() {
 		if err != nil {
 			return err
 		}
-		t, err := s.cfg.Tokens.ReactivateToken(RequestContext(c), CurrentUser(c).ID, id)
+		target, err := s.reactivationTarget(c, CurrentUser(c), id)
+		if err != nil {
+			return err
+		}
+		t, err := s.cfg.Tokens.ReactivateToken(RequestContext(c), target.OwnerID, id)
 		if err != nil {
 			return err
 		}

@@ -47,7 +47,7 @@ func (s *Server) MountUploads(d UploadDeps) {
 	s.Handle("POST", "/api/automation/actions/upload", Route{Auth: AuthToken, Limit: LimitUpload, Stream: true, Timeout: uploadTimeout},
 		s.uploadHandler(d, docflow.ChannelAutomation, fasthttp.StatusOK))
 	s.Handle("POST", "/api/process-url", Route{Auth: AuthUser, Limit: LimitUpload, Timeout: 10 * time.Minute}, s.processURL(d))
-	s.Handle("POST", "/api/processall", Route{Auth: AuthUser, Limit: LimitDefault, Timeout: 10 * time.Minute}, s.processAll(d))
+	s.Handle("POST", "/api/processall", Route{Auth: AuthAdmin, Limit: LimitDefault, Timeout: 10 * time.Minute}, s.processAll(d))
 }
 
 type uploadResponse struct {
@@ -91,7 +91,7 @@ func (s *Server) upload(c *fasthttp.RequestCtx, d UploadDeps, channel string, ok
 	if err := d.Intake.Admit(ctx, user, channel); err != nil {
 		return err
 	}
-	part, err := filePart(c)
+	part, err := s.filePart(c)
 	if err != nil {
 		return err
 	}
@@ -140,12 +140,12 @@ func (s *Server) upload(c *fasthttp.RequestCtx, d UploadDeps, channel string, ok
 
 // filePart reads the streamed multipart body up to the part named "file".
 // Other fields before it are skipped (bounded).
-func filePart(c *fasthttp.RequestCtx) (*formFile, error) {
+func (s *Server) filePart(c *fasthttp.RequestCtx) (*formFile, error) {
 	mt, params, err := mime.ParseMediaType(string(c.Request.Header.ContentType()))
 	if err != nil || !strings.HasPrefix(mt, "multipart/") || params["boundary"] == "" {
 		return nil, invalid("file", "A multipart/form-data body with a field named file is required")
 	}
-	body := c.RequestBodyStream()
+	body := s.progressBody(c) // a deadline by progress, not total time
 	if body == nil {
 		return nil, invalid("file", "Field file is required")
 	}

@@ -446,7 +446,7 @@ func TestUIUploadDuplicateIsNotRecorded(t *testing.T) {
 }
 
 func TestUploadLimitsBlockedWindowDaily(t *testing.T) {
-	fe := newFilesEnv(t, map[string]string{"AUTH_ENABLED": "true", "UPLOAD_RATE_LIMIT_PER_USER": "2", "UPLOAD_RATE_LIMIT_WINDOW": "60"})
+	fe := newFilesEnv(t, map[string]string{"AUTH_ENABLED": "true", "RATE_LIMITING_ENABLED": "true", "UPLOAD_RATE_LIMIT_PER_USER": "2", "UPLOAD_RATE_LIMIT_WINDOW": "60"})
 	ctx := context.Background()
 	alice, bob, carol := fe.token("alice"), fe.token("bob"), fe.token("carol")
 	// Blocked users get 403 before the body is read.
@@ -492,15 +492,16 @@ func TestUploadLimitsBlockedWindowDaily(t *testing.T) {
 
 func TestUploadWindowShrinksUnderLoad(t *testing.T) {
 	depth := 150 // above 100: the limit is multiplied by 0.25
-	fe := newFilesEnv(t, map[string]string{"UPLOAD_RATE_LIMIT_PER_USER": "8"}, func(c *intake.Config) {
+	fe := newFilesEnv(t, map[string]string{"AUTH_ENABLED": "true", "RATE_LIMITING_ENABLED": "true", "UPLOAD_RATE_LIMIT_PER_USER": "8"}, func(c *intake.Config) {
 		c.QueueDepth = func(context.Context) (int, error) { return depth, nil }
 	})
+	alice := fe.token("alice")
 	for i := 0; i < 2; i++ {
-		if resp, m := fe.upload("/api/ui-upload", "", "l.pdf", pdf("l"+strconv.Itoa(i))); resp.StatusCode != 200 {
+		if resp, m := fe.upload("/api/ui-upload", alice, "l.pdf", pdf("l"+strconv.Itoa(i))); resp.StatusCode != 200 {
 			t.Fatalf("upload %d: %d %v", i, resp.StatusCode, m)
 		}
 	}
-	resp, m := fe.upload("/api/ui-upload", "", "l.pdf", pdf("l2"))
+	resp, m := fe.upload("/api/ui-upload", alice, "l.pdf", pdf("l2"))
 	if resp.StatusCode != 429 || !strings.HasPrefix(m["detail"].(string), "Rate limit exceeded: 2 per 60 seconds") {
 		t.Fatalf("under load %d %v", resp.StatusCode, m)
 	}
@@ -588,11 +589,13 @@ func TestProcessURL(t *testing.T) {
 		status int
 		detail string
 	}{
-		{"ftp://localhost/doc.pdf", 422, ""},
-		{"file:///etc/passwd", 422, ""},
-		{"http://", 422, ""},
-		{"not a url", 422, ""},
-		{"javascript:alert(1)", 422, ""},
+		{"ftp://localhost/doc.pdf", 400, `scheme "ftp"`},
+		{"file:///etc/passwd", 400, `scheme "file"`},
+		{"http://", 400, "no host"},
+		{"not a url", 400, "not an absolute"},
+		{"javascript:alert(1)", 400, `scheme "javascript"`},
+		{"http://exa mple.com/x.pdf", 400, "Invalid URL"},
+		{"http://user:pw@localhost/doc.pdf", 400, "credentials"},
 		{fmt.Sprintf("http://127.0.0.1:%d/doc.pdf", port), 400, "private or internal"},
 		{local + "/redirect?to=" + fmt.Sprintf("http://127.0.0.1:%d/doc.pdf", port), 400, "private or internal"},
 		{local + "/redirect?to=http://169.254.169.254/latest/meta-data/", 400, "private or internal"},

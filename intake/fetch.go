@@ -180,22 +180,34 @@ func parseLooseIP(host string) (netip.Addr, bool) {
 	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
 }
 
-// parseFetchURL accepts absolute http(s) URLs with a host; anything else is
-// a validation error.
+// parseFetchURL accepts absolute http(s) URLs with a host and without
+// credentials; anything else is EBADREQUEST naming the problem.
 func parseFetchURL(raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return nil, docflow.Errorf(docflow.EINVALID, "url is required")
 	}
+	// The spec answers an unusable URL with 400 and a detail that says what
+	// is wrong (the browser extension shows it).
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.Hostname() == "" {
-		return nil, docflow.Errorf(docflow.EINVALID, "Invalid URL")
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, docflow.Errorf(docflow.EBADREQUEST, "Invalid URL: %v", err)
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, docflow.Errorf(docflow.EINVALID, "Only http and https URLs are supported")
+	if u.Scheme == "" {
+		return nil, docflow.Errorf(docflow.EBADREQUEST, "Invalid URL: not an absolute http or https URL")
+	}
+	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
+		return nil, docflow.Errorf(docflow.EBADREQUEST, "Unsupported URL scheme %q: only http and https URLs are supported", u.Scheme)
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return nil, docflow.Errorf(docflow.EBADREQUEST, "Invalid URL: no host name")
 	}
 	if u.User != nil {
-		return nil, docflow.Errorf(docflow.EINVALID, "URLs with credentials are not supported")
+		return nil, docflow.Errorf(docflow.EBADREQUEST, "URLs with credentials are not supported")
 	}
 	return u, nil
 }
@@ -214,7 +226,7 @@ func (s *Service) FetchURL(ctx context.Context, user *docflow.User, rawURL, file
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return nil, docflow.Errorf(docflow.EINVALID, "Invalid URL")
+		return nil, docflow.Errorf(docflow.EBADREQUEST, "Invalid URL")
 	}
 	req.Header.Set("User-Agent", "docflow")
 	resp, err := s.client.Do(req)

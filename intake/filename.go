@@ -3,56 +3,22 @@ package intake
 import (
 	"path"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/gabriel-vasile/mimetype"
 
 	"docflow"
 )
 
-// maxFilenameBytes keeps names within what every filesystem and the
-// Content-Disposition header accept.
+// maxFilenameBytes is docflow.CleanFilename's bound on a name.
 const maxFilenameBytes = 255
 
-// SanitizeFilename reduces a client-supplied name to a safe base name: the
-// last path element (either separator), without control characters, "..",
-// leading dots or surrounding spaces, valid UTF-8 and at most 255 bytes with
-// the extension kept. An empty result becomes "upload".
-func SanitizeFilename(name string) string {
-	name = strings.ToValidUTF8(name, "")
-	name = strings.ReplaceAll(name, "\\", "/")
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	name = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == utf8.RuneError || r == '/' || r == '\\' {
-			return -1
-		}
-		return r
-	}, name)
-	for strings.Contains(name, "..") {
-		name = strings.ReplaceAll(name, "..", ".")
-	}
-	name = strings.TrimSpace(name)
-	name = strings.TrimLeft(name, ". ")
-	name = strings.TrimRight(name, ". ")
-	if name == "" {
-		return "upload"
-	}
-	if len(name) > maxFilenameBytes {
-		ext := path.Ext(name)
-		if len(ext) > 16 {
-			ext = ""
-		}
-		base := name[:maxFilenameBytes-len(ext)]
-		for !utf8.ValidString(base) {
-			base = base[:len(base)-1]
-		}
-		name = base + ext
-	}
-	return name
-}
+// SanitizeFilename reduces a client-supplied name to a safe base name
+// (docflow.CleanFilename): the last path element, without control and
+// invisible format characters (bidi overrides, zero-width characters),
+// fullwidth dots and slashes, "..", leading dots or surrounding spaces,
+// with a Windows device name prefixed by "_", at most 255 bytes. An empty
+// result becomes "upload".
+func SanitizeFilename(name string) string { return docflow.CleanFilename(name) }
 
 // Extension returns the lower-case extension of name without the dot.
 func Extension(name string) string {

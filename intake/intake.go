@@ -106,14 +106,32 @@ func windowed(channel string) bool {
 	return channel == docflow.ChannelUIUpload || channel == docflow.ChannelURL
 }
 
-// Admit checks the uploader before the body is read.
+// Admit checks the uploader before the body is read. The per-user window
+// is a rate limit: RATE_LIMITING_ENABLED=false switches it off (the
+// profile's daily limit is not one and stays). The anonymous single user
+// of an instance without authentication is held to RATE_LIMIT_UPLOAD, the
+// upload endpoints' own limit, not to the per-user window, which is meant
+// to share a busy machine between users.
 func (s *Service) Admit(ctx context.Context, user *docflow.User, channel string) error {
-	if owner := ownerOf(user); owner != nil {
+	owner := ownerOf(user)
+	if owner != nil {
 		if _, err := s.policy(ctx, *owner, true); err != nil {
 			return err
 		}
 	}
-	if !windowed(channel) {
+	if !windowed(channel) || !docflow.SettingBool(s.cfg.Settings, "RATE_LIMITING_ENABLED", true) {
+		return nil
+	}
+	if owner == nil {
+		r, err := docflow.ParseRate(s.cfg.Settings.Get("RATE_LIMIT_UPLOAD"))
+		if err != nil {
+			return nil // the HTTP layer logs an unusable RATE_LIMIT_UPLOAD
+		}
+		if !s.window.take("", s.now(), r.Period, r.N) {
+			e := docflow.Errorf(docflow.ERATELIMIT, "Rate limit exceeded: %d per %s", r.N, r.Unit)
+			e.RetryAfter = max(1, int(r.Period.Seconds())/2)
+			return e
+		}
 		return nil
 	}
 	base := docflow.SettingInt(s.cfg.Settings, "UPLOAD_RATE_LIMIT_PER_USER", 20)
@@ -122,11 +140,7 @@ func (s *Service) Admit(ctx context.Context, user *docflow.User, channel string)
 		return nil
 	}
 	limit := effectiveLimit(base, s.load.current(ctx))
-	key := ""
-	if owner := ownerOf(user); owner != nil {
-		key = *owner
-	}
-	if !s.window.take(key, s.now(), time.Duration(secs)*time.Second, limit) {
+	if !s.window.take(*owner, s.now(), time.Duration(secs)*time.Second, limit) {
 		e := docflow.Errorf(docflow.ERATELIMIT, "Rate limit exceeded: %d per %d seconds", limit, secs)
 		e.RetryAfter = max(1, secs/2)
 		return e

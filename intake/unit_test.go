@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 	"unicode/utf8"
+
+	"docflow"
 )
 
 func TestSanitizeFilename(t *testing.T) {
@@ -28,6 +31,29 @@ func TestSanitizeFilename(t *testing.T) {
 		"new\nline.pdf":                   "newline.pdf",
 		"trailing.":                       "trailing",
 		strings.Repeat("é", 200) + ".pdf": strings.Repeat("é", 125) + ".pdf",
+		// Bidi overrides would show "invoice\u202Efdp.exe" as
+		// "invoiceexe.pdf".
+		"invoice\u202Efdp.exe":            "invoicefdp.exe",
+		"a\u202A\u202B\u202C\u202Db.pdf":  "ab.pdf",
+		"\u2066x\u2067y\u2068z\u2069.pdf": "xyz.pdf",
+		// Zero-width characters make two names look the same.
+		"re\u200bport\u200c\u200d.pdf": "report.pdf",
+		"\ufeffbom\u2060.pdf":          "bom.pdf",
+		// Fullwidth dot, slash and backslash become what they imitate.
+		"report\uff0epdf":                   "report.pdf",
+		"\uff0e\uff0e\uff0fetc\uff0fpasswd": "passwd",
+		"..\uff3c..\uff3cboot.ini":          "boot.ini",
+		"\uff0e\uff0e":                      "upload",
+		// Windows device names, with any extension, in any case.
+		"CON":           "_CON",
+		"con.pdf":       "_con.pdf",
+		"NUL.tar.gz":    "_NUL.tar.gz",
+		"Com1.docx":     "_Com1.docx",
+		"lpt9.txt":      "_lpt9.txt",
+		"aux .pdf":      "_aux .pdf",
+		"COM10.pdf":     "COM10.pdf",
+		"console.pdf":   "console.pdf",
+		"prn\u200b.pdf": "_prn.pdf",
 	}
 	for in, want := range cases {
 		if got := SanitizeFilename(in); got != want {
@@ -43,8 +69,13 @@ func FuzzSanitizeFilename(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in string) {
 		out := SanitizeFilename(in)
 		if out == "" || len(out) > maxFilenameBytes || !utf8.ValidString(out) ||
-			strings.ContainsAny(out, "/\\\x00\r\n") || strings.Contains(out, "..") || strings.HasPrefix(out, ".") {
+			strings.ContainsAny(out, "/\\\x00\r\n\uff0e\uff0f\uff3c") || strings.Contains(out, "..") || strings.HasPrefix(out, ".") ||
+			strings.IndexFunc(out, func(r rune) bool { return unicode.Is(unicode.Cf, r) }) >= 0 {
 			t.Fatalf("%q -> %q", in, out)
+		}
+		stem, _, _ := strings.Cut(out, ".")
+		if docflow.WindowsDeviceName(strings.TrimSpace(stem)) {
+			t.Fatalf("%q -> %q: a Windows device name", in, out)
 		}
 		if SanitizeFilename(out) != out {
 			t.Fatalf("not idempotent: %q -> %q -> %q", in, out, SanitizeFilename(out))

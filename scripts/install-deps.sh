@@ -12,7 +12,7 @@ want() { dpkg -s "$1" >/dev/null 2>&1 || need+=("$1"); }
 for p in tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra \
          tesseract-ocr-spa tesseract-ocr-ita poppler-utils ocrmypdf img2pdf \
          librsvg2-bin libreoffice-core-nogui libreoffice-writer-nogui \
-         libreoffice-calc-nogui libreoffice-impress-nogui fonts-dejavu-core; do
+         libreoffice-calc-nogui libreoffice-impress-nogui fonts-dejavu-core util-linux; do
   want "$p"
 done
 if [ "$profile" = "test" ]; then

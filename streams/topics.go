@@ -85,7 +85,9 @@ func DefaultTopics(extraSteps ...string) Topics {
 	return Topics{Partitions: DefaultPartitions, Steps: steps, Retry: DefaultRetryTiers()}
 }
 
-// Names lists every topic of the catalogue.
+// Names lists every topic of the catalogue, each once: tiers of equal
+// delays (retry delays 1,1) share their delay topic, and a request to
+// create a topic twice is refused by the broker as a whole.
 func (t Topics) Names() []string {
 	names := []string{TopicFilesIngested}
 	for _, s := range t.Steps {
@@ -94,7 +96,16 @@ func (t Topics) Names() []string {
 	for _, r := range t.Retry {
 		names = append(names, r.Topic())
 	}
-	return append(names, TopicDLQ, TopicEvents, TopicMetrics)
+	names = append(names, TopicDLQ, TopicEvents, TopicMetrics)
+	seen := make(map[string]bool, len(names))
+	out := names[:0]
+	for _, n := range names {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // Configs returns the topic configurations EnsureTopics creates.

@@ -96,6 +96,7 @@ type Engine struct {
 	now       func() time.Time
 
 	stepTimeout, stallTimeout, stallInterval, leaseTTL time.Duration
+	busy                                               busyTypes // for the stall check
 
 	consumers []*streams.Consumer
 	steps     []*stepConsumer
@@ -227,42 +228,11 @@ func NewEngine(cfg Config) (*Engine, error) {
 }
 
 // ParseDelays parses "60s,300s,900s" (bare numbers are seconds); "" = nil.
-func ParseDelays(s string) ([]time.Duration, error) {
-	var out []time.Duration
-	for _, p := range strings.Split(s, ",") {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		if n, err := strconv.ParseFloat(p, 64); err == nil {
-			p = strconv.FormatFloat(n, 'f', -1, 64) + "s"
-		}
-		d, err := time.ParseDuration(p)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("invalid delay %q", p)
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}
+// Equal delays are kept: attempts share their delay topic.
+func ParseDelays(s string) ([]time.Duration, error) { return docflow.ParseDurations(s) }
 
 // ParsePoolSizes parses "ocr=2,convert_to_pdf=2"; "" = empty.
-func ParsePoolSizes(s string) (map[string]int, error) {
-	out := map[string]int{}
-	for _, p := range strings.Split(s, ",") {
-		p = strings.TrimSpace(p)
-		if p == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(p, "=")
-		n, err := strconv.Atoi(strings.TrimSpace(v))
-		if !ok || err != nil || n <= 0 || strings.TrimSpace(k) == "" {
-			return nil, fmt.Errorf("invalid pool size %q (want type=n)", p)
-		}
-		out[strings.TrimSpace(k)] = n
-	}
-	return out, nil
-}
+func ParsePoolSizes(s string) (map[string]int, error) { return docflow.ParsePoolSizes(s) }
 
 // poolSize is the number of actors of a step type.
 func (e *Engine) poolSize(stepType string) int {
@@ -335,11 +305,7 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	if len(e.retry.Tiers) > 0 {
 		dr := &delayRelay{pub: e.cfg.Publisher, log: e.log, now: e.now, ctx: e.ctx}
-		topics := make([]string, len(e.retry.Tiers))
-		for i, t := range e.retry.Tiers {
-			topics[i] = t.Topic()
-		}
-		if err := e.consume(DelayGroup, "retry", topics, dr.handle, func(c *streams.ConsumerConfig) {
+		if err := e.consume(DelayGroup, "retry", e.retry.Topics(), dr.handle, func(c *streams.ConsumerConfig) {
 			// NOTE: a delay topic holds tasks in due order; the budget only
 			// bounds how many wait in memory.
 			c.MaxInFlightPerPartition = 256

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -31,6 +32,18 @@ type RetryPolicy struct {
 // NewRetryPolicy returns the policy for delays (one tier each).
 func NewRetryPolicy(delays []time.Duration, jitter float64) RetryPolicy {
 	return RetryPolicy{Tiers: streams.RetryTiersFor(delays...), Jitter: jitter, rand: rand.Float64}
+}
+
+// Topics lists the delay topics of the tiers, each once (equal delays
+// share one).
+func (p RetryPolicy) Topics() []string {
+	var out []string
+	for _, t := range p.Tiers {
+		if !slices.Contains(out, t.Topic()) {
+			out = append(out, t.Topic())
+		}
+	}
+	return out
 }
 
 // MaxAttempts is the number of attempts a step gets.

@@ -151,7 +151,7 @@ func (r *router) choose(ctx context.Context, msg streams.FileIngested, st *postg
 	if err != nil {
 		return choice{}, err
 	}
-	rule, p, err := postgres.MatchRules(ctx, rules, docflow.RoutingInputFor(f), r.cache.pipeline)
+	rule, p, err := docflow.MatchRules(ctx, rules, docflow.RoutingInputFor(f), r.cache.pipeline)
 	if err != nil {
 		return choice{}, err
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"docflow"
@@ -31,12 +32,52 @@ func (e *Engine) stallLoop() {
 	}
 }
 
+// busyTypes remembers when each step type was last seen at work (a step
+// of it running under a live lease). A run whose next step waits in the
+// queue of a type seen at work within the stall timeout is not stalled:
+// its task comes in its turn. A backlog longer than the stall timeout
+// failed the documents at its end, which were only waiting.
+//
+// NOTE: the time of the last sighting, not the sighting itself, decides:
+// between two steps of a busy type none may be running at the instant
+// the check looks.
+type busyTypes struct {
+	mu   sync.Mutex
+	seen map[string]time.Time // monotonic: compared only with each other
+}
+
+// within records types as at work now and returns every type seen at work
+// less than d ago.
+func (b *busyTypes) within(now time.Time, types []string, d time.Duration) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen == nil {
+		b.seen = map[string]time.Time{}
+	}
+	for _, t := range types {
+		b.seen[t] = now
+	}
+	out := []string{}
+	for t, at := range b.seen {
+		if now.Sub(at) < d {
+			out = append(out, t)
+		} else {
+			delete(b.seen, t)
+		}
+	}
+	return out
+}
+
 // FailStalled fails the stalled runs and returns how many it failed.
 func (e *Engine) FailStalled(ctx context.Context) (int, error) {
+	at, err := e.store.BusyStepTypes(ctx)
+	if err != nil {
+		return 0, err
+	}
+	busy := e.busy.within(time.Now(), at, e.stallTimeout)
 	failed := 0
 	for {
-		before := e.now().Add(-e.stallTimeout)
-		runs, err := e.store.StalledRuns(ctx, before, 100)
+		runs, err := e.store.StalledRuns(ctx, e.stallTimeout, busy, 100)
 		if err != nil {
 			return failed, err
 		}
@@ -62,7 +103,7 @@ func (e *Engine) FailStalled(ctx context.Context) (int, error) {
 				}
 				msgs = append(msgs, dl)
 			}
-			ok, err := e.store.FailRun(ctx, r.RunID, before, msg, msgs...)
+			ok, err := e.store.FailRun(ctx, r.RunID, e.stallTimeout, busy, msg, msgs...)
 			if err != nil {
 				return failed, err
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"docflow"
@@ -101,12 +102,15 @@ func (sc *stepConsumer) handle(d *streams.Delivery) {
 func (sc *stepConsumer) process(d *streams.Delivery, task streams.StepTask) {
 	e := sc.e
 	var claim *postgres.Claim
+	var claimed time.Time
 	for {
 		select {
 		case sc.slots <- struct{}{}:
 		case <-e.ctx.Done():
 			return
 		}
+		// The lease runs from no earlier than now, by any clock.
+		claimed = time.Now()
 		err := e.withDB("claim step", func(ctx context.Context) error {
 			var err error
 			claim, err = e.claims.do(ctx, postgres.ClaimRequest{RunID: task.RunID, Position: task.Position,
@@ -138,7 +142,7 @@ func (sc *stepConsumer) process(d *streams.Delivery, task streams.StepTask) {
 
 	in := &docflow.StepInput{RunID: task.RunID, Position: task.Position, StepType: sc.stepType, Label: claim.Step.Label,
 		Attempt: task.Attempt, Config: claim.Step.Config, Options: claim.Options, File: cloneFile(claim.File), Blobs: e.cfg.Blobs}
-	stopRenew := sc.renewLease(task)
+	stopRenew := sc.renewLease(task, claimed)
 	res, runErr := sc.run(e.ctx, in)
 	stopRenew()
 	<-sc.slots
@@ -175,25 +179,52 @@ func (sc *stepConsumer) giveUp(d *streams.Delivery, task streams.StepTask, err e
 	d.Nack(streams.Poison(err))
 }
 
-// renewLease keeps the step's lease alive while it runs.
-func (sc *stepConsumer) renewLease(task streams.StepTask) (stop func()) {
+// renewLease keeps the step's lease alive while it runs. The lease was
+// granted no earlier than granted (when the claim was sent) for the lease
+// TTL, and each renewal extends it to the TTL after it was sent.
+//
+// NOTE: renewals are timed from the grant, not from when the claim's
+// answer arrived (a claim answered late left less of the lease than the
+// first interval assumed); one that fails is tried again soon rather than
+// a whole interval later; and an attempt may take until the lease ends
+// rather than a fixed share of it, so a slow answer that still arrives in
+// time keeps the lease. A lapsed lease is renewed as long as no other
+// worker took the step over; renewing stops once it did.
+func (sc *stepConsumer) renewLease(task streams.StepTask, granted time.Time) (stop func()) {
 	ctx, cancel := context.WithCancel(sc.e.ctx)
 	done := make(chan struct{})
+	ttl := sc.e.leaseTTL
 	go func() {
 		defer close(done)
-		t := time.NewTicker(sc.e.leaseTTL / 3)
+		expires := granted.Add(ttl)
+		t := time.NewTimer(time.Until(granted.Add(ttl / 3)))
 		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				rctx, rcancel := context.WithTimeout(ctx, sc.e.leaseTTL/3)
-				if _, err := sc.e.store.RenewLease(rctx, task.RunID, task.Position, sc.e.cfg.WorkerID, sc.e.leaseTTL); err != nil && ctx.Err() == nil {
-					sc.e.log.Debug().Err(err).Str("run", task.RunID).Msg("renew lease")
-				}
-				rcancel()
 			}
+			sent := time.Now()
+			rctx, rcancel := context.WithTimeout(ctx, max(time.Until(expires), ttl/3))
+			ok, err := sc.e.store.RenewLease(rctx, task.RunID, task.Position, sc.e.cfg.WorkerID, ttl)
+			rcancel()
+			next := sent.Add(ttl / 3)
+			switch {
+			case ctx.Err() != nil:
+				return
+			case err != nil:
+				sc.e.log.Warn().Err(err).Str("run", task.RunID).Int("position", task.Position).
+					Dur("lease_left", time.Until(expires)).Msg("renew lease: trying again")
+				next = time.Now().Add(ttl / 10)
+			case !ok:
+				sc.e.log.Info().Str("run", task.RunID).Int("position", task.Position).
+					Msg("lease lost: the step was taken over or ended; its result will not be recorded")
+				return
+			default:
+				expires = sent.Add(ttl)
+			}
+			t.Reset(time.Until(next))
 		}
 	}()
 	return func() { cancel(); <-done }
@@ -316,10 +347,7 @@ func cloneFile(f *docflow.File) *docflow.File {
 		v := *f.OCRQualityScore
 		c.OCRQualityScore = &v
 	}
-	if f.StorageProvider != nil {
-		v := *f.StorageProvider
-		c.StorageProvider = &v
-	}
+	c.StorageProviders = slices.Clone(f.StorageProviders)
 	if f.DuplicateOf != nil {
 		v := *f.DuplicateOf
 		c.DuplicateOf = &v

@@ -139,6 +139,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := app.ValidateEnv(os.Getenv, "DATABASE_URL"); err != nil {
+		return err
+	}
 	env := app.Env(os.Getenv)
 	db, err := postgres.Open(ctx, env("DATABASE_URL"), 2)
 	if err != nil {
@@ -197,6 +200,9 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := app.ValidateEnv(os.Getenv, "LOG_LEVEL", "LOG_FORMAT", "WORKDIR"); err != nil {
 		return err
 	}
 	log := app.Logger(os.Getenv, stderr)

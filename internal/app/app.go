@@ -201,13 +201,19 @@ func (m *App) run(ctx context.Context) error {
 
 // openStore builds what every command needs first: the logger, WORKDIR,
 // the session secret, PostgreSQL (created and migrated) and the settings.
-// It returns the session secret.
+// It returns the session secret. A setting the service cannot use stops it
+// here, with a message naming the setting, its value and why: first those
+// read from the environment before the database, then every effective
+// value.
 func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 	env := newEnvSettings(m.cfg.Getenv)
 	if m.cfg.Log != nil {
 		m.Log = *m.cfg.Log
 	} else {
 		m.Log = newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), m.cfg.Stderr)
+	}
+	if err := env.validate(bootstrapSettings...); err != nil {
+		return "", err
 	}
 	m.Workdir = env.Get("WORKDIR")
 	if err := os.MkdirAll(m.Workdir, 0o750); err != nil {
@@ -237,6 +243,9 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 		return "", err
 	}
 	m.onClose(func(context.Context) error { m.Settings.Close(); return nil })
+	if err := m.Settings.Validate(); err != nil {
+		return "", err
+	}
 	return secret, nil
 }
 
@@ -437,7 +446,7 @@ func (m *App) startEngine(ctx context.Context) error {
 // test step (fault drills, multi-process tests, benchmarks).
 func (m *App) startSteps() error {
 	st, err := steps.New(steps.Deps{Settings: m.Settings, Rules: postgres.NewClassificationService(m.DB), Originals: m.Runs,
-		Log: m.Log.With().Str("component", "steps").Logger(), TempDir: filepath.Join(m.Workdir, "tmp")})
+		Log: m.Log.With().Str("component", "steps").Logger(), TempDir: filepath.Join(m.Workdir, "tmp"), WorkDir: m.Workdir})
 	if err != nil {
 		return err
 	}
@@ -504,14 +513,26 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
 		m.Log.Warn().Str("listen", addr).Msg("AUTH_ENABLED is false and the server listens on a non-loopback address: anyone who reaches it has full access")
 	}
+	tokens := postgres.NewTokenService(m.DB)
+	// Tokens made without authentication by earlier versions had no owner;
+	// they are the admin account's, like those made now.
+	admin := docflow.AdminUserID(m.Settings)
+	if n, err := tokens.AdoptOwnerlessTokens(ctx, admin); err != nil {
+		return err
+	} else if n > 0 {
+		m.Log.Info().Int64("tokens", n).Str("owner", admin).Msg("API tokens without an owner now belong to the admin account")
+	}
+	sessions := postgres.NewSessionService(m.DB)
 	srv := dfhttp.NewServer(dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
 		Settings:      m.Settings,
-		Tokens:        postgres.NewTokenService(m.DB),
-		Sessions:      postgres.NewSessionService(m.DB),
+		Tokens:        tokens,
+		Sessions:      sessions,
 		Recorder:      m.Recorder,
 		Version:       m.cfg.Version,
 		SessionSecret: secret,
+		// A changed local password (or a deactivated account) ends its sessions.
+		LocalPasswordStamp: sessions.LocalPasswordStamp,
 	})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})

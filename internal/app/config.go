@@ -37,6 +37,25 @@ func (e *envSettings) Get(key string) string {
 	return e.defs[key].Default
 }
 
+// bootstrapSettings are read from the environment before the database
+// (and the values stored in it) is open.
+var bootstrapSettings = []string{"LOG_LEVEL", "LOG_FORMAT", "WORKDIR", "SESSION_SECRET", "DATABASE_URL"}
+
+// validate checks the environment's (or the default) values of keys; see
+// docflow.ValidateSettings.
+func (e *envSettings) validate(keys ...string) error {
+	defs := make([]docflow.SettingDef, 0, len(keys))
+	for _, k := range keys {
+		defs = append(defs, e.defs[k])
+	}
+	return docflow.ValidateSettings(defs, func(key string) (string, string) {
+		if v := e.getenv(key); v != "" {
+			return v, "env"
+		}
+		return e.defs[key].Default, "default"
+	})
+}
+
 // Env resolves a setting from getenv and the catalogue defaults: what a
 // process knows before the database is open (DATABASE_URL, WORKDIR…).
 func Env(getenv func(string) string) func(key string) string {
@@ -48,6 +67,13 @@ func Env(getenv func(string) string) func(key string) string {
 func Logger(getenv func(string) string, w io.Writer) zerolog.Logger {
 	env := newEnvSettings(getenv)
 	return newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), w)
+}
+
+// ValidateEnv checks the values getenv (or the defaults) give keys, as the
+// process does at start before the database is open; see
+// docflow.ValidateSettings. For commands that read settings without Build.
+func ValidateEnv(getenv func(string) string, keys ...string) error {
+	return newEnvSettings(getenv).validate(keys...)
 }
 
 // newLogger builds the zerolog logger from LOG_LEVEL and LOG_FORMAT.

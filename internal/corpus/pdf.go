@@ -95,3 +95,46 @@ func WriteEncryptedPDF(path, userPassword string) error {
 	}
 	return os.WriteFile(path, out.Bytes(), 0o644)
 }
+
+// ActiveContentPDF returns a one-page text PDF (text: lines) that carries
+// every kind of active content a viewer may run: a JavaScript OpenAction,
+// a document JavaScript name tree, document and page additional actions,
+// a link that launches a program, a web link with a script chained after
+// it, and a bookmark that runs a script from a stream. Each script calls
+// app.alert; the web link's address is https://example.com/.
+func ActiveContentPDF(lines []string) []byte {
+	var buf bytes.Buffer
+	var offsets []int
+	obj := func(body string) {
+		offsets = append(offsets, buf.Len())
+		fmt.Fprintf(&buf, "%d 0 obj\n%s\nendobj\n", len(offsets), body)
+	}
+	buf.WriteString("%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
+	obj(`<< /Type /Catalog /Pages 2 0 R /OpenAction 6 0 R /Names << /JavaScript 7 0 R >> /AA << /WC << /S /JavaScript /JS (app.alert\(2\)) >> >> /Outlines 10 0 R >>`)
+	obj("<< /Type /Pages /Kids [4 0 R] /Count 1 >>")
+	obj("<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+	obj(`<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] /Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R /Annots [8 0 R 9 0 R] /AA << /O << /S /JavaScript /JS (app.alert\(3\)) >> >> >>`)
+	var c strings.Builder
+	c.WriteString("BT /F1 11 Tf 14 TL 72 770 Td\n")
+	for _, l := range lines {
+		fmt.Fprintf(&c, "(%s) Tj T*\n", pdfEscape(l))
+	}
+	c.WriteString("ET")
+	obj(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", c.Len(), c.String()))
+	obj(`<< /Type /Action /S /JavaScript /JS (app.alert\('opened'\)) >>`)
+	obj(`<< /Names [(init) << /S /JavaScript /JS (app.alert\(4\)) >>] >>`)
+	obj(`<< /Type /Annot /Subtype /Link /Rect [72 600 200 620] /Border [0 0 0] /A << /S /Launch /F (calc.exe) >> >>`)
+	obj(`<< /Type /Annot /Subtype /Link /Rect [72 560 200 580] /Border [0 0 0] /A << /S /URI /URI (https://example.com/) /Next << /S /JavaScript /JS (app.alert\(5\)) >> >> >>`)
+	obj("<< /Type /Outlines /First 11 0 R /Last 11 0 R /Count 1 >>")
+	obj("<< /Title (Start) /Parent 10 0 R /A 12 0 R >>")
+	obj("<< /S /JavaScript /JS 13 0 R >>")
+	js := "app.alert(6);"
+	obj(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", len(js), js))
+	xref := buf.Len()
+	fmt.Fprintf(&buf, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)
+	for _, o := range offsets {
+		fmt.Fprintf(&buf, "%010d 00000 n \n", o)
+	}
+	fmt.Fprintf(&buf, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(offsets)+1, xref)
+	return buf.Bytes()
+}

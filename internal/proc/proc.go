@@ -1,7 +1,8 @@
 // Package proc runs the external tools of the processing steps (LibreOffice,
 // poppler, Tesseract, img2pdf, librsvg, OCRmyPDF): each in its own process
-// group, killed as a group when its context ends, with a clear error when
-// the tool is missing or runs out of time.
+// group, killed as a group when its context ends, under an address-space
+// limit (SetMemoryLimit, TOOL_MEMORY_LIMIT), with a clear error when the
+// tool is missing, runs out of time or runs out of memory.
 package proc
 
 import (
@@ -12,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,6 +36,7 @@ var packages = map[string]string{
 	"img2pdf":      "img2pdf",
 	"rsvg-convert": "librsvg2-bin",
 	"ocrmypdf":     "ocrmypdf",
+	"prlimit":      "util-linux",
 }
 
 // Look resolves a tool on PATH (or an absolute path) and returns
@@ -90,13 +93,32 @@ type Result struct {
 // the timeout ends, the whole group gets SIGKILL (LibreOffice forks
 // soffice.bin, which a plain kill of the parent would orphan) and the error
 // carries ETIMEOUT. A non-zero exit is an error holding the stderr tail.
+//
+// The tool runs under the memory limit (see SetMemoryLimit); a run that
+// the limit stopped is EINVALID, with a message naming the limit: the
+// same document would need the same memory again.
 func Run(ctx context.Context, c Cmd) (*Result, error) {
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(ctx, c.Path, c.Args...)
+	path, args := c.Path, c.Args
+	limit := MemoryLimit()
+	if limit > 0 {
+		// NOTE: os/exec cannot set a resource limit on the child alone
+		// (SysProcAttr has no rlimit field, and setting one on this
+		// process would bound the service itself), so prlimit sets it and
+		// then execs the tool: the tool keeps the process, its pid and
+		// its process group.
+		pl, err := Look("prlimit")
+		if err != nil {
+			return nil, err
+		}
+		path = pl
+		args = append([]string{"--as=" + strconv.FormatInt(limit, 10), "--", c.Path}, c.Args...)
+	}
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Dir = c.Dir
 	cmd.Env = append(os.Environ(), c.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -129,6 +151,11 @@ func Run(ctx context.Context, c Cmd) (*Result, error) {
 		}
 		return res, fmt.Errorf("%s: %w", name, ctx.Err())
 	}
+	if limit > 0 && (err != nil || reportsOutOfMemory(res.Stderr)) {
+		if e := memoryError(name, limit, res.Stderr, cmd.ProcessState); e != nil {
+			return res, e
+		}
+	}
 	if err != nil {
 		msg := strings.TrimSpace(res.Stderr)
 		if i := strings.LastIndexByte(msg, '\n'); i >= 0 && len(msg) > 500 {
@@ -146,6 +173,9 @@ type Usage struct {
 	// CPU is the user and system time of the tool's process (not of
 	// grandchildren it did not wait for).
 	CPU time.Duration
+	// MaxRSS is the largest resident memory, in bytes, of one run of the
+	// tool (or of a child it waited for).
+	MaxRSS int64
 }
 
 var usage struct {
@@ -164,6 +194,9 @@ func account(name string, wall time.Duration, ps *os.ProcessState) {
 	u.Wall += wall
 	if ps != nil {
 		u.CPU += ps.UserTime() + ps.SystemTime()
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			u.MaxRSS = max(u.MaxRSS, ru.Maxrss<<10) // KiB on Linux
+		}
 	}
 	usage.m[name] = u
 }

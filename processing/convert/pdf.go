@@ -16,12 +16,17 @@ import (
 
 	"docflow"
 	"docflow/internal/proc"
+	"docflow/processing/pdfsafe"
 )
 
 // PDFInfo is what CheckPDF learned about a PDF.
 type PDFInfo struct {
 	Pages     int
 	Encrypted bool // encrypted without a user password (opens freely)
+	// Active is the active content found (scripts, actions that run or
+	// open something, see processing/pdfsafe): empty when there is none.
+	// For a PDF only poppler reads, poppler only tells JavaScript.
+	Active pdfsafe.Removed
 }
 
 // CheckPDF validates a PDF: EINVALID for a file that is not a PDF, is
@@ -76,7 +81,8 @@ func checkInProcess(path string) (info *PDFInfo, ok bool) {
 	if err != nil || ctx == nil || ctx.PageCount <= 0 {
 		return nil, false
 	}
-	return &PDFInfo{Pages: ctx.PageCount, Encrypted: ctx.Encrypt != nil}, true
+	// Cleaning the throwaway model is how active content is found.
+	return &PDFInfo{Pages: ctx.PageCount, Encrypted: ctx.Encrypt != nil, Active: pdfsafe.Clean(ctx)}, true
 }
 
 // checkPoppler is CheckPDF through pdfinfo.
@@ -116,6 +122,10 @@ func checkPoppler(ctx context.Context, path string, timeout time.Duration) (*PDF
 			info.Pages, _ = strconv.Atoi(v)
 		case "Encrypted":
 			info.Encrypted = strings.HasPrefix(v, "yes")
+		case "JavaScript":
+			if strings.HasPrefix(v, "yes") {
+				info.Active = pdfsafe.Removed{"JavaScript": 1}
+			}
 		}
 	}
 	switch {

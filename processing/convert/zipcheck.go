@@ -2,7 +2,10 @@ package convert
 
 import (
 	"archive/zip"
+	"bufio"
+	"bytes"
 	"fmt"
+	"image"
 	"io"
 	"os"
 
@@ -39,17 +42,84 @@ func (c *Converter) checkZip(path string) error {
 		if err != nil {
 			return docflow.Errorf(docflow.EINVALID, "document container entry %q: %v", f.Name, err)
 		}
-		n, err := io.Copy(io.Discard, io.LimitReader(rc, c.opts.MaxUncompressed-actual+1))
+		cr := &countingReader{r: io.LimitReader(rc, c.opts.MaxUncompressed-actual+1)}
+		br := bufio.NewReader(cr)
+		imgErr := c.checkEntryImage(f.Name, br)
+		_, err = io.Copy(io.Discard, br)
 		rc.Close()
-		actual += n
+		actual += cr.n
 		if lerr := c.zipLimits(actual, st.Size()); lerr != nil {
 			return lerr
+		}
+		if imgErr != nil {
+			return imgErr
 		}
 		if err != nil {
 			return docflow.Errorf(docflow.EINVALID, "document container entry %q is corrupt: %v", f.Name, err)
 		}
 	}
 	return nil
+}
+
+// checkEntryImage holds a picture inside an office document to the pixel
+// limit of image uploads: LibreOffice decodes every picture whole (a
+// 15000² PNG of 500 KB took it 855 MB). Only the header is read, from r,
+// which the caller then reads on; an entry is known for a picture by its
+// content, not its name. A header that cannot be read is left to
+// LibreOffice, under the tools' memory limit.
+func (c *Converter) checkEntryImage(name string, r *bufio.Reader) error {
+	head, _ := r.Peek(12)
+	var src io.Reader = r
+	switch {
+	case isTIFFHeader(head):
+		// NOTE: the TIFF reader keeps everything up to the first
+		// directory in memory, which a writer may put at the end.
+		src = io.LimitReader(r, maxTIFFHeader)
+	case !isImageHeader(head):
+		return nil
+	}
+	cfg, format, err := image.DecodeConfig(src)
+	if err != nil {
+		return nil
+	}
+	if px := int64(cfg.Width) * int64(cfg.Height); px > c.opts.MaxPixels {
+		return docflow.Errorf(docflow.EINVALID, "document contains a picture (%s, %s) of %d×%d = %d pixels, more than the limit of %d (decompression bomb?)",
+			name, format, cfg.Width, cfg.Height, px, c.opts.MaxPixels)
+	}
+	return nil
+}
+
+// maxTIFFHeader bounds what is read of a TIFF picture to find its size.
+const maxTIFFHeader = 16 << 20
+
+func isTIFFHeader(b []byte) bool {
+	return bytes.HasPrefix(b, []byte("II*\x00")) || bytes.HasPrefix(b, []byte("MM\x00*"))
+}
+
+// isImageHeader tells the other raster formats image.DecodeConfig reads
+// here (PNG, JPEG, GIF, BMP, WebP) by their first bytes.
+func isImageHeader(b []byte) bool {
+	switch {
+	case bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")),
+		bytes.HasPrefix(b, []byte{0xFF, 0xD8, 0xFF}),
+		bytes.HasPrefix(b, []byte("GIF8")),
+		bytes.HasPrefix(b, []byte("BM")),
+		len(b) >= 12 && bytes.HasPrefix(b, []byte("RIFF")) && string(b[8:12]) == "WEBP":
+		return true
+	}
+	return false
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func (c *Converter) zipLimits(uncompressed, size int64) error {

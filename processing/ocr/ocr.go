@@ -60,6 +60,16 @@ type Options struct {
 	// DefaultLanguage replaces "auto" (default "eng+deu").
 	DefaultLanguage string
 	DPI             int // rasterisation resolution; default 300
+	// MaxPagePixels bounds the image of a page read by Tesseract (default
+	// DefaultMaxPagePixels): a page that would be larger at DPI is
+	// rasterised at the resolution that fits, down to MinDPI; a page too
+	// large even then fails the document (EINVALID) before any page is
+	// rendered. A page image larger than this is rasterised, not read as
+	// it is.
+	MaxPagePixels int64
+	// MinDPI is the lowest resolution a page is rasterised at to fit
+	// MaxPagePixels (default DefaultMinDPI).
+	MinDPI int
 	// MinPageChars is the number of non-space characters from which a
 	// page's text layer counts as real text (default 20).
 	MinPageChars int
@@ -145,6 +155,12 @@ func New(opts Options) *Engine {
 	}
 	if opts.DPI <= 0 {
 		opts.DPI = 300
+	}
+	if opts.MaxPagePixels <= 0 {
+		opts.MaxPagePixels = DefaultMaxPagePixels
+	}
+	if opts.MinDPI <= 0 {
+		opts.MinDPI = DefaultMinDPI
 	}
 	if opts.MinPageChars <= 0 {
 		opts.MinPageChars = 20

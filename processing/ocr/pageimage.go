@@ -107,7 +107,10 @@ func (e *Engine) pageImages(ctx context.Context, pdf string, pages int, need []i
 		if ctx.Err() != nil {
 			return nil
 		}
-		if img, err := pageImageOf(m, p); err == nil {
+		// NOTE: an image larger than the page bound is rasterised at a
+		// resolution that fits instead: pdftoppm scales it down line by
+		// line, Tesseract would hold all of it.
+		if img, err := pageImageOf(m, p); err == nil && int64(img.width)*int64(img.height) <= e.opts.MaxPagePixels {
 			imgs[p] = img
 		}
 	}

@@ -31,10 +31,20 @@ func (e *Engine) tesseract(ctx context.Context, pdf, lang string, pages []string
 		return nil, err
 	}
 	imgs := e.pageImages(ctx, pdf, len(pages), need)
+	plan := e.newRasterPlan(pdf, need)
 	if len(imgs) < len(need) {
-		// Some pages are rasterised: a missing pdftoppm fails the
-		// document before any OCR runs.
+		// Some pages are rasterised: a missing pdftoppm, or a page too
+		// large to render, fails the document before any OCR runs.
 		if _, err := proc.Look("pdftoppm"); err != nil {
+			return nil, err
+		}
+		var raster []int
+		for _, p := range need {
+			if imgs[p] == nil {
+				raster = append(raster, p)
+			}
+		}
+		if err := plan.check(ctx, raster); err != nil {
 			return nil, err
 		}
 	}
@@ -66,7 +76,11 @@ func (e *Engine) tesseract(ctx context.Context, pdf, lang string, pages []string
 		if err != nil {
 			return nil, err
 		}
-		return e.ocrPage(ctx, ppm, tess, pdf, dir, lang, page, wantPDF)
+		dpi, err := plan.dpi(ctx, page)
+		if err != nil {
+			return nil, err
+		}
+		return e.ocrPage(ctx, ppm, tess, pdf, dir, lang, page, dpi, wantPDF)
 	})
 	if err != nil {
 		return nil, err
@@ -191,16 +205,16 @@ func (e *Engine) readPageImage(ctx context.Context, tess, pdf, dir, lang string,
 // pages read the same (0.00–0.03 %) either way, at the same CPU.
 var pageImageParams = []string{"-c", "thresholding_method=1", "-c", "thresholding_score_fraction=0.2"}
 
-// ocrPage rasterises one page and reads it with Tesseract (the caller
-// bounds it with the page timeout).
-func (e *Engine) ocrPage(ctx context.Context, ppm, tess, pdf, dir, lang string, page int, wantPDF bool) (*pageResult, error) {
+// ocrPage rasterises one page at dpi and reads it with Tesseract (the
+// caller bounds it with the page timeout).
+func (e *Engine) ocrPage(ctx context.Context, ppm, tess, pdf, dir, lang string, page, dpi int, wantPDF bool) (*pageResult, error) {
 	img := pagePath(dir, "img", page)
 	n := strconv.Itoa(page)
-	if _, err := proc.Run(ctx, proc.Cmd{Path: ppm, Args: []string{"-f", n, "-l", n, "-r", strconv.Itoa(e.opts.DPI), "-gray", "-singlefile", pdf, img}}); err != nil {
+	if _, err := proc.Run(ctx, proc.Cmd{Path: ppm, Args: []string{"-f", n, "-l", n, "-r", strconv.Itoa(dpi), "-gray", "-singlefile", pdf, img}}); err != nil {
 		return nil, fmt.Errorf("rasterise: %w", err)
 	}
 	defer os.Remove(img + ".pgm")
-	return readImage(ctx, tess, img+".pgm", pagePath(dir, "ocr", page), lang, e.opts.DPI, wantPDF)
+	return readImage(ctx, tess, img+".pgm", pagePath(dir, "ocr", page), lang, dpi, wantPDF)
 }
 
 // readImage runs Tesseract once on an image for text, word confidences
@@ -309,6 +323,11 @@ func (e *Engine) assemble(ctx context.Context, pdf, dir string, pages int, need 
 func (e *Engine) ocrmypdf(ctx context.Context, pdf, lang string, pages []string, need []int, req Request, res *Result) (*Result, error) {
 	bin, err := proc.Look("ocrmypdf")
 	if err != nil {
+		return nil, err
+	}
+	// OCRmyPDF picks its own resolution; a page too large to render
+	// within the bound even at MinDPI is refused as for Tesseract.
+	if err := e.newRasterPlan(pdf, need).check(ctx, need); err != nil {
 		return nil, err
 	}
 	dir, cleanup, err := e.workDir()

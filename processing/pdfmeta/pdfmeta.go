@@ -17,6 +17,7 @@ import (
 
 	"docflow"
 	"docflow/processing/classify"
+	"docflow/processing/pdfsafe"
 )
 
 // Properties are the document-information fields written.
@@ -71,7 +72,8 @@ func FromMetadata(m *docflow.Metadata, cls *docflow.Classification) Properties {
 	return p
 }
 
-// Embed writes in with the properties set to out (in and out may be the
+// Embed writes in with the properties set, and without active content
+// (processing/pdfsafe), to out (in and out may be the
 // same path: the result is written to a temporary file and renamed).
 // Empty fields are left as they are in the input.
 func Embed(ctx context.Context, in, out string, p Properties) error {
@@ -113,6 +115,9 @@ func EmbedTo(ctx context.Context, in string, w io.Writer, p Properties) error {
 	if err != nil {
 		return docflow.Errorf(docflow.EINVALID, "embed metadata: cannot read PDF: %v", err)
 	}
+	// The PDF written is the processed version: whatever made the input,
+	// it leaves without active content.
+	pdfsafe.Clean(pctx)
 	props := map[string]string{}
 	for k, v := range map[string]string{"Title": p.Title, "Subject": p.Subject, "Author": p.Author} {
 		if v = clean(v); v != "" {

@@ -1,8 +1,10 @@
 package pdfmeta
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,6 +12,7 @@ import (
 
 	"docflow"
 	"docflow/internal/corpus"
+	"docflow/processing/pdfsafe"
 )
 
 func TestEmbed(t *testing.T) {
@@ -76,5 +79,29 @@ func TestSidecar(t *testing.T) {
 	}
 	if back.Version != 1 || back.Metadata.Title != "T" || back.Classification.Category != "receipt" || back.Extra["file_id"].(float64) != 7 {
 		t.Fatalf("%s", b)
+	}
+}
+
+// TestEmbedRemovesActiveContent: the PDF written carries the properties
+// and none of the input's scripts and actions.
+func TestEmbedRemovesActiveContent(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "active.pdf")
+	if err := os.WriteFile(in, corpus.ActiveContentPDF([]string{"Rechnung"}), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.pdf")
+	if err := Embed(context.Background(), in, out, Properties{Title: "Rechnung"}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found, err := pdfsafe.Inspect(bytes.NewReader(b)); err != nil || len(found) > 0 {
+		t.Fatalf("active content left: %v, %v", found, err)
+	}
+	if got, _ := Read(out); got["Title"] != "Rechnung" {
+		t.Fatalf("properties %v", got)
 	}
 }

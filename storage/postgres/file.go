@@ -48,7 +48,7 @@ func NewFileService(db *DB) *FileService {
 const fileCols = `f.id, f.filehash, f.original_filename, f.stored_filename, f.file_size, f.mime_type,
 	f.created_at, f.updated_at, f.owner_id, f.pipeline_id, f.status, f.source, f.duplicate_of,
 	f.original_blob, f.processed_blob, f.document_title, f.ocr_quality_score, f.ai_metadata,
-	f.language, f.storage_provider, f.task_id`
+	f.language, f.storage_providers, f.task_id`
 
 // summaryCols are the columns ListFiles reads: what a listing shows, and
 // the run the status summary looks up.
@@ -80,7 +80,7 @@ func fileDest(f *docflow.File, meta *[]byte, withText bool, n int) []any {
 	dest = append(dest, &f.ID, &f.FileHash, &f.OriginalFilename, &f.StoredFilename, &f.FileSize, &f.MimeType,
 		&f.CreatedAt, &f.UpdatedAt, &f.OwnerID, &f.PipelineID, &f.Status, &f.Source, &f.DuplicateOf,
 		&f.OriginalBlob, &f.ProcessedBlob, &f.DocumentTitle, &f.OCRQualityScore, meta,
-		&f.Language, &f.StorageProvider, &f.TaskID)
+		&f.Language, &f.StorageProviders, &f.TaskID)
 	if withText {
 		dest = append(dest, &f.OCRText)
 	}
@@ -137,7 +137,8 @@ func (s *FileService) FindFilesByIDs(ctx context.Context, ids []int64) ([]*docfl
 }
 
 // UpdateFile runs fn on the locked file and saves the fields a client or a
-// step may change. ENOTFOUND for a missing file or pipeline.
+// step may change (the tags column follows the AI metadata's by trigger,
+// migration 0300). ENOTFOUND for a missing file or pipeline.
 func (s *FileService) UpdateFile(ctx context.Context, id int64, fn func(*docflow.File) error) (*docflow.File, error) {
 	var out *docflow.File
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
@@ -155,10 +156,10 @@ func (s *FileService) UpdateFile(ctx context.Context, id int64, fn func(*docflow
 		f.UpdatedAt = s.db.Now()
 		_, err = tx.Exec(ctx, `UPDATE files SET original_filename=$2, owner_id=$3, pipeline_id=$4, status=$5,
 			duplicate_of=$6, processed_blob=$7, document_title=$8, ocr_text=$9, ocr_quality_score=$10,
-			ai_metadata=$11, tags=$12, language=$13, storage_provider=$14, task_id=$15, updated_at=$16
+			ai_metadata=$11, language=$12, storage_providers=$13, task_id=$14, updated_at=$15
 			WHERE id=$1`, id, f.OriginalFilename, f.OwnerID, f.PipelineID, f.Status, f.DuplicateOf,
-			f.ProcessedBlob, f.DocumentTitle, f.OCRText, f.OCRQualityScore, meta, metadataTags(f.AIMetadata),
-			f.Language, f.StorageProvider, f.TaskID, f.UpdatedAt)
+			f.ProcessedBlob, f.DocumentTitle, f.OCRText, f.OCRQualityScore, meta,
+			f.Language, providers(f.StorageProviders), f.TaskID, f.UpdatedAt)
 		if err != nil {
 			var pgErr *pgconn.PgError
 			if errors.As(err, &pgErr) && pgErr.Code == "23503" && strings.Contains(pgErr.ConstraintName, "pipeline") {
@@ -175,21 +176,13 @@ func (s *FileService) UpdateFile(ctx context.Context, id int64, fn func(*docflow
 	return out, nil
 }
 
-// metadataTags keeps the tags column (GIN-indexed for the tags filter) in
-// step with the tags of the AI metadata.
-func metadataTags(meta map[string]any) []string {
-	out := []string{}
-	switch v := meta["tags"].(type) {
-	case []string:
-		out = append(out, v...)
-	case []any:
-		for _, t := range v {
-			if s, ok := t.(string); ok {
-				out = append(out, s)
-			}
-		}
+// providers is a file's storage providers as the column takes them
+// (never NULL).
+func providers(p []string) []string {
+	if p == nil {
+		return []string{}
 	}
-	return out
+	return p
 }
 
 // DeleteFile removes one record; see DeleteFiles.
@@ -344,7 +337,7 @@ func (s *FileService) TryLockBlobSweep(ctx context.Context) (unlock func(), ok b
 }
 
 // ProcessingStatuses summarises the current run of each file from its
-// recorded steps.
+// recorded steps, with the pipeline the run was routed to.
 func (s *FileService) ProcessingStatuses(ctx context.Context, files []*docflow.File) (map[int64]docflow.ProcessingStatus, error) {
 	out := make(map[int64]docflow.ProcessingStatus, len(files))
 	ids := make([]int64, 0, len(files))
@@ -357,7 +350,9 @@ func (s *FileService) ProcessingStatuses(ctx context.Context, files []*docflow.F
 	if len(ids) == 0 {
 		return out, nil
 	}
-	rows, err := s.db.Pool.Query(ctx, `SELECT f.id, f.status`+runStatusCols+` FROM files f`+runStatusJoin+` WHERE f.id = ANY($1)`, ids)
+	rows, err := s.db.Pool.Query(ctx, `SELECT f.id, f.status`+runStatusCols+`, p.id, p.name FROM files f`+runStatusJoin+`
+		LEFT JOIN runs r ON r.id = f.task_id LEFT JOIN pipelines p ON p.id = r.pipeline_id
+		WHERE f.id = ANY($1)`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("processing statuses: %w", err)
 	}
@@ -365,11 +360,15 @@ func (s *FileService) ProcessingStatuses(ctx context.Context, files []*docflow.F
 	for rows.Next() {
 		var id int64
 		var rs runStatus
-		if err := rows.Scan(append([]any{&id, &rs.file}, rs.dest()...)...); err != nil {
+		var pid *int64
+		var pname *string
+		if err := rows.Scan(append(append([]any{&id, &rs.file}, rs.dest()...), &pid, &pname)...); err != nil {
 			return nil, fmt.Errorf("processing statuses: %w", err)
 		}
 		if _, ok := out[id]; ok {
-			out[id] = rs.summary()
+			sum := rs.summary()
+			sum.PipelineID, sum.PipelineName = pid, pname
+			out[id] = sum
 		}
 	}
 	return out, rows.Err()
@@ -550,10 +549,12 @@ func (s *FileService) FindProcessingLogs(ctx context.Context, fileID int64) ([]*
 	return out, rows.Err()
 }
 
-// ClaimFiles gives the unclaimed files among ids to owner.
+// ClaimFiles gives the unclaimed files among ids to owner, deciding each
+// by docflow.Authorize's claim rule under the rows' locks.
 func (s *FileService) ClaimFiles(ctx context.Context, owner string, ids []int64) ([]int64, []docflow.ClaimSkip, error) {
 	claimed := []int64{}
 	skipped := []docflow.ClaimSkip{}
+	claimant := &docflow.User{ID: owner}
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		claimed, skipped = claimed[:0], skipped[:0]
 		rows, err := tx.Query(ctx, `SELECT id, owner_id FROM files WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
@@ -581,15 +582,20 @@ func (s *FileService) ClaimFiles(ctx context.Context, owner string, ids []int64)
 			}
 			seen[id] = true
 			o, ok := owners[id]
-			switch {
-			case !ok:
+			if !ok {
 				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "not found"})
-			case o == nil:
-				claimed = append(claimed, id)
-			case *o == owner:
+				continue
+			}
+			err := docflow.Authorize(claimant, &docflow.File{ID: id, OwnerID: o}, "", docflow.AccessClaim)
+			switch {
+			case docflow.ErrorCode(err) == docflow.EFORBIDDEN:
+				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "owned by another user"})
+			case err != nil:
+				return err
+			case o != nil:
 				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "already owned by you"})
 			default:
-				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "owned by another user"})
+				claimed = append(claimed, id)
 			}
 		}
 		if len(claimed) == 0 {
@@ -864,12 +870,13 @@ func fileWhereAfter(f docflow.FileFilter, args []any) (string, []any) {
 	if f.DateTo != nil {
 		conds = append(conds, `f.created_at < `+arg(f.DateTo.AddDate(0, 0, 1)))
 	}
-	if f.StorageProvider != "" {
-		conds = append(conds, `f.storage_provider = `+arg(f.StorageProvider))
+	if len(f.StorageProviders) > 0 {
+		conds = append(conds, `f.storage_providers && `+arg(f.StorageProviders)+`::text[]`)
 	}
+	// NOTE: the tags column is the AI metadata's tags (migration 0300):
+	// reading it alone lets the GIN index answer.
 	if len(f.Tags) > 0 {
-		j, _ := json.Marshal(f.Tags)
-		conds = append(conds, `(f.tags @> `+arg(f.Tags)+` OR f.ai_metadata->'tags' @> `+arg(string(j))+`::jsonb)`)
+		conds = append(conds, `f.tags @> `+arg(f.Tags)+`::text[]`)
 	}
 	switch f.OCRQuality {
 	case "poor":
@@ -894,7 +901,7 @@ const nameLike = `n.name_key LIKE `
 // any sort of sortColumns reads: a subquery that selects rows for them to
 // filter and sort carries these rather than whole rows.
 const filterCols = `f.id, f.original_filename, f.file_size, f.mime_type, f.owner_id, f.status,
-	f.created_at, f.storage_provider, f.tags, f.ai_metadata, f.ocr_quality_score`
+	f.created_at, f.storage_providers, f.tags, f.ocr_quality_score`
 
 // nameCols are the columns of file_names n, named as those of files.
 const nameCols = `n.id, n.name_key, n.status, n.created_at, n.owner_id`
@@ -905,7 +912,7 @@ const nameCols = `n.id, n.name_key, n.status, n.created_at, n.owner_id`
 // it has them all (as for the status, date and visibility filters and the
 // default sort), else joined with files.
 func searchSource(filter docflow.FileFilter, col string) string {
-	narrow := filter.MimeType == "" && filter.StorageProvider == "" && len(filter.Tags) == 0 && filter.OCRQuality == "" &&
+	narrow := filter.MimeType == "" && len(filter.StorageProviders) == 0 && len(filter.Tags) == 0 && filter.OCRQuality == "" &&
 		(col == "f.id" || col == "f.created_at")
 	if narrow {
 		return `SELECT ` + nameCols + ` FROM file_names n`

@@ -377,8 +377,8 @@ func TestFindFilesSearchWithEveryFilter(t *testing.T) {
 	ctx := context.Background()
 	db, s := openFiles(t)
 	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, owner_id,
-			storage_provider, tags, ocr_quality_score, created_at)
-		VALUES ('h1', 'Acme-Invoice.pdf', 'h1.pdf', 10, 'application/pdf', 'completed', 'ann', 's3', '{paid}', 50, '2024-05-01')`)
+			storage_providers, ai_metadata, ocr_quality_score, created_at)
+		VALUES ('h1', 'Acme-Invoice.pdf', 'h1.pdf', 10, 'application/pdf', 'completed', 'ann', '{local,s3}', '{"tags":["paid"]}', 50, '2024-05-01')`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,7 +388,7 @@ func TestFindFilesSearchWithEveryFilter(t *testing.T) {
 	from, to := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC)
 	for _, sort := range []string{"id", "original_filename", "file_size", "mime_type", "created_at"} {
 		filter := docflow.FileFilter{VisibleTo: &ann, IDs: []int64{id}, Search: "invoice", MimeType: "application/pdf",
-			Status: "completed", DateFrom: &from, DateTo: &to, StorageProvider: "s3", Tags: []string{"paid"},
+			Status: "completed", DateFrom: &from, DateTo: &to, StorageProviders: []string{"s3"}, Tags: []string{"paid"},
 			OCRQuality: "poor", QualityThreshold: 85, SortBy: sort, SortOrder: "asc", Page: 1, PerPage: 25,
 			WithProcessingStatus: true}
 		files, total, err := s.FindFiles(ctx, filter)

@@ -80,13 +80,13 @@ func TestFindFilesSearchWithEachFilter(t *testing.T) {
 	ctx := context.Background()
 	db, s := openFiles(t)
 	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, owner_id,
-			storage_provider, tags, ocr_quality_score, created_at)
+			storage_providers, ai_metadata, ocr_quality_score, created_at)
 		SELECT 'h' || i, CASE WHEN i % 2 = 0 THEN 'Invoice-' ELSE 'Memo-' END || i || '.pdf', i || '.pdf', 1000 - i,
 		       CASE WHEN i % 3 = 0 THEN 'image/png' ELSE 'application/pdf' END,
 		       CASE WHEN i % 4 = 0 THEN 'failed' ELSE 'completed' END,
 		       CASE WHEN i % 5 = 0 THEN 'bob' ELSE 'ann' END,
-		       CASE WHEN i % 6 = 0 THEN 's3' END,
-		       CASE WHEN i % 7 = 0 THEN '{paid}'::text[] ELSE '{}' END,
+		       CASE WHEN i % 6 = 0 THEN '{s3}'::text[] WHEN i % 9 = 0 THEN '{local,webdav}' ELSE '{}' END,
+		       CASE WHEN i % 7 = 0 THEN '{"tags":["paid"]}'::jsonb ELSE '{}' END,
 		       CASE WHEN i % 8 = 0 THEN 40 WHEN i % 8 = 1 THEN 95 END,
 		       TIMESTAMPTZ '2024-01-01' + i * interval '1 day'
 		FROM generate_series(1, 400) AS i`)
@@ -106,7 +106,9 @@ func TestFindFilesSearchWithEachFilter(t *testing.T) {
 			"created_at >= '2024-03-01' AND created_at < '2024-11-01'"},
 		{"visible", func(f *docflow.FileFilter) { f.VisibleTo = &ann }, "owner_id = 'ann'"},
 		{"mime", func(f *docflow.FileFilter) { f.MimeType = "image/png" }, "mime_type = 'image/png'"},
-		{"provider", func(f *docflow.FileFilter) { f.StorageProvider = "s3" }, "storage_provider = 's3'"},
+		{"provider", func(f *docflow.FileFilter) { f.StorageProviders = []string{"s3"} }, "'s3' = ANY(storage_providers)"},
+		{"providers", func(f *docflow.FileFilter) { f.StorageProviders = []string{"s3", "webdav"} },
+			"('s3' = ANY(storage_providers) OR 'webdav' = ANY(storage_providers))"},
 		{"tags", func(f *docflow.FileFilter) { f.Tags = []string{"paid"} }, "tags @> '{paid}'"},
 		{"quality", func(f *docflow.FileFilter) { f.OCRQuality, f.QualityThreshold = "poor", 85 }, "ocr_quality_score < 85"},
 	}

@@ -226,29 +226,7 @@ func (s *RoutingService) Route(ctx context.Context, ownerID *string, in docflow.
 	if err != nil {
 		return nil, nil, err
 	}
-	return MatchRules(ctx, rules, in, s.pipelines.FindPipelineByID)
-}
-
-// MatchRules returns the first rule of rules matching in, with its target
-// pipeline (looked up with find; rules whose pipeline is gone are skipped).
-func MatchRules(ctx context.Context, rules []*docflow.RoutingRule, in docflow.RoutingInput,
-	find func(context.Context, int64) (*docflow.Pipeline, error)) (*docflow.RoutingRule, *docflow.Pipeline, error) {
-	for _, r := range rules {
-		if !r.Matches(in) {
-			continue
-		}
-		p, err := find(ctx, r.TargetPipelineID)
-		if docflow.ErrorCode(err) == docflow.ENOTFOUND {
-			continue // deleted meanwhile
-		} else if err != nil {
-			return nil, nil, err
-		}
-		if !p.IsActive {
-			continue
-		}
-		return r, p, nil
-	}
-	return nil, nil, nil
+	return docflow.MatchRules(ctx, rules, in, s.pipelines.FindPipelineByID)
 }
 
 // prefixed qualifies each column of a comma-separated list.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -395,14 +396,26 @@ func (s *RunStore) whyNotClaimed(ctx context.Context, req ClaimRequest) (*Claim,
 	return &Claim{Outcome: ClaimDone, Reason: fmt.Sprintf("step %s at attempt %d", *stepStatus, *attempts)}, nil
 }
 
-// RenewLease extends the caller's lease; false when it lost the lease.
+// RenewLease extends the caller's lease to ttl from now; false when it
+// lost the lease. A lease that lapsed is renewed all the same while no
+// other worker took the step over.
+//
+// NOTE: the renewal commits asynchronously (synchronous_commit off, as a
+// claim does): it waits for no WAL flush, so a disk busy with other
+// writes (a checkpoint) cannot hold it past the lease's end, and losing
+// it in a server crash only shortens a lease that the crash ended anyway.
 func (s *RunStore) RenewLease(ctx context.Context, runID string, position int, worker string, ttl time.Duration) (bool, error) {
-	tag, err := s.db.Pool.Exec(ctx, `UPDATE run_steps SET lease_until = now() + $4 * interval '1 millisecond'
-		WHERE run_id=$1 AND position=$2 AND lease_owner=$3 AND status='running'`, runID, position, worker, ttl.Milliseconds())
+	var n int
+	err := s.db.Pool.QueryRow(ctx, `WITH u AS (
+			UPDATE run_steps SET lease_until = now() + $4 * interval '1 millisecond'
+			WHERE run_id=$1 AND position=$2 AND lease_owner=$3 AND status='running'
+			RETURNING 1)
+		SELECT (SELECT count(*) FROM u), set_config('synchronous_commit', 'off', true)`,
+		runID, position, worker, ttl.Milliseconds()).Scan(&n, new(string))
 	if err != nil {
 		return false, fmt.Errorf("renew lease %s/%d: %w", runID, position, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	return n == 1, nil
 }
 
 // StepRecord is the outcome of one step attempt to record.
@@ -793,7 +806,7 @@ func fileChanged(rec StepRecord) bool {
 	return a.ProcessedBlob != b.ProcessedBlob || !reflect.DeepEqual(a.DocumentTitle, b.DocumentTitle) ||
 		a.OCRText != b.OCRText || !reflect.DeepEqual(a.OCRQualityScore, b.OCRQualityScore) ||
 		!reflect.DeepEqual(a.AIMetadata, b.AIMetadata) || a.Language != b.Language ||
-		!reflect.DeepEqual(a.StorageProvider, b.StorageProvider) || !reflect.DeepEqual(a.DuplicateOf, b.DuplicateOf)
+		!slices.Equal(a.StorageProviders, b.StorageProviders) || !reflect.DeepEqual(a.DuplicateOf, b.DuplicateOf)
 }
 
 // finishRun ends the run with status (nothing when ""), or just notes its
@@ -849,14 +862,13 @@ func saveFileChanges(ctx context.Context, tx pgx.Tx, rec StepRecord) error {
 		if err != nil {
 			return fmt.Errorf("ai_metadata: %w", err)
 		}
-		set("ai_metadata", meta)
-		set("tags", metadataTags(a.AIMetadata))
+		set("ai_metadata", meta) // the tags column follows by trigger
 	}
 	if a.Language != b.Language {
 		set("language", a.Language)
 	}
-	if !reflect.DeepEqual(a.StorageProvider, b.StorageProvider) {
-		set("storage_provider", a.StorageProvider)
+	if !slices.Equal(a.StorageProviders, b.StorageProviders) {
+		set("storage_providers", providers(a.StorageProviders))
 	}
 	if !reflect.DeepEqual(a.DuplicateOf, b.DuplicateOf) {
 		set("duplicate_of", a.DuplicateOf)
@@ -1008,18 +1020,41 @@ type StalledRun struct {
 	Step *docflow.RunStep
 }
 
-// StalledRuns returns up to limit unfinished runs with no progress since
-// before (and no step under a live lease).
-func (s *RunStore) StalledRuns(ctx context.Context, before time.Time, limit int) ([]StalledRun, error) {
+// stalledSQL is the condition on run r (its table named r) of a stalled
+// run: unfinished, no progress for $1 milliseconds by the database's
+// clock, no step under a live lease, and not waiting in the queue of a
+// busy step type ($2: the step types whose workers were seen busy within
+// the stall timeout).
+//
+// NOTE: every time here is the database's: progress and leases are
+// written with now(), and comparing them with a cut-off read from the
+// worker's clock would shift the verdict by the clocks' difference.
+var stalledSQL = `r.status IN ('pending', 'processing') AND r.updated_at < now() - $1 * interval '1 millisecond'
+	AND ` + progressBefore + `
+	AND NOT EXISTS (SELECT 1 FROM run_steps l WHERE l.run_id = r.id AND l.status = 'running' AND l.lease_until > now())
+	AND NOT EXISTS (SELECT 1 FROM run_steps q WHERE q.run_id = r.id AND q.status = 'queued' AND q.step_type = ANY($2::text[])
+		AND q.position = (SELECT min(position) FROM run_steps c WHERE c.run_id = r.id AND c.status NOT IN ('completed', 'skipped')))`
+
+// progressBefore: run r's last progress is older than the cut-off.
+var progressBefore = runProgress("r") + ` < now() - $1 * interval '1 millisecond'`
+
+// StalledRuns returns up to limit unfinished runs that made no progress
+// for timeout (by the database's clock), with no step under a live lease,
+// whose current step is not queued behind one of busy: step types whose
+// workers are working through a backlog, which reaches the run's task in
+// its turn (see BusyStepTypes).
+func (s *RunStore) StalledRuns(ctx context.Context, timeout time.Duration, busy []string, limit int) ([]StalledRun, error) {
+	if busy == nil {
+		busy = []string{}
+	}
 	rows, err := s.db.Pool.Query(ctx, `
 		SELECT r.id, r.file_id, f.owner_id, f.original_filename, r.status, cur.position, cur.step_type, cur.status, cur.attempts
 		FROM runs r JOIN files f ON f.id = r.file_id
 		LEFT JOIN LATERAL (
 			SELECT position, step_type, status, attempts FROM run_steps
 			WHERE run_id = r.id AND status NOT IN ('completed', 'skipped') ORDER BY position LIMIT 1) cur ON TRUE
-		WHERE r.status IN ('pending', 'processing') AND r.updated_at < $1 AND `+runProgress("r")+` < $1
-		  AND NOT EXISTS (SELECT 1 FROM run_steps l WHERE l.run_id = r.id AND l.status = 'running' AND l.lease_until > now())
-		ORDER BY r.updated_at LIMIT $2`, before, limit)
+		WHERE `+stalledSQL+`
+		ORDER BY r.updated_at LIMIT $3`, timeout.Milliseconds(), busy, limit)
 	if err != nil {
 		return nil, fmt.Errorf("stalled runs: %w", err)
 	}
@@ -1040,18 +1075,34 @@ func (s *RunStore) StalledRuns(ctx context.Context, before time.Time, limit int)
 	return out, rows.Err()
 }
 
-// FailRun fails an unfinished run that has made no progress since before:
-// its unfinished steps, the run and the file become failed, with a log row
-// and msgs. False when the run moved on meanwhile.
-func (s *RunStore) FailRun(ctx context.Context, runID string, before time.Time, message string, msgs ...streams.OutboxMessage) (bool, error) {
+// BusyStepTypes returns the step types of which some step runs under a
+// live lease now: their workers are taking tasks from their queues.
+func (s *RunStore) BusyStepTypes(ctx context.Context) ([]string, error) {
+	rows, err := s.db.Pool.Query(ctx, `SELECT DISTINCT step_type FROM run_steps WHERE status = 'running' AND lease_until > now()`)
+	if err != nil {
+		return nil, fmt.Errorf("busy step types: %w", err)
+	}
+	types, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("busy step types: %w", err)
+	}
+	return types, nil
+}
+
+// FailRun fails an unfinished run that is still stalled (StalledRuns'
+// condition, checked again under the run's lock): its unfinished steps,
+// the run and the file become failed, with a log row and msgs. False when
+// the run moved on meanwhile.
+func (s *RunStore) FailRun(ctx context.Context, runID string, timeout time.Duration, busy []string, message string, msgs ...streams.OutboxMessage) (bool, error) {
+	if busy == nil {
+		busy = []string{}
+	}
 	failed := false
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		failed = false
 		var fileID int64
-		err := tx.QueryRow(ctx, `SELECT file_id FROM runs WHERE id=$1 AND status IN ('pending', 'processing') AND updated_at < $2
-			AND `+runProgress("runs")+` < $2
-			AND NOT EXISTS (SELECT 1 FROM run_steps l WHERE l.run_id = runs.id AND l.status = 'running' AND l.lease_until > now())
-			FOR UPDATE SKIP LOCKED`, runID, before).Scan(&fileID)
+		err := tx.QueryRow(ctx, `SELECT r.file_id FROM runs r WHERE r.id=$3 AND `+stalledSQL+`
+			FOR UPDATE SKIP LOCKED`, timeout.Milliseconds(), busy, runID).Scan(&fileID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil
 		}

@@ -176,7 +176,9 @@ func (s *SettingsService) List(ctx context.Context) ([]*docflow.Setting, error) 
 	return out, nil
 }
 
-// Set stores a database value.
+// Set stores a database value. EINVALID (a 422 from the settings API)
+// when the service could not use it: the wrong type, or refused by the
+// setting's Check; the message names the setting, the value and why.
 func (s *SettingsService) Set(ctx context.Context, key, value string) (*docflow.Setting, error) {
 	def, ok := s.defs[key]
 	if !ok {
@@ -220,6 +222,21 @@ func (s *SettingsService) Delete(ctx context.Context, key string) error {
 	delete(s.updated, key)
 	s.mu.Unlock()
 	return nil
+}
+
+// Validate checks the effective value of every setting (database, then
+// environment, then default) and returns an error naming each one the
+// service cannot use, with its value, its source and why: a process
+// refuses to start with it rather than fail later, obscurely.
+func (s *SettingsService) Validate() error {
+	defs := make([]docflow.SettingDef, 0, len(s.order))
+	for _, k := range s.order {
+		defs = append(defs, s.defs[k])
+	}
+	return docflow.ValidateSettings(defs, func(key string) (string, string) {
+		st := s.effective(key)
+		return st.Value, st.Source
+	})
 }
 
 // Keys returns the catalogue keys, sorted (for tests and the settings page).

@@ -121,3 +121,55 @@ func TestMigrateTwiceConcurrently(t *testing.T) {
 		t.Fatalf("standard pipeline seeded %d times", n)
 	}
 }
+
+// The store refuses a value the service cannot use (the settings API's
+// 422), keeps the one it had, and Validate names every effective value
+// that cannot be used with where it came from.
+func TestSettingsRefuseValuesTheServiceCannotUse(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	c, err := NewCipher(strings.Repeat("k", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"STEP_RETRY_DELAYS": "1,1"}
+	s, err := NewSettingsService(ctx, db, c, func(k string) string { return env[k] }, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(); err != nil {
+		t.Fatalf("equal delays refused: %v", err)
+	}
+	for key, value := range map[string]string{"STEP_RETRY_DELAYS": "1,x", "KAFKA_PARTITIONS": "0",
+		"RATE_LIMIT_UPLOAD": "600/fortnight", "BASE_URL": "docs.example.com", "LISTEN_ADDR": "8000"} {
+		_, err := s.Set(ctx, key, value)
+		if docflow.ErrorCode(err) != docflow.EINVALID || !strings.HasPrefix(docflow.ErrorMessage(err), key+"=") {
+			t.Errorf("Set %s=%q: %v", key, value, err)
+		}
+		if st, _ := s.Lookup(ctx, key); st.Source == "db" {
+			t.Errorf("%s stored after a refusal: %+v", key, st)
+		}
+	}
+	if _, err := s.Set(ctx, "STEP_RETRY_DELAYS", "2s,2s,10s"); err != nil {
+		t.Fatal(err)
+	}
+
+	// Values stored before they were checked, and the environment's.
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO settings (key, value) VALUES ('KAFKA_PARTITIONS', '0')`); err != nil {
+		t.Fatal(err)
+	}
+	env["TEXT_QUALITY_THRESHOLD"] = "150"
+	if err := s.Reload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = s.Validate()
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	for _, want := range []string{`KAFKA_PARTITIONS="0" (set through the settings API): must be between 1 and 10000`,
+		`TEXT_QUALITY_THRESHOLD="150" (from the environment): must be between 0 and 100`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q lacks %q", err, want)
+		}
+	}
+}

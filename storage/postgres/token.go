@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -23,12 +24,12 @@ func NewTokenService(db *DB) *TokenService {
 	return &TokenService{db: db}
 }
 
-const tokenCols = `id, owner_id, name, token_prefix, token_hash, is_active, last_used_at, last_used_ip, created_at, revoked_at, expires_at`
+const tokenCols = `id, owner_id, name, token_prefix, token_hash, is_active, last_used_at, last_used_ip, created_at, revoked_at, expires_at, last_revoked_at`
 
 func scanToken(row pgx.Row) (*docflow.APIToken, error) {
 	var t docflow.APIToken
 	err := row.Scan(&t.ID, &t.OwnerID, &t.Name, &t.TokenPrefix, &t.TokenHash, &t.IsActive,
-		&t.LastUsedAt, &t.LastUsedIP, &t.CreatedAt, &t.RevokedAt, &t.ExpiresAt)
+		&t.LastUsedAt, &t.LastUsedIP, &t.CreatedAt, &t.RevokedAt, &t.ExpiresAt, &t.LastRevokedAt)
 	return &t, err
 }
 
@@ -62,6 +63,29 @@ func (s *TokenService) FindTokenByID(ctx context.Context, ownerID string, id int
 	return t, nil
 }
 
+// FindToken returns any owner's token by id, or ENOTFOUND.
+func (s *TokenService) FindToken(ctx context.Context, id int64) (*docflow.APIToken, error) {
+	t, err := scanToken(s.db.Pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE id=$1`, id))
+	if err != nil {
+		return nil, notFound(err, "Token not found")
+	}
+	return t, nil
+}
+
+// AdoptOwnerlessTokens gives tokens without an owner (made without
+// authentication by versions before tokens belonged to the admin) to owner,
+// the admin account, and returns how many it changed.
+func (s *TokenService) AdoptOwnerlessTokens(ctx context.Context, owner string) (int64, error) {
+	if owner == "" {
+		return 0, fmt.Errorf("adopt ownerless tokens: no owner")
+	}
+	tag, err := s.db.Pool.Exec(ctx, `UPDATE api_tokens SET owner_id=$1 WHERE owner_id=''`, owner)
+	if err != nil {
+		return 0, fmt.Errorf("adopt ownerless tokens: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}
+
 // ListTokens returns the owner's tokens, newest first.
 func (s *TokenService) ListTokens(ctx context.Context, ownerID string) ([]*docflow.APIToken, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE owner_id=$1 ORDER BY id DESC`, ownerID)
@@ -91,7 +115,7 @@ func (s *TokenService) RevokeToken(ctx context.Context, ownerID string, id int64
 		}
 		if active {
 			result = "revoked"
-			_, err = tx.Exec(ctx, `UPDATE api_tokens SET is_active=FALSE, revoked_at=$2 WHERE id=$1`, id, s.db.Now())
+			_, err = tx.Exec(ctx, `UPDATE api_tokens SET is_active=FALSE, revoked_at=$2, last_revoked_at=$2 WHERE id=$1`, id, s.db.Now())
 		} else {
 			result = "deleted"
 			_, err = tx.Exec(ctx, `DELETE FROM api_tokens WHERE id=$1`, id)
@@ -101,14 +125,21 @@ func (s *TokenService) RevokeToken(ctx context.Context, ownerID string, id int64
 	return result, err
 }
 
-// ReactivateToken makes a revoked token active again.
+// ReactivateToken makes a revoked token active again: EBADREQUEST if it is
+// already active, ENOTFOUND if it is not the owner's.
 func (s *TokenService) ReactivateToken(ctx context.Context, ownerID string, id int64) (*docflow.APIToken, error) {
 	t, err := scanToken(s.db.Pool.QueryRow(ctx, `UPDATE api_tokens SET is_active=TRUE, revoked_at=NULL
-		WHERE id=$1 AND owner_id=$2 RETURNING `+tokenCols, id, ownerID))
-	if err != nil {
-		return nil, notFound(err, "Token not found")
+		WHERE id=$1 AND owner_id=$2 AND NOT is_active RETURNING `+tokenCols, id, ownerID))
+	if err == nil {
+		return t, nil
 	}
-	return t, nil
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("reactivate token: %w", err)
+	}
+	if _, err := s.FindTokenByID(ctx, ownerID, id); err != nil {
+		return nil, err
+	}
+	return nil, docflow.Errorf(docflow.EBADREQUEST, "Token is already active")
 }
 
 // TouchTokens records the last use of several tokens in one statement.

@@ -54,6 +54,7 @@ func (s *convertStep) close() error {
 }
 
 func (s *convertStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.StepResult, error) {
+	toolMemoryLimit(s.d.Settings)
 	f := in.File
 	if f.OriginalBlob == "" {
 		return nil, invalidf("file %d has no stored original", f.ID)
@@ -66,37 +67,47 @@ func (s *convertStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.
 	if err != nil {
 		return nil, err
 	}
+	var info *convert.PDFInfo
+	out, what := src, "PDF rewritten"
 	if convert.KindOf(f.MimeType) == convert.KindPDF {
-		info, err := c.CheckPDF(ctx, src)
-		if err != nil {
+		if info, err = c.CheckPDF(ctx, src); err != nil {
 			return nil, err
 		}
-		// A valid PDF is its own processed version (blobs are
-		// content-addressed, so a copy would have the same key).
-		f.ProcessedBlob = f.OriginalBlob
-		return &docflow.StepResult{Message: fmt.Sprintf("PDF passed through (%d pages)", info.Pages), Bytes: f.FileSize}, nil
+		if len(info.Active) == 0 {
+			// A valid PDF is its own processed version (blobs are
+			// content-addressed, so a copy would have the same key).
+			f.ProcessedBlob = f.OriginalBlob
+			return &docflow.StepResult{Message: fmt.Sprintf("PDF passed through (%d pages)", info.Pages), Bytes: f.FileSize}, nil
+		}
 	}
 	dir, cleanup, err := workDir(s.d, "convert")
 	if err != nil {
 		return nil, err
 	}
 	defer cleanup()
-	out := filepath.Join(dir, "out.pdf")
-	if err := c.Convert(ctx, src, f.MimeType, out); err != nil {
-		return nil, err
+	if info == nil {
+		out = filepath.Join(dir, "out.pdf")
+		if err := c.Convert(ctx, src, f.MimeType, out); err != nil {
+			return nil, err
+		}
+		if info, err = c.CheckPDF(ctx, out); err != nil {
+			return nil, fmt.Errorf("converted PDF: %w", err)
+		}
+		what = fmt.Sprintf("Converted %s (%s) to PDF", f.MimeType, convert.KindOf(f.MimeType))
 	}
-	info, err := c.CheckPDF(ctx, out)
+	// NOTE: LibreOffice writes form fields with scripts, and an uploaded
+	// PDF may carry anything: the processed version has none of it.
+	out, note, err := withoutActiveContent(ctx, out, filepath.Join(dir, "clean.pdf"), info.Active)
 	if err != nil {
-		return nil, fmt.Errorf("converted PDF: %w", err)
+		return nil, err
 	}
 	blob, err := putFile(ctx, in.Blobs, out)
 	if err != nil {
 		return nil, err
 	}
 	f.ProcessedBlob = blob.Key
-	kind := convert.KindOf(f.MimeType).String()
 	return &docflow.StepResult{
-		Message: fmt.Sprintf("Converted %s (%s) to PDF: %d pages, %d bytes", f.MimeType, kind, info.Pages, blob.Size),
+		Message: fmt.Sprintf("%s: %d pages, %d bytes%s", what, info.Pages, blob.Size, note),
 		Bytes:   f.FileSize,
 	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,6 +20,10 @@ type Destination interface {
 	// Name identifies the destination in the deliveries table ("local", or
 	// an integration id).
 	Name() string
+	// Provider is the destination's kind, lower case: "local", or an
+	// integration type (webdav, s3, dropbox…). A delivered file records
+	// it; the files listing's storage_provider filter matches it.
+	Provider() string
 	// Deliver copies the file at path (named name) and returns where it went.
 	Deliver(ctx context.Context, f *docflow.File, path, name string) (remotePath string, err error)
 }
@@ -29,7 +34,8 @@ type Destinations func(ctx context.Context, f *docflow.File) ([]Destination, err
 
 // SendToDestinations is the send_to_destinations step: the processed file
 // (else the original) goes to every destination; a failed delivery fails the
-// attempt (and is retried) after the others were tried.
+// attempt (and is retried) after the others were tried. Once every one
+// succeeded, their providers join the file's StorageProviders.
 func SendToDestinations(dests Destinations) docflow.Step {
 	if dests == nil {
 		panic("steps: SendToDestinations needs Destinations")
@@ -61,7 +67,7 @@ func SendToDestinations(dests Destinations) docflow.Step {
 		var sent []string
 		for _, d := range ds {
 			remote, err := d.Deliver(ctx, in.File, path, name)
-			del := docflow.Delivery{Destination: d.Name(), Status: "delivered", RemotePath: remote}
+			del := docflow.Delivery{Destination: d.Name(), Provider: d.Provider(), Status: "delivered", RemotePath: remote}
 			if err != nil {
 				del.Status, del.Message = "failed", err.Error()
 				errs = append(errs, fmt.Errorf("%s: %w", d.Name(), err))
@@ -77,6 +83,7 @@ func SendToDestinations(dests Destinations) docflow.Step {
 			res.Bytes = st.Size() * int64(len(ds))
 		}
 		res.Message = "Delivered to " + strings.Join(sent, ", ")
+		in.File.StorageProviders = withProviders(in.File.StorageProviders, res.Deliveries)
 		return res, nil
 	}}
 }
@@ -90,6 +97,9 @@ type LocalFolder struct {
 
 // Name implements Destination.
 func (l LocalFolder) Name() string { return "local" }
+
+// Provider implements Destination.
+func (l LocalFolder) Provider() string { return "local" }
 
 // Deliver implements Destination: copy to a temporary name, sync, rename.
 func (l LocalFolder) Deliver(ctx context.Context, f *docflow.File, path, name string) (string, error) {
@@ -142,6 +152,19 @@ func LocalDestinations(dir func() string) Destinations {
 		}
 		return []Destination{LocalFolder{Dir: dir}}, nil
 	}
+}
+
+// withProviders adds the providers of dels to have: sorted, each once,
+// lower case.
+func withProviders(have []string, dels []docflow.Delivery) []string {
+	out := slices.Clone(have)
+	for _, d := range dels {
+		if p := strings.ToLower(strings.TrimSpace(d.Provider)); p != "" && !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // safeName keeps a path element from escaping its folder.

@@ -71,6 +71,7 @@ func (r staticRules) FindClassificationRules(_ context.Context, owner *string, e
 // fixture is a set of steps on a temporary blob store.
 type fixture struct {
 	t        *testing.T
+	dir      string // the work dir: blobs and tmp
 	settings *mapSettings
 	blobs    *blob.Local
 	steps    *Steps
@@ -84,8 +85,8 @@ func newFixture(t *testing.T, rules staticRules, kv ...string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fx := &fixture{t: t, settings: newSettings(kv...), blobs: bs, byType: map[string]docflow.Step{}}
-	fx.steps, err = New(Deps{Settings: fx.settings, Rules: rules, Originals: noOriginals{}, Log: zerolog.Nop(), TempDir: filepath.Join(dir, "tmp")})
+	fx := &fixture{t: t, dir: dir, settings: newSettings(kv...), blobs: bs, byType: map[string]docflow.Step{}}
+	fx.steps, err = New(Deps{Settings: fx.settings, Rules: rules, Originals: noOriginals{}, Log: zerolog.Nop(), TempDir: filepath.Join(dir, "tmp"), WorkDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"docflow"
+	"docflow/internal/proc"
 	"docflow/processing/convert"
 	"docflow/processing/ocr"
 	"docflow/processing/quality"
@@ -31,8 +32,19 @@ type ocrStep struct {
 }
 
 type engineKey struct {
-	renderer string
-	pool     int
+	renderer   string
+	pool       int
+	pagePixels int64
+}
+
+// pagePixels is the bound on one page's raster that TOOL_MEMORY_LIMIT
+// allows: Tesseract takes up to about 15 bytes per pixel of a page, so a
+// sixteenth of the limit in pixels (64 Mi pixels for 1 GiB).
+func pagePixels(memoryLimit int64) int64 {
+	if memoryLimit <= 0 {
+		return ocr.DefaultMaxPagePixels
+	}
+	return max(memoryLimit/16, 1<<20)
 }
 
 var _ docflow.Step = (*ocrStep)(nil)
@@ -61,14 +73,15 @@ func poolSize(st docflow.SettingsService, stepType string) int {
 }
 
 func (s *ocrStep) engine() *ocr.Engine {
-	k := engineKey{renderer: strings.ToLower(strings.TrimSpace(s.d.Settings.Get("OCR_RENDERER"))), pool: poolSize(s.d.Settings, docflow.StepOCR)}
+	k := engineKey{renderer: strings.ToLower(strings.TrimSpace(s.d.Settings.Get("OCR_RENDERER"))), pool: poolSize(s.d.Settings, docflow.StepOCR),
+		pagePixels: pagePixels(proc.MemoryLimit())}
 	switch k.renderer {
 	case ocr.RendererOCRmyPDF, ocr.RendererAuto:
 	default:
 		k.renderer = ocr.RendererTesseract
 	}
 	e, _ := s.engines.get(k, func() (*ocr.Engine, error) {
-		return ocr.New(ocr.Options{Parallelism: k.pool, Renderer: k.renderer, TempDir: s.d.TempDir}), nil
+		return ocr.New(ocr.Options{Parallelism: k.pool, Renderer: k.renderer, MaxPagePixels: k.pagePixels, TempDir: s.d.TempDir}), nil
 	})
 	return e
 }
@@ -87,6 +100,7 @@ func (s *ocrStep) language(cfg map[string]any) string {
 }
 
 func (s *ocrStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.StepResult, error) {
+	toolMemoryLimit(s.d.Settings)
 	f := in.File
 	pdf, err := currentPDF(ctx, in)
 	if err != nil {
@@ -120,14 +134,31 @@ func (s *ocrStep) Run(ctx context.Context, in *docflow.StepInput) (*docflow.Step
 			Bytes:   fileSize(pdf),
 		}, nil
 	}
+	note := ""
 	if res.Searchable {
-		blob, err := putFile(ctx, in.Blobs, out)
+		path := out
+		if f.ProcessedBlob == "" {
+			// Read from the original (no convert_to_pdf, which cleans):
+			// the searchable PDF keeps its text pages as they were.
+			info, err := convert.CheckPDF(ctx, out, toolTimeout)
+			if err != nil {
+				return nil, fmt.Errorf("searchable PDF: %w", err)
+			}
+			clean := tempPath(s.d, "ocr-clean", ".pdf")
+			defer os.Remove(clean)
+			if path, note, err = withoutActiveContent(ctx, out, clean, info.Active); err != nil {
+				return nil, err
+			}
+		}
+		blob, err := putFile(ctx, in.Blobs, path)
 		if err != nil {
 			return nil, err
 		}
 		f.ProcessedBlob = blob.Key
 	}
-	return ocrResult(res, fileSize(pdf)), nil
+	r := ocrResult(res, fileSize(pdf))
+	r.Message += note
+	return r, nil
 }
 
 // ocrResult reports a reading that ran OCR.

@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/internal/proc"
 )
 
 // RuleSource gives the classify step the stored rules
@@ -50,6 +51,9 @@ type Deps struct {
 	// TempDir holds working files and the LibreOffice profiles (default
 	// os.TempDir()); cmd/docflow passes WORKDIR/tmp.
 	TempDir string
+	// WorkDir is WORKDIR: the steps' messages and errors (the processing
+	// log) name files under it, and under TempDir, relative to it.
+	WorkDir string
 }
 
 // Steps is the set of processing steps of one worker process. Close it on
@@ -78,19 +82,24 @@ func New(d Deps) (*Steps, error) {
 	if err := os.MkdirAll(d.TempDir, 0o700); err != nil {
 		return nil, fmt.Errorf("steps: temp dir: %w", err)
 	}
+	toolMemoryLimit(d.Settings)
 	s := &Steps{d: d}
 	s.convert = &convertStep{d: d}
 	s.ocr = newOCRStep(d)
-	s.all = []docflow.Step{
+	paths := newPathRewriter(d.WorkDir, d.TempDir)
+	for _, st := range []docflow.Step{
 		s.convert,
 		s.ocr,
 		&extractStep{d: d},
 		&classifyStep{d: d},
 		&embedMetadataStep{d: d},
 		&embeddingStep{d: d},
-		CheckDuplicates(d.Originals, func() bool { return docflow.SettingBool(d.Settings, "ENABLE_DEDUPLICATION", true) }),
-		SendToDestinations(d.Destinations),
+	} {
+		s.all = append(s.all, relativePaths{Step: st, paths: paths})
 	}
+	s.all = append(s.all,
+		CheckDuplicates(d.Originals, func() bool { return docflow.SettingBool(d.Settings, "ENABLE_DEDUPLICATION", true) }),
+		SendToDestinations(d.Destinations))
 	return s, nil
 }
 
@@ -101,6 +110,14 @@ func (s *Steps) All() []docflow.Step { return append([]docflow.Step(nil), s.all.
 
 // Close releases the converters' LibreOffice profiles.
 func (s *Steps) Close() error { return s.convert.close() }
+
+// toolMemoryLimit applies TOOL_MEMORY_LIMIT to the external tools started
+// from now on and returns it (0: no limit).
+func toolMemoryLimit(st docflow.SettingsService) int64 {
+	n := max(docflow.SettingInt64(st, "TOOL_MEMORY_LIMIT", proc.DefaultMemoryLimit), 0)
+	proc.SetMemoryLimit(n)
+	return n
+}
 
 // invalidf is a document problem: the engine fails the step at once.
 func invalidf(format string, args ...any) error {

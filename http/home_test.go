@@ -1,0 +1,80 @@
+package http
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// TestLoginLandsOnAUsablePage: the page a login redirects to answers 200
+// and shows who is signed in, the links and the health summary.
+func TestLoginLandsOnAUsablePage(t *testing.T) {
+	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_USERNAME": "root", "ADMIN_PASSWORD": "correct horse battery"})
+	// Not signed in: sent to sign in, and back here afterwards.
+	resp, body := e.do("GET", "/", "", nil, "Accept", "text/html")
+	e.expect(resp, body, 303)
+	if loc := resp.Header.Get("Location"); loc != "/login?next=%2F" {
+		t.Fatalf("location %q", loc)
+	}
+	form := url.Values{"username": {"root"}, "password": {"correct horse battery"}, "next": {"/"}}
+	resp, body = e.do("POST", "/login", "", []byte(form.Encode()), "Content-Type", "application/x-www-form-urlencoded")
+	e.expect(resp, body, 303)
+	landing, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var session string
+	for _, c := range resp.Cookies() {
+		if c.Name == SessionCookie {
+			session = c.Value
+		}
+	}
+	resp, body = e.do("GET", landing.Path, "", nil, "Cookie", SessionCookie+"="+session, "Accept", "text/html")
+	e.expect(resp, body, 200)
+	page := string(body)
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Fatalf("content type %q", ct)
+	}
+	for _, want := range []string{
+		`<meta name="viewport"`, `<html lang="en">`, `<main`,
+		"root", "administrator",
+		`href="/docs"`, `href="/api/diagnostic/health"`,
+		`<form method="post" action="/logout">`, `>Sign out</button>`,
+		"database", "ok",
+	} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("landing page lacks %q:\n%s", want, page)
+		}
+	}
+	// Signing out from the page goes back to the login form.
+	resp, body = e.do("POST", "/logout", "", []byte{}, "Cookie", SessionCookie+"="+session, "Accept", "text/html",
+		"Origin", e.URL, "Content-Type", "application/x-www-form-urlencoded")
+	e.expect(resp, body, 303)
+	resp, body = e.do("GET", "/", "", nil, "Cookie", SessionCookie+"="+session)
+	e.expect(resp, body, 303)
+}
+
+// TestLandingPageInSingleUserMode: without authentication the page says so
+// and offers no sign-out.
+func TestLandingPageInSingleUserMode(t *testing.T) {
+	e := newTestEnv(t, nil)
+	resp, body := e.do("GET", "/", "", nil)
+	e.expect(resp, body, 200)
+	page := string(body)
+	for _, want := range []string{"Single-user mode", `href="/docs"`, "database"} {
+		if !strings.Contains(page, want) {
+			t.Fatalf("page lacks %q:\n%s", want, page)
+		}
+	}
+	if strings.Contains(page, "Sign out") {
+		t.Fatalf("sign-out offered without a session:\n%s", page)
+	}
+	// The API reference it links to lists the routes.
+	resp, body = e.do("GET", "/docs", "", nil)
+	e.expect(resp, body, 200)
+	for _, want := range []string{"/api/api-tokens", "/api/diagnostic/health", "POST", "DELETE"} {
+		if !strings.Contains(string(body), want) {
+			t.Fatalf("reference lacks %q:\n%s", want, body)
+		}
+	}
+}
