@@ -8,8 +8,6 @@ package intake
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"io"
 	"net"
@@ -294,7 +292,7 @@ func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptio
 		Dedup:               dedup,
 		SkipDuplicateRecord: u.SkipDuplicateRecord,
 		DailyLimit:          dailyLimit,
-		Prepare: func(f *docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
+		Prepare: func(f *docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
 			if f.Status == docflow.StatusDuplicate {
 				return "", nil, nil, nil
 			}
@@ -369,37 +367,26 @@ func (s *Service) dropBlob(info docflow.BlobInfo) {
 
 // ingestedMessages builds file.ingested (and, for a new upload,
 // document.uploaded) for f's run.
-func (s *Service) ingestedMessages(f *docflow.File, runID string, options map[string]any, delay time.Duration, uploaded bool) ([]streams.OutboxMessage, error) {
+func (s *Service) ingestedMessages(f *docflow.File, runID string, options map[string]any, delay time.Duration, uploaded bool) ([]docflow.OutboxMessage, error) {
 	now := s.now()
-	payload, err := streams.Encode(runID, now, streams.FileIngested{
+	m, err := streams.FileIngestedMessage(streams.FileIngested{
 		FileID: f.ID, RunID: runID, OwnerID: f.OwnerID, PipelineID: f.PipelineID, Options: options,
-	})
+	}, now)
 	if err != nil {
 		return nil, err
 	}
-	key := streams.FileKey(f.ID)
-	msgs := []streams.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: key, Payload: payload}}
 	if delay > 0 {
-		msgs[0].AvailableAt = now.Add(delay)
+		m.AvailableAt = now.Add(delay)
 	}
+	msgs := []docflow.OutboxMessage{m}
 	if uploaded {
-		evID := newEventID()
-		ev, err := streams.Encode(evID, now, streams.Event{
-			ID: evID, Name: docflow.EventDocumentUploaded, Timestamp: now, OwnerID: f.OwnerID,
-			Data: map[string]any{"file_id": f.ID, "filename": f.OriginalFilename},
-		})
+		ev, err := streams.DocumentUploaded(f, now)
 		if err != nil {
 			return nil, err
 		}
-		msgs = append(msgs, streams.OutboxMessage{Topic: streams.TopicEvents, Key: key, Payload: ev})
+		msgs = append(msgs, ev)
 	}
 	return msgs, nil
-}
-
-func newEventID() string {
-	b := make([]byte, 12)
-	rand.Read(b) //nolint:errcheck
-	return "evt_" + hex.EncodeToString(b)
 }
 
 // Reprocess queues each file again with a new run.
@@ -454,7 +441,7 @@ func (s *Service) Reprocess(ctx context.Context, ids []int64, opts docflow.Repro
 		for _, it := range items {
 			runOf[it.FileID] = it.RunID
 		}
-		done, missing, err := s.cfg.Files.RequeueFiles(ctx, items, func(f *docflow.File, runID string) ([]streams.OutboxMessage, error) {
+		done, missing, err := s.cfg.Files.RequeueFiles(ctx, items, func(f *docflow.File, runID string) ([]docflow.OutboxMessage, error) {
 			return s.ingestedMessages(f, runID, options, 0, false)
 		})
 		if err != nil {

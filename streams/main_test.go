@@ -4,67 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 )
-
-const adminURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-
-// testDB is the throwaway database of this package's tests ("" when
-// PostgreSQL is unavailable: the tests that need it fail).
-var testDBURL string
-
-func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-func runTests(m *testing.M) int {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	name := "docflow_test_streams_" + randHex(6)
-	admin, err := pgx.Connect(ctx, adminURL)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "streams tests: PostgreSQL unavailable:", err)
-		return 1
-	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		fmt.Fprintln(os.Stderr, "streams tests: create database:", err)
-		return 1
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)"); err != nil {
-			fmt.Fprintln(os.Stderr, "streams tests: drop database:", err)
-		}
-		admin.Close(ctx)
-	}()
-	testDBURL = strings.Replace(adminURL, "/postgres?", "/"+name+"?", 1)
-	schema, err := os.ReadFile("../storage/postgres/migrations/0001_schema.sql")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "streams tests: read schema:", err)
-		return 1
-	}
-	conn, err := pgx.Connect(ctx, testDBURL)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "streams tests: connect:", err)
-		return 1
-	}
-	if _, err := conn.Exec(ctx, string(schema)); err != nil {
-		fmt.Fprintln(os.Stderr, "streams tests: apply schema:", err)
-		return 1
-	}
-	conn.Close(ctx)
-	return m.Run()
-}
 
 func randHex(n int) string {
 	b := make([]byte, n)
@@ -77,16 +23,6 @@ func testLog(t testing.TB) zerolog.Logger {
 		return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
 	}
 	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-}
-
-func testPool(t testing.TB) *pgxpool.Pool {
-	t.Helper()
-	pool, err := pgxpool.New(context.Background(), testDBURL)
-	if err != nil {
-		t.Fatalf("pool: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
 }
 
 // startBroker starts an embedded broker for one test.

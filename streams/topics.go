@@ -1,7 +1,9 @@
-// Package streams carries docflow's messages over Kafka: the topic catalogue,
-// versioned envelopes, the producer, the consumer that commits only
-// acknowledged contiguous offsets, the transactional-outbox relay and the
-// embedded Kafka-protocol broker.
+// Package streams builds docflow's messages and carries them over Kafka: the
+// topic catalogue, versioned envelopes, the catalogue of messages (the only
+// place an outbox message is built), the producer, the consumer that commits
+// only acknowledged contiguous offsets, the outbox relay and write-through
+// (over the outbox that storage owns: streams uses no database driver) and
+// the embedded Kafka-protocol broker.
 package streams
 
 import (

@@ -81,7 +81,7 @@ func newEnv(t *testing.T, vars map[string]string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.producer.Close() })
-	relay, err := streams.NewRelay(streams.RelayConfig{Pool: db.Pool, Publisher: e.producer, PollInterval: 100 * time.Millisecond, Log: e.log})
+	relay, err := streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: e.producer, PollInterval: 100 * time.Millisecond, Log: e.log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +152,7 @@ func (e *env) emit(name string, change string, ids ...int64) {
 			if err != nil {
 				return err
 			}
-			if err := streams.Enqueue(ctx, tx, m); err != nil {
+			if err := postgres.Enqueue(ctx, tx, m); err != nil {
 				return err
 			}
 		}

@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -100,7 +102,7 @@ type Engine struct {
 
 	consumers []*streams.Consumer
 	steps     []*stepConsumer
-	direct    *writeThrough
+	direct    *streams.WriteThrough
 	results   *batcher[postgres.StepCompletion, *postgres.Written]
 	claims    *batcher[postgres.ClaimRequest, *postgres.Claim]
 
@@ -134,7 +136,9 @@ func NewEngine(cfg Config) (*Engine, error) {
 	}
 	if cfg.WorkerID == "" {
 		host, _ := os.Hostname()
-		cfg.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), newEventID()[4:12])
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		cfg.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
 	}
 	set := func(key string) string {
 		if cfg.Settings == nil {
@@ -221,7 +225,7 @@ func NewEngine(cfg Config) (*Engine, error) {
 		ctx:           ctx,
 		cancel:        cancel,
 	}
-	e.direct = newWriteThrough(cfg.Publisher, store, e.log)
+	e.direct = streams.NewWriteThrough(cfg.Publisher, store, e.log)
 	e.results = resultBatcher(store, e.log, groupFlushers, groupMax)
 	e.claims = claimBatcher(store, groupFlushers, groupMax)
 	return e, nil
@@ -320,7 +324,7 @@ func (e *Engine) start(ctx context.Context) error {
 		go func() { defer e.wg.Done(); e.results.run(e.ctx) }()
 		go func() { defer e.wg.Done(); e.claims.run(e.ctx) }()
 	}
-	go func() { defer e.wg.Done(); e.direct.run(e.ctx, 20*time.Millisecond) }()
+	go func() { defer e.wg.Done(); e.direct.Run(e.ctx, 20*time.Millisecond) }()
 	go e.stallLoop()
 	go e.heartbeatLoop()
 	e.log.Info().Strs("step_types", e.cfg.StepTypes).Bool("router", !e.cfg.NoRouter).Msg("pipeline engine started")

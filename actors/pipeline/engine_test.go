@@ -127,7 +127,7 @@ func TestRedeliveredTaskIsNotRunAgain(t *testing.T) {
 	e.waitTerminal(20*time.Second, id)
 	before := len(e.logs(id))
 	// A copy of the task, as a broker would redeliver it.
-	m, err := taskMessage(streams.StepTask{RunID: run, FileID: id, Position: 0, StepType: docflow.StepTest, Attempt: 1}, time.Now())
+	m, err := streams.StepTaskMessage(streams.StepTask{RunID: run, FileID: id, Position: 0, StepType: docflow.StepTest, Attempt: 1}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

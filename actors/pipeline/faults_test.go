@@ -360,11 +360,11 @@ func TestReprocessSupersedesRunInFlight(t *testing.T) {
 		if _, err := tx.Exec(e.ctx, `UPDATE files SET task_id=$2, status='pending' WHERE id=$1`, id, newRun); err != nil {
 			return err
 		}
-		m, err := ingestedMessage(streams.FileIngested{FileID: id, RunID: newRun, PipelineID: &p.ID}, time.Now())
+		m, err := streams.FileIngestedMessage(streams.FileIngested{FileID: id, RunID: newRun, PipelineID: &p.ID}, time.Now())
 		if err != nil {
 			return err
 		}
-		return streams.Enqueue(e.ctx, tx, m)
+		return postgres.Enqueue(e.ctx, tx, m)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"docflow"
 	"docflow/storage/postgres"
-	"docflow/streams"
 )
 
 // batcher groups the database writes of concurrent tasks into shared
@@ -163,6 +163,6 @@ func claimBatcher(store *postgres.RunStore, flushers, max int) *batcher[postgres
 }
 
 // completion pairs a result with its outbox messages for resultBatcher.
-func completion(rec postgres.StepRecord, msgs []streams.OutboxMessage) postgres.StepCompletion {
+func completion(rec postgres.StepRecord, msgs []docflow.OutboxMessage) postgres.StepCompletion {
 	return postgres.StepCompletion{Record: rec, Msgs: msgs}
 }

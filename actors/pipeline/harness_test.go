@@ -142,7 +142,7 @@ func (e *env) startEngine() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.Relay, err = streams.NewRelay(streams.RelayConfig{Pool: e.DB.Pool, Publisher: e.Prod, Log: e.log, PollInterval: 200 * time.Millisecond})
+	e.Relay, err = streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(e.DB), Publisher: e.Prod, Log: e.log, PollInterval: 200 * time.Millisecond})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -233,11 +233,11 @@ func (e *env) ingest(name string, content string, pipelineID *int64, owner *stri
 		if e.msgPipeline != nil {
 			msgPipeline, e.msgPipeline = e.msgPipeline, nil
 		}
-		m, err := ingestedMessage(streams.FileIngested{FileID: fileID, RunID: runID, OwnerID: owner, PipelineID: msgPipeline}, time.Now())
+		m, err := streams.FileIngestedMessage(streams.FileIngested{FileID: fileID, RunID: runID, OwnerID: owner, PipelineID: msgPipeline}, time.Now())
 		if err != nil {
 			return err
 		}
-		return streams.Enqueue(e.ctx, tx, m)
+		return postgres.Enqueue(e.ctx, tx, m)
 	})
 	if err != nil {
 		e.t.Fatal(err)

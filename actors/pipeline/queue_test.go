@@ -15,7 +15,7 @@ func TestInspectorReportsLagAndWorkers(t *testing.T) {
 	e.waitTerminal(20*time.Second, id)
 	// Nobody here consumes OCR tasks: they wait in the topic.
 	for i := range 5 {
-		m, err := taskMessage(streams.StepTask{RunID: "r", FileID: int64(i + 1), StepType: docflow.StepOCR, Attempt: 1}, time.Now())
+		m, err := streams.StepTaskMessage(streams.StepTask{RunID: "r", FileID: int64(i + 1), StepType: docflow.StepOCR, Attempt: 1}, time.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -27,7 +27,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 		}
 		after = runs[len(runs)-1].RunID
 		now := e.now()
-		var msgs []streams.OutboxMessage
+		var msgs []docflow.OutboxMessage
 		for _, r := range runs {
 			// NOTE: a step under a live lease is re-published too: its
 			// holder may be a process that died with the broker. The copy
@@ -37,7 +37,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 				continue
 			}
 			if !r.Routed {
-				m, err := ingestedMessage(streams.FileIngested{FileID: r.FileID, RunID: r.RunID, OwnerID: r.OwnerID,
+				m, err := streams.FileIngestedMessage(streams.FileIngested{FileID: r.FileID, RunID: r.RunID, OwnerID: r.OwnerID,
 					PipelineID: r.PipelineID, Options: r.Options}, now)
 				if err != nil {
 					return total, err
@@ -52,7 +52,7 @@ func (e *Engine) Recover(ctx context.Context) (int, error) {
 			if r.Step.Status == docflow.StepRetrying {
 				attempt = r.Step.Attempts + 1
 			}
-			m, err := taskMessage(streams.StepTask{RunID: r.RunID, FileID: r.FileID, Position: r.Step.Position,
+			m, err := streams.StepTaskMessage(streams.StepTask{RunID: r.RunID, FileID: r.FileID, Position: r.Step.Position,
 				StepType: r.Step.StepType, Attempt: attempt}, now)
 			if err != nil {
 				return total, err

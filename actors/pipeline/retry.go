@@ -14,12 +14,6 @@ import (
 	"docflow/streams"
 )
 
-// Headers of a task waiting on a delay topic.
-const (
-	HeaderDueAt       = "x-due-at"       // Unix milliseconds after which the task runs again
-	HeaderTargetTopic = "x-target-topic" // the step topic it returns to
-)
-
 // RetryPolicy decides where a failed attempt goes: attempt n (from 1) that
 // failed waits on tier n-1, with ±Jitter around its delay; past the last
 // tier the step fails for good.
@@ -79,10 +73,10 @@ type delayRelay struct {
 
 func (r *delayRelay) handle(d *streams.Delivery) {
 	m := d.Message
-	due, err := strconv.ParseInt(streams.HeaderValue(m, HeaderDueAt), 10, 64)
-	target := streams.HeaderValue(m, HeaderTargetTopic)
+	due, err := strconv.ParseInt(streams.HeaderValue(m, streams.HeaderDueAt), 10, 64)
+	target := streams.HeaderValue(m, streams.HeaderTargetTopic)
 	if err != nil || target == "" {
-		d.Nack(streams.Poison(fmt.Errorf("delayed task without %s/%s headers", HeaderDueAt, HeaderTargetTopic)))
+		d.Nack(streams.Poison(fmt.Errorf("delayed task without %s/%s headers", streams.HeaderDueAt, streams.HeaderTargetTopic)))
 		return
 	}
 	r.wg.Add(1)
@@ -108,7 +102,7 @@ func (r *delayRelay) forward(m streams.Message, due int64, target string) bool {
 	}
 	out := streams.Message{Topic: target, Key: m.Key, Value: m.Value}
 	for _, h := range m.Headers {
-		if h.Key != HeaderDueAt && h.Key != HeaderTargetTopic {
+		if h.Key != streams.HeaderDueAt && h.Key != streams.HeaderTargetTopic {
 			out.Headers = append(out.Headers, h)
 		}
 	}

@@ -102,15 +102,15 @@ func (r *router) routeOnce(ctx context.Context, msg streams.FileIngested, retrie
 		logMsg += fmt.Sprintf("; unknown step types left out: %v", dropped)
 	}
 	now := r.e.now()
-	var out []streams.OutboxMessage
+	var out []docflow.OutboxMessage
 	if len(steps) == 0 {
-		m, err := eventMessage(docflow.EventDocumentProcessed, f, st.RunID, map[string]any{"status": docflow.StatusCompleted}, now)
+		m, err := streams.DocumentProcessed(f, st.RunID, docflow.StatusCompleted, now)
 		if err != nil {
 			return err
 		}
 		out = append(out, m)
 	} else {
-		m, err := taskMessage(streams.StepTask{RunID: st.RunID, FileID: f.ID, Position: 0, StepType: steps[0].StepType, Attempt: 1}, now)
+		m, err := streams.StepTaskMessage(streams.StepTask{RunID: st.RunID, FileID: f.ID, Position: 0, StepType: steps[0].StepType, Attempt: 1}, now)
 		if err != nil {
 			return err
 		}
@@ -126,7 +126,7 @@ func (r *router) routeOnce(ctx context.Context, msg streams.FileIngested, retrie
 	if err != nil {
 		return err
 	}
-	r.e.direct.send(r.e.ctx, out, w.OutboxIDs)
+	r.e.direct.Send(r.e.ctx, out, w.OutboxIDs)
 	return nil
 }
 

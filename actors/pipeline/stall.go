@@ -89,14 +89,13 @@ func (e *Engine) FailStalled(ctx context.Context) (int, error) {
 			if r.Step != nil {
 				step = r.Step.StepType
 			}
-			ev, err := eventMessage(docflow.EventDocumentFailed, f, r.RunID, map[string]any{
-				"status": docflow.StatusFailed, "step": step, "error": msg}, now)
+			ev, err := streams.DocumentFailed(f, r.RunID, step, msg, now)
 			if err != nil {
 				return failed, err
 			}
-			msgs := []streams.OutboxMessage{ev}
+			msgs := []docflow.OutboxMessage{ev}
 			if r.Step != nil {
-				dl, err := deadLetter(streams.StepTask{RunID: r.RunID, FileID: r.FileID, Position: r.Step.Position,
+				dl, err := streams.TaskDeadLetter(streams.StepTask{RunID: r.RunID, FileID: r.FileID, Position: r.Step.Position,
 					StepType: r.Step.StepType, Attempt: max(1, r.Step.Attempts)}, msg, now)
 				if err != nil {
 					return failed, err

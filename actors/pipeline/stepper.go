@@ -65,7 +65,7 @@ func (sc *stepConsumer) work(ctx context.Context, in *docflow.StepInput) (*docfl
 func (sc *stepConsumer) runOnPool(ctx context.Context, in *docflow.StepInput) (*docflow.StepResult, error) {
 	done := make(chan actors.Result[*docflow.StepResult], 1)
 	err := sc.pool.Submit(actors.Job[*docflow.StepInput, *docflow.StepResult]{
-		ID:  taskID(streams.StepTask{RunID: in.RunID, Position: in.Position, Attempt: in.Attempt}),
+		ID:  streams.TaskID(streams.StepTask{RunID: in.RunID, Position: in.Position, Attempt: in.Attempt}),
 		Msg: in, Timeout: sc.e.stepTimeout,
 		Done: func(r actors.Result[*docflow.StepResult]) { done <- r },
 	})
@@ -245,19 +245,19 @@ func (sc *stepConsumer) recordSuccess(rec postgres.StepRecord, claim *postgres.C
 	}
 	rec.Before, rec.After = claim.File, after
 	rec.Embedding, rec.EmbeddingModel, rec.Deliveries = res.Embedding, res.EmbeddingModel, res.Deliveries
-	var msgs []streams.OutboxMessage
+	var msgs []docflow.OutboxMessage
 	if res.Stop || claim.Next == nil {
 		rec.FinishRun = docflow.RunCompleted
 		if after.Status == docflow.StatusDuplicate {
 			rec.FinishRun = docflow.RunDuplicate
 		}
-		m, err := eventMessage(docflow.EventDocumentProcessed, after, rec.RunID, map[string]any{"status": rec.FinishRun}, now)
+		m, err := streams.DocumentProcessed(after, rec.RunID, rec.FinishRun, now)
 		if err != nil {
 			return err
 		}
 		msgs = append(msgs, m)
 	} else {
-		m, err := taskMessage(streams.StepTask{RunID: rec.RunID, FileID: rec.FileID, Position: claim.Next.Position,
+		m, err := streams.StepTaskMessage(streams.StepTask{RunID: rec.RunID, FileID: rec.FileID, Position: claim.Next.Position,
 			StepType: claim.Next.StepType, Attempt: 1}, now)
 		if err != nil {
 			return err
@@ -276,7 +276,7 @@ func (sc *stepConsumer) recordSuccess(rec postgres.StepRecord, claim *postgres.C
 	if !w.Recorded {
 		e.log.Info().Str("run", rec.RunID).Int("position", rec.Position).Msg("step result not recorded: the step was taken over or recorded already")
 	}
-	e.direct.send(e.ctx, msgs, w.OutboxIDs)
+	e.direct.Send(e.ctx, msgs, w.OutboxIDs)
 	return nil
 }
 
@@ -295,7 +295,7 @@ func (sc *stepConsumer) recordFailure(rec postgres.StepRecord, task streams.Step
 		due := now.Add(delay)
 		rec.Message = fmt.Sprintf("Attempt %d failed (%s): %s; retry %d of %d in %s", task.Attempt, class, reason,
 			task.Attempt, e.retry.MaxAttempts()-1, delay.Round(time.Millisecond))
-		m, err := retryMessage(next, tier, due, reason, now)
+		m, err := streams.RetryMessage(next, tier, due, reason, now)
 		if err != nil {
 			return err
 		}
@@ -306,7 +306,7 @@ func (sc *stepConsumer) recordFailure(rec postgres.StepRecord, task streams.Step
 			return err
 		})
 		if err == nil {
-			e.direct.send(e.ctx, []streams.OutboxMessage{m}, w.OutboxIDs)
+			e.direct.Send(e.ctx, []docflow.OutboxMessage{m}, w.OutboxIDs)
 		}
 		return err
 	}
@@ -314,12 +314,11 @@ func (sc *stepConsumer) recordFailure(rec postgres.StepRecord, task streams.Step
 	if permanent(runErr) {
 		rec.Message = fmt.Sprintf("Failed (%s, not retried): %s", class, reason)
 	}
-	dl, err := deadLetter(task, reason, now)
+	dl, err := streams.TaskDeadLetter(task, reason, now)
 	if err != nil {
 		return err
 	}
-	ev, err := eventMessage(docflow.EventDocumentFailed, f, rec.RunID, map[string]any{
-		"status": docflow.StatusFailed, "step": sc.stepType, "error": truncate(reason, 1024)}, now)
+	ev, err := streams.DocumentFailed(f, rec.RunID, sc.stepType, reason, now)
 	if err != nil {
 		return err
 	}
@@ -330,7 +329,7 @@ func (sc *stepConsumer) recordFailure(rec postgres.StepRecord, task streams.Step
 		return err
 	})
 	if err == nil {
-		e.direct.send(e.ctx, []streams.OutboxMessage{dl, ev}, w.OutboxIDs)
+		e.direct.Send(e.ctx, []docflow.OutboxMessage{dl, ev}, w.OutboxIDs)
 	}
 	return err
 }

@@ -131,8 +131,8 @@ func TestDelayRelayWaitsUntilDue(t *testing.T) {
 	r := &delayRelay{pub: pub, now: time.Now, ctx: ctx}
 	due := time.Now().Add(150 * time.Millisecond)
 	m := streams.Message{Topic: "docflow.retry.1s", Key: []byte("1"), Value: []byte("task"), Headers: []streams.Header{
-		{Key: HeaderDueAt, Value: []byte(fmt.Sprint(due.UnixMilli()))},
-		{Key: HeaderTargetTopic, Value: []byte("docflow.steps.ocr")},
+		{Key: streams.HeaderDueAt, Value: []byte(fmt.Sprint(due.UnixMilli()))},
+		{Key: streams.HeaderTargetTopic, Value: []byte("docflow.steps.ocr")},
 		{Key: streams.HeaderReason, Value: []byte("flaky")},
 	}}
 	go func() {
@@ -145,7 +145,7 @@ func TestDelayRelayWaitsUntilDue(t *testing.T) {
 		if time.Now().Before(time.UnixMilli(due.UnixMilli())) {
 			t.Fatal("published before due")
 		}
-		if out.Topic != "docflow.steps.ocr" || string(out.Value) != "task" || streams.HeaderValue(out, HeaderDueAt) != "" ||
+		if out.Topic != "docflow.steps.ocr" || string(out.Value) != "task" || streams.HeaderValue(out, streams.HeaderDueAt) != "" ||
 			streams.HeaderValue(out, streams.HeaderReason) != "flaky" {
 			t.Fatalf("republished %+v", out)
 		}

@@ -139,7 +139,7 @@ func (b *pipeBenchEnv) ingestN(ctx context.Context, n int) []string {
 			if err != nil {
 				return err
 			}
-			var msgs []streams.OutboxMessage
+			var msgs []docflow.OutboxMessage
 			fileIDs := make([]int64, 0, len(ids))
 			runIDs := make([]string, 0, len(ids))
 			for rows.Next() {
@@ -150,11 +150,11 @@ func (b *pipeBenchEnv) ingestN(ctx context.Context, n int) []string {
 				}
 				fileIDs = append(fileIDs, id)
 				runIDs = append(runIDs, run)
-				payload, err := streams.Encode("ingest:"+run, time.Now(), streams.FileIngested{FileID: id, RunID: run, PipelineID: &b.pipeline.ID})
+				m, err := streams.FileIngestedMessage(streams.FileIngested{FileID: id, RunID: run, PipelineID: &b.pipeline.ID}, time.Now())
 				if err != nil {
 					return err
 				}
-				msgs = append(msgs, streams.OutboxMessage{Topic: streams.TopicFilesIngested, Key: streams.FileKey(id), Payload: payload})
+				msgs = append(msgs, m)
 			}
 			if err := rows.Err(); err != nil {
 				return err
@@ -164,7 +164,7 @@ func (b *pipeBenchEnv) ingestN(ctx context.Context, n int) []string {
 				return err
 			}
 			runs = append(runs, runIDs...)
-			return streams.Enqueue(ctx, tx, msgs...)
+			return postgres.Enqueue(ctx, tx, msgs...)
 		})
 		if err != nil {
 			panic(fmt.Sprintf("bench ingest: %v", err))

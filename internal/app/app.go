@@ -494,7 +494,7 @@ func (m *App) startStreams(ctx context.Context, workdir string) error {
 	if m.cfg.NoRelay {
 		return nil
 	}
-	rcfg := streams.RelayConfig{Pool: m.DB.Pool, Publisher: p, Log: m.Log.With().Str("component", "relay").Logger()}
+	rcfg := streams.RelayConfig{Store: postgres.NewOutbox(m.DB), Publisher: p, Log: m.Log.With().Str("component", "relay").Logger()}
 	if m.cfg.Relay != nil {
 		m.cfg.Relay(&rcfg)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"docflow"
-	"docflow/streams"
 )
 
 // FileService implements docflow.FileRepository and the transactional
@@ -1320,7 +1319,7 @@ type IngestRecord struct {
 	// the row: the run to create ("" for none, as for a duplicate), its
 	// options and the outbox messages to enqueue. It may be called more
 	// than once (a lost race is retried), so it must have no side effects.
-	Prepare func(f *docflow.File) (runID string, options map[string]any, msgs []streams.OutboxMessage, err error)
+	Prepare func(f *docflow.File) (runID string, options map[string]any, msgs []docflow.OutboxMessage, err error)
 	// Also runs last inside the same transaction (watch folders record
 	// what they ingested there).
 	Also func(ctx context.Context, tx pgx.Tx, f *docflow.File) error
@@ -1436,7 +1435,7 @@ func (s *FileService) ingestNew(ctx context.Context, rec IngestRecord) (bool, er
 			return false, err
 		}
 	}
-	if err := streams.Enqueue(ctx, q, msgs...); err != nil {
+	if err := Enqueue(ctx, q, msgs...); err != nil {
 		f.ID = 0
 		return false, err
 	}
@@ -1494,7 +1493,7 @@ func (w *outboxWaker) wake() {
 func (w *outboxWaker) run() {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		w.db.Pool.Exec(ctx, `SELECT pg_notify($1, '')`, streams.OutboxChannel) //nolint:errcheck
+		w.db.Pool.Exec(ctx, `SELECT pg_notify($1, '')`, OutboxChannel) //nolint:errcheck
 		cancel()
 		w.mu.Lock()
 		if !w.more {
@@ -1507,7 +1506,7 @@ func (w *outboxWaker) run() {
 	}
 }
 
-// batchTx lets code written for a transaction (insertRun, streams.Enqueue)
+// batchTx lets code written for a transaction (insertRun, Enqueue)
 // add its statements to a batch instead.
 // NOTE: only Exec is provided, and it defers errors to the batch's results;
 // any other pgx.Tx method panics on the nil embedded Tx, which the intake
@@ -1592,7 +1591,7 @@ func (s *FileService) ingestOnce(ctx context.Context, rec IngestRecord) (*docflo
 			}
 			f.TaskID = runID
 		}
-		if err := streams.Enqueue(ctx, tx, msgs...); err != nil {
+		if err := Enqueue(ctx, tx, msgs...); err != nil {
 			return err
 		}
 		if rec.Also != nil {
@@ -1640,11 +1639,11 @@ type Requeue struct {
 // sets it pending and enqueues what msgs returns, all in one transaction.
 // Files that vanished meanwhile are returned in missing.
 func (s *FileService) RequeueFiles(ctx context.Context, items []Requeue,
-	msgs func(f *docflow.File, runID string) ([]streams.OutboxMessage, error)) (done []*docflow.File, missing []int64, err error) {
+	msgs func(f *docflow.File, runID string) ([]docflow.OutboxMessage, error)) (done []*docflow.File, missing []int64, err error) {
 	err = pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		done, missing = nil, nil
 		now := s.db.Now()
-		var out []streams.OutboxMessage
+		var out []docflow.OutboxMessage
 		for _, it := range items {
 			f, err := scanFile(tx.QueryRow(ctx, `UPDATE files f SET status='pending', task_id=$2, updated_at=$3
 				WHERE f.id=$1 RETURNING `+fileCols, it.FileID, it.RunID, now), false)
@@ -1664,7 +1663,7 @@ func (s *FileService) RequeueFiles(ctx context.Context, items []Requeue,
 			out = append(out, m...)
 			done = append(done, f)
 		}
-		return streams.Enqueue(ctx, tx, out...)
+		return Enqueue(ctx, tx, out...)
 	})
 	if err != nil {
 		return nil, nil, err

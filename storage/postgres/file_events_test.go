@@ -2,8 +2,12 @@ package postgres
 
 import (
 	"context"
+	"reflect"
+	"regexp"
 	"testing"
+	"time"
 
+	"docflow"
 	"docflow/streams"
 )
 
@@ -64,5 +68,58 @@ func TestFileEventTriggers(t *testing.T) {
 		if ev.Name != want[i] || ev.Data["file_id"] != float64(id) || ev.OwnerID == nil || *ev.OwnerID != "alice" {
 			t.Fatalf("event %d: %+v", i, ev)
 		}
+	}
+}
+
+// TestFileEventTriggerEnvelope: the message the database trigger writes is
+// the one streams.FileEvent builds for the same change (topic, key,
+// envelope, event, id shape), read with the decoder the indexer uses.
+func TestFileEventTriggerEnvelope(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	var id int64
+	err := db.Pool.QueryRow(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, owner_id)
+		VALUES ('h1', 'a.pdf', 'x.pdf', 1, 'application/pdf', 'completed', 'alice') RETURNING id`).Scan(&id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now()
+	if _, err := db.Pool.Exec(ctx, `DELETE FROM files WHERE id=$1`, id); err != nil {
+		t.Fatal(err)
+	}
+	var got docflow.OutboxMessage
+	var avail time.Time
+	if err := db.Pool.QueryRow(ctx, `SELECT topic, key, payload, headers, available_at FROM outbox ORDER BY id DESC LIMIT 1`).
+		Scan(&got.Topic, &got.Key, &got.Payload, &got.Headers, &avail); err != nil {
+		t.Fatal(err)
+	}
+	owner := "alice"
+	want, err := streams.FileEvent(streams.EventFileDeleted, id, &owner, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Topic != want.Topic || got.Key != want.Key || len(got.Headers) != len(want.Headers) {
+		t.Fatalf("trigger wrote %s/%s %v, streams builds %s/%s %v", got.Topic, got.Key, got.Headers, want.Topic, want.Key, want.Headers)
+	}
+	genv, gev, err := streams.Decode[streams.Event](got.Payload)
+	if err != nil {
+		t.Fatalf("decode the trigger's %s: %v", got.Payload, err)
+	}
+	wenv, wev, err := streams.Decode[streams.Event](want.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if genv.V != wenv.V || genv.Type != wenv.Type || genv.ID != gev.ID {
+		t.Fatalf("envelope %+v, streams builds %+v", genv, wenv)
+	}
+	idShape := regexp.MustCompile(`^evt_[0-9a-f]{24}$`)
+	if !idShape.MatchString(gev.ID) || !idShape.MatchString(wev.ID) {
+		t.Fatalf("event ids %q (trigger) and %q (streams) differ in shape", gev.ID, wev.ID)
+	}
+	if gev.Name != wev.Name || *gev.OwnerID != *wev.OwnerID || !reflect.DeepEqual(gev.Data, wev.Data) {
+		t.Fatalf("event %+v, streams builds %+v", gev, wev)
+	}
+	if d := gev.Timestamp.Sub(before); d < -time.Second || d > time.Minute || !genv.TS.Equal(gev.Timestamp) {
+		t.Fatalf("trigger's times %v / %v, change at %v", genv.TS, gev.Timestamp, before)
 	}
 }

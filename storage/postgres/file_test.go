@@ -34,7 +34,7 @@ func openFiles(t *testing.T) (*postgres.DB, *postgres.FileService) {
 	return db, postgres.NewFileService(db)
 }
 
-func noRun(*docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
+func noRun(*docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
 	return "", nil, nil, nil
 }
 
@@ -212,11 +212,11 @@ func TestFindFilesDeepPagesMatchOffset(t *testing.T) {
 func TestIngestNewIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	db, s := openFiles(t)
-	msg := func(f *docflow.File) []streams.OutboxMessage {
-		return []streams.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: streams.FileKey(f.ID), Payload: []byte("x")}}
+	msg := func(f *docflow.File) []docflow.OutboxMessage {
+		return []docflow.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: streams.FileKey(f.ID), Payload: []byte("x")}}
 	}
-	withRun := func(run string) func(*docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
-		return func(f *docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
+	withRun := func(run string) func(*docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
+		return func(f *docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
 			return run, nil, msg(f), nil
 		}
 	}
@@ -243,7 +243,7 @@ func TestIngestNewIsAllOrNothing(t *testing.T) {
 	}
 	// Same content again: the duplicate is found through the original.
 	d := newFile("h1", "bob")
-	dup, err := s.Ingest(ctx, postgres.IngestRecord{File: d, Dedup: true, Prepare: func(f *docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
+	dup, err := s.Ingest(ctx, postgres.IngestRecord{File: d, Dedup: true, Prepare: func(f *docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
 		if f.Status == docflow.StatusDuplicate {
 			return "", nil, nil, nil
 		}
@@ -275,12 +275,12 @@ func TestIngestNewWakesTheRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+streams.OutboxChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+postgres.OutboxChannel); err != nil {
 		t.Fatal(err)
 	}
 	f := newFile("wake", "")
-	_, err = s.Ingest(ctx, postgres.IngestRecord{File: f, Dedup: true, Prepare: func(f *docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
-		return "run-wake", nil, []streams.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: streams.FileKey(f.ID), Payload: []byte("x")}}, nil
+	_, err = s.Ingest(ctx, postgres.IngestRecord{File: f, Dedup: true, Prepare: func(f *docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
+		return "run-wake", nil, []docflow.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: streams.FileKey(f.ID), Payload: []byte("x")}}, nil
 	}})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"docflow"
-	"docflow/streams"
 )
 
 // RunStore records the pipeline engine's runs and steps. Every write that
@@ -59,83 +58,18 @@ type Written struct {
 	OutboxIDs []int64
 }
 
-// enqueue writes msgs as outbox rows in tx: through streams.Enqueue, or for
-// write-through quiet and held back for the grace, returning their ids.
-//
-// NOTE: the write-through insert mirrors streams.Enqueue's; the two must
-// agree on the outbox columns.
-func (s *RunStore) enqueue(ctx context.Context, tx pgx.Tx, msgs []streams.OutboxMessage) ([]int64, error) {
+// enqueue writes msgs as outbox rows in tx: for write-through quiet and
+// held back for the grace, returning their ids.
+func (s *RunStore) enqueue(ctx context.Context, tx pgx.Tx, msgs []docflow.OutboxMessage) ([]int64, error) {
 	if s.direct <= 0 || len(msgs) == 0 {
-		return nil, streams.Enqueue(ctx, tx, msgs...)
+		return nil, Enqueue(ctx, tx, msgs...)
 	}
-	a, err := outboxArrays(msgs)
-	if err != nil {
-		return nil, err
-	}
-	var ids []int64
-	err = tx.QueryRow(ctx, `
-		WITH q AS (SELECT set_config('docflow.outbox_quiet', 'on', true)),
-		o AS (
-			INSERT INTO outbox (topic, key, payload, headers, available_at)
-			SELECT t, k, p, h::jsonb, COALESCE(a, now() + $6 * interval '1 millisecond')
-			FROM unnest($1::text[], $2::text[], $3::bytea[], $4::text[], $5::timestamptz[]) WITH ORDINALITY AS m(t, k, p, h, a, n), q
-			ORDER BY n
-			RETURNING id
-		)
-		SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM o`,
-		a.topics, a.keys, a.payloads, a.headers, a.avail, s.direct.Milliseconds()).Scan(&ids)
-	if err != nil {
-		return nil, fmt.Errorf("enqueue %d outbox messages: %w", len(msgs), err)
-	}
-	return ids, nil
+	return enqueueQuiet(ctx, tx, msgs, s.direct)
 }
 
-type outboxCols struct {
-	topics, keys, headers []string
-	payloads              [][]byte
-	avail                 []*time.Time
-}
-
-func outboxArrays(msgs []streams.OutboxMessage) (outboxCols, error) {
-	a := outboxCols{topics: make([]string, len(msgs)), keys: make([]string, len(msgs)), headers: make([]string, len(msgs)),
-		payloads: make([][]byte, len(msgs)), avail: make([]*time.Time, len(msgs))}
-	for i, m := range msgs {
-		if m.Topic == "" {
-			return a, fmt.Errorf("outbox message %d: empty topic", i)
-		}
-		a.topics[i], a.keys[i], a.payloads[i] = m.Topic, m.Key, m.Payload
-		if a.payloads[i] == nil {
-			a.payloads[i] = []byte{}
-		}
-		h := m.Headers
-		if h == nil {
-			h = map[string]string{}
-		}
-		b, err := json.Marshal(h)
-		if err != nil {
-			return a, fmt.Errorf("outbox message %d: headers: %w", i, err)
-		}
-		a.headers[i] = string(b)
-		if !m.AvailableAt.IsZero() {
-			t := m.AvailableAt
-			a.avail[i] = &t
-		}
-	}
-	return a, nil
-}
-
-// MarkSent marks write-through rows published. It commits asynchronously:
-// a lost mark only makes the relay publish the rows again.
+// MarkSent marks write-through rows published (Outbox.MarkSent).
 func (s *RunStore) MarkSent(ctx context.Context, ids []int64) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	_, err := s.db.Pool.Exec(ctx, `WITH c AS (SELECT set_config('synchronous_commit', 'off', true))
-		UPDATE outbox SET sent_at = now() FROM c WHERE id = ANY($1) AND sent_at IS NULL`, ids)
-	if err != nil {
-		return fmt.Errorf("mark outbox rows sent: %w", err)
-	}
-	return nil
+	return markSent(ctx, s.db, ids)
 }
 
 // DB returns the database the store writes to.
@@ -446,20 +380,20 @@ type StepRecord struct {
 // run when FinishRun is set, and msgs (the next task or the completion
 // event). Nothing is written (Recorded false) when the caller no longer
 // holds the step (recorded already, or its lease was taken over).
-func (s *RunStore) CompleteStep(ctx context.Context, rec StepRecord, msgs ...streams.OutboxMessage) (*Written, error) {
+func (s *RunStore) CompleteStep(ctx context.Context, rec StepRecord, msgs ...docflow.OutboxMessage) (*Written, error) {
 	return s.recordStep(ctx, rec, msgs)
 }
 
 // RetryStep records a failed attempt that will be retried: the step waits
 // in status retrying; msgs carries the delayed task.
-func (s *RunStore) RetryStep(ctx context.Context, rec StepRecord, msgs ...streams.OutboxMessage) (*Written, error) {
+func (s *RunStore) RetryStep(ctx context.Context, rec StepRecord, msgs ...docflow.OutboxMessage) (*Written, error) {
 	rec.Status, rec.FinishRun, rec.After = docflow.StepRetrying, "", nil
 	return s.recordStep(ctx, rec, msgs)
 }
 
 // FailStep records the last failed attempt: the step, the run and the file
 // become failed; msgs carries the dead letter and the failure event.
-func (s *RunStore) FailStep(ctx context.Context, rec StepRecord, msgs ...streams.OutboxMessage) (*Written, error) {
+func (s *RunStore) FailStep(ctx context.Context, rec StepRecord, msgs ...docflow.OutboxMessage) (*Written, error) {
 	rec.Status, rec.FinishRun, rec.After = docflow.StepFailed, docflow.RunFailed, nil
 	return s.recordStep(ctx, rec, msgs)
 }
@@ -469,7 +403,7 @@ func fastEligible(rec StepRecord) bool {
 	return rec.Embedding == nil && len(rec.Deliveries) == 0 && !fileChanged(rec)
 }
 
-func (s *RunStore) recordStep(ctx context.Context, rec StepRecord, msgs []streams.OutboxMessage) (*Written, error) {
+func (s *RunStore) recordStep(ctx context.Context, rec StepRecord, msgs []docflow.OutboxMessage) (*Written, error) {
 	if fastEligible(rec) {
 		return s.recordStepFast(ctx, rec, msgs)
 	}
@@ -487,7 +421,7 @@ func (s *RunStore) recordStep(ctx context.Context, rec StepRecord, msgs []stream
 
 // recordInTx writes one attempt's outcome in tx; Recorded is false (and
 // nothing is written) when the caller no longer holds the step.
-func (s *RunStore) recordInTx(ctx context.Context, tx pgx.Tx, rec StepRecord, msgs []streams.OutboxMessage) (*Written, error) {
+func (s *RunStore) recordInTx(ctx context.Context, tx pgx.Tx, rec StepRecord, msgs []docflow.OutboxMessage) (*Written, error) {
 	if fastEligible(rec) {
 		q, args, err := s.fastRecord(rec, msgs)
 		if err != nil {
@@ -555,7 +489,7 @@ func (s *RunStore) recordInTx(ctx context.Context, tx pgx.Tx, rec StepRecord, ms
 
 // recordStepFast is recordStep for a result that changes nothing but the
 // run: one statement (an implicit transaction), one round trip.
-func (s *RunStore) recordStepFast(ctx context.Context, rec StepRecord, msgs []streams.OutboxMessage) (*Written, error) {
+func (s *RunStore) recordStepFast(ctx context.Context, rec StepRecord, msgs []docflow.OutboxMessage) (*Written, error) {
 	q, args, err := s.fastRecord(rec, msgs)
 	if err != nil {
 		return nil, fmt.Errorf("record step %s/%d: %w", rec.RunID, rec.Position, err)
@@ -573,10 +507,7 @@ func (s *RunStore) recordStepFast(ctx context.Context, rec StepRecord, msgs []st
 // (retrying): a completed or skipped step's progress is its own
 // finished_at, which stall detection reads (runProgress). Rewriting the run
 // on every step moved its updated_at index entry each time.
-//
-// NOTE: the outbox insert mirrors streams.Enqueue's; the two must agree on
-// the outbox columns.
-const fastRecordSQL = `
+var fastRecordSQL = `
 		WITH s AS (
 			UPDATE run_steps SET status=$5, message=$6, finished_at=CASE WHEN $5 = 'retrying' THEN NULL ELSE now() END,
 				lease_owner='', lease_until=NULL
@@ -595,12 +526,7 @@ const fastRecordSQL = `
 			UPDATE files SET status=$9, updated_at=now()
 			WHERE $9 <> '' AND id=$7 AND (task_id=$1 OR task_id='') AND EXISTS (SELECT 1 FROM s)
 		), o AS (
-			INSERT INTO outbox (topic, key, payload, headers, available_at)
-			SELECT t, k, p, h::jsonb, COALESCE(a, now() + $17 * interval '1 millisecond')
-			FROM unnest($11::text[], $12::text[], $13::bytea[], $14::text[], $15::timestamptz[]) WITH ORDINALITY AS m(t, k, p, h, a, n)
-			WHERE EXISTS (SELECT 1 FROM s)
-			ORDER BY n
-			RETURNING id
+			` + outboxInsert{at: 11, grace: 17, where: "EXISTS (SELECT 1 FROM s)", returning: true}.sql() + `
 		)
 		-- NOTE: set_config runs while the statement executes, before the
 		-- outbox trigger fires at its end.
@@ -608,7 +534,7 @@ const fastRecordSQL = `
 			set_config('docflow.outbox_quiet', $16, true)`
 
 // fastRecord returns the statement and arguments of recordStepFast.
-func (s *RunStore) fastRecord(rec StepRecord, msgs []streams.OutboxMessage) (string, []any, error) {
+func (s *RunStore) fastRecord(rec StepRecord, msgs []docflow.OutboxMessage) (string, []any, error) {
 	a, err := outboxArrays(msgs)
 	if err != nil {
 		return "", nil, err
@@ -641,7 +567,7 @@ func (s *RunStore) scanFastRecord(row pgx.Row) (*Written, error) {
 // StepCompletion is one successful attempt for CompleteSteps.
 type StepCompletion struct {
 	Record StepRecord
-	Msgs   []streams.OutboxMessage
+	Msgs   []docflow.OutboxMessage
 }
 
 // CompleteSteps records several successful attempts (as CompleteStep
@@ -692,7 +618,7 @@ func (s *RunStore) CompleteSteps(ctx context.Context, items []StepCompletion) ([
 	// One statement for every result: one round trip, one executor start,
 	// one outbox trigger, committed (synchronously) once.
 	recs := make([]StepRecord, len(order))
-	msgs := make([][]streams.OutboxMessage, len(order))
+	msgs := make([][]docflow.OutboxMessage, len(order))
 	for k, i := range order {
 		recs[k], msgs[k] = items[i].Record, items[i].Msgs
 	}
@@ -725,7 +651,7 @@ func (s *RunStore) CompleteSteps(ctx context.Context, items []StepCompletion) ([
 
 // fastRecordsSQL is fastRecordSQL for many results at once; the outbox
 // messages carry the ordinal of their result.
-const fastRecordsSQL = `
+var fastRecordsSQL = `
 		WITH i AS (
 			SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[],
 				$9::text[], $10::text[]) WITH ORDINALITY
@@ -749,26 +675,20 @@ const fastRecordsSQL = `
 			UPDATE files SET status=s.finish, updated_at=now()
 			FROM s WHERE s.finish <> '' AND files.id = s.file_id AND (files.task_id = s.run_id OR files.task_id = '')
 		), o AS (
-			INSERT INTO outbox (topic, key, payload, headers, available_at)
-			SELECT m.t, m.k, m.p, m.h::jsonb, COALESCE(m.a, now() + $18 * interval '1 millisecond')
-			FROM unnest($11::int[], $12::text[], $13::text[], $14::bytea[], $15::text[], $16::timestamptz[]) WITH ORDINALITY
-				AS m(item, t, k, p, h, a, n)
-			WHERE m.item IN (SELECT n FROM s)
-			ORDER BY m.n
-			RETURNING id
+			` + outboxInsert{at: 12, item: 11, grace: 18, where: "m.item IN (SELECT n FROM s)", returning: true}.sql() + `
 		)
 		SELECT (SELECT COALESCE(array_agg(n::int ORDER BY n), '{}') FROM s), (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM o),
 			set_config('docflow.outbox_quiet', $17, true)`
 
 // fastRecords returns the statement and arguments recording recs (each
 // fastEligible) with their messages.
-func (s *RunStore) fastRecords(recs []StepRecord, msgs [][]streams.OutboxMessage) (string, []any, error) {
+func (s *RunStore) fastRecords(recs []StepRecord, msgs [][]docflow.OutboxMessage) (string, []any, error) {
 	n := len(recs)
 	runIDs, workers, statuses, messages, types, finishes, runMessages :=
 		make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	positions, attempts := make([]int32, n), make([]int32, n)
 	fileIDs := make([]int64, n)
-	var all []streams.OutboxMessage
+	var all []docflow.OutboxMessage
 	var items []int32
 	for k, rec := range recs {
 		runIDs[k], positions[k], attempts[k], workers[k] = rec.RunID, int32(rec.Position), int32(rec.Attempt), rec.Worker
@@ -932,7 +852,7 @@ func (s *RunStore) RunForRouting(ctx context.Context, runID string) (*RoutingSta
 // once). It returns false, writing nothing, when the run was routed
 // already or is no longer pending.
 func (s *RunStore) StartRun(ctx context.Context, runID string, fileID int64, pipelineID *int64, steps []*docflow.PipelineStep,
-	logMessage string, msgs ...streams.OutboxMessage) (*Written, error) {
+	logMessage string, msgs ...docflow.OutboxMessage) (*Written, error) {
 	types := make([]string, len(steps))
 	labels := make([]string, len(steps))
 	configs := make([]string, len(steps))
@@ -981,12 +901,7 @@ func (s *RunStore) StartRun(ctx context.Context, runID string, fileID int64, pip
 			UPDATE files SET status=$9, updated_at=now()
 			WHERE $9 <> '' AND id=$6 AND (task_id=$1 OR task_id='') AND EXISTS (SELECT 1 FROM r)
 		), o AS (
-			INSERT INTO outbox (topic, key, payload, headers, available_at)
-			SELECT t, k, p, h::jsonb, COALESCE(a, now() + $15 * interval '1 millisecond')
-			FROM unnest($10::text[], $11::text[], $12::bytea[], $13::text[], $14::timestamptz[]) WITH ORDINALITY AS m(t, k, p, h, a, n)
-			WHERE EXISTS (SELECT 1 FROM r)
-			ORDER BY n
-			RETURNING id
+			`+outboxInsert{at: 10, grace: 15, where: "EXISTS (SELECT 1 FROM r)", returning: true}.sql()+`
 		)
 		SELECT (SELECT count(*) FROM r), (SELECT COALESCE(array_agg(id ORDER BY id), '{}') FROM o),
 			set_config('docflow.outbox_quiet', $8, true)`,
@@ -1093,7 +1008,7 @@ func (s *RunStore) BusyStepTypes(ctx context.Context) ([]string, error) {
 // condition, checked again under the run's lock): its unfinished steps,
 // the run and the file become failed, with a log row and msgs. False when
 // the run moved on meanwhile.
-func (s *RunStore) FailRun(ctx context.Context, runID string, timeout time.Duration, busy []string, message string, msgs ...streams.OutboxMessage) (bool, error) {
+func (s *RunStore) FailRun(ctx context.Context, runID string, timeout time.Duration, busy []string, message string, msgs ...docflow.OutboxMessage) (bool, error) {
 	if busy == nil {
 		busy = []string{}
 	}
@@ -1127,7 +1042,7 @@ func (s *RunStore) FailRun(ctx context.Context, runID string, timeout time.Durat
 		if err := finishRun(ctx, tx, runID, fileID, docflow.RunFailed, message); err != nil {
 			return err
 		}
-		return streams.Enqueue(ctx, tx, msgs...)
+		return Enqueue(ctx, tx, msgs...)
 	})
 	if err != nil {
 		return false, fmt.Errorf("fail run %s: %w", runID, err)
@@ -1192,11 +1107,11 @@ func (s *RunStore) UnfinishedRuns(ctx context.Context, afterID string, limit int
 }
 
 // Republish enqueues msgs (recovery) in a transaction of their own.
-func (s *RunStore) Republish(ctx context.Context, msgs ...streams.OutboxMessage) error {
+func (s *RunStore) Republish(ctx context.Context, msgs ...docflow.OutboxMessage) error {
 	if len(msgs) == 0 {
 		return nil
 	}
-	return pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error { return streams.Enqueue(ctx, tx, msgs...) })
+	return pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error { return Enqueue(ctx, tx, msgs...) })
 }
 
 // FindRun returns the run with its steps, or ENOTFOUND.

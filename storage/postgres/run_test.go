@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"docflow"
-	"docflow/streams"
 )
 
 // newRun records a file with a routed run of n queued steps.
@@ -71,7 +70,7 @@ func TestClaimAndRecordAreIdempotent(t *testing.T) {
 	}
 	// The old holder's result is refused now.
 	rec := StepRecord{RunID: "run-1", Position: 0, Attempt: 1, Worker: "w1", FileID: fileID, StepType: "test", Status: docflow.StepSucceeded, Message: "ok"}
-	m := streams.OutboxMessage{Topic: "docflow.steps.test", Key: "1", Payload: []byte("next")}
+	m := docflow.OutboxMessage{Topic: "docflow.steps.test", Key: "1", Payload: []byte("next")}
 	if w, err := s.CompleteStep(ctx, rec, m); err != nil || w.Recorded {
 		t.Fatalf("stale holder recorded: %v %v", w, err)
 	}
@@ -137,8 +136,8 @@ func TestWriteThroughOutboxRows(t *testing.T) {
 	rec := StepRecord{RunID: "run-2", Position: 0, Attempt: 1, Worker: "w", FileID: fileID, StepType: "test",
 		Status: docflow.StepSucceeded, FinishRun: docflow.RunCompleted}
 	w, err := s.CompleteStep(ctx, rec,
-		streams.OutboxMessage{Topic: "docflow.events", Key: "1", Payload: []byte("a")},
-		streams.OutboxMessage{Topic: "docflow.events", Key: "1", Payload: []byte("b")})
+		docflow.OutboxMessage{Topic: "docflow.events", Key: "1", Payload: []byte("a")},
+		docflow.OutboxMessage{Topic: "docflow.events", Key: "1", Payload: []byte("b")})
 	if err != nil || !w.Recorded || len(w.OutboxIDs) != 2 {
 		t.Fatalf("record %+v %v", w, err)
 	}
@@ -198,13 +197,13 @@ func TestBatchedClaimsAndResults(t *testing.T) {
 	}
 	last := rec("run-a", fb, "w1")
 	last.FinishRun = docflow.RunCompleted
-	msg := func(p string) streams.OutboxMessage {
-		return streams.OutboxMessage{Topic: "docflow.steps.test", Key: p, Payload: []byte(p)}
+	msg := func(p string) docflow.OutboxMessage {
+		return docflow.OutboxMessage{Topic: "docflow.steps.test", Key: p, Payload: []byte(p)}
 	}
 	ws, err := s.CompleteSteps(ctx, []StepCompletion{
-		{Record: rec("run-b", fa, "w1"), Msgs: []streams.OutboxMessage{msg("b")}},
-		{Record: rec("run-c", fc, "w1"), Msgs: []streams.OutboxMessage{msg("c")}}, // not ours: refused
-		{Record: last, Msgs: []streams.OutboxMessage{msg("a1"), msg("a2")}},
+		{Record: rec("run-b", fa, "w1"), Msgs: []docflow.OutboxMessage{msg("b")}},
+		{Record: rec("run-c", fc, "w1"), Msgs: []docflow.OutboxMessage{msg("c")}}, // not ours: refused
+		{Record: last, Msgs: []docflow.OutboxMessage{msg("a1"), msg("a2")}},
 	})
 	if err != nil || len(ws) != 3 {
 		t.Fatalf("complete: %v %v", ws, err)

@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"docflow"
-	"docflow/streams"
 )
 
 // fileTags reads a file's tags column.
@@ -23,7 +22,7 @@ func fileTags(t *testing.T, db *DB, id int64) []string {
 	return tags
 }
 
-func noRunYet(*docflow.File) (string, map[string]any, []streams.OutboxMessage, error) {
+func noRunYet(*docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
 	return "", nil, nil, nil
 }
 

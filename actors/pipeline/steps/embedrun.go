@@ -56,7 +56,7 @@ func (q *EmbeddingRuns) QueueEmbeddings(ctx context.Context, ids []int64) (map[i
 	if len(items) == 0 {
 		return map[int64]string{}, nil
 	}
-	done, _, err := q.files.RequeueFiles(ctx, items, func(*docflow.File, string) ([]streams.OutboxMessage, error) {
+	done, _, err := q.files.RequeueFiles(ctx, items, func(*docflow.File, string) ([]docflow.OutboxMessage, error) {
 		return nil, nil
 	})
 	if err != nil {
@@ -72,13 +72,11 @@ func (q *EmbeddingRuns) QueueEmbeddings(ctx context.Context, ids []int64) (map[i
 	var errs []error
 	for _, f := range done {
 		runID := runOf[f.ID]
-		task := streams.StepTask{RunID: runID, FileID: f.ID, Position: 0, StepType: docflow.StepComputeEmbedding, Attempt: 1}
-		now := q.now()
-		payload, err := streams.Encode(fmt.Sprintf("%s:%d:%d", runID, 0, 1), now, task)
+		msg, err := streams.StepTaskMessage(streams.StepTask{RunID: runID, FileID: f.ID, Position: 0,
+			StepType: docflow.StepComputeEmbedding, Attempt: 1}, q.now())
 		if err != nil {
 			return nil, err
 		}
-		msg := streams.OutboxMessage{Topic: streams.StepTopic(docflow.StepComputeEmbedding), Key: streams.FileKey(f.ID), Payload: payload}
 		if _, err := q.runs.StartRun(ctx, runID, f.ID, nil, steps, "Compute embedding only (requested through the API)", msg); err != nil {
 			errs = append(errs, fmt.Errorf("start embedding run of file %d: %w", f.ID, err))
 			continue

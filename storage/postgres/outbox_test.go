@@ -1,0 +1,546 @@
+package postgres_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
+
+	"docflow"
+	"docflow/storage/postgres"
+	"docflow/streams"
+)
+
+// The outbox against the real thing: this package's Outbox under
+// streams.Relay, publishing to the embedded broker.
+
+func openOutbox(t testing.TB) *postgres.DB {
+	t.Helper()
+	db, cleanup, err := postgres.OpenTestDB(context.Background(), "outbox")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	return db
+}
+
+func relayLog(t testing.TB) zerolog.Logger {
+	if os.Getenv("STREAMS_TEST_LOG") != "" {
+		return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
+	}
+	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+}
+
+// startBroker starts an embedded broker with topics of the given partition
+// count and returns its addresses and a producer.
+func startBroker(t testing.TB, partitions int, topics ...string) ([]string, *streams.Producer) {
+	t.Helper()
+	b := streams.NewBroker(streams.BrokerConfig{MinSessionTimeout: 500 * time.Millisecond, Log: relayLog(t)})
+	if err := b.Start(); err != nil {
+		t.Fatalf("start broker: %v", err)
+	}
+	t.Cleanup(b.Close)
+	createTopics(t, b.Addrs(), partitions, topics...)
+	p, err := streams.NewProducer(streams.ProducerConfig{Brokers: b.Addrs()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return b.Addrs(), p
+}
+
+func createTopics(t testing.TB, brokers []string, partitions int, names ...string) {
+	t.Helper()
+	if len(names) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cfgs := make([]kafka.TopicConfig, len(names))
+	for i, n := range names {
+		cfgs[i] = kafka.TopicConfig{Topic: n, NumPartitions: partitions, ReplicationFactor: 1}
+	}
+	if err := streams.EnsureTopics(ctx, brokers, cfgs); err != nil {
+		t.Fatalf("ensure topics: %v", err)
+	}
+}
+
+// readTopic reads every partition of topic until want messages arrived (and
+// a little longer, so that duplicates show) or timeout.
+func readTopic(t testing.TB, brokers []string, topic string, partitions, want int, timeout time.Duration) []streams.Message {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		got  []streams.Message
+		wg   sync.WaitGroup
+		done = make(chan struct{})
+		once sync.Once
+	)
+	for p := range partitions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond})
+			defer r.Close()
+			for {
+				m, err := r.FetchMessage(ctx)
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				got = append(got, m)
+				n := len(got)
+				mu.Unlock()
+				if n >= want {
+					once.Do(func() { close(done) })
+				}
+			}
+		}()
+	}
+	select {
+	case <-done:
+		time.Sleep(200 * time.Millisecond)
+	case <-ctx.Done():
+	}
+	cancel()
+	wg.Wait()
+	return got
+}
+
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func enqueueTx(t testing.TB, db *postgres.DB, msgs ...docflow.OutboxMessage) {
+	t.Helper()
+	if err := postgres.NewOutbox(db).Enqueue(context.Background(), msgs...); err != nil {
+		t.Fatalf("enqueue: %v", err)
+	}
+}
+
+func startRelay(t testing.TB, store streams.OutboxStore, pub streams.Publisher, tweak func(*streams.RelayConfig)) *streams.Relay {
+	t.Helper()
+	cfg := streams.RelayConfig{Store: store, Publisher: pub, PollInterval: 200 * time.Millisecond, Log: relayLog(t)}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	r, err := streams.NewRelay(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Start()
+	t.Cleanup(r.Close)
+	return r
+}
+
+func unsent(t testing.TB, db *postgres.DB, topic string) int {
+	t.Helper()
+	var n int
+	if err := db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox WHERE topic = $1 AND sent_at IS NULL`, topic).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// checkKeyOrder asserts that, per key, values "key:seq" arrive with seq
+// increasing, and returns how many distinct values arrived.
+func checkKeyOrder(t *testing.T, msgs []streams.Message) int {
+	t.Helper()
+	last := map[string]int{}
+	distinct := map[string]bool{}
+	for _, m := range msgs {
+		k, seqS, _ := strings.Cut(string(m.Value), ":")
+		if k != string(m.Key) {
+			t.Fatalf("value %q under key %q", m.Value, m.Key)
+		}
+		seq, _ := strconv.Atoi(seqS)
+		if prev, ok := last[k]; ok && seq <= prev {
+			t.Fatalf("key %s: %d arrived after %d", k, seq, prev)
+		}
+		last[k] = seq
+		distinct[string(m.Value)] = true
+	}
+	return len(distinct)
+}
+
+const relayTopic = "outbox.test"
+
+// TestOutboxOrderPerKey commits rows in many transactions while the relay
+// runs: every row is published once, in order per key.
+func TestOutboxOrderPerKey(t *testing.T) {
+	db := openOutbox(t)
+	const parts, keys, perKey = 4, 20, 100
+	brokers, p := startBroker(t, parts, relayTopic)
+	r := startRelay(t, postgres.NewOutbox(db), p, func(c *streams.RelayConfig) { c.BatchSize = 64 })
+
+	// Each writer owns some keys and commits their rows in sequence, 1 to 5
+	// rows per transaction.
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for seq := 0; seq < perKey; {
+				n := 1 + seq%5
+				var msgs []docflow.OutboxMessage
+				for i := 0; i < n && seq+i < perKey; i++ {
+					for k := w; k < keys; k += 4 {
+						key := "f" + strconv.Itoa(k)
+						msgs = append(msgs, docflow.OutboxMessage{Topic: relayTopic, Key: key, Payload: fmt.Appendf(nil, "%s:%d", key, seq+i)})
+					}
+				}
+				seq += n
+				if err := pgx.BeginFunc(context.Background(), db.Pool, func(tx pgx.Tx) error {
+					return postgres.Enqueue(context.Background(), tx, msgs...)
+				}); err != nil {
+					t.Errorf("enqueue: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	got := readTopic(t, brokers, relayTopic, parts, keys*perKey, 30*time.Second)
+	if len(got) != keys*perKey {
+		t.Fatalf("published %d messages, want %d", len(got), keys*perKey)
+	}
+	if n := checkKeyOrder(t, got); n != keys*perKey {
+		t.Fatalf("distinct %d, want %d", n, keys*perKey)
+	}
+	waitFor(t, 5*time.Second, "rows marked sent", func() bool { return unsent(t, db, relayTopic) == 0 })
+	if r.Published() != keys*perKey {
+		t.Fatalf("relay counted %d", r.Published())
+	}
+}
+
+// TestOutboxRollback publishes nothing for a rolled-back transaction.
+func TestOutboxRollback(t *testing.T) {
+	db := openOutbox(t)
+	brokers, p := startBroker(t, 1, relayTopic)
+	startRelay(t, postgres.NewOutbox(db), p, nil)
+
+	errRollback := errors.New("rollback")
+	err := pgx.BeginFunc(context.Background(), db.Pool, func(tx pgx.Tx) error {
+		if err := postgres.Enqueue(context.Background(), tx, docflow.OutboxMessage{Topic: relayTopic, Key: "1", Payload: []byte("ghost")}); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
+		t.Fatalf("transaction: %v", err)
+	}
+	enqueueTx(t, db, docflow.OutboxMessage{Topic: relayTopic, Key: "1", Payload: []byte("real")})
+	got := readTopic(t, brokers, relayTopic, 1, 1, 10*time.Second)
+	if len(got) != 1 || string(got[0].Value) != "real" {
+		t.Fatalf("published %d messages, first %q; want only \"real\"", len(got), firstValue(got))
+	}
+}
+
+func firstValue(ms []streams.Message) string {
+	if len(ms) == 0 {
+		return ""
+	}
+	return string(ms[0].Value)
+}
+
+// crashAfterPublish is the outbox of a relay that dies after Kafka
+// acknowledged a batch but before the rows were marked sent.
+type crashAfterPublish struct{ *postgres.Outbox }
+
+func (c crashAfterPublish) RelayDue(ctx context.Context, limit int, skip []int64,
+	publish func([]docflow.OutboxRow) ([]int64, error)) (int, int, error) {
+	return c.Outbox.RelayDue(ctx, limit, skip, func(rows []docflow.OutboxRow) ([]int64, error) {
+		if _, err := publish(rows); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("killed")
+	})
+}
+
+// TestOutboxCrashBetweenPublishAndMark: a relay that dies after Kafka
+// acknowledged but before the rows were marked leaves them unsent; the next
+// relay publishes them again (at-least-once, nothing lost).
+func TestOutboxCrashBetweenPublishAndMark(t *testing.T) {
+	db := openOutbox(t)
+	brokers, p := startBroker(t, 1, relayTopic)
+
+	var msgs []docflow.OutboxMessage
+	for i := range 10 {
+		msgs = append(msgs, docflow.OutboxMessage{Topic: relayTopic, Key: "k", Payload: fmt.Appendf(nil, "k:%d", i),
+			Headers: map[string]string{"x-attempt": "1"}})
+	}
+	enqueueTx(t, db, msgs...)
+
+	crashing, err := streams.NewRelay(streams.RelayConfig{Store: crashAfterPublish{postgres.NewOutbox(db)}, Publisher: p, Log: relayLog(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := crashing.RelayOnce(context.Background()); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("relay: %v", err)
+	}
+	if n := unsent(t, db, relayTopic); n != 10 {
+		t.Fatalf("%d rows unsent after the crash, want 10", n)
+	}
+	if got := readTopic(t, brokers, relayTopic, 1, 10, 10*time.Second); len(got) != 10 {
+		t.Fatalf("first publish: %d messages", len(got))
+	}
+
+	startRelay(t, postgres.NewOutbox(db), p, nil)
+	got := readTopic(t, brokers, relayTopic, 1, 20, 10*time.Second)
+	if len(got) != 20 {
+		t.Fatalf("after restart the topic holds %d messages, want the 10 twice", len(got))
+	}
+	if streams.HeaderValue(got[15], "x-attempt") != "1" {
+		t.Fatalf("headers lost: %v", got[15].Headers)
+	}
+	waitFor(t, 5*time.Second, "rows marked sent", func() bool { return unsent(t, db, relayTopic) == 0 })
+}
+
+// TestOutboxTwoRelays runs two relays (two workers each) over one backlog:
+// no row is published twice and keys stay in order.
+func TestOutboxTwoRelays(t *testing.T) {
+	db := openOutbox(t)
+	const parts, n = 4, 3000
+	brokers, p := startBroker(t, parts, relayTopic)
+
+	var msgs []docflow.OutboxMessage
+	for i := range n {
+		key := "f" + strconv.Itoa(i%37)
+		msgs = append(msgs, docflow.OutboxMessage{Topic: relayTopic, Key: key, Payload: fmt.Appendf(nil, "%s:%d", key, i)})
+		if len(msgs) == 100 {
+			enqueueTx(t, db, msgs...)
+			msgs = nil
+		}
+	}
+	small := func(c *streams.RelayConfig) { c.BatchSize = 50 }
+	r1 := startRelay(t, postgres.NewOutbox(db), p, small)
+	r2 := startRelay(t, postgres.NewOutbox(db), p, small)
+	got := readTopic(t, brokers, relayTopic, parts, n, 30*time.Second)
+	if len(got) != n {
+		t.Fatalf("published %d messages, want %d exactly", len(got), n)
+	}
+	if d := checkKeyOrder(t, got); d != n {
+		t.Fatalf("distinct %d, want %d", d, n)
+	}
+	t.Logf("relay 1 published %d, relay 2 %d", r1.Published(), r2.Published())
+	if r1.Published() == 0 || r2.Published() == 0 {
+		t.Logf("one relay did all the work")
+	}
+}
+
+// TestOutboxDelayed publishes a row only once its available_at has passed.
+func TestOutboxDelayed(t *testing.T) {
+	db := openOutbox(t)
+	brokers, p := startBroker(t, 1, relayTopic)
+	startRelay(t, postgres.NewOutbox(db), p, func(c *streams.RelayConfig) { c.PollInterval = 5 * time.Second })
+
+	start := time.Now()
+	enqueueTx(t, db, docflow.OutboxMessage{Topic: relayTopic, Key: "1", Payload: []byte("later"), AvailableAt: start.Add(400 * time.Millisecond)})
+	got := readTopic(t, brokers, relayTopic, 1, 1, 10*time.Second)
+	if len(got) != 1 {
+		t.Fatal("delayed row never published")
+	}
+	if d := got[0].Time.Sub(start); d < 350*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("published after %v, want about 400ms", d)
+	}
+}
+
+// TestOutboxCleanup deletes sent rows older than the retention only.
+func TestOutboxCleanup(t *testing.T) {
+	db := openOutbox(t)
+	ctx := context.Background()
+	enqueueTx(t, db,
+		docflow.OutboxMessage{Topic: relayTopic, Payload: []byte("old")},
+		docflow.OutboxMessage{Topic: relayTopic, Payload: []byte("recent")},
+		docflow.OutboxMessage{Topic: relayTopic, Payload: []byte("unsent")})
+	if _, err := db.Pool.Exec(ctx, `UPDATE outbox SET sent_at = now() - interval '2 hours' WHERE payload = 'old'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE outbox SET sent_at = now() WHERE payload = 'recent'`); err != nil {
+		t.Fatal(err)
+	}
+	r, err := streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: nopPublisher{}, Retention: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Cleanup(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := db.Pool.Query(ctx, `SELECT convert_from(payload, 'UTF8') FROM outbox ORDER BY id`)
+	left, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(left, ",") != "recent,unsent" {
+		t.Fatalf("left %v", left)
+	}
+}
+
+type nopPublisher struct{}
+
+func (nopPublisher) Publish(context.Context, ...streams.Message) error { return nil }
+
+// TestOutboxUnknownTopicDoesNotBlock: a row for a topic the broker does not
+// have fails alone; rows of other topics (and other keys) flow, and the
+// failed row goes out once its topic exists.
+func TestOutboxUnknownTopicDoesNotBlock(t *testing.T) {
+	db := openOutbox(t)
+	const good, missing = "outbox.good", "outbox.missing"
+	brokers, p := startBroker(t, 1, good)
+	startRelay(t, postgres.NewOutbox(db), p, nil)
+	enqueueTx(t, db,
+		docflow.OutboxMessage{Topic: missing, Key: "1", Payload: []byte("1:0")},
+		docflow.OutboxMessage{Topic: good, Key: "1", Payload: []byte("1:0")},
+		docflow.OutboxMessage{Topic: missing, Key: "1", Payload: []byte("1:1")})
+	for i := 1; i <= 20; i++ {
+		enqueueTx(t, db, docflow.OutboxMessage{Topic: good, Key: "1", Payload: fmt.Appendf(nil, "1:%d", i)})
+	}
+	got := readTopic(t, brokers, good, 1, 21, 10*time.Second)
+	if len(got) != 21 {
+		t.Fatalf("good topic got %d of 21 while another topic failed", len(got))
+	}
+	checkKeyOrder(t, got)
+	if unsent(t, db, missing) != 2 {
+		t.Fatal("rows of the missing topic left the outbox")
+	}
+	createTopics(t, brokers, 1, missing)
+	late := readTopic(t, brokers, missing, 1, 2, 20*time.Second)
+	if len(late) != 2 || string(late[0].Value) != "1:0" || string(late[1].Value) != "1:1" {
+		t.Fatalf("missing topic, once created, got %d messages", len(late))
+	}
+	waitFor(t, 5*time.Second, "all marked", func() bool { return unsent(t, db, missing) == 0 })
+}
+
+// TestOutboxWriteThrough: rows written quiet by a write-through store are
+// published by streams.WriteThrough at once and marked sent, so the relay
+// never publishes them; rows it could not publish are left to the relay
+// once their grace has passed.
+func TestOutboxWriteThrough(t *testing.T) {
+	db := openOutbox(t)
+	const missing = "outbox.later"
+	brokers, p := startBroker(t, 1, relayTopic)
+	ctx := context.Background()
+	store := postgres.NewRunStore(db).WithDirectOutbox(time.Second)
+	wt := streams.NewWriteThrough(p, store, relayLog(t))
+	r := startRelay(t, postgres.NewOutbox(db), p, nil)
+
+	var fileID int64
+	if err := db.Pool.QueryRow(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, task_id)
+		VALUES ('h', 'a.pdf', 's.pdf', 1, 'application/pdf', 'run-w') RETURNING id`).Scan(&fileID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO runs (id, file_id) VALUES ('run-w', $1)`, fileID); err != nil {
+		t.Fatal(err)
+	}
+	msgs := []docflow.OutboxMessage{
+		{Topic: relayTopic, Key: "1", Payload: []byte("1:0")},
+		{Topic: missing, Key: "1", Payload: []byte("1:1")},
+	}
+	w, err := store.StartRun(ctx, "run-w", fileID, nil, []*docflow.PipelineStep{{StepType: "test", Label: "t", Enabled: true}}, "routed", msgs...)
+	if err != nil || !w.Recorded || len(w.OutboxIDs) != 2 {
+		t.Fatalf("write quiet rows: %+v %v", w, err)
+	}
+	sendStart := time.Now()
+	wt.Send(ctx, msgs, w.OutboxIDs)
+	wt.Flush(ctx)
+	t.Logf("write-through send took %v", time.Since(sendStart))
+	if n := unsent(t, db, relayTopic); n != 0 {
+		t.Fatalf("%d published rows still unsent", n)
+	}
+	if got := readTopic(t, brokers, relayTopic, 1, 1, 10*time.Second); len(got) != 1 {
+		t.Fatalf("write-through published %d messages, want 1", len(got))
+	}
+	createTopics(t, brokers, 1, missing)
+	if got := readTopic(t, brokers, missing, 1, 1, 10*time.Second); len(got) != 1 || string(got[0].Value) != "1:1" {
+		t.Fatalf("the relay took over %d messages, want the failed one", len(got))
+	}
+	if r.Published() != 1 {
+		t.Fatalf("relay published %d rows, want only the failed one", r.Published())
+	}
+}
+
+// BenchmarkRelayThroughput measures the outbox relay publishing a backlog
+// of b.N rows.
+func BenchmarkRelayThroughput(b *testing.B) {
+	db := openOutbox(b)
+	topic := "bench.relay"
+	_, p := startBroker(b, streams.DefaultPartitions, topic)
+	for lo := 0; lo < b.N; lo += 1000 {
+		var msgs []docflow.OutboxMessage
+		for i := lo; i < min(lo+1000, b.N); i++ {
+			msgs = append(msgs, docflow.OutboxMessage{Topic: topic, Key: strconv.Itoa(i % 4096), Payload: make([]byte, 256)})
+		}
+		enqueueTx(b, db, msgs...)
+	}
+	b.ResetTimer()
+	start := time.Now()
+	r, err := streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: p, Log: relayLog(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.Start()
+	defer r.Close()
+	for r.Published() < int64(b.N) {
+		if time.Since(start) > 2*time.Minute {
+			b.Fatal("timeout")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "rows/s")
+}
+
+// BenchmarkOutboxLatency measures one row from its transaction's commit to
+// its arrival at a consumer (LISTEN/NOTIFY wake-up, publish, fetch).
+func BenchmarkOutboxLatency(b *testing.B) {
+	db := openOutbox(b)
+	topic := "bench.latency"
+	brokers, p := startBroker(b, 1, topic)
+	r, err := streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: p, Log: relayLog(b)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.Start()
+	defer r.Close()
+	rd := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, MinBytes: 1, MaxBytes: 1 << 20, MaxWait: 50 * time.Millisecond})
+	defer rd.Close()
+	ctx := context.Background()
+	time.Sleep(100 * time.Millisecond) // listener connected
+	b.ResetTimer()
+	var total, toKafka time.Duration
+	var lat []time.Duration
+	for i := range b.N {
+		start := time.Now()
+		enqueueTx(b, db, docflow.OutboxMessage{Topic: topic, Key: "1", Payload: []byte(strconv.Itoa(i))})
+		m, err := rd.FetchMessage(ctx)
+		if err != nil || string(m.Value) != strconv.Itoa(i) {
+			b.Fatalf("fetch: %v %q", err, m.Value)
+		}
+		total += time.Since(start)
+		toKafka += m.Time.Sub(start)
+		lat = append(lat, time.Since(start))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/row")
+	b.ReportMetric(float64(toKafka.Microseconds())/float64(b.N)/1000, "ms-to-kafka/row")
+}
