@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"docflow"
 )
@@ -20,30 +19,9 @@ func NewEmbeddingStore(db *DB) *EmbeddingStore {
 	return &EmbeddingStore{files: NewFileService(db), runs: NewRunStore(db)}
 }
 
-// RequeueFiles points each file of runs (file id → new run id) at a new
-// pending run with options, in one transaction (FileService.RequeueFiles),
-// and returns the ids of the files that exist, in ascending order.
-func (s *EmbeddingStore) RequeueFiles(ctx context.Context, runs map[int64]string, options map[string]any) ([]int64, error) {
-	ids := make([]int64, 0, len(runs))
-	for id := range runs {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	items := make([]Requeue, len(ids))
-	for i, id := range ids {
-		items[i] = Requeue{FileID: id, RunID: runs[id], Options: options}
-	}
-	done, _, err := s.files.RequeueFiles(ctx, items, func(*docflow.File, string) ([]docflow.OutboxMessage, error) {
-		return nil, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int64, len(done))
-	for i, f := range done {
-		out[i] = f.ID
-	}
-	return out, nil
+// RequeueFiles is FileService.RequeueFiles.
+func (s *EmbeddingStore) RequeueFiles(ctx context.Context, items []docflow.Requeue) ([]*docflow.File, []int64, error) {
+	return s.files.RequeueFiles(ctx, items)
 }
 
 // StartRun is RunStore.StartRun.

@@ -15,10 +15,10 @@ import (
 // EmbeddingStore is what EmbeddingRuns asks storage
 // (storage/postgres.EmbeddingStore).
 type EmbeddingStore interface {
-	// RequeueFiles points each file of runs (file id → new run id) at a new
-	// pending run with options, as reprocessing does, in one transaction.
-	// It returns the ids of the files that exist, in ascending order.
-	RequeueFiles(ctx context.Context, runs map[int64]string, options map[string]any) ([]int64, error)
+	// RequeueFiles points each item's file at a new pending run, as
+	// reprocessing does, in one transaction; done are the files that
+	// exist, missing the ids of those that do not.
+	RequeueFiles(ctx context.Context, items []docflow.Requeue) (done []*docflow.File, missing []int64, err error)
 	// StartRun records the run's steps, a log row and msgs, as the
 	// pipeline engine's store does when it routes a run.
 	StartRun(ctx context.Context, runID string, fileID int64, pipelineID *int64, steps []*docflow.PipelineStep,
@@ -58,35 +58,43 @@ const EmbeddingOnlyOption = "steps"
 // between, recovery routes the pending run like any other: the file is
 // processed by its whole pipeline, which computes the embedding too.
 func (q *EmbeddingRuns) QueueEmbeddings(ctx context.Context, ids []int64) (map[int64]string, error) {
-	runOf := make(map[int64]string, len(ids))
+	items := make([]docflow.Requeue, 0, len(ids))
+	seen := map[int64]bool{}
 	for _, id := range ids {
-		if _, ok := runOf[id]; !ok {
-			runOf[id] = uuid.NewString()
+		if seen[id] {
+			continue
 		}
+		seen[id] = true
+		items = append(items, docflow.Requeue{FileID: id, RunID: uuid.NewString(),
+			Options: map[string]any{EmbeddingOnlyOption: []string{docflow.StepComputeEmbedding}}})
 	}
-	if len(runOf) == 0 {
+	if len(items) == 0 {
 		return map[int64]string{}, nil
 	}
-	done, err := q.store.RequeueFiles(ctx, runOf, map[string]any{EmbeddingOnlyOption: []string{docflow.StepComputeEmbedding}})
+	done, _, err := q.store.RequeueFiles(ctx, items)
 	if err != nil {
 		return nil, fmt.Errorf("queue embeddings: %w", err)
+	}
+	runOf := make(map[int64]string, len(items))
+	for _, it := range items {
+		runOf[it.FileID] = it.RunID
 	}
 	steps := []*docflow.PipelineStep{{StepType: docflow.StepComputeEmbedding,
 		Label: docflow.StepCatalogue()[docflow.StepComputeEmbedding].Label, Enabled: true, Config: map[string]any{}}}
 	out := make(map[int64]string, len(done))
 	var errs []error
-	for _, id := range done {
-		runID := runOf[id]
-		msg, err := streams.StepTaskMessage(streams.StepTask{RunID: runID, FileID: id, Position: 0,
+	for _, f := range done {
+		runID := runOf[f.ID]
+		msg, err := streams.StepTaskMessage(streams.StepTask{RunID: runID, FileID: f.ID, Position: 0,
 			StepType: docflow.StepComputeEmbedding, Attempt: 1}, q.now())
 		if err != nil {
 			return nil, err
 		}
-		if _, err := q.store.StartRun(ctx, runID, id, nil, steps, "Compute embedding only (requested through the API)", msg); err != nil {
-			errs = append(errs, fmt.Errorf("start embedding run of file %d: %w", id, err))
+		if _, err := q.store.StartRun(ctx, runID, f.ID, nil, steps, "Compute embedding only (requested through the API)", msg); err != nil {
+			errs = append(errs, fmt.Errorf("start embedding run of file %d: %w", f.ID, err))
 			continue
 		}
-		out[id] = runID
+		out[f.ID] = runID
 	}
 	return out, errors.Join(errs...)
 }
