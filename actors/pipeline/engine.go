@@ -87,8 +87,9 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Engine runs the router, the step consumers and pools, the delay relay,
-// the stall detector and the worker heartbeat of one process.
+// Engine runs the router actors, the step consumers and their step actors,
+// the delay relay, the stall detector and the worker heartbeat of one
+// process (see the package doc for what is an actor and what a goroutine).
 type Engine struct {
 	cfg       Config
 	log       zerolog.Logger
@@ -102,6 +103,7 @@ type Engine struct {
 	busy                                               busyTypes // for the stall check
 
 	consumers []*streams.Consumer
+	router    *router
 	steps     []*stepConsumer
 	direct    *streams.WriteThrough
 	results   *batcher[postgres.StepCompletion, *postgres.Written]
@@ -110,6 +112,9 @@ type Engine struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// spawnMu orders spawn's wg.Add before Stop's wg.Wait.
+	spawnMu  sync.Mutex
+	stopping bool
 
 	startOnce, stopOnce sync.Once
 	started             bool
@@ -298,7 +303,11 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	e.started = true
 	if !e.cfg.NoRouter {
-		r := &router{e: e, cache: newRouteCache(e, e.cfg.RouteCacheTTL)}
+		r, err := newRouter(e)
+		if err != nil {
+			return err
+		}
+		e.router = r
 		if err := e.consume(RouterGroup, "router", []string{streams.TopicFilesIngested}, r.handle, nil); err != nil {
 			return err
 		}
@@ -371,7 +380,7 @@ func (e *Engine) InFlight() int {
 
 // Stop stops consuming, lets in-flight work finish until ctx ends (what is
 // left is redelivered to another worker or after a restart), stops the
-// pools and removes the worker's heartbeat.
+// actors and removes the worker's heartbeat.
 func (e *Engine) Stop(ctx context.Context) error {
 	var errs []error
 	e.stopOnce.Do(func() {
@@ -390,12 +399,22 @@ func (e *Engine) Stop(ctx context.Context) error {
 		}
 		wg.Wait()
 		e.cancel()
-		e.wg.Wait()
-		for _, sc := range e.steps {
-			if err := sc.pool.Close(ctx); err != nil {
+		// The actors finish what they hold at once (e.ctx is cancelled),
+		// then the goroutines they started are waited for.
+		if e.router != nil {
+			if err := e.router.actors.Close(ctx); err != nil {
 				errs = append(errs, err)
 			}
 		}
+		for _, sc := range e.steps {
+			if err := sc.actors.Close(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		e.spawnMu.Lock()
+		e.stopping = true
+		e.spawnMu.Unlock()
+		e.wg.Wait()
 		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if err := e.store.RemoveWorker(rctx, e.cfg.WorkerID); err != nil {
@@ -404,6 +423,21 @@ func (e *Engine) Stop(ctx context.Context) error {
 		e.log.Info().Msg("pipeline engine stopped")
 	})
 	return errors.Join(errs...)
+}
+
+// spawn runs fn on a goroutine that Stop waits for; once Stop waits, fn is
+// dropped (the engine is stopping: the work is redelivered).
+func (e *Engine) spawn(fn func()) {
+	e.spawnMu.Lock()
+	defer e.spawnMu.Unlock()
+	if e.stopping {
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		fn()
+	}()
 }
 
 // withDB runs fn until it succeeds, fails for a reason other than the
