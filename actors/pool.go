@@ -100,6 +100,11 @@ type Pool[M, R any] struct {
 	drained   chan struct{} // closed when closed && queue empty && busy == 0
 }
 
+// workerInbox is a worker's initial inbox (hollywood grows a full one): it
+// holds one job at a time and its lifecycle messages, and the default of
+// 1024 slots would cost 24 KiB per actor.
+const workerInbox = 8
+
 // NewPool spawns the workers on e.
 func NewPool[M, R any](e *actor.Engine, cfg PoolConfig, work WorkFunc[M, R]) (*Pool[M, R], error) {
 	switch {
@@ -122,7 +127,7 @@ func NewPool[M, R any](e *actor.Engine, cfg PoolConfig, work WorkFunc[M, R]) (*P
 	}
 	for i := range cfg.Size {
 		pid := e.Spawn(func() actor.Receiver { return &worker[M, R]{p: p, idx: i} }, cfg.Kind,
-			SpawnOpts(p.log, actor.WithID(strconv.Itoa(i)))...)
+			SpawnOpts(p.log, actor.WithID(strconv.Itoa(i)), actor.WithInboxSize(workerInbox))...)
 		p.workers = append(p.workers, pid)
 		p.idle = append(p.idle, i)
 	}

@@ -4,6 +4,10 @@
 // removes it) in bulk; when a document has an embedding it stores the
 // document's nearest neighbours as similarity pairs. Reindex rebuilds the
 // whole index from Postgres.
+//
+// The indexer runs no actor: the consumer's fetch goroutines hand each
+// event to one batching goroutine (Indexer.run), which writes batches in
+// order.
 package indexer
 
 import (

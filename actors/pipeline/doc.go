@@ -8,7 +8,8 @@
 //
 // # Actors
 //
-//   - "router/0" … "router/31": each receives one file.ingested delivery at
+//   - "router/0" … "router/511" (as many as the router consumer's in-flight
+//     budget): each receives one file.ingested delivery at
 //     a time, routes the run (one transaction) and acknowledges it.
 //   - "step-<type>/0" … "step-<type>/<n-1>", n = the step type's pool size
 //     (STEP_POOL_SIZES; OCR: the cores, convert_to_pdf:

@@ -34,6 +34,9 @@ const (
 	groupMax      = 64
 )
 
+// inFlightBudget is the unacknowledged deliveries a consumer holds at once.
+const inFlightBudget = 512
+
 // StepGroup names the consumer group of a step type.
 func StepGroup(stepType string) string { return "docflow.step." + stepType }
 
@@ -349,7 +352,7 @@ func (e *Engine) start(ctx context.Context) error {
 func (e *Engine) consume(group, step string, topics []string, h streams.Handler, adjust func(*streams.ConsumerConfig)) error {
 	cc := streams.ConsumerConfig{
 		Brokers: e.cfg.Brokers, GroupID: group, Topics: topics, Handler: h,
-		Step: step, DeadLetters: e.cfg.Publisher, MaxInFlight: 512,
+		Step: step, DeadLetters: e.cfg.Publisher, MaxInFlight: inFlightBudget,
 		Log: e.log,
 	}
 	if adjust != nil {

@@ -22,7 +22,7 @@ import (
 // publishes the first step task, in one transaction.
 //
 // The consumer's fetch goroutine sends each delivery to a kind of
-// supervised router actors ("router/0" … "router/<routerActors-1>"), each
+// supervised router actors ("router/0" … "router/511"), each
 // routing one run at a time and acknowledging (or dead-lettering) its
 // delivery itself.
 type router struct {
@@ -31,8 +31,10 @@ type router struct {
 	actors *actors.Pool[*routeTask, struct{}]
 }
 
-// routerActors is the number of router actors: runs routed at once.
-const routerActors = 32
+// routerActors is the number of router actors: as many as the router's
+// consumer has deliveries in flight, so that the in-flight budget alone
+// bounds the runs routed at once (no queue in front of the actors).
+const routerActors = inFlightBudget
 
 // routeTask is the message a router actor receives.
 type routeTask struct {

@@ -148,9 +148,10 @@ func (sc *stepConsumer) receive(_ context.Context, t *stepTask) (struct{}, error
 
 	in := &docflow.StepInput{RunID: task.RunID, Position: task.Position, StepType: sc.stepType, Label: claim.Step.Label,
 		Attempt: task.Attempt, Config: claim.Step.Config, Options: claim.Options, File: cloneFile(claim.File), Blobs: e.cfg.Blobs}
-	stopRenew := sc.renewLease(task, claimed)
-	res, runErr := sc.run(e.ctx, in)
-	stopRenew()
+	res, runErr := func() (*docflow.StepResult, error) {
+		defer sc.renewLease(task, claimed)() // stopped even when the run panics
+		return sc.run(e.ctx, in)
+	}()
 	if runErr != nil && e.ctx.Err() != nil {
 		return struct{}{}, nil // stopping: the task is redelivered
 	}
