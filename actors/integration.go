@@ -183,7 +183,9 @@ func (a *integration[C, K]) Receive(c *actor.Context) {
 		a.backoff.Reset()
 		a.connect(c)
 	case actor.Stopped:
-		a.cancel()
+		if a.cancel != nil {
+			a.cancel()
+		}
 		a.disconnect()
 	case IntegrationStart:
 		if a.stopped {

@@ -28,9 +28,10 @@
 // The consumers' fetch goroutines (streams.Consumer) decode each delivery and
 // send it to an actor; they never wait for the work. Beside the actors, per
 // task: the step attempt's goroutine (actors.RunTimed: the only way to
-// abandon a step that ignores its context), its lease renewal while it runs,
-// and the recording goroutine (group-committed write, write-through publish,
-// acknowledgement), which lets the actor take its next task meanwhile. Per
+// abandon a step that ignores its context) and the recording goroutine
+// (group-committed write, write-through publish, acknowledgement), which
+// lets the actor take its next task meanwhile; a running step's lease is
+// renewed from a timer (time.AfterFunc), not a waiting goroutine. Per
 // delayed task, a goroutine waits until it is due (the delay relay). Per
 // engine: two group-commit flushers each for claims and results, the
 // write-through flusher, the stall detector and the worker heartbeat. Stop

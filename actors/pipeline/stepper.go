@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"docflow"
@@ -200,42 +201,56 @@ func (sc *stepConsumer) giveUp(d *streams.Delivery, task streams.StepTask, err e
 // worker took the step over; renewing stops once it did.
 func (sc *stepConsumer) renewLease(task streams.StepTask, granted time.Time) (stop func()) {
 	ctx, cancel := context.WithCancel(sc.e.ctx)
-	done := make(chan struct{})
 	ttl := sc.e.leaseTTL
-	go func() {
-		defer close(done)
-		expires := granted.Add(ttl)
-		t := time.NewTimer(time.Until(granted.Add(ttl / 3)))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			sent := time.Now()
-			rctx, rcancel := context.WithTimeout(ctx, max(time.Until(expires), ttl/3))
-			ok, err := sc.e.store.RenewLease(rctx, task.RunID, task.Position, sc.e.cfg.WorkerID, ttl)
-			rcancel()
-			next := sent.Add(ttl / 3)
-			switch {
-			case ctx.Err() != nil:
-				return
-			case err != nil:
-				sc.e.log.Warn().Err(err).Str("run", task.RunID).Int("position", task.Position).
-					Dur("lease_left", time.Until(expires)).Msg("renew lease: trying again")
-				next = time.Now().Add(ttl / 10)
-			case !ok:
-				sc.e.log.Info().Str("run", task.RunID).Int("position", task.Position).
-					Msg("lease lost: the step was taken over or ended; its result will not be recorded")
-				return
-			default:
-				expires = sent.Add(ttl)
-			}
+	expires := granted.Add(ttl)
+	// NOTE: a timer, not a goroutine, waits between renewals: a renewal runs
+	// on the timer's goroutine and re-arms it at its end, so one runs at a
+	// time. armed counts the armed or running timer, for stop to wait on.
+	var mu sync.Mutex
+	var armed sync.WaitGroup
+	var t *time.Timer
+	renew := func() {
+		sent := time.Now()
+		rctx, rcancel := context.WithTimeout(ctx, max(time.Until(expires), ttl/3))
+		ok, err := sc.e.store.RenewLease(rctx, task.RunID, task.Position, sc.e.cfg.WorkerID, ttl)
+		rcancel()
+		next := sent.Add(ttl / 3)
+		again := true
+		switch {
+		case ctx.Err() != nil:
+			again = false
+		case err != nil:
+			sc.e.log.Warn().Err(err).Str("run", task.RunID).Int("position", task.Position).
+				Dur("lease_left", time.Until(expires)).Msg("renew lease: trying again")
+			next = time.Now().Add(ttl / 10)
+		case !ok:
+			sc.e.log.Info().Str("run", task.RunID).Int("position", task.Position).
+				Msg("lease lost: the step was taken over or ended; its result will not be recorded")
+			again = false
+		default:
+			expires = sent.Add(ttl)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if again && ctx.Err() == nil {
+			armed.Add(1)
 			t.Reset(time.Until(next))
 		}
-	}()
-	return func() { cancel(); <-done }
+		armed.Done()
+	}
+	mu.Lock()
+	armed.Add(1)
+	t = time.AfterFunc(time.Until(granted.Add(ttl/3)), renew)
+	mu.Unlock()
+	return func() {
+		cancel()
+		mu.Lock()
+		if t.Stop() {
+			armed.Done() // it will not run
+		}
+		mu.Unlock()
+		armed.Wait()
+	}
 }
 
 func (sc *stepConsumer) recordSuccess(rec postgres.StepRecord, claim *postgres.Claim, after *docflow.File, res *docflow.StepResult) error {
