@@ -42,12 +42,14 @@ run: deps-run build
 	@echo "==> starting docflow serve (Ctrl-C to stop); open http://$${LISTEN_ADDR:-127.0.0.1:8000}"
 	$(BIN)/docflow serve
 
+test: TEST_START := $(shell date +%s)
 test: deps services
 	@# vet with the race build's flags, so go test reuses every package vet compiled
 	@echo "==> go vet -race"
 	$(GO) vet -race ./...
 	@echo "==> go test -race ./... (this takes a while on 2 cores)"
-	@set -o pipefail; $(GO) test -race -json -timeout 60m ./... 2>&1 | $(GO) run ./internal/testsummary
+	@# -ldflags=-w: no DWARF in the test binaries, a quarter less link time each
+	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

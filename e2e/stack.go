@@ -1,8 +1,8 @@
 // Package e2e runs docflow's processing end to end in one process: a
-// throwaway PostgreSQL database, the embedded Kafka-protocol broker, the
-// outbox relay, the pipeline engine with the real processing steps, and
-// intake. The end-to-end tests and docflow-bench's processing section
-// build on Stack.
+// worker built by internal/app's test twin (a throwaway PostgreSQL
+// database, the embedded Kafka-protocol broker, the outbox relay, the
+// pipeline engine with the real processing steps, and intake). The
+// end-to-end tests and docflow-bench's processing section build on Stack.
 package e2e
 
 import (
@@ -11,21 +11,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"time"
 
-	"github.com/anthdm/hollywood/actor"
 	"github.com/rs/zerolog"
 
 	"docflow"
-	"docflow/actors"
 	"docflow/actors/pipeline"
 	"docflow/actors/pipeline/steps"
-	"docflow/intake"
+	"docflow/internal/app/apptest"
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
-	"docflow/streams"
 )
 
 // Options shape a Stack.
@@ -47,165 +42,33 @@ type Options struct {
 	ProductionTimings bool
 }
 
-// Stack is one running docflow processing stack.
+// Stack is one running docflow worker: the pipeline engine, the relay and
+// intake, on the test twin's database and broker.
 type Stack struct {
-	DB       *postgres.DB
-	Settings *postgres.SettingsService
-	Blobs    *blob.Local
-	Files    *postgres.FileService
-	Runs     *postgres.RunStore
-	Rules    *postgres.ClassificationService
-	Intake   *intake.Service
-	Steps    *steps.Steps
-	Engine   *pipeline.Engine
-	Embeds   *steps.EmbeddingRuns
-
-	env     map[string]string
-	envMu   sync.Mutex
-	dir     string
-	closers []func()
+	*apptest.App
+	Rules  *postgres.ClassificationService
+	Embeds *steps.EmbeddingRuns
 }
 
 // Start builds and starts everything. Close releases it.
-func Start(ctx context.Context, o Options) (s *Stack, err error) {
-	s = &Stack{env: map[string]string{}}
-	for k, v := range o.Env {
-		s.env[k] = v
-	}
-	defer func() {
-		if err != nil {
-			s.Close()
-		}
-	}()
-	if s.dir, err = os.MkdirTemp("", "docflow-e2e-"); err != nil {
-		return nil, err
-	}
-	dir := s.dir
-	s.closers = append(s.closers, func() { os.RemoveAll(dir) })
-
-	db, cleanup, err := postgres.OpenTestDB(ctx, "e2e")
-	if err != nil {
-		return nil, fmt.Errorf("open test db: %w", err)
-	}
-	s.DB = db
-	s.closers = append(s.closers, cleanup)
-	cipher, err := postgres.NewCipher(strings.Repeat("e", 40))
-	if err != nil {
-		return nil, err
-	}
-	if s.Settings, err = postgres.NewSettingsService(ctx, db, cipher, s.getenv, o.Log); err != nil {
-		return nil, err
-	}
-	if s.Blobs, err = blob.Open(filepath.Join(dir, "blobs"), blob.Options{NoSync: o.NoSyncBlobs}); err != nil {
-		return nil, err
-	}
-	s.Files = postgres.NewFileService(db)
-	s.Runs = postgres.NewRunStore(db)
-	s.Rules = postgres.NewClassificationService(db)
-	s.Embeds = steps.NewEmbeddingRuns(s.Files, s.Runs)
-	if s.Intake, err = intake.New(intake.Config{Files: s.Files, Blobs: s.Blobs, Settings: s.Settings, Log: o.Log,
-		WorkDir: dir, LoadPerCPU: func() float64 { return 0 }}); err != nil {
-		return nil, err
-	}
-	if s.Steps, err = steps.New(steps.Deps{Settings: s.Settings, Rules: s.Rules, Log: o.Log, TempDir: filepath.Join(dir, "tmp"), WorkDir: dir}); err != nil {
-		return nil, err
-	}
-	st := s.Steps
-	s.closers = append(s.closers, func() { st.Close() })
-
-	broker := streams.NewBroker(streams.BrokerConfig{MinSessionTimeout: 500 * time.Millisecond, Log: o.Log})
-	if err := broker.Start(); err != nil {
-		return nil, fmt.Errorf("start broker: %w", err)
-	}
-	s.closers = append(s.closers, broker.Close)
-	prod, err := streams.NewProducer(streams.ProducerConfig{Brokers: broker.Addrs()})
-	if err != nil {
-		return nil, err
-	}
-	relay, err := streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: prod, Log: o.Log, PollInterval: 200 * time.Millisecond})
-	if err != nil {
-		prod.Close()
-		return nil, err
-	}
-	var engine *actor.Engine
-	if engine, err = actors.NewEngine(o.Log); err != nil {
-		return nil, err
-	}
-	reg := pipeline.NewRegistry(append(st.All(),
-		pipeline.CheckDuplicates(s.Runs, func() bool { return docflow.SettingBool(s.Settings, "ENABLE_DEDUPLICATION", true) }),
-		pipeline.SendToDestinations(pipeline.LocalDestinations(func() string { return s.Settings.Get("LOCAL_DESTINATION_DIR") })),
-	)...)
-	delays := o.RetryDelays
-	if delays == nil {
-		delays = []time.Duration{50 * time.Millisecond, 100 * time.Millisecond}
-	}
-	timeout := o.StepTimeout
-	if timeout == 0 {
-		timeout = 3 * time.Minute
-	}
-	s.Engine, err = pipeline.NewEngine(pipeline.Config{
-		DB: db, Brokers: broker.Addrs(), Publisher: prod, Actors: engine, Registry: reg,
-		Settings: s.Settings, Blobs: s.Blobs, Log: o.Log,
-		RetryDelays: delays, StepTimeout: timeout, PoolSizes: o.PoolSizes, Partitions: 4,
-		LeaseTTL: 10 * time.Second, Heartbeat: 500 * time.Millisecond,
-		Consumer: func(c *streams.ConsumerConfig) {
-			if o.ProductionTimings {
-				return
+func Start(ctx context.Context, o Options) (*Stack, error) {
+	log := o.Log
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", Env: o.Env, Log: &log, ProductionTimings: o.ProductionTimings,
+		Engine: func(c *pipeline.Config) {
+			if o.RetryDelays != nil {
+				c.RetryDelays = o.RetryDelays
 			}
-			c.HeartbeatInterval = 100 * time.Millisecond
-			c.SessionTimeout = 2 * time.Second
-			c.RebalanceTimeout = 4 * time.Second
-			c.DrainTimeout = time.Second
-			c.CommitInterval = 20 * time.Millisecond
-			c.MaxWait = 50 * time.Millisecond
+			if o.StepTimeout != 0 {
+				c.StepTimeout = o.StepTimeout
+			}
+			c.PoolSizes = o.PoolSizes
 		},
+		Blobs: func(b *blob.Options) { b.NoSync = o.NoSyncBlobs },
 	})
 	if err != nil {
-		relay.Close()
-		prod.Close()
 		return nil, err
 	}
-	sctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	if err := s.Engine.Start(sctx); err != nil {
-		relay.Close()
-		prod.Close()
-		return nil, fmt.Errorf("start engine: %w", err)
-	}
-	relay.Start()
-	eng := s.Engine
-	s.closers = append(s.closers, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		eng.Stop(ctx) //nolint:errcheck
-		relay.Close()
-		prod.Close()
-	})
-	return s, nil
-}
-
-func (s *Stack) getenv(k string) string {
-	s.envMu.Lock()
-	defer s.envMu.Unlock()
-	return s.env[k]
-}
-
-// SetEnv changes an environment setting; steps read it on their next run.
-func (s *Stack) SetEnv(k, v string) {
-	s.envMu.Lock()
-	defer s.envMu.Unlock()
-	s.env[k] = v
-}
-
-// Dir is the stack's scratch directory.
-func (s *Stack) Dir() string { return s.dir }
-
-// Close stops the engine and removes everything, newest first.
-func (s *Stack) Close() {
-	for i := len(s.closers) - 1; i >= 0; i-- {
-		s.closers[i]()
-	}
-	s.closers = nil
+	return &Stack{App: a, Rules: postgres.NewClassificationService(a.DB), Embeds: a.Embeddings}, nil
 }
 
 // Ingest uploads a file through intake (the path of every upload channel)

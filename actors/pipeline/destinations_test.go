@@ -11,13 +11,15 @@ import (
 	"time"
 
 	"docflow"
+	"docflow/actors/pipeline/steps"
+	"docflow/actors/pipeline/steps/teststep"
 	"docflow/storage/postgres"
 )
 
 // folderAs is a folder destination of another kind, standing in for an
 // integration (a WebDAV share mounted here, say).
 type folderAs struct {
-	LocalFolder
+	steps.LocalFolder
 	provider string
 }
 
@@ -30,17 +32,17 @@ func (f folderAs) Provider() string { return f.provider }
 func TestDeliveredDocumentsRecordTheirProviders(t *testing.T) {
 	local, share := t.TempDir(), t.TempDir()
 	var off atomic.Bool
-	dests := func(ctx context.Context, f *docflow.File) ([]Destination, error) {
+	dests := func(ctx context.Context, f *docflow.File) ([]steps.Destination, error) {
 		if off.Load() {
 			return nil, nil
 		}
-		return []Destination{
-			LocalFolder{Dir: func() string { return local }},
-			folderAs{LocalFolder{Dir: func() string { return share }}, "webdav"},
+		return []steps.Destination{
+			steps.LocalFolder{Dir: func() string { return local }},
+			folderAs{steps.LocalFolder{Dir: func() string { return share }}, "webdav"},
 		}, nil
 	}
 	e := newEnv(t, func(c *Config) {
-		c.Registry = NewRegistry(TestStep(), SendToDestinations(dests))
+		c.Registry = NewRegistry(teststep.New(), steps.SendToDestinations(dests))
 	})
 	p := e.pipeline("deliver", map[string]any{"type": docflow.StepSendToDestinations})
 	id, run := e.ingest("report.pdf", "report bytes", &p.ID, nil)

@@ -50,8 +50,7 @@ type Config struct {
 	Actors    *actor.Engine
 	Registry  *Registry
 	// Settings (optional): STEP_TIMEOUT, STEP_RETRY_DELAYS, STEP_POOL_SIZES,
-	// STALLED_RUN_TIMEOUT, KAFKA_PARTITIONS; ENABLE_TEST_STEP registers
-	// TestStep.
+	// STALLED_RUN_TIMEOUT, KAFKA_PARTITIONS.
 	Settings docflow.SettingsService
 	Recorder docflow.Recorder  // optional: step metrics
 	Blobs    docflow.BlobStore // handed to steps
@@ -209,11 +208,6 @@ func NewEngine(cfg Config) (*Engine, error) {
 			cfg.Partitions = n
 		} else {
 			cfg.Partitions = streams.DefaultPartitions
-		}
-	}
-	if _, ok := cfg.Registry.Lookup(docflow.StepTest); !ok && cfg.Settings != nil && docflow.SettingBool(cfg.Settings, "ENABLE_TEST_STEP", false) {
-		if err := cfg.Registry.Register(TestStep()); err != nil {
-			return nil, fmt.Errorf("new pipeline engine: %w", err)
 		}
 	}
 	if cfg.StepTypes == nil {

@@ -19,6 +19,8 @@ import (
 
 	"docflow"
 	"docflow/actors"
+	"docflow/actors/pipeline/steps"
+	"docflow/actors/pipeline/steps/teststep"
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
 	"docflow/streams"
@@ -146,8 +148,8 @@ func (e *env) startEngine() {
 	}
 	cfg := Config{
 		DB: e.DB, Brokers: e.Brokers, Publisher: e.Prod, Actors: e.Actors,
-		Registry: NewRegistry(TestStep(), CheckDuplicates(e.Store, nil),
-			SendToDestinations(LocalDestinations(e.getDestDir))),
+		Registry: NewRegistry(teststep.New(), steps.CheckDuplicates(e.Store, nil),
+			steps.SendToDestinations(steps.LocalDestinations(e.getDestDir))),
 		Recorder: e.Metrics, Blobs: e.Blobs, Log: e.log,
 		RetryDelays: []time.Duration{30 * time.Millisecond, 60 * time.Millisecond},
 		StepTimeout: 5 * time.Second, LeaseTTL: 2 * time.Second, Heartbeat: 200 * time.Millisecond,

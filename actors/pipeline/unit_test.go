@@ -9,6 +9,7 @@ import (
 
 	"docflow"
 	"docflow/actors"
+	"docflow/actors/pipeline/steps/teststep"
 	"docflow/streams"
 )
 
@@ -77,11 +78,11 @@ func TestErrorClassification(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	r := NewRegistry(TestStep())
+	r := NewRegistry(teststep.New())
 	if _, ok := r.Lookup(docflow.StepTest); !ok {
 		t.Fatal("lookup")
 	}
-	if err := r.Register(TestStep()); err == nil {
+	if err := r.Register(teststep.New()); err == nil {
 		t.Fatal("duplicate registered")
 	}
 	known := r.KnownTypes()

@@ -24,8 +24,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
-	dfhttp "docflow/http"
-	"docflow/intake"
+	"docflow/internal/app/apptest"
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
 )
@@ -55,61 +54,28 @@ func benchIntake(ctx context.Context, r *Report) error {
 	return benchIntakeWith(ctx, r, defaultIntakeBenchConfig())
 }
 
-// benchEnv is the server under measurement.
+// benchEnv is the server under measurement: a docflow api process built by
+// internal/app's test twin on a throwaway database, its WORKDIR under the
+// bench's directory.
 type benchEnv struct {
 	db    *postgres.DB
 	files *postgres.FileService
 	blobs *blob.Local
 	url   string
-	env   map[string]string
 	stop  func()
 }
 
 func newBenchEnv(ctx context.Context, dir string) (*benchEnv, error) {
-	db, cleanup, err := postgres.OpenTestDB(ctx, "bench_intake")
+	log := zerolog.Nop()
+	// Blobs are fsynced as in production. NOTE: no relay: the figures are
+	// those of intake and the listing, as measured before the API was built
+	// by internal/app.
+	a, err := apptest.Start(ctx, apptest.Options{Role: "api", Log: &log, Workdir: dir, NoRelay: true, ProductionTimings: true,
+		Env: map[string]string{"RATE_LIMITING_ENABLED": "false", "MAX_UPLOAD_SIZE": strconv.FormatInt(2<<30, 10)}})
 	if err != nil {
 		return nil, fmt.Errorf("intake bench: %w", err)
 	}
-	e := &benchEnv{db: db, env: map[string]string{"RATE_LIMITING_ENABLED": "false", "MAX_UPLOAD_SIZE": strconv.FormatInt(2<<30, 10)}}
-	fail := func(err error) (*benchEnv, error) { cleanup(); return nil, fmt.Errorf("intake bench: %w", err) }
-	secret := strings.Repeat("b", 40)
-	cipher, err := postgres.NewCipher(secret)
-	if err != nil {
-		return fail(err)
-	}
-	log := zerolog.Nop()
-	settings, err := postgres.NewSettingsService(ctx, db, cipher, func(k string) string { return e.env[k] }, log)
-	if err != nil {
-		return fail(err)
-	}
-	// Blobs are fsynced as in production.
-	e.blobs, err = blob.Open(filepath.Join(dir, "blobs"), blob.Options{})
-	if err != nil {
-		return fail(err)
-	}
-	e.files = postgres.NewFileService(db)
-	in, err := intake.New(intake.Config{Files: e.files, Blobs: e.blobs, Settings: settings, Log: log, WorkDir: dir})
-	if err != nil {
-		return fail(err)
-	}
-	srv := dfhttp.NewServer(dfhttp.Config{Log: log, Settings: settings, Tokens: postgres.NewTokenService(db),
-		Sessions: postgres.NewSessionService(db), Version: "bench", SessionSecret: secret})
-	srv.MountUploads(dfhttp.UploadDeps{Intake: in})
-	srv.MountFiles(dfhttp.FilesDeps{Files: e.files, Blobs: e.blobs, Intake: in})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return fail(err)
-	}
-	e.url = "http://" + ln.Addr().String()
-	go srv.Serve(ln) //nolint:errcheck
-	e.stop = func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx) //nolint:errcheck
-		in.Close()
-		cleanup()
-	}
-	return e, nil
+	return &benchEnv{db: a.DB, files: a.Files, blobs: a.Blobs, url: a.URL, stop: a.Close}, nil
 }
 
 func benchIntakeWith(ctx context.Context, r *Report, cfg intakeBenchConfig) error {

@@ -17,8 +17,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
-	"docflow/actors"
 	"docflow/actors/pipeline"
+	"docflow/internal/app/apptest"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
@@ -76,76 +76,40 @@ func benchPipeline(ctx context.Context, r *Report) error {
 	return nil
 }
 
-// pipeBenchEnv is a database, an embedded broker, a relay and an engine.
+// pipeBenchEnv is a docflow worker (internal/app's test twin: a throwaway
+// database, the embedded broker, the relay and the engine) running only
+// the test step.
 type pipeBenchEnv struct {
 	db       *postgres.DB
-	broker   *streams.Broker
-	prod     *streams.Producer
-	relay    *streams.Relay
-	engine   *pipeline.Engine
+	brokers  []string
 	pipeline *docflow.Pipeline
 	close    func()
 }
 
 func newPipeBenchEnv(ctx context.Context) (*pipeBenchEnv, error) {
 	log := zerolog.New(io.Discard)
-	db, cleanup, err := postgres.OpenTestDB(ctx, "bench")
+	// The engine's production settings (12 partitions, leases, timeouts,
+	// consumer timings) but for what the measurement needs.
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", Log: &log, ProductionTimings: true,
+		Env: map[string]string{"ENABLE_TEST_STEP": "true", "KAFKA_PARTITIONS": strconv.Itoa(streams.DefaultPartitions)},
+		Engine: func(c *pipeline.Config) {
+			c.StepTypes, c.SkipRecovery = []string{docflow.StepTest}, true
+			c.RetryDelays, c.Heartbeat = []time.Duration{time.Second}, time.Second
+			c.PoolSizes = map[string]int{docflow.StepTest: 64}
+			c.StepTimeout, c.LeaseTTL, c.Partitions = 0, 0, 0
+		},
+		Relay: func(c *streams.RelayConfig) { c.PollInterval = 0 },
+	})
 	if err != nil {
-		return nil, fmt.Errorf("bench database: %w", err)
+		return nil, fmt.Errorf("bench worker: %w", err)
 	}
-	b := &pipeBenchEnv{db: db}
-	var closers []func()
-	closers = append(closers, cleanup)
-	b.close = func() {
-		for i := len(closers) - 1; i >= 0; i-- {
-			closers[i]()
-		}
-	}
+	b := &pipeBenchEnv{db: a.DB, brokers: a.Brokers, close: a.Close}
 	fail := func(err error) (*pipeBenchEnv, error) { b.close(); return nil, err }
-	b.broker = streams.NewBroker(streams.BrokerConfig{Log: log})
-	if err := b.broker.Start(); err != nil {
-		return fail(err)
-	}
-	closers = append(closers, b.broker.Close)
-	brokers := b.broker.Addrs()
-	if b.prod, err = streams.NewProducer(streams.ProducerConfig{Brokers: brokers}); err != nil {
-		return fail(err)
-	}
-	closers = append(closers, func() { _ = b.prod.Close() })
-	if b.relay, err = streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: b.prod, Log: log}); err != nil {
-		return fail(err)
-	}
-	ae, err := actors.NewEngine(log)
-	if err != nil {
-		return fail(err)
-	}
-	b.engine, err = pipeline.NewEngine(pipeline.Config{
-		DB: db, Brokers: brokers, Publisher: b.prod, Actors: ae, Log: log,
-		Registry:  pipeline.NewRegistry(pipeline.TestStep()),
-		StepTypes: []string{docflow.StepTest}, SkipRecovery: true,
-		RetryDelays: []time.Duration{time.Second}, Heartbeat: time.Second,
-		PoolSizes: map[string]int{docflow.StepTest: 64},
-	})
-	if err != nil {
-		return fail(err)
-	}
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	if err := b.engine.Start(sctx); err != nil {
-		return fail(err)
-	}
-	b.relay.Start()
-	closers = append(closers, func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = b.engine.Stop(sctx)
-		b.relay.Close()
-	})
 	p := &docflow.Pipeline{Name: "bench", IsActive: true}
 	for i := range pipelineBenchSteps {
 		p.Steps = append(p.Steps, &docflow.PipelineStep{StepType: docflow.StepTest, Label: fmt.Sprintf("noop %d", i+1), Enabled: true})
 	}
-	if err := postgres.NewPipelineService(db).CreatePipeline(ctx, p); err != nil {
+	if err := postgres.NewPipelineService(b.db).CreatePipeline(ctx, p); err != nil {
 		return fail(err)
 	}
 	b.pipeline = p
@@ -406,7 +370,7 @@ func benchPipelineBacklog(ctx context.Context, n int) (pipeBacklog, error) {
 	if werr != nil {
 		return out, werr
 	}
-	in := pipeline.NewInspector(b.broker.Addrs(), postgres.NewRunStore(b.db), []string{docflow.StepTest})
+	in := pipeline.NewInspector(b.brokers, postgres.NewRunStore(b.db), []string{docflow.StepTest})
 	// Offsets are committed every 100 ms: give the last commits a moment.
 	deadline := time.Now().Add(10 * time.Second)
 	for {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -22,7 +21,7 @@ import (
 
 	"docflow"
 	"docflow/actors/indexer"
-	dfhttp "docflow/http"
+	"docflow/internal/app/apptest"
 	"docflow/storage/postgres"
 	searchbleve "docflow/storage/search/bleve"
 )
@@ -88,12 +87,12 @@ func benchSearchAPIWith(ctx context.Context, r *Report, cfg searchAPIBenchConfig
 	// server would.
 	store := postgres.NewSearchService(db)
 	path := dir + "/search"
-	idx, err := searchbleve.Open(path, searchbleve.Options{Dims: cfg.Dims, NoSync: true})
+	bulk, err := searchbleve.Open(path, searchbleve.Options{Dims: cfg.Dims, NoSync: true})
 	if err != nil {
 		return fmt.Errorf("search api bench: %w", err)
 	}
-	st, err := indexer.Reindex(ctx, store, idx, indexer.ReindexOptions{BatchSize: cfg.ReindexBatch, Log: zerolog.Nop()})
-	if cerr := idx.Close(); err == nil {
+	st, err := indexer.Reindex(ctx, store, bulk, indexer.ReindexOptions{BatchSize: cfg.ReindexBatch, Log: zerolog.Nop()})
+	if cerr := bulk.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -103,17 +102,16 @@ func benchSearchAPIWith(ctx context.Context, r *Report, cfg searchAPIBenchConfig
 		return fmt.Errorf("search api bench: reindexed %d of %d documents (%d refused)", st.Indexed, cfg.Docs, st.Failed)
 	}
 	r.AtLeast(section, fmt.Sprintf("reindex %d docs from Postgres into bleve", cfg.Docs), float64(st.Indexed)/st.Duration.Seconds(), "docs/s", 2000)
-	idx, err = searchbleve.Open(path, searchbleve.Options{Dims: cfg.Dims})
-	if err != nil {
-		return fmt.Errorf("search api bench: reopen: %w", err)
-	}
-	defer idx.Close()
-
-	url, stop, err := startSearchBenchServer(ctx, db, idx, store)
+	// A docflow api process on that database reopens the index under its
+	// WORKDIR, as a server would; the baselines ask the same index.
+	log := zerolog.Nop()
+	a, err := apptest.Start(ctx, apptest.Options{Role: "api", Log: &log, DB: db, Workdir: dir, ProductionTimings: true,
+		Env: map[string]string{"RATE_LIMITING_ENABLED": "false", "AUTH_ENABLED": "false"}})
 	if err != nil {
 		return fmt.Errorf("search api bench: %w", err)
 	}
-	defer stop()
+	defer a.Close()
+	url, idx := a.URL, a.Index
 
 	one := []string{"invoice", "payment", "customer", "total", "contract", "account", "delivery", "order"}
 	three := []string{"invoice payment total", "customer account balance", "contract delivery date", "order number amount"}
@@ -259,37 +257,6 @@ func loadSearchBenchRows(ctx context.Context, db *postgres.DB, gen *searchDocGen
 	}
 	_, err := db.Pool.Exec(ctx, `ANALYZE files; ANALYZE file_embeddings; ANALYZE similarity_pairs`)
 	return err
-}
-
-// startSearchBenchServer serves the search routes on a loopback port in
-// this process (single-user mode, no rate limits).
-func startSearchBenchServer(ctx context.Context, db *postgres.DB, idx docflow.SearchIndex, store *postgres.SearchService) (string, func(), error) {
-	secret := strings.Repeat("b", 40)
-	cipher, err := postgres.NewCipher(secret)
-	if err != nil {
-		return "", nil, err
-	}
-	env := map[string]string{"RATE_LIMITING_ENABLED": "false", "AUTH_ENABLED": "false"}
-	settings, err := postgres.NewSettingsService(ctx, db, cipher, func(k string) string { return env[k] }, zerolog.Nop())
-	if err != nil {
-		return "", nil, err
-	}
-	srv := dfhttp.NewServer(dfhttp.Config{Log: zerolog.Nop(), Settings: settings, Tokens: postgres.NewTokenService(db),
-		Sessions: postgres.NewSessionService(db), Version: "bench", SessionSecret: secret})
-	srv.MountSearch(dfhttp.SearchDeps{Index: idx, Store: store})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	stop := func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx) //nolint:errcheck
-		<-done
-	}
-	return "http://" + ln.Addr().String(), stop, nil
 }
 
 // searchBenchTotal returns the total of one search, to show how many

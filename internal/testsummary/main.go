@@ -1,15 +1,19 @@
-// Command testsummary reads `go test -json` output on stdin, prints the
-// output of failed tests and skip reasons, and closes with one line:
+// Command testsummary reads `go test -json` output on stdin, prints each
+// package's time as it finishes, the output of failed tests, skip reasons
+// and the wall time of the whole run, and closes with one line:
 // "N passed, N failed, N skipped". It exits 1 when anything failed.
 package main
 
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
+	"time"
 )
 
 type event struct {
@@ -21,17 +25,33 @@ type event struct {
 }
 
 func main() {
+	start := time.Now()
+	since := flag.Int64("since", 0, "Unix time the whole run started (make test passes its own start, installs included)")
+	flag.Parse()
+	wall := func() string {
+		d := time.Since(start).Round(time.Second)
+		if *since <= 0 {
+			return d.String()
+		}
+		return fmt.Sprintf("%s (go test %s)", time.Since(time.Unix(*since, 0)).Round(time.Second), d)
+	}
+	os.Exit(summarize(os.Stdin, os.Stdout, wall))
+}
+
+// summarize reads the events from in and writes the summary to w; wall
+// says the wall time so far. It returns the exit code.
+func summarize(in io.Reader, w io.Writer, wall func() string) int {
 	out := map[string]*strings.Builder{}
 	var passed, failed, skipped int
 	var failures, skips []string
 	pkgFailed := map[string]bool{}
-	sc := bufio.NewScanner(os.Stdin)
+	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		line := sc.Bytes()
 		var e event
 		if err := json.Unmarshal(line, &e); err != nil {
-			fmt.Println(string(line)) // build errors come as plain text
+			fmt.Fprintln(w, string(line)) // build errors come as plain text
 			continue
 		}
 		key := e.Package + " " + e.Test
@@ -49,7 +69,7 @@ func main() {
 			if e.Test != "" {
 				passed++
 			} else {
-				fmt.Printf("ok   %-50s %6.1fs\n", e.Package, e.Elapsed)
+				fmt.Fprintf(w, "ok   %-50s %6.1fs\n", e.Package, e.Elapsed)
 			}
 			delete(out, key)
 		case "fail":
@@ -58,7 +78,7 @@ func main() {
 				failures = append(failures, key)
 			} else {
 				pkgFailed[e.Package] = true
-				fmt.Printf("FAIL %-50s %6.1fs\n", e.Package, e.Elapsed)
+				fmt.Fprintf(w, "FAIL %-50s %6.1fs\n", e.Package, e.Elapsed)
 			}
 		case "skip":
 			if e.Test != "" {
@@ -73,25 +93,27 @@ func main() {
 		}
 	}
 	for _, f := range failures {
-		fmt.Printf("\n--- FAIL %s\n%s", f, out[f])
+		fmt.Fprintf(w, "\n--- FAIL %s\n%s", f, out[f])
 	}
 	for p := range pkgFailed {
 		if b := out[p+" "]; b != nil && !strings.Contains(b.String(), "--- FAIL") {
-			fmt.Printf("\n--- FAIL package %s\n%s", p, b.String())
+			fmt.Fprintf(w, "\n--- FAIL package %s\n%s", p, b.String())
 		}
 		failed += boolInt(len(failures) == 0)
 	}
 	if len(skips) > 0 {
 		sort.Strings(skips)
-		fmt.Println("\nSkipped tests:")
+		fmt.Fprintln(w, "\nSkipped tests:")
 		for _, s := range skips {
-			fmt.Println("  " + s)
+			fmt.Fprintln(w, "  "+s)
 		}
 	}
-	fmt.Printf("\n%d passed, %d failed, %d skipped\n", passed, failed, skipped)
+	fmt.Fprintf(w, "\ntotal wall time %s\n", wall())
+	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", passed, failed, skipped)
 	if failed > 0 || len(pkgFailed) > 0 {
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 func boolInt(b bool) int {

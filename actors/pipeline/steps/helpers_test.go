@@ -47,6 +47,14 @@ func (s *mapSettings) Set(_ context.Context, k, v string) (*docflow.Setting, err
 }
 func (s *mapSettings) Delete(context.Context, string) error { return nil }
 
+// noOriginals is an Originals that finds no file: every file is its own
+// original.
+type noOriginals struct{}
+
+func (noOriginals) FindOriginal(context.Context, string, int64) (*docflow.File, error) {
+	return nil, docflow.Errorf(docflow.ENOTFOUND, "no original")
+}
+
 // staticRules is a RuleSource over a slice.
 type staticRules []*docflow.ClassificationRule
 
@@ -78,7 +86,7 @@ func newFixture(t *testing.T, rules staticRules, kv ...string) *fixture {
 		t.Fatal(err)
 	}
 	fx := &fixture{t: t, dir: dir, settings: newSettings(kv...), blobs: bs, byType: map[string]docflow.Step{}}
-	fx.steps, err = New(Deps{Settings: fx.settings, Rules: rules, Log: zerolog.Nop(), TempDir: filepath.Join(dir, "tmp"), WorkDir: dir})
+	fx.steps, err = New(Deps{Settings: fx.settings, Rules: rules, Originals: noOriginals{}, Log: zerolog.Nop(), TempDir: filepath.Join(dir, "tmp"), WorkDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}

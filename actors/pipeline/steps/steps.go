@@ -1,6 +1,10 @@
-// Package steps holds the processing steps of the pipeline: each wraps a
-// function of processing/ as a docflow.Step that the engine's step actors
-// run. A step reads its settings through docflow.SettingsService on every
+// Package steps holds the pipeline's standard steps, one docflow.Step per
+// type of docflow.StandardSteps, which the engine's step actors run: the
+// heavy ones wrap a function of processing/ (convert, OCR, extract,
+// classify, embed metadata, compute embedding); check_duplicates and
+// send_to_destinations ask a storage interface and the destinations. New
+// builds all eight, and internal/app registers them (the test step lives
+// apart, in teststep). A step reads its settings through docflow.SettingsService on every
 // run, so a changed setting applies to the next document without a
 // restart.
 //
@@ -38,7 +42,12 @@ type RuleSource interface {
 type Deps struct {
 	Settings docflow.SettingsService
 	Rules    RuleSource
-	Log      zerolog.Logger
+	// Originals finds the original of a duplicate (check_duplicates).
+	Originals Originals
+	// Destinations of send_to_destinations (default: the local folder of
+	// LOCAL_DESTINATION_DIR).
+	Destinations Destinations
+	Log          zerolog.Logger
 	// TempDir holds working files and the LibreOffice profiles (default
 	// os.TempDir()); cmd/docflow passes WORKDIR/tmp.
 	TempDir string
@@ -56,12 +65,16 @@ type Steps struct {
 	all     []docflow.Step
 }
 
-// New builds the steps. It needs Settings and Rules; tools are looked up
-// when a step needs them, so a missing tool fails that step with a message
-// naming it instead of failing the start.
+// New builds the steps. It needs Settings, Rules and Originals; tools are
+// looked up when a step needs them, so a missing tool fails that step with
+// a message naming it instead of failing the start.
 func New(d Deps) (*Steps, error) {
-	if d.Settings == nil || d.Rules == nil {
-		return nil, errors.New("steps: New needs Settings and Rules")
+	if d.Settings == nil || d.Rules == nil || d.Originals == nil {
+		return nil, errors.New("steps: New needs Settings, Rules and Originals")
+	}
+	if d.Destinations == nil {
+		settings := d.Settings
+		d.Destinations = LocalDestinations(func() string { return settings.Get("LOCAL_DESTINATION_DIR") })
 	}
 	if d.TempDir == "" {
 		d.TempDir = os.TempDir()
@@ -84,11 +97,15 @@ func New(d Deps) (*Steps, error) {
 	} {
 		s.all = append(s.all, relativePaths{Step: st, paths: paths})
 	}
+	s.all = append(s.all,
+		CheckDuplicates(d.Originals, func() bool { return docflow.SettingBool(d.Settings, "ENABLE_DEDUPLICATION", true) }),
+		SendToDestinations(d.Destinations))
 	return s, nil
 }
 
-// All returns the steps, one per type: convert_to_pdf, ocr,
-// extract_metadata, classify, embed_metadata, compute_embedding.
+// All returns the steps, one per type of docflow.StandardSteps:
+// convert_to_pdf, ocr, extract_metadata, classify, embed_metadata,
+// compute_embedding, check_duplicates, send_to_destinations.
 func (s *Steps) All() []docflow.Step { return append([]docflow.Step(nil), s.all...) }
 
 // Close releases the converters' LibreOffice profiles.

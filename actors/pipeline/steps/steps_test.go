@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -31,6 +32,25 @@ func TestCatalogueCovered(t *testing.T) {
 	}
 	if _, err := New(Deps{}); err == nil {
 		t.Fatal("New without dependencies succeeded")
+	}
+}
+
+// New builds every standard step, once each: the one set internal/app
+// registers.
+func TestNewBuildsTheStandardSteps(t *testing.T) {
+	fx := newFixture(t, nil)
+	var types []string
+	for _, s := range fx.steps.All() {
+		types = append(types, s.Type())
+	}
+	want := append([]string(nil), docflow.StandardSteps...)
+	slices.Sort(types)
+	slices.Sort(want)
+	if !slices.Equal(types, want) {
+		t.Fatalf("New builds %v, want the standard steps %v", types, want)
+	}
+	if _, err := New(Deps{Settings: fx.settings, Rules: staticRules(nil)}); err == nil {
+		t.Fatal("New without Originals succeeded")
 	}
 }
 

@@ -1,4 +1,8 @@
-package pipeline
+// Package teststep is the pipeline's test step type, kept out of the
+// production steps: the engine's tests, the fault drills and the benchmarks
+// use it, and a process registers it only when ENABLE_TEST_STEP is set
+// (internal/app), for the multi-process tests that run the real binary.
+package teststep
 
 import (
 	"context"
@@ -9,8 +13,8 @@ import (
 	"docflow"
 )
 
-// TestStep is the step type that faults are drilled with. Its config says
-// what to do:
+// New returns the test step (type docflow.StepTest), the step type faults
+// are drilled with. Its config says what to do:
 //
 //	mode      ok (default), fail, invalid, panic, hang (ignores its
 //	          context), stall (waits for its context)
@@ -19,7 +23,7 @@ import (
 //	sleep_ms  sleep this long first (honouring the context)
 //	title     on success, set the document title to this (shows that file
 //	          changes are saved)
-func TestStep() docflow.Step { return docflow.StepFunc{Name: docflow.StepTest, Fn: runTestStep} }
+func New() docflow.Step { return docflow.StepFunc{Name: docflow.StepTest, Fn: runTestStep} }
 
 func runTestStep(ctx context.Context, in *docflow.StepInput) (*docflow.StepResult, error) {
 	cfg := in.Config

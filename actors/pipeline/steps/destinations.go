@@ -1,4 +1,4 @@
-package pipeline
+package steps
 
 import (
 	"context"
@@ -38,7 +38,7 @@ type Destinations func(ctx context.Context, f *docflow.File) ([]Destination, err
 // succeeded, their providers join the file's StorageProviders.
 func SendToDestinations(dests Destinations) docflow.Step {
 	if dests == nil {
-		panic("pipeline: SendToDestinations needs Destinations")
+		panic("steps: SendToDestinations needs Destinations")
 	}
 	return docflow.StepFunc{Name: docflow.StepSendToDestinations, Fn: func(ctx context.Context, in *docflow.StepInput) (*docflow.StepResult, error) {
 		ds, err := dests(ctx, in.File)

@@ -1,15 +1,18 @@
-package main
+// Package app builds a docflow process: every dependency of the serve,
+// api and worker roles, built once in Build and released by Close in
+// reverse order. cmd/docflow is a thin layer over it; its test twin
+// (apptest) builds the same graph on a throwaway database and an embedded
+// broker for the end-to-end tests, the HTTP tests and the benchmarks.
+package app
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -17,8 +20,10 @@ import (
 
 	"docflow"
 	"docflow/actors"
+	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
 	"docflow/actors/pipeline/steps"
+	"docflow/actors/pipeline/steps/teststep"
 	"docflow/analytics"
 	chanalytics "docflow/analytics/clickhouse"
 	pganalytics "docflow/analytics/postgres"
@@ -29,13 +34,40 @@ import (
 	"docflow/streams"
 )
 
-// Main is one docflow process: it builds every dependency once in Run and
-// releases them in Close, in reverse order.
-type Main struct {
-	Role   string // serve, api, worker
-	Getenv func(string) string
-	Stdout io.Writer
-	Stderr io.Writer
+// Config is what a process is built from: its role and its environment.
+// The fields after Version are for tests and benchmarks (apptest); their
+// zero values are production behaviour.
+type Config struct {
+	Role   string              // serve, api, worker
+	Getenv func(string) string // the environment (os.Getenv); settings read it below database values
+	// Log is the process's logger (default: LOG_LEVEL and LOG_FORMAT,
+	// written to Stderr).
+	Log     *zerolog.Logger
+	Stderr  io.Writer
+	Version string // reported by the HTTP API
+
+	// DB is an open, migrated database used instead of DATABASE_URL; Close
+	// leaves it open.
+	DB *postgres.DB
+	// Listener serves the HTTP API instead of listening on LISTEN_ADDR.
+	Listener net.Listener
+	// NoRelay leaves the outbox rows unpublished (the intake benchmark
+	// measures uploads alone).
+	NoRelay bool
+	// These adjust a component's configuration just before it is built
+	// (tests shorten timings).
+	Engine  func(*pipeline.Config)
+	Relay   func(*streams.RelayConfig)
+	Intake  func(*intake.Config)
+	Indexer func(*indexer.Config)
+	Blobs   func(*blob.Options)
+}
+
+// App is one docflow process: Build builds every dependency once and Close
+// releases them, newest first. Fields a role does not run stay nil.
+type App struct {
+	Role string
+	cfg  Config
 
 	Log         zerolog.Logger
 	DB          *postgres.DB
@@ -53,6 +85,9 @@ type Main struct {
 	Runs        *postgres.RunStore
 	Index       docflow.SearchIndex
 	SearchStore *postgres.SearchService
+	Embeddings  *steps.EmbeddingRuns
+	Steps       *steps.Steps
+	Registry    *pipeline.Registry
 	Engine      *pipeline.Engine
 
 	listener net.Listener
@@ -63,10 +98,15 @@ type Main struct {
 	sweepDelay time.Duration
 }
 
-func (m *Main) onClose(f func(ctx context.Context) error) { m.closers = append(m.closers, f) }
+func (m *App) onClose(f func(ctx context.Context) error) { m.closers = append(m.closers, f) }
 
-// Close releases everything Run built, newest first.
-func (m *Main) Close(ctx context.Context) error {
+// Close releases everything Build built, newest first: the HTTP server
+// stops accepting and drains, the workers finish and commit, the relay
+// stops, the broker and the database close. A nil App closes nothing.
+func (m *App) Close(ctx context.Context) error {
+	if m == nil {
+		return nil
+	}
 	var errs []error
 	for i := len(m.closers) - 1; i >= 0; i-- {
 		if err := m.closers[i](ctx); err != nil {
@@ -77,56 +117,50 @@ func (m *Main) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func runService(ctx context.Context, role string, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet(role, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	listen := fs.String("listen", "", "address to listen on (overrides LISTEN_ADDR)")
-	showSettings := fs.Bool("settings", false, "print every setting with its default and description, then exit")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: docflow %s [flags]\n\n%s\n\nFlags:\n", role, roleHelp[role])
-		fs.PrintDefaults()
+// Build builds the process of cfg.Role (serve, api or worker) and starts
+// it: serve runs everything, api the HTTP API, the relay and (with the
+// embedded index) the search indexer, worker the pipeline engine, the
+// relay and the watch folders. ctx is the process's context: the watch
+// folders and the blob sweep run until it is done or Close. On error Build
+// releases what it built.
+func Build(ctx context.Context, cfg Config) (*App, error) {
+	switch cfg.Role {
+	case "serve", "api", "worker":
+	default:
+		return nil, fmt.Errorf("build docflow: unknown role %q (serve, api or worker)", cfg.Role)
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
+	m := newApp(cfg)
+	if err := m.run(ctx); err != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		return nil, errors.Join(err, m.Close(cctx))
 	}
-	if *showSettings {
-		printSettings(stdout)
-		return nil
-	}
-	getenv := os.Getenv
-	if *listen != "" {
-		getenv = func(k string) string {
-			if k == "LISTEN_ADDR" {
-				return *listen
-			}
-			return os.Getenv(k)
-		}
-	}
-	m := &Main{Role: role, Getenv: getenv, Stdout: stdout, Stderr: stderr}
-	err := m.Run(ctx)
-	if err == nil {
-		err = m.Wait(ctx)
-	}
-	m.Log.Info().Msg("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if cerr := m.Close(sctx); cerr != nil && err == nil {
-		err = cerr
-	}
-	if err == nil {
-		m.Log.Info().Msg("stopped")
-	}
-	return err
+	return m, nil
 }
 
-var roleHelp = map[string]string{
-	"serve":  "Runs the HTTP API, the pipeline workers and the outbox relay in one process.\nWith KAFKA_BROKERS empty it starts the embedded Kafka-protocol broker too.",
-	"api":    "Runs the HTTP API and the outbox relay. Stateless: run several behind a load balancer.\nNeeds KAFKA_BROKERS (or a `docflow broker`).",
-	"worker": "Runs the pipeline workers: joins the step consumer groups and processes documents.\nNeeds KAFKA_BROKERS (or a `docflow broker`). Add workers to add throughput.",
+// OpenStore builds what the one-shot commands (reindex, sweep-blobs) need:
+// the logger, WORKDIR, PostgreSQL (created and migrated) with a pool of
+// poolSize connections, and the settings. Close releases them.
+func OpenStore(ctx context.Context, cfg Config, poolSize int32) (*App, error) {
+	m := newApp(cfg)
+	if _, err := m.openStore(ctx, poolSize); err != nil {
+		return nil, errors.Join(err, m.Close(context.Background()))
+	}
+	return m, nil
 }
 
-// Run builds the process for its role and starts serving.
-func (m *Main) Run(ctx context.Context) error {
+func newApp(cfg Config) *App {
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	return &App{Role: cfg.Role, cfg: cfg}
+}
+
+// run builds the process for its role and starts serving.
+func (m *App) run(ctx context.Context) error {
 	// NOTE: pgx's default pool (max(4, cores)) starves the step workers,
 	// whose claims and results are statements of their own.
 	poolSize := int32(32)
@@ -171,9 +205,13 @@ func (m *Main) Run(ctx context.Context) error {
 // here, with a message naming the setting, its value and why: first those
 // read from the environment before the database, then every effective
 // value.
-func (m *Main) openStore(ctx context.Context, poolSize int32) (string, error) {
-	env := newEnvSettings(m.Getenv)
-	m.Log = newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), m.Stderr)
+func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
+	env := newEnvSettings(m.cfg.Getenv)
+	if m.cfg.Log != nil {
+		m.Log = *m.cfg.Log
+	} else {
+		m.Log = newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), m.cfg.Stderr)
+	}
 	if err := env.validate(bootstrapSettings...); err != nil {
 		return "", err
 	}
@@ -189,14 +227,18 @@ func (m *Main) openStore(ctx context.Context, poolSize int32) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	m.Log.Info().Str("role", m.Role).Str("version", Version).Msg("starting docflow")
-	m.Log.Info().Str("database", redactURL(env.Get("DATABASE_URL"))).Msg("connecting to PostgreSQL (creating the database and applying migrations if needed)")
-	m.DB, err = postgres.Open(ctx, env.Get("DATABASE_URL"), poolSize)
-	if err != nil {
-		return "", err
+	m.Log.Info().Str("role", m.Role).Str("version", m.cfg.Version).Msg("starting docflow")
+	if m.cfg.DB != nil {
+		m.DB = m.cfg.DB
+	} else {
+		m.Log.Info().Str("database", RedactURL(env.Get("DATABASE_URL"))).Msg("connecting to PostgreSQL (creating the database and applying migrations if needed)")
+		m.DB, err = postgres.Open(ctx, env.Get("DATABASE_URL"), poolSize)
+		if err != nil {
+			return "", err
+		}
+		m.onClose(func(context.Context) error { m.DB.Close(); return nil })
 	}
-	m.onClose(func(context.Context) error { m.DB.Close(); return nil })
-	m.Settings, err = postgres.NewSettingsService(ctx, m.DB, cipher, m.Getenv, m.Log)
+	m.Settings, err = postgres.NewSettingsService(ctx, m.DB, cipher, m.cfg.Getenv, m.Log)
 	if err != nil {
 		return "", err
 	}
@@ -209,16 +251,16 @@ func (m *Main) openStore(ctx context.Context, poolSize int32) (string, error) {
 
 // startRecorder records metrics in ClickHouse when CLICKHOUSE_URL is set,
 // else in PostgreSQL.
-func (m *Main) startRecorder(ctx context.Context) error {
+func (m *App) startRecorder(ctx context.Context) error {
 	opts := analytics.Options{Logger: &m.Log}
 	if u := m.Settings.Get("CLICKHOUSE_URL"); u != "" {
 		rec, err := chanalytics.Open(ctx, chanalytics.Config{URL: u}, opts)
 		if err != nil {
-			return fmt.Errorf("connect ClickHouse at %s: %w (unset CLICKHOUSE_URL to record metrics in PostgreSQL)", redactURL(u), err)
+			return fmt.Errorf("connect ClickHouse at %s: %w (unset CLICKHOUSE_URL to record metrics in PostgreSQL)", RedactURL(u), err)
 		}
 		m.Recorder = rec
 		m.onClose(func(context.Context) error { return rec.Close() })
-		m.Log.Info().Str("url", redactURL(u)).Msg("recording metrics in ClickHouse")
+		m.Log.Info().Str("url", RedactURL(u)).Msg("recording metrics in ClickHouse")
 		return nil
 	}
 	rec, err := pganalytics.New(m.DB.Pool, opts)
@@ -233,13 +275,17 @@ func (m *Main) startRecorder(ctx context.Context) error {
 // startCore builds what every role shares: the blob store, the file
 // repository and the intake service; serve and worker also poll the watch
 // folders (each new file is recorded once, whichever process sees it first).
-func (m *Main) startCore(ctx context.Context) error {
+func (m *App) startCore(ctx context.Context) error {
 	var err error
 	mode := blob.SyncMode(strings.ToLower(strings.TrimSpace(m.Settings.Get("BLOB_SYNC"))))
 	if mode != blob.SyncFile {
 		mode = blob.SyncGroup
 	}
-	m.Blobs, err = blob.Open(filepath.Join(m.Workdir, "blobs"), blob.Options{Sync: mode})
+	opts := blob.Options{Sync: mode}
+	if m.cfg.Blobs != nil {
+		m.cfg.Blobs(&opts)
+	}
+	m.Blobs, err = blob.Open(filepath.Join(m.Workdir, "blobs"), opts)
 	if err != nil {
 		return fmt.Errorf("open blob store: %w", err)
 	}
@@ -247,8 +293,13 @@ func (m *Main) startCore(ctx context.Context) error {
 	m.Files = postgres.NewFileService(m.DB)
 	m.Files.SetListConcurrency(docflow.SettingInt(m.Settings, "LIST_QUERY_CONCURRENCY", 0))
 	m.Runs = postgres.NewRunStore(m.DB)
-	m.Intake, err = intake.New(intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings,
-		Log: m.Log.With().Str("component", "intake").Logger(), WorkDir: m.Workdir})
+	m.Embeddings = steps.NewEmbeddingRuns(m.Files, m.Runs)
+	icfg := intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings,
+		Log: m.Log.With().Str("component", "intake").Logger(), WorkDir: m.Workdir}
+	if m.cfg.Intake != nil {
+		m.cfg.Intake(&icfg)
+	}
+	m.Intake, err = intake.New(icfg)
 	if err != nil {
 		return err
 	}
@@ -272,7 +323,7 @@ const blobSweepDelay = 5 * time.Minute
 // processed versions and sidecars replaced by a new run, uploads whose
 // intake failed. The loop stops on Close, before the blob store and the
 // database close.
-func (m *Main) startBlobSweep(ctx context.Context) {
+func (m *App) startBlobSweep(ctx context.Context) {
 	interval := time.Duration(docflow.SettingInt(m.Settings, "BLOB_SWEEP_INTERVAL", 21600)) * time.Second
 	if interval <= 0 {
 		m.Log.Info().Msg("blob sweep disabled (BLOB_SWEEP_INTERVAL is 0)")
@@ -295,7 +346,7 @@ func (m *Main) startBlobSweep(ctx context.Context) {
 				return
 			case <-t.C:
 			}
-			sweepBlobs(ctx, m.Blobs, m.Files, m.Settings, log) //nolint:errcheck // logged
+			SweepBlobs(ctx, m.Blobs, m.Files, m.Settings, log) //nolint:errcheck // logged
 			t.Reset(interval)
 		}
 	}()
@@ -309,10 +360,10 @@ func (m *Main) startBlobSweep(ctx context.Context) {
 	})
 }
 
-// sweepBlobs runs one sweep of blobs under the sweep lock, so one process
+// SweepBlobs runs one sweep of blobs under the sweep lock, so one process
 // sweeps at a time, and logs its counts. ran is false when another process
 // holds the lock: the round is skipped.
-func sweepBlobs(ctx context.Context, blobs *blob.Local, files *postgres.FileService, settings docflow.SettingsService, log zerolog.Logger) (st blob.SweepStats, ran bool, err error) {
+func SweepBlobs(ctx context.Context, blobs *blob.Local, files *postgres.FileService, settings docflow.SettingsService, log zerolog.Logger) (st blob.SweepStats, ran bool, err error) {
 	unlock, ok, err := files.TryLockBlobSweep(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -363,23 +414,20 @@ func blobSweepMinAge(settings docflow.SettingsService, log zerolog.Logger) time.
 // startEngine starts the pipeline: the router, one consumer group and
 // actor pool per step type, retries, dead letters, stall detection and
 // recovery of unfinished runs.
-func (m *Main) startEngine(ctx context.Context) error {
-	st, err := steps.New(steps.Deps{Settings: m.Settings, Rules: postgres.NewClassificationService(m.DB),
-		Log: m.Log.With().Str("component", "steps").Logger(), TempDir: filepath.Join(m.Workdir, "tmp"), WorkDir: m.Workdir})
-	if err != nil {
+func (m *App) startEngine(ctx context.Context) error {
+	if err := m.startSteps(); err != nil {
 		return err
 	}
-	m.onClose(func(context.Context) error { return st.Close() })
 	ae, err := actors.NewEngine(m.Log)
 	if err != nil {
 		return err
 	}
-	reg := pipeline.NewRegistry(append(st.All(),
-		pipeline.CheckDuplicates(m.Runs, func() bool { return docflow.SettingBool(m.Settings, "ENABLE_DEDUPLICATION", true) }),
-		pipeline.SendToDestinations(pipeline.LocalDestinations(func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") })),
-	)...)
-	m.Engine, err = pipeline.NewEngine(pipeline.Config{DB: m.DB, Brokers: m.Brokers, Publisher: m.Producer, Actors: ae,
-		Registry: reg, Settings: m.Settings, Recorder: m.Recorder, Blobs: m.Blobs, Log: m.Log})
+	ecfg := pipeline.Config{DB: m.DB, Brokers: m.Brokers, Publisher: m.Producer, Actors: ae,
+		Registry: m.Registry, Settings: m.Settings, Recorder: m.Recorder, Blobs: m.Blobs, Log: m.Log}
+	if m.cfg.Engine != nil {
+		m.cfg.Engine(&ecfg)
+	}
+	m.Engine, err = pipeline.NewEngine(ecfg)
 	if err != nil {
 		return err
 	}
@@ -393,9 +441,28 @@ func (m *Main) startEngine(ctx context.Context) error {
 	return nil
 }
 
+// startSteps builds the standard steps and registers them, once: the
+// registry every engine of this process runs. ENABLE_TEST_STEP adds the
+// test step (fault drills, multi-process tests, benchmarks).
+func (m *App) startSteps() error {
+	st, err := steps.New(steps.Deps{Settings: m.Settings, Rules: postgres.NewClassificationService(m.DB), Originals: m.Runs,
+		Log: m.Log.With().Str("component", "steps").Logger(), TempDir: filepath.Join(m.Workdir, "tmp"), WorkDir: m.Workdir})
+	if err != nil {
+		return err
+	}
+	m.onClose(func(context.Context) error { return st.Close() })
+	m.Steps = st
+	all := st.All()
+	if docflow.SettingBool(m.Settings, "ENABLE_TEST_STEP", false) {
+		all = append(all, teststep.New())
+	}
+	m.Registry = pipeline.NewRegistry(all...)
+	return nil
+}
+
 // startStreams connects to Kafka (or starts the embedded broker), creates
 // the topics and starts the outbox relay.
-func (m *Main) startStreams(ctx context.Context, workdir string) error {
+func (m *App) startStreams(ctx context.Context, workdir string) error {
 	m.Brokers = splitList(m.Settings.Get("KAFKA_BROKERS"))
 	if len(m.Brokers) == 0 {
 		if m.Role != "serve" {
@@ -410,6 +477,9 @@ func (m *Main) startStreams(ctx context.Context, workdir string) error {
 		m.Log.Info().Strs("addrs", m.Brokers).Msg("embedded Kafka-protocol broker started")
 	}
 	topics := streams.DefaultTopics()
+	if n := docflow.SettingInt(m.Settings, "KAFKA_PARTITIONS", streams.DefaultPartitions); n > 0 {
+		topics.Partitions = n
+	}
 	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := streams.EnsureTopics(tctx, m.Brokers, topics.Configs()); err != nil {
@@ -421,7 +491,14 @@ func (m *Main) startStreams(ctx context.Context, workdir string) error {
 	}
 	m.Producer = p
 	m.onClose(func(context.Context) error { return p.Close() })
-	m.Relay, err = streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(m.DB), Publisher: p, Log: m.Log.With().Str("component", "relay").Logger()})
+	if m.cfg.NoRelay {
+		return nil
+	}
+	rcfg := streams.RelayConfig{Store: postgres.NewOutbox(m.DB), Publisher: p, Log: m.Log.With().Str("component", "relay").Logger()}
+	if m.cfg.Relay != nil {
+		m.cfg.Relay(&rcfg)
+	}
+	m.Relay, err = streams.NewRelay(rcfg)
 	if err != nil {
 		return err
 	}
@@ -431,7 +508,7 @@ func (m *Main) startStreams(ctx context.Context, workdir string) error {
 }
 
 // startHTTP builds the API and starts listening.
-func (m *Main) startHTTP(ctx context.Context, secret string) error {
+func (m *App) startHTTP(ctx context.Context, secret string) error {
 	addr := m.Settings.Get("LISTEN_ADDR")
 	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
 		m.Log.Warn().Str("listen", addr).Msg("AUTH_ENABLED is false and the server listens on a non-loopback address: anyone who reaches it has full access")
@@ -452,7 +529,7 @@ func (m *Main) startHTTP(ctx context.Context, secret string) error {
 		Tokens:        tokens,
 		Sessions:      sessions,
 		Recorder:      m.Recorder,
-		Version:       Version,
+		Version:       m.cfg.Version,
 		SessionSecret: secret,
 		// A changed local password (or a deactivated account) ends its sessions.
 		LocalPasswordStamp: sessions.LocalPasswordStamp,
@@ -463,9 +540,12 @@ func (m *Main) startHTTP(ctx context.Context, secret string) error {
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "analytics", Check: m.Recorder.Ping})
 	m.mountResources(srv)
 	m.HTTP = srv
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w (is another docflow running? set LISTEN_ADDR)", addr, err)
+	ln := m.cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("listen on %s: %w (is another docflow running? set LISTEN_ADDR)", addr, err)
+		}
 	}
 	m.listener = ln
 	m.serveErr = make(chan error, 1)
@@ -476,7 +556,7 @@ func (m *Main) startHTTP(ctx context.Context, secret string) error {
 }
 
 // mountResources mounts the resource routes on srv.
-func (m *Main) mountResources(srv *dfhttp.Server) {
+func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
 	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
@@ -485,12 +565,12 @@ func (m *Main) mountResources(srv *dfhttp.Server) {
 	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
 	srv.MountQueue(dfhttp.QueueDeps{Queue: pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)})
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
-	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: steps.NewEmbeddingRuns(m.Files, m.Runs)})
+	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
 }
 
 // Wait blocks until ctx is done or the HTTP server fails.
-func (m *Main) Wait(ctx context.Context) error {
+func (m *App) Wait(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return nil
@@ -499,7 +579,7 @@ func (m *Main) Wait(ctx context.Context) error {
 	}
 }
 
-func (m *Main) pingKafka(ctx context.Context) error {
+func (m *App) pingKafka(ctx context.Context) error {
 	var d net.Dialer
 	for _, b := range m.Brokers {
 		c, err := d.DialContext(ctx, "tcp", b)
@@ -523,7 +603,8 @@ func isLoopback(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func redactURL(u string) string {
+// RedactURL hides the password in a URL, for logs and messages.
+func RedactURL(u string) string {
 	if i := strings.Index(u, "://"); i >= 0 {
 		if j := strings.Index(u[i+3:], "@"); j >= 0 {
 			cred := u[i+3 : i+3+j]
@@ -533,121 +614,4 @@ func redactURL(u string) string {
 		}
 	}
 	return u
-}
-
-func printSettings(w io.Writer) {
-	defs := docflow.Catalogue()
-	sort.SliceStable(defs, func(i, j int) bool { return defs[i].Category < defs[j].Category })
-	cat := ""
-	for _, d := range defs {
-		if d.Category != cat {
-			cat = d.Category
-			fmt.Fprintf(w, "\n%s\n", cat)
-		}
-		def := d.Default
-		if def == "" {
-			def = "(empty)"
-		}
-		flags := ""
-		if d.Sensitive {
-			flags += " sensitive"
-		}
-		if d.RestartRequired {
-			flags += " restart"
-		}
-		fmt.Fprintf(w, "  %-36s %s\n      default: %s  type: %s%s\n", d.Key, d.Description, def, d.Type, flags)
-	}
-}
-
-func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: docflow migrate\n\nCreates the database named in DATABASE_URL if it is missing and applies\npending migrations (safe when several processes run it at once).\n")
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	env := newEnvSettings(os.Getenv)
-	if err := env.validate("DATABASE_URL"); err != nil {
-		return err
-	}
-	db, err := postgres.Open(ctx, env.Get("DATABASE_URL"), 2)
-	if err != nil {
-		return err
-	}
-	defer db.Close()
-	fmt.Fprintln(stdout, "migrations applied to", redactURL(env.Get("DATABASE_URL")))
-	return nil
-}
-
-func runSweepBlobs(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("sweep-blobs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `Usage: docflow sweep-blobs
-
-Removes now the stored files under WORKDIR/blobs that no record references
-and that have not been stored again for BLOB_SWEEP_MIN_AGE, as serve, api
-and worker do every BLOB_SWEEP_INTERVAL. Safe while docflow runs; fails when
-another process is sweeping.
-`)
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	m := &Main{Role: "sweep-blobs", Getenv: os.Getenv, Stdout: stdout, Stderr: stderr}
-	defer m.Close(context.Background()) //nolint:errcheck
-	if _, err := m.openStore(ctx, 4); err != nil {
-		return err
-	}
-	// The sweep writes nothing: no flush to set up.
-	blobs, err := blob.Open(filepath.Join(m.Workdir, "blobs"), blob.Options{NoSync: true})
-	if err != nil {
-		return fmt.Errorf("open blob store: %w", err)
-	}
-	defer blobs.Close()
-	st, ran, err := sweepBlobs(ctx, blobs, postgres.NewFileService(m.DB), m.Settings, m.Log)
-	if err != nil {
-		return err
-	}
-	if !ran {
-		return errors.New("another docflow process is sweeping the blob store; try again later")
-	}
-	fmt.Fprintf(stdout, "%d blobs examined, %d old enough to check, %d removed (%d bytes freed), %d could not be removed\n",
-		st.Examined, st.Old, st.Removed, st.Bytes, st.Failed)
-	return nil
-}
-
-func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	port := fs.Int("port", 9092, "port to listen on at 127.0.0.1")
-	dataDir := fs.String("data", "", "data directory (default WORKDIR/broker)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: docflow broker [flags]\n\nRuns the embedded Kafka-protocol broker alone, for several docflow processes on\none machine: set KAFKA_BROKERS=127.0.0.1:<port> for `docflow api` and `docflow worker`.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	env := newEnvSettings(os.Getenv)
-	if err := env.validate("LOG_LEVEL", "LOG_FORMAT", "WORKDIR"); err != nil {
-		return err
-	}
-	log := newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), stderr)
-	dir := *dataDir
-	if dir == "" {
-		dir = filepath.Join(env.Get("WORKDIR"), "broker")
-	}
-	b := streams.NewBroker(streams.BrokerConfig{DataDir: dir, Port: *port, Log: log})
-	if err := b.Start(); err != nil {
-		return fmt.Errorf("start broker: %w", err)
-	}
-	defer b.Close()
-	fmt.Fprintln(stdout, strings.Join(b.Addrs(), ","))
-	log.Info().Strs("addrs", b.Addrs()).Str("data", dir).Msg("broker running; Ctrl-C to stop")
-	<-ctx.Done()
-	log.Info().Msg("broker stopping")
-	return nil
 }

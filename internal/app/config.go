@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"crypto/rand"
@@ -54,6 +54,26 @@ func (e *envSettings) validate(keys ...string) error {
 		}
 		return e.defs[key].Default, "default"
 	})
+}
+
+// Env resolves a setting from getenv and the catalogue defaults: what a
+// process knows before the database is open (DATABASE_URL, WORKDIR…).
+func Env(getenv func(string) string) func(key string) string {
+	return newEnvSettings(getenv).Get
+}
+
+// Logger builds the process's logger from LOG_LEVEL and LOG_FORMAT in
+// getenv, writing to w.
+func Logger(getenv func(string) string, w io.Writer) zerolog.Logger {
+	env := newEnvSettings(getenv)
+	return newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), w)
+}
+
+// ValidateEnv checks the values getenv (or the defaults) give keys, as the
+// process does at start before the database is open; see
+// docflow.ValidateSettings. For commands that read settings without Build.
+func ValidateEnv(getenv func(string) string, keys ...string) error {
+	return newEnvSettings(getenv).validate(keys...)
 }
 
 // newLogger builds the zerolog logger from LOG_LEVEL and LOG_FORMAT.

@@ -1,4 +1,4 @@
-package pipeline
+package steps
 
 import (
 	"context"
@@ -20,7 +20,7 @@ type Originals interface {
 // logged and processing goes on.
 func CheckDuplicates(originals Originals, dedup func() bool) docflow.Step {
 	if originals == nil {
-		panic("pipeline: CheckDuplicates needs Originals")
+		panic("steps: CheckDuplicates needs Originals")
 	}
 	if dedup == nil {
 		dedup = func() bool { return true }

@@ -1,0 +1,219 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"docflow"
+	"docflow/storage/blob"
+	"docflow/storage/postgres"
+)
+
+// mapSettings answers Get from a map (the rest of the interface is unused).
+type mapSettings struct {
+	docflow.SettingsService
+	m map[string]string
+}
+
+func (s mapSettings) Get(key string) string { return s.m[key] }
+
+// syncBuffer is a log destination the test reads while a goroutine writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// putAged stores data in l and sets its modification time to ago before now.
+func putAged(t *testing.T, l *blob.Local, data string, ago time.Duration) string {
+	t.Helper()
+	info, err := l.Put(context.Background(), strings.NewReader(data), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := l.Path(context.Background(), info.Key)
+	old := time.Now().Add(-ago)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	return info.Key
+}
+
+func blobExists(t *testing.T, l *blob.Local, key string) bool {
+	t.Helper()
+	ok, err := l.Exists(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// reference records a file whose original is key.
+func reference(t *testing.T, db *postgres.DB, key string) {
+	t.Helper()
+	_, err := db.Pool.Exec(context.Background(), `INSERT INTO files (filehash, original_filename, stored_filename,
+		file_size, mime_type, status, original_blob) VALUES ($1, 'f.pdf', $1 || '.pdf', 1, 'application/pdf', 'completed', $1)`, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openSweepDeps(t *testing.T) (*postgres.DB, *postgres.FileService, *blob.Local) {
+	t.Helper()
+	db, cleanup, err := postgres.OpenTestDB(context.Background(), "cmd_sweep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	l, err := blob.Open(t.TempDir(), blob.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return db, postgres.NewFileService(db), l
+}
+
+// A sweep while another process holds the sweep lock is skipped; once the
+// lock is free the sweep runs and logs one line with its counts.
+func TestBlobSweepSkipsWhileLocked(t *testing.T) {
+	ctx := context.Background()
+	db, files, blobs := openSweepDeps(t)
+	kept := putAged(t, blobs, "referenced", 3*24*time.Hour)
+	orphan := putAged(t, blobs, "orphan", 3*24*time.Hour)
+	reference(t, db, kept)
+	var logs syncBuffer
+	log := zerolog.New(&logs)
+	settings := mapSettings{m: map[string]string{}}
+
+	unlock, ok, err := postgres.NewFileService(db).TryLockBlobSweep(ctx)
+	if err != nil || !ok {
+		t.Fatalf("lock: %v %v", ok, err)
+	}
+	st, ran, err := SweepBlobs(ctx, blobs, files, settings, log)
+	if err != nil || ran || st != (blob.SweepStats{}) || !blobExists(t, blobs, orphan) {
+		t.Fatalf("sweep while locked: ran %v %+v %v", ran, st, err)
+	}
+	if strings.Contains(logs.String(), `"message":"blob sweep"`) {
+		t.Fatalf("a skipped sweep logged counts: %s", logs.String())
+	}
+	unlock()
+
+	st, ran, err = SweepBlobs(ctx, blobs, files, settings, log)
+	if err != nil || !ran || st.Removed != 1 || st.Examined != 2 {
+		t.Fatalf("sweep: ran %v %+v %v", ran, st, err)
+	}
+	if blobExists(t, blobs, orphan) || !blobExists(t, blobs, kept) {
+		t.Fatal("the sweep removed the wrong blob")
+	}
+	out := logs.String()
+	if strings.Count(out, `"message":"blob sweep"`) != 1 || !strings.Contains(out, `"removed":1`) ||
+		!strings.Contains(out, `"bytes_freed":6`) || !strings.Contains(out, `"min_age":"24h0m0s"`) {
+		t.Fatalf("log: %s", out)
+	}
+}
+
+func TestBlobSweepMinAge(t *testing.T) {
+	for _, c := range []struct {
+		set  map[string]string
+		want time.Duration
+		warn bool
+	}{
+		{map[string]string{}, 24 * time.Hour, false},
+		{map[string]string{"BLOB_SWEEP_MIN_AGE": "7200"}, 2 * time.Hour, false},
+		{map[string]string{"BLOB_SWEEP_MIN_AGE": "60"}, 1200 * time.Second, true},
+		{map[string]string{"BLOB_SWEEP_MIN_AGE": "3600", "STEP_TIMEOUT": "3000"}, 6000 * time.Second, true},
+		{map[string]string{"BLOB_SWEEP_MIN_AGE": "0", "STEP_TIMEOUT": "0"}, 1200 * time.Second, true},
+	} {
+		var logs bytes.Buffer
+		got := blobSweepMinAge(mapSettings{m: c.set}, zerolog.New(&logs))
+		if got != c.want || c.warn != strings.Contains(logs.String(), "twice STEP_TIMEOUT") {
+			t.Fatalf("%v: %s, want %s; log %q", c.set, got, c.want, logs.String())
+		}
+	}
+}
+
+// The scheduled sweep runs after its first delay, and stops on Close; an
+// interval of 0 starts nothing.
+func TestBlobSweepSchedule(t *testing.T) {
+	ctx := context.Background()
+	db, files, blobs := openSweepDeps(t)
+	cipher, err := postgres.NewCipher(strings.Repeat("s", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	newMain := func(env map[string]string) (*App, *syncBuffer) {
+		settings, err := postgres.NewSettingsService(ctx, db, cipher, func(k string) string { return env[k] }, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs := &syncBuffer{}
+		return &App{Settings: settings, Blobs: blobs, Files: files, Log: zerolog.New(logs), sweepDelay: 50 * time.Millisecond}, logs
+	}
+
+	off, offLogs := newMain(map[string]string{"BLOB_SWEEP_INTERVAL": "0"})
+	off.startBlobSweep(ctx)
+	if len(off.closers) != 0 || !strings.Contains(offLogs.String(), "blob sweep disabled") {
+		t.Fatalf("interval 0: %d closers, log %s", len(off.closers), offLogs.String())
+	}
+
+	orphan := putAged(t, blobs, "orphan", time.Hour)
+	young := putAged(t, blobs, "young", time.Second)
+	m, logs := newMain(map[string]string{"BLOB_SWEEP_INTERVAL": "3600", "BLOB_SWEEP_MIN_AGE": "10", "STEP_TIMEOUT": "30"})
+	m.startBlobSweep(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logs.String(), `"message":"blob sweep"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no sweep within 10s; log %s", logs.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if blobExists(t, blobs, orphan) || !blobExists(t, blobs, young) {
+		t.Fatalf("after the sweep: orphan kept %v, young removed %v", blobExists(t, blobs, orphan), !blobExists(t, blobs, young))
+	}
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := m.Close(cctx); err != nil || cctx.Err() != nil {
+		t.Fatalf("close: %v %v", err, cctx.Err())
+	}
+	if n := strings.Count(logs.String(), `"message":"blob sweep"`); n != 1 {
+		t.Fatalf("%d sweeps, want 1 (the next one is an hour away)", n)
+	}
+}
+
+// Close runs the closers newest first, once.
+func TestCloseIsLastInFirstOut(t *testing.T) {
+	var order []int
+	m := &App{}
+	for i := range 3 {
+		m.onClose(func(context.Context) error { order = append(order, i); return nil })
+	}
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	m.Close(context.Background()) //nolint:errcheck
+	if len(order) != 3 || order[0] != 2 || order[1] != 1 || order[2] != 0 {
+		t.Fatalf("closers ran in order %v, want [2 1 0]", order)
+	}
+	var none *App
+	if err := none.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
