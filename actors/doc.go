@@ -8,7 +8,8 @@
 //     hollywood (v1.0.5 crashes the process past MaxRestarts).
 //   - Pool is a kind of N supervised actors that take jobs by message, one
 //     job per actor at a time: the pipeline spawns one kind per step type
-//     ("step-<type>/<i>") and one for routing ("router/<i>"). Submit never
+//     ("step-<type>/<i>") and one for routing ("router/<i>"). (The search
+//     indexer is one actor of its own, "indexer/<group>".) Submit never
 //     blocks; an idle actor gets the job at once, else the kind's queue
 //     holds it (its producer bounds it: a Kafka consumer's in-flight
 //     budget), so the pool size is the one bound on work running.
