@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Intake channels, recorded as File.Source.
@@ -135,4 +136,71 @@ type IntakeService interface {
 	// ProcessAll ingests every PDF of the processall folder, staggering the
 	// runs when there are more than PROCESSALL_THROTTLE_THRESHOLD.
 	ProcessAll(ctx context.Context, user *User) (*ProcessAllResult, error)
+}
+
+// IngestRecord is one intake write, handed to storage as data. Intake
+// decides everything (the file's fields and id, its run, its messages,
+// whether to deduplicate, the daily limit); storage records it all in one
+// transaction and enforces the decisions atomically against concurrent
+// writers: the duplicate check and the daily count happen inside it.
+type IngestRecord struct {
+	// ID is the file id drawn beforehand (NewFileID), the id the Messages
+	// name. 0 lets storage draw one, which no message can name then.
+	ID int64
+	// File carries the fields intake decided (hash, names, size, MIME,
+	// owner, source, blob, pipeline, metadata). On success storage sets
+	// ID, CreatedAt, UpdatedAt, Status, DuplicateOf and TaskID; after an
+	// error, or for a duplicate left unrecorded, ID is 0.
+	File *File
+	// Dedup records an exact duplicate of an existing original with status
+	// duplicate, without run or messages. Without it the file is recorded as
+	// a normal pending file that still names the original in DuplicateOf.
+	Dedup bool
+	// SkipDuplicateRecord records nothing for a duplicate (ui-upload).
+	SkipDuplicateRecord bool
+	// DailyLimit > 0 refuses the file with ERATELIMIT (RetryAfter: the
+	// seconds to midnight UTC) when its owner already recorded that many
+	// files today.
+	DailyLimit int
+	// RunID is the run to create, with RunOptions, for a file recorded
+	// pending ("" for none). It becomes the file's TaskID.
+	RunID      string
+	RunOptions map[string]any
+	// Messages are enqueued with a file recorded pending (not with a
+	// duplicate), in the same transaction.
+	Messages []OutboxMessage
+	// Seen, when not nil, is the watch-folder file this record takes in,
+	// remembered in the same transaction so that a crash can never separate
+	// the record from the memory.
+	Seen *WatchSeen
+}
+
+// WatchSeen is one file a watch folder has taken in (or refused).
+type WatchSeen struct {
+	Folder string
+	Name   string
+	Size   int64
+	// MTime is compared at microseconds, PostgreSQL's precision.
+	MTime time.Time
+}
+
+// UploadPolicy is what intake needs to know about an uploader before
+// reading the body.
+type UploadPolicy struct {
+	Blocked bool
+	// DailyLimit is the profile's daily_upload_limit (nil = the global
+	// default; 0 = unlimited).
+	DailyLimit *int
+	// UsedToday counts the files the user recorded today (UTC).
+	UsedToday int
+}
+
+// Requeue is one file queued again with a new run: storage points the file
+// at the run, sets it pending and enqueues Messages, all in one
+// transaction.
+type Requeue struct {
+	FileID   int64
+	RunID    string
+	Options  map[string]any
+	Messages []OutboxMessage
 }

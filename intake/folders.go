@@ -13,10 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"docflow"
-	"docflow/storage/postgres"
 )
 
 // Subfolders a folder intake moves files to once it is done with them.
@@ -247,7 +244,7 @@ func (w *Watcher) pollFolder(ctx context.Context, dir string) error {
 // takeIn ingests one stable file unless an earlier run already did, then
 // moves it out of the folder.
 func (w *Watcher) takeIn(ctx context.Context, dir, name string, st fileState) error {
-	seen := postgres.WatchSeen{Folder: dir, Name: name, Size: st.size, MTime: st.mtime}
+	seen := docflow.WatchSeen{Folder: dir, Name: name, Size: st.size, MTime: st.mtime}
 	files := w.svc.cfg.Files
 	done, err := files.WatchSeenExists(ctx, seen)
 	if err != nil {
@@ -257,17 +254,13 @@ func (w *Watcher) takeIn(ctx context.Context, dir, name string, st fileState) er
 		// Ingested before a restart that came before the move.
 		return moveInto(dir, ProcessedDir, name)
 	}
-	_, err = w.svc.ingestPath(ctx, filepath.Join(dir, name), nil, docflow.ChannelWatchFolder, ingestOptions{
-		also: func(ctx context.Context, tx pgx.Tx, f *docflow.File) error {
-			return postgres.RecordWatchSeen(ctx, tx, seen, f.ID)
-		},
-	})
+	_, err = w.svc.ingestPath(ctx, filepath.Join(dir, name), nil, docflow.ChannelWatchFolder, ingestOptions{seen: &seen})
 	switch code := docflow.ErrorCode(err); {
 	case err == nil:
 		return moveInto(dir, ProcessedDir, name)
 	case code == docflow.EBADREQUEST || code == docflow.ETOOLARGE:
 		w.svc.log.Warn().Err(err).Str("folder", dir).Str("file", name).Msg("watch folder: file refused")
-		if err := files.RecordWatchSeenAlone(ctx, seen); err != nil {
+		if err := files.RecordWatchSeen(ctx, seen); err != nil {
 			return err
 		}
 		return moveInto(dir, RejectedDir, name)

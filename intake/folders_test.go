@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"docflow"
@@ -112,9 +111,7 @@ func TestWatchFolderIngestsStableFilesOnceAcrossRestarts(t *testing.T) {
 	write("c.pdf", "%PDF-1.4 c")
 	st, _ := os.Stat(filepath.Join(dir, "c.pdf"))
 	_, err = svc.ingestPath(ctx, filepath.Join(dir, "c.pdf"), nil, docflow.ChannelWatchFolder, ingestOptions{
-		also: func(ctx context.Context, tx pgx.Tx, f *docflow.File) error {
-			return postgres.RecordWatchSeen(ctx, tx, postgres.WatchSeen{Folder: dir, Name: "c.pdf", Size: st.Size(), MTime: st.ModTime()}, f.ID)
-		},
+		seen: &docflow.WatchSeen{Folder: dir, Name: "c.pdf", Size: st.Size(), MTime: st.ModTime()},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,10 @@
 // Package intake brings documents into docflow from every channel (HTTP
 // uploads, URLs, processall, watch folders, later IMAP): it streams the
 // bytes to the blob store while hashing them, enforces size, type and
-// per-user limits, deduplicates, and records the file, its run and the
-// file.ingested message in one transaction.
+// per-user limits, and decides the record: the file and its id, its run,
+// its messages, deduplication and the daily limit. It hands that record to
+// storage as data (docflow.IngestRecord), which writes it in one
+// transaction and enforces the decisions there.
 package intake
 
 import (
@@ -16,11 +18,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"docflow"
-	"docflow/storage/postgres"
 	"docflow/streams"
 )
 
@@ -28,9 +28,36 @@ import (
 // mimetype library's default read limit).
 const sniffLen = 3072
 
+// Store is what intake reads and writes in storage
+// (postgres.FileService). Intake decides; the store records what it is
+// handed, as data, and enforces the decisions atomically.
+type Store interface {
+	// NewFileID draws the id of a file about to be ingested.
+	NewFileID(ctx context.Context) (int64, error)
+	// Ingest records rec in one transaction and returns the original when
+	// the file is an exact duplicate; ERATELIMIT past rec.DailyLimit,
+	// ENOTFOUND for an unknown pipeline.
+	Ingest(ctx context.Context, rec docflow.IngestRecord) (dupOf *docflow.File, err error)
+	// UploadPolicy reads the uploader's block flag, daily limit and count.
+	UploadPolicy(ctx context.Context, owner string) (docflow.UploadPolicy, error)
+	// BlobInUse reports whether any file references the blob key.
+	BlobInUse(ctx context.Context, key string) (bool, error)
+	// FindFilesByIDs returns the files that exist among ids, in id order.
+	FindFilesByIDs(ctx context.Context, ids []int64) ([]*docflow.File, error)
+	// RequeueFiles queues each item's file again with its run and
+	// messages, in one transaction; files that vanished are in missing.
+	RequeueFiles(ctx context.Context, items []docflow.Requeue) (done []*docflow.File, missing []int64, err error)
+	// WatchSeenExists reports whether a watch folder already took in w.
+	WatchSeenExists(ctx context.Context, w docflow.WatchSeen) (bool, error)
+	// RecordWatchSeen remembers a watch-folder file that was refused.
+	RecordWatchSeen(ctx context.Context, w docflow.WatchSeen) error
+	// CountUnfinishedRuns is the queue depth of the load rule.
+	CountUnfinishedRuns(ctx context.Context) (int, error)
+}
+
 // Config is what the service needs.
 type Config struct {
-	Files    *postgres.FileService
+	Files    Store
 	Blobs    docflow.BlobStore
 	Settings docflow.SettingsService
 	Log      zerolog.Logger
@@ -201,8 +228,8 @@ func tooLarge(size, max int64) error {
 type ingestOptions struct {
 	// delay holds the run's message back (processall throttling).
 	delay time.Duration
-	// also runs inside the intake transaction (watch folders).
-	also func(ctx context.Context, tx pgx.Tx, f *docflow.File) error
+	// seen is the watch-folder file taken in, recorded with the file.
+	seen *docflow.WatchSeen
 }
 
 // Ingest stores and records u.
@@ -252,16 +279,13 @@ func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptio
 		return nil, err
 	}
 
-	// A new original's id is drawn while the upload is stored: the round
-	// trip to the database overlaps the blob store's flushes.
-	var ids chan drawnID
-	if postgres.TakesDrawnID(opts.also != nil, owner, dailyLimit) {
-		ids = make(chan drawnID, 1)
-		go func() {
-			id, err := s.cfg.Files.NewFileID(ctx)
-			ids <- drawnID{id, err}
-		}()
-	}
+	// The file's id is drawn while the upload is stored: the round trip to
+	// the database overlaps the blob store's flushes.
+	ids := make(chan drawnID, 1)
+	go func() {
+		id, err := s.cfg.Files.NewFileID(ctx)
+		ids <- drawnID{id, err}
+	}()
 	info, err := s.cfg.Blobs.Put(ctx, io.MultiReader(bytes.NewReader(head), u.Body), max)
 	if err != nil {
 		if docflow.ErrorCode(err) == docflow.ETOOLARGE {
@@ -286,30 +310,34 @@ func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptio
 		OriginalBlob:     info.Key,
 		AIMetadata:       map[string]any{},
 	}
+	drawn := <-ids
+	if drawn.err != nil {
+		// Once more, in case the database only blinked.
+		if drawn.id, drawn.err = s.cfg.Files.NewFileID(ctx); drawn.err != nil {
+			s.dropBlob(info)
+			return nil, drawn.err
+		}
+	}
+	// The run and its messages are decided here; storage writes them with
+	// the file unless it records a duplicate.
+	runID := uuid.NewString()
+	named := *f
+	named.ID = drawn.id
+	msgs, err := s.ingestedMessages(&named, runID, nil, opts.delay, true)
+	if err != nil {
+		s.dropBlob(info)
+		return nil, err
+	}
 	dedup := docflow.SettingBool(s.cfg.Settings, "ENABLE_DEDUPLICATION", true)
-	rec := postgres.IngestRecord{
+	rec := docflow.IngestRecord{
+		ID:                  drawn.id,
 		File:                f,
 		Dedup:               dedup,
 		SkipDuplicateRecord: u.SkipDuplicateRecord,
 		DailyLimit:          dailyLimit,
-		Prepare: func(f *docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
-			if f.Status == docflow.StatusDuplicate {
-				return "", nil, nil, nil
-			}
-			runID := uuid.NewString()
-			msgs, err := s.ingestedMessages(f, runID, nil, opts.delay, true)
-			return runID, nil, msgs, err
-		},
-	}
-	if opts.also != nil {
-		rec.Also = opts.also
-	}
-	if ids != nil {
-		// Without an id (the database failed) Ingest draws one itself, and
-		// reports the failure if it lasts.
-		if d := <-ids; d.err == nil {
-			rec.ID = d.id
-		}
+		RunID:               runID,
+		Messages:            msgs,
+		Seen:                opts.seen,
 	}
 	dupOf, err := s.cfg.Files.Ingest(ctx, rec)
 	if err != nil {
@@ -400,7 +428,7 @@ func (s *Service) Reprocess(ctx context.Context, ids []int64, opts docflow.Repro
 	for _, f := range files {
 		found[f.ID] = f
 	}
-	var items []postgres.Requeue
+	var items []docflow.Requeue
 	options := map[string]any{}
 	if opts.ForceCloudOCR {
 		options["force_cloud_ocr"] = true
@@ -433,7 +461,14 @@ func (s *Service) Reprocess(ctx context.Context, ids []int64, opts docflow.Repro
 			}
 			continue
 		}
-		items = append(items, postgres.Requeue{FileID: id, RunID: uuid.NewString(), Options: options})
+		// The messages name the owner and pipeline read above: requeueing
+		// changes neither.
+		runID := uuid.NewString()
+		msgs, err := s.ingestedMessages(f, runID, options, 0, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		items = append(items, docflow.Requeue{FileID: id, RunID: runID, Options: options, Messages: msgs})
 	}
 	var out []docflow.ReprocessResult
 	if len(items) > 0 {
@@ -441,9 +476,7 @@ func (s *Service) Reprocess(ctx context.Context, ids []int64, opts docflow.Repro
 		for _, it := range items {
 			runOf[it.FileID] = it.RunID
 		}
-		done, missing, err := s.cfg.Files.RequeueFiles(ctx, items, func(f *docflow.File, runID string) ([]docflow.OutboxMessage, error) {
-			return s.ingestedMessages(f, runID, options, 0, false)
-		})
+		done, missing, err := s.cfg.Files.RequeueFiles(ctx, items)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -34,10 +34,6 @@ func openFiles(t *testing.T) (*postgres.DB, *postgres.FileService) {
 	return db, postgres.NewFileService(db)
 }
 
-func noRun(*docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
-	return "", nil, nil, nil
-}
-
 func TestIngestRacesAndDailyLimit(t *testing.T) {
 	ctx := context.Background()
 	db, s := openFiles(t)
@@ -49,7 +45,7 @@ func TestIngestRacesAndDailyLimit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.Ingest(ctx, postgres.IngestRecord{File: newFile("samehash", ""), Dedup: true, Prepare: noRun})
+			_, err := s.Ingest(ctx, docflow.IngestRecord{File: newFile("samehash", ""), Dedup: true})
 			errs <- err
 		}()
 	}
@@ -74,7 +70,7 @@ func TestIngestRacesAndDailyLimit(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := s.Ingest(ctx, postgres.IngestRecord{File: newFile("h"+string(rune('a'+i)), "alice"), Dedup: true, DailyLimit: 3, Prepare: noRun})
+			_, err := s.Ingest(ctx, docflow.IngestRecord{File: newFile("h"+string(rune('a'+i)), "alice"), Dedup: true, DailyLimit: 3})
 			if docflow.ErrorCode(err) == docflow.ERATELIMIT {
 				mu.Lock()
 				limited++
@@ -125,7 +121,7 @@ func TestDeleteReturnsSidecarBlobs(t *testing.T) {
 	db, s := openFiles(t)
 	var ids []int64
 	for _, h := range []string{"s1", "s2", "s3"} {
-		if _, err := s.Ingest(ctx, postgres.IngestRecord{File: newFile(h, ""), Dedup: true, Prepare: noRun}); err != nil {
+		if _, err := s.Ingest(ctx, docflow.IngestRecord{File: newFile(h, ""), Dedup: true}); err != nil {
 			t.Fatal(err)
 		}
 		f, err := s.FindFileByHash(ctx, h)
@@ -212,16 +208,18 @@ func TestFindFilesDeepPagesMatchOffset(t *testing.T) {
 func TestIngestNewIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
 	db, s := openFiles(t)
-	msg := func(f *docflow.File) []docflow.OutboxMessage {
-		return []docflow.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: streams.FileKey(f.ID), Payload: []byte("x")}}
-	}
-	withRun := func(run string) func(*docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
-		return func(f *docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
-			return run, nil, msg(f), nil
+	// withRun is the record of f with run and a message, under an id drawn
+	// beforehand.
+	withRun := func(f *docflow.File, run string) docflow.IngestRecord {
+		id, err := s.NewFileID(ctx)
+		if err != nil {
+			t.Fatal(err)
 		}
+		return docflow.IngestRecord{ID: id, File: f, Dedup: true, RunID: run,
+			Messages: []docflow.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: streams.FileKey(id), Payload: []byte("x")}}}
 	}
 	f := newFile("h1", "bob")
-	if _, err := s.Ingest(ctx, postgres.IngestRecord{File: f, Dedup: true, Prepare: withRun("run-1")}); err != nil {
+	if _, err := s.Ingest(ctx, withRun(f, "run-1")); err != nil {
 		t.Fatal(err)
 	}
 	if f.ID == 0 || f.TaskID != "run-1" || f.Status != docflow.StatusPending || f.CreatedAt.IsZero() {
@@ -229,7 +227,7 @@ func TestIngestNewIsAllOrNothing(t *testing.T) {
 	}
 	// The run id is taken: the run insert fails after the file row went in.
 	g := newFile("h2", "bob")
-	if _, err := s.Ingest(ctx, postgres.IngestRecord{File: g, Dedup: true, Prepare: withRun("run-1")}); err == nil {
+	if _, err := s.Ingest(ctx, withRun(g, "run-1")); err == nil {
 		t.Fatal("duplicate run id accepted")
 	}
 	if g.ID != 0 {
@@ -243,12 +241,7 @@ func TestIngestNewIsAllOrNothing(t *testing.T) {
 	}
 	// Same content again: the duplicate is found through the original.
 	d := newFile("h1", "bob")
-	dup, err := s.Ingest(ctx, postgres.IngestRecord{File: d, Dedup: true, Prepare: func(f *docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
-		if f.Status == docflow.StatusDuplicate {
-			return "", nil, nil, nil
-		}
-		return "run-2", nil, msg(f), nil
-	}})
+	dup, err := s.Ingest(ctx, withRun(d, "run-2"))
 	if err != nil || dup == nil || dup.ID != f.ID || d.Status != docflow.StatusDuplicate || d.TaskID != "" {
 		t.Fatalf("duplicate %+v of %+v: %v", d, dup, err)
 	}
@@ -256,7 +249,7 @@ func TestIngestNewIsAllOrNothing(t *testing.T) {
 	bad := int64(999)
 	p := newFile("h3", "")
 	p.PipelineID = &bad
-	if _, err := s.Ingest(ctx, postgres.IngestRecord{File: p, Dedup: true, Prepare: withRun("run-3")}); docflow.ErrorCode(err) != docflow.ENOTFOUND {
+	if _, err := s.Ingest(ctx, withRun(p, "run-3")); docflow.ErrorCode(err) != docflow.ENOTFOUND {
 		t.Fatalf("unknown pipeline: %v", err)
 	}
 	db.Pool.QueryRow(ctx, `SELECT count(*) FROM files WHERE filehash = 'h3'`).Scan(&files)
@@ -279,9 +272,12 @@ func TestIngestNewWakesTheRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFile("wake", "")
-	_, err = s.Ingest(ctx, postgres.IngestRecord{File: f, Dedup: true, Prepare: func(f *docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
-		return "run-wake", nil, []docflow.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: streams.FileKey(f.ID), Payload: []byte("x")}}, nil
-	}})
+	id, err := s.NewFileID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Ingest(ctx, docflow.IngestRecord{ID: id, File: f, Dedup: true, RunID: "run-wake",
+		Messages: []docflow.OutboxMessage{{Topic: streams.TopicFilesIngested, Key: streams.FileKey(id), Payload: []byte("x")}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -328,8 +324,8 @@ func TestFindFilesSelectiveFilterTotals(t *testing.T) {
 	if files[0].OriginalFilename != "note-199.pdf" {
 		t.Fatalf("first %s", files[0].OriginalFilename)
 	}
-	if _, err := s.Ingest(ctx, postgres.IngestRecord{File: &docflow.File{FileHash: "n", OriginalFilename: "Note-1000.pdf",
-		StoredFilename: "n.pdf", MimeType: "application/pdf", Source: docflow.ChannelUpload}, Prepare: noRun}); err != nil {
+	if _, err := s.Ingest(ctx, docflow.IngestRecord{File: &docflow.File{FileHash: "n", OriginalFilename: "Note-1000.pdf",
+		StoredFilename: "n.pdf", MimeType: "application/pdf", Source: docflow.ChannelUpload}}); err != nil {
 		t.Fatal(err)
 	}
 	db.Pool.Exec(ctx, `UPDATE files SET status = 'completed'`)
@@ -427,7 +423,7 @@ func TestIngestTakesADrawnID(t *testing.T) {
 		t.Fatalf("ids %d then %d, %v", first, id, err)
 	}
 	f := newFile("drawn", "")
-	if _, err := s.Ingest(ctx, postgres.IngestRecord{File: f, Dedup: true, Prepare: noRun, ID: id}); err != nil || f.ID != id {
+	if _, err := s.Ingest(ctx, docflow.IngestRecord{ID: id, File: f, Dedup: true}); err != nil || f.ID != id {
 		t.Fatalf("file %d, want the drawn %d: %v", f.ID, id, err)
 	}
 	again, err := s.NewFileID(ctx)
@@ -435,7 +431,7 @@ func TestIngestTakesADrawnID(t *testing.T) {
 		t.Fatal(err)
 	}
 	dup := newFile("drawn", "")
-	orig, err := s.Ingest(ctx, postgres.IngestRecord{File: dup, Dedup: true, Prepare: noRun, ID: again})
+	orig, err := s.Ingest(ctx, docflow.IngestRecord{ID: again, File: dup, Dedup: true})
 	if err != nil || orig == nil || orig.ID != id || dup.Status != docflow.StatusDuplicate || dup.ID == 0 || dup.ID == id {
 		t.Fatalf("duplicate %+v of %+v: %v", dup, orig, err)
 	}

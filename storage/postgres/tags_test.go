@@ -22,10 +22,6 @@ func fileTags(t *testing.T, db *DB, id int64) []string {
 	return tags
 }
 
-func noRunYet(*docflow.File) (string, map[string]any, []docflow.OutboxMessage, error) {
-	return "", nil, nil, nil
-}
-
 // The tags column is the AI metadata's tags after every kind of write:
 // intake with uploaded metadata (both intake paths), a metadata edit, a
 // step's result and plain SQL; a write to the column alone is undone.
@@ -37,7 +33,7 @@ func TestTagsFollowTheMetadata(t *testing.T) {
 		t.Helper()
 		f := &docflow.File{FileHash: hash, OriginalFilename: hash + ".pdf", StoredFilename: hash + ".pdf", FileSize: 1,
 			MimeType: "application/pdf", Source: docflow.ChannelUpload, OriginalBlob: hash, OwnerID: owner, AIMetadata: meta}
-		rec := IngestRecord{File: f, Dedup: true, Prepare: noRunYet}
+		rec := docflow.IngestRecord{File: f, Dedup: true}
 		if owner != nil {
 			rec.DailyLimit = 10 // the transactional path
 		}

@@ -43,22 +43,20 @@ const EmbeddingOnlyOption = "steps"
 // between, recovery routes the pending run like any other: the file is
 // processed by its whole pipeline, which computes the embedding too.
 func (q *EmbeddingRuns) QueueEmbeddings(ctx context.Context, ids []int64) (map[int64]string, error) {
-	items := make([]postgres.Requeue, 0, len(ids))
+	items := make([]docflow.Requeue, 0, len(ids))
 	seen := map[int64]bool{}
 	for _, id := range ids {
 		if seen[id] {
 			continue
 		}
 		seen[id] = true
-		items = append(items, postgres.Requeue{FileID: id, RunID: uuid.NewString(),
+		items = append(items, docflow.Requeue{FileID: id, RunID: uuid.NewString(),
 			Options: map[string]any{EmbeddingOnlyOption: []string{docflow.StepComputeEmbedding}}})
 	}
 	if len(items) == 0 {
 		return map[int64]string{}, nil
 	}
-	done, _, err := q.files.RequeueFiles(ctx, items, func(*docflow.File, string) ([]docflow.OutboxMessage, error) {
-		return nil, nil
-	})
+	done, _, err := q.files.RequeueFiles(ctx, items)
 	if err != nil {
 		return nil, fmt.Errorf("queue embeddings: %w", err)
 	}
