@@ -1,7 +1,3 @@
-// Package actors wires docflow's hollywood actor engine: the engine itself,
-// the middleware every actor runs with (panic recovery), the slog-to-zerolog
-// bridge, and a supervised worker pool that the pipeline's step actors and
-// the integration actors build on.
 package actors
 
 import (

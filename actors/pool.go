@@ -21,8 +21,8 @@ var (
 	ErrPoolClosed = errors.New("pool closed")
 )
 
-// WorkFunc does one job. It must honour ctx: ctx is cancelled at the job's
-// timeout and when the pool shuts down without waiting.
+// WorkFunc does one job on a pool actor. It must honour ctx: ctx is
+// cancelled at the job's timeout and when Close stops waiting.
 type WorkFunc[M, R any] func(ctx context.Context, msg M) (R, error)
 
 // Job is one unit of work for a Pool.
@@ -65,26 +65,30 @@ type PoolStats struct {
 	Abandoned int64 // timed-out jobs whose work had not returned when reported
 }
 
-// Pool is a supervised pool of Size hollywood actors of one kind. Submit
-// queues a job; an idle worker runs it (one job per worker at a time, in
-// submission order) and the result goes to the job's ReplyTo or Done.
+// Pool is a kind of Size supervised hollywood actors that take jobs by
+// message. Submit sends a job to an idle actor (or queues it until one is
+// idle); the actor does the job in its receive, one job at a time, in
+// submission order, and the result goes to the job's ReplyTo or Done.
 //
-// Every job ends with exactly one Result: its value or error, a *PanicError
-// when the work panicked (the panic never reaches hollywood), ErrTimeout
-// when it ran past its timeout (its context is cancelled and its goroutine
-// abandoned, so the worker takes the next job at once), or ErrPoolClosed.
+// A job without a timeout runs on the actor itself (no hand-off); one with a
+// timeout runs under RunTimed. Every job ends with exactly one Result: its
+// value or error, a *PanicError when the work panicked (the panic never
+// reaches hollywood), ErrTimeout when it ran past its timeout (its context
+// is cancelled; a job that ignores it is abandoned, so the actor takes the
+// next job at once), or ErrPoolClosed.
 //
 // NOTE: Submit never blocks and the queue is unbounded, as hollywood's
 // inboxes are: the producer of jobs bounds them (the Kafka consumer's
-// in-flight budget does for the pipeline).
+// in-flight budget does for the pipeline), so the pool size is the one
+// bound on jobs running.
 type Pool[M, R any] struct {
 	e    *actor.Engine
 	cfg  PoolConfig
 	log  zerolog.Logger
 	work WorkFunc[M, R]
 
-	ctx    context.Context // cancelled when Close stops waiting
-	cancel context.CancelFunc
+	ctx    context.Context // cancelled (cause ErrPoolClosed) when Close stops waiting
+	cancel context.CancelCauseFunc
 
 	mu        sync.Mutex
 	workers   []*actor.PID
@@ -95,6 +99,11 @@ type Pool[M, R any] struct {
 	abandoned int64
 	drained   chan struct{} // closed when closed && queue empty && busy == 0
 }
+
+// workerInbox is a worker's initial inbox (hollywood grows a full one): it
+// holds one job at a time and its lifecycle messages, and the default of
+// 1024 slots would cost 24 KiB per actor.
+const workerInbox = 8
 
 // NewPool spawns the workers on e.
 func NewPool[M, R any](e *actor.Engine, cfg PoolConfig, work WorkFunc[M, R]) (*Pool[M, R], error) {
@@ -108,7 +117,7 @@ func NewPool[M, R any](e *actor.Engine, cfg PoolConfig, work WorkFunc[M, R]) (*P
 	case cfg.Size <= 0:
 		return nil, fmt.Errorf("new pool %s: size %d", cfg.Kind, cfg.Size)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancelCause(context.Background())
 	p := &Pool[M, R]{
 		e: e, cfg: cfg, work: work,
 		log:     cfg.Log.With().Str("pool", cfg.Kind).Logger(),
@@ -118,7 +127,7 @@ func NewPool[M, R any](e *actor.Engine, cfg PoolConfig, work WorkFunc[M, R]) (*P
 	}
 	for i := range cfg.Size {
 		pid := e.Spawn(func() actor.Receiver { return &worker[M, R]{p: p, idx: i} }, cfg.Kind,
-			SpawnOpts(p.log, actor.WithID(strconv.Itoa(i)))...)
+			SpawnOpts(p.log, actor.WithID(strconv.Itoa(i)), actor.WithInboxSize(workerInbox))...)
 		p.workers = append(p.workers, pid)
 		p.idle = append(p.idle, i)
 	}
@@ -183,7 +192,7 @@ func (p *Pool[M, R]) Close(ctx context.Context) error {
 			d.finish(Result[R]{ID: d.job.ID, Err: ErrPoolClosed}, false)
 		}
 	}
-	p.cancel() // running jobs (if any are left) see their context cancelled
+	p.cancel(ErrPoolClosed) // running jobs (if any are left) see their context cancelled
 	// Poison after the drain so that no job message is behind the pill.
 	stopCtx, stop := context.WithTimeout(context.Background(), 5*time.Second)
 	defer stop()
@@ -276,61 +285,43 @@ func (w *worker[M, R]) Receive(c *actor.Context) {
 	d.finish(res, true)
 }
 
-// run does the job on its own goroutine and waits for it or its timeout.
+// run does the job: inline when it has no timeout (a panic becomes a
+// *PanicError), else under RunTimed.
 func (w *worker[M, R]) run(job Job[M, R]) Result[R] {
 	timeout := job.Timeout
 	if timeout <= 0 {
 		timeout = w.p.cfg.JobTimeout
 	}
-	ctx, cancel := context.WithCancel(w.p.ctx)
-	if timeout > 0 {
-		ctx, cancel = context.WithTimeout(w.p.ctx, timeout)
+	if timeout <= 0 {
+		return w.runInline(job)
 	}
-	defer cancel()
-
-	start := time.Now()
-	type outcome struct {
-		v   R
-		err error
+	t := RunTimed(w.p.ctx, timeout, func(ctx context.Context) (R, error) { return w.p.work(ctx, job.Msg) })
+	var perr *PanicError
+	if errors.As(t.Err, &perr) {
+		w.p.log.Error().Str("job", job.ID).Str("panic", fmt.Sprint(perr.Value)).Str("stack", string(perr.Stack)).Msg("job panicked")
 	}
-	done := make(chan outcome, 1) // buffered: an abandoned job must not leak on send
-	go func() {
-		defer func() {
-			if v := recover(); v != nil {
-				perr := NewPanicError(v)
-				w.p.log.Error().Str("job", job.ID).Str("panic", fmt.Sprint(v)).Str("stack", string(perr.Stack)).Msg("job panicked")
-				done <- outcome{err: perr}
-			}
-		}()
-		v, err := w.p.work(ctx, job.Msg)
-		done <- outcome{v: v, err: err}
-	}()
-	result := func(o outcome) Result[R] {
-		res := Result[R]{ID: job.ID, Value: o.v, Err: o.err, Duration: time.Since(start)}
-		if o.err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			res.Err = fmt.Errorf("%w after %v: %w", ErrTimeout, timeout, o.err)
-		}
-		return res
-	}
-	select {
-	case o := <-done:
-		return result(o)
-	case <-ctx.Done():
-		select {
-		case o := <-done: // the work honoured its context
-			return result(o)
-		case <-time.After(10 * time.Millisecond):
-		}
-		// NOTE: the work ignored its context; report at once and abandon its
-		// goroutine rather than hold the worker (and its partition) hostage.
+	if t.Abandoned {
+		// NOTE: the work ignored its context; it is reported at once and its
+		// goroutine abandoned rather than hold the worker (and its
+		// partition) hostage.
 		w.p.mu.Lock()
 		w.p.abandoned++
 		w.p.mu.Unlock()
-		err := fmt.Errorf("%w after %v", ErrTimeout, timeout)
-		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			err = fmt.Errorf("job cancelled: %w", ErrPoolClosed)
-		}
-		w.p.log.Warn().Str("job", job.ID).Err(err).Msg("job abandoned")
-		return Result[R]{ID: job.ID, Err: err, Duration: time.Since(start)}
+		w.p.log.Warn().Str("job", job.ID).Err(t.Err).Msg("job abandoned")
 	}
+	return Result[R]{ID: job.ID, Value: t.Value, Err: t.Err, Duration: t.Duration}
+}
+
+// runInline does an untimed job on the worker's own goroutine: no hand-off.
+func (w *worker[M, R]) runInline(job Job[M, R]) (res Result[R]) {
+	start := time.Now()
+	defer func() {
+		if v := recover(); v != nil {
+			perr := NewPanicError(v)
+			w.p.log.Error().Str("job", job.ID).Str("panic", fmt.Sprint(v)).Str("stack", string(perr.Stack)).Msg("job panicked")
+			res = Result[R]{ID: job.ID, Err: perr, Duration: time.Since(start)}
+		}
+	}()
+	v, err := w.p.work(w.p.ctx, job.Msg)
+	return Result[R]{ID: job.ID, Value: v, Err: err, Duration: time.Since(start)}
 }

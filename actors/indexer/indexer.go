@@ -4,6 +4,10 @@
 // removes it) in bulk; when a document has an embedding it stores the
 // document's nearest neighbours as similarity pairs. Reindex rebuilds the
 // whole index from Postgres.
+//
+// The indexer is one supervised actor ("indexer/<group>"): the consumer's
+// fetch goroutines send it each event as a message; it gathers them into
+// batches (a timer sends it the flush) and writes one batch at a time.
 package indexer
 
 import (
@@ -17,9 +21,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/anthdm/hollywood/actor"
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/actors"
 	"docflow/streams"
 )
 
@@ -37,6 +43,8 @@ type Store interface {
 
 // Config configures an Indexer.
 type Config struct {
+	// Actors runs the indexer's actor. Required.
+	Actors      *actor.Engine
 	Brokers     []string
 	GroupID     string // DefaultGroupID when empty
 	Index       docflow.SearchIndex
@@ -72,11 +80,10 @@ type Indexer struct {
 	cfg      Config
 	log      zerolog.Logger
 	consumer *streams.Consumer
-	in       chan *item
+	pid      *actor.PID // the batching actor, once started
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
 	once   sync.Once
 
 	indexed, removed, deadLettered atomic.Int64
@@ -95,6 +102,8 @@ const maxInFlight = 4096
 // New checks the configuration and builds the consumer; Start runs it.
 func New(cfg Config) (*Indexer, error) {
 	switch {
+	case cfg.Actors == nil:
+		return nil, errors.New("new indexer: nil actor engine")
 	case len(cfg.Brokers) == 0:
 		return nil, errors.New("new indexer: no brokers")
 	case cfg.Index == nil:
@@ -118,7 +127,7 @@ func New(cfg Config) (*Indexer, error) {
 	if cfg.RetryDelay <= 0 {
 		cfg.RetryDelay = 200 * time.Millisecond
 	}
-	x := &Indexer{cfg: cfg, log: cfg.Log.With().Str("component", "indexer").Logger(), in: make(chan *item, maxInFlight)}
+	x := &Indexer{cfg: cfg, log: cfg.Log.With().Str("component", "indexer").Logger()}
 	x.ctx, x.cancel = context.WithCancel(context.Background())
 	cc := streams.ConsumerConfig{
 		Brokers:     cfg.Brokers,
@@ -127,8 +136,8 @@ func New(cfg Config) (*Indexer, error) {
 		Handler:     x.handle,
 		Step:        "indexer",
 		DeadLetters: cfg.DeadLetters,
-		// The channel holds every unresolved delivery, so handle never
-		// blocks.
+		// The actor's inbox holds the unresolved deliveries; this bounds
+		// it.
 		MaxInFlight:             maxInFlight,
 		MaxInFlightPerPartition: 512,
 		Log:                     cfg.Log,
@@ -145,13 +154,14 @@ func New(cfg Config) (*Indexer, error) {
 	return x, nil
 }
 
-// Start joins the consumer group and starts indexing.
+// Start spawns the batching actor, joins the consumer group and starts
+// indexing.
 func (x *Indexer) Start() error {
-	x.wg.Add(1)
-	go x.run()
+	x.pid = x.cfg.Actors.Spawn(func() actor.Receiver { return &batcher{x: x} }, "indexer",
+		actors.SpawnOpts(x.log, actor.WithID(x.cfg.GroupID))...)
 	if err := x.consumer.Start(); err != nil {
 		x.cancel()
-		x.wg.Wait()
+		x.stopActor(context.Background())
 		return err
 	}
 	return nil
@@ -164,9 +174,15 @@ func (x *Indexer) Close(ctx context.Context) error {
 	x.once.Do(func() {
 		err = x.consumer.Close(ctx)
 		x.cancel()
-		x.wg.Wait()
+		x.stopActor(ctx)
 	})
 	return err
+}
+
+func (x *Indexer) stopActor(ctx context.Context) {
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	<-x.cfg.Actors.PoisonCtx(sctx, x.pid).Done()
 }
 
 // Indexed counts documents written to the index; Removed, documents
@@ -175,8 +191,8 @@ func (x *Indexer) Indexed() int64      { return x.indexed.Load() }
 func (x *Indexer) Removed() int64      { return x.removed.Load() }
 func (x *Indexer) DeadLettered() int64 { return x.deadLettered.Load() }
 
-// handle runs on the consumer's fetch goroutine: it decodes and hands the
-// delivery to the batching loop without blocking.
+// handle runs on the consumer's fetch goroutine: it decodes and sends the
+// delivery to the batching actor.
 func (x *Indexer) handle(d *streams.Delivery) {
 	id, ok, err := fileEvent(d.Message.Value)
 	switch {
@@ -185,7 +201,7 @@ func (x *Indexer) handle(d *streams.Delivery) {
 	case !ok:
 		d.Ack()
 	default:
-		x.in <- &item{d: d, fileID: id}
+		x.cfg.Actors.Send(x.pid, &item{d: d, fileID: id})
 	}
 }
 
@@ -250,67 +266,121 @@ func (x *Indexer) batchSize() int {
 	return min(max(docflow.SettingInt(x.cfg.Settings, "SEARCH_INDEXER_BATCH", 200), 1), 5000)
 }
 
-// run collects events into batches: it waits for one, then takes what
-// else arrives within FlushInterval, up to the batch size. Items waiting
-// for a retry join the first batch after they are due.
-func (x *Indexer) run() {
-	defer x.wg.Done()
-	var retry []*item
-	for {
-		size := x.batchSize()
-		var batch []*item
-		now := time.Now()
-		keep := retry[:0]
-		var next time.Time
-		for _, it := range retry {
-			if !it.due.After(now) && len(batch) < size {
-				batch = append(batch, it)
-				continue
-			}
-			keep = append(keep, it)
-			if next.IsZero() || it.due.Before(next) {
-				next = it.due
-			}
+// batcher is the indexer's actor. It collects events into batches: once it
+// holds one, it takes what else arrives within FlushInterval, up to the
+// batch size. Items waiting for a retry join the first batch after they
+// are due. A batch is written in the receive (x.process): the events that
+// arrive meanwhile wait in the inbox, as they waited in a channel before.
+type batcher struct {
+	x       *Indexer
+	pending []*item // arrived or due, not yet written
+	retry   []*item // waiting until due
+	flush   *time.Timer
+	wake    *time.Timer
+	wakeAt  time.Time
+}
+
+// Timer messages of the batcher.
+type (
+	flushNow struct{}
+	retryDue struct{}
+)
+
+func (b *batcher) Receive(c *actor.Context) {
+	x := b.x
+	switch m := c.Message().(type) {
+	case *item:
+		b.pending = append(b.pending, m)
+		if len(b.pending) >= x.batchSize() {
+			b.write(c)
+		} else {
+			b.armFlush(c)
 		}
-		retry = keep
-		if len(batch) == 0 {
-			var wake <-chan time.Time
-			var t *time.Timer
-			if !next.IsZero() {
-				t = time.NewTimer(time.Until(next))
-				wake = t.C
-			}
-			var woken bool
-			select {
-			case <-x.ctx.Done():
-				return
-			case it := <-x.in:
-				batch = append(batch, it)
-			case <-wake:
-				woken = true
-			}
-			if t != nil {
-				t.Stop()
-			}
-			if woken {
-				continue
-			}
+	case flushNow:
+		b.flush = nil
+		b.write(c)
+	case retryDue:
+		b.wake, b.wakeAt = nil, time.Time{}
+		b.takeDue()
+		b.armRetry(c)
+		if len(b.pending) > 0 {
+			b.armFlush(c)
 		}
-		flush := time.NewTimer(x.cfg.FlushInterval)
-	fill:
-		for len(batch) < size {
-			select {
-			case it := <-x.in:
-				batch = append(batch, it)
-			case <-flush.C:
-				break fill
-			case <-x.ctx.Done():
-				break fill
-			}
+	case actor.Stopped:
+		// Unresolved deliveries are redelivered.
+		if b.flush != nil {
+			b.flush.Stop()
 		}
-		flush.Stop()
-		retry = append(retry, x.process(batch)...)
+		if b.wake != nil {
+			b.wake.Stop()
+		}
 	}
+}
+
+// armFlush has the timer send flushNow FlushInterval after the first
+// pending item.
+func (b *batcher) armFlush(c *actor.Context) {
+	if b.flush != nil || len(b.pending) == 0 {
+		return
+	}
+	e, pid := c.Engine(), c.PID()
+	b.flush = time.AfterFunc(b.x.cfg.FlushInterval, func() { e.Send(pid, flushNow{}) })
+}
+
+// armRetry has the timer send retryDue when the earliest retry is due.
+func (b *batcher) armRetry(c *actor.Context) {
+	var next time.Time
+	for _, it := range b.retry {
+		if next.IsZero() || it.due.Before(next) {
+			next = it.due
+		}
+	}
+	if next.IsZero() || (b.wake != nil && !b.wakeAt.After(next)) {
+		return
+	}
+	if b.wake != nil {
+		b.wake.Stop()
+	}
+	e, pid := c.Engine(), c.PID()
+	b.wake, b.wakeAt = time.AfterFunc(time.Until(next), func() { e.Send(pid, retryDue{}) }), next
+}
+
+// takeDue moves the retries that are due to pending.
+func (b *batcher) takeDue() {
+	now := time.Now()
+	keep := b.retry[:0]
+	for _, it := range b.retry {
+		if !it.due.After(now) {
+			b.pending = append(b.pending, it)
+		} else {
+			keep = append(keep, it)
+		}
+	}
+	clear(b.retry[len(keep):])
+	b.retry = keep
+}
+
+// write writes batches of the pending items until fewer than a batch are
+// left, then arms the flush for the rest.
+func (b *batcher) write(c *actor.Context) {
+	x := b.x
+	if b.flush != nil {
+		b.flush.Stop()
+		b.flush = nil
+	}
+	for len(b.pending) > 0 && x.ctx.Err() == nil {
+		n := min(len(b.pending), x.batchSize())
+		batch := append([]*item(nil), b.pending[:n]...)
+		rest := copy(b.pending, b.pending[n:])
+		clear(b.pending[rest:])
+		b.pending = b.pending[:rest]
+		b.retry = append(b.retry, x.process(batch)...)
+		if len(b.pending) < x.batchSize() {
+			break
+		}
+	}
+	b.armRetry(c)
+	b.armFlush(c)
 }
 
 // process applies one batch until it succeeds as a whole (retrying with

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anthdm/hollywood/actor"
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
@@ -101,7 +102,11 @@ func fastGroup(c *streams.ConsumerConfig) {
 
 func (e *env) start(index docflow.SearchIndex) *Indexer {
 	e.t.Helper()
-	x, err := New(Config{Brokers: e.brokers, Index: index, Store: e.store, Settings: e.settings, DeadLetters: e.producer,
+	ae, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	x, err := New(Config{Actors: ae, Brokers: e.brokers, Index: index, Store: e.store, Settings: e.settings, DeadLetters: e.producer,
 		Log: e.log, FlushInterval: 10 * time.Millisecond, RetryDelay: 20 * time.Millisecond, MaxAttempts: 3, Consumer: fastGroup})
 	if err != nil {
 		e.t.Fatal(err)
@@ -394,5 +399,36 @@ func TestIndexerFallsBackToTextOnly(t *testing.T) {
 	waitFor(t, "nothing in flight", func() bool { return x.consumer.InFlight() == 0 })
 	if x.DeadLettered() != 0 || e.index.EmbeddingCount() != 1 {
 		t.Fatalf("dead letters %d, embeddings %d", x.DeadLettered(), e.index.EmbeddingCount())
+	}
+}
+
+// The indexer is an actor of the engine it is given, gone after Close.
+func TestIndexerRunsOnAnActor(t *testing.T) {
+	e := newEnv(t, nil)
+	ae, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := New(Config{Actors: ae, Brokers: e.brokers, Index: e.index, Store: e.store, Settings: e.settings,
+		DeadLetters: e.producer, Log: e.log, Consumer: fastGroup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if ae.Registry.GetPID("indexer", DefaultGroupID) == nil {
+		t.Fatal("no indexer actor")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := x.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ae.Registry.GetPID("indexer", DefaultGroupID) != nil {
+		t.Fatal("indexer actor still registered after Close")
+	}
+	if _, err := New(Config{Brokers: e.brokers, Index: e.index, Store: e.store, Settings: e.settings, DeadLetters: e.producer}); err == nil {
+		t.Fatal("a configuration without an actor engine was accepted")
 	}
 }

@@ -33,6 +33,9 @@ const (
 	groupMax      = 64
 )
 
+// inFlightBudget is the unacknowledged deliveries a consumer holds at once.
+const inFlightBudget = 512
+
 // StepGroup names the consumer group of a step type.
 func StepGroup(stepType string) string { return "docflow.step." + stepType }
 
@@ -94,8 +97,9 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Engine runs the router, the step consumers and pools, the delay relay,
-// the stall detector and the worker heartbeat of one process.
+// Engine runs the router actors, the step consumers and their step actors,
+// the delay relay, the stall detector and the worker heartbeat of one
+// process (see the package doc for what is an actor and what a goroutine).
 type Engine struct {
 	cfg       Config
 	log       zerolog.Logger
@@ -109,6 +113,7 @@ type Engine struct {
 	busy                                               busyTypes // for the stall check
 
 	consumers []*streams.Consumer
+	router    *router
 	steps     []*stepConsumer
 	direct    *streams.WriteThrough
 	results   *batcher[docflow.StepCompletion, *docflow.RunWrite]
@@ -117,6 +122,9 @@ type Engine struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// spawnMu orders spawn's wg.Add before Stop's wg.Wait.
+	spawnMu  sync.Mutex
+	stopping bool
 
 	startOnce, stopOnce sync.Once
 	started             bool
@@ -298,7 +306,11 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	e.started = true
 	if !e.cfg.NoRouter {
-		r := &router{e: e, cache: newRouteCache(e, e.cfg.RouteCacheTTL)}
+		r, err := newRouter(e)
+		if err != nil {
+			return err
+		}
+		e.router = r
 		if err := e.consume(RouterGroup, "router", []string{streams.TopicFilesIngested}, r.handle, nil); err != nil {
 			return err
 		}
@@ -340,7 +352,7 @@ func (e *Engine) start(ctx context.Context) error {
 func (e *Engine) consume(group, step string, topics []string, h streams.Handler, adjust func(*streams.ConsumerConfig)) error {
 	cc := streams.ConsumerConfig{
 		Brokers: e.cfg.Brokers, GroupID: group, Topics: topics, Handler: h,
-		Step: step, DeadLetters: e.cfg.Publisher, MaxInFlight: 512,
+		Step: step, DeadLetters: e.cfg.Publisher, MaxInFlight: inFlightBudget,
 		Log: e.log,
 	}
 	if adjust != nil {
@@ -371,7 +383,7 @@ func (e *Engine) InFlight() int {
 
 // Stop stops consuming, lets in-flight work finish until ctx ends (what is
 // left is redelivered to another worker or after a restart), stops the
-// pools and removes the worker's heartbeat.
+// actors and removes the worker's heartbeat.
 func (e *Engine) Stop(ctx context.Context) error {
 	var errs []error
 	e.stopOnce.Do(func() {
@@ -390,12 +402,22 @@ func (e *Engine) Stop(ctx context.Context) error {
 		}
 		wg.Wait()
 		e.cancel()
-		e.wg.Wait()
-		for _, sc := range e.steps {
-			if err := sc.pool.Close(ctx); err != nil {
+		// The actors finish what they hold at once (e.ctx is cancelled),
+		// then the goroutines they started are waited for.
+		if e.router != nil {
+			if err := e.router.actors.Close(ctx); err != nil {
 				errs = append(errs, err)
 			}
 		}
+		for _, sc := range e.steps {
+			if err := sc.actors.Close(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		e.spawnMu.Lock()
+		e.stopping = true
+		e.spawnMu.Unlock()
+		e.wg.Wait()
 		rctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if err := e.store.RemoveWorker(rctx, e.cfg.WorkerID); err != nil {
@@ -404,6 +426,21 @@ func (e *Engine) Stop(ctx context.Context) error {
 		e.log.Info().Msg("pipeline engine stopped")
 	})
 	return errors.Join(errs...)
+}
+
+// spawn runs fn on a goroutine that Stop waits for; once Stop waits, fn is
+// dropped (the engine is stopping: the work is redelivered).
+func (e *Engine) spawn(fn func()) {
+	e.spawnMu.Lock()
+	defer e.spawnMu.Unlock()
+	if e.stopping {
+		return
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		fn()
+	}()
 }
 
 // withDB runs fn until it succeeds, fails for a reason other than the

@@ -15,8 +15,8 @@ type stepMiddleware func(next runFunc) runFunc
 
 // withMetrics records one step metric per attempt: step type, status
 // (completed, skipped or failed), duration, attempt, bytes and error class.
-// It sits outside the actor pool, so attempts that time out or panic are
-// counted too.
+// It wraps the timed run (actors.RunTimed), so attempts that time out or
+// panic are counted too.
 func withMetrics(rec docflow.Recorder, now func() time.Time) stepMiddleware {
 	return func(next runFunc) runFunc {
 		return func(ctx context.Context, in *docflow.StepInput) (*docflow.StepResult, error) {

@@ -1,10 +1,3 @@
-// Package pipeline is docflow's pipeline engine: a router actor that routes
-// each ingested file to its pipeline, one consumer group and one pool of
-// supervised step actors per step type, retries through delay topics, the
-// dead-letter topic, stall detection and recovery on start. Every step
-// result, its log row, the file's new fields and the outbox row for what
-// comes next are written in one transaction before the Kafka offset is
-// committed.
 package pipeline
 
 import (

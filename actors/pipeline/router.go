@@ -2,12 +2,14 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
 	"docflow"
+	"docflow/actors"
 	"docflow/streams"
 )
 
@@ -15,31 +17,68 @@ import (
 // assignment, else routing rules, else the owner's default, else the system
 // default), records the run's steps as queued copies of the pipeline's, and
 // publishes the first step task, in one transaction.
+//
+// The consumer's fetch goroutine sends each delivery to a kind of
+// supervised router actors ("router/0" … "router/511"), each
+// routing one run at a time and acknowledging (or dead-lettering) its
+// delivery itself.
 type router struct {
-	e     *Engine
-	cache *routeCache
+	e      *Engine
+	cache  *routeCache
+	actors *actors.Pool[*routeTask, struct{}]
 }
 
+// routerActors is the number of router actors: as many as the router's
+// consumer has deliveries in flight, so that the in-flight budget alone
+// bounds the runs routed at once (no queue in front of the actors).
+const routerActors = inFlightBudget
+
+// routeTask is the message a router actor receives.
+type routeTask struct {
+	d   *streams.Delivery
+	msg streams.FileIngested
+}
+
+func newRouter(e *Engine) (*router, error) {
+	r := &router{e: e, cache: newRouteCache(e, e.cfg.RouteCacheTTL)}
+	pool, err := actors.NewPool(e.cfg.Actors, actors.PoolConfig{Kind: "router", Size: routerActors, Log: e.log}, r.receive)
+	if err != nil {
+		return nil, fmt.Errorf("start pipeline engine: %w", err)
+	}
+	r.actors = pool
+	return r, nil
+}
+
+// handle is the consumer's Handler: decode and send to a router actor. A
+// closed kind (the engine stopping) leaves the delivery for redelivery.
 func (r *router) handle(d *streams.Delivery) {
 	_, msg, err := streams.Decode[streams.FileIngested](d.Message.Value)
 	if err != nil {
 		d.Nack(err) // poison: dead-lettered
 		return
 	}
-	r.e.wg.Add(1)
-	go func() {
-		defer r.e.wg.Done()
-		err := r.e.withDB("route", func(ctx context.Context) error { return r.route(ctx, msg) })
-		switch {
-		case err == nil:
-			d.Ack()
-		case r.e.ctx.Err() != nil:
-			// Stopping: leave it for redelivery.
-		default:
-			r.e.log.Error().Err(err).Str("run", msg.RunID).Msg("route run")
-			d.Nack(streams.Poison(err))
+	_ = r.actors.Submit(actors.Job[*routeTask, struct{}]{ID: msg.RunID, Msg: &routeTask{d: d, msg: msg}, Done: func(res actors.Result[struct{}]) {
+		// receive resolves its delivery; a panic (a bug) dead-letters it.
+		if res.Err != nil && !errors.Is(res.Err, actors.ErrPoolClosed) {
+			r.e.log.Error().Err(res.Err).Str("run", msg.RunID).Msg("route run")
+			d.Nack(streams.Poison(res.Err))
 		}
-	}()
+	}})
+}
+
+// receive is what a router actor does with a delivery.
+func (r *router) receive(_ context.Context, t *routeTask) (struct{}, error) {
+	err := r.e.withDB("route", func(ctx context.Context) error { return r.route(ctx, t.msg) })
+	switch {
+	case err == nil:
+		t.d.Ack()
+	case r.e.ctx.Err() != nil:
+		// Stopping: leave it for redelivery.
+	default:
+		r.e.log.Error().Err(err).Str("run", t.msg.RunID).Msg("route run")
+		t.d.Nack(streams.Poison(err))
+	}
+	return struct{}{}, nil
 }
 
 // choice is the pipeline picked for a run and why.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"docflow"
@@ -13,72 +14,78 @@ import (
 	"docflow/streams"
 )
 
-// stepConsumer handles the tasks of one step type: a consumer group feeds
-// it, a pool of supervised actors runs the step.
+// stepConsumer is one step type: a consumer group feeds its tasks to a
+// kind of supervised actors ("step-<type>/0" … "step-<type>/<n-1>", n =
+// the pool size), each running one task at a time.
 //
-// Per task: wait for a free actor, lease the step in Postgres (which also
-// tells a redelivered, already recorded task to be acknowledged without
-// running), run the step on an actor under STEP_TIMEOUT, then record the
-// outcome (result, log, file fields and the next outbox row in one
-// transaction) and only then acknowledge the offset. Claims and successful
-// results of concurrent tasks share statements and commits (see batcher).
+// A task's path: the consumer's fetch goroutine decodes the delivery and
+// sends it to the kind (Submit: an idle actor, else the kind's queue,
+// whose length the consumer's in-flight budget bounds). The actor leases
+// the step in Postgres (which also tells a redelivered, already recorded
+// task to be acknowledged without running), runs the step under
+// STEP_TIMEOUT (actors.RunTimed: a step that overruns is a timeout failure
+// and its context is cancelled) and hands the outcome to a recording
+// goroutine, which writes it (result, log, file fields and the next outbox
+// row in one transaction), publishes what comes next and only then
+// acknowledges the offset. The actor takes its next task meanwhile: the
+// pool size bounds leasing and running, and nothing else does. Claims and
+// successful results of concurrent tasks share statements and commits
+// (see batcher).
 type stepConsumer struct {
 	e        *Engine
 	stepType string
 	step     docflow.Step // nil: not available in this build
-	pool     *actors.Pool[*docflow.StepInput, *docflow.StepResult]
-	slots    chan struct{}
+	actors   *actors.Pool[*stepTask, struct{}]
 	run      runFunc
+}
+
+// stepTask is the message a step actor receives: one delivery and its
+// decoded task.
+type stepTask struct {
+	d    *streams.Delivery
+	task streams.StepTask
 }
 
 func newStepConsumer(e *Engine, stepType string) (*stepConsumer, error) {
 	sc := &stepConsumer{e: e, stepType: stepType}
 	sc.step, _ = e.cfg.Registry.Lookup(stepType)
-	size := e.poolSize(stepType)
 	pool, err := actors.NewPool(e.cfg.Actors, actors.PoolConfig{
-		Kind: "step-" + stepType, Size: size, JobTimeout: e.stepTimeout, Log: e.log,
-	}, sc.work)
+		Kind: "step-" + stepType, Size: e.poolSize(stepType), Log: e.log,
+	}, sc.receive)
 	if err != nil {
 		return nil, fmt.Errorf("start pipeline engine: %w", err)
 	}
-	sc.pool = pool
-	sc.slots = make(chan struct{}, size)
-	sc.run = withMetrics(e.cfg.Recorder, e.now)(sc.runOnPool)
+	sc.actors = pool
+	sc.run = withMetrics(e.cfg.Recorder, e.now)(sc.runTimed)
 	return sc, nil
 }
 
-// work is what a pool actor does: run the step (panics and the timeout are
-// the pool's business).
-func (sc *stepConsumer) work(ctx context.Context, in *docflow.StepInput) (*docflow.StepResult, error) {
-	if sc.step == nil {
-		return &docflow.StepResult{Skipped: true, Message: fmt.Sprintf("%s is not available in this build", sc.stepType)}, nil
-	}
-	res, err := sc.step.Run(ctx, in)
-	if err == nil && res == nil {
-		res = &docflow.StepResult{}
-	}
-	return res, err
-}
-
-// runOnPool hands the attempt to an actor and waits for its result.
-func (sc *stepConsumer) runOnPool(ctx context.Context, in *docflow.StepInput) (*docflow.StepResult, error) {
-	done := make(chan actors.Result[*docflow.StepResult], 1)
-	err := sc.pool.Submit(actors.Job[*docflow.StepInput, *docflow.StepResult]{
-		ID:  streams.TaskID(streams.StepTask{RunID: in.RunID, Position: in.Position, Attempt: in.Attempt}),
-		Msg: in, Timeout: sc.e.stepTimeout,
-		Done: func(r actors.Result[*docflow.StepResult]) { done <- r },
+// runTimed runs one attempt of the step under STEP_TIMEOUT on the calling
+// actor's behalf (a panic is a *actors.PanicError, an overrun
+// actors.ErrTimeout).
+func (sc *stepConsumer) runTimed(ctx context.Context, in *docflow.StepInput) (*docflow.StepResult, error) {
+	t := actors.RunTimed(ctx, sc.e.stepTimeout, func(ctx context.Context) (*docflow.StepResult, error) {
+		if sc.step == nil {
+			return &docflow.StepResult{Skipped: true, Message: fmt.Sprintf("%s is not available in this build", sc.stepType)}, nil
+		}
+		res, err := sc.step.Run(ctx, in)
+		if err == nil && res == nil {
+			res = &docflow.StepResult{}
+		}
+		return res, err
 	})
-	if err != nil {
-		return nil, err
+	var perr *actors.PanicError
+	if errors.As(t.Err, &perr) {
+		sc.e.log.Error().Str("run", in.RunID).Int("position", in.Position).Str("panic", fmt.Sprint(perr.Value)).
+			Str("stack", string(perr.Stack)).Msg("step panicked")
 	}
-	select {
-	case r := <-done:
-		return r.Value, r.Err
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if t.Abandoned {
+		sc.e.log.Warn().Str("run", in.RunID).Int("position", in.Position).Err(t.Err).Msg("step ignored its context; abandoned")
 	}
+	return t.Value, t.Err
 }
 
+// handle is the consumer's Handler: decode and send to the kind.
 func (sc *stepConsumer) handle(d *streams.Delivery) {
 	_, task, err := streams.Decode[streams.StepTask](d.Message.Value)
 	if err != nil {
@@ -89,74 +96,76 @@ func (sc *stepConsumer) handle(d *streams.Delivery) {
 		d.Nack(streams.Poison(fmt.Errorf("task of step type %q on the %s topic", task.StepType, sc.stepType)))
 		return
 	}
-	sc.e.wg.Add(1)
-	go func() {
-		defer sc.e.wg.Done()
-		sc.process(d, task)
-	}()
+	sc.submit(&stepTask{d: d, task: task})
 }
 
-// process runs one task to its acknowledgement. When the engine stops
-// midway the delivery is left unresolved: it is redelivered.
-func (sc *stepConsumer) process(d *streams.Delivery, task streams.StepTask) {
-	e := sc.e
+// submit sends t to an actor of the kind. A closed kind (the engine
+// stopping) leaves the delivery unresolved: it is redelivered.
+func (sc *stepConsumer) submit(t *stepTask) {
+	_ = sc.actors.Submit(actors.Job[*stepTask, struct{}]{ID: t.task.RunID, Msg: t, Done: func(r actors.Result[struct{}]) {
+		// receive resolves its delivery itself; what reaches here is a
+		// panic outside the step (a bug): dead-letter the task.
+		if r.Err != nil && !errors.Is(r.Err, actors.ErrPoolClosed) {
+			sc.giveUp(t.d, t.task, r.Err)
+		}
+	}})
+}
+
+// receive is what a step actor does with a task: lease, run, hand the
+// outcome to recording. When the engine stops midway the delivery is left
+// unresolved: it is redelivered.
+func (sc *stepConsumer) receive(_ context.Context, t *stepTask) (struct{}, error) {
+	e, d, task := sc.e, t.d, t.task
+	// The lease runs from no earlier than now, by any clock.
+	claimed := time.Now()
 	var claim *docflow.StepClaim
-	var claimed time.Time
-	for {
-		select {
-		case sc.slots <- struct{}{}:
-		case <-e.ctx.Done():
-			return
-		}
-		// The lease runs from no earlier than now, by any clock.
-		claimed = time.Now()
-		err := e.withDB("claim step", func(ctx context.Context) error {
-			var err error
-			claim, err = e.claims.do(ctx, docflow.StepClaimRequest{RunID: task.RunID, Position: task.Position,
-				Attempt: task.Attempt, Worker: e.cfg.WorkerID, TTL: e.leaseTTL, DeadAfter: 5 * e.cfg.Heartbeat})
-			return err
+	err := e.withDB("claim step", func(ctx context.Context) error {
+		var err error
+		claim, err = e.claims.do(ctx, docflow.StepClaimRequest{RunID: task.RunID, Position: task.Position,
+			Attempt: task.Attempt, Worker: e.cfg.WorkerID, TTL: e.leaseTTL, DeadAfter: 5 * e.cfg.Heartbeat})
+		return err
+	})
+	if err != nil {
+		sc.giveUp(d, task, err)
+		return struct{}{}, nil
+	}
+	switch claim.Outcome {
+	case docflow.StepClaimOK:
+	case docflow.StepClaimDone:
+		e.log.Debug().Str("run", task.RunID).Int("position", task.Position).Str("reason", claim.Reason).Msg("task acknowledged without running")
+		d.Ack()
+		return struct{}{}, nil
+	default:
+		// Busy: another worker runs this step. Free this actor and send
+		// the task again once that one has finished or its lease lapsed.
+		time.AfterFunc(e.leaseTTL/3, func() {
+			if e.ctx.Err() == nil {
+				sc.submit(t)
+			}
 		})
-		if err != nil {
-			<-sc.slots
-			sc.giveUp(d, task, err)
-			return
-		}
-		if claim.Outcome == docflow.StepClaimOK {
-			break
-		}
-		<-sc.slots
-		if claim.Outcome == docflow.StepClaimDone {
-			e.log.Debug().Str("run", task.RunID).Int("position", task.Position).Str("reason", claim.Reason).Msg("task acknowledged without running")
-			d.Ack()
-			return
-		}
-		// Busy: another worker runs this step; wait for it to finish or
-		// for its lease to lapse.
-		select {
-		case <-time.After(e.leaseTTL / 3):
-		case <-e.ctx.Done():
-			return
-		}
+		return struct{}{}, nil
 	}
 
 	in := &docflow.StepInput{RunID: task.RunID, Position: task.Position, StepType: sc.stepType, Label: claim.Step.Label,
 		Attempt: task.Attempt, Config: claim.Step.Config, Options: claim.Options, File: cloneFile(claim.File), Blobs: e.cfg.Blobs}
-	stopRenew := sc.renewLease(task, claimed)
-	res, runErr := sc.run(e.ctx, in)
-	stopRenew()
-	<-sc.slots
-	if e.ctx.Err() != nil && errors.Is(runErr, context.Canceled) {
-		return // stopping: the task is redelivered
+	res, runErr := func() (*docflow.StepResult, error) {
+		defer sc.renewLease(task, claimed)() // stopped even when the run panics
+		return sc.run(e.ctx, in)
+	}()
+	if runErr != nil && e.ctx.Err() != nil {
+		return struct{}{}, nil // stopping: the task is redelivered
 	}
-	if errors.Is(runErr, actors.ErrPoolClosed) {
-		return
-	}
+	e.spawn(func() { sc.record(d, task, claim, in.File, res, runErr) })
+	return struct{}{}, nil
+}
 
-	rec := docflow.StepRecord{RunID: task.RunID, Position: task.Position, Attempt: task.Attempt, Worker: e.cfg.WorkerID,
+// record writes a task's outcome and acknowledges its delivery.
+func (sc *stepConsumer) record(d *streams.Delivery, task streams.StepTask, claim *docflow.StepClaim, after *docflow.File, res *docflow.StepResult, runErr error) {
+	rec := docflow.StepRecord{RunID: task.RunID, Position: task.Position, Attempt: task.Attempt, Worker: sc.e.cfg.WorkerID,
 		FileID: task.FileID, StepType: sc.stepType}
 	var err error
 	if runErr == nil {
-		err = sc.recordSuccess(rec, claim, in.File, res)
+		err = sc.recordSuccess(rec, claim, after, res)
 	} else {
 		err = sc.recordFailure(rec, task, claim.File, runErr)
 	}
@@ -191,42 +200,56 @@ func (sc *stepConsumer) giveUp(d *streams.Delivery, task streams.StepTask, err e
 // worker took the step over; renewing stops once it did.
 func (sc *stepConsumer) renewLease(task streams.StepTask, granted time.Time) (stop func()) {
 	ctx, cancel := context.WithCancel(sc.e.ctx)
-	done := make(chan struct{})
 	ttl := sc.e.leaseTTL
-	go func() {
-		defer close(done)
-		expires := granted.Add(ttl)
-		t := time.NewTimer(time.Until(granted.Add(ttl / 3)))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			sent := time.Now()
-			rctx, rcancel := context.WithTimeout(ctx, max(time.Until(expires), ttl/3))
-			ok, err := sc.e.store.RenewLease(rctx, task.RunID, task.Position, sc.e.cfg.WorkerID, ttl)
-			rcancel()
-			next := sent.Add(ttl / 3)
-			switch {
-			case ctx.Err() != nil:
-				return
-			case err != nil:
-				sc.e.log.Warn().Err(err).Str("run", task.RunID).Int("position", task.Position).
-					Dur("lease_left", time.Until(expires)).Msg("renew lease: trying again")
-				next = time.Now().Add(ttl / 10)
-			case !ok:
-				sc.e.log.Info().Str("run", task.RunID).Int("position", task.Position).
-					Msg("lease lost: the step was taken over or ended; its result will not be recorded")
-				return
-			default:
-				expires = sent.Add(ttl)
-			}
+	expires := granted.Add(ttl)
+	// NOTE: a timer, not a goroutine, waits between renewals: a renewal runs
+	// on the timer's goroutine and re-arms it at its end, so one runs at a
+	// time. armed counts the armed or running timer, for stop to wait on.
+	var mu sync.Mutex
+	var armed sync.WaitGroup
+	var t *time.Timer
+	renew := func() {
+		sent := time.Now()
+		rctx, rcancel := context.WithTimeout(ctx, max(time.Until(expires), ttl/3))
+		ok, err := sc.e.store.RenewLease(rctx, task.RunID, task.Position, sc.e.cfg.WorkerID, ttl)
+		rcancel()
+		next := sent.Add(ttl / 3)
+		again := true
+		switch {
+		case ctx.Err() != nil:
+			again = false
+		case err != nil:
+			sc.e.log.Warn().Err(err).Str("run", task.RunID).Int("position", task.Position).
+				Dur("lease_left", time.Until(expires)).Msg("renew lease: trying again")
+			next = time.Now().Add(ttl / 10)
+		case !ok:
+			sc.e.log.Info().Str("run", task.RunID).Int("position", task.Position).
+				Msg("lease lost: the step was taken over or ended; its result will not be recorded")
+			again = false
+		default:
+			expires = sent.Add(ttl)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if again && ctx.Err() == nil {
+			armed.Add(1)
 			t.Reset(time.Until(next))
 		}
-	}()
-	return func() { cancel(); <-done }
+		armed.Done()
+	}
+	mu.Lock()
+	armed.Add(1)
+	t = time.AfterFunc(time.Until(granted.Add(ttl/3)), renew)
+	mu.Unlock()
+	return func() {
+		cancel()
+		mu.Lock()
+		if t.Stop() {
+			armed.Done() // it will not run
+		}
+		mu.Unlock()
+		armed.Wait()
+	}
 }
 
 func (sc *stepConsumer) recordSuccess(rec docflow.StepRecord, claim *docflow.StepClaim, after *docflow.File, res *docflow.StepResult) error {

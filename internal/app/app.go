@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anthdm/hollywood/actor"
 	"github.com/rs/zerolog"
 
 	"docflow"
@@ -89,6 +90,8 @@ type App struct {
 	Steps       *steps.Steps
 	Registry    *pipeline.Registry
 	Engine      *pipeline.Engine
+	// Actors is the process's actor engine (serve, api, worker).
+	Actors *actor.Engine
 
 	listener net.Listener
 	closers  []func(ctx context.Context) error
@@ -181,6 +184,11 @@ func (m *App) run(ctx context.Context) error {
 		return err
 	}
 	if err := m.startCore(ctx); err != nil {
+		return err
+	}
+	// One actor engine per process: the pipeline's actors and the
+	// indexer's run on it.
+	if m.Actors, err = actors.NewEngine(m.Log); err != nil {
 		return err
 	}
 	if m.Role == "serve" || m.Role == "worker" {
@@ -418,18 +426,14 @@ func (m *App) startEngine(ctx context.Context) error {
 	if err := m.startSteps(); err != nil {
 		return err
 	}
-	ae, err := actors.NewEngine(m.Log)
-	if err != nil {
-		return err
-	}
 	ecfg := pipeline.Config{Store: postgres.NewRunStore(m.DB).WithDirectOutbox(pipeline.DefaultDirectGrace),
-		Pipelines: postgres.NewPipelineService(m.DB), Rules: postgres.NewRoutingService(m.DB), Brokers: m.Brokers, Publisher: m.Producer, Actors: ae,
+		Pipelines: postgres.NewPipelineService(m.DB), Rules: postgres.NewRoutingService(m.DB), Brokers: m.Brokers, Publisher: m.Producer, Actors: m.Actors,
 		Registry: m.Registry, Settings: m.Settings, Recorder: m.Recorder, Blobs: m.Blobs, Log: m.Log}
 	if m.cfg.Engine != nil {
 		m.cfg.Engine(&ecfg)
 	}
-	m.Engine, err = pipeline.NewEngine(ecfg)
-	if err != nil {
+	var err error
+	if m.Engine, err = pipeline.NewEngine(ecfg); err != nil {
 		return err
 	}
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)

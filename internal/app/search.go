@@ -42,7 +42,7 @@ func (m *App) startSearch(ctx context.Context) error {
 	m.Index = idx
 	m.onClose(func(context.Context) error { return idx.Close() })
 	m.SearchStore = postgres.NewSearchService(m.DB)
-	icfg := indexer.Config{Brokers: m.Brokers, Index: idx, Store: m.SearchStore,
+	icfg := indexer.Config{Actors: m.Actors, Brokers: m.Brokers, Index: idx, Store: m.SearchStore,
 		Settings: m.Settings, DeadLetters: m.Producer, Log: m.Log.With().Str("component", "indexer").Logger()}
 	if m.cfg.Indexer != nil {
 		m.cfg.Indexer(&icfg)
