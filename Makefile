@@ -5,14 +5,14 @@ BIN := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: run test build lint bench deps deps-run services clean help
+.PHONY: run test build lint imports bench deps deps-run services clean help
 
 help:
 	@echo "make run    start docflow (installs and starts what it needs)"
 	@echo "make test   run the whole test suite (installs what the tests need)"
 	@echo "make bench  run the speed and memory benchmarks"
 	@echo "make build  build bin/docflow"
-	@echo "make lint   gofmt and go vet"
+	@echo "make lint   gofmt, go vet and the import map (check-imports)"
 
 build:
 	@echo "==> building $(BIN)/docflow ($(VERSION))"
@@ -43,7 +43,7 @@ run: deps-run build
 	$(BIN)/docflow serve
 
 test: TEST_START := $(shell date +%s)
-test: deps services
+test: deps services imports
 	@# vet with the race build's flags, so go test reuses every package vet compiled
 	@echo "==> go vet -race"
 	$(GO) vet -race ./...
@@ -51,7 +51,15 @@ test: deps services
 	@# -ldflags=-w: no DWARF in the test binaries, a quarter less link time each
 	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START)
 
-lint:
+# The import map of ARCHITECTURE.md (adapters depend on the root package,
+# not on each other), checked by the shared tool beside the clone.
+CHECK_IMPORTS ?= ../shared/tools/check-imports
+imports:
+	@echo "==> check-imports"
+	@if [ -x "$(CHECK_IMPORTS)" ]; then "$(CHECK_IMPORTS)" && echo "imports point inward"; \
+	else echo "check-imports: $(CHECK_IMPORTS) not found; set CHECK_IMPORTS to run it"; fi
+
+lint: imports
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
