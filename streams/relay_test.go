@@ -21,13 +21,14 @@ type memOutbox struct {
 	mu     sync.Mutex
 	rows   []docflow.OutboxRow
 	sent   map[int64]bool
-	skips  [][]int64 // the skip list of every RelayDue
+	busy   map[int64]bool // rows a RelayDue holds, skipped by the others (FOR UPDATE SKIP LOCKED)
+	skips  [][]int64      // the skip list of every RelayDue
 	wake   chan func()
 	locked bool
 }
 
 func newMemOutbox(msgs ...docflow.OutboxMessage) *memOutbox {
-	o := &memOutbox{sent: map[int64]bool{}, wake: make(chan func(), 1)}
+	o := &memOutbox{sent: map[int64]bool{}, busy: map[int64]bool{}, wake: make(chan func(), 1)}
 	o.add(msgs...)
 	return o
 }
@@ -52,8 +53,9 @@ func (o *memOutbox) RelayDue(_ context.Context, limit int, skip []int64,
 	o.skips = append(o.skips, slices.Clone(skip))
 	var batch []docflow.OutboxRow
 	for _, r := range o.rows {
-		if len(batch) < limit && !o.sent[r.ID] && !slices.Contains(skip, r.ID) && r.AvailableAt.Before(time.Now()) {
+		if len(batch) < limit && !o.sent[r.ID] && !o.busy[r.ID] && !slices.Contains(skip, r.ID) && r.AvailableAt.Before(time.Now()) {
 			batch = append(batch, r)
+			o.busy[r.ID] = true
 		}
 	}
 	o.mu.Unlock()
@@ -61,11 +63,14 @@ func (o *memOutbox) RelayDue(_ context.Context, limit int, skip []int64,
 		return 0, 0, nil
 	}
 	ids, err := publish(batch)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, r := range batch {
+		delete(o.busy, r.ID)
+	}
 	if err != nil {
 		return 0, 0, err
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	for _, id := range ids {
 		o.sent[id] = true
 	}
