@@ -96,16 +96,13 @@ func (s *Stack) Ingest(ctx context.Context, path string, owner *docflow.User) (i
 func (s *Stack) WaitTerminal(ctx context.Context, ids ...int64) (map[int64]string, error) {
 	for {
 		out := map[int64]string{}
-		rows, err := s.DB.Pool.Query(ctx, `SELECT id, status FROM files WHERE id = ANY($1)`, ids)
+		files, err := s.Files.FindFilesByIDs(ctx, ids)
 		if err == nil {
-			for rows.Next() {
-				var id int64
-				var st string
-				if rows.Scan(&id, &st) == nil && (st == docflow.StatusCompleted || st == docflow.StatusFailed || st == docflow.StatusDuplicate) {
-					out[id] = st
+			for _, f := range files {
+				if st := f.Status; st == docflow.StatusCompleted || st == docflow.StatusFailed || st == docflow.StatusDuplicate {
+					out[f.ID] = st
 				}
 			}
-			rows.Close()
 		}
 		if len(out) == len(ids) {
 			return out, nil

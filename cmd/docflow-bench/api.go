@@ -14,8 +14,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/valyala/fasthttp"
+
+	"docflow/storage/postgres"
 )
 
 // bareServer is the baseline: a fasthttp handler returning a constant.
@@ -114,18 +115,10 @@ func freePort() (string, error) {
 
 // benchDB creates a fresh database for a benchmark and returns its URL.
 func benchDB(ctx context.Context, name string) (string, func(), error) {
-	admin, err := pgx.Connect(ctx, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable")
+	db := fmt.Sprintf("docflow_bench_%s_%d", name, time.Now().UnixNano()%1e9)
+	cleanup, err := postgres.CreateBenchDatabase(ctx, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", db)
 	if err != nil {
 		return "", nil, err
-	}
-	db := fmt.Sprintf("docflow_bench_%s_%d", name, time.Now().UnixNano()%1e9)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+db); err != nil {
-		admin.Close(ctx)
-		return "", nil, err
-	}
-	cleanup := func() {
-		admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db+" WITH (FORCE)") //nolint:errcheck
-		admin.Close(context.Background())
 	}
 	return "postgres://postgres@127.0.0.1:5432/" + db + "?sslmode=disable", cleanup, nil
 }
@@ -180,14 +173,7 @@ func benchAPI(ctx context.Context, r *Report, o *options) error {
 
 	token := "dfl_benchbenchbenchbenchbenchbenchbenchbenc"
 	sum := sha256.Sum256([]byte(token))
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		return err
-	}
-	_, err = conn.Exec(ctx, `INSERT INTO api_tokens (owner_id, name, token_prefix, token_hash) VALUES ('bench', 'bench', $1, $2)`,
-		token[:12], hex.EncodeToString(sum[:]))
-	conn.Close(ctx)
-	if err != nil {
+	if err := postgres.InsertBenchToken(ctx, dbURL, token[:12], hex.EncodeToString(sum[:])); err != nil {
 		return err
 	}
 	auth := "Bearer " + token

@@ -211,16 +211,11 @@ func cpuLine(r *Report, section, name string, c intakeCPUPer, base *intakeCPUPer
 
 func (e *benchEnv) cpu(ctx context.Context) intakeCPU {
 	t := intakeCPU{proc: processCPU(), pg: map[int]time.Duration{}}
-	rows, err := e.db.Pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	pids, err := e.db.BackendPIDs(ctx)
 	if err != nil {
 		return t
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var pid int32
-		if rows.Scan(&pid) != nil {
-			continue
-		}
+	for _, pid := range pids {
 		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			continue
@@ -526,25 +521,21 @@ func bigUploadRSS(ctx context.Context, client *nethttp.Client, url string, size 
 // 2025, with the statuses and names the filters look for, then vacuums so
 // the listing's index-only scans see all-visible pages.
 func seedFiles(ctx context.Context, db *postgres.DB, n int) error {
-	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, original_blob, created_at)
-		SELECT md5(i::text) || md5((i+1)::text), 'invoice-' || i || '.pdf', md5(i::text) || '.pdf', 100000 + i, 'application/pdf',
-		       (ARRAY['completed','completed','completed','failed','pending'])[1 + i % 5], '',
-		       TIMESTAMPTZ '2024-01-01' + (i * interval '9 minutes')
-		FROM generate_series(1, $1) AS i`, n)
+	err := db.SeedFiles(ctx, n)
 	if err != nil {
 		return fmt.Errorf("seed files: %w", err)
 	}
 	// Statistics and visibility for every table the setup wrote (the
 	// uploads' files, runs and outbox rows too), as autovacuum would have
 	// them on a database in service.
-	if _, err := db.Pool.Exec(ctx, `VACUUM ANALYZE`); err != nil {
+	if err := db.VacuumAnalyze(ctx); err != nil {
 		return fmt.Errorf("seed files: vacuum: %w", err)
 	}
 	// The seeding's and the uploads' writes are written out now rather
 	// than during the listings: the figures are the listing's, not those
-	// of writing back 100,000 new rows. (CHECKPOINT needs a superuser or
+	// of writing back 100,000 new rows. (A checkpoint needs a superuser or
 	// pg_checkpoint; without it the write-back is left to PostgreSQL.)
-	db.Pool.Exec(ctx, `CHECKPOINT`) //nolint:errcheck
+	db.Checkpoint(ctx) //nolint:errcheck
 	syscall.Sync()
 	return nil
 }
@@ -630,10 +621,7 @@ func bulkTTFB(ctx context.Context, e *benchEnv, client *nethttp.Client, n int) (
 		if err != nil {
 			return 0, err
 		}
-		var id int64
-		err = e.db.Pool.QueryRow(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, original_blob)
-			VALUES ($1, $2, $3, $4, 'application/pdf', 'completed', $1) RETURNING id`,
-			info.Key, fmt.Sprintf("bulk-%d.pdf", i), info.Key+".pdf", info.Size).Scan(&id)
+		id, err := e.db.InsertBenchFile(ctx, info.Key, fmt.Sprintf("bulk-%d.pdf", i), info.Key+".pdf", info.Size)
 		if err != nil {
 			return 0, fmt.Errorf("bulk seed: %w", err)
 		}

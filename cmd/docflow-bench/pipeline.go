@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"docflow"
@@ -126,49 +125,19 @@ func (b *pipeBenchEnv) ingestN(ctx context.Context, n int) []string {
 	runs := make([]string, 0, n)
 	for lo := 0; lo < n; lo += 1000 {
 		hi := min(lo+1000, n)
-		err := pgx.BeginFunc(ctx, b.db.Pool, func(tx pgx.Tx) error {
-			ids := make([]string, hi-lo)
-			hashes := make([]string, hi-lo)
-			for i := range ids {
-				ids[i] = uuid.NewString()
-				hashes[i] = strings.ReplaceAll(uuid.NewString(), "-", "")
-			}
-			rows, err := tx.Query(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, pipeline_id, task_id)
-				SELECT h, 'bench-' || r || '.pdf', r || '.pdf', 1000, 'application/pdf', $3, r
-				FROM unnest($1::text[], $2::text[]) AS u(r, h) RETURNING id, task_id`, ids, hashes, b.pipeline.ID)
-			if err != nil {
-				return err
-			}
-			var msgs []docflow.OutboxMessage
-			fileIDs := make([]int64, 0, len(ids))
-			runIDs := make([]string, 0, len(ids))
-			for rows.Next() {
-				var id int64
-				var run string
-				if err := rows.Scan(&id, &run); err != nil {
-					return err
-				}
-				fileIDs = append(fileIDs, id)
-				runIDs = append(runIDs, run)
-				m, err := streams.FileIngestedMessage(streams.FileIngested{FileID: id, RunID: run, PipelineID: &b.pipeline.ID}, time.Now())
-				if err != nil {
-					return err
-				}
-				msgs = append(msgs, m)
-			}
-			if err := rows.Err(); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO runs (id, file_id, pipeline_id) SELECT r, f, $3 FROM unnest($1::text[], $2::bigint[]) AS u(r, f)`,
-				runIDs, fileIDs, b.pipeline.ID); err != nil {
-				return err
-			}
-			runs = append(runs, runIDs...)
-			return postgres.Enqueue(ctx, tx, msgs...)
+		ids := make([]string, hi-lo)
+		hashes := make([]string, hi-lo)
+		for i := range ids {
+			ids[i] = uuid.NewString()
+			hashes[i] = strings.ReplaceAll(uuid.NewString(), "-", "")
+		}
+		got, err := b.db.SeedRuns(ctx, b.pipeline.ID, ids, hashes, func(fileID int64, runID string) (docflow.OutboxMessage, error) {
+			return streams.FileIngestedMessage(streams.FileIngested{FileID: fileID, RunID: runID, PipelineID: &b.pipeline.ID}, time.Now())
 		})
 		if err != nil {
 			panic(fmt.Sprintf("bench ingest: %v", err))
 		}
+		runs = append(runs, got...)
 	}
 	return runs
 }
@@ -182,20 +151,20 @@ func (b *pipeBenchEnv) ingestN(ctx context.Context, n int) []string {
 // mentioning from the engine it measures (finish times come from the
 // database's clock, not from the poll).
 func (b *pipeBenchEnv) waitDone(ctx context.Context, runs []string, timeout time.Duration) error {
+	files := postgres.NewFileService(b.db)
 	deadline := time.Now().Add(timeout)
 	every := 2 * time.Millisecond
 	if len(runs) > 100 {
 		every = 20 * time.Millisecond
 	}
 	for {
-		var open int
-		if err := b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE status IN ('pending', 'processing')`).Scan(&open); err != nil {
+		open, err := files.CountUnfinishedRuns(ctx)
+		if err != nil {
 			return err
 		}
 		if open == 0 {
-			var done, failed int
-			if err := b.db.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'completed'), count(*) FILTER (WHERE status = 'failed')
-				FROM runs WHERE id = ANY($1)`, runs).Scan(&done, &failed); err != nil {
+			done, failed, err := b.db.RunOutcomes(ctx, runs)
+			if err != nil {
 				return err
 			}
 			if failed > 0 {
@@ -233,8 +202,8 @@ func benchPipelineLatency(ctx context.Context, n int) (pipeLatencies, error) {
 		}
 		// Both ends are the database's clock: the intake commit and the
 		// commit that completed the run.
-		var d float64
-		if err := b.db.Pool.QueryRow(ctx, `SELECT EXTRACT(EPOCH FROM finished_at - created_at) * 1000 FROM runs WHERE id=$1`, runs[0]).Scan(&d); err != nil {
+		d, err := b.db.RunLatencyMillis(ctx, runs[0])
+		if err != nil {
 			return pipeLatencies{}, err
 		}
 		ms = append(ms, d)
@@ -258,8 +227,8 @@ func benchPipelineThroughput(ctx context.Context, n int) (pipeThroughput, error)
 	defer b.close()
 	pg0 := b.backendCPU(ctx, nil)
 	proc0 := processCPU()
-	var start time.Time
-	if err := b.db.Pool.QueryRow(ctx, `SELECT clock_timestamp()`).Scan(&start); err != nil {
+	start, err := b.db.ClockTimestamp(ctx)
+	if err != nil {
 		return pipeThroughput{}, err
 	}
 	runs := b.ingestN(ctx, n)
@@ -268,8 +237,8 @@ func benchPipelineThroughput(ctx context.Context, n int) (pipeThroughput, error)
 	}
 	// From before the intake to the commit that finished the last run, on
 	// the database's clock.
-	var elapsed time.Duration
-	if err := b.db.Pool.QueryRow(ctx, `SELECT max(finished_at) - $2::timestamptz FROM runs WHERE id = ANY($1)`, runs, start).Scan(&elapsed); err != nil {
+	elapsed, err := b.db.RunsFinishedSince(ctx, runs, start)
+	if err != nil {
 		return pipeThroughput{}, err
 	}
 	proc := processCPU() - proc0
@@ -296,11 +265,7 @@ func processCPU() time.Duration {
 // for the same pid.
 func (b *pipeBenchEnv) backendCPU(ctx context.Context, since map[int]time.Duration) map[int]time.Duration {
 	out := map[int]time.Duration{}
-	rows, err := b.db.Pool.Query(ctx, `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
-	if err != nil {
-		return out
-	}
-	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	pids, err := b.db.BackendPIDs(ctx)
 	if err != nil {
 		return out
 	}
@@ -366,7 +331,7 @@ func benchPipelineBacklog(ctx context.Context, n int) (pipeBacklog, error) {
 	out.drain = time.Since(start)
 	close(stop)
 	wg.Wait()
-	_ = b.db.Pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE id = ANY($1) AND status='completed'`, runs).Scan(&out.completed)
+	out.completed, _ = b.db.CompletedRuns(ctx, runs)
 	if werr != nil {
 		return out, werr
 	}

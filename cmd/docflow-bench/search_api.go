@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 	"github.com/valyala/fasthttp"
 
@@ -183,8 +182,8 @@ func benchSearchAPIWith(ctx context.Context, r *Report, cfg searchAPIBenchConfig
 	if err != nil {
 		return fmt.Errorf("search api bench: pairs: %w", err)
 	}
-	var pairs int
-	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM similarity_pairs`).Scan(&pairs); err != nil {
+	pairs, err := db.SimilarityPairCount(ctx)
+	if err != nil {
 		return fmt.Errorf("search api bench: %w", err)
 	}
 	r.AtMost(section, fmt.Sprintf("GET /api/similarity/pairs (%d stored pairs) p99", pairs), millis(res.P99), "ms", 20)
@@ -220,17 +219,16 @@ func loadSearchBenchRows(ctx context.Context, db *postgres.DB, gen *searchDocGen
 				d.Language, d.CreatedAt, d.CreatedAt})
 			embs = append(embs, []any{int64(id), cfg.Dims, "bench", d.Embedding})
 		}
-		if _, err := db.Pool.CopyFrom(ctx, pgx.Identifier{"files"}, []string{"id", "filehash", "original_filename", "stored_filename",
+		if err := db.CopyBenchRows(ctx, "files", []string{"id", "filehash", "original_filename", "stored_filename",
 			"file_size", "mime_type", "status", "ocr_text", "document_title", "ai_metadata", "tags", "language", "created_at", "updated_at"},
-			pgx.CopyFromRows(files)); err != nil {
+			files); err != nil {
 			return fmt.Errorf("copy files: %w", err)
 		}
-		if _, err := db.Pool.CopyFrom(ctx, pgx.Identifier{"file_embeddings"}, []string{"file_id", "dimensions", "model", "vector"},
-			pgx.CopyFromRows(embs)); err != nil {
+		if err := db.CopyBenchRows(ctx, "file_embeddings", []string{"file_id", "dimensions", "model", "vector"}, embs); err != nil {
 			return fmt.Errorf("copy embeddings: %w", err)
 		}
 	}
-	if _, err := db.Pool.Exec(ctx, `SELECT setval('files_id_seq', $1)`, cfg.Docs); err != nil {
+	if err := db.SetFileIDSequence(ctx, cfg.Docs); err != nil {
 		return err
 	}
 	// Pairs: random partners with scores spread over [0.5, 1), as the
@@ -252,11 +250,10 @@ func loadSearchBenchRows(ctx context.Context, db *postgres.DB, gen *searchDocGen
 			rows = append(rows, []any{k[0], k[1], postgres.RoundScore(0.5 + rng.Float64()/2)})
 		}
 	}
-	if _, err := db.Pool.CopyFrom(ctx, pgx.Identifier{"similarity_pairs"}, []string{"file_a", "file_b", "score"}, pgx.CopyFromRows(rows)); err != nil {
+	if err := db.CopyBenchRows(ctx, "similarity_pairs", []string{"file_a", "file_b", "score"}, rows); err != nil {
 		return fmt.Errorf("copy pairs: %w", err)
 	}
-	_, err := db.Pool.Exec(ctx, `ANALYZE files; ANALYZE file_embeddings; ANALYZE similarity_pairs`)
-	return err
+	return db.AnalyzeSearchTables(ctx)
 }
 
 // searchBenchTotal returns the total of one search, to show how many
