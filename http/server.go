@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -98,6 +99,11 @@ type Server struct {
 	checks  checkLog
 	// conns are the slow-client settings, read once in NewServer (conns.go).
 	conns connSettings
+	// life guards srv, ln, closed and the authenticator's start and stop:
+	// Serve runs on its own goroutine and Shutdown may come at any time,
+	// even before Serve.
+	life   sync.Mutex
+	closed bool
 }
 
 // NewServer builds the server and mounts the foundation routes (health,
@@ -183,22 +189,45 @@ func (s *Server) NewFastHTTPServer() *fasthttp.Server {
 	return srv
 }
 
-// Serve serves on ln until Shutdown.
+// Serve serves on ln until Shutdown; it returns nil once Shutdown was
+// called (also when Shutdown came first: it then closes ln at once).
 func (s *Server) Serve(ln net.Listener) error {
-	s.srv = s.NewFastHTTPServer()
-	s.ln = ln
+	srv := s.NewFastHTTPServer()
+	s.life.Lock()
+	if s.closed {
+		s.life.Unlock()
+		ln.Close() //nolint:errcheck
+		return nil
+	}
+	s.srv, s.ln = srv, ln
 	s.auth.start()
-	return s.srv.Serve(s.limitConns(ln))
+	s.life.Unlock()
+	err := srv.Serve(s.limitConns(ln))
+	s.life.Lock()
+	defer s.life.Unlock()
+	if s.closed {
+		return nil
+	}
+	return err
 }
 
 // Shutdown stops accepting, waits for in-flight requests up to ctx, and
 // flushes token last-use records.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.life.Lock()
+	s.closed = true
+	srv, ln := s.srv, s.ln
+	s.life.Unlock()
 	var err error
-	if s.srv != nil {
-		err = s.srv.ShutdownWithContext(ctx)
+	if srv != nil {
+		err = srv.ShutdownWithContext(ctx)
+		// NOTE: a Serve that had not yet handed ln to fasthttp would wait
+		// on it for good; closing it ends that Serve too.
+		ln.Close() //nolint:errcheck
 	}
+	s.life.Lock()
 	s.auth.stop(ctx)
+	s.life.Unlock()
 	return err
 }
 
