@@ -700,9 +700,14 @@ type zipEntry struct {
 }
 
 func (h *filesHandlers) bulkDownload(c *fasthttp.RequestCtx) error {
-	ids, err := bulkIDs(c)
+	// NOTE: an empty list finds no files, which the spec answers with 404,
+	// as for bulk-delete.
+	ids, err := parseBulkIDs(c, true)
 	if err != nil {
 		return err
+	}
+	if len(ids) == 0 {
+		return docflow.Errorf(docflow.ENOTFOUND, "No files found")
 	}
 	files, err := h.visibleFiles(c, ids, docflow.AccessView)
 	if err != nil {

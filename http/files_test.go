@@ -415,7 +415,7 @@ func TestBulkDownloadStreamsZip(t *testing.T) {
 	resp, body = fe.do("POST", "/api/files/bulk-download", "", []int64{777777})
 	fe.expect(resp, body, 404)
 	resp, body = fe.do("POST", "/api/files/bulk-download", "", "[]")
-	fe.expect(resp, body, 422)
+	fe.expect(resp, body, 404) // the spec: 404 when none found, as for bulk-delete
 	resp, body = fe.do("POST", "/api/files/bulk-download", "", `{"ids":[1]}`)
 	fe.expect(resp, body, 422)
 }
