@@ -138,7 +138,7 @@ func NewServer(cfg Config) *Server {
 
 // BaseURL is BASE_URL, or http:// + LISTEN_ADDR when unset.
 func (s *Server) BaseURL() string {
-	if u := strings.TrimRight(s.cfg.Settings.Get("BASE_URL"), "/"); u != "" {
+	if u := s.siteBase(); u != "" {
 		return u
 	}
 	return "http://" + s.cfg.Settings.Get("LISTEN_ADDR")
