@@ -82,6 +82,9 @@ type Config struct {
 	// ("" for none); a session signed in under another stamp is over
 	// (nil = no local accounts).
 	LocalPasswordStamp func(ctx context.Context, userID string) (string, error)
+	// Audit records the audit log (sign-ins, admin actions on users,
+	// share changes) and serves GET /api/admin/audit-log; nil = none.
+	Audit docflow.AuditLog
 	// Now is the clock (tests replace it).
 	Now func() time.Time
 }
@@ -132,6 +135,7 @@ func NewServer(cfg Config) *Server {
 	s.mountHealth()
 	s.mountTokens()
 	s.mountLogin()
+	s.mountAudit()
 	s.mountHome()
 	return s
 }

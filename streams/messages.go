@@ -149,3 +149,22 @@ func eventMessage(name string, fileID int64, owner *string, data map[string]any,
 	ev := Event{ID: newEventID(), Name: name, Timestamp: now.UTC(), OwnerID: owner, Data: data}
 	return outboxMessage(TopicEvents, fileID, ev.ID, now, ev)
 }
+
+// EncodeEvent builds the outbox message of a domain event that is not
+// about one file (user.signup, user.plan_changed, user.payment_issue):
+// keyed by its owner so one user's events stay in order. It is the
+// docflow.EventEncoder that stores writing such events are handed.
+func EncodeEvent(name string, ownerID *string, data map[string]any, at time.Time) (docflow.OutboxMessage, error) {
+	ev := Event{ID: newEventID(), Name: name, Timestamp: at.UTC(), OwnerID: ownerID, Data: data}
+	b, err := Encode(ev.ID, at, ev)
+	if err != nil {
+		return docflow.OutboxMessage{}, err
+	}
+	key := ""
+	if ownerID != nil {
+		key = "user:" + *ownerID
+	}
+	return docflow.OutboxMessage{Topic: TopicEvents, Key: key, Payload: b}, nil
+}
+
+var _ docflow.EventEncoder = EncodeEvent

@@ -538,6 +538,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		SessionSecret: secret,
 		// A changed local password (or a deactivated account) ends its sessions.
 		LocalPasswordStamp: sessions.LocalPasswordStamp,
+		Audit:              postgres.NewAuditLog(m.DB),
 	})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
