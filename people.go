@@ -89,3 +89,13 @@ type AuditLog interface {
 	// how many there are in all.
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, int, error)
 }
+
+// Signups creates the profile of a user seen for the first time.
+type Signups interface {
+	// EnsureProfile creates userID's profile when it has none, with
+	// displayName, and then writes user.signup {user_id, display_name,
+	// source} to the outbox in the same transaction; it reports whether
+	// it created one. source says how the user came: "local" (an admin
+	// created the account) or "sso" (first sign-in).
+	EnsureProfile(ctx context.Context, userID, displayName, source string) (created bool, err error)
+}
