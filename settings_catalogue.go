@@ -53,6 +53,7 @@ func Catalogue() []SettingDef {
 		{Key: "LOGIN_FAILURES_BEFORE_DELAY", Category: "Authentication", Type: TypeInt, Default: "5", Description: "Failed sign-ins in a row for one user name (from any address) before each further attempt must wait a delay that doubles with every failure (1 s, 2 s, 4 s …)", Check: AtLeast(1)},
 		{Key: "LOGIN_MAX_DELAY", Category: "Authentication", Type: TypeInt, Default: "900", Description: "Longest wait, in seconds, between sign-in attempts for a user name with failed sign-ins", Check: AtLeast(1)},
 		{Key: "TOKEN_FAILURE_LIMIT", Category: "Authentication", Type: TypeString, Default: "20/minute", Description: "Failed bearer tokens (unknown, revoked, expired) one client address may send; past it the address gets 429 before its tokens are looked up", Check: RateLimit()},
+		s(SettingDef{Key: "METRICS_TOKEN", Category: "Authentication", Type: TypeString, Description: "Bearer token a Prometheus scraper sends to GET /metrics (at least 24 characters); empty = /metrics asks for an administrator like the admin API", Check: MinLength(24)}),
 		r(SettingDef{Key: "TRUSTED_PROXIES", Category: "Authentication", Type: TypeList, Description: "Proxy addresses or CIDRs whose X-Forwarded-For is honoured", Check: AddressList()}),
 
 		// Uploads

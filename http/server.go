@@ -37,6 +37,9 @@ const (
 	AuthToken
 	// AuthSession: a browser session cookie specifically.
 	AuthSession
+	// AuthMetrics (GET /metrics): the METRICS_TOKEN as a bearer token when
+	// that setting is set, else as AuthAdmin.
+	AuthMetrics
 )
 
 // Rate-limit classes of the spec's Limits table.

@@ -28,6 +28,7 @@ import (
 	"docflow/analytics"
 	chanalytics "docflow/analytics/clickhouse"
 	pganalytics "docflow/analytics/postgres"
+	"docflow/analytics/prom"
 	dfhttp "docflow/http"
 	"docflow/intake"
 	"docflow/storage/blob"
@@ -74,6 +75,9 @@ type App struct {
 	DB          *postgres.DB
 	Settings    *postgres.SettingsService
 	Recorder    docflow.Recorder
+	// Prom keeps the Prometheus series GET /metrics exports; Recorder
+	// feeds it beside the analytics backend.
+	Prom *prom.Recorder
 	Broker      *streams.Broker
 	Producer    *streams.Producer
 	Relay       *streams.Relay
@@ -179,6 +183,7 @@ func (m *App) run(ctx context.Context) error {
 	if err := m.startRecorder(ctx); err != nil {
 		return err
 	}
+	m.startPrometheus()
 
 	if err := m.startStreams(ctx, m.Workdir); err != nil {
 		return err
@@ -278,6 +283,25 @@ func (m *App) startRecorder(ctx context.Context) error {
 	m.Recorder = rec
 	m.onClose(func(context.Context) error { return rec.Close() })
 	return nil
+}
+
+// startPrometheus puts the Prometheus series beside the analytics backend:
+// every metric recorded also updates them, and the backend's buffer is
+// exported (recorded, dropped, buffered) so an outage shows on /metrics.
+func (m *App) startPrometheus() {
+	m.Prom = prom.New()
+	if st, ok := m.Recorder.(interface{ Stats() analytics.Stats }); ok {
+		m.Prom.MustRegister(
+			prom.CounterFunc("analytics_dropped_total", "Metrics the analytics buffer dropped (full queue or unwritten at close).",
+				func() float64 { return float64(st.Stats().Dropped) }),
+			prom.CounterFunc("analytics_write_errors_total", "Failed writes of metric batches to the analytics backend.",
+				func() float64 { return float64(st.Stats().WriteErrors) }),
+			prom.GaugeFunc("analytics_buffered", "Metrics waiting in the analytics buffer.",
+				func() float64 { return float64(st.Stats().Buffered) }))
+	}
+	// The backend's Close stays registered by startRecorder; Multi is only
+	// the fan-out.
+	m.Recorder = analytics.Multi{m.Recorder, m.Prom}
 }
 
 // startCore builds what every role shares: the blob store, the file
@@ -569,10 +593,13 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	pipelines := postgres.NewPipelineService(m.DB)
 	srv.MountPipelines(dfhttp.PipelinesDeps{Pipelines: pipelines})
 	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
-	srv.MountQueue(dfhttp.QueueDeps{Queue: pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)})
+	inspector := pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)
+	srv.MountQueue(dfhttp.QueueDeps{Queue: inspector})
+	m.Prom.MustRegister(prom.LagCollector(inspector.Lags))
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
+	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
 }
 
 // Wait blocks until ctx is done or the HTTP server fails.
