@@ -71,13 +71,13 @@ type App struct {
 	Role string
 	cfg  Config
 
-	Log         zerolog.Logger
-	DB          *postgres.DB
-	Settings    *postgres.SettingsService
-	Recorder    docflow.Recorder
+	Log      zerolog.Logger
+	DB       *postgres.DB
+	Settings *postgres.SettingsService
+	Recorder docflow.Recorder
 	// Prom keeps the Prometheus series GET /metrics exports; Recorder
 	// feeds it beside the analytics backend.
-	Prom *prom.Recorder
+	Prom        *prom.Recorder
 	Broker      *streams.Broker
 	Producer    *streams.Producer
 	Relay       *streams.Relay
