@@ -34,8 +34,12 @@ type Recorder struct {
 	steps        *prometheus.CounterVec
 	stepDuration *prometheus.HistogramVec
 	stepBytes    *prometheus.CounterVec
+	queueWait    *prometheus.HistogramVec
+	documents    *prometheus.CounterVec
+	docDuration  prometheus.Histogram
 	requests     *prometheus.CounterVec
 	reqDuration  *prometheus.HistogramVec
+	operations   *prometheus.CounterVec
 }
 
 var _ docflow.Recorder = (*Recorder)(nil)
@@ -55,11 +59,21 @@ func New() *Recorder {
 		Help: "Duration of step attempts, by step type.", Buckets: stepBuckets}, []string{"step_type"})
 	r.stepBytes = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "step_bytes_total",
 		Help: "Bytes the step attempts produced, by step type."}, []string{"step_type"})
+	r.queueWait = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "step_queue_wait_seconds",
+		Help: "Time a step task waited in its queue before an attempt started, by step type.", Buckets: stepBuckets}, []string{"step_type"})
+	r.documents = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "documents_processed_total",
+		Help: "Pipeline runs that ended, by status (completed, failed)."}, []string{"status"})
+	r.docDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: Namespace, Name: "document_duration_seconds",
+		Help: "End-to-end time of a pipeline run, from intake to its end.", Buckets: stepBuckets})
+	r.operations = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "integration_operations_total",
+		Help: "Integration operations and webhook deliveries, by kind, type, direction and status."},
+		[]string{"kind", "type", "direction", "status"})
 	r.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "http_requests_total",
 		Help: "HTTP requests by method, route pattern and status."}, []string{"method", "route", "status"})
 	r.reqDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "http_request_duration_seconds",
 		Help: "HTTP request duration by route pattern.", Buckets: prometheus.DefBuckets}, []string{"route"})
-	r.reg.MustRegister(r.ingested, r.ingestedB, r.steps, r.stepDuration, r.stepBytes, r.requests, r.reqDuration,
+	r.reg.MustRegister(r.ingested, r.ingestedB, r.steps, r.stepDuration, r.stepBytes, r.queueWait, r.documents, r.docDuration,
+		r.requests, r.reqDuration, r.operations,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return r
@@ -72,12 +86,14 @@ func (r *Recorder) Registry() *prometheus.Registry { return r.reg }
 // the analytics buffer's drops).
 func (r *Recorder) MustRegister(cs ...prometheus.Collector) { r.reg.MustRegister(cs...) }
 
-// Record updates the series of m's kind; other kinds are ignored.
+// Record updates the series of m's kind. Lag and process samples are
+// ignored: a scrape reads the lag (LagCollector) and this process's
+// resources (the process collector) when it happens.
 func (r *Recorder) Record(m docflow.Metric) {
 	switch m.Kind {
 	case docflow.MetricIntake:
 		ch := label(m.Channel)
-		r.ingested.WithLabelValues(ch, label(orDefault(m.Status, "accepted"))).Inc()
+		r.ingested.WithLabelValues(ch, label(orDefault(m.Status, docflow.IntakeAccepted))).Inc()
 		if m.Bytes > 0 {
 			r.ingestedB.WithLabelValues(ch).Add(float64(m.Bytes))
 		}
@@ -85,9 +101,17 @@ func (r *Recorder) Record(m docflow.Metric) {
 		st := label(m.StepType)
 		r.steps.WithLabelValues(st, label(m.Status), label(m.ErrorClass)).Inc()
 		r.stepDuration.WithLabelValues(st).Observe(m.Duration.Seconds())
+		if m.QueueWait > 0 {
+			r.queueWait.WithLabelValues(st).Observe(m.QueueWait.Seconds())
+		}
 		if m.Bytes > 0 {
 			r.stepBytes.WithLabelValues(st).Add(float64(m.Bytes))
 		}
+	case docflow.MetricDocument:
+		r.documents.WithLabelValues(label(m.Status)).Inc()
+		r.docDuration.Observe(m.Duration.Seconds())
+	case docflow.MetricIntegration, docflow.MetricDelivery:
+		r.operations.WithLabelValues(m.Kind, label(m.Type), label(m.Direction), label(m.Status)).Inc()
 	case docflow.MetricRequest:
 		route := label(m.Route)
 		r.requests.WithLabelValues(label(m.Method), route, strconv.Itoa(m.HTTPStatus)).Inc()
