@@ -5,7 +5,7 @@ BIN := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: run test build lint imports bench deps deps-run services clean help
+.PHONY: run test build web lint imports bench deps deps-run services clean help
 
 help:
 	@echo "make run    start docflow (installs and starts what it needs)"
@@ -14,7 +14,13 @@ help:
 	@echo "make build  build bin/docflow"
 	@echo "make lint   gofmt, go vet and the import map (check-imports)"
 
-build:
+# The /ops page's chart library: npm ci with web/ops's lock file, copied
+# into http/static/vendor, which the binary embeds.
+web:
+	@echo "==> front-end assets"
+	@bash scripts/web.sh
+
+build: web
 	@echo "==> building $(BIN)/docflow ($(VERSION))"
 	@mkdir -p $(BIN)
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/docflow ./cmd/docflow
@@ -43,7 +49,7 @@ run: deps-run build
 	$(BIN)/docflow serve
 
 test: TEST_START := $(shell date +%s)
-test: deps services imports
+test: deps services imports web
 	@# vet with the race build's flags, so go test reuses every package vet compiled
 	@echo "==> go vet -race"
 	$(GO) vet -race ./...
@@ -63,7 +69,7 @@ lint: imports
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-bench: deps services
+bench: deps services web
 	@echo "==> building the benchmark driver"
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/docflow-bench ./cmd/docflow-bench

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the system tools docflow uses (Debian's packages).
 #   scripts/install-deps.sh run    the processing tools (make run)
-#   scripts/install-deps.sh test   those plus the servers the tests talk to (make test, make bench)
+#   scripts/install-deps.sh test   those plus the servers the tests talk to and the
+#                                  headless browser of the /ops page's test (make test, make bench)
 # Idempotent: packages already present are skipped. Needs root (or sudo).
 set -euo pipefail
 
@@ -15,8 +16,11 @@ for p in tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra \
          libreoffice-calc-nogui libreoffice-impress-nogui fonts-dejavu-core util-linux; do
   want "$p"
 done
+# npm installs the /ops page's chart library at build time (scripts/web.sh);
+# a Node.js install of its own that brings npm is kept.
+command -v npm >/dev/null 2>&1 || want npm
 if [ "$profile" = "test" ]; then
-  for p in clickhouse-server clickhouse-client wrk; do
+  for p in clickhouse-server clickhouse-client wrk chromium; do
     want "$p"
   done
 fi
