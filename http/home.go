@@ -34,6 +34,7 @@ const pageBar = `<a class="skip" href="#main">Skip to content</a>
 <header class="bar"><a class="brand" href="/">docflow</a>
 <nav aria-label="Main"><ul>
 <li><a href="/docs">API reference</a></li>
+<li><a href="/ops">Operations</a></li>
 <li><a href="/api/diagnostic/health">Health (JSON)</a></li>
 {{if .CanSignOut}}<li><form method="post" action="/logout"><button type="submit" class="link">Sign out</button></form></li>
 {{else if .CanSignIn}}<li><a href="/login">Sign in</a></li>{{end}}
@@ -108,6 +109,7 @@ func (s *Server) mountHome() {
 	s.Handle("GET", "/", page, s.home)
 	s.Handle("GET", "/docs", page, s.docs)
 	s.Handle("GET", "/static/{name}", Route{Auth: AuthNone, Limit: LimitNone}, serveStatic)
+	s.mountOps()
 }
 
 func (s *Server) home(c *fasthttp.RequestCtx) error {
@@ -190,8 +192,17 @@ func renderPage(c *fasthttp.RequestCtx, t *template.Template, v any) error {
 // nothing outside the folder can be named).
 func serveStatic(c *fasthttp.RequestCtx) error {
 	name, _ := c.UserValue("name").(string)
-	b, err := fs.ReadFile(staticFiles, "static/"+name)
-	if err != nil || name == "" || strings.ContainsAny(name, `/\`) {
+	return serveEmbedded(c, "static/", name)
+}
+
+// serveEmbedded serves the embedded file dir+name; name must be one path
+// segment.
+func serveEmbedded(c *fasthttp.RequestCtx, dir, name string) error {
+	if name == "" || strings.ContainsAny(name, `/\`) {
+		return docflow.Errorf(docflow.ENOTFOUND, "Not Found")
+	}
+	b, err := fs.ReadFile(staticFiles, dir+name)
+	if err != nil {
 		return docflow.Errorf(docflow.ENOTFOUND, "Not Found")
 	}
 	ct := mime.TypeByExtension(path.Ext(name))

@@ -1,0 +1,369 @@
+// The operations page (/ops): reads /api/analytics/* for the chosen time
+// range, every 5 seconds while "Refresh every 5 s" is on and the page is
+// visible, and draws the series with uPlot. Without uPlot (a binary built
+// without its front-end assets) the tables are still filled.
+(function () {
+  "use strict";
+
+  var REFRESH_MS = 5000;
+  var HISTORY = 120; // samples of each process kept for the resources chart
+  var COLORS = ["#2456d3", "#d9480f", "#2b8a3e", "#862e9c", "#c2255c", "#0b7285",
+    "#e67700", "#5f3dc4", "#495057", "#a61e4d"];
+  var hasCharts = typeof window.uPlot === "function";
+
+  var rangeEl = document.getElementById("range");
+  var autoEl = document.getElementById("auto");
+  var statusEl = document.getElementById("status");
+  var formEl = document.getElementById("controls");
+
+  var charts = {};      // element id → {plot, key}
+  var history = {};     // process → [{t, rss, cpu}]
+  var inFlight = false;
+  var timer = null;
+
+  // ---- helpers ------------------------------------------------------------
+
+  function num(v) {
+    return v === null || v === undefined || isNaN(v) ? null : Number(v);
+  }
+
+  function fmt(v, digits) {
+    v = num(v);
+    if (v === null) return "–";
+    return v.toLocaleString(undefined, { maximumFractionDigits: digits === undefined ? 1 : digits });
+  }
+
+  function seconds(t) {
+    if (typeof t === "number") return t;
+    return Math.floor(Date.parse(t) / 1000);
+  }
+
+  function clear(el) {
+    while (el.firstChild) el.removeChild(el.firstChild);
+  }
+
+  function cell(tr, text, cls) {
+    var td = document.createElement("td");
+    if (cls) td.className = cls;
+    if (text instanceof Node) td.appendChild(text); else td.textContent = text;
+    tr.appendChild(td);
+    return td;
+  }
+
+  function link(href, text) {
+    var a = document.createElement("a");
+    a.href = href;
+    a.textContent = text;
+    return a;
+  }
+
+  function emptyRow(tbody, cols, text) {
+    var tr = document.createElement("tr");
+    var td = cell(tr, text);
+    td.colSpan = cols;
+    tbody.appendChild(tr);
+  }
+
+  // buckets lists the start of every bucket of the answer's window, so that
+  // a chart spans the whole range even where nothing happened.
+  function buckets(rep) {
+    var step = num(rep.interval);
+    var from = seconds(rep.from), to = seconds(rep.to);
+    var xs = [];
+    if (!step || isNaN(from) || isNaN(to)) return xs;
+    for (var t = Math.floor(from / step) * step; t < to && xs.length < 10000; t += step) xs.push(t);
+    return xs;
+  }
+
+  // columns gives one array per field over the buckets (null where the
+  // answer has no row).
+  function columns(rep, fields) {
+    var xs = buckets(rep), at = {};
+    xs.forEach(function (t, i) { at[t] = i; });
+    var ys = fields.map(function () { return xs.map(function () { return null; }); });
+    (rep.series || []).forEach(function (row) {
+      var i = at[seconds(row.t)];
+      if (i === undefined) return;
+      fields.forEach(function (f, k) { ys[k][i] = num(row[f]); });
+    });
+    return { xs: xs, ys: ys };
+  }
+
+  // pivot gives one array per value of key (a step type, a channel…),
+  // holding field, over the buckets; absent buckets count as zero when
+  // zeroFill (counts), else stay null (percentiles).
+  function pivot(rep, key, field, zeroFill) {
+    var xs = buckets(rep), at = {}, byKey = {}, keys = [];
+    xs.forEach(function (t, i) { at[t] = i; });
+    (rep.series || []).forEach(function (row) {
+      var i = at[seconds(row.t)], k = row[key] || "none";
+      if (i === undefined) return;
+      if (!byKey[k]) {
+        byKey[k] = xs.map(function () { return zeroFill ? 0 : null; });
+        keys.push(k);
+      }
+      byKey[k][i] = (zeroFill ? byKey[k][i] : 0) + (num(row[field]) || 0);
+    });
+    keys.sort();
+    return { xs: xs, keys: keys, ys: keys.map(function (k) { return byKey[k]; }) };
+  }
+
+  // ---- charts -------------------------------------------------------------
+
+  function chartWidth(el) {
+    return Math.max(240, el.clientWidth || el.parentNode.clientWidth || 320);
+  }
+
+  function chartHeight() {
+    return window.innerWidth < 480 ? 180 : 220;
+  }
+
+  // draw shows xs and ys as lines named by labels in the element id. The
+  // plot is kept and only its data replaced while the labels stay the same.
+  function draw(id, xs, labels, ys, opts) {
+    var el = document.getElementById(id);
+    if (!el) return;
+    var any = ys.some(function (col) { return col.some(function (v) { return v !== null && v !== 0; }); });
+    el.setAttribute("data-points", String(any ? xs.length : 0));
+    if (!hasCharts) return;
+    if (!any || xs.length === 0) {
+      if (charts[id]) { charts[id].plot.destroy(); delete charts[id]; }
+      if (!el.querySelector(".empty")) {
+        clear(el);
+        var p = document.createElement("p");
+        p.className = "empty";
+        p.textContent = "No data in this range.";
+        el.appendChild(p);
+      }
+      return;
+    }
+    var data = [xs].concat(ys);
+    var key = labels.join("\u0000");
+    if (charts[id] && charts[id].key === key) {
+      charts[id].plot.setData(data);
+      return;
+    }
+    if (charts[id]) charts[id].plot.destroy();
+    clear(el);
+    opts = opts || {};
+    var series = [{}].concat(labels.map(function (label, i) {
+      return { label: label, stroke: COLORS[i % COLORS.length], width: 2, spanGaps: !!opts.spanGaps,
+        scale: opts.right && opts.right.indexOf(label) >= 0 ? "right" : "y",
+        value: function (u, v) { return v === null ? "–" : fmt(v); } };
+    }));
+    var axes = [{}, { scale: "y", size: 60, values: function (u, vals) { return vals.map(function (v) { return fmt(v); }); } }];
+    if (opts.right) {
+      axes.push({ scale: "right", side: 1, size: 60, grid: { show: false },
+        values: function (u, vals) { return vals.map(function (v) { return fmt(v) + " ms"; }); } });
+    }
+    var plot = new window.uPlot({
+      width: chartWidth(el), height: chartHeight(), series: series, axes: axes,
+      scales: { x: { time: true } }, cursor: { drag: { x: false, y: false } }
+    }, data, el);
+    charts[id] = { plot: plot, key: key };
+  }
+
+  function resizeCharts() {
+    Object.keys(charts).forEach(function (id) {
+      var el = document.getElementById(id);
+      charts[id].plot.setSize({ width: chartWidth(el), height: chartHeight() });
+    });
+  }
+
+  // ---- sections -----------------------------------------------------------
+
+  function showOverview(rep) {
+    var c = columns(rep, ["docs_in", "docs_out", "failed", "p50_ms", "p95_ms", "p99_ms", "backlog"]);
+    draw("chart-throughput", c.xs, ["in", "out", "failed"], c.ys.slice(0, 3));
+    draw("chart-latency", c.xs, ["p50", "p95", "p99"], c.ys.slice(3, 6), { spanGaps: true });
+    var t = rep.totals || {};
+    var el = document.getElementById("totals-overview");
+    clear(el);
+    [["In", fmt(t.docs_in, 0)], ["Out", fmt(t.docs_out, 0)], ["Failed", fmt(t.failed, 0)],
+      ["Success", t.success_rate === undefined || t.success_rate === null ? "–" : fmt(t.success_rate * 100) + " %"],
+      ["p95", fmt(t.p95_ms, 0) + " ms"], ["Backlog", fmt(t.backlog, 0)]].forEach(function (kv) {
+      var s = document.createElement("span");
+      s.textContent = kv[0] + ": " + kv[1];
+      el.appendChild(s);
+    });
+    if (t.recorder && t.recorder.dropped > 0) {
+      var d = document.createElement("span");
+      d.className = "error";
+      d.textContent = "Metrics dropped: " + fmt(t.recorder.dropped, 0);
+      el.appendChild(d);
+    }
+    showWorkers(t.processes || []);
+    return c;
+  }
+
+  function showBacklog(overview, lag) {
+    var back = overview ? columns(overview, ["backlog"]) : { xs: [], ys: [] };
+    var p = lag ? pivot(lag, "topic", "lag", false) : { xs: [], keys: [], ys: [] };
+    var xs = back.xs.length ? back.xs : p.xs;
+    var labels = [], ys = [];
+    if (back.xs.length) { labels.push("backlog (documents)"); ys.push(back.ys[0]); }
+    if (p.xs.length === xs.length) {
+      p.keys.forEach(function (k, i) { labels.push(k); ys.push(p.ys[i]); });
+    }
+    draw("chart-backlog", xs, labels, ys, { spanGaps: true });
+  }
+
+  function showSteps(rep) {
+    var p = pivot(rep, "step_type", "p95_ms", false);
+    draw("chart-steps", p.xs, p.keys, p.ys, { spanGaps: true });
+    var tbody = document.querySelector("#table-steps tbody");
+    clear(tbody);
+    var steps = (rep.totals && rep.totals.steps) || [];
+    if (!steps.length) emptyRow(tbody, 7, "No step ran in this range.");
+    steps.forEach(function (s) {
+      var tr = document.createElement("tr");
+      cell(tr, s.step_type);
+      cell(tr, fmt(s.count, 0), "num");
+      cell(tr, fmt((s.error_rate || 0) * 100) + " %", "num");
+      cell(tr, fmt(s.p50_ms, 0), "num");
+      cell(tr, fmt(s.p95_ms, 0), "num");
+      cell(tr, fmt(s.p99_ms, 0), "num");
+      cell(tr, fmt(s.queue_wait && s.queue_wait.p95_ms, 0), "num");
+      tbody.appendChild(tr);
+    });
+  }
+
+  function showErrors(rep) {
+    var p = pivot(rep, "error_class", "count", true);
+    draw("chart-errors", p.xs, p.keys, p.ys);
+    var tbody = document.querySelector("#table-errors tbody");
+    clear(tbody);
+    var classes = (rep.totals && rep.totals.classes) || [];
+    if (!classes.length) emptyRow(tbody, 5, "No failures in this range.");
+    classes.forEach(function (e) {
+      var tr = document.createElement("tr");
+      cell(tr, e.error_class || "unknown");
+      cell(tr, e.step_type || "–");
+      cell(tr, fmt(e.count, 0), "num");
+      cell(tr, e.last_seen ? new Date(e.last_seen).toLocaleString() : "–");
+      var docs = document.createElement("span");
+      docs.appendChild(link("/api/files?status=failed&sort_by=created_at&sort_order=desc", "failed documents"));
+      if (e.sample_file_id) {
+        docs.appendChild(document.createTextNode(" · "));
+        docs.appendChild(link("/api/files/" + encodeURIComponent(e.sample_file_id),
+          "sample #" + e.sample_file_id));
+      }
+      cell(tr, docs);
+      tbody.appendChild(tr);
+    });
+  }
+
+  function showIntake(rep) {
+    var p = pivot(rep, "channel", "count", true);
+    draw("chart-intake", p.xs, p.keys, p.ys);
+  }
+
+  function showRequests(rep) {
+    var c = columns(rep, ["count", "errors_5xx", "p99_ms"]);
+    draw("chart-requests", c.xs, ["requests", "5xx", "p99"], c.ys, { right: ["p99"] });
+  }
+
+  // showWorkers fills the processes table and adds their latest sample to
+  // the page's own history, charted as memory per process.
+  function showWorkers(procs) {
+    var tbody = document.querySelector("#table-workers tbody");
+    clear(tbody);
+    if (!procs.length) emptyRow(tbody, 7, "No process has reported in this range.");
+    var now = Math.floor(Date.now() / 1000);
+    procs.forEach(function (p) {
+      var tr = document.createElement("tr");
+      cell(tr, p.process);
+      cell(tr, p.role || "–");
+      cell(tr, fmt(p.cpu_percent), "num");
+      cell(tr, fmt((p.rss_bytes || 0) / 1048576), "num");
+      cell(tr, fmt(p.goroutines, 0), "num");
+      cell(tr, fmt(p.metrics_dropped, 0), "num");
+      cell(tr, p.last_seen ? new Date(p.last_seen).toLocaleTimeString() : "–");
+      tbody.appendChild(tr);
+      var h = history[p.process] || (history[p.process] = []);
+      h.push({ t: now, rss: (p.rss_bytes || 0) / 1048576 });
+      if (h.length > HISTORY) h.shift();
+    });
+    var names = Object.keys(history).sort();
+    var times = {};
+    names.forEach(function (n) { history[n].forEach(function (s) { times[s.t] = true; }); });
+    var xs = Object.keys(times).map(Number).sort(function (a, b) { return a - b; });
+    var ys = names.map(function (n) {
+      var at = {};
+      history[n].forEach(function (s) { at[s.t] = s.rss; });
+      return xs.map(function (t) { return at[t] === undefined ? null : at[t]; });
+    });
+    draw("chart-workers", xs, names.map(function (n) { return n + " MiB"; }), ys, { spanGaps: true });
+  }
+
+  // ---- loading ------------------------------------------------------------
+
+  function query() {
+    var span = Number(rangeEl.value) || 3600;
+    var to = new Date();
+    var from = new Date(to.getTime() - span * 1000);
+    return "?from=" + encodeURIComponent(from.toISOString()) + "&to=" + encodeURIComponent(to.toISOString());
+  }
+
+  function load(name, q) {
+    return fetch("/api/analytics/" + name + q, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (resp) {
+        if (resp.status === 401) throw new Error("signed out: sign in again");
+        if (!resp.ok) {
+          return resp.json().catch(function () { return {}; }).then(function (b) {
+            throw new Error(name + ": " + (b.detail || resp.status));
+          });
+        }
+        return resp.json();
+      });
+  }
+
+  function refresh() {
+    if (inFlight) return;
+    inFlight = true;
+    var q = query();
+    var names = ["overview", "steps", "errors", "lag", "intake", "requests"];
+    Promise.all(names.map(function (n) {
+      return load(n, q).then(function (r) { return { ok: r }; }, function (e) { return { err: e }; });
+    })).then(function (res) {
+      var r = {}, errs = [];
+      names.forEach(function (n, i) {
+        if (res[i].err) errs.push(res[i].err.message); else r[n] = res[i].ok;
+      });
+      if (r.overview) showOverview(r.overview);
+      if (r.overview || r.lag) showBacklog(r.overview, r.lag);
+      if (r.steps) showSteps(r.steps);
+      if (r.errors) showErrors(r.errors);
+      if (r.intake) showIntake(r.intake);
+      if (r.requests) showRequests(r.requests);
+      statusEl.textContent = errs.length
+        ? "Could not load " + errs.join("; ")
+        : "Updated " + new Date().toLocaleTimeString() + (autoEl.checked ? " · refreshing every 5 s" : "");
+      statusEl.className = errs.length ? "error" : "muted";
+      document.body.setAttribute("data-loaded", String(Number(document.body.getAttribute("data-loaded") || 0) + 1));
+    }).then(function () { inFlight = false; }, function () { inFlight = false; });
+  }
+
+  function schedule() {
+    if (timer) { clearInterval(timer); timer = null; }
+    if (autoEl.checked) {
+      timer = setInterval(function () { if (!document.hidden) refresh(); }, REFRESH_MS);
+    }
+  }
+
+  formEl.addEventListener("submit", function (ev) { ev.preventDefault(); refresh(); });
+  rangeEl.addEventListener("change", function () {
+    history = {};
+    refresh();
+  });
+  autoEl.addEventListener("change", function () { schedule(); refresh(); });
+  document.addEventListener("visibilitychange", function () { if (!document.hidden && autoEl.checked) refresh(); });
+  var resizeTimer = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resizeTimer);
+    resizeTimer = setTimeout(resizeCharts, 150);
+  });
+
+  schedule();
+  refresh();
+})();
