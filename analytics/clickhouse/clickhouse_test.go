@@ -271,3 +271,14 @@ func TestOutOfRangeTimesAreClamped(t *testing.T) {
 		t.Fatalf("stored times %v and %v, want the edges of the DateTime range", lo, hi)
 	}
 }
+
+func TestReports(t *testing.T) {
+	analyticstest.RunReports(t, func(t *testing.T, opts analytics.Options) analyticstest.Subject {
+		return newReportSubject(t, opts)
+	})
+}
+
+func newReportSubject(t *testing.T, opts analytics.Options) analyticstest.Subject {
+	rec, _ := open(t, srv.addr, opts)
+	return analyticstest.Subject{Recorder: rec, Queries: rec}
+}
