@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"docflow"
 )
 
 // Defaults for Options fields left zero.
@@ -104,14 +106,7 @@ func (o Options) withDefaults() Options {
 // Stats are a Batcher's counters since it started. Every row handed to Add is
 // Written, Dropped, Rejected, or still Buffered:
 // Recorded = Written + Dropped + Rejected + Buffered.
-type Stats struct {
-	Recorded    int64 // rows handed to Add
-	Written     int64 // rows a write confirmed
-	Dropped     int64 // rows refused by a full queue, or left unwritten at Close
-	Rejected    int64 // rows the store refused for good (see Permanent)
-	WriteErrors int64 // failed write attempts
-	Buffered    int64 // rows queued or waiting for a (re)try
-}
+type Stats = docflow.RecorderStats
 
 // WriteFunc writes one batch. It must write all rows or none: a batch that
 // returns an error is retried whole later, unless the error is Permanent.
