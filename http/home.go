@@ -27,6 +27,7 @@ var staticFiles embed.FS
 const pageHead = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/static/docflow.css">`
 
 // pageBar is the header with the site's links; .User decides sign in or out.

@@ -20,6 +20,7 @@ import (
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Sign in · docflow</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="/static/docflow.css"></head>
 <body class="auth"><form method="post" action="/login">
 <h1>docflow</h1>

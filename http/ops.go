@@ -12,7 +12,7 @@ import (
 
 // chartLibrary is the chart library's script inside staticFiles, built by
 // make (scripts/web.sh) into the git-ignored static/vendor folder.
-const chartLibrary = "static/vendor/uPlot.iife.min.js"
+var chartLibrary = "static/vendor/uPlot.iife.min.js"
 
 var opsPage = template.Must(template.New("ops").Parse(pageHead + `
 {{if .Charts}}<link rel="stylesheet" href="/static/vendor/uPlot.min.css">{{end}}

@@ -19,6 +19,7 @@
   var charts = {};      // element id → {plot, key}
   var history = {};     // process → [{t, rss, cpu}]
   var inFlight = false;
+  var again = false;     // a refresh asked for while one was running
   var timer = null;
 
   // ---- helpers ------------------------------------------------------------
@@ -75,18 +76,27 @@
     return xs;
   }
 
-  // columns gives one array per field over the buckets (null where the
-  // answer has no row).
-  function columns(rep, fields) {
+  // columns gives one array per field over the buckets. Buckets the answer
+  // has no row for are zero for the counts (fields in zero), so that their
+  // lines are drawn, and null (a gap) for the others.
+  function columns(rep, fields, zero) {
     var xs = buckets(rep), at = {};
     xs.forEach(function (t, i) { at[t] = i; });
-    var ys = fields.map(function () { return xs.map(function () { return null; }); });
+    var ys = fields.map(function (f) {
+      var z = zero && zero.indexOf(f) >= 0 ? 0 : null;
+      return xs.map(function () { return z; });
+    });
     (rep.series || []).forEach(function (row) {
       var i = at[seconds(row.t)];
       if (i === undefined) return;
       fields.forEach(function (f, k) { ys[k][i] = num(row[f]); });
     });
     return { xs: xs, ys: ys };
+  }
+
+  // gaps turns the reports' 0 percentiles (nothing measured) into gaps.
+  function gaps(col) {
+    return col.map(function (v) { return v === 0 ? null : v; });
   }
 
   // pivot gives one array per value of key (a step type, a channel…),
@@ -156,9 +166,14 @@
       axes.push({ scale: "right", side: 1, size: 60, grid: { show: false },
         values: function (u, vals) { return vals.map(function (v) { return fmt(v) + " ms"; }); } });
     }
+    var x = { time: true };
+    if (opts.minSpan) {
+      // A short history (the page's own samples) still spans minSpan seconds.
+      x.range = function (u, min, max) { return [Math.min(min, max - opts.minSpan), max]; };
+    }
     var plot = new window.uPlot({
       width: chartWidth(el), height: chartHeight(), series: series, axes: axes,
-      scales: { x: { time: true } }, cursor: { drag: { x: false, y: false } }
+      scales: { x: x }, cursor: { drag: { x: false, y: false } }
     }, data, el);
     charts[id] = { plot: plot, key: key };
   }
@@ -173,9 +188,10 @@
   // ---- sections -----------------------------------------------------------
 
   function showOverview(rep) {
-    var c = columns(rep, ["docs_in", "docs_out", "failed", "p50_ms", "p95_ms", "p99_ms", "backlog"]);
+    var c = columns(rep, ["docs_in", "docs_out", "failed", "p50_ms", "p95_ms", "p99_ms", "backlog"],
+      ["docs_in", "docs_out", "failed"]);
     draw("chart-throughput", c.xs, ["in", "out", "failed"], c.ys.slice(0, 3));
-    draw("chart-latency", c.xs, ["p50", "p95", "p99"], c.ys.slice(3, 6), { spanGaps: true });
+    draw("chart-latency", c.xs, ["p50", "p95", "p99"], c.ys.slice(3, 6).map(gaps), { spanGaps: true });
     var t = rep.totals || {};
     var el = document.getElementById("totals-overview");
     clear(el);
@@ -259,8 +275,8 @@
   }
 
   function showRequests(rep) {
-    var c = columns(rep, ["count", "errors_5xx", "p99_ms"]);
-    draw("chart-requests", c.xs, ["requests", "5xx", "p99"], c.ys, { right: ["p99"] });
+    var c = columns(rep, ["count", "errors_5xx", "p99_ms"], ["count", "errors_5xx"]);
+    draw("chart-requests", c.xs, ["requests", "5xx", "p99"], [c.ys[0], c.ys[1], gaps(c.ys[2])], { right: ["p99"], spanGaps: true });
   }
 
   // showWorkers fills the processes table and adds their latest sample to
@@ -293,7 +309,7 @@
       history[n].forEach(function (s) { at[s.t] = s.rss; });
       return xs.map(function (t) { return at[t] === undefined ? null : at[t]; });
     });
-    draw("chart-workers", xs, names.map(function (n) { return n + " MiB"; }), ys, { spanGaps: true });
+    draw("chart-workers", xs, names.map(function (n) { return n + " MiB"; }), ys, { spanGaps: true, minSpan: 300 });
   }
 
   // ---- loading ------------------------------------------------------------
@@ -318,9 +334,12 @@
       });
   }
 
+  // refresh loads every report for the chosen range. One runs at a time; a
+  // refresh asked for meanwhile (a new range) runs right after it.
   function refresh() {
-    if (inFlight) return;
+    if (inFlight) { again = true; return; }
     inFlight = true;
+    again = false;
     var q = query();
     var names = ["overview", "steps", "errors", "lag", "intake", "requests"];
     Promise.all(names.map(function (n) {
@@ -341,7 +360,12 @@
         : "Updated " + new Date().toLocaleTimeString() + (autoEl.checked ? " · refreshing every 5 s" : "");
       statusEl.className = errs.length ? "error" : "muted";
       document.body.setAttribute("data-loaded", String(Number(document.body.getAttribute("data-loaded") || 0) + 1));
-    }).then(function () { inFlight = false; }, function () { inFlight = false; });
+    }).then(done, done);
+  }
+
+  function done() {
+    inFlight = false;
+    if (again) refresh();
   }
 
   function schedule() {
