@@ -302,7 +302,7 @@ func (m *App) startCore(ctx context.Context) error {
 	m.Files.SetListConcurrency(docflow.SettingInt(m.Settings, "LIST_QUERY_CONCURRENCY", 0))
 	m.Runs = postgres.NewRunStore(m.DB)
 	m.Embeddings = steps.NewEmbeddingRuns(postgres.NewEmbeddingStore(m.DB))
-	icfg := intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings,
+	icfg := intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings, Recorder: m.Recorder,
 		Log: m.Log.With().Str("component", "intake").Logger(), WorkDir: m.Workdir}
 	if m.cfg.Intake != nil {
 		m.cfg.Intake(&icfg)
