@@ -25,9 +25,6 @@ import (
 	"docflow/actors/pipeline"
 	"docflow/actors/pipeline/steps"
 	"docflow/actors/pipeline/steps/teststep"
-	"docflow/analytics"
-	chanalytics "docflow/analytics/clickhouse"
-	pganalytics "docflow/analytics/postgres"
 	dfhttp "docflow/http"
 	"docflow/intake"
 	"docflow/storage/blob"
@@ -74,6 +71,10 @@ type App struct {
 	DB          *postgres.DB
 	Settings    *postgres.SettingsService
 	Recorder    docflow.Recorder
+	// Reports answers the analytics API (the recorder's store).
+	Reports docflow.Analytics
+	// RecorderStats are the recorder's counters (nil when recording is off).
+	RecorderStats func() docflow.RecorderStats
 	Broker      *streams.Broker
 	Producer    *streams.Producer
 	Relay       *streams.Relay
@@ -196,6 +197,7 @@ func (m *App) run(ctx context.Context) error {
 			return err
 		}
 	}
+	m.startSamplers()
 	if m.Role == "serve" || m.Role == "api" {
 		if err := m.startSearch(ctx); err != nil {
 			return err
@@ -255,29 +257,6 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 		return "", err
 	}
 	return secret, nil
-}
-
-// startRecorder records metrics in ClickHouse when CLICKHOUSE_URL is set,
-// else in PostgreSQL.
-func (m *App) startRecorder(ctx context.Context) error {
-	opts := analytics.Options{Logger: &m.Log}
-	if u := m.Settings.Get("CLICKHOUSE_URL"); u != "" {
-		rec, err := chanalytics.Open(ctx, chanalytics.Config{URL: u}, opts)
-		if err != nil {
-			return fmt.Errorf("connect ClickHouse at %s: %w (unset CLICKHOUSE_URL to record metrics in PostgreSQL)", RedactURL(u), err)
-		}
-		m.Recorder = rec
-		m.onClose(func(context.Context) error { return rec.Close() })
-		m.Log.Info().Str("url", RedactURL(u)).Msg("recording metrics in ClickHouse")
-		return nil
-	}
-	rec, err := pganalytics.New(m.DB.Pool, opts)
-	if err != nil {
-		return err
-	}
-	m.Recorder = rec
-	m.onClose(func(context.Context) error { return rec.Close() })
-	return nil
 }
 
 // startCore builds what every role shares: the blob store, the file
@@ -573,6 +552,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
+	srv.MountAnalytics(dfhttp.AnalyticsDeps{Reports: m.Reports, RecorderStats: m.RecorderStats})
 }
 
 // Wait blocks until ctx is done or the HTTP server fails.
