@@ -67,30 +67,30 @@ type App struct {
 	Role string
 	cfg  Config
 
-	Log         zerolog.Logger
-	DB          *postgres.DB
-	Settings    *postgres.SettingsService
-	Recorder    docflow.Recorder
+	Log      zerolog.Logger
+	DB       *postgres.DB
+	Settings *postgres.SettingsService
+	Recorder docflow.Recorder
 	// Reports answers the analytics API (the recorder's store).
 	Reports docflow.Analytics
 	// RecorderStats are the recorder's counters (nil when recording is off).
 	RecorderStats func() docflow.RecorderStats
-	Broker      *streams.Broker
-	Producer    *streams.Producer
-	Relay       *streams.Relay
-	HTTP        *dfhttp.Server
-	Brokers     []string
-	Workdir     string
-	Blobs       *blob.Local
-	Files       *postgres.FileService
-	Intake      *intake.Service
-	Runs        *postgres.RunStore
-	Index       docflow.SearchIndex
-	SearchStore *postgres.SearchService
-	Embeddings  *steps.EmbeddingRuns
-	Steps       *steps.Steps
-	Registry    *pipeline.Registry
-	Engine      *pipeline.Engine
+	Broker        *streams.Broker
+	Producer      *streams.Producer
+	Relay         *streams.Relay
+	HTTP          *dfhttp.Server
+	Brokers       []string
+	Workdir       string
+	Blobs         *blob.Local
+	Files         *postgres.FileService
+	Intake        *intake.Service
+	Runs          *postgres.RunStore
+	Index         docflow.SearchIndex
+	SearchStore   *postgres.SearchService
+	Embeddings    *steps.EmbeddingRuns
+	Steps         *steps.Steps
+	Registry      *pipeline.Registry
+	Engine        *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
 
