@@ -22,7 +22,7 @@ const retentionEvery = time.Hour
 // metrics in memory while unreachable.
 func (m *App) startRecorder(ctx context.Context) error {
 	days := docflow.SettingInt(m.Settings, "ANALYTICS_RETENTION_DAYS", 90)
-	opts := analytics.Options{Logger: &m.Log, MaxBuffered: docflow.SettingInt(m.Settings, "ANALYTICS_BUFFER_ROWS", 100_000)}
+	opts := analytics.Options{Logger: &m.Log}.Bounded(docflow.SettingInt(m.Settings, "ANALYTICS_BUFFER_ROWS", 100_000))
 	if !docflow.SettingBool(m.Settings, "ANALYTICS_ENABLED", true) {
 		m.Recorder = analytics.Nop{}
 		q, err := pganalytics.NewQueries(m.DB.Pool)
