@@ -158,6 +158,19 @@ type Batcher[T any] struct {
 	err        error // result of the final flush, set before done closes
 
 	recorded, written, dropped, rejected, writeErrors atomic.Int64
+	loggedDrops                                       int64 // dropped as last logged (loop only)
+}
+
+// logDrops logs, at most once per FlushInterval, how many rows were
+// dropped since the last time it logged.
+func (b *Batcher[T]) logDrops() {
+	d := b.dropped.Load()
+	if d == b.loggedDrops {
+		return
+	}
+	b.opts.Logger.Warn().Int64("dropped", d-b.loggedDrops).Int64("dropped_total", d).
+		Int("bound", b.opts.QueueSize+b.opts.MaxBuffered).Msg("analytics metrics dropped: buffer full")
+	b.loggedDrops = d
 }
 
 type flushRequest struct {
@@ -337,6 +350,7 @@ func (b *Batcher[T]) loop() {
 				drain()
 				backgroundFlush(false)
 			}
+			b.logDrops()
 		case <-retryC:
 			retryC = nil
 			drain()

@@ -26,8 +26,6 @@ import (
 	"docflow/actors/pipeline/steps"
 	"docflow/actors/pipeline/steps/teststep"
 	"docflow/analytics"
-	chanalytics "docflow/analytics/clickhouse"
-	pganalytics "docflow/analytics/postgres"
 	"docflow/analytics/prom"
 	dfhttp "docflow/http"
 	"docflow/intake"
@@ -75,25 +73,29 @@ type App struct {
 	DB       *postgres.DB
 	Settings *postgres.SettingsService
 	Recorder docflow.Recorder
+	// Reports answers the analytics API (the recorder's store).
+	Reports docflow.Analytics
+	// RecorderStats are the recorder's counters (nil when recording is off).
+	RecorderStats func() docflow.RecorderStats
 	// Prom keeps the Prometheus series GET /metrics exports; Recorder
-	// feeds it beside the analytics backend.
-	Prom        *prom.Recorder
-	Broker      *streams.Broker
-	Producer    *streams.Producer
-	Relay       *streams.Relay
-	HTTP        *dfhttp.Server
-	Brokers     []string
-	Workdir     string
-	Blobs       *blob.Local
-	Files       *postgres.FileService
-	Intake      *intake.Service
-	Runs        *postgres.RunStore
-	Index       docflow.SearchIndex
-	SearchStore *postgres.SearchService
-	Embeddings  *steps.EmbeddingRuns
-	Steps       *steps.Steps
-	Registry    *pipeline.Registry
-	Engine      *pipeline.Engine
+	// feeds it beside the analytics store.
+	Prom *prom.Recorder
+	Broker        *streams.Broker
+	Producer      *streams.Producer
+	Relay         *streams.Relay
+	HTTP          *dfhttp.Server
+	Brokers       []string
+	Workdir       string
+	Blobs         *blob.Local
+	Files         *postgres.FileService
+	Intake        *intake.Service
+	Runs          *postgres.RunStore
+	Index         docflow.SearchIndex
+	SearchStore   *postgres.SearchService
+	Embeddings    *steps.EmbeddingRuns
+	Steps         *steps.Steps
+	Registry      *pipeline.Registry
+	Engine        *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
 
@@ -201,6 +203,7 @@ func (m *App) run(ctx context.Context) error {
 			return err
 		}
 	}
+	m.startSamplers()
 	if m.Role == "serve" || m.Role == "api" {
 		if err := m.startSearch(ctx); err != nil {
 			return err
@@ -262,48 +265,6 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 	return secret, nil
 }
 
-// startRecorder records metrics in ClickHouse when CLICKHOUSE_URL is set,
-// else in PostgreSQL.
-func (m *App) startRecorder(ctx context.Context) error {
-	opts := analytics.Options{Logger: &m.Log}
-	if u := m.Settings.Get("CLICKHOUSE_URL"); u != "" {
-		rec, err := chanalytics.Open(ctx, chanalytics.Config{URL: u}, opts)
-		if err != nil {
-			return fmt.Errorf("connect ClickHouse at %s: %w (unset CLICKHOUSE_URL to record metrics in PostgreSQL)", RedactURL(u), err)
-		}
-		m.Recorder = rec
-		m.onClose(func(context.Context) error { return rec.Close() })
-		m.Log.Info().Str("url", RedactURL(u)).Msg("recording metrics in ClickHouse")
-		return nil
-	}
-	rec, err := pganalytics.New(m.DB.Pool, opts)
-	if err != nil {
-		return err
-	}
-	m.Recorder = rec
-	m.onClose(func(context.Context) error { return rec.Close() })
-	return nil
-}
-
-// startPrometheus puts the Prometheus series beside the analytics backend:
-// every metric recorded also updates them, and the backend's buffer is
-// exported (recorded, dropped, buffered) so an outage shows on /metrics.
-func (m *App) startPrometheus() {
-	m.Prom = prom.New()
-	if st, ok := m.Recorder.(interface{ Stats() analytics.Stats }); ok {
-		m.Prom.MustRegister(
-			prom.CounterFunc("analytics_dropped_total", "Metrics the analytics buffer dropped (full queue or unwritten at close).",
-				func() float64 { return float64(st.Stats().Dropped) }),
-			prom.CounterFunc("analytics_write_errors_total", "Failed writes of metric batches to the analytics backend.",
-				func() float64 { return float64(st.Stats().WriteErrors) }),
-			prom.GaugeFunc("analytics_buffered", "Metrics waiting in the analytics buffer.",
-				func() float64 { return float64(st.Stats().Buffered) }))
-	}
-	// The backend's Close stays registered by startRecorder; Multi is only
-	// the fan-out.
-	m.Recorder = analytics.Multi{m.Recorder, m.Prom}
-}
-
 // startCore builds what every role shares: the blob store, the file
 // repository and the intake service; serve and worker also poll the watch
 // folders (each new file is recorded once, whichever process sees it first).
@@ -326,7 +287,7 @@ func (m *App) startCore(ctx context.Context) error {
 	m.Files.SetListConcurrency(docflow.SettingInt(m.Settings, "LIST_QUERY_CONCURRENCY", 0))
 	m.Runs = postgres.NewRunStore(m.DB)
 	m.Embeddings = steps.NewEmbeddingRuns(postgres.NewEmbeddingStore(m.DB))
-	icfg := intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings,
+	icfg := intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings, Recorder: m.Recorder,
 		Log: m.Log.With().Str("component", "intake").Logger(), WorkDir: m.Workdir}
 	if m.cfg.Intake != nil {
 		m.cfg.Intake(&icfg)
@@ -599,7 +560,28 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
+	srv.MountAnalytics(dfhttp.AnalyticsDeps{Reports: m.Reports, RecorderStats: m.RecorderStats})
 	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
+}
+
+// startPrometheus puts the Prometheus series beside the analytics store:
+// every metric recorded also updates them (even with ANALYTICS_ENABLED
+// off), and the recorder's buffer is exported so that an outage of the
+// store shows on /metrics.
+func (m *App) startPrometheus() {
+	m.Prom = prom.New()
+	if stats := m.RecorderStats; stats != nil {
+		m.Prom.MustRegister(
+			prom.CounterFunc("analytics_dropped_total", "Metrics the analytics buffer dropped (full buffer, or unwritten at close).",
+				func() float64 { return float64(stats().Dropped) }),
+			prom.CounterFunc("analytics_write_errors_total", "Failed writes of metric batches to the analytics store.",
+				func() float64 { return float64(stats().WriteErrors) }),
+			prom.GaugeFunc("analytics_buffered", "Metrics waiting in the analytics buffer.",
+				func() float64 { return float64(stats().Buffered) }))
+	}
+	// The store's Close stays registered by startRecorder; Multi only fans
+	// out.
+	m.Recorder = analytics.Multi{m.Recorder, m.Prom}
 }
 
 // Wait blocks until ctx is done or the HTTP server fails.
