@@ -79,23 +79,23 @@ type App struct {
 	RecorderStats func() docflow.RecorderStats
 	// Prom keeps the Prometheus series GET /metrics exports; Recorder
 	// feeds it beside the analytics store.
-	Prom *prom.Recorder
-	Broker        *streams.Broker
-	Producer      *streams.Producer
-	Relay         *streams.Relay
-	HTTP          *dfhttp.Server
-	Brokers       []string
-	Workdir       string
-	Blobs         *blob.Local
-	Files         *postgres.FileService
-	Intake        *intake.Service
-	Runs          *postgres.RunStore
-	Index         docflow.SearchIndex
-	SearchStore   *postgres.SearchService
-	Embeddings    *steps.EmbeddingRuns
-	Steps         *steps.Steps
-	Registry      *pipeline.Registry
-	Engine        *pipeline.Engine
+	Prom        *prom.Recorder
+	Broker      *streams.Broker
+	Producer    *streams.Producer
+	Relay       *streams.Relay
+	HTTP        *dfhttp.Server
+	Brokers     []string
+	Workdir     string
+	Blobs       *blob.Local
+	Files       *postgres.FileService
+	Intake      *intake.Service
+	Runs        *postgres.RunStore
+	Index       docflow.SearchIndex
+	SearchStore *postgres.SearchService
+	Embeddings  *steps.EmbeddingRuns
+	Steps       *steps.Steps
+	Registry    *pipeline.Registry
+	Engine      *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
 
