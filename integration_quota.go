@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Unlimited is a quota without a maximum.
@@ -86,3 +87,47 @@ func (t IntegrationTesters) Test(ctx context.Context, in *Integration) (bool, st
 	}
 	return false, fmt.Sprintf("testing %s is not supported yet", in.IntegrationType)
 }
+
+// IntegrationFilter narrows a listing of one owner's integrations; empty
+// fields do not filter.
+type IntegrationFilter struct {
+	Direction       string
+	IntegrationType string
+}
+
+// IntegrationUsage is an owner's tier and active integrations per
+// direction, as the quota counts them.
+type IntegrationUsage struct {
+	Tier         string
+	Destinations int
+	Sources      int
+}
+
+// Used returns the count for direction.
+func (u IntegrationUsage) Used(direction string) int {
+	if direction == DirectionSource {
+		return u.Sources
+	}
+	return u.Destinations
+}
+
+// IntegrationStatusUpdate is what the process running an integration
+// reports: nil fields keep their value, counters are added to the stored
+// ones (so a restart does not reset them).
+type IntegrationStatusUpdate struct {
+	State      *string
+	LastPollAt *time.Time
+	// UsedAt sets last_used_at (a poll that ingested or a delivery that
+	// succeeded).
+	UsedAt *time.Time
+	// Error sets last_error when not nil; a pointer to "" clears it.
+	Error             *string
+	MessagesSeen      int64
+	DocumentsIngested int64
+	DeliveriesOK      int64
+	DeliveriesFailed  int64
+}
+
+// IntegrationStateIdle is the status state of an integration no process
+// has reported on yet.
+const IntegrationStateIdle = "idle"
