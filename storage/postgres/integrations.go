@@ -122,7 +122,9 @@ type integrationScanFirst struct {
 	first any
 }
 
-func (r integrationScanFirst) Scan(dest ...any) error { return r.row.Scan(append([]any{r.first}, dest...)...) }
+func (r integrationScanFirst) Scan(dest ...any) error {
+	return r.row.Scan(append([]any{r.first}, dest...)...)
+}
 
 // seal encrypts credentials; none (nil or empty) is "".
 func (s *IntegrationService) seal(creds map[string]string) (string, error) {
