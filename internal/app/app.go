@@ -73,6 +73,11 @@ type App struct {
 	Log         zerolog.Logger
 	DB          *postgres.DB
 	Settings    *postgres.SettingsService
+	// Cipher seals sensitive values at rest (settings, integration
+	// credentials) under the key derived from SESSION_SECRET.
+	Cipher *postgres.Cipher
+	// Integrations is the store of the users' integrations.
+	Integrations *postgres.IntegrationService
 	Recorder    docflow.Recorder
 	Broker      *streams.Broker
 	Producer    *streams.Producer
@@ -235,6 +240,7 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	m.Cipher = cipher
 	m.Log.Info().Str("role", m.Role).Str("version", m.cfg.Version).Msg("starting docflow")
 	if m.cfg.DB != nil {
 		m.DB = m.cfg.DB
@@ -573,6 +579,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
+	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 }
 
 // Wait blocks until ctx is done or the HTTP server fails.
