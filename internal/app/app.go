@@ -70,33 +70,33 @@ type App struct {
 	Role string
 	cfg  Config
 
-	Log      zerolog.Logger
-	DB       *postgres.DB
-	Settings *postgres.SettingsService
+	Log         zerolog.Logger
+	DB          *postgres.DB
+	Settings    *postgres.SettingsService
+	Recorder    docflow.Recorder
+	Broker      *streams.Broker
+	Producer    *streams.Producer
+	Relay       *streams.Relay
+	HTTP        *dfhttp.Server
+	Brokers     []string
+	Workdir     string
+	Blobs       *blob.Local
+	Files       *postgres.FileService
+	Intake      *intake.Service
+	Runs        *postgres.RunStore
+	Index       docflow.SearchIndex
+	SearchStore *postgres.SearchService
+	Embeddings  *steps.EmbeddingRuns
+	Steps       *steps.Steps
+	Registry    *pipeline.Registry
+	Engine      *pipeline.Engine
+	// Actors is the process's actor engine (serve, api, worker).
+	Actors *actor.Engine
 	// Cipher seals sensitive values at rest (settings, integration
 	// credentials) under the key derived from SESSION_SECRET.
 	Cipher *postgres.Cipher
 	// Integrations is the store of the users' integrations.
 	Integrations *postgres.IntegrationService
-	Recorder     docflow.Recorder
-	Broker       *streams.Broker
-	Producer     *streams.Producer
-	Relay        *streams.Relay
-	HTTP         *dfhttp.Server
-	Brokers      []string
-	Workdir      string
-	Blobs        *blob.Local
-	Files        *postgres.FileService
-	Intake       *intake.Service
-	Runs         *postgres.RunStore
-	Index        docflow.SearchIndex
-	SearchStore  *postgres.SearchService
-	Embeddings   *steps.EmbeddingRuns
-	Steps        *steps.Steps
-	Registry     *pipeline.Registry
-	Engine       *pipeline.Engine
-	// Actors is the process's actor engine (serve, api, worker).
-	Actors *actor.Engine
 
 	listener net.Listener
 	closers  []func(ctx context.Context) error
