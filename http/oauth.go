@@ -157,12 +157,19 @@ func (o *ssoClient) discover(ctx context.Context, issuer string) (*oidc.Provider
 	ctx, cancel := context.WithTimeout(oidc.ClientContext(ctx, o.deps.HTTPClient), o.deps.Timeout)
 	defer cancel()
 	p, err := oidc.NewProvider(ctx, issuer)
-	o.issuer = issuer
 	if err != nil {
 		o.log.Warn().Err(err).Str("issuer", issuer).Msg("OpenID Connect discovery failed")
-		o.provider, o.failed, o.failedAt = nil, err, now
+		if o.issuer == issuer && o.provider != nil {
+			// Read again when it was due and failed: the provider's
+			// endpoints rarely move, so the last answer serves until
+			// the next try.
+			o.fetched = now.Add(ssoRetryAfter - ssoDiscoveryTTL)
+			return o.provider, nil
+		}
+		o.issuer, o.provider, o.failed, o.failedAt = issuer, nil, err, now
 		return nil, err
 	}
+	o.issuer = issuer
 	o.provider, o.fetched, o.failed = p, now, nil
 	return p, nil
 }
@@ -191,7 +198,7 @@ func (s *Server) handleSSOLogin(c *fasthttp.RequestCtx) error {
 	ctx := RequestContext(c)
 	p, err := s.sso.discover(ctx, st.issuer)
 	if err != nil {
-		return s.ssoRefuse(c, "", "discovery: "+err.Error(),
+		return s.ssoRefuse(c, &docflow.SSOAttempt{Next: next, RedirectURI: redirectURI}, "", "discovery: "+err.Error(),
 			docflow.Errorf(docflow.EBADGATEWAY, "The sign-in provider cannot be reached; try again later"))
 	}
 	binding := string(c.Request.Header.Cookie(ssoCookie))
@@ -229,6 +236,8 @@ func (s *Server) handleSSOCallback(c *fasthttp.RequestCtx) error {
 		}
 		att = a
 	}
+	binding := string(c.Request.Header.Cookie(ssoCookie))
+	bound := att != nil && binding != "" && subtle.ConstantTimeCompare([]byte(sha256Hex(binding)), []byte(att.BindingHash)) == 1
 	if pe := string(q.Peek("error")); pe != "" {
 		// The provider refused (the user cancelled, or is not allowed).
 		// Its code and description are shown as text, clipped.
@@ -236,38 +245,43 @@ func (s *Server) handleSSOCallback(c *fasthttp.RequestCtx) error {
 		if d := strings.TrimSpace(string(q.Peek("error_description"))); d != "" {
 			msg += " (" + clipText(d, 200) + ")"
 		}
-		return s.ssoRefuse(c, "", "provider error: "+clipText(pe, 64), docflow.Errorf(docflow.EUNAUTHORIZED, "%s", msg))
+		var mine *docflow.SSOAttempt
+		if bound {
+			mine = att
+		}
+		return s.ssoRefuse(c, mine, "", "provider error: "+clipText(pe, 64), docflow.Errorf(docflow.EUNAUTHORIZED, "%s", msg))
 	}
 	if att == nil {
-		return s.ssoRefuse(c, "", "unknown, used or expired state",
+		return s.ssoRefuse(c, nil, "", "unknown, used or expired state",
 			docflow.Errorf(docflow.EBADREQUEST, "This sign-in is unknown, expired or was already used; please sign in again"))
 	}
-	binding := string(c.Request.Header.Cookie(ssoCookie))
-	if binding == "" || subtle.ConstantTimeCompare([]byte(sha256Hex(binding)), []byte(att.BindingHash)) != 1 {
-		return s.ssoRefuse(c, "", "state of another browser",
+	if !bound {
+		// Another browser's attempt (login CSRF, or a link sent around):
+		// it is spent, and nothing of it is shown here.
+		return s.ssoRefuse(c, nil, "", "state of another browser",
 			docflow.Errorf(docflow.EBADREQUEST, "This sign-in was started in another browser; please sign in again"))
 	}
 	if att.Issuer != st.issuer {
-		return s.ssoRefuse(c, "", "issuer changed during the sign-in",
+		return s.ssoRefuse(c, att, "", "issuer changed during the sign-in",
 			docflow.Errorf(docflow.EBADREQUEST, "The SSO settings changed during this sign-in; please sign in again"))
 	}
 	code := string(q.Peek("code"))
 	if code == "" || len(code) > 4096 {
-		return s.ssoRefuse(c, "", "no code", docflow.Errorf(docflow.EBADREQUEST, "The sign-in provider sent no authorization code"))
+		return s.ssoRefuse(c, att, "", "no code", docflow.Errorf(docflow.EBADREQUEST, "The sign-in provider sent no authorization code"))
 	}
 	p, err := s.sso.discover(ctx, st.issuer)
 	if err != nil {
-		return s.ssoRefuse(c, "", "discovery: "+err.Error(),
+		return s.ssoRefuse(c, att, "", "discovery: "+err.Error(),
 			docflow.Errorf(docflow.EBADGATEWAY, "The sign-in provider cannot be reached; try again later"))
 	}
 	id, err := s.ssoIdentity(ctx, p, st, att, code)
 	if err != nil {
-		return s.ssoRefuse(c, "", docflow.ErrorMessage(err), err)
+		return s.ssoRefuse(c, att, "", docflow.ErrorMessage(err), err)
 	}
 	if id.UserID == docflow.AdminUserID(s.cfg.Settings) {
 		// The local admin account signs in with its password only: a
 		// provider user whose e-mail or subject is its name is someone else.
-		return s.ssoRefuse(c, id.UserID, "user id of the local admin account",
+		return s.ssoRefuse(c, att, id.UserID, "user id of the local admin account",
 			docflow.Errorf(docflow.EFORBIDDEN, "This account cannot sign in through SSO"))
 	}
 	if _, err := s.sso.deps.Signups.EnsureProfile(ctx, id.UserID, id.DisplayName, "sso"); err != nil {
@@ -305,12 +319,21 @@ func (s *Server) handleSSOCallback(c *fasthttp.RequestCtx) error {
 // ssoRefuse records a failed SSO sign-in (actor: the user when known,
 // detail: why, for the administrator) and answers err: the login page
 // with the message for a browser, {"detail": …} for anything else.
-func (s *Server) ssoRefuse(c *fasthttp.RequestCtx, actor, why string, err error) error {
+// The page keeps the attempt's next and mobile redirect when they are
+// known (att may be nil), so that trying again resumes the same sign-in.
+func (s *Server) ssoRefuse(c *fasthttp.RequestCtx, att *docflow.SSOAttempt, actor, why string, err error) error {
 	s.audit(c, docflow.AuditEntry{Actor: actor, Action: docflow.AuditSSOFailed, Detail: clipText(why, 1000)})
 	if !strings.Contains(string(c.Request.Header.Peek("Accept")), "text/html") {
 		return err
 	}
-	return s.renderLogin(c, ErrorStatusCode(docflow.ErrorCode(err)), loginView{Error: docflow.ErrorMessage(err) + "."})
+	v := loginView{Error: docflow.ErrorMessage(err) + ".", Next: "/"}
+	if att != nil {
+		v.Next = safeNext(att.Next)
+		if att.RedirectURI != "" && mobileRedirectAllowed(att.RedirectURI, s.devClientEnabled()) {
+			v.Mobile, v.RedirectURI = true, att.RedirectURI
+		}
+	}
+	return s.renderLogin(c, ErrorStatusCode(docflow.ErrorCode(err)), v)
 }
 
 func (s *Server) setSSOCookie(c *fasthttp.RequestCtx, value string, maxAge int) {

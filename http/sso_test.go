@@ -39,13 +39,13 @@ type ssoEnv struct {
 
 // newSSOEnv starts docflow (authentication on) and a provider whose
 // client is docflow's, then configures SSO.
-func newSSOEnv(t *testing.T) *ssoEnv {
+func newSSOEnv(t *testing.T, claimsInIDToken ...bool) *ssoEnv {
 	t.Helper()
 	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{
 		"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true", "ADMIN_PASSWORD": "local-admin-pw",
 		"ADMIN_GROUP_NAME": ssoAdminGroup}})
 	op, err := oidcop.Start(oidcop.Config{ClientID: "docflow", ClientSecret: "client-secret",
-		RedirectURIs: []string{a.URL + "/oauth-callback"}, Users: ssoUsers})
+		RedirectURIs: []string{a.URL + "/oauth-callback"}, Users: ssoUsers, ClaimsInIDToken: len(claimsInIDToken) > 0 && claimsInIDToken[0]})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,6 +266,29 @@ func TestSSOSignIn(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM audit_log WHERE action='sso.succeeded'`); n != 4 {
 		t.Fatalf("sso.succeeded entries: %d", n)
 	}
+	// The ID token had only the groups: the rest came from the user info.
+	if n := e.op.UserInfoCalls(); n != 4 {
+		t.Fatalf("user info read %d times, want 4", n)
+	}
+}
+
+// TestSSOClaimsFromIDToken: a provider that puts the e-mail and the groups
+// in the ID token is not asked for the user info.
+func TestSSOClaimsFromIDToken(t *testing.T) {
+	e := newSSOEnv(t, true)
+	b := newBrowser(t)
+	if p := e.signIn(b, "/oauth-login", "ann"); p.Status != 303 {
+		t.Fatalf("callback: %d %s", p.Status, p.Body)
+	}
+	if got := b.do("GET", e.app.URL+"/api/admin/audit-log", nil); got.Status != 200 {
+		t.Fatalf("admin's audit log: %d %s", got.Status, got.Body)
+	}
+	if n := e.count(`SELECT count(*) FROM user_profiles WHERE user_id='ann@example.com' AND display_name='Ann Admin'`); n != 1 {
+		t.Fatalf("ann's profile: %d", n)
+	}
+	if n := e.op.UserInfoCalls(); n != 0 {
+		t.Fatalf("user info read %d times", n)
+	}
 }
 
 // TestSSOMobileLogin: the mobile login goes through SSO: the login page's
@@ -301,6 +324,15 @@ func TestSSOMobileLogin(t *testing.T) {
 	}
 	if n := e.count(`SELECT count(*) FROM api_tokens WHERE owner_id='ann@example.com' AND name LIKE 'Mobile App – %'`); n != 1 {
 		t.Fatalf("ann's mobile tokens: %d", n)
+	}
+	// A refusal shows the login page again, still for the app.
+	mb := newBrowser(t)
+	cb := e.loginAtProvider(mb, e.toProvider(mb, "/oauth-login?mobile=1&redirect_uri="+url.QueryEscape("docflow://callback")), "bob", "bob-secret-1")
+	cu, _ := url.Parse(cb)
+	p := mb.do("GET", e.app.URL+"/oauth-callback?error=access_denied&state="+url.QueryEscape(cu.Query().Get("state")), nil, "Accept", "text/html")
+	if p.Status != 401 || !strings.Contains(p.Body, "access_denied") || !strings.Contains(p.Body, want) ||
+		!strings.Contains(p.Body, `name="redirect_uri" value="docflow://callback"`) {
+		t.Fatalf("refusal page: %d %s", p.Status, p.Body)
 	}
 	// A redirect_uri the password login refuses is refused here too.
 	if p := b.do("GET", e.app.URL+"/oauth-login?mobile=1&redirect_uri="+url.QueryEscape("https://evil.example/cb"), nil); p.Status != 400 {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/zitadel/oidc/v3/example/server/exampleop"
@@ -38,6 +39,10 @@ type Config struct {
 	// RedirectURIs are the client's registered callbacks.
 	RedirectURIs []string
 	Users        []User
+	// ClaimsInIDToken puts the profile and e-mail claims in the ID token
+	// too; by default (as the example client does) they are only at the
+	// user info endpoint.
+	ClaimsInIDToken bool
 }
 
 // Provider is a running provider.
@@ -46,10 +51,14 @@ type Provider struct {
 	// included: clients must use exactly this string).
 	Issuer string
 
-	srv  *http.Server
-	done chan struct{}
-	once sync.Once
+	srv      *http.Server
+	done     chan struct{}
+	once     sync.Once
+	userInfo atomic.Int64
 }
+
+// UserInfoCalls counts the requests to the user info endpoint.
+func (p *Provider) UserInfoCalls() int64 { return p.userInfo.Load() }
 
 // Start runs a provider on a free loopback port.
 func Start(cfg Config) (*Provider, error) {
@@ -70,11 +79,16 @@ func Start(cfg Config) (*Provider, error) {
 	// NOTE: a client map of its own: storage.NewStorage shares a
 	// package-wide one between providers.
 	clients := map[string]*storage.Client{cfg.ClientID: storage.WebClient(cfg.ClientID, cfg.ClientSecret, cfg.RedirectURIs...)}
-	st := &groupsStorage{Storage: storage.NewStorageWithClients(users, clients), users: users}
+	st := &groupsStorage{Storage: storage.NewStorageWithClients(users, clients), users: users, claimsInIDToken: cfg.ClaimsInIDToken}
 	// A nil logger leaves the process's default logger alone.
 	router := exampleop.SetupServer(issuer, st, nil, false)
-	p := &Provider{Issuer: issuer, done: make(chan struct{}),
-		srv: &http.Server{Handler: router, ReadHeaderTimeout: 5 * time.Second}}
+	p := &Provider{Issuer: issuer, done: make(chan struct{})}
+	p.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/userinfo" {
+			p.userInfo.Add(1)
+		}
+		router.ServeHTTP(w, r)
+	})}
 	go func() {
 		defer close(p.done)
 		p.srv.Serve(ln) //nolint:errcheck // ends with Close
@@ -115,8 +129,23 @@ func (u userStore) ExampleClientID() string { return storage.ServiceUserID }
 // explicit email_verified false.
 type groupsStorage struct {
 	*storage.Storage
-	users userStore
+	users           userStore
+	claimsInIDToken bool
 }
+
+// GetClientByClientID returns the client, asserting the user info claims
+// in the ID token when claimsInIDToken is set.
+func (s *groupsStorage) GetClientByClientID(ctx context.Context, id string) (op.Client, error) {
+	c, err := s.Storage.GetClientByClientID(ctx, id)
+	if err != nil || !s.claimsInIDToken {
+		return c, err
+	}
+	return idTokenClaims{c}, nil
+}
+
+type idTokenClaims struct{ op.Client }
+
+func (idTokenClaims) IDTokenUserinfoClaimsAssertion() bool { return true }
 
 // SetUserinfoFromRequest makes the claims of the ID token.
 func (s *groupsStorage) SetUserinfoFromRequest(ctx context.Context, ui *oidc.UserInfo, r op.IDTokenRequest, scopes []string) error {
