@@ -124,11 +124,11 @@ func (s *Server) ssoIdentity(ctx context.Context, p *oidc.Provider, st ssoSettin
 	if err != nil {
 		var re *oauth2.RetrieveError
 		if errors.As(err, &re) {
-			s.log.Warn().Str("error", re.ErrorCode).Int("status", re.Response.StatusCode).Msg("OpenID Connect token exchange refused")
 			reason := re.ErrorCode
-			if reason == "" {
+			if reason == "" && re.Response != nil {
 				reason = re.Response.Status
 			}
+			s.log.Warn().Str("error", reason).Msg("OpenID Connect token exchange refused")
 			return nil, docflow.Errorf(docflow.EBADGATEWAY, "The sign-in provider refused to finish the sign-in: %s", clipText(reason, 64))
 		}
 		s.log.Warn().Err(err).Msg("OpenID Connect token exchange failed")
