@@ -33,7 +33,7 @@ func NewIntegrationService(db *DB, c *Cipher) *IntegrationService {
 }
 
 const integrationColumns = `id, owner_id, direction, integration_type, name, config, credentials <> '',
-	is_active, last_used_at, last_error, status, created_at, updated_at`
+	is_active, last_used_at, last_error, COALESCE(state->'status', '{}'), created_at, updated_at`
 
 func scanIntegration(row pgx.Row) (*docflow.Integration, error) {
 	var in docflow.Integration
@@ -303,8 +303,9 @@ func (s *IntegrationService) DeleteIntegration(ctx context.Context, owner string
 	return nil
 }
 
-// RecordIntegrationStatus is how the process running integration id
-// reports on it (any owner: the caller is the integration's runner, not a
+// RecordIntegrationStatus is how a process running integration id may
+// report on it (the IMAP sources' runner writes the same place,
+// integrations.state->'status', through its own store) (any owner: the caller is the integration's runner, not a
 // user): state, last poll and last use when given, counters added to the
 // stored ones, last_error set (or cleared by "") when given. It does not
 // touch updated_at, which tells when the owner last changed the record.
@@ -317,13 +318,13 @@ func (s *IntegrationService) RecordIntegrationStatus(ctx context.Context, id int
 		state = &st
 	}
 	tag, err := s.db.Pool.Exec(ctx, `UPDATE integrations SET
-			status = jsonb_build_object(
-				'state', COALESCE($2, status->>'state', 'idle'),
-				'last_poll_at', COALESCE(to_jsonb($3::timestamptz), status->'last_poll_at', 'null'::jsonb),
-				'messages_seen', COALESCE((status->>'messages_seen')::bigint, 0) + $4,
-				'documents_ingested', COALESCE((status->>'documents_ingested')::bigint, 0) + $5,
-				'deliveries_ok', COALESCE((status->>'deliveries_ok')::bigint, 0) + $6,
-				'deliveries_failed', COALESCE((status->>'deliveries_failed')::bigint, 0) + $7),
+			state = jsonb_set(state, '{status}', jsonb_build_object(
+				'state', COALESCE($2, state->'status'->>'state', 'idle'),
+				'last_poll_at', COALESCE(to_jsonb($3::timestamptz), state->'status'->'last_poll_at', 'null'::jsonb),
+				'messages_seen', COALESCE((state->'status'->>'messages_seen')::bigint, 0) + $4,
+				'documents_ingested', COALESCE((state->'status'->>'documents_ingested')::bigint, 0) + $5,
+				'deliveries_ok', COALESCE((state->'status'->>'deliveries_ok')::bigint, 0) + $6,
+				'deliveries_failed', COALESCE((state->'status'->>'deliveries_failed')::bigint, 0) + $7)),
 			last_used_at = COALESCE($8, last_used_at),
 			last_error = CASE WHEN $9 THEN NULLIF($10, '') ELSE last_error END
 		WHERE id = $1`,

@@ -195,7 +195,7 @@ func TestIntegrationQuotaInTransaction(t *testing.T) {
 
 func TestIntegrationStatusReports(t *testing.T) {
 	ctx := context.Background()
-	s, _ := newIntegrationStore(t)
+	s, db := newIntegrationStore(t)
 	in := imapRecord("ann")
 	if err := s.CreateIntegration(ctx, in, true); err != nil {
 		t.Fatal(err)
@@ -226,6 +226,15 @@ func TestIntegrationStatusReports(t *testing.T) {
 	}
 	if got, _ := s.GetIntegration(ctx, "ann", in.ID); got.LastError != nil || got.Status.MessagesSeen != 6 {
 		t.Fatalf("%+v", got)
+	}
+	// The status the IMAP runner writes (state->'status', beside its cursor) is
+	// what the API reads.
+	if _, err := db.Pool.Exec(ctx, `UPDATE integrations SET state = state || jsonb_build_object('status',
+		'{"state": "backing_off", "messages_seen": 9}'::jsonb, 'imap', '{"uid": 4}'::jsonb) WHERE id = $1`, in.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.GetIntegration(ctx, "ann", in.ID); got.Status.State != "backing_off" || got.Status.MessagesSeen != 9 {
+		t.Fatalf("%+v", got.Status)
 	}
 	_ = s.DeleteIntegration(ctx, "ann", in.ID)
 	if err := s.SetIntegrationError(ctx, in.ID, "x"); docflow.ErrorCode(err) != docflow.ENOTFOUND {
