@@ -82,19 +82,19 @@ const (
 	maxPrivateKey = 16 << 10
 )
 
-func str(name string, required bool, def any) IntegrationKey {
+func cfgText(name string, required bool, def any) IntegrationKey {
 	return IntegrationKey{Name: name, Kind: KeyString, Required: required, Default: def}
 }
 
-func secret(name string, required bool) IntegrationKey {
+func credKey(name string, required bool) IntegrationKey {
 	return IntegrationKey{Name: name, Kind: KeyString, Required: required}
 }
 
-func port(def int64) IntegrationKey {
+func portKey(def int64) IntegrationKey {
 	return IntegrationKey{Name: "port", Kind: KeyPort, Default: def}
 }
 
-func remotePath() IntegrationKey {
+func remotePathKey() IntegrationKey {
 	return IntegrationKey{Name: "path", Kind: KeyPath, Default: "/"}
 }
 
@@ -105,7 +105,7 @@ var integrationTypes = []IntegrationType{
 	{Type: IntegrationIMAP, Direction: DirectionSource, TLS: true,
 		Config: []IntegrationKey{
 			{Name: "host", Kind: KeyHost, Required: true},
-			port(993),
+			portKey(993),
 			{Name: "security", Kind: KeyEnum, Enum: []string{"tls", "starttls", "none"}, Default: "tls"},
 			{Name: "folder", Kind: KeyFolder, Default: "INBOX"},
 			{Name: "poll_interval", Kind: KeyInt, Min: 10, Max: 86400, Default: int64(60)},
@@ -114,65 +114,65 @@ var integrationTypes = []IntegrationType{
 			{Name: "allow_insecure", Kind: KeyBool, Default: false},
 			{Name: "max_attachments", Kind: KeyInt, Min: 1, Max: 10000, Default: int64(50)},
 		},
-		Credentials: []IntegrationKey{secret("username", true), secret("password", true)}},
+		Credentials: []IntegrationKey{credKey("username", true), credKey("password", true)}},
 	{Type: IntegrationLocal, Direction: DirectionDestination,
 		Config: []IntegrationKey{{Name: "path", Kind: KeyLocalPath, Required: true}}},
 	{Type: IntegrationWebDAV, Direction: DirectionDestination, TLS: true,
-		Config:      []IntegrationKey{{Name: "url", Kind: KeyURL, Required: true}, remotePath()},
-		Credentials: []IntegrationKey{secret("username", false), secret("password", false)}},
+		Config:      []IntegrationKey{{Name: "url", Kind: KeyURL, Required: true}, remotePathKey()},
+		Credentials: []IntegrationKey{credKey("username", false), credKey("password", false)}},
 	{Type: IntegrationNextcloud, Direction: DirectionDestination, TLS: true,
-		Config:      []IntegrationKey{{Name: "url", Kind: KeyURL, Required: true}, remotePath()},
-		Credentials: []IntegrationKey{secret("username", true), secret("password", true)}},
+		Config:      []IntegrationKey{{Name: "url", Kind: KeyURL, Required: true}, remotePathKey()},
+		Credentials: []IntegrationKey{credKey("username", true), credKey("password", true)}},
 	{Type: IntegrationS3, Direction: DirectionDestination, TLS: true,
 		Config: []IntegrationKey{
 			{Name: "endpoint", Kind: KeyURL},
-			str("bucket", true, nil),
-			str("region", false, "us-east-1"),
-			str("prefix", false, nil),
+			cfgText("bucket", true, nil),
+			cfgText("region", false, "us-east-1"),
+			cfgText("prefix", false, nil),
 			{Name: "path_style", Kind: KeyBool, Default: false},
 		},
-		Credentials: []IntegrationKey{secret("access_key_id", true), secret("secret_access_key", true)}},
+		Credentials: []IntegrationKey{credKey("access_key_id", true), credKey("secret_access_key", true)}},
 	{Type: IntegrationSFTP, Direction: DirectionDestination,
 		Config: []IntegrationKey{
 			{Name: "host", Kind: KeyHost, Required: true},
-			port(22),
-			remotePath(),
+			portKey(22),
+			remotePathKey(),
 			{Name: "host_key_fingerprint", Kind: KeyFingerprint, Required: true},
 		},
-		Credentials: []IntegrationKey{secret("username", true), secret("password", false),
+		Credentials: []IntegrationKey{credKey("username", true), credKey("password", false),
 			{Name: "private_key", Kind: KeyString, MaxLen: maxPrivateKey}},
 		OneOfCredentials: []string{"password", "private_key"}},
 	{Type: IntegrationFTP, Direction: DirectionDestination, TLS: true,
 		Config: []IntegrationKey{
 			{Name: "host", Kind: KeyHost, Required: true},
-			port(21),
-			remotePath(),
+			portKey(21),
+			remotePathKey(),
 			{Name: "tls", Kind: KeyEnum, Enum: []string{"explicit", "none"}, Default: "explicit"},
 		},
-		Credentials: []IntegrationKey{secret("username", true), secret("password", true)}},
+		Credentials: []IntegrationKey{credKey("username", true), credKey("password", true)}},
 	{Type: IntegrationEmail, Direction: DirectionDestination, TLS: true,
 		Config: []IntegrationKey{
 			{Name: "to", Kind: KeyEmailList, Required: true},
-			str("subject", false, "{title}"),
+			cfgText("subject", false, "{title}"),
 		},
 		Credentials: []IntegrationKey{
 			{Name: "smtp_host", Kind: KeyHost},
 			{Name: "smtp_port", Kind: KeyPort},
-			secret("smtp_username", false),
-			secret("smtp_password", false),
+			credKey("smtp_username", false),
+			credKey("smtp_password", false),
 		}},
 	{Type: IntegrationPaperless, Direction: DirectionDestination, TLS: true,
 		Config:      []IntegrationKey{{Name: "url", Kind: KeyURL, Required: true}},
-		Credentials: []IntegrationKey{secret("token", true)}},
+		Credentials: []IntegrationKey{credKey("token", true)}},
 	{Type: IntegrationDropbox, Direction: DirectionDestination,
-		Config:      []IntegrationKey{remotePath()},
-		Credentials: []IntegrationKey{secret("refresh_token", true), secret("app_key", true), secret("app_secret", true)}},
+		Config:      []IntegrationKey{remotePathKey()},
+		Credentials: []IntegrationKey{credKey("refresh_token", true), credKey("app_key", true), credKey("app_secret", true)}},
 	{Type: IntegrationGoogleDrive, Direction: DirectionDestination,
-		Config:      []IntegrationKey{str("folder_id", false, "root")},
-		Credentials: []IntegrationKey{secret("refresh_token", true), secret("client_id", true), secret("client_secret", true)}},
+		Config:      []IntegrationKey{cfgText("folder_id", false, "root")},
+		Credentials: []IntegrationKey{credKey("refresh_token", true), credKey("client_id", true), credKey("client_secret", true)}},
 	{Type: IntegrationOneDrive, Direction: DirectionDestination,
-		Config:      []IntegrationKey{remotePath(), str("tenant", false, "common")},
-		Credentials: []IntegrationKey{secret("refresh_token", true), secret("client_id", true), secret("client_secret", true)}},
+		Config:      []IntegrationKey{remotePathKey(), cfgText("tenant", false, "common")},
+		Credentials: []IntegrationKey{credKey("refresh_token", true), credKey("client_id", true), credKey("client_secret", true)}},
 }
 
 var integrationTypeIndex = map[string]*IntegrationType{}
