@@ -92,11 +92,8 @@ type App struct {
 	Engine      *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
-	// Cipher seals sensitive values at rest (settings, integration
-	// credentials) under the key derived from SESSION_SECRET.
-	Cipher *postgres.Cipher
-	// Integrations is the store of the users' integrations.
-	Integrations *postgres.IntegrationService
+
+	cipher *postgres.Cipher
 
 	listener net.Listener
 	closers  []func(ctx context.Context) error
@@ -240,7 +237,7 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	m.Cipher = cipher
+	m.cipher = cipher
 	m.Log.Info().Str("role", m.Role).Str("version", m.cfg.Version).Msg("starting docflow")
 	if m.cfg.DB != nil {
 		m.DB = m.cfg.DB

@@ -6,12 +6,10 @@ import (
 	"docflow/storage/postgres"
 )
 
-// integrationStore returns the process's integrations store, built once.
+// integrationStore returns the integrations store, sealing credentials
+// with the settings' cipher.
 func (m *App) integrationStore() *postgres.IntegrationService {
-	if m.Integrations == nil {
-		m.Integrations = postgres.NewIntegrationService(m.DB, m.Cipher)
-	}
-	return m.Integrations
+	return postgres.NewIntegrationService(m.DB, m.cipher)
 }
 
 // IntegrationTesters is the one registry of POST /api/integrations/test:
