@@ -3,6 +3,7 @@ package analytics
 import (
 	"math"
 	"sort"
+	"sync"
 	"time"
 
 	"docflow"
@@ -55,10 +56,39 @@ func ToPercentiles(qs []float64) docflow.Percentiles {
 	return docflow.Percentiles{P50: v(0), P95: v(1), P99: v(2)}
 }
 
-// Buckets gathers points keyed by bucket start.
+// Buckets gathers points keyed by bucket start; safe for concurrent use
+// through Update.
 type Buckets[P any] struct {
+	mu   sync.Mutex
 	make func(t time.Time) P
 	by   map[int64]*P
+}
+
+// Update calls f on the point of bucket t under the lock.
+func (b *Buckets[P]) Update(t time.Time, f func(p *P)) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f(b.At(t))
+}
+
+// Parallel runs fs at once and returns the first error.
+func Parallel(fs ...func() error) error {
+	errs := make([]error, len(fs))
+	var wg sync.WaitGroup
+	for i, f := range fs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = f()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NewBuckets returns Buckets whose new points come from mk.
@@ -66,7 +96,8 @@ func NewBuckets[P any](mk func(t time.Time) P) *Buckets[P] {
 	return &Buckets[P]{make: mk, by: map[int64]*P{}}
 }
 
-// At returns the point of bucket t, made on first use.
+// At returns the point of bucket t, made on first use (not for concurrent
+// use: see Update).
 func (b *Buckets[P]) At(t time.Time) *P {
 	k := t.Unix()
 	if p, ok := b.by[k]; ok {

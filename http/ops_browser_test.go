@@ -30,8 +30,8 @@ func browserPath() string {
 	return ""
 }
 
-// browser starts a headless Chromium with a fresh profile; cancel ends it.
-func browser(t *testing.T) (context.Context, context.CancelFunc) {
+// headlessChromium starts a headless Chromium with a fresh profile; cancel ends it.
+func headlessChromium(t *testing.T) (context.Context, context.CancelFunc) {
 	t.Helper()
 	path := browserPath()
 	if path == "" {
@@ -208,7 +208,7 @@ func TestOpsPageInBrowser(t *testing.T) {
 	if _, err := fs.Stat(os.DirFS("static/vendor"), "uPlot.iife.min.js"); err != nil {
 		t.Skip("the chart library is not built into http/static/vendor: make test builds it (make web, scripts/web.sh)")
 	}
-	ctx, cancel := browser(t)
+	ctx, cancel := headlessChromium(t)
 	defer cancel()
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "ops password"}})
 	seedMetrics(t, a)

@@ -282,3 +282,29 @@ func newReportSubject(t *testing.T, opts analytics.Options) analyticstest.Subjec
 	rec, _ := open(t, srv.addr, opts)
 	return analyticstest.Subject{Recorder: rec, Queries: rec}
 }
+
+// TestSQLOnCurrentEngine runs the chdbcheck package's test (the migrations,
+// TTL and every report query on a current ClickHouse, embedded as chDB)
+// when libchdb.so is at hand: CHDB_LIB_PATH, or where scripts/chdb.sh puts
+// it. Production runs a current ClickHouse; the server tests run on 18.16.
+func TestSQLOnCurrentEngine(t *testing.T) {
+	lib := os.Getenv("CHDB_LIB_PATH")
+	if lib == "" {
+		home, _ := os.UserHomeDir()
+		found, _ := filepath.Glob(filepath.Join(home, ".cache", "docflow-test-bin", "chdb-*", "libchdb.so"))
+		if len(found) == 0 {
+			t.Skip("libchdb.so not found (CHDB_LIB_PATH unset, none under ~/.cache/docflow-test-bin/chdb-*): run scripts/chdb.sh to check the SQL on a current ClickHouse")
+		}
+		lib = found[len(found)-1]
+	}
+	if testing.Short() {
+		t.Skip("-short: the chDB check builds and loads a large library")
+	}
+	cmd := exec.Command("go", "test", "-tags", "chdb", "-count=1", "-v", "./chdbcheck")
+	cmd.Env = append(os.Environ(), "CHDB_LIB_PATH="+lib)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chdbcheck on %s: %v\n%s", lib, err, out)
+	}
+	t.Logf("%s", out)
+}

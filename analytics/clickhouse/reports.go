@@ -67,71 +67,68 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 	if aq.Channel != "" {
 		chanWhere, chanArgs = " AND channel = ?", []any{aq.Channel}
 	}
-	err := q.each(ctx, "documents in", "SELECT "+s.t+", toInt64(countMerge(n)) FROM "+q.table("intake_1m")+
-		" WHERE "+s.where+" AND status = 'accepted'"+chanWhere+" GROUP BY t ORDER BY t", chanArgs, func(r driver.Rows) error {
-		var t time.Time
-		var n int64
-		err := r.Scan(&t, &n)
-		points.At(t).DocsIn = n
-		rep.Totals.DocsIn += n
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
 	docCols := "toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'completed')), toInt64(countMergeIf(n, status = 'failed')), " + quantiles("dur")
-	err = q.each(ctx, "documents out", "SELECT "+s.t+", "+docCols+" FROM "+q.table("documents_1m")+
-		" WHERE "+s.where+" GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
-		var t time.Time
-		var out, ok, failed int64
-		var qs []float64
-		err := r.Scan(&t, &out, &ok, &failed, &qs)
-		p := points.At(t)
-		p.DocsOut, p.Completed, p.Failed, p.Percentiles = out, ok, failed, analytics.ToPercentiles(qs)
+	var topics []docflow.TopicLag
+	// NOTE: the queries run at once: each is a round trip of its own.
+	err := analytics.Parallel(func() error {
+		return q.each(ctx, "documents in", "SELECT "+s.t+", toInt64(countMerge(n)) FROM "+q.table("intake_1m")+
+			" WHERE "+s.where+" AND status = 'accepted'"+chanWhere+" GROUP BY t ORDER BY t", chanArgs, func(r driver.Rows) error {
+			var t time.Time
+			var n int64
+			err := r.Scan(&t, &n)
+			points.Update(t, func(p *docflow.OverviewPoint) { p.DocsIn = n })
+			rep.Totals.DocsIn += n
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "documents out", "SELECT "+s.t+", "+docCols+" FROM "+q.table("documents_1m")+
+			" WHERE "+s.where+" GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
+			var t time.Time
+			var out, ok, failed int64
+			var qs []float64
+			err := r.Scan(&t, &out, &ok, &failed, &qs)
+			points.Update(t, func(p *docflow.OverviewPoint) {
+				p.DocsOut, p.Completed, p.Failed, p.Percentiles = out, ok, failed, analytics.ToPercentiles(qs)
+			})
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "documents out totals", "SELECT "+docCols+" FROM "+q.table("documents_1m")+" WHERE "+s.where, nil, func(r driver.Rows) error {
+			var qs []float64
+			tt := &rep.Totals
+			err := r.Scan(&tt.DocsOut, &tt.Completed, &tt.Failed, &qs)
+			tt.Percentiles = analytics.ToPercentiles(qs)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "backlog", "SELECT t, toInt64(sum(p)) FROM (SELECT "+s.t+", topic, topic_partition, maxMerge(peak) AS p FROM "+
+			q.table("lag_1m")+" WHERE "+s.where+" GROUP BY t, topic, topic_partition) GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
+			var t time.Time
+			var n int64
+			err := r.Scan(&t, &n)
+			points.Update(t, func(p *docflow.OverviewPoint) { p.Backlog = n })
+			return err
+		})
+	}, func() error {
+		var err error
+		topics, err = q.latestLag(ctx, s)
 		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = q.each(ctx, "documents out totals", "SELECT "+docCols+" FROM "+q.table("documents_1m")+" WHERE "+s.where, nil, func(r driver.Rows) error {
-		var qs []float64
-		tt := &rep.Totals
-		err := r.Scan(&tt.DocsOut, &tt.Completed, &tt.Failed, &qs)
-		tt.Percentiles = analytics.ToPercentiles(qs)
-		return err
+	}, func() error {
+		return q.each(ctx, "processes", "SELECT process, worker, maxMerge(at), argMaxMerge(cpu), argMaxMerge(rss), argMaxMerge(goroutines), argMaxMerge(dropped) FROM "+
+			q.table("process_1m")+" WHERE "+s.where+" GROUP BY process, worker ORDER BY process, worker", nil, func(r driver.Rows) error {
+			var p docflow.ProcessSample
+			err := r.Scan(&p.Process, &p.Role, &p.LastSeen, &p.CPU, &p.RSS, &p.Goroutines, &p.Dropped)
+			p.LastSeen = p.LastSeen.UTC()
+			rep.Totals.Processes = append(rep.Totals.Processes, p)
+			return err
+		})
 	})
 	if err != nil {
 		return nil, err
 	}
 	rep.Totals.SuccessRate = analytics.Ratio(rep.Totals.Completed, rep.Totals.DocsOut, 1)
-	err = q.each(ctx, "backlog", "SELECT t, toInt64(sum(p)) FROM (SELECT "+s.t+", topic, topic_partition, maxMerge(peak) AS p FROM "+
-		q.table("lag_1m")+" WHERE "+s.where+" GROUP BY t, topic, topic_partition) GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
-		var t time.Time
-		var n int64
-		err := r.Scan(&t, &n)
-		points.At(t).Backlog = n
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	topics, err := q.latestLag(ctx, s)
-	if err != nil {
-		return nil, err
-	}
 	for _, tl := range topics {
 		rep.Totals.Backlog += tl.Lag
-	}
-	err = q.each(ctx, "processes", "SELECT process, worker, maxMerge(at), argMaxMerge(cpu), argMaxMerge(rss), argMaxMerge(goroutines), argMaxMerge(dropped) FROM "+
-		q.table("process_1m")+" WHERE "+s.where+" GROUP BY process, worker ORDER BY process, worker", nil, func(r driver.Rows) error {
-		var p docflow.ProcessSample
-		err := r.Scan(&p.Process, &p.Role, &p.LastSeen, &p.CPU, &p.RSS, &p.Goroutines, &p.Dropped)
-		p.LastSeen = p.LastSeen.UTC()
-		rep.Totals.Processes = append(rep.Totals.Processes, p)
-		return err
-	})
-	if err != nil {
-		return nil, err
 	}
 	rep.Series = points.Sorted()
 	return rep, nil
@@ -146,41 +143,40 @@ func (q Queries) Steps(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow
 	if aq.StepType != "" {
 		filter, args = " AND step_type = ?", []any{aq.StepType}
 	}
-	err := q.each(ctx, "step series", "SELECT "+s.t+", step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')), "+
-		quantiles("dur")+", "+quantiles("wait")+" FROM "+q.table("steps_1m")+" WHERE "+s.where+filter+
-		" GROUP BY t, step_type ORDER BY t, step_type", args, func(r driver.Rows) error {
-		var p docflow.StepPoint
-		var qs, ws []float64
-		err := r.Scan(&p.T, &p.StepType, &p.Count, &p.Failed, &qs, &ws)
-		p.T = p.T.UTC()
-		p.Percentiles = analytics.ToPercentiles(qs)
-		p.QueueWaitP95 = analytics.ToPercentiles(ws).P95
-		rep.Series = append(rep.Series, p)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = q.each(ctx, "step totals", "SELECT step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')), "+
-		quantiles("dur")+", "+quantiles("wait")+", sumMerge(bytes_in), sumMerge(bytes_out) FROM "+q.table("steps_1m")+" WHERE "+s.where+filter+
-		" GROUP BY step_type ORDER BY step_type", args, func(r driver.Rows) error {
-		var st docflow.StepTypeTotal
-		var qs, ws []float64
-		err := r.Scan(&st.StepType, &st.Count, &st.Failed, &qs, &ws, &st.BytesIn, &st.BytesOut)
-		st.Percentiles, st.QueueWait = analytics.ToPercentiles(qs), analytics.ToPercentiles(ws)
-		rep.Totals.Steps = append(rep.Totals.Steps, st)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
 	var errs []analytics.StepError
-	err = q.each(ctx, "step errors", "SELECT step_type, error_class, toInt64(countMerge(n)) FROM "+q.table("steps_1m")+
-		" WHERE "+s.where+" AND status = 'failed'"+filter+" GROUP BY step_type, error_class", args, func(r driver.Rows) error {
-		var e analytics.StepError
-		err := r.Scan(&e.StepType, &e.ErrorClass, &e.Count)
-		errs = append(errs, e)
-		return err
+	// NOTE: the queries run at once: each is a round trip of its own.
+	err := analytics.Parallel(func() error {
+		return q.each(ctx, "step series", "SELECT "+s.t+", step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')), "+
+			quantiles("dur")+", "+quantiles("wait")+" FROM "+q.table("steps_1m")+" WHERE "+s.where+filter+
+			" GROUP BY t, step_type ORDER BY t, step_type", args, func(r driver.Rows) error {
+			var p docflow.StepPoint
+			var qs, ws []float64
+			err := r.Scan(&p.T, &p.StepType, &p.Count, &p.Failed, &qs, &ws)
+			p.T = p.T.UTC()
+			p.Percentiles = analytics.ToPercentiles(qs)
+			p.QueueWaitP95 = analytics.ToPercentiles(ws).P95
+			rep.Series = append(rep.Series, p)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "step totals", "SELECT step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')), "+
+			quantiles("dur")+", "+quantiles("wait")+", sumMerge(bytes_in), sumMerge(bytes_out) FROM "+q.table("steps_1m")+" WHERE "+s.where+filter+
+			" GROUP BY step_type ORDER BY step_type", args, func(r driver.Rows) error {
+			var st docflow.StepTypeTotal
+			var qs, ws []float64
+			err := r.Scan(&st.StepType, &st.Count, &st.Failed, &qs, &ws, &st.BytesIn, &st.BytesOut)
+			st.Percentiles, st.QueueWait = analytics.ToPercentiles(qs), analytics.ToPercentiles(ws)
+			rep.Totals.Steps = append(rep.Totals.Steps, st)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "step errors", "SELECT step_type, error_class, toInt64(countMerge(n)) FROM "+q.table("steps_1m")+
+			" WHERE "+s.where+" AND status = 'failed'"+filter+" GROUP BY step_type, error_class", args, func(r driver.Rows) error {
+			var e analytics.StepError
+			err := r.Scan(&e.StepType, &e.ErrorClass, &e.Count)
+			errs = append(errs, e)
+			return err
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -200,28 +196,29 @@ func (q Queries) Intake(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 	}
 	outcomes := "toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'accepted')), toInt64(countMergeIf(n, status = 'duplicate')), " +
 		"toInt64(countMergeIf(n, status = 'rejected')), toInt64(countMergeIf(n, status = 'failed')), sumMerge(bytes)"
-	err := q.each(ctx, "intake series", "SELECT "+s.t+", channel, "+outcomes+" FROM "+q.table("intake_1m")+" WHERE "+s.where+filter+
-		" GROUP BY t, channel ORDER BY t, channel", args, func(r driver.Rows) error {
-		var p docflow.IntakePoint
-		err := r.Scan(&p.T, &p.Channel, &p.Count, &p.Accepted, &p.Duplicate, &p.Rejected, &p.Failed, &p.Bytes)
-		p.T = p.T.UTC()
-		rep.Series = append(rep.Series, p)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = q.each(ctx, "intake totals", "SELECT channel, type, "+outcomes+", "+quantiles("dur")+" FROM "+q.table("intake_1m")+" WHERE "+s.where+filter+
-		" GROUP BY channel, type ORDER BY channel, type", args, func(r driver.Rows) error {
-		var c docflow.IntakeTypeTotal
-		var qs []float64
-		err := r.Scan(&c.Channel, &c.Type, &c.Count, &c.Accepted, &c.Duplicate, &c.Rejected, &c.Failed, &c.Bytes, &qs)
-		c.Percentiles = analytics.ToPercentiles(qs)
-		rep.Totals.Channels = append(rep.Totals.Channels, c)
-		rep.Totals.Count += c.Count
-		rep.Totals.Accepted += c.Accepted
-		rep.Totals.Bytes += c.Bytes
-		return err
+	// NOTE: the queries run at once: each is a round trip of its own.
+	err := analytics.Parallel(func() error {
+		return q.each(ctx, "intake series", "SELECT "+s.t+", channel, "+outcomes+" FROM "+q.table("intake_1m")+" WHERE "+s.where+filter+
+			" GROUP BY t, channel ORDER BY t, channel", args, func(r driver.Rows) error {
+			var p docflow.IntakePoint
+			err := r.Scan(&p.T, &p.Channel, &p.Count, &p.Accepted, &p.Duplicate, &p.Rejected, &p.Failed, &p.Bytes)
+			p.T = p.T.UTC()
+			rep.Series = append(rep.Series, p)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "intake totals", "SELECT channel, type, "+outcomes+", "+quantiles("dur")+" FROM "+q.table("intake_1m")+" WHERE "+s.where+filter+
+			" GROUP BY channel, type ORDER BY channel, type", args, func(r driver.Rows) error {
+			var c docflow.IntakeTypeTotal
+			var qs []float64
+			err := r.Scan(&c.Channel, &c.Type, &c.Count, &c.Accepted, &c.Duplicate, &c.Rejected, &c.Failed, &c.Bytes, &qs)
+			c.Percentiles = analytics.ToPercentiles(qs)
+			rep.Totals.Channels = append(rep.Totals.Channels, c)
+			rep.Totals.Count += c.Count
+			rep.Totals.Accepted += c.Accepted
+			rep.Totals.Bytes += c.Bytes
+			return err
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -239,31 +236,30 @@ func (q Queries) Errors(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 		filter, args = " AND step_type = ?", []any{aq.StepType}
 	}
 	where := " WHERE " + s.where + " AND status = 'failed'" + filter
-	err := q.each(ctx, "error series", "SELECT "+s.t+", error_class, toInt64(countMerge(n)) FROM "+q.table("steps_1m")+where+
-		" GROUP BY t, error_class ORDER BY t, error_class", args, func(r driver.Rows) error {
-		var p docflow.ErrorPoint
-		err := r.Scan(&p.T, &p.ErrorClass, &p.Count)
-		p.T = p.T.UTC()
-		rep.Series = append(rep.Series, p)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = q.each(ctx, "error classes", "SELECT error_class, step_type, toInt64(countMerge(n)) AS c, argMaxMerge(sample), maxMerge(last) FROM "+
-		q.table("steps_1m")+where+" GROUP BY error_class, step_type ORDER BY c DESC, error_class, step_type LIMIT "+
-		strconv.Itoa(analytics.MaxErrorClasses), args, func(r driver.Rows) error {
-		var e docflow.ErrorClass
-		err := r.Scan(&e.ErrorClass, &e.StepType, &e.Count, &e.SampleFileID, &e.LastSeen)
-		e.LastSeen = e.LastSeen.UTC()
-		rep.Totals.Classes = append(rep.Totals.Classes, e)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = q.each(ctx, "error count", "SELECT toInt64(countMerge(n)) FROM "+q.table("steps_1m")+where, args, func(r driver.Rows) error {
-		return r.Scan(&rep.Totals.Count)
+	// NOTE: the queries run at once: each is a round trip of its own.
+	err := analytics.Parallel(func() error {
+		return q.each(ctx, "error series", "SELECT "+s.t+", error_class, toInt64(countMerge(n)) FROM "+q.table("steps_1m")+where+
+			" GROUP BY t, error_class ORDER BY t, error_class", args, func(r driver.Rows) error {
+			var p docflow.ErrorPoint
+			err := r.Scan(&p.T, &p.ErrorClass, &p.Count)
+			p.T = p.T.UTC()
+			rep.Series = append(rep.Series, p)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "error classes", "SELECT error_class, step_type, toInt64(countMerge(n)) AS c, argMaxMerge(sample), maxMerge(last) FROM "+
+			q.table("steps_1m")+where+" GROUP BY error_class, step_type ORDER BY c DESC, error_class, step_type LIMIT "+
+			strconv.Itoa(analytics.MaxErrorClasses), args, func(r driver.Rows) error {
+			var e docflow.ErrorClass
+			err := r.Scan(&e.ErrorClass, &e.StepType, &e.Count, &e.SampleFileID, &e.LastSeen)
+			e.LastSeen = e.LastSeen.UTC()
+			rep.Totals.Classes = append(rep.Totals.Classes, e)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "error count", "SELECT toInt64(countMerge(n)) FROM "+q.table("steps_1m")+where, args, func(r driver.Rows) error {
+			return r.Scan(&rep.Totals.Count)
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -317,30 +313,31 @@ func (q Queries) Requests(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 	s := newSpan(aq)
 	rep := &docflow.RequestsReport{ReportWindow: aq.Window(), Series: []docflow.RequestPoint{},
 		Totals: docflow.RequestTotals{Routes: []docflow.RouteTotal{}}}
-	err := q.each(ctx, "request series", "SELECT "+s.t+", toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 500)), "+quantiles("dur")+
-		" FROM "+q.table("requests_1m")+" WHERE "+s.where+" GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
-		var p docflow.RequestPoint
-		var qs []float64
-		err := r.Scan(&p.T, &p.Count, &p.Errors5xx, &qs)
-		p.T, p.P99 = p.T.UTC(), analytics.ToPercentiles(qs).P99
-		rep.Series = append(rep.Series, p)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
 	secs := analytics.Seconds(aq)
-	err = q.each(ctx, "request routes", "SELECT method, route, toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 400 AND http_status < 500)), "+
-		"toInt64(countMergeIf(n, http_status >= 500)), "+quantiles("dur")+" FROM "+q.table("requests_1m")+" WHERE "+s.where+
-		" GROUP BY method, route ORDER BY route, method", nil, func(r driver.Rows) error {
-		var rt docflow.RouteTotal
-		var qs []float64
-		err := r.Scan(&rt.Method, &rt.Route, &rt.Count, &rt.Errors4xx, &rt.Errors5xx, &qs)
-		rt.Percentiles, rt.Rate = analytics.ToPercentiles(qs), analytics.Rate(rt.Count, secs)
-		rep.Totals.Routes = append(rep.Totals.Routes, rt)
-		rep.Totals.Count += rt.Count
-		rep.Totals.Errors5xx += rt.Errors5xx
-		return err
+	// NOTE: the queries run at once: each is a round trip of its own.
+	err := analytics.Parallel(func() error {
+		return q.each(ctx, "request series", "SELECT "+s.t+", toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 500)), "+quantiles("dur")+
+			" FROM "+q.table("requests_1m")+" WHERE "+s.where+" GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
+			var p docflow.RequestPoint
+			var qs []float64
+			err := r.Scan(&p.T, &p.Count, &p.Errors5xx, &qs)
+			p.T, p.P99 = p.T.UTC(), analytics.ToPercentiles(qs).P99
+			rep.Series = append(rep.Series, p)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "request routes", "SELECT method, route, toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 400 AND http_status < 500)), "+
+			"toInt64(countMergeIf(n, http_status >= 500)), "+quantiles("dur")+" FROM "+q.table("requests_1m")+" WHERE "+s.where+
+			" GROUP BY method, route ORDER BY route, method", nil, func(r driver.Rows) error {
+			var rt docflow.RouteTotal
+			var qs []float64
+			err := r.Scan(&rt.Method, &rt.Route, &rt.Count, &rt.Errors4xx, &rt.Errors5xx, &qs)
+			rt.Percentiles, rt.Rate = analytics.ToPercentiles(qs), analytics.Rate(rt.Count, secs)
+			rep.Totals.Routes = append(rep.Totals.Routes, rt)
+			rep.Totals.Count += rt.Count
+			rep.Totals.Errors5xx += rt.Errors5xx
+			return err
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -354,27 +351,28 @@ func (q Queries) Integrations(ctx context.Context, aq docflow.AnalyticsQuery) (*
 	rep := &docflow.IntegrationsReport{ReportWindow: aq.Window(), Series: []docflow.IntegrationPoint{},
 		Totals: docflow.IntegrationTotals{Operations: []docflow.IntegrationTotal{}}}
 	failed := "toInt64(countMergeIf(n, status = '" + docflow.OutcomeFailed + "'))"
-	err := q.each(ctx, "integration series", "SELECT "+s.t+", kind, type, toInt64(countMerge(n)), "+failed+" FROM "+q.table("integrations_1m")+
-		" WHERE "+s.where+" GROUP BY t, kind, type ORDER BY t, kind, type", nil, func(r driver.Rows) error {
-		var p docflow.IntegrationPoint
-		err := r.Scan(&p.T, &p.Kind, &p.Type, &p.Count, &p.Failed)
-		p.T = p.T.UTC()
-		rep.Series = append(rep.Series, p)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	err = q.each(ctx, "integration totals", "SELECT kind, type, direction, toInt64(countMerge(n)), "+failed+", sumMerge(bytes), "+quantiles("dur")+
-		" FROM "+q.table("integrations_1m")+" WHERE "+s.where+" GROUP BY kind, type, direction ORDER BY kind, type, direction", nil, func(r driver.Rows) error {
-		var o docflow.IntegrationTotal
-		var qs []float64
-		err := r.Scan(&o.Kind, &o.Type, &o.Direction, &o.Count, &o.Failed, &o.Bytes, &qs)
-		o.Percentiles = analytics.ToPercentiles(qs)
-		rep.Totals.Operations = append(rep.Totals.Operations, o)
-		rep.Totals.Count += o.Count
-		rep.Totals.Failed += o.Failed
-		return err
+	// NOTE: the queries run at once: each is a round trip of its own.
+	err := analytics.Parallel(func() error {
+		return q.each(ctx, "integration series", "SELECT "+s.t+", kind, type, toInt64(countMerge(n)), "+failed+" FROM "+q.table("integrations_1m")+
+			" WHERE "+s.where+" GROUP BY t, kind, type ORDER BY t, kind, type", nil, func(r driver.Rows) error {
+			var p docflow.IntegrationPoint
+			err := r.Scan(&p.T, &p.Kind, &p.Type, &p.Count, &p.Failed)
+			p.T = p.T.UTC()
+			rep.Series = append(rep.Series, p)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "integration totals", "SELECT kind, type, direction, toInt64(countMerge(n)), "+failed+", sumMerge(bytes), "+quantiles("dur")+
+			" FROM "+q.table("integrations_1m")+" WHERE "+s.where+" GROUP BY kind, type, direction ORDER BY kind, type, direction", nil, func(r driver.Rows) error {
+			var o docflow.IntegrationTotal
+			var qs []float64
+			err := r.Scan(&o.Kind, &o.Type, &o.Direction, &o.Count, &o.Failed, &o.Bytes, &qs)
+			o.Percentiles = analytics.ToPercentiles(qs)
+			rep.Totals.Operations = append(rep.Totals.Operations, o)
+			rep.Totals.Count += o.Count
+			rep.Totals.Failed += o.Failed
+			return err
+		})
 	})
 	if err != nil {
 		return nil, err

@@ -95,18 +95,26 @@ func ApplyTTL(ctx context.Context, conn driver.Conn, database string, days int) 
 	if err != nil || !ok {
 		return false, err
 	}
+	for _, stmt := range TTLStatements(database, days) {
+		if err := conn.Exec(ctx, stmt); err != nil {
+			return false, fmt.Errorf("set clickhouse ttl: %w", err)
+		}
+	}
+	return true, nil
+}
+
+// TTLStatements are the statements ApplyTTL runs, one per data table.
+func TTLStatements(database string, days int) []string {
 	names := make([]string, 0, len(DataTables))
 	for t := range DataTables {
 		names = append(names, t)
 	}
 	sort.Strings(names)
+	out := make([]string, 0, len(names))
 	for _, t := range names {
-		stmt := fmt.Sprintf("ALTER TABLE %s.%s MODIFY TTL %s + toIntervalDay(%d)", database, t, DataTables[t], days)
-		if err := conn.Exec(ctx, stmt); err != nil {
-			return false, fmt.Errorf("set clickhouse ttl on %s: %w", t, err)
-		}
+		out = append(out, fmt.Sprintf("ALTER TABLE %s.%s MODIFY TTL %s + toIntervalDay(%d)", database, t, DataTables[t], days))
 	}
-	return true, nil
+	return out
 }
 
 // DefaultRetentionEvery is how often old partitions are dropped.
