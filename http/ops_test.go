@@ -1,6 +1,7 @@
 package http
 
 import (
+	"io/fs"
 	"strings"
 	"testing"
 )
@@ -21,17 +22,28 @@ func TestOpsPageAccess(t *testing.T) {
 	resp, body = e.do("GET", "/ops", e.token("admin"), nil)
 	e.expect(resp, body, 200)
 	page := string(body)
-	for _, want := range []string{`<select id="range"`, `<input type="checkbox" id="auto" checked>`,
-		`<script src="/static/vendor/uPlot.iife.min.js"></script>`, `<script src="/static/ops.js"></script>`,
-		`id="chart-throughput"`, `id="chart-workers"`, `href="/ops"`} {
-		if !strings.Contains(page, want) {
-			t.Errorf("page lacks %q", want)
+	want := []string{`<select id="range"`, `<input type="checkbox" id="auto" checked>`, `<script src="/static/ops.js"></script>`,
+		`id="chart-throughput"`, `id="chart-workers"`, `href="/ops"`}
+	assets := []string{"/static/ops.js", "/static/ops.css"}
+	// A plain go test before make has no chart library to serve.
+	if _, err := fs.Stat(staticFiles, chartLibrary); err == nil {
+		want = append(want, `<script src="/static/vendor/uPlot.iife.min.js"></script>`)
+		assets = append(assets, "/static/vendor/uPlot.iife.min.js", "/static/vendor/uPlot.min.css")
+		if strings.Contains(page, `id="no-charts"`) {
+			t.Errorf("the missing-library notice with the library built")
+		}
+	} else {
+		t.Log("chart library not built (make web): its files are not checked")
+	}
+	for _, w := range want {
+		if !strings.Contains(page, w) {
+			t.Errorf("page lacks %q", w)
 		}
 	}
-	if strings.Contains(page, "<script>") || strings.Contains(page, "style=") || strings.Contains(page, `id="no-charts"`) {
-		t.Errorf("inline script or style, or the missing-library notice, in:\n%s", page)
+	if strings.Contains(page, "<script>") || strings.Contains(page, "style=") {
+		t.Errorf("inline script or style in:\n%s", page)
 	}
-	for _, path := range []string{"/static/ops.js", "/static/ops.css", "/static/vendor/uPlot.iife.min.js", "/static/vendor/uPlot.min.css"} {
+	for _, path := range assets {
 		resp, body := e.do("GET", path, "", nil)
 		e.expect(resp, body, 200)
 	}
