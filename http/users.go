@@ -3,6 +3,7 @@ package http
 import (
 	"encoding/json"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -55,9 +56,14 @@ type usersHandlers struct {
 	d UsersDeps
 }
 
-// pathUserID is the {user_id} of the path, URL-decoded by the router.
+// pathUserID is the {user_id} of the path, URL-decoded (the router
+// matches the path as sent: "a%40b.com" is "a@b.com").
 func pathUserID(c *fasthttp.RequestCtx) (string, error) {
-	id, _ := c.UserValue("user_id").(string)
+	raw, _ := c.UserValue("user_id").(string)
+	id, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", invalid("user_id", "user_id is not a valid URL path segment")
+	}
 	id = strings.TrimSpace(id)
 	if id == "" || utf8.RuneCountInString(id) > userIDMax || !utf8.ValidString(id) {
 		return "", invalid("user_id", "user_id must be 1 to %d characters", userIDMax)
@@ -175,7 +181,8 @@ func parseProfileUpdate(c *fasthttp.RequestCtx) (docflow.ProfileUpdate, error) {
 		u.SetDailyUploadLimit = true
 		if !null("daily_upload_limit") {
 			var n json.Number
-			if jsonUnmarshal(v, &n) != nil {
+			// NOTE: a json.Number also takes a string holding a number.
+			if strings.HasPrefix(strings.TrimSpace(string(v)), `"`) || jsonUnmarshal(v, &n) != nil {
 				return u, invalid("daily_upload_limit", "daily_upload_limit must be an integer or null")
 			}
 			i, err := strconv.ParseInt(n.String(), 10, 32)
