@@ -19,8 +19,9 @@ import (
 // alone, files_owner_created for the own files and shares_user_created
 // (migration 0430: shares carry their file's created_at) for the shared
 // ones, each only as far as the page reaches; the page's rows are then
-// fetched by id. The total counts both indexes' entries, a shared file the
-// user also owns once.
+// fetched by id. The total counts both indexes' entries: the user's files
+// and the shares of files others own (a share's owner_id follows its
+// file's owner), so a shared file the user also owns counts once.
 
 // listVisible is the kind of listText of this plan.
 const listVisible = listSkip + 1
@@ -41,8 +42,7 @@ func findVisible[T any](ctx context.Context, s *FileService, r pageReader[T], us
 	q := s.texts.get(listText{kind: listVisible, order: order, cols: r.cols, status: r.status, limit: per, offset: offset}, func() string {
 		reach := strconv.Itoa(per + offset)
 		q := `SELECT ` + r.cols + `, (SELECT (SELECT count(*) FROM files fo WHERE fo.owner_id = $1) +
-			(SELECT count(*) FROM shares sc WHERE sc.shared_with_user_id = $1 AND NOT EXISTS (SELECT 1 FROM files fo
-				WHERE fo.owner_id = $1 AND fo.created_at = sc.file_created_at AND fo.id = sc.file_id)))
+			(SELECT count(*) FROM shares sc WHERE sc.shared_with_user_id = $1 AND sc.owner_id <> $1))
 		FROM files f JOIN (SELECT v.id FROM (
 			(SELECT fo.id, fo.created_at FROM files fo WHERE fo.owner_id = $1
 				ORDER BY fo.created_at ` + dir + `, fo.id ` + dir + ` LIMIT ` + reach + `)

@@ -53,6 +53,14 @@ func TestSharedListingFixture(t *testing.T) {
 		SELECT id, owner_id, owner_id, 'viewer' FROM files WHERE owner_id = $1 ORDER BY id LIMIT 1`, who); err != nil {
 		t.Fatal(err)
 	}
+	// A file shared with the user becomes theirs, another one's date
+	// changes: the shares follow their files.
+	if _, err := db.Pool.Exec(ctx, `UPDATE files SET owner_id = $1 WHERE id = (SELECT min(file_id) FROM shares WHERE shared_with_user_id = $1 AND owner_id <> $1)`, who); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE files SET created_at = now() WHERE id = (SELECT max(file_id) FROM shares WHERE shared_with_user_id = $1)`, who); err != nil {
+		t.Fatal(err)
+	}
 	for _, order := range []string{"desc", "asc"} {
 		rows, err := db.Pool.Query(ctx, `SELECT id FROM files f WHERE owner_id = $1 OR id IN (SELECT file_id FROM shares WHERE shared_with_user_id = $1)
 			ORDER BY created_at `+order+`, id `+order, who)
