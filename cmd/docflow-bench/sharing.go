@@ -95,7 +95,9 @@ func benchSharingWith(ctx context.Context, r *Report, cfg sharingBenchConfig) er
 	}
 	sharedCPU := env.cpu(ctx).sub(cpu0).per(cfg.Requests)
 
-	r.AtMost(section, fmt.Sprintf("GET /api/files single-user, %d records, p99", cfg.Records), millis(single), "ms", 10)
+	// The single-user figure is the baseline here; its own target is the
+	// intake section's.
+	infoLine(r, section, fmt.Sprintf("GET /api/files single-user, %d records, p99", cfg.Records), fmt.Sprintf("%12.2f ms", millis(single)))
 	cpuLine(r, section, "  CPU per request", singleCPU, nil)
 	r.RatioAtMost(section, fmt.Sprintf("GET /api/files %d own + %d shared of %d users, p99", cfg.Records/cfg.Users, cfg.Shared, cfg.Users),
 		millis(shared), millis(single), "ms", 1.5)
