@@ -56,9 +56,9 @@ type usersHandlers struct {
 	d UsersDeps
 }
 
-// pathUserID is the {user_id} of the path, URL-decoded (the router
+// profilePathUserID is the {user_id} of the path, URL-decoded (the router
 // matches the path as sent: "a%40b.com" is "a@b.com").
-func pathUserID(c *fasthttp.RequestCtx) (string, error) {
+func profilePathUserID(c *fasthttp.RequestCtx) (string, error) {
 	raw, _ := c.UserValue("user_id").(string)
 	id, err := url.PathUnescape(raw)
 	if err != nil {
@@ -71,8 +71,8 @@ func pathUserID(c *fasthttp.RequestCtx) (string, error) {
 	return id, nil
 }
 
-// queryInt reads an integer query argument in [lo, hi], def when absent.
-func queryInt(c *fasthttp.RequestCtx, name string, def, lo, hi int) (int, error) {
+// usersQueryInt reads an integer query argument in [lo, hi], def when absent.
+func usersQueryInt(c *fasthttp.RequestCtx, name string, def, lo, hi int) (int, error) {
 	args := c.QueryArgs()
 	if !args.Has(name) {
 		return def, nil
@@ -85,11 +85,11 @@ func queryInt(c *fasthttp.RequestCtx, name string, def, lo, hi int) (int, error)
 }
 
 func (h usersHandlers) list(c *fasthttp.RequestCtx) error {
-	page, err := queryInt(c, "page", 1, 1, math.MaxInt32)
+	page, err := usersQueryInt(c, "page", 1, 1, math.MaxInt32)
 	if err != nil {
 		return err
 	}
-	per, err := queryInt(c, "per_page", docflow.ProfilesPerPageDefault, 1, docflow.ProfilesPerPageMax)
+	per, err := usersQueryInt(c, "per_page", docflow.ProfilesPerPageDefault, 1, docflow.ProfilesPerPageMax)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (h usersHandlers) list(c *fasthttp.RequestCtx) error {
 }
 
 func (h usersHandlers) detail(c *fasthttp.RequestCtx) error {
-	id, err := pathUserID(c)
+	id, err := profilePathUserID(c)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func parseProfileUpdate(c *fasthttp.RequestCtx) (docflow.ProfileUpdate, error) {
 }
 
 func (h usersHandlers) put(c *fasthttp.RequestCtx) error {
-	id, err := pathUserID(c)
+	id, err := profilePathUserID(c)
 	if err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func updatedFields(u docflow.ProfileUpdate) []string {
 }
 
 func (h usersHandlers) delete(c *fasthttp.RequestCtx) error {
-	id, err := pathUserID(c)
+	id, err := profilePathUserID(c)
 	if err != nil {
 		return err
 	}
@@ -262,7 +262,7 @@ func (h usersHandlers) delete(c *fasthttp.RequestCtx) error {
 }
 
 func (h usersHandlers) paymentIssue(c *fasthttp.RequestCtx) error {
-	id, err := pathUserID(c)
+	id, err := profilePathUserID(c)
 	if err != nil {
 		return err
 	}
@@ -288,7 +288,7 @@ func (h usersHandlers) paymentIssue(c *fasthttp.RequestCtx) error {
 }
 
 func (h usersHandlers) search(c *fasthttp.RequestCtx) error {
-	limit, err := queryInt(c, "limit", docflow.UserSearchDefault, 1, docflow.UserSearchMax)
+	limit, err := usersQueryInt(c, "limit", docflow.UserSearchDefault, 1, docflow.UserSearchMax)
 	if err != nil {
 		return err
 	}
