@@ -36,6 +36,62 @@ func RunReports(t *testing.T, newSubject NewSubject) {
 	t.Run("Requests", func(t *testing.T) { checkRequests(t, r, q) })
 	t.Run("Integrations", func(t *testing.T) { checkIntegrations(t, r, q) })
 	t.Run("Empty", func(t *testing.T) { checkEmpty(t, r, q) })
+	t.Run("HourBuckets", func(t *testing.T) { checkHourBuckets(t, r, q) })
+}
+
+// checkHourBuckets: buckets of whole hours (which a store may answer from
+// coarser rollups) give the same totals as finer ones, over a window of
+// whole hours and over one with partial hours at both ends.
+func checkHourBuckets(t *testing.T, r docflow.Analytics, q docflow.AnalyticsQuery) {
+	for _, w := range []struct{ from, to time.Time }{
+		{q.From.Add(-time.Hour), q.To.Add(time.Hour)},
+		{q.From.Add(-30 * time.Minute), q.To.Add(-20 * time.Minute)},
+	} {
+		fine := q
+		fine.From, fine.To = w.from, w.to
+		coarse := fine
+		coarse.Interval = time.Hour
+		a, err := r.Steps(ctxT(t), fine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := r.Steps(ctxT(t), coarse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equalJSON(a.Totals, b.Totals) {
+			t.Errorf("%v to %v: steps totals by 10 min %+v, by hour %+v", w.from, w.to, a.Totals, b.Totals)
+		}
+		var n int64
+		for _, p := range b.Series {
+			n += p.Count
+		}
+		if n != b.Totals.Count {
+			t.Errorf("%v to %v: hourly series sum to %d, totals %d", w.from, w.to, n, b.Totals.Count)
+		}
+		ea, err := r.Errors(ctxT(t), fine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eb, err := r.Errors(ctxT(t), coarse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equalJSON(ea.Totals, eb.Totals) {
+			t.Errorf("errors totals by 10 min %+v, by hour %+v", ea.Totals, eb.Totals)
+		}
+		oa, err := r.Overview(ctxT(t), fine)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ob, err := r.Overview(ctxT(t), coarse)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equalJSON(oa.Totals, ob.Totals) {
+			t.Errorf("overview totals by 10 min %+v, by hour %+v", oa.Totals, ob.Totals)
+		}
+	}
 }
 
 func dataset(b time.Time) []docflow.Metric {

@@ -25,6 +25,13 @@ var DataTables = map[string]string{
 	"integrations_1m": "minute",
 	"lag_1m":          "minute",
 	"process_1m":      "minute",
+	"steps_1h":        "minute",
+	"documents_1h":    "minute",
+	"intake_1h":       "minute",
+	"requests_1h":     "minute",
+	"integrations_1h": "minute",
+	"lag_1h":          "minute",
+	"process_1h":      "minute",
 }
 
 // DropPartitionsBefore drops, from every data table, the day partitions

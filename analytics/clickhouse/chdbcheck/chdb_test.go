@@ -137,22 +137,28 @@ func TestSQLOnCurrentEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	aq := docflow.AnalyticsQuery{From: now.Add(-time.Hour), To: now.Add(time.Minute), Interval: time.Minute, StepType: "ocr", Channel: "upload"}
 	ctx := context.Background()
-	for _, f := range []func() error{
-		func() error { _, err := q.Overview(ctx, aq); return err },
-		func() error { _, err := q.Steps(ctx, aq); return err },
-		func() error { _, err := q.Intake(ctx, aq); return err },
-		func() error { _, err := q.Errors(ctx, aq); return err },
-		func() error { _, err := q.Lag(ctx, aq); return err },
-		func() error { _, err := q.Requests(ctx, aq); return err },
-		func() error { _, err := q.Integrations(ctx, aq); return err },
+	// By the minute, and by the hour over hours and their edges (the
+	// hourly rollups).
+	for _, aq := range []docflow.AnalyticsQuery{
+		{From: now.Add(-time.Hour), To: now.Add(time.Minute), Interval: time.Minute, StepType: "ocr", Channel: "upload"},
+		{From: now.Add(-5*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: time.Hour, StepType: "ocr", Channel: "upload"},
 	} {
-		if err := f(); err != nil {
-			t.Fatal(err)
+		for _, f := range []func() error{
+			func() error { _, err := q.Overview(ctx, aq); return err },
+			func() error { _, err := q.Steps(ctx, aq); return err },
+			func() error { _, err := q.Intake(ctx, aq); return err },
+			func() error { _, err := q.Errors(ctx, aq); return err },
+			func() error { _, err := q.Lag(ctx, aq); return err },
+			func() error { _, err := q.Requests(ctx, aq); return err },
+			func() error { _, err := q.Integrations(ctx, aq); return err },
+		} {
+			if err := f(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	if len(c.queries) < 15 {
+	if len(c.queries) < 30 {
 		t.Fatalf("captured %d queries", len(c.queries))
 	}
 	empty := 0
