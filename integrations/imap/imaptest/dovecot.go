@@ -1,0 +1,142 @@
+package imaptest
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Dovecot is a real Dovecot IMAP server run for a test: plain IMAP on
+// 127.0.0.1, PLAIN login from a passwd-file, one maildir per user in a
+// temporary folder (TEST-SERVERS.md, IMAP).
+type Dovecot struct {
+	Addr string
+	dir  string
+	conf string
+}
+
+// StartDovecot starts Dovecot for the test with the users (name →
+// password) and stops it at the end. It skips the test when Dovecot is not
+// installed (scripts/install-deps.sh installs it) or the test does not run
+// as root (Dovecot drops to its own users).
+func StartDovecot(t testing.TB, users map[string]string) *Dovecot {
+	t.Helper()
+	bin, err := exec.LookPath("dovecot")
+	if err != nil {
+		if _, err2 := os.Stat("/usr/sbin/dovecot"); err2 != nil {
+			t.Skip("dovecot is not installed (scripts/install-deps.sh)")
+		}
+		bin = "/usr/sbin/dovecot"
+	}
+	_ = bin
+	if os.Geteuid() != 0 {
+		t.Skip("Dovecot tests run as root")
+	}
+	// The folder above base_dir must be root-owned and 0755: not t.TempDir,
+	// whose parent is 0700.
+	dir, err := os.MkdirTemp("", "docflow-dovecot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(dir, 0o755) //nolint:errcheck
+	d := &Dovecot{dir: dir, conf: filepath.Join(dir, "dovecot.conf")}
+	mail := filepath.Join(dir, "mail")
+	if err := os.MkdirAll(mail, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exec.Command("chown", "nobody:nogroup", mail).Run() //nolint:errcheck
+	var pw []byte
+	for u, p := range users {
+		pw = fmt.Appendf(pw, "%s:{PLAIN}%s::::::\n", u, p)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "users"), pw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	d.Addr = fmt.Sprintf("127.0.0.1:%d", port)
+	conf := fmt.Sprintf(`base_dir = %[1]s/run
+state_dir = %[1]s/state
+log_path = %[1]s/dovecot.log
+protocols = imap
+listen = 127.0.0.1
+ssl = no
+disable_plaintext_auth = no
+auth_mechanisms = plain login
+mail_location = maildir:%[1]s/mail/%%u/Maildir
+passdb {
+  driver = passwd-file
+  args = scheme=PLAIN username_format=%%u %[1]s/users
+}
+userdb {
+  driver = static
+  args = uid=nobody gid=nogroup home=%[1]s/mail/%%u
+}
+service imap-login {
+  inet_listener imap {
+    address = 127.0.0.1
+    port = %[2]d
+  }
+  inet_listener imaps {
+    port = 0
+  }
+}
+protocol imap {
+  mail_max_userip_connections = 500
+}
+`, dir, port)
+	if err := os.WriteFile(d.conf, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d.Stop()
+		os.RemoveAll(dir)
+	})
+	return d
+}
+
+// Start starts the server (again) and waits until it accepts connections.
+func (d *Dovecot) Start() error {
+	out, err := exec.Command("dovecot", "-c", d.conf).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("start dovecot: %v: %s", err, out)
+	}
+	for i := 0; i < 100; i++ {
+		if c, err := net.DialTimeout("tcp", d.Addr, time.Second); err == nil {
+			c.Close()
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("dovecot does not listen on %s; log: %s", d.Addr, d.Log())
+}
+
+// Stop stops the server and waits until the port is free.
+func (d *Dovecot) Stop() {
+	exec.Command("dovecot", "-c", d.conf, "stop").Run() //nolint:errcheck
+	for i := 0; i < 100; i++ {
+		c, err := net.DialTimeout("tcp", d.Addr, 200*time.Millisecond)
+		if err != nil {
+			return
+		}
+		c.Close()
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Log is the server's log.
+func (d *Dovecot) Log() string {
+	b, _ := os.ReadFile(filepath.Join(d.dir, "dovecot.log"))
+	return string(b)
+}
