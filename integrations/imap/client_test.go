@@ -99,6 +99,8 @@ func connect(t testing.TB, cfg imap.Config, news func()) *imap.Client {
 	return k
 }
 
+var nopLog = zerolog.Nop()
+
 func poll(t testing.TB, k *imap.Client, cur docflow.MailCursor, sink imap.Sink) imap.PollResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -99,3 +99,7 @@ func (t *trackReader) Read(p []byte) (int, error) {
 	}
 	return n, err
 }
+
+// IsConnection reports whether err is a failure of the connection (as
+// opposed to the server's answer, or the sink's error).
+func IsConnection(err error) bool { return errors.Is(err, ErrConnection) }

@@ -15,6 +15,7 @@ import (
 // temporary folder (TEST-SERVERS.md, IMAP).
 type Dovecot struct {
 	Addr string
+	bin  string
 	dir  string
 	conf string
 }
@@ -32,7 +33,6 @@ func StartDovecot(t testing.TB, users map[string]string) *Dovecot {
 		}
 		bin = "/usr/sbin/dovecot"
 	}
-	_ = bin
 	if os.Geteuid() != 0 {
 		t.Skip("Dovecot tests run as root")
 	}
@@ -43,7 +43,7 @@ func StartDovecot(t testing.TB, users map[string]string) *Dovecot {
 		t.Fatal(err)
 	}
 	os.Chmod(dir, 0o755) //nolint:errcheck
-	d := &Dovecot{dir: dir, conf: filepath.Join(dir, "dovecot.conf")}
+	d := &Dovecot{bin: bin, dir: dir, conf: filepath.Join(dir, "dovecot.conf")}
 	mail := filepath.Join(dir, "mail")
 	if err := os.MkdirAll(mail, 0o755); err != nil {
 		t.Fatal(err)
@@ -108,9 +108,18 @@ protocol imap {
 
 // Start starts the server (again) and waits until it accepts connections.
 func (d *Dovecot) Start() error {
-	out, err := exec.Command("dovecot", "-c", d.conf).CombinedOutput()
+	// NOTE: the daemon keeps inherited pipes open: its output goes to a
+	// file, or a captured output would never end.
+	out, err := os.OpenFile(filepath.Join(d.dir, "start.out"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("start dovecot: %v: %s", err, out)
+		return err
+	}
+	defer out.Close()
+	cmd := exec.Command(d.bin, "-c", d.conf)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		b, _ := os.ReadFile(filepath.Join(d.dir, "start.out"))
+		return fmt.Errorf("start dovecot: %v: %s", err, b)
 	}
 	for i := 0; i < 100; i++ {
 		if c, err := net.DialTimeout("tcp", d.Addr, time.Second); err == nil {
@@ -124,7 +133,7 @@ func (d *Dovecot) Start() error {
 
 // Stop stops the server and waits until the port is free.
 func (d *Dovecot) Stop() {
-	exec.Command("dovecot", "-c", d.conf, "stop").Run() //nolint:errcheck
+	exec.Command(d.bin, "-c", d.conf, "stop").Run() //nolint:errcheck
 	for i := 0; i < 100; i++ {
 		c, err := net.DialTimeout("tcp", d.Addr, 200*time.Millisecond)
 		if err != nil {
