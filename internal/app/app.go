@@ -97,7 +97,7 @@ type App struct {
 	// Sources is the supervisor of the IMAP sources (serve, worker).
 	Sources *actor.PID
 
-	cipher   *postgres.Cipher
+	cipher *postgres.Cipher
 
 	listener net.Listener
 	closers  []func(ctx context.Context) error
