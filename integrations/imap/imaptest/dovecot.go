@@ -1,6 +1,7 @@
 package imaptest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -26,27 +27,49 @@ type Dovecot struct {
 // as root (Dovecot drops to its own users).
 func StartDovecot(t testing.TB, users map[string]string) *Dovecot {
 	t.Helper()
-	bin, err := exec.LookPath("dovecot")
-	if err != nil {
-		if _, err2 := os.Stat("/usr/sbin/dovecot"); err2 != nil {
-			t.Skip("dovecot is not installed (scripts/install-deps.sh)")
-		}
-		bin = "/usr/sbin/dovecot"
+	if _, err := dovecotBin(); err != nil {
+		t.Skip(err.Error())
 	}
 	if os.Geteuid() != 0 {
 		t.Skip("Dovecot tests run as root")
+	}
+	d, err := NewDovecot(users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d
+}
+
+func dovecotBin() (string, error) {
+	if bin, err := exec.LookPath("dovecot"); err == nil {
+		return bin, nil
+	}
+	if _, err := os.Stat("/usr/sbin/dovecot"); err == nil {
+		return "/usr/sbin/dovecot", nil
+	}
+	return "", errors.New("dovecot is not installed (scripts/install-deps.sh)")
+}
+
+// NewDovecot starts Dovecot with the users (name → password); Close stops
+// it and removes its files. It must run as root.
+func NewDovecot(users map[string]string) (*Dovecot, error) {
+	bin, err := dovecotBin()
+	if err != nil {
+		return nil, err
 	}
 	// The folder above base_dir must be root-owned and 0755: not t.TempDir,
 	// whose parent is 0700.
 	dir, err := os.MkdirTemp("", "docflow-dovecot-")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	os.Chmod(dir, 0o755) //nolint:errcheck
 	d := &Dovecot{bin: bin, dir: dir, conf: filepath.Join(dir, "dovecot.conf")}
 	mail := filepath.Join(dir, "mail")
 	if err := os.MkdirAll(mail, 0o755); err != nil {
-		t.Fatal(err)
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	exec.Command("chown", "nobody:nogroup", mail).Run() //nolint:errcheck
 	var pw []byte
@@ -54,11 +77,13 @@ func StartDovecot(t testing.TB, users map[string]string) *Dovecot {
 		pw = fmt.Appendf(pw, "%s:{PLAIN}%s::::::\n", u, p)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "users"), pw, 0o644); err != nil {
-		t.Fatal(err)
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
@@ -94,16 +119,20 @@ protocol imap {
 }
 `, dir, port)
 	if err := os.WriteFile(d.conf, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
+		os.RemoveAll(dir)
+		return nil, err
 	}
 	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		d.Stop()
 		os.RemoveAll(dir)
-	})
-	return d
+		return nil, err
+	}
+	return d, nil
+}
+
+// Close stops the server and removes its files.
+func (d *Dovecot) Close() {
+	d.Stop()
+	os.RemoveAll(d.dir)
 }
 
 // Start starts the server (again) and waits until it accepts connections.

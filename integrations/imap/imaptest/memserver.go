@@ -27,7 +27,9 @@ func MemServer(t testing.TB, user, pass string, idle bool, folders ...string) st
 		caps[imap.CapIdle] = struct{}{}
 	}
 	srv := imapserver.New(&imapserver.Options{
-		NewSession:   func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) { return mem.NewSession(), nil, nil },
+		NewSession: func(*imapserver.Conn) (imapserver.Session, *imapserver.GreetingData, error) {
+			return mem.NewSession(), nil, nil
+		},
 		InsecureAuth: true,
 		Caps:         caps,
 	})
