@@ -86,14 +86,22 @@ func (c *deadlineConn) abort() {
 }
 
 // trackReader remembers the error of the reader below a MIME decoder, to
-// tell a broken connection (retry) from a broken mail (skip).
+// tell a broken connection (retry) from a broken mail (skip). A literal
+// that ends before its announced size is such an error too: a connection
+// closed mid-FETCH reads as an early EOF.
 type trackReader struct {
-	r   io.Reader
-	err error
+	r    io.Reader
+	size int64 // announced size, -1 unknown
+	n    int64
+	err  error
 }
 
 func (t *trackReader) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
+	t.n += int64(n)
+	if err == io.EOF && t.size >= 0 && t.n < t.size {
+		err = io.ErrUnexpectedEOF
+	}
 	if err != nil && err != io.EOF && t.err == nil {
 		t.err = err
 	}

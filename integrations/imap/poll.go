@@ -137,7 +137,7 @@ func (k *Client) take(ctx context.Context, uid imap.UID, sink Sink, log zerolog.
 				continue
 			}
 			found = true
-			tr := &trackReader{r: body.Literal}
+			tr := &trackReader{r: body.Literal, size: body.Literal.Size()}
 			n, terr = k.readMail(ctx, uint32(uid), tr, sink, log)
 			if terr == nil {
 				// The rest of the literal must be read before the next
