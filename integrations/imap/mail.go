@@ -1,6 +1,7 @@
 package imap
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,8 @@ import (
 	"io"
 	"mime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -34,23 +37,55 @@ func messageKey(messageID string, uidValidity, uid uint32) string {
 	return "<" + messageID + ">"
 }
 
+// Concurrent ingests: attachments up to smallAttachment bytes are read
+// into memory and go in ingestConcurrency at a time per poll (at most
+// ingestConcurrency × smallAttachment bytes held); larger ones stream
+// straight from the connection, one at a time.
+const (
+	ingestConcurrency = 8
+	smallAttachment   = 1 << 20
+)
+
+// pending is a mail read to its end whose attachments may still be going
+// in.
+type pending struct {
+	uid      imap.UID
+	key      string
+	finished bool // finished before: nothing to record
+	failed   bool // the mail could not be read to its end
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	err      error // the first transient error of an attachment
+	ingested atomic.Int32
+}
+
+func (p *pending) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		p.err = err
+	}
+}
+
 // readMail reads one mail from r (streamed, never held whole) and hands
 // each of its attachments of a supported type to sink, at most
-// MaxAttachments; the rest are logged. It returns the documents taken in.
-// It finishes the mail (sink.MailDone) unless an error is returned.
-func (k *Client) readMail(ctx context.Context, uid uint32, r *trackReader, sink Sink, log zerolog.Logger) (int, error) {
-	log = log.With().Uint32("uid", uid).Logger()
+// MaxAttachments; the rest are logged. The mail is finished by the caller
+// once its attachments are in.
+func (k *Client) readMail(ctx context.Context, uid imap.UID, r *trackReader, sink Sink, sem chan struct{}, log zerolog.Logger) (*pending, error) {
+	log = log.With().Uint32("uid", uint32(uid)).Logger()
+	p := &pending{uid: uid}
 	mr, err := mail.CreateReader(r)
 	if r.err != nil {
-		return 0, connErr(r.err)
+		return p, connErr(r.err)
 	}
 	if err != nil && !message.IsUnknownCharset(err) {
 		// Not even a header: finish the mail under its UID.
 		log.Warn().Err(err).Msg("imap: malformed mail skipped")
-		return 0, k.done(ctx, sink, messageKey("", k.uidValidity, uid))
+		p.key = messageKey("", k.uidValidity, uint32(uid))
+		return p, nil
 	}
 	defer mr.Close()
-	info := MailInfo{UID: uid}
+	info := MailInfo{UID: uint32(uid)}
 	h := mr.Header
 	info.MessageID, _ = h.MessageID()
 	if from, err := h.AddressList("From"); err == nil && len(from) > 0 {
@@ -64,34 +99,49 @@ func (k *Client) readMail(ctx context.Context, uid uint32, r *trackReader, sink 
 	if d, err := h.Date(); err == nil && !d.IsZero() {
 		info.Date = d.UTC().Format(time.RFC3339)
 	}
-	key := messageKey(info.MessageID, k.uidValidity, uid)
-	log = log.With().Str("message_key", key).Logger()
-	finished, taken, err := sink.MailSeen(ctx, key)
+	p.key = messageKey(info.MessageID, k.uidValidity, uint32(uid))
+	log = log.With().Str("message_key", p.key).Logger()
+	finished, taken, err := sink.MailSeen(ctx, p.key)
 	if err != nil {
-		return 0, err
+		return p, err
 	}
 	if finished {
-		return 0, nil // taken in before a restart that came before its flag
+		p.finished = true // taken in before a restart that came before its flag
+		return p, nil
 	}
 	had := map[int]bool{}
 	for _, i := range taken {
 		had[i] = true
 	}
-	ingested, index, refused, beyond := 0, -1, 0, 0
+	// result sorts an ingest's outcome; it reports the transient errors.
+	result := func(name string, err error) error {
+		switch docflow.ErrorCode(err) {
+		case "":
+			p.ingested.Add(1)
+		case docflow.ECONFLICT:
+			// Taken in by another process meanwhile.
+		case docflow.EBADREQUEST, docflow.ETOOLARGE:
+			log.Warn().Err(err).Str("filename", name).Msg("imap: attachment refused")
+		default:
+			return err
+		}
+		return nil
+	}
+	tried, index, beyond := 0, -1, 0
 	for {
-		p, err := mr.NextPart()
+		part, err := mr.NextPart()
 		if err == io.EOF {
 			break
 		}
 		if r.err != nil {
-			return ingested, connErr(r.err)
+			return p, connErr(r.err)
 		}
 		if err != nil && !message.IsUnknownCharset(err) {
 			// The rest of the mail cannot be parsed; what came before stands.
 			log.Warn().Err(err).Msg("imap: malformed MIME part; rest of mail skipped")
 			break
 		}
-		name, ok := attachmentName(p.Header)
+		name, ok := attachmentName(part.Header)
 		if !ok {
 			continue // a body part
 		}
@@ -101,46 +151,61 @@ func (k *Client) readMail(ctx context.Context, uid uint32, r *trackReader, sink 
 		}
 		clean := docflow.CleanFilename(name)
 		if _, ok := docflow.SupportedFileTypes()[ext(clean)]; !ok {
-			refused++
 			log.Info().Str("filename", clean).Msg("imap: attachment of an unsupported type skipped")
 			continue
 		}
-		if ingested+len(taken) >= k.cfg.MaxAttachments {
+		if tried+len(taken) >= k.cfg.MaxAttachments {
 			beyond++
 			continue
 		}
-		err = sink.Ingest(ctx, &Attachment{MessageKey: key, Index: index, Filename: clean, Body: p.Body, Mail: info})
+		tried++
+		a := &Attachment{MessageKey: p.key, Index: index, Filename: clean, Mail: info}
+		head, rerr := io.ReadAll(io.LimitReader(part.Body, smallAttachment+1))
+		if r.err != nil {
+			return p, connErr(r.err)
+		}
+		if rerr != nil {
+			// Undecodable (bad base64 and the like): the mail's fault.
+			log.Warn().Err(rerr).Str("filename", clean).Msg("imap: attachment refused: cannot be decoded")
+			continue
+		}
+		if len(head) <= smallAttachment {
+			a.Body = bytes.NewReader(head)
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return p, ctx.Err()
+			}
+			p.wg.Add(1)
+			go func() {
+				defer func() { <-sem; p.wg.Done() }()
+				if err := result(clean, sink.Ingest(ctx, a)); err != nil {
+					p.fail(err)
+				}
+			}()
+			continue
+		}
+		a.Body = io.MultiReader(bytes.NewReader(head), part.Body)
+		err = sink.Ingest(ctx, a)
 		if r.err != nil {
 			// The connection broke under the attachment: not its fault.
-			return ingested, connErr(r.err)
+			return p, connErr(r.err)
 		}
-		switch docflow.ErrorCode(err) {
-		case "":
-			ingested++
-		case docflow.ECONFLICT:
-			// Taken in by another process meanwhile.
-		case docflow.EBADREQUEST, docflow.ETOOLARGE:
-			refused++
-			log.Warn().Err(err).Str("filename", clean).Msg("imap: attachment refused")
-		default:
-			return ingested, err
+		if err := result(clean, err); err != nil {
+			return p, err
 		}
+	}
+	if r.err != nil {
+		return p, connErr(r.err)
 	}
 	if beyond > 0 {
 		log.Warn().Int("skipped", beyond).Int("max_attachments", k.cfg.MaxAttachments).
 			Msg("imap: mail has more attachments than max_attachments; the rest skipped")
 	}
-	if r.err != nil {
-		return ingested, connErr(r.err)
+	if tried == 0 && len(taken) == 0 {
+		log.Info().Msg("imap: mail without a usable attachment")
 	}
-	if ingested == 0 && len(taken) == 0 {
-		log.Info().Int("refused", refused).Msg("imap: mail without a usable attachment")
-	}
-	return ingested, k.done(ctx, sink, key)
-}
-
-func (k *Client) done(ctx context.Context, sink Sink, key string) error {
-	return sink.MailDone(ctx, key)
+	return p, nil
 }
 
 // attachmentName is the part's file name, if it is an attachment: a part

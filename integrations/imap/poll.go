@@ -95,21 +95,46 @@ func (k *Client) Poll(ctx context.Context, cur docflow.MailCursor, sink Sink, bu
 	}
 	sort.Slice(uids, func(i, j int) bool { return uids[i] < uids[j] })
 	deadline := time.Now().Add(budget)
-	var done []imap.UID
+	// Small attachments go in concurrently (ingestConcurrency at a time)
+	// while the next mails are fetched: each ingest waits for its own
+	// durable write, and one source must not be bound by that latency.
+	sem := make(chan struct{}, ingestConcurrency)
+	var all []*pending
 	var perr error
-	for i, uid := range uids {
+	for i := 0; i < len(uids); i += fetchBatch {
 		if i > 0 && time.Now().After(deadline) {
 			res.More = true
 			break
 		}
-		n, err := k.take(ctx, uid, sink, log)
-		res.Ingested += n
+		ps, err := k.take(ctx, uids[i:min(i+fetchBatch, len(uids))], sink, sem, log)
+		all = append(all, ps...)
 		if err != nil {
 			perr = err
 			break
 		}
+	}
+	var done []imap.UID
+	for _, p := range all {
+		p.wg.Wait()
+		res.Ingested += int(p.ingested.Load())
+	}
+	// Mails are finished in order, up to the first that is not.
+	for _, p := range all {
+		if p.failed {
+			break
+		}
+		if p.err != nil {
+			perr = errors.Join(perr, p.err)
+			break
+		}
+		if !p.finished {
+			if err := sink.MailDone(ctx, p.key); err != nil {
+				perr = errors.Join(perr, err)
+				break
+			}
+		}
 		res.Seen++
-		done = append(done, uid)
+		done = append(done, p.uid)
 	}
 	if len(done) > 0 {
 		if err := k.finish(done); err != nil {
@@ -120,41 +145,78 @@ func (k *Client) Poll(ctx context.Context, cur docflow.MailCursor, sink Sink, bu
 	return res, perr
 }
 
-// take fetches the mail uid and hands its attachments to sink; it returns
-// the documents taken in. A mail that cannot be read as MIME is finished as
-// it is (logged), not tried again.
-func (k *Client) take(ctx context.Context, uid imap.UID, sink Sink, log zerolog.Logger) (int, error) {
-	cmd := k.c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{
+// fetchBatch is how many mails one FETCH asks for: their bodies stream one
+// after the other, without a round trip each.
+const fetchBatch = 50
+
+// take fetches the mails uids (ascending) in one command and hands their
+// attachments to sink; it returns the mails read, in UID order. A mail that
+// cannot be read as MIME is returned to be finished as it is (logged), not
+// tried again. After an error the rest of the batch is skipped.
+func (k *Client) take(ctx context.Context, uids []imap.UID, sink Sink, sem chan struct{}, log zerolog.Logger) ([]*pending, error) {
+	cmd := k.c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{
 		UID:         true,
 		BodySection: []*imap.FetchItemBodySection{{Peek: true}},
 	})
-	n, terr := 0, error(nil)
-	found := false
+	var out []*pending
+	var terr error
+	var alone []imap.UID // bodies that came before their UID
 	for msg := cmd.Next(); msg != nil; msg = cmd.Next() {
+		var uid imap.UID
 		for item := msg.Next(); item != nil; item = msg.Next() {
-			body, ok := item.(imapclient.FetchItemDataBodySection)
-			if !ok || found || body.Literal == nil {
-				continue
-			}
-			found = true
-			tr := &trackReader{r: body.Literal, size: body.Literal.Size()}
-			n, terr = k.readMail(ctx, uint32(uid), tr, sink, log)
-			if terr == nil {
-				// The rest of the literal must be read before the next
-				// command; a mail left half-read is drained here.
-				_, terr = io.Copy(io.Discard, tr)
-			}
-			if tr.err != nil {
-				terr = connErr(fmt.Errorf("fetch mail %d: %w", uid, tr.err))
+			switch it := item.(type) {
+			case imapclient.FetchItemDataUID:
+				uid = it.UID
+			case imapclient.FetchItemDataBodySection:
+				if terr != nil || it.Literal == nil {
+					continue
+				}
+				if uid == 0 {
+					// Servers send the UID first; one that does not is
+					// asked for this mail alone.
+					alone = append(alone, 0)
+					continue
+				}
+				tr := &trackReader{r: it.Literal, size: it.Literal.Size()}
+				p, err := k.readMail(ctx, uid, tr, sink, sem, log)
+				if err == nil {
+					// The rest of the literal must be read before the
+					// next mail; a mail left half-read is drained here.
+					_, err = io.Copy(io.Discard, tr)
+				}
+				if tr.err != nil {
+					err = connErr(fmt.Errorf("fetch mail %d: %w", uid, tr.err))
+				}
+				if p != nil {
+					p.failed = err != nil
+					out = append(out, p)
+				}
+				terr = err
 			}
 		}
 	}
 	if err := cmd.Close(); err != nil && terr == nil {
-		terr = k.cmdErr(fmt.Errorf("fetch mail %d: %w", uid, err))
+		terr = k.cmdErr(fmt.Errorf("fetch mails: %w", err))
 	}
-	if terr == nil && !found {
-		// Expunged meanwhile by another client: nothing to take.
-		log.Debug().Uint32("uid", uint32(uid)).Msg("imap: mail gone before fetch")
+	sort.Slice(out, func(i, j int) bool { return out[i].uid < out[j].uid })
+	if terr == nil && len(alone) > 0 {
+		// Which mails came without UID: those asked for and not read.
+		got := map[imap.UID]bool{}
+		for _, p := range out {
+			got[p.uid] = true
+		}
+		for _, u := range uids {
+			if !got[u] && len(uids) > 1 {
+				ps, err := k.take(ctx, []imap.UID{u}, sink, sem, log)
+				out = append(out, ps...)
+				if err != nil {
+					terr = err
+					break
+				}
+			}
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].uid < out[j].uid })
 	}
-	return n, terr
+	// Mails expunged meanwhile by another client are simply not there.
+	return out, terr
 }

@@ -58,9 +58,10 @@ func NewDovecot(users map[string]string) (*Dovecot, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The folder above base_dir must be root-owned and 0755: not t.TempDir,
-	// whose parent is 0700.
-	dir, err := os.MkdirTemp("", "docflow-dovecot-")
+	// The folder above base_dir must be root-owned and 0755, and Dovecot's
+	// user (nobody) must pass every folder above the maildirs: not
+	// t.TempDir (0700) nor a TMPDIR of unknown modes, /tmp.
+	dir, err := os.MkdirTemp("/tmp", "docflow-dovecot-")
 	if err != nil {
 		return nil, err
 	}
