@@ -22,8 +22,8 @@ func (k *sink) MailSeen(ctx context.Context, key string) (bool, []int, error) {
 	return k.store.MailSeen(ctx, k.in.ID, key)
 }
 
-func (k *sink) MailDone(ctx context.Context, key string) error {
-	return k.store.MailDone(ctx, k.in.ID, key)
+func (k *sink) MailsDone(ctx context.Context, keys []string) error {
+	return k.store.MailsDone(ctx, k.in.ID, keys)
 }
 
 // Ingest takes a in as the integration's owner, on channel email, with the

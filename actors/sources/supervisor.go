@@ -32,8 +32,8 @@ type Store interface {
 	// MailSeen reports whether a mail is finished and which of its
 	// attachments were taken in.
 	MailSeen(ctx context.Context, integrationID int64, key string) (done bool, attachments []int, err error)
-	// MailDone records a finished mail.
-	MailDone(ctx context.Context, integrationID int64, key string) error
+	// MailsDone records finished mails.
+	MailsDone(ctx context.Context, integrationID int64, keys []string) error
 	// SaveSourceReport records a source's status, cursor and last error
 	// while owner holds its lease.
 	SaveSourceReport(ctx context.Context, integrationID int64, owner string, r docflow.SourceReport) error

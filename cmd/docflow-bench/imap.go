@@ -207,7 +207,9 @@ func (s *discardSink) Ingest(_ context.Context, a *imap.Attachment) error {
 	return nil
 }
 
-func (s *discardSink) MailDone(_ context.Context, key string) error {
-	s.done[key] = true
+func (s *discardSink) MailsDone(_ context.Context, keys []string) error {
+	for _, k := range keys {
+		s.done[k] = true
+	}
 	return nil
 }

@@ -61,10 +61,12 @@ func (s *memSink) Ingest(_ context.Context, a *imap.Attachment) error {
 	return nil
 }
 
-func (s *memSink) MailDone(_ context.Context, key string) error {
+func (s *memSink) MailsDone(_ context.Context, keys []string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.done[key] = true
+	for _, k := range keys {
+		s.done[k] = true
+	}
 	return nil
 }
 

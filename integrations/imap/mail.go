@@ -101,17 +101,23 @@ func (k *Client) readMail(ctx context.Context, uid imap.UID, r *trackReader, sin
 	}
 	p.key = messageKey(info.MessageID, k.uidValidity, uint32(uid))
 	log = log.With().Str("message_key", p.key).Logger()
-	finished, taken, err := sink.MailSeen(ctx, p.key)
-	if err != nil {
-		return p, err
-	}
-	if finished {
-		p.finished = true // taken in before a restart that came before its flag
-		return p, nil
-	}
-	had := map[int]bool{}
-	for _, i := range taken {
-		had[i] = true
+	// What was taken in before is asked once, before the first large
+	// attachment: a small one offered again is refused by storage
+	// (ECONFLICT) at the cost of a few reads.
+	var had map[int]bool
+	seen := func() (finished bool, err error) {
+		if had != nil {
+			return false, nil
+		}
+		finished, taken, err := sink.MailSeen(ctx, p.key)
+		if err != nil {
+			return false, err
+		}
+		had = map[int]bool{}
+		for _, i := range taken {
+			had[i] = true
+		}
+		return finished, nil
 	}
 	// result sorts an ingest's outcome; it reports the transient errors.
 	result := func(name string, err error) error {
@@ -146,15 +152,12 @@ func (k *Client) readMail(ctx context.Context, uid imap.UID, r *trackReader, sin
 			continue // a body part
 		}
 		index++
-		if had[index] {
-			continue
-		}
 		clean := docflow.CleanFilename(name)
 		if _, ok := docflow.SupportedFileTypes()[ext(clean)]; !ok {
 			log.Info().Str("filename", clean).Msg("imap: attachment of an unsupported type skipped")
 			continue
 		}
-		if tried+len(taken) >= k.cfg.MaxAttachments {
+		if tried >= k.cfg.MaxAttachments {
 			beyond++
 			continue
 		}
@@ -185,6 +188,18 @@ func (k *Client) readMail(ctx context.Context, uid imap.UID, r *trackReader, sin
 			}()
 			continue
 		}
+		finished, err := seen()
+		if err != nil {
+			return p, err
+		}
+		if finished {
+			// Taken in before a restart that came before its flag.
+			p.finished = true
+			return p, nil
+		}
+		if had[index] {
+			continue
+		}
 		a.Body = io.MultiReader(bytes.NewReader(head), part.Body)
 		err = sink.Ingest(ctx, a)
 		if r.err != nil {
@@ -202,7 +217,7 @@ func (k *Client) readMail(ctx context.Context, uid imap.UID, r *trackReader, sin
 		log.Warn().Int("skipped", beyond).Int("max_attachments", k.cfg.MaxAttachments).
 			Msg("imap: mail has more attachments than max_attachments; the rest skipped")
 	}
-	if tried == 0 && len(taken) == 0 {
+	if tried == 0 {
 		log.Info().Msg("imap: mail without a usable attachment")
 	}
 	return p, nil

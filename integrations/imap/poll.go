@@ -18,7 +18,8 @@ import (
 // Sink is where a source's mails go (the process's intake and storage).
 type Sink interface {
 	// MailSeen reports whether the mail key is finished, and which of its
-	// attachments were taken in.
+	// attachments were taken in. It is asked before a large attachment is
+	// streamed; small ones are simply offered again (ECONFLICT).
 	MailSeen(ctx context.Context, key string) (done bool, attachments []int, err error)
 	// Ingest takes one attachment in, with the record that it was, in one
 	// transaction. ECONFLICT: taken in before (by any process); EBADREQUEST
@@ -26,8 +27,8 @@ type Sink interface {
 	// large); ENOTFOUND: the integration is gone. Other errors are
 	// transient: the mail is tried again.
 	Ingest(ctx context.Context, a *Attachment) error
-	// MailDone records that the mail key is finished.
-	MailDone(ctx context.Context, key string) error
+	// MailsDone records that the mails keys are finished.
+	MailsDone(ctx context.Context, keys []string) error
 }
 
 // Attachment is one attachment of a mail, streamed: Body must be read
@@ -114,6 +115,7 @@ func (k *Client) Poll(ctx context.Context, cur docflow.MailCursor, sink Sink, bu
 		}
 	}
 	var done []imap.UID
+	var keys []string
 	for _, p := range all {
 		p.wg.Wait()
 		res.Ingested += int(p.ingested.Load())
@@ -128,14 +130,16 @@ func (k *Client) Poll(ctx context.Context, cur docflow.MailCursor, sink Sink, bu
 			break
 		}
 		if !p.finished {
-			if err := sink.MailDone(ctx, p.key); err != nil {
-				perr = errors.Join(perr, err)
-				break
-			}
+			keys = append(keys, p.key)
 		}
-		res.Seen++
 		done = append(done, p.uid)
 	}
+	if len(keys) > 0 {
+		if err := sink.MailsDone(ctx, keys); err != nil {
+			return res, errors.Join(perr, err)
+		}
+	}
+	res.Seen = len(done)
 	if len(done) > 0 {
 		if err := k.finish(done); err != nil {
 			return res, errors.Join(perr, err)

@@ -126,11 +126,11 @@ func (s *SourceStore) MailSeen(ctx context.Context, integrationID int64, key str
 	return done, attachments, nil
 }
 
-// MailDone records that the mail key of the integration is finished.
-// ENOTFOUND when the integration is gone.
-func (s *SourceStore) MailDone(ctx context.Context, integrationID int64, key string) error {
-	_, err := s.db.Pool.Exec(ctx, mailSeenInsert+` ON CONFLICT DO NOTHING`,
-		mailSeenArgs(docflow.MailSeen{IntegrationID: integrationID, MessageKey: key, Attachment: -1}, 0)...)
+// MailsDone records that the mails keys of the integration are finished,
+// in one statement. ENOTFOUND when the integration is gone.
+func (s *SourceStore) MailsDone(ctx context.Context, integrationID int64, keys []string) error {
+	_, err := s.db.Pool.Exec(ctx, `INSERT INTO integration_mail_seen (integration_id, message_key, attachment)
+		SELECT $1, k, -1 FROM unnest($2::text[]) k ON CONFLICT DO NOTHING`, integrationID, keys)
 	if err != nil {
 		if e := mailSeenError(err); e != nil {
 			return e
