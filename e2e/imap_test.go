@@ -38,7 +38,8 @@ func TestIMAPWorkerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", DB: db, Workdir: os.Getenv(envWorkerDir), NoRelay: true})
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", DB: db, Workdir: os.Getenv(envWorkerDir), NoRelay: true,
+		Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,6 +75,7 @@ func (s *source) load(cl docflow.SourceClaim) {
 	if s.cfgErr == nil && s.cfg.IOTimeout > 0 {
 		s.imap.IOTimeout = s.cfg.IOTimeout
 	}
+	s.imap.Dial = s.cfg.Dial
 	if s.cfgErr == nil && cl.Integration.LastError != nil && len(cl.Integration.Credentials) == 0 {
 		s.cfgErr = errors.New(*cl.Integration.LastError)
 	}

@@ -57,7 +57,7 @@ func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	ctx := context.Background()
 	addr := imaptest.MemServer(t, "alice", "secret", false)
-	a, err := apptest.Start(ctx, apptest.Options{Role: "worker"})
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

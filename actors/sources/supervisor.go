@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"time"
@@ -67,7 +68,10 @@ type Config struct {
 	InitialBackoff, MaxBackoff time.Duration
 	// IOTimeout, when set, overrides the IMAP clients' I/O timeout (tests).
 	IOTimeout time.Duration
-	Log       zerolog.Logger
+	// Dial opens the sources' connections (the process's guarded dialer;
+	// nil dials directly).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	Log  zerolog.Logger
 }
 
 func (c *Config) defaults() error {

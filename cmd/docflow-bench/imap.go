@@ -93,7 +93,8 @@ func benchIMAP(ctx context.Context, r *Report, o *options) error {
 	}
 	defer os.RemoveAll(dir)
 	log := zerolog.Nop()
-	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", Log: &log, Workdir: dir, NoRelay: true, ProductionTimings: true})
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", Log: &log, Workdir: dir, NoRelay: true, ProductionTimings: true,
+		Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
 	if err != nil {
 		return fmt.Errorf("imap bench: %w", err)
 	}
@@ -141,7 +142,8 @@ func benchIMAP(ctx context.Context, r *Report, o *options) error {
 		return err
 	}
 	defer os.RemoveAll(dir2)
-	b, err := apptest.Start(ctx, apptest.Options{Role: "worker", Log: &log, Workdir: dir2, NoRelay: true, ProductionTimings: true})
+	b, err := apptest.Start(ctx, apptest.Options{Role: "worker", Log: &log, Workdir: dir2, NoRelay: true, ProductionTimings: true,
+		Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
 	if err != nil {
 		return fmt.Errorf("imap bench: %w", err)
 	}

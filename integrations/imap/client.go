@@ -51,8 +51,14 @@ func (k *Client) Connect(ctx context.Context) error {
 		return nil
 	}
 	addr := net.JoinHostPort(k.cfg.Host, strconv.Itoa(k.cfg.Port))
-	d := net.Dialer{Timeout: k.cfg.DialTimeout, KeepAlive: k.cfg.IOTimeout}
-	raw, err := d.DialContext(ctx, "tcp", addr)
+	dial := k.cfg.Dial
+	if dial == nil {
+		d := net.Dialer{Timeout: k.cfg.DialTimeout, KeepAlive: k.cfg.IOTimeout}
+		dial = d.DialContext
+	}
+	dctx, cancel := context.WithTimeout(ctx, k.cfg.DialTimeout)
+	raw, err := dial(dctx, "tcp", addr)
+	cancel()
 	if err != nil {
 		return connErr(fmt.Errorf("dial %s: %w", addr, err))
 	}

@@ -8,6 +8,7 @@
 package imap
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -58,6 +59,9 @@ type Config struct {
 	// DialTimeout bounds the TCP connect and the TLS handshake; IOTimeout
 	// every read and write outside IDLE.
 	DialTimeout, IOTimeout time.Duration
+	// Dial, when set, opens the TCP connection (the process's guarded
+	// dialer, which refuses internal addresses unless allowed).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // ParseConfig reads an IMAP integration's config and credentials, with

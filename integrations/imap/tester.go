@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"docflow"
@@ -13,6 +14,8 @@ import (
 type Tester struct {
 	// Timeout bounds the whole test (default 30 s).
 	Timeout time.Duration
+	// Dial, when set, opens the connection (Config.Dial).
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 var _ docflow.IntegrationTester = Tester{}
@@ -26,6 +29,7 @@ func (t Tester) TestIntegration(ctx context.Context, in *docflow.Integration) (b
 	if err != nil {
 		return false, err.Error()
 	}
+	cfg.Dial = t.Dial
 	timeout := t.Timeout
 	if timeout <= 0 {
 		timeout = 30 * time.Second

@@ -272,7 +272,7 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 // among the workers, handing its leases over.
 func (m *App) startSources() error {
 	cfg := sources.Config{Store: postgres.NewSourceStore(m.DB, m.cipher), Intake: m.Intake,
-		Recorder: m.Recorder, Log: m.Log.With().Str("component", "sources").Logger()}
+		Recorder: m.Recorder, Dial: m.integrationDialer().DialContext, Log: m.Log.With().Str("component", "sources").Logger()}
 	if m.cfg.Sources != nil {
 		m.cfg.Sources(&cfg)
 	}
@@ -562,6 +562,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		m.Log.Info().Int64("tokens", n).Str("owner", admin).Msg("API tokens without an owner now belong to the admin account")
 	}
 	sessions := postgres.NewSessionService(m.DB)
+	sso := postgres.NewSSOStore(m.DB)
 	srv := dfhttp.NewServer(dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
 		Settings:      m.Settings,
@@ -573,12 +574,14 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		// A changed local password (or a deactivated account) ends its sessions.
 		LocalPasswordStamp: sessions.LocalPasswordStamp,
 		Audit:              postgres.NewAuditLog(m.DB),
+		IsAdmin:            m.isAdmin(sso),
 	})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "search", Check: m.Index.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "analytics", Check: m.Recorder.Ping})
 	m.mountResources(srv)
+	m.mountSSO(srv, sso)
 	m.HTTP = srv
 	ln := m.cfg.Listener
 	if ln == nil {
@@ -607,6 +610,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
+	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 }
 
 // Wait blocks until ctx is done or the HTTP server fails.
