@@ -58,7 +58,7 @@ func (s *SourceStore) ClaimSources(ctx context.Context, owner string, ttl time.D
 			return nil, fmt.Errorf("claim sources: integration %d config: %w", in.ID, err)
 		}
 		_ = json.Unmarshal(status, &in.Status) // a malformed status restarts the counters
-		_ = json.Unmarshal(cursor, &c.Cursor) // a malformed cursor rescans the folder; dedup holds
+		_ = json.Unmarshal(cursor, &c.Cursor)  // a malformed cursor rescans the folder; dedup holds
 		if in.Credentials, err = s.decrypt(creds); err != nil {
 			// The source cannot log in; its actor reports the error.
 			in.Credentials = nil
