@@ -165,6 +165,8 @@ func (k *Client) take(ctx context.Context, uids []imap.UID, sink Sink, sem chan 
 	var out []*pending
 	var terr error
 	var alone []imap.UID // bodies that came before their UID
+	broken := false
+msgs:
 	for msg := cmd.Next(); msg != nil; msg = cmd.Next() {
 		var uid imap.UID
 		for item := msg.Next(); item != nil; item = msg.Next() {
@@ -196,8 +198,21 @@ func (k *Client) take(ctx context.Context, uids []imap.UID, sink Sink, sem chan 
 					out = append(out, p)
 				}
 				terr = err
+				if IsConnection(err) {
+					// NOTE: the library drains a literal left unread on the
+					// next step, racing its own reader when the connection
+					// is gone: the client is closed and left as it is.
+					broken = true
+					break msgs
+				}
 			}
 		}
+	}
+	if broken {
+		k.conn.abort()
+		k.c.Close() //nolint:errcheck
+		sort.Slice(out, func(i, j int) bool { return out[i].uid < out[j].uid })
+		return out, terr
 	}
 	if err := cmd.Close(); err != nil && terr == nil {
 		terr = k.cmdErr(fmt.Errorf("fetch mails: %w", err))
