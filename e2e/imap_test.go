@@ -81,8 +81,8 @@ func (w *workerProc) kill() {
 
 // TestIMAPExactlyOnceThroughKills delivers mails with 1–3 attachments each
 // to Dovecot, runs a worker process that takes them in, kills it with
-// SIGKILL a third of the way and starts another, restarts Dovecot two
-// thirds of the way, delivers more mail to the idling worker, and checks
+// SIGKILL a third of the way and starts another, restarts Dovecot while
+// that one takes mail in, delivers more mail to the idling worker, and checks
 // that every attachment became exactly one document and every mail is
 // flagged seen.
 func TestIMAPExactlyOnceThroughKills(t *testing.T) {
@@ -171,9 +171,14 @@ func TestIMAPExactlyOnceThroughKills(t *testing.T) {
 	t.Logf("worker killed with SIGKILL at %d of %d documents", killedAt, want)
 
 	w2 := startWorker(t, db.URL, dir, 2)
-	waitCount(2*want/3, 3*time.Minute, w2)
+	// Dovecot goes down while the second worker is busy taking mail in.
+	waitCount(killedAt+want/20, 3*time.Minute, w2)
 	d.Stop()
-	t.Logf("Dovecot stopped at %d documents", count())
+	stoppedAt := count()
+	t.Logf("Dovecot stopped at %d of %d documents", stoppedAt, want)
+	if stoppedAt >= want {
+		t.Log("NOTE: the worker was done before Dovecot stopped; the restart drill covered an idle connection only")
+	}
 	time.Sleep(time.Second)
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
