@@ -60,7 +60,8 @@ type Config struct {
 	// 5 s); LeaseTTL how long a lease lasts unrenewed (default 30 s): a dead
 	// process's sources are taken over within LeaseTTL + Scan.
 	Scan, LeaseTTL time.Duration
-	// PollBudget bounds one poll's time before it yields (default 20 s);
+	// PollBudget bounds one poll's time before it yields (default 5 s: the
+	// status is written after each poll);
 	// CallTimeout bounds one poll call, however large its mails (default
 	// 15 min); InitialBackoff and MaxBackoff bound reconnects (defaults
 	// 1 s and 5 min).
@@ -89,7 +90,7 @@ func (c *Config) defaults() error {
 		c.LeaseTTL = 30 * time.Second
 	}
 	if c.PollBudget <= 0 {
-		c.PollBudget = 20 * time.Second
+		c.PollBudget = 5 * time.Second
 	}
 	if c.CallTimeout <= 0 {
 		c.CallTimeout = 15 * time.Minute
