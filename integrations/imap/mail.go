@@ -42,8 +42,8 @@ func messageKey(messageID string, uidValidity, uid uint32) string {
 // ingestConcurrency × smallAttachment bytes held); larger ones stream
 // straight from the connection, one at a time.
 const (
-	ingestConcurrency = 8
-	smallAttachment   = 1 << 20
+	ingestConcurrency = 32
+	smallAttachment   = 512 << 10
 )
 
 // pending is a mail read to its end whose attachments may still be going
