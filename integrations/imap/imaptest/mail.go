@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -108,4 +109,28 @@ func Count(addr, user, pass, folder string) (total, unseen uint32, err error) {
 		return 0, 0, err
 	}
 	return *sd.NumMessages, *sd.NumUnseen, nil
+}
+
+// AppendReader delivers one mail of size bytes read from r (plain login,
+// loopback test servers only).
+func AppendReader(ctx context.Context, addr, user, pass, folder string, r io.Reader, size int64) error {
+	c, err := imapclient.DialInsecure(addr, nil)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if err := c.Login(user, pass).Wait(); err != nil {
+		return err
+	}
+	cmd := c.Append(folder, size, nil)
+	if _, err := io.Copy(cmd, r); err != nil {
+		return err
+	}
+	if err := cmd.Close(); err != nil {
+		return err
+	}
+	if _, err := cmd.Wait(); err != nil {
+		return err
+	}
+	return c.Logout().Wait()
 }
