@@ -51,13 +51,14 @@ func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 	}
 }
 
-// TestSourcesIngestLeaseAndFollowTheTable runs a worker with a source on
+// TestSourcesIngestLeaseAndFollowTheTable runs a worker (outbox unpublished:
+// the pipeline is not under test) with a source on
 // the in-memory server (no IDLE: it polls), then a second supervisor that
 // must not take the leased source, then deactivation and deletion.
 func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	ctx := context.Background()
 	addr := imaptest.MemServer(t, "alice", "secret", false)
-	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", NoRelay: true, Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
