@@ -14,6 +14,7 @@ import (
 	"docflow"
 	"docflow/actors"
 	"docflow/actors/sources"
+	pganalytics "docflow/analytics/postgres"
 	"docflow/integrations/imap/imaptest"
 	"docflow/internal/app/apptest"
 	"docflow/storage/postgres"
@@ -96,6 +97,18 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	em, _ := f.AIMetadata["email"].(map[string]any)
 	if em["subject"] != "Invoice 3" || em["message_id"] != "m3@x" || !strings.Contains(fmt.Sprint(em["from"]), "alice@example.com") || em["date"] == nil {
 		t.Fatalf("email metadata = %v", em)
+	}
+	// One intake metric per document, channel email.
+	if err := a.Recorder.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q, err := pganalytics.NewQueries(a.DB.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := q.IntakeStats(ctx, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	if err != nil || len(stats) != 1 || stats[0].Channel != docflow.ChannelEmail || stats[0].Count != 10 {
+		t.Fatalf("intake stats = %+v, %v", stats, err)
 	}
 	waitFor(t, 10*time.Second, "status", func() bool {
 		st, _, _, _ := store.SourceRow(ctx, in.ID)
