@@ -102,6 +102,8 @@ type Server struct {
 	checks  checkLog
 	// conns are the slow-client settings, read once in NewServer (conns.go).
 	conns connSettings
+	// sso is single sign-on, once MountSSO mounted it (oauth.go).
+	sso *ssoClient
 	// life guards srv, ln, closed and the authenticator's start and stop:
 	// Serve runs on its own goroutine and Shutdown may come at any time,
 	// even before Serve.

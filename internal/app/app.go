@@ -93,6 +93,8 @@ type App struct {
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
 
+	cipher *postgres.Cipher
+
 	listener net.Listener
 	closers  []func(ctx context.Context) error
 	serveErr chan error
@@ -235,6 +237,7 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	m.cipher = cipher
 	m.Log.Info().Str("role", m.Role).Str("version", m.cfg.Version).Msg("starting docflow")
 	if m.cfg.DB != nil {
 		m.DB = m.cfg.DB
@@ -528,6 +531,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		m.Log.Info().Int64("tokens", n).Str("owner", admin).Msg("API tokens without an owner now belong to the admin account")
 	}
 	sessions := postgres.NewSessionService(m.DB)
+	sso := postgres.NewSSOStore(m.DB)
 	srv := dfhttp.NewServer(dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
 		Settings:      m.Settings,
@@ -539,12 +543,14 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		// A changed local password (or a deactivated account) ends its sessions.
 		LocalPasswordStamp: sessions.LocalPasswordStamp,
 		Audit:              postgres.NewAuditLog(m.DB),
+		IsAdmin:            m.isAdmin(sso),
 	})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "search", Check: m.Index.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "analytics", Check: m.Recorder.Ping})
 	m.mountResources(srv)
+	m.mountSSO(srv, sso)
 	m.HTTP = srv
 	ln := m.cfg.Listener
 	if ln == nil {
@@ -575,6 +581,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
+	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 }
 
 // Wait blocks until ctx is done or the HTTP server fails.
