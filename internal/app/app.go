@@ -581,6 +581,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
+	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 }
 
