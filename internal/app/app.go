@@ -25,6 +25,7 @@ import (
 	"docflow/actors/pipeline"
 	"docflow/actors/pipeline/steps"
 	"docflow/actors/pipeline/steps/teststep"
+	"docflow/actors/sources"
 	"docflow/analytics"
 	chanalytics "docflow/analytics/clickhouse"
 	pganalytics "docflow/analytics/postgres"
@@ -62,6 +63,7 @@ type Config struct {
 	Intake  func(*intake.Config)
 	Indexer func(*indexer.Config)
 	Blobs   func(*blob.Options)
+	Sources func(*sources.Config)
 }
 
 // App is one docflow process: Build builds every dependency once and Close
@@ -92,6 +94,8 @@ type App struct {
 	Engine      *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
+	// Sources is the supervisor of the IMAP sources (serve, worker).
+	Sources *actor.PID
 
 	cipher *postgres.Cipher
 
@@ -197,6 +201,9 @@ func (m *App) run(ctx context.Context) error {
 		if err := m.startEngine(ctx); err != nil {
 			return err
 		}
+		if err := m.startSources(); err != nil {
+			return err
+		}
 	}
 	if m.Role == "serve" || m.Role == "api" {
 		if err := m.startSearch(ctx); err != nil {
@@ -258,6 +265,30 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 		return "", err
 	}
 	return secret, nil
+}
+
+// startSources starts the supervisor of the IMAP sources: every process
+// that runs workers competes for the sources' leases. Close stops it first
+// among the workers, handing its leases over.
+func (m *App) startSources() error {
+	cfg := sources.Config{Store: postgres.NewSourceStore(m.DB, m.cipher), Intake: m.Intake,
+		Recorder: m.Recorder, Dial: m.integrationDialer().DialContext, Log: m.Log.With().Str("component", "sources").Logger()}
+	if m.cfg.Sources != nil {
+		m.cfg.Sources(&cfg)
+	}
+	pid, err := sources.Spawn(m.Actors, cfg)
+	if err != nil {
+		return err
+	}
+	m.Sources = pid
+	m.onClose(func(ctx context.Context) error {
+		select {
+		case <-m.Actors.Poison(pid).Done():
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	return nil
 }
 
 // startRecorder records metrics in ClickHouse when CLICKHOUSE_URL is set,
