@@ -603,13 +603,15 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
 	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
+	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareService(m.DB),
+		Comments: postgres.NewCommentService(m.DB), Annotations: postgres.NewAnnotationService(m.DB)})
 	pipelines := postgres.NewPipelineService(m.DB)
 	srv.MountPipelines(dfhttp.PipelinesDeps{Pipelines: pipelines})
 	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
 	srv.MountQueue(dfhttp.QueueDeps{Queue: pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)})
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
-	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
+	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 }
