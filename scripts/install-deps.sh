@@ -20,7 +20,7 @@ done
 # a Node.js install of its own that brings npm is kept.
 command -v npm >/dev/null 2>&1 || want npm
 if [ "$profile" = "test" ]; then
-  for p in clickhouse-server clickhouse-client wrk chromium; do
+  for p in clickhouse-server clickhouse-client wrk dovecot-core dovecot-imapd chromium; do
     want "$p"
   done
 fi

@@ -25,6 +25,7 @@ import (
 	"docflow/actors/pipeline"
 	"docflow/actors/pipeline/steps"
 	"docflow/actors/pipeline/steps/teststep"
+	"docflow/actors/sources"
 	"docflow/analytics"
 	"docflow/analytics/prom"
 	dfhttp "docflow/http"
@@ -61,6 +62,7 @@ type Config struct {
 	Intake  func(*intake.Config)
 	Indexer func(*indexer.Config)
 	Blobs   func(*blob.Options)
+	Sources func(*sources.Config)
 }
 
 // App is one docflow process: Build builds every dependency once and Close
@@ -98,6 +100,8 @@ type App struct {
 	Engine      *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
+	// Sources is the supervisor of the IMAP sources (serve, worker).
+	Sources *actor.PID
 
 	cipher *postgres.Cipher
 
@@ -204,6 +208,9 @@ func (m *App) run(ctx context.Context) error {
 		if err := m.startEngine(ctx); err != nil {
 			return err
 		}
+		if err := m.startSources(); err != nil {
+			return err
+		}
 	}
 	m.startSamplers()
 	if m.Role == "serve" || m.Role == "api" {
@@ -266,6 +273,30 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 		return "", err
 	}
 	return secret, nil
+}
+
+// startSources starts the supervisor of the IMAP sources: every process
+// that runs workers competes for the sources' leases. Close stops it first
+// among the workers, handing its leases over.
+func (m *App) startSources() error {
+	cfg := sources.Config{Store: postgres.NewSourceStore(m.DB, m.cipher), Intake: m.Intake,
+		Recorder: m.Recorder, Dial: m.integrationDialer().DialContext, Log: m.Log.With().Str("component", "sources").Logger()}
+	if m.cfg.Sources != nil {
+		m.cfg.Sources(&cfg)
+	}
+	pid, err := sources.Spawn(m.Actors, cfg)
+	if err != nil {
+		return err
+	}
+	m.Sources = pid
+	m.onClose(func(ctx context.Context) error {
+		select {
+		case <-m.Actors.Poison(pid).Done():
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	return nil
 }
 
 // startCore builds what every role shares: the blob store, the file
@@ -557,6 +588,8 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
 	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
+	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareService(m.DB),
+		Comments: postgres.NewCommentService(m.DB), Annotations: postgres.NewAnnotationService(m.DB)})
 	pipelines := postgres.NewPipelineService(m.DB)
 	srv.MountPipelines(dfhttp.PipelinesDeps{Pipelines: pipelines})
 	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
@@ -565,7 +598,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	m.Prom.MustRegister(prom.LagCollector(inspector.Lags))
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
-	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
+	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
 	srv.MountAnalytics(dfhttp.AnalyticsDeps{Reports: m.Reports, RecorderStats: m.RecorderStats})
 	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
