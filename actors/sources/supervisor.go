@@ -51,8 +51,8 @@ type Intake interface {
 type Config struct {
 	Store  Store
 	Intake Intake
-	// Recorder, optional, hears one intake metric (channel email) per
-	// document taken in.
+	// Recorder is kept for callers; the intake metric of each attachment
+	// (channel email) is recorded by Intake, as for every channel.
 	Recorder docflow.Recorder
 	// Owner names this process in the leases (default host-pid-random).
 	Owner string
