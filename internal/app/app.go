@@ -25,6 +25,7 @@ import (
 	"docflow/actors/pipeline"
 	"docflow/actors/pipeline/steps"
 	"docflow/actors/pipeline/steps/teststep"
+	"docflow/actors/sources"
 	dfhttp "docflow/http"
 	"docflow/intake"
 	"docflow/storage/blob"
@@ -59,6 +60,7 @@ type Config struct {
 	Intake  func(*intake.Config)
 	Indexer func(*indexer.Config)
 	Blobs   func(*blob.Options)
+	Sources func(*sources.Config)
 }
 
 // App is one docflow process: Build builds every dependency once and Close
@@ -93,6 +95,8 @@ type App struct {
 	Engine        *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
+	// Sources is the supervisor of the IMAP sources (serve, worker).
+	Sources *actor.PID
 
 	cipher *postgres.Cipher
 
@@ -198,6 +202,9 @@ func (m *App) run(ctx context.Context) error {
 		if err := m.startEngine(ctx); err != nil {
 			return err
 		}
+		if err := m.startSources(); err != nil {
+			return err
+		}
 	}
 	m.startSamplers()
 	if m.Role == "serve" || m.Role == "api" {
@@ -260,6 +267,30 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 		return "", err
 	}
 	return secret, nil
+}
+
+// startSources starts the supervisor of the IMAP sources: every process
+// that runs workers competes for the sources' leases. Close stops it first
+// among the workers, handing its leases over.
+func (m *App) startSources() error {
+	cfg := sources.Config{Store: postgres.NewSourceStore(m.DB, m.cipher), Intake: m.Intake,
+		Dial: m.integrationDialer().DialContext, Log: m.Log.With().Str("component", "sources").Logger()}
+	if m.cfg.Sources != nil {
+		m.cfg.Sources(&cfg)
+	}
+	pid, err := sources.Spawn(m.Actors, cfg)
+	if err != nil {
+		return err
+	}
+	m.Sources = pid
+	m.onClose(func(ctx context.Context) error {
+		select {
+		case <-m.Actors.Poison(pid).Done():
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	return nil
 }
 
 // startCore builds what every role shares: the blob store, the file
