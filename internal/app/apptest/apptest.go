@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"docflow/actors/delivery"
 	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
 	"docflow/intake"
@@ -59,6 +60,8 @@ type Options struct {
 	Intake  func(*intake.Config)
 	Indexer func(*indexer.Config)
 	Blobs   func(*blob.Options)
+	// Delivery adjusts the event delivery (app.Config.Delivery).
+	Delivery func(*delivery.Config)
 }
 
 // App is a running docflow process built by app.Build, with what the twin
@@ -171,6 +174,14 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 			}
 		},
 		Blobs: o.Blobs,
+		Delivery: func(c *delivery.Config) {
+			if !o.ProductionTimings {
+				c.Consumer = quickConsumer
+			}
+			if o.Delivery != nil {
+				o.Delivery(c)
+			}
+		},
 	}
 	built, err := app.Build(ctx, cfg)
 	if err != nil {
