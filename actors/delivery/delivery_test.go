@@ -337,3 +337,25 @@ func TestRedeliver(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A webhook whose every delivery failed for 24 h is flagged, not
+// disabled; a success clears the flag.
+func TestFailingFor24HoursIsFlagged(t *testing.T) {
+	e := newEnv(t)
+	rc := newReceiver(t, status(http.StatusOK))
+	w := e.webhook(rc.URL, "", docflow.EventDocumentUploaded)
+	ctx := context.Background()
+	if _, err := e.db.Pool.Exec(ctx, `UPDATE webhooks SET failing_since = now() - interval '25 hours' WHERE id = $1`, w.ID); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.store.FindWebhook(ctx, w.ID)
+	if err != nil || !got.Failing || !got.IsActive {
+		t.Fatalf("after 25 h of failures: %+v %v", got, err)
+	}
+	e.start(nil)
+	e.emit(51)
+	waitFor(t, 10*time.Second, "the flag cleared by a success", func() bool {
+		got, _ := e.store.FindWebhook(ctx, w.ID)
+		return !got.Failing && got.FailingSince == nil
+	})
+}
