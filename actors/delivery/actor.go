@@ -20,16 +20,22 @@ type job struct {
 	done    func()
 }
 
-// jobDone tells a subscriber's actor that one of its attempts ended.
-type jobDone struct{}
+// jobDone tells a subscriber's actor that one of its attempts ended;
+// failed: the receiver failed it.
+type jobDone struct{ failed bool }
 
 // subscriberActor queues the attempts to one subscriber and runs at most
 // limit at once, each on a goroutine of its own: Receive never waits on a
-// receiver.
+// receiver. While the subscriber's latest attempt failed, a queue longer
+// than MaxQueue is postponed to the first delay topic (no attempt counted)
+// and its events acknowledged: a dead receiver holds neither memory nor
+// the consumer's in-flight budget, so the others' deliveries keep flowing.
+// A healthy receiver's queue is bounded by that budget alone.
 type subscriberActor struct {
 	s       *Service
 	limit   int
 	running int
+	failing bool
 	queue   []*job
 }
 
@@ -39,8 +45,21 @@ func (a *subscriberActor) Receive(c *actor.Context) {
 		a.queue = append(a.queue, m)
 	case jobDone:
 		a.running--
+		a.failing = m.failed
 	default:
 		return
+	}
+	if a.failing && len(a.s.tiers) > 0 {
+		for len(a.queue) > a.s.cfg.MaxQueue {
+			j := a.queue[len(a.queue)-1]
+			a.queue[len(a.queue)-1] = nil
+			a.queue = a.queue[:len(a.queue)-1]
+			a.s.wg.Add(1)
+			go func() {
+				defer a.s.wg.Done()
+				a.s.postpone(j)
+			}()
+		}
 	}
 	for a.running < a.limit && len(a.queue) > 0 {
 		j := a.queue[0]
@@ -51,8 +70,8 @@ func (a *subscriberActor) Receive(c *actor.Context) {
 		a.s.wg.Add(1)
 		go func() {
 			defer a.s.wg.Done()
-			a.s.attempt(j)
-			engine.Send(self, jobDone{})
+			failed := a.s.attempt(j)
+			engine.Send(self, jobDone{failed: failed})
 		}()
 	}
 }
@@ -74,20 +93,21 @@ func (s *Service) submit(j *job) {
 }
 
 // attempt makes one attempt of j and records it; j is resolved unless the
-// service stopped before the outcome was recorded.
-func (s *Service) attempt(j *job) {
+// service stopped before the outcome was recorded. failed reports a
+// receiver that did not take the delivery.
+func (s *Service) attempt(j *job) (failed bool) {
 	d := j.d
 	log := s.log.With().Int64("delivery", d.ID).Str("event_id", d.EventID).Str("subscriber", d.Subscriber.String()).Logger()
 	if d.Status != docflow.DeliveryPending || (j.attempt > 0 && d.Attempts >= j.attempt) {
 		j.done() // resolved already: a copy after a crash, or a stale retry
-		return
+		return false
 	}
 	var t docflow.DeliveryTarget
 	if !s.retry("read delivery target", func(ctx context.Context) (err error) {
 		t, err = s.cfg.Store.Target(ctx, d.Subscriber)
 		return err
 	}) {
-		return
+		return false
 	}
 	sender := s.cfg.Senders[d.Subscriber.Kind]
 	reason := ""
@@ -106,7 +126,7 @@ func (s *Service) attempt(j *job) {
 			log.Info().Str("reason", reason).Msg("delivery dropped")
 			j.done()
 		}
-		return
+		return false
 	}
 
 	n := d.Attempts + 1
@@ -120,7 +140,7 @@ func (s *Service) attempt(j *job) {
 		return r, nil
 	})
 	if s.ctx.Err() != nil {
-		return // stopping: the attempt is made again by the next owner
+		return false // stopping: the attempt is made again by the next owner
 	}
 	r := res.Value
 	if res.Err != nil {
@@ -149,7 +169,7 @@ func (s *Service) attempt(j *job) {
 		_, err := s.cfg.Store.RecordAttempt(ctx, d.Subscriber, a, retry)
 		return err
 	}) {
-		return
+		return a.Status != docflow.DeliveryDelivered
 	}
 	ev := log.Debug()
 	switch a.Status {
@@ -161,6 +181,24 @@ func (s *Service) attempt(j *job) {
 	ev.Int("attempt", n).Int("status_code", r.StatusCode).Str("error", a.Error).Str("status", a.Status).
 		Dur("took", a.Duration).Msg("delivery attempt")
 	j.done()
+	return a.Status != docflow.DeliveryDelivered
+}
+
+// postpone puts j back on the first delay topic without an attempt (its
+// subscriber's queue is full) and resolves it.
+func (s *Service) postpone(j *job) {
+	tier, delay, _ := s.next(1)
+	due := time.Now().Add(delay)
+	m, err := retryMessage(j.d.ID, j.d.Attempts+1, tier, due)
+	if err != nil {
+		s.log.Error().Err(err).Msg("encode postponed delivery")
+		return
+	}
+	if s.retry("postpone delivery", func(ctx context.Context) error {
+		return s.cfg.Store.Postpone(ctx, j.d.ID, due, m)
+	}) {
+		j.done()
+	}
 }
 
 func failure(r Result) string {

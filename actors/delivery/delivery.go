@@ -60,6 +60,9 @@ type Store interface {
 	Target(ctx context.Context, sub docflow.Subscriber) (docflow.DeliveryTarget, error)
 	RecordAttempt(ctx context.Context, sub docflow.Subscriber, a docflow.DeliveryAttempt, retry *docflow.OutboxMessage) (bool, error)
 	DropDelivery(ctx context.Context, id int64, reason string) error
+	// Postpone sets a pending delivery's next attempt to due and writes
+	// m, which brings it back then, in one transaction.
+	Postpone(ctx context.Context, id int64, due time.Time, m docflow.OutboxMessage) error
 }
 
 // Result is the outcome of one attempt: a 2xx StatusCode with a nil Err
@@ -94,6 +97,11 @@ type Config struct {
 	// PerSubscriber is how many attempts to one subscriber run at once.
 	// Default 4.
 	PerSubscriber int
+	// MaxQueue is how many attempts may wait for a subscriber whose
+	// latest attempt failed; more are postponed to the first retry tier
+	// (no attempt counted), so a dead receiver holds neither memory nor
+	// the consumer's in-flight budget. Default 256.
+	MaxQueue int
 	// Consumer adjusts both consumers' configuration (tests shorten the
 	// group timings).
 	Consumer func(*streams.ConsumerConfig)
@@ -148,6 +156,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.PerSubscriber <= 0 {
 		cfg.PerSubscriber = 4
+	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = 256
 	}
 	if cfg.Partitions <= 0 {
 		cfg.Partitions = streams.DefaultPartitions

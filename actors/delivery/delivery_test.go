@@ -15,6 +15,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"docflow"
+	"docflow/streams"
 )
 
 // A receiver answering 500 twice then 200 gets the event three times,
@@ -358,4 +359,51 @@ func TestFailingFor24HoursIsFlagged(t *testing.T) {
 		got, _ := e.store.FindWebhook(ctx, w.ID)
 		return !got.Failing && got.FailingSince == nil
 	})
+}
+
+// A burst with one dead receiver: its backlog is postponed to the delay
+// topic instead of filling memory and the consumer's in-flight budget, so
+// the other webhook gets every event at once; the dead one's deliveries
+// are all still pending or failed, none lost.
+func TestDeadReceiverBacklogDoesNotHoldOthers(t *testing.T) {
+	e := newEnv(t)
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	dead := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	})
+	live := newReceiver(t, status(http.StatusOK))
+	wd := e.webhook(dead.URL, "", docflow.EventDocumentUploaded)
+	e.webhook(live.URL, "", docflow.EventDocumentUploaded)
+	e.start(func(c *Config) {
+		c.Timeout = 2 * time.Second
+		c.RetryDelays = []time.Duration{30 * time.Second}
+		c.PerSubscriber = 1
+		c.MaxQueue = 2
+		c.Consumer = func(cc *streams.ConsumerConfig) {
+			fastGroup(cc)
+			cc.MaxInFlight = 8
+		}
+	})
+	const n = 40
+	start := time.Now()
+	for i := range n {
+		e.emit(int64(200 + i))
+	}
+	waitFor(t, 15*time.Second, "the live receiver's deliveries", func() bool { return len(live.requests()) == n })
+	if took := time.Since(start); took > 8*time.Second {
+		t.Errorf("the live receiver waited %v", took)
+	}
+	if l := e.deliveries(wd); len(l) != n {
+		t.Errorf("dead webhook has %d deliveries recorded, want %d", len(l), n)
+	}
+	var postponed int
+	_ = e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM event_deliveries
+		WHERE subscriber = $1 AND status = 'pending' AND attempts = 0 AND next_attempt IS NOT NULL`, "webhook:"+itoa(wd.ID)).Scan(&postponed)
+	if postponed == 0 {
+		t.Errorf("no delivery of the dead receiver was postponed")
+	}
 }

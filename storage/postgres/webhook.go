@@ -298,6 +298,20 @@ func (s *WebhookStore) DropDelivery(ctx context.Context, id int64, reason string
 	return dbErr(err)
 }
 
+// Postpone sets pending delivery id's next attempt to due and writes m
+// (which brings it back then) in one transaction.
+func (s *WebhookStore) Postpone(ctx context.Context, id int64, due time.Time, m docflow.OutboxMessage) error {
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE event_deliveries SET next_attempt = $2, updated_at = now()
+			WHERE id = $1 AND status = 'pending'`, id, due)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		return Enqueue(ctx, tx, m)
+	})
+	return dbErr(err)
+}
+
 // ListDeliveries pages webhook webhookID's deliveries, newest first, each
 // with its attempts.
 func (s *WebhookStore) ListDeliveries(ctx context.Context, webhookID int64, page, perPage int) ([]docflow.DeliveryLogEntry, int, error) {
