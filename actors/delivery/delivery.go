@@ -251,8 +251,12 @@ func (s *Service) Close(ctx context.Context) error {
 			pids = append(pids, p)
 		}
 		s.mu.Unlock()
+		// The actors hold only queues by now: a short wait of their own,
+		// whatever is left of ctx.
+		pctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
 		for _, p := range pids {
-			<-s.cfg.Actors.PoisonCtx(ctx, p).Done()
+			<-s.cfg.Actors.PoisonCtx(pctx, p).Done()
 		}
 	})
 	return errors.Join(errs...)
