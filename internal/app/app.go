@@ -26,6 +26,7 @@ import (
 	"docflow/actors/pipeline"
 	"docflow/actors/pipeline/steps"
 	"docflow/actors/pipeline/steps/teststep"
+	"docflow/actors/sources"
 	"docflow/analytics"
 	chanalytics "docflow/analytics/clickhouse"
 	pganalytics "docflow/analytics/postgres"
@@ -65,6 +66,7 @@ type Config struct {
 	Blobs   func(*blob.Options)
 	// Delivery adjusts the event delivery's configuration.
 	Delivery func(*delivery.Config)
+	Sources  func(*sources.Config)
 }
 
 // App is one docflow process: Build builds every dependency once and Close
@@ -99,6 +101,8 @@ type App struct {
 	// events to them (serve, worker).
 	Webhooks *postgres.WebhookStore
 	Delivery *delivery.Service
+	// Sources is the supervisor of the IMAP sources (serve, worker).
+	Sources *actor.PID
 
 	cipher *postgres.Cipher
 
@@ -208,6 +212,9 @@ func (m *App) run(ctx context.Context) error {
 		if err := m.startDelivery(ctx); err != nil {
 			return err
 		}
+		if err := m.startSources(); err != nil {
+			return err
+		}
 	}
 	if m.Role == "serve" || m.Role == "api" {
 		if err := m.startSearch(ctx); err != nil {
@@ -269,6 +276,30 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 		return "", err
 	}
 	return secret, nil
+}
+
+// startSources starts the supervisor of the IMAP sources: every process
+// that runs workers competes for the sources' leases. Close stops it first
+// among the workers, handing its leases over.
+func (m *App) startSources() error {
+	cfg := sources.Config{Store: postgres.NewSourceStore(m.DB, m.cipher), Intake: m.Intake,
+		Recorder: m.Recorder, Dial: m.integrationDialer().DialContext, Log: m.Log.With().Str("component", "sources").Logger()}
+	if m.cfg.Sources != nil {
+		m.cfg.Sources(&cfg)
+	}
+	pid, err := sources.Spawn(m.Actors, cfg)
+	if err != nil {
+		return err
+	}
+	m.Sources = pid
+	m.onClose(func(ctx context.Context) error {
+		select {
+		case <-m.Actors.Poison(pid).Done():
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	return nil
 }
 
 // startRecorder records metrics in ClickHouse when CLICKHOUSE_URL is set,
@@ -583,6 +614,8 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
 	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
+	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareService(m.DB),
+		Comments: postgres.NewCommentService(m.DB), Annotations: postgres.NewAnnotationService(m.DB)})
 	pipelines := postgres.NewPipelineService(m.DB)
 	srv.MountPipelines(dfhttp.PipelinesDeps{Pipelines: pipelines})
 	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
@@ -590,7 +623,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
-	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
+	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 }

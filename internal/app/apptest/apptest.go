@@ -21,6 +21,7 @@ import (
 	"docflow/actors/delivery"
 	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
+	"docflow/actors/sources"
 	"docflow/intake"
 	"docflow/internal/app"
 	"docflow/storage/blob"
@@ -62,6 +63,9 @@ type Options struct {
 	Blobs   func(*blob.Options)
 	// Delivery adjusts the event delivery (app.Config.Delivery).
 	Delivery func(*delivery.Config)
+	// Sources adjusts the IMAP sources' supervisor after the twin's quick
+	// timings (scans every 200 ms, leases of 3 s, reconnects after 100 ms).
+	Sources func(*sources.Config)
 }
 
 // App is a running docflow process built by app.Build, with what the twin
@@ -180,6 +184,15 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 			}
 			if o.Delivery != nil {
 				o.Delivery(c)
+			}
+		},
+		Sources: func(c *sources.Config) {
+			if !o.ProductionTimings {
+				c.Scan, c.LeaseTTL = 200*time.Millisecond, 3*time.Second
+				c.InitialBackoff, c.MaxBackoff = 100*time.Millisecond, 2*time.Second
+			}
+			if o.Sources != nil {
+				o.Sources(c)
 			}
 		},
 	}
