@@ -21,6 +21,7 @@ import (
 
 	"docflow"
 	"docflow/actors"
+	"docflow/actors/delivery"
 	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
 	"docflow/actors/pipeline/steps"
@@ -60,7 +61,9 @@ type Config struct {
 	Intake  func(*intake.Config)
 	Indexer func(*indexer.Config)
 	Blobs   func(*blob.Options)
-	Sources func(*sources.Config)
+	// Delivery adjusts the event delivery's configuration.
+	Delivery func(*delivery.Config)
+	Sources  func(*sources.Config)
 }
 
 // App is one docflow process: Build builds every dependency once and Close
@@ -95,6 +98,10 @@ type App struct {
 	Engine        *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
+	// Webhooks stores webhooks and their deliveries; Delivery delivers
+	// events to them (serve, worker).
+	Webhooks *postgres.WebhookStore
+	Delivery *delivery.Service
 	// Sources is the supervisor of the IMAP sources (serve, worker).
 	Sources *actor.PID
 
@@ -198,8 +205,12 @@ func (m *App) run(ctx context.Context) error {
 	if m.Actors, err = actors.NewEngine(m.Log); err != nil {
 		return err
 	}
+	m.Webhooks = postgres.NewWebhookStore(m.DB, m.cipher, delivery.AttemptMessage)
 	if m.Role == "serve" || m.Role == "worker" {
 		if err := m.startEngine(ctx); err != nil {
+			return err
+		}
+		if err := m.startDelivery(ctx); err != nil {
 			return err
 		}
 		if err := m.startSources(); err != nil {
@@ -589,6 +600,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
 	srv.MountQueue(dfhttp.QueueDeps{Queue: pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)})
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
+	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
 	srv.MountAnalytics(dfhttp.AnalyticsDeps{Reports: m.Reports, RecorderStats: m.RecorderStats})
