@@ -35,8 +35,6 @@ func (k *sink) Ingest(ctx context.Context, a *imap.Attachment) error {
 			meta[key] = v
 		}
 	}
-	// Intake records the attachment's intake metric (channel email, its
-	// outcome), as for every document it is offered.
 	_, err := k.intake.IngestMail(ctx, docflow.Upload{
 		Filename: a.Filename,
 		Body:     a.Body,
@@ -45,5 +43,7 @@ func (k *sink) Ingest(ctx context.Context, a *imap.Attachment) error {
 		Channel:  docflow.ChannelEmail,
 		Metadata: map[string]any{"email": meta},
 	}, docflow.MailSeen{IntegrationID: k.in.ID, MessageKey: a.MessageKey, Attachment: a.Index})
+	// The intake service records the document's intake metric (channel
+	// email, type, bytes, outcome).
 	return err
 }

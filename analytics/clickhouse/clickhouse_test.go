@@ -308,3 +308,37 @@ func TestSQLOnCurrentEngine(t *testing.T) {
 	}
 	t.Logf("%s", out)
 }
+
+// TestRetentionDropsOldDays: day partitions before the cutoff go from the
+// raw table and every rollup; newer days stay.
+func TestRetentionDropsOldDays(t *testing.T) {
+	rec, name := open(t, srv.addr, analytics.Options{FlushInterval: time.Hour})
+	now := time.Now().UTC()
+	old := now.AddDate(0, 0, -100)
+	for _, ts := range []time.Time{old, old.Add(time.Hour), now} {
+		rec.Record(docflow.Metric{Kind: docflow.MetricStep, Time: ts, StepType: "ocr", Status: docflow.StepSucceeded})
+	}
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	n, err := clickhouse.DropPartitionsBefore(ctx, srv.conn, name, now.AddDate(0, 0, -90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 3 { // events, steps_1m and steps_1h of the old day
+		t.Fatalf("dropped %d partitions, want the old day of events and its rollups", n)
+	}
+	for _, table := range []string{"events", "steps_1m", "steps_1h"} {
+		var days uint64
+		if err := srv.conn.QueryRow(ctx, "SELECT uniqExact(partition) FROM system.parts WHERE database = ? AND table = ? AND active", name, table).Scan(&days); err != nil {
+			t.Fatal(err)
+		}
+		if days != 1 {
+			t.Errorf("%s keeps %d day partitions, want today's only", table, days)
+		}
+	}
+	if n, err := clickhouse.DropPartitionsBefore(ctx, srv.conn, name, now.AddDate(0, 0, -90)); err != nil || n != 0 {
+		t.Fatalf("second run dropped %d (%v), want nothing", n, err)
+	}
+}

@@ -290,3 +290,27 @@ FROM information_schema.columns WHERE table_name = 'metrics' AND table_schema = 
 		t.Fatalf("migrated metrics table\n got %q\nwant %q", got, want)
 	}
 }
+
+func TestDeleteBefore(t *testing.T) {
+	p := pool(t)
+	rec, err := postgres.New(p, analytics.Options{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	now := time.Now().UTC()
+	for _, ts := range []time.Time{now.AddDate(0, 0, -100), now.AddDate(0, 0, -95), now} {
+		rec.Record(docflow.Metric{Kind: docflow.MetricStep, Time: ts, StepType: "ocr"})
+	}
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := postgres.DeleteBefore(context.Background(), p, now.AddDate(0, 0, -90))
+	if err != nil || n != 2 {
+		t.Fatalf("deleted %d (%v), want 2", n, err)
+	}
+	var left int
+	if err := p.QueryRow(context.Background(), "SELECT count(*) FROM metrics").Scan(&left); err != nil || left != 1 {
+		t.Fatalf("%d rows left (%v), want 1", left, err)
+	}
+}

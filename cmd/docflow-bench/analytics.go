@@ -152,12 +152,12 @@ func benchRecording(ctx context.Context, r *Report, o *options, conn driver.Conn
 	}
 	defer rec.Close()
 	// The producer records as fast as the recorder takes rows without
-	// dropping: it pauses while half a queue is held (the writer does not
-	// drain the queue during a write), as the figure is the sustained rate,
-	// not the rate of dropping.
+	// dropping: it pauses while a batch and half a queue are held (the
+	// writer does not drain the queue during a write), as the figure is the
+	// sustained rate, not the rate of dropping.
 	start = time.Now()
 	for lo := 0; lo < n; lo += 1000 {
-		for st := rec.Stats(); st.Buffered > int64(opts.QueueSize/2); st = rec.Stats() {
+		for st := rec.Stats(); st.Buffered > int64(opts.BatchSize+opts.QueueSize/2); st = rec.Stats() {
 			time.Sleep(200 * time.Microsecond)
 		}
 		for _, m := range rows[lo:min(lo+1000, n)] {

@@ -21,6 +21,7 @@ import (
 
 	"docflow"
 	"docflow/actors"
+	"docflow/actors/delivery"
 	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
 	"docflow/actors/pipeline/steps"
@@ -62,7 +63,9 @@ type Config struct {
 	Intake  func(*intake.Config)
 	Indexer func(*indexer.Config)
 	Blobs   func(*blob.Options)
-	Sources func(*sources.Config)
+	// Delivery adjusts the event delivery's configuration.
+	Delivery func(*delivery.Config)
+	Sources  func(*sources.Config)
 }
 
 // App is one docflow process: Build builds every dependency once and Close
@@ -100,6 +103,10 @@ type App struct {
 	Engine      *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
+	// Webhooks stores webhooks and their deliveries; Delivery delivers
+	// events to them (serve, worker).
+	Webhooks *postgres.WebhookStore
+	Delivery *delivery.Service
 	// Sources is the supervisor of the IMAP sources (serve, worker).
 	Sources *actor.PID
 
@@ -204,8 +211,12 @@ func (m *App) run(ctx context.Context) error {
 	if m.Actors, err = actors.NewEngine(m.Log); err != nil {
 		return err
 	}
+	m.Webhooks = postgres.NewWebhookStore(m.DB, m.cipher, delivery.AttemptMessage)
 	if m.Role == "serve" || m.Role == "worker" {
 		if err := m.startEngine(ctx); err != nil {
+			return err
+		}
+		if err := m.startDelivery(ctx); err != nil {
 			return err
 		}
 		if err := m.startSources(); err != nil {
@@ -280,7 +291,7 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 // among the workers, handing its leases over.
 func (m *App) startSources() error {
 	cfg := sources.Config{Store: postgres.NewSourceStore(m.DB, m.cipher), Intake: m.Intake,
-		Recorder: m.Recorder, Dial: m.integrationDialer().DialContext, Log: m.Log.With().Str("component", "sources").Logger()}
+		Dial: m.integrationDialer().DialContext, Log: m.Log.With().Str("component", "sources").Logger()}
 	if m.cfg.Sources != nil {
 		m.cfg.Sources(&cfg)
 	}
@@ -597,6 +608,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountQueue(dfhttp.QueueDeps{Queue: inspector})
 	m.Prom.MustRegister(prom.LagCollector(inspector.Lags))
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
+	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
 	srv.MountAnalytics(dfhttp.AnalyticsDeps{Reports: m.Reports, RecorderStats: m.RecorderStats})
