@@ -175,3 +175,9 @@ type AccountStore interface {
 	// account with is_admin.
 	IsLocalAdmin(ctx context.Context, userID string) (bool, error)
 }
+
+// Audit actions of the self-service endpoints (the others are in people.go).
+const (
+	AuditPasswordResetRequested = "password.reset_requested"
+	AuditUsernameRequested      = "username.reminder_requested"
+)

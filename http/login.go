@@ -161,6 +161,7 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 	}
 	username = strings.TrimSpace(username)
 	if err := s.loginDelayed(username); err != nil {
+		s.audit(c, docflow.AuditEntry{Actor: auditName(username), Action: docflow.AuditLoginFailed, Detail: "throttled after failed sign-ins"})
 		if isJSON {
 			return err
 		}
@@ -175,12 +176,18 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		if username != "" {
 			s.loginFailed(username)
 		}
+		s.audit(c, docflow.AuditEntry{Actor: auditName(username), Action: docflow.AuditLoginFailed, Detail: "invalid username or password"})
 		if isJSON {
 			return docflow.Errorf(docflow.EUNAUTHORIZED, "Invalid username or password")
 		}
 		return s.renderLogin(c, fasthttp.StatusUnauthorized, loginView{Error: "Invalid username or password.", Username: username, Next: next, Mobile: mobile, RedirectURI: redirectURI})
 	}
 	s.auth.logins.succeed(username)
+	how := "password"
+	if mobile {
+		how = "password, mobile app"
+	}
+	s.audit(c, docflow.AuditEntry{Actor: user.ID, Action: docflow.AuditLoginSucceeded, Target: "user:" + user.ID, Detail: how})
 	days := docflow.SettingInt(s.cfg.Settings, "SESSION_LIFETIME_DAYS", 30)
 	b := make([]byte, 32)
 	rand.Read(b) //nolint:errcheck
@@ -236,6 +243,19 @@ func (s *Server) checkPassword(c *fasthttp.RequestCtx, username, password string
 		}
 	}
 	return nil, false
+}
+
+// auditName is the user name a sign-in tried, as the audit log records it:
+// at most 200 characters, and "-" for none (an empty actor would be
+// filled with the current user).
+func auditName(username string) string {
+	if username == "" {
+		return "-"
+	}
+	if r := []rune(username); len(r) > 200 {
+		return string(r[:200]) + "…"
+	}
+	return username
 }
 
 func (s *Server) setSessionCookie(c *fasthttp.RequestCtx, value string, maxAge int) {

@@ -102,6 +102,8 @@ type Server struct {
 	checks  checkLog
 	// conns are the slow-client settings, read once in NewServer (conns.go).
 	conns connSettings
+	// mail sends the self-service mails (MountLocalUsers); nil until then.
+	mail *mailSender
 	// life guards srv, ln, closed and the authenticator's start and stop:
 	// Serve runs on its own goroutine and Shutdown may come at any time,
 	// even before Serve.
@@ -232,6 +234,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.life.Lock()
 	s.auth.stop(ctx)
 	s.life.Unlock()
+	if s.mail != nil {
+		s.mail.stop(ctx)
+	}
 	return err
 }
 

@@ -41,6 +41,7 @@ func sections() []section {
 			return benchSearchIndex(ctx, r, o.workdir+"/index")
 		}},
 		{"search", "search API, similar documents and pairs at 100,000 documents", adapt(benchSearchAPI)},
+		{"passwords", "argon2id hash and verification cost of one local sign-in", benchPasswords},
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/mail"
 	"strings"
 	"time"
@@ -130,10 +131,15 @@ func (m *Mailer) client() (*gomail.Client, error) {
 		opts = append(opts, gomail.WithTLSPolicy(gomail.TLSOpportunistic))
 	}
 	if user := m.settings.Get("SMTP_USERNAME"); user != "" {
-		// AutoDiscover picks the strongest mechanism the server offers;
-		// PLAIN and LOGIN are refused over an unencrypted connection to
-		// anything but localhost.
-		opts = append(opts, gomail.WithSMTPAuth(gomail.SMTPAuthAutoDiscover),
+		// AutoDiscover picks the strongest mechanism the server offers and
+		// never sends a password in the clear over an unencrypted
+		// connection; to a server on this machine PLAIN is allowed without
+		// TLS (nothing crosses a network).
+		mech := gomail.SMTPAuthAutoDiscover
+		if loopback(host) {
+			mech = gomail.SMTPAuthPlain
+		}
+		opts = append(opts, gomail.WithSMTPAuth(mech),
 			gomail.WithUsername(user), gomail.WithPassword(m.settings.Get("SMTP_PASSWORD")))
 	}
 	c, err := gomail.NewClient(host, opts...)
@@ -141,6 +147,14 @@ func (m *Mailer) client() (*gomail.Client, error) {
 		return nil, docflow.Errorf(docflow.EINVALID, "SMTP settings: %v", err)
 	}
 	return c, nil
+}
+
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // oneLine keeps a header value on one line: control characters become

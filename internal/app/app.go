@@ -30,6 +30,7 @@ import (
 	pganalytics "docflow/analytics/postgres"
 	dfhttp "docflow/http"
 	"docflow/intake"
+	"docflow/integrations/smtp"
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
 	"docflow/streams"
@@ -62,6 +63,9 @@ type Config struct {
 	Intake  func(*intake.Config)
 	Indexer func(*indexer.Config)
 	Blobs   func(*blob.Options)
+	// Now is the clock of the HTTP server and of the local accounts'
+	// reset tokens (nil: the real one; tests move it forward).
+	Now func() time.Time
 }
 
 // App is one docflow process: Build builds every dependency once and Close
@@ -70,14 +74,17 @@ type App struct {
 	Role string
 	cfg  Config
 
-	Log         zerolog.Logger
-	DB          *postgres.DB
-	Settings    *postgres.SettingsService
-	Recorder    docflow.Recorder
-	Broker      *streams.Broker
-	Producer    *streams.Producer
-	Relay       *streams.Relay
-	HTTP        *dfhttp.Server
+	Log      zerolog.Logger
+	DB       *postgres.DB
+	Settings *postgres.SettingsService
+	Recorder docflow.Recorder
+	Broker   *streams.Broker
+	Producer *streams.Producer
+	Relay    *streams.Relay
+	HTTP     *dfhttp.Server
+	// Accounts are the local accounts (serve and api).
+	Accounts    *postgres.AccountService
+	admins      *adminCache
 	Brokers     []string
 	Workdir     string
 	Blobs       *blob.Local
@@ -518,6 +525,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
 		m.Log.Warn().Str("listen", addr).Msg("AUTH_ENABLED is false and the server listens on a non-loopback address: anyone who reaches it has full access")
 	}
+	m.startAccounts()
 	tokens := postgres.NewTokenService(m.DB)
 	// Tokens made without authentication by earlier versions had no owner;
 	// they are the admin account's, like those made now.
@@ -539,6 +547,9 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		// A changed local password (or a deactivated account) ends its sessions.
 		LocalPasswordStamp: sessions.LocalPasswordStamp,
 		Audit:              postgres.NewAuditLog(m.DB),
+		LocalLogin:         m.localLogin,
+		IsAdmin:            m.admins.isAdmin,
+		Now:                m.cfg.Now,
 	})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
@@ -573,6 +584,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
+	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: m.Accounts, Mailer: smtp.New(m.Settings)})
 }
 
 // Wait blocks until ctx is done or the HTTP server fails.

@@ -54,6 +54,13 @@ func (s *AccountService) UpdateLocalUser(ctx context.Context, id int64, p docflo
 			}
 			return err
 		}
+		// A session keeps the admin flag it signed in with: losing the
+		// rights, or the account, ends the sessions.
+		if (p.IsAdmin != nil && !*p.IsAdmin && old.IsAdmin) || (p.IsActive != nil && !*p.IsActive) {
+			if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id=$1`, u.Email); err != nil {
+				return err
+			}
+		}
 		if p.DisplayName != nil {
 			_, err = tx.Exec(ctx, `UPDATE user_profiles SET display_name=NULLIF($2, ''), updated_at=$3 WHERE user_id=$1`, u.Email, *p.DisplayName, now)
 		}

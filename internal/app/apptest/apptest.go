@@ -59,6 +59,8 @@ type Options struct {
 	Intake  func(*intake.Config)
 	Indexer func(*indexer.Config)
 	Blobs   func(*blob.Options)
+	// Now is the clock of the HTTP API and the reset tokens (app.Config.Now).
+	Now func() time.Time
 }
 
 // App is a running docflow process built by app.Build, with what the twin
@@ -171,6 +173,7 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 			}
 		},
 		Blobs: o.Blobs,
+		Now:   o.Now,
 	}
 	built, err := app.Build(ctx, cfg)
 	if err != nil {
