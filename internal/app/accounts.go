@@ -96,3 +96,28 @@ func (a *adminCache) forget(userID string) {
 	delete(a.m, userID)
 	a.mu.Unlock()
 }
+
+// forgetAll drops every answer (an account's rights changed).
+func (a *adminCache) forgetAll() {
+	a.mu.Lock()
+	clear(a.m)
+	a.mu.Unlock()
+}
+
+// accountStore is the account store the HTTP API is handed: a change to
+// an account drops the cached admin answers, so a grant or a removal of
+// rights applies to the next request.
+type accountStore struct {
+	*postgres.AccountService
+	admins *adminCache
+}
+
+func (s accountStore) UpdateLocalUser(ctx context.Context, id int64, p docflow.LocalUserPatch) (*docflow.LocalUser, error) {
+	defer s.admins.forgetAll()
+	return s.AccountService.UpdateLocalUser(ctx, id, p)
+}
+
+func (s accountStore) DeleteLocalUser(ctx context.Context, id int64) error {
+	defer s.admins.forgetAll()
+	return s.AccountService.DeleteLocalUser(ctx, id)
+}

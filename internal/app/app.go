@@ -584,7 +584,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
-	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: m.Accounts, Mailer: smtp.New(m.Settings)})
+	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.admins}, Mailer: smtp.New(m.Settings)})
 }
 
 // Wait blocks until ctx is done or the HTTP server fails.
