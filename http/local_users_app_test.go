@@ -169,7 +169,7 @@ func TestLocalAccountsAndResetByMail(t *testing.T) {
 	token := m[2]
 	page := newClient(t, a.URL)
 	status, html := page.do("GET", "/reset-password?token="+token, nil)
-	if status != 200 || !strings.Contains(html, `name="token" value="`+token+`"`) || !strings.Contains(html, `autocomplete="new-password"`) || strings.Contains(html, "<script") {
+	if status != 200 || !strings.Contains(html, `name="token" value="`+token+`"`) || !strings.Contains(html, `autocomplete="new-password"`) || !strings.Contains(html, `name="viewport"`) || strings.Contains(html, "<script") || strings.Contains(html, "style=") {
 		t.Fatalf("reset page: %d\n%s", status, html)
 	}
 	for _, bad := range []map[string]string{
