@@ -49,6 +49,7 @@ func Catalogue() []SettingDef {
 		r(SettingDef{Key: "OIDC_ISSUER", Category: "Authentication", Type: TypeString, Description: "OpenID Connect issuer URL (SSO)", Check: URLs("https", "http")}),
 		r(SettingDef{Key: "OIDC_CLIENT_ID", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client id"}),
 		r(s(SettingDef{Key: "OIDC_CLIENT_SECRET", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client secret"})),
+		{Key: "OIDC_SCOPES", Category: "Authentication", Type: TypeList, Default: "openid,email,profile", Description: "Scopes asked of the OpenID Connect provider (add groups for providers that send the groups claim only when asked)", Check: OIDCScopes()},
 		{Key: "CORS_ALLOWED_ORIGINS", Category: "Authentication", Type: TypeList, Description: "Other sites (origins such as https://app.example.com) whose pages may send state-changing requests and read answers (CORS); any other site's is refused with 403", Check: URLList("http", "https")},
 		{Key: "LOGIN_FAILURES_BEFORE_DELAY", Category: "Authentication", Type: TypeInt, Default: "5", Description: "Failed sign-ins in a row for one user name (from any address) before each further attempt must wait a delay that doubles with every failure (1 s, 2 s, 4 s …)", Check: AtLeast(1)},
 		{Key: "LOGIN_MAX_DELAY", Category: "Authentication", Type: TypeInt, Default: "900", Description: "Longest wait, in seconds, between sign-in attempts for a user name with failed sign-ins", Check: AtLeast(1)},

@@ -371,3 +371,28 @@ func NotEmpty() SettingCheck {
 		return nil
 	}
 }
+
+// OIDCScopes accepts a comma-separated list of OAuth scopes that holds
+// openid (without it the provider answers no ID token).
+func OIDCScopes() SettingCheck {
+	return func(v string) error {
+		found := false
+		for _, sc := range strings.Split(v, ",") {
+			sc = strings.TrimSpace(sc)
+			if sc == "" {
+				continue
+			}
+			for _, r := range sc {
+				// RFC 6749 3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
+				if r < 0x21 || r > 0x7e || r == '"' || r == '\\' {
+					return fmt.Errorf("%q is not a scope (printable ASCII without spaces, quotes or backslashes)", sc)
+				}
+			}
+			found = found || sc == "openid"
+		}
+		if !found {
+			return errors.New("must include openid")
+		}
+		return nil
+	}
+}

@@ -1,9 +1,7 @@
 package http
 
 import (
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"html/template"
 	"net"
@@ -29,11 +27,14 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <input type="hidden" name="next" value="{{.Next}}">
 {{if .Mobile}}<input type="hidden" name="mobile" value="1"><input type="hidden" name="redirect_uri" value="{{.RedirectURI}}">{{end}}
 <button type="submit">Sign in</button>
+{{if .SSOURL}}<p class="sso"><a href="{{.SSOURL}}">Sign in with SSO</a></p>{{end}}
 </form></body></html>`))
 
 type loginView struct {
 	Error, Username, Next, RedirectURI string
 	Mobile                             bool
+	// SSOURL starts single sign-on (oauth.go); empty when not configured.
+	SSOURL string
 }
 
 // mobileRedirectAllowed says whether the mobile login may hand a token to
@@ -103,6 +104,7 @@ func safeNext(next string) string {
 func (s *Server) renderLogin(c *fasthttp.RequestCtx, status int, v loginView) error {
 	c.Response.Header.SetContentType("text/html; charset=utf-8")
 	c.SetStatusCode(status)
+	v.SSOURL = s.ssoLoginURL(v.Next, v.Mobile, v.RedirectURI)
 	return loginPage.Execute(c, v)
 }
 
@@ -188,34 +190,12 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		how = "password, mobile app"
 	}
 	s.audit(c, docflow.AuditEntry{Actor: user.ID, Action: docflow.AuditLoginSucceeded, Target: "user:" + user.ID, Detail: how})
-	days := docflow.SettingInt(s.cfg.Settings, "SESSION_LIFETIME_DAYS", 30)
-	b := make([]byte, 32)
-	rand.Read(b) //nolint:errcheck
-	now := s.cfg.Now()
-	stamp, err := s.auth.passwordStamp(RequestContext(c), user.ID)
+	sess, err := s.startSession(c, user)
 	if err != nil {
 		return err
 	}
-	sess := &docflow.Session{ID: base64.RawURLEncoding.EncodeToString(b), UserID: user.ID, IsAdmin: user.IsAdmin,
-		CreatedAt: now, ExpiresAt: now.Add(time.Duration(days) * 24 * time.Hour), PasswordStamp: stamp}
-	if err := s.cfg.Sessions.CreateSession(RequestContext(c), sess); err != nil {
-		return err
-	}
-	s.setSessionCookie(c, s.auth.cookieValue(sess.ID), days*86400)
 	if mobile {
-		exp := s.mobileTokenExpiry()
-		t, err := IssueToken(c, s.cfg.Tokens, user.ID, "Mobile App – Browser login", &exp)
-		if err != nil {
-			return err
-		}
-		sep := "?"
-		if strings.Contains(redirectURI, "?") {
-			sep = "&"
-		}
-		// NOTE: not c.Redirect, which normalises the URI of a custom scheme.
-		c.Response.Header.Set("Location", redirectURI+sep+"token="+url.QueryEscape(t.Token))
-		c.SetStatusCode(fasthttp.StatusSeeOther)
-		return nil
+		return s.mobileHandOff(c, user.ID, redirectURI)
 	}
 	if isJSON {
 		writeJSON(c, fasthttp.StatusOK, map[string]any{"user_id": user.ID, "is_admin": user.IsAdmin, "expires_at": sess.ExpiresAt})

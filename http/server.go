@@ -104,6 +104,8 @@ type Server struct {
 	conns connSettings
 	// mail sends the self-service mails (MountLocalUsers); nil until then.
 	mail *mailSender
+	// sso is single sign-on, once MountSSO mounted it (oauth.go).
+	sso *ssoClient
 	// life guards srv, ln, closed and the authenticator's start and stop:
 	// Serve runs on its own goroutine and Shutdown may come at any time,
 	// even before Serve.

@@ -121,3 +121,15 @@ func (s accountStore) DeleteLocalUser(ctx context.Context, id int64) error {
 	defer s.admins.forgetAll()
 	return s.AccountService.DeleteLocalUser(ctx, id)
 }
+
+// anyAdmin is an admin check that says yes when any of checks does.
+func anyAdmin(checks ...func(context.Context, string) bool) func(context.Context, string) bool {
+	return func(ctx context.Context, userID string) bool {
+		for _, c := range checks {
+			if c(ctx, userID) {
+				return true
+			}
+		}
+		return false
+	}
+}

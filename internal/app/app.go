@@ -536,6 +536,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		m.Log.Info().Int64("tokens", n).Str("owner", admin).Msg("API tokens without an owner now belong to the admin account")
 	}
 	sessions := postgres.NewSessionService(m.DB)
+	sso := postgres.NewSSOStore(m.DB)
 	srv := dfhttp.NewServer(dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
 		Settings:      m.Settings,
@@ -548,14 +549,16 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		LocalPasswordStamp: sessions.LocalPasswordStamp,
 		Audit:              postgres.NewAuditLog(m.DB),
 		LocalLogin:         m.localLogin,
-		IsAdmin:            m.admins.isAdmin,
-		Now:                m.cfg.Now,
+		// ADMIN_USERNAME, an SSO administrator or an active local admin.
+		IsAdmin: anyAdmin(m.isAdmin(sso), m.admins.isAdmin),
+		Now:     m.cfg.Now,
 	})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "search", Check: m.Index.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "analytics", Check: m.Recorder.Ping})
 	m.mountResources(srv)
+	m.mountSSO(srv, sso)
 	m.HTTP = srv
 	ln := m.cfg.Listener
 	if ln == nil {
