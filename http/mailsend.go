@@ -37,9 +37,12 @@ type mailSender struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	once   sync.Once
-	mu     sync.Mutex
-	recent map[string]time.Time // account e-mail → its latest self-service mail
+	// closing guards jobs: a request still running after Shutdown gave
+	// up waiting must not send on the closed channel.
+	closing sync.RWMutex
+	closed  bool
+	mu      sync.Mutex
+	recent  map[string]time.Time // account e-mail → its latest self-service mail
 }
 
 func newMailSender(s *Server, d LocalUsersDeps) *mailSender {
@@ -53,8 +56,12 @@ func newMailSender(s *Server, d LocalUsersDeps) *mailSender {
 // enqueue hands j to the sender; a full queue drops it (logged): the
 // answer is the same either way.
 func (m *mailSender) enqueue(j mailJob) {
+	m.closing.RLock()
+	defer m.closing.RUnlock()
+	if m.closed {
+		return
+	}
 	select {
-	case <-m.ctx.Done():
 	case m.jobs <- j:
 	default:
 		m.s.log.Warn().Str("kind", j.kind).Msg("self-service mail queue full; request dropped")
@@ -64,7 +71,12 @@ func (m *mailSender) enqueue(j mailJob) {
 // stop ends the sender: queued jobs are worked off until ctx ends, then
 // the one in progress is cancelled.
 func (m *mailSender) stop(ctx context.Context) {
-	m.once.Do(func() { close(m.jobs) })
+	m.closing.Lock()
+	if !m.closed {
+		m.closed = true
+		close(m.jobs)
+	}
+	m.closing.Unlock()
 	done := make(chan struct{})
 	go func() { m.wg.Wait(); close(done) }()
 	select {

@@ -88,7 +88,8 @@ func (s *AccountService) CreateLocalUser(ctx context.Context, in docflow.LocalUs
 		// NOTE: another identity (an SSO user) may already own files and a
 		// profile under this e-mail: an account may not take its place.
 		var n int
-		if err := tx.QueryRow(ctx, `SELECT count(*) FROM user_profiles WHERE lower(user_id)=lower($1)`, in.Email).Scan(&n); err != nil {
+		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM user_profiles WHERE lower(user_id)=lower($1))
+			+ (SELECT count(*) FROM sso_users WHERE lower(user_id)=lower($1))`, in.Email).Scan(&n); err != nil {
 			return err
 		}
 		if n > 0 {

@@ -78,7 +78,8 @@ func (s *AccountService) UpdateLocalUser(ctx context.Context, id int64, p docflo
 func (s *AccountService) moveUserTx(ctx context.Context, tx pgx.Tx, id int64, from, to string) error {
 	var taken bool
 	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM local_users WHERE lower(email)=lower($1) AND id<>$2)
-		OR EXISTS (SELECT 1 FROM user_profiles WHERE lower(user_id)=lower($1) AND user_id<>$3)`, to, id, from).Scan(&taken)
+		OR EXISTS (SELECT 1 FROM user_profiles WHERE lower(user_id)=lower($1) AND user_id<>$3)
+		OR EXISTS (SELECT 1 FROM sso_users WHERE lower(user_id)=lower($1))`, to, id, from).Scan(&taken)
 	if err != nil {
 		return err
 	}
