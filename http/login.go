@@ -28,6 +28,7 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 {{if .Mobile}}<input type="hidden" name="mobile" value="1"><input type="hidden" name="redirect_uri" value="{{.RedirectURI}}">{{end}}
 <button type="submit">Sign in</button>
 {{if .SSOURL}}<p class="sso"><a href="{{.SSOURL}}">Sign in with SSO</a></p>{{end}}
+{{if .Forgot}}<p class="forgot"><a href="/forgot-password">Forgot your password or user name?</a></p>{{end}}
 </form></body></html>`))
 
 type loginView struct {
@@ -35,6 +36,8 @@ type loginView struct {
 	Mobile                             bool
 	// SSOURL starts single sign-on (oauth.go); empty when not configured.
 	SSOURL string
+	// Forgot links the self-service page (local accounts mounted).
+	Forgot bool
 }
 
 // mobileRedirectAllowed says whether the mobile login may hand a token to
@@ -105,6 +108,7 @@ func (s *Server) renderLogin(c *fasthttp.RequestCtx, status int, v loginView) er
 	c.Response.Header.SetContentType("text/html; charset=utf-8")
 	c.SetStatusCode(status)
 	v.SSOURL = s.ssoLoginURL(v.Next, v.Mobile, v.RedirectURI)
+	v.Forgot = s.mail != nil && !v.Mobile
 	return loginPage.Execute(c, v)
 }
 

@@ -18,7 +18,10 @@ func TestMailSenderStopsAndRefusesLateJobs(t *testing.T) {
 	m.stop(ctx)
 	m.stop(ctx) // twice is fine
 	done := make(chan struct{})
-	go func() { m.enqueue(mailJob{kind: docflow.AuditPasswordResetRequested, email: "a@example.com"}); close(done) }()
+	go func() {
+		m.enqueue(mailJob{kind: docflow.AuditPasswordResetRequested, email: "a@example.com"})
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(time.Second):

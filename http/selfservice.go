@@ -52,6 +52,22 @@ func (s *Server) mountSelfService(d LocalUsersDeps) {
 		writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Password changed; sign in with the new password"})
 		return nil
 	})
+	s.Handle("GET", "/forgot-password", Route{Auth: AuthNone}, func(c *fasthttp.RequestCtx) error {
+		return s.renderForgot(c, fasthttp.StatusOK, forgotView{})
+	})
+	s.Handle("POST", "/forgot-password", r, func(c *fasthttp.RequestCtx) error {
+		args := c.PostArgs()
+		email := strings.TrimSpace(string(args.Peek("email")))
+		if err := docflow.CheckEmail(email); err != nil {
+			return s.renderForgot(c, fasthttp.StatusUnprocessableEntity, forgotView{Email: email, Error: docflow.ErrorMessage(err) + "."})
+		}
+		kind := docflow.AuditPasswordResetRequested
+		if string(args.Peek("what")) == "username" {
+			kind = docflow.AuditUsernameRequested
+		}
+		s.mail.enqueue(mailJob{kind: kind, email: email, clientIP: s.auth.clientIP(c)})
+		return s.renderForgot(c, fasthttp.StatusOK, forgotView{Sent: true})
+	})
 	s.Handle("GET", "/reset-password", Route{Auth: AuthNone}, func(c *fasthttp.RequestCtx) error {
 		return s.renderReset(c, fasthttp.StatusOK, resetView{Token: string(c.QueryArgs().Peek("token"))})
 	})
@@ -113,6 +129,36 @@ var resetPage = template.Must(template.New("reset").Parse(`<!doctype html>
 <button type="submit">Change password</button>
 {{else}}<p class="error" role="alert">This link has no reset token. Open the link from the e-mail again.</p>{{end}}
 </form>{{end}}</body></html>`))
+
+var forgotPage = template.Must(template.New("forgot").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Forgot your password · docflow</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/static/docflow.css"></head>
+<body class="auth">{{if .Sent}}<main class="auth-box">
+<h1>docflow</h1>
+<p role="status">If an account has this e-mail address, a message is on its way. The link in it works for one hour.</p>
+<p><a href="/login">Back to sign-in</a></p>
+</main>{{else}}<form method="post" action="/forgot-password">
+<h1>Forgot your password?</h1>
+{{if .Error}}<p class="error" role="alert">{{.Error}}</p>{{end}}
+<label for="email">E-mail address of your account</label>
+<input id="email" name="email" type="email" autocomplete="email" inputmode="email" required value="{{.Email}}">
+<button type="submit" name="what" value="password">Send a reset link</button>
+<button type="submit" name="what" value="username">Send my user name</button>
+<p><a href="/login">Back to sign-in</a></p>
+</form>{{end}}</body></html>`))
+
+type forgotView struct {
+	Email, Error string
+	Sent         bool
+}
+
+func (s *Server) renderForgot(c *fasthttp.RequestCtx, status int, v forgotView) error {
+	c.Response.Header.SetContentType("text/html; charset=utf-8")
+	c.Response.Header.Set("Cache-Control", "no-store")
+	c.SetStatusCode(status)
+	return forgotPage.Execute(c, v)
+}
 
 type resetView struct {
 	Token, Error string

@@ -2,6 +2,8 @@ package http_test
 
 import (
 	"encoding/json"
+	"io"
+	nethttp "net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -126,5 +128,32 @@ func TestSelfServiceAnswersAlike(t *testing.T) {
 	}
 	if s, b := anon.do("POST", "/api/auth/request-password-reset", map[string]string{"email": "not an address"}); s != 422 || !strings.Contains(b, `"field":"email"`) {
 		t.Fatalf("malformed address: %d %s", s, b)
+	}
+
+	// The pages: sign-in links the self-service form, which answers alike.
+	if s, b := anon.do("GET", "/login", nil); s != 200 || !strings.Contains(b, `href="/forgot-password"`) {
+		t.Fatalf("login page: %d %s", s, b)
+	}
+	if s, b := anon.do("GET", "/forgot-password", nil); s != 200 || !strings.Contains(b, `type="email"`) || strings.Contains(b, "<script") {
+		t.Fatalf("forgot page: %d %s", s, b)
+	}
+	form := func(body string) (int, string) {
+		req, _ := nethttp.NewRequest("POST", a.URL+"/forgot-password", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		resp, err := anon.hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	s1, b1 := form("email=known%40example.com&what=username")
+	s2, b2 := form("email=unknown%40example.com&what=password")
+	if s1 != 200 || b1 != b2 || !strings.Contains(b1, "a message is on its way") {
+		t.Fatalf("forgot form: %d %s / %d %s", s1, b1, s2, b2)
+	}
+	if s, _ := form("email=not+an+address"); s != 422 {
+		t.Fatalf("forgot form, malformed address: %d", s)
 	}
 }
