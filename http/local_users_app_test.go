@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"docflow/internal/app/apptest"
-	"docflow/internal/mailpit"
+	"docflow/internal/testsupport/mailpit"
 )
 
 // client is one browser: a cookie jar against the app.

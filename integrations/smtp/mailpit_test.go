@@ -9,7 +9,7 @@ import (
 
 	"docflow"
 	"docflow/integrations/smtp"
-	"docflow/internal/mailpit"
+	"docflow/internal/testsupport/mailpit"
 )
 
 // TestSendToMailpit delivers through a real SMTP server, with
