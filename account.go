@@ -58,7 +58,7 @@ func (in *LocalUserInput) Validate() error {
 	if err := CheckPassword("password", in.Password); err != nil {
 		errs = append(errs, err.Fields...)
 	}
-	return fieldErrors(errs)
+	return invalidFields(errs)
 }
 
 // Validate normalises and checks the fields p sets.
@@ -78,7 +78,7 @@ func (p *LocalUserPatch) Validate() error {
 			errs = append(errs, FieldError{Field: "display_name", Message: "display_name must be at most 200 characters"})
 		}
 	}
-	return fieldErrors(errs)
+	return invalidFields(errs)
 }
 
 // CheckEmail accepts one bare e-mail address (no display name, no
@@ -112,7 +112,7 @@ func CheckPassword(field, pw string) *Error {
 	return e
 }
 
-func fieldErrors(errs []FieldError) error {
+func invalidFields(errs []FieldError) error {
 	if len(errs) == 0 {
 		return nil
 	}

@@ -27,6 +27,9 @@ const tokenCacheTTL = 2 * time.Second
 type cachedToken struct {
 	tok *docflow.APIToken
 	at  time.Time
+	// admin is the owner's admin right when the token was looked up:
+	// asking for it costs a query, so it is cached with the token.
+	admin bool
 }
 
 // authenticator resolves the user of a request.
@@ -151,8 +154,9 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 	ct, ok := a.cache[hash]
 	a.mu.Unlock()
 	var tok *docflow.APIToken
+	var admin bool
 	if ok && now.Sub(ct.at) < tokenCacheTTL {
-		tok = ct.tok
+		tok, admin = ct.tok, ct.admin
 	} else {
 		t, err := a.cfg.Tokens.FindTokenByHash(ctx, hash)
 		if err != nil {
@@ -162,11 +166,14 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 			return nil, err
 		}
 		tok = t
+		if t.IsActive {
+			admin = a.isAdmin(ctx, t.OwnerID)
+		}
 		a.mu.Lock()
 		if len(a.cache) > 100_000 {
 			a.cache = map[string]cachedToken{}
 		}
-		a.cache[hash] = cachedToken{tok: t, at: now}
+		a.cache[hash] = cachedToken{tok: t, at: now, admin: admin}
 		a.mu.Unlock()
 	}
 	// The lookup was by hash; compare again in constant time.
@@ -180,7 +187,7 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 	a.uses[tok.ID] = docflow.TokenUse{At: now, IP: a.clientIP(c)}
 	a.mu.Unlock()
 	id := tok.ID
-	return &docflow.User{ID: tok.OwnerID, IsAdmin: a.isAdmin(ctx, tok.OwnerID), TokenID: &id}, nil
+	return &docflow.User{ID: tok.OwnerID, IsAdmin: admin, TokenID: &id}, nil
 }
 
 // forget drops a token from the cache (after revoke or reactivate).

@@ -549,10 +549,18 @@ func seedFiles(ctx context.Context, db *postgres.DB, n int) error {
 const listWarmRounds = 10
 
 func getLoad(ctx context.Context, url string, clients, total int, warmed func()) (time.Duration, error) {
+	return getLoadAs(ctx, url, "", clients, total, warmed)
+}
+
+// getLoadAs is getLoad with the bearer token token ("" for none).
+func getLoadAs(ctx context.Context, url, token string, clients, total int, warmed func()) (time.Duration, error) {
 	client := &fasthttp.Client{MaxConnsPerHost: clients * 2, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
 	defer client.CloseIdleConnections()
 	get := func(req *fasthttp.Request, resp *fasthttp.Response) error {
 		req.SetRequestURI(url)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
 		if err := client.Do(req, resp); err != nil {
 			return err
 		}

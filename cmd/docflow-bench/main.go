@@ -34,6 +34,7 @@ func sections() []section {
 	return []section{
 		{"api", "HTTP foundation: healthz/live vs a bare fasthttp handler, authenticated token list, idle RSS", benchAPI},
 		{"intake", "uploads vs a bare streaming handler, 1 GiB upload memory, file listing at 100,000 records, bulk download", adapt(benchIntake)},
+		{"sharing", "files listing of one user among 100 (1,000 own, 500 shared of 100,000 records) vs the single-user listing", adapt(benchSharing)},
 		{"pipeline", "8 cheap steps through the engine vs raw kafka-go, one-document latency, 10,000 queued", adapt(benchPipeline)},
 		{"ocr", "OCR accuracy on generated 300 dpi pages, parallel OCR vs sequential tesseract", adapt(benchOCR)},
 		{"processing", "scanned and born-digital documents through the standard pipeline, 200-page scan memory", adapt(benchProcessingPipeline)},

@@ -69,3 +69,10 @@ func (r *Report) Rows() []Row {
 	defer r.mu.Unlock()
 	return append([]Row(nil), r.rows...)
 }
+
+// RatioAtMost adds a figure compared with a baseline from the same run;
+// the target is value/baseline <= maxRatio.
+func (r *Report) RatioAtMost(section, name string, value, baseline float64, unit string, maxRatio float64) {
+	pass := baseline > 0 && value/baseline <= maxRatio
+	r.Add(Row{Section: section, Name: name, Value: value, Unit: unit, Baseline: baseline, Target: fmt.Sprintf("<= %gx baseline", maxRatio), Pass: pass})
+}

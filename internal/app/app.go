@@ -100,6 +100,8 @@ type App struct {
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
 
+	cipher *postgres.Cipher
+
 	listener net.Listener
 	closers  []func(ctx context.Context) error
 	serveErr chan error
@@ -242,6 +244,7 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	m.cipher = cipher
 	m.Log.Info().Str("role", m.Role).Str("version", m.cfg.Version).Msg("starting docflow")
 	if m.cfg.DB != nil {
 		m.DB = m.cfg.DB
@@ -588,6 +591,8 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
 	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.admins}, Mailer: smtp.New(m.Settings)})
+	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
+	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 }
 
 // Wait blocks until ctx is done or the HTTP server fails.

@@ -6,6 +6,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -202,4 +203,50 @@ func (db *DB) SimilarityPairCount(ctx context.Context) (int, error) {
 	var n int
 	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM similarity_pairs`).Scan(&n)
 	return n, err
+}
+
+// SharedListingUser is the user id of the sharing benchmark's user number
+// k (SeedSharedListing).
+func SharedListingUser(k int) string { return fmt.Sprintf("user-%03d", k) }
+
+// SeedSharedListing inserts n file records owned round-robin by users
+// users (file i by user i % users, named as SharedListingUser), spread
+// over 2024 and 2025 like SeedFiles, and shares among them: of each
+// owner's files, the first perUser (by i / users) go one each to another
+// user, cycling through all the others, so that every user receives
+// exactly perUser shares when perUser ≤ n/users and users ≥ 2. With n =
+// 100,000, users = 100 and perUser = 500, each user sees 1,000 own files
+// and 500 shared ones.
+func (db *DB) SeedSharedListing(ctx context.Context, n, users, perUser int) error {
+	return pgx.BeginFunc(ctx, db.Pool, func(tx pgx.Tx) error {
+		var base int64
+		if err := tx.QueryRow(ctx, `SELECT COALESCE(max(id), 0) FROM files`).Scan(&base); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO files (id, filehash, original_filename, stored_filename, file_size, mime_type, status, original_blob, created_at, owner_id)
+			SELECT $3 + i + 1, md5('s' || i::text) || md5((i+1)::text), 'invoice-' || i || '.pdf', md5('s' || i::text) || '.pdf', 100000 + i, 'application/pdf',
+			       (ARRAY['completed','completed','completed','failed','pending'])[1 + i % 5], '',
+			       TIMESTAMPTZ '2024-01-01' + (i * interval '9 minutes'), 'user-' || lpad((i % $2)::text, 3, '0')
+			FROM generate_series(0, $1 - 1) AS i`, n, users, base); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `SELECT setval('files_id_seq', $1)`, base+int64(n)); err != nil {
+			return err
+		}
+		// File i: owner o = i % users, rank j = i / users; shared when
+		// j < perUser, with user (o + 1 + j % (users-1)) % users.
+		_, err := tx.Exec(ctx, `INSERT INTO shares (file_id, owner_id, shared_with_user_id, role)
+			SELECT $4 + i + 1, 'user-' || lpad((i % $2)::text, 3, '0'),
+			       'user-' || lpad(((i % $2 + 1 + (i / $2) % ($2 - 1)) % $2)::text, 3, '0'), 'viewer'
+			FROM generate_series(0, $1 - 1) AS i WHERE i / $2 < $3`, n, users, perUser, base)
+		return err
+	})
+}
+
+// InsertBenchTokenFor stores an API token owned by owner with the given
+// prefix and hex SHA-256 hash.
+func (db *DB) InsertBenchTokenFor(ctx context.Context, owner, prefix, hash string) error {
+	_, err := db.Pool.Exec(ctx, `INSERT INTO api_tokens (owner_id, name, token_prefix, token_hash) VALUES ($1, 'bench', $2, $3)`,
+		owner, prefix, hash)
+	return err
 }

@@ -100,6 +100,13 @@ func findPage[T any](ctx context.Context, s *FileService, filter docflow.FileFil
 	if page <= 0 {
 		page = 1
 	}
+	if visibleOnly(filter, col) && page*per <= maxSortInMemory {
+		files, total, err := findVisible(ctx, s, r, *filter.VisibleTo, dir, per, (page-1)*per)
+		if err != nil || len(files) > 0 {
+			return files, total, err
+		}
+		// Past the last page: counted below.
+	}
 	where, args := fileWhere(filter)
 	order := col + " " + dir
 	if col != "f.id" {

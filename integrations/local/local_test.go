@@ -1,0 +1,68 @@
+package local
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"docflow"
+)
+
+func TestFolderStaysInsideTheOwnersFolder(t *testing.T) {
+	for _, tc := range []struct{ owner, path, want string }{
+		{"ann@example.com", "invoices", "/r/ann@example.com/invoices"},
+		{"ann", "/abs/x", "/r/ann/abs/x"},
+		{"", "x", "/r/shared/x"},
+		{"../evil", "x", "/r/_evil/x"},
+		{"ann", "a/./b/", "/r/ann/a/b"},
+	} {
+		got, err := Folder("/r", tc.owner, tc.path)
+		if err != nil || got != tc.want {
+			t.Errorf("%q %q: %q %v", tc.owner, tc.path, got, err)
+		}
+	}
+	if _, err := Folder("/r", "ann", "a/../../bob"); err == nil {
+		t.Error("escaped into bob's folder")
+	}
+	if _, err := Folder("", "ann", "x"); err == nil {
+		t.Error("no root")
+	}
+}
+
+func TestTesterWritesAndReports(t *testing.T) {
+	root := t.TempDir()
+	tt := Tester{Root: func() string { return root }}
+	in := &docflow.Integration{OwnerID: "ann", IntegrationType: "LOCAL", Config: map[string]any{"path": "out/2026"}}
+	ok, msg := tt.TestIntegration(context.Background(), in)
+	if !ok || msg != "folder ann/out/2026 is writable" {
+		t.Fatal(ok, msg)
+	}
+	entries, _ := os.ReadDir(filepath.Join(root, "ann", "out", "2026"))
+	if len(entries) != 0 {
+		t.Fatalf("probe left behind: %v", entries)
+	}
+	// A file where the folder should be.
+	if err := os.WriteFile(filepath.Join(root, "ann", "blocked"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in.Config["path"] = "blocked/sub"
+	ok, msg = tt.TestIntegration(context.Background(), in)
+	if ok || !strings.Contains(msg, "cannot create folder ann/blocked/sub") || strings.Contains(msg, root) {
+		t.Fatal(ok, msg)
+	}
+	// A link out of the tree.
+	if err := os.Symlink(t.TempDir(), filepath.Join(root, "ann", "link")); err != nil {
+		t.Fatal(err)
+	}
+	in.Config["path"] = "link"
+	if ok, msg = tt.TestIntegration(context.Background(), in); ok || !strings.Contains(msg, "outside") {
+		t.Fatal(ok, msg)
+	}
+	// Not configured.
+	ok, msg = Tester{Root: func() string { return "" }}.TestIntegration(context.Background(), in)
+	if ok || !strings.Contains(msg, "LOCAL_DESTINATION_DIR is not set") {
+		t.Fatal(ok, msg)
+	}
+}

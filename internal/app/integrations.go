@@ -1,0 +1,23 @@
+package app
+
+import (
+	"docflow"
+	"docflow/integrations/local"
+	"docflow/storage/postgres"
+)
+
+// integrationStore returns the integrations store, sealing credentials
+// with the settings' cipher.
+func (m *App) integrationStore() *postgres.IntegrationService {
+	return postgres.NewIntegrationService(m.DB, m.cipher)
+}
+
+// IntegrationTesters is the one registry of POST /api/integrations/test:
+// each supported integration type's tester, keyed by the upper-case type.
+// A package that supports a type adds its line here; a type without a
+// tester answers "testing <TYPE> is not supported yet".
+func (m *App) IntegrationTesters() docflow.IntegrationTesters {
+	return docflow.IntegrationTesters{
+		docflow.IntegrationLocal: local.Tester{Root: func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") }},
+	}
+}
