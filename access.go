@@ -89,10 +89,14 @@ func Authorize(u *User, f *File, shareRole string, need Access) error {
 		}
 		return Errorf(EFORBIDDEN, "Not the file owner")
 	}
-	for _, a := range roleGrants[shareRole] {
+	grants, shared := roleGrants[shareRole]
+	for _, a := range grants {
 		if a == need {
 			return nil
 		}
+	}
+	if shared {
+		return Errorf(EFORBIDDEN, "Your %s role on this file does not allow this (%s)", shareRole, need)
 	}
 	return ownedByAnother()
 }

@@ -197,6 +197,9 @@ type FileRepository interface {
 	// ShareRole returns the role (viewer, editor) a share gives userID on
 	// the file, or "" when there is none.
 	ShareRole(ctx context.Context, fileID int64, userID string) (string, error)
+	// ShareRoles returns the roles shares give userID on the files among
+	// fileIDs, by file id; files without a share are absent.
+	ShareRoles(ctx context.Context, fileIDs []int64, userID string) (map[int64]string, error)
 	// AssignOwner sets owner on the files among ids (nil ids: on every
 	// unclaimed file) and returns how many changed.
 	AssignOwner(ctx context.Context, owner string, ids []int64) (int, error)

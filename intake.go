@@ -16,7 +16,7 @@ const (
 	ChannelAutomation  = "automation"
 	ChannelProcessAll  = "processall"
 	ChannelWatchFolder = "watch_folder"
-	ChannelIMAP        = "imap"
+	ChannelEmail       = "email" // IMAP sources
 )
 
 // SupportedFileTypes maps each accepted extension (lower case, no dot) to
@@ -73,6 +73,10 @@ type Upload struct {
 	// SkipDuplicateRecord answers an exact duplicate without recording
 	// anything (ui-upload); other channels record it with status duplicate.
 	SkipDuplicateRecord bool
+	// Metadata, when not empty, is recorded in the file's metadata
+	// (File.AIMetadata) from the start, e.g. the mail an attachment came
+	// with under "email".
+	Metadata map[string]any
 }
 
 // IntakeResult is what an accepted upload produced.
@@ -173,6 +177,19 @@ type IngestRecord struct {
 	// remembered in the same transaction so that a crash can never separate
 	// the record from the memory.
 	Seen *WatchSeen
+	// Mail, when not nil, is the mail attachment this record takes in,
+	// remembered in the same transaction: a second record of the same
+	// attachment fails with ECONFLICT and writes nothing.
+	Mail *MailSeen
+}
+
+// MailSeen names one attachment of one mail of an IMAP source: the
+// integration, the mail's key (its Message-ID, or UIDVALIDITY and UID when
+// it has none) and the attachment's position among the mail's attachments.
+type MailSeen struct {
+	IntegrationID int64
+	MessageKey    string
+	Attachment    int
 }
 
 // WatchSeen is one file a watch folder has taken in (or refused).

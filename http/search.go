@@ -16,16 +16,18 @@ import (
 type SearchDeps struct {
 	Index docflow.SearchIndex
 	Store docflow.SearchStore
+	// Files finds the file a similarity route names, for docflow.Authorize.
+	Files docflow.FileRepository
 }
 
 // MountSearch registers GET /api/search, the saved-search routes and the
 // similarity routes (similar, similarity/pairs, embedding-status,
 // diagnostic/embeddings).
 func (s *Server) MountSearch(d SearchDeps) {
-	if d.Index == nil || d.Store == nil {
-		panic("http: MountSearch needs Index and Store")
+	if d.Index == nil || d.Store == nil || d.Files == nil {
+		panic("http: MountSearch needs Index, Store and Files")
 	}
-	h := &searchHandlers{s: s, index: d.Index, store: d.Store}
+	h := &searchHandlers{s: s, index: d.Index, store: d.Store, files: d.Files}
 	b := Route{Auth: AuthUser}
 	s.Handle("GET", "/api/search", b, h.search)
 	s.mountSavedSearches(d.Store)
@@ -36,6 +38,7 @@ type searchHandlers struct {
 	s     *Server
 	index docflow.SearchIndex
 	store docflow.SearchStore
+	files docflow.FileRepository
 }
 
 // visibleTo is the user whose own and shared files a listing, search or

@@ -56,7 +56,7 @@ func newSrchEnv(t *testing.T, env map[string]string) (*srchEnv, *srchBroken) {
 	se := &srchEnv{index: broken, bleve: idx}
 	se.testEnv = newTestEnv(t, env, func(e *testEnv) {
 		se.store = postgres.NewSearchService(e.DB)
-		e.Server.MountSearch(SearchDeps{Index: broken, Store: se.store})
+		e.Server.MountSearch(SearchDeps{Index: broken, Store: se.store, Files: postgres.NewFileService(e.DB)})
 	})
 	return se, broken
 }

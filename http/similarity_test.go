@@ -99,9 +99,9 @@ func TestSimilarRespectsVisibility(t *testing.T) {
 		t.Fatalf("alice sees %v", m)
 	}
 	resp, body := se.do("GET", fmt.Sprintf("/api/files/%d/similar", a), bob, nil)
-	se.expect(resp, body, 404)
+	se.expect(resp, body, 403)
 	resp, body = se.do("GET", fmt.Sprintf("/api/files/%d/embedding-status", a), bob, nil)
-	se.expect(resp, body, 404)
+	se.expect(resp, body, 403)
 	_, m = se.get("/api/diagnostic/embeddings", bob)
 	if m["total_files"].(float64) != 1 {
 		t.Fatalf("bob's diagnostics %v", m)

@@ -230,11 +230,22 @@ type ingestOptions struct {
 	delay time.Duration
 	// seen is the watch-folder file taken in, recorded with the file.
 	seen *docflow.WatchSeen
+	// mail is the mail attachment taken in, recorded with the file.
+	mail *docflow.MailSeen
 }
 
 // Ingest stores and records u.
 func (s *Service) Ingest(ctx context.Context, u docflow.Upload) (*docflow.IntakeResult, error) {
 	return s.ingest(ctx, u, ingestOptions{})
+}
+
+// IngestMail stores and records u, one attachment of a mail of an IMAP
+// source, and remembers seen with it in the same transaction. ECONFLICT
+// when the attachment was taken in before (by this or another process):
+// then nothing is recorded. Other errors are Ingest's.
+func (s *Service) IngestMail(ctx context.Context, u docflow.Upload, seen docflow.MailSeen) (*docflow.IntakeResult, error) {
+	u.Channel = docflow.ChannelEmail
+	return s.ingest(ctx, u, ingestOptions{mail: &seen})
 }
 
 func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptions) (*docflow.IntakeResult, error) {
@@ -310,6 +321,9 @@ func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptio
 		OriginalBlob:     info.Key,
 		AIMetadata:       map[string]any{},
 	}
+	for k, v := range u.Metadata {
+		f.AIMetadata[k] = v
+	}
 	drawn := <-ids
 	if drawn.err != nil {
 		// Once more, in case the database only blinked.
@@ -338,6 +352,7 @@ func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptio
 		RunID:               runID,
 		Messages:            msgs,
 		Seen:                opts.seen,
+		Mail:                opts.mail,
 	}
 	dupOf, err := s.cfg.Files.Ingest(ctx, rec)
 	if err != nil {

@@ -16,7 +16,7 @@ for p in tesseract-ocr tesseract-ocr-eng tesseract-ocr-deu tesseract-ocr-fra \
   want "$p"
 done
 if [ "$profile" = "test" ]; then
-  for p in clickhouse-server clickhouse-client wrk; do
+  for p in clickhouse-server clickhouse-client wrk dovecot-core dovecot-imapd; do
     want "$p"
   done
 fi

@@ -25,6 +25,7 @@ import (
 	"docflow/actors/pipeline"
 	"docflow/actors/pipeline/steps"
 	"docflow/actors/pipeline/steps/teststep"
+	"docflow/actors/sources"
 	"docflow/analytics"
 	chanalytics "docflow/analytics/clickhouse"
 	pganalytics "docflow/analytics/postgres"
@@ -65,7 +66,8 @@ type Config struct {
 	Blobs   func(*blob.Options)
 	// Now is the clock of the HTTP server and of the local accounts'
 	// reset tokens (nil: the real one; tests move it forward).
-	Now func() time.Time
+	Now     func() time.Time
+	Sources func(*sources.Config)
 }
 
 // App is one docflow process: Build builds every dependency once and Close
@@ -99,6 +101,8 @@ type App struct {
 	Engine      *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
+	// Sources is the supervisor of the IMAP sources (serve, worker).
+	Sources *actor.PID
 
 	cipher *postgres.Cipher
 
@@ -204,6 +208,9 @@ func (m *App) run(ctx context.Context) error {
 		if err := m.startEngine(ctx); err != nil {
 			return err
 		}
+		if err := m.startSources(); err != nil {
+			return err
+		}
 	}
 	if m.Role == "serve" || m.Role == "api" {
 		if err := m.startSearch(ctx); err != nil {
@@ -265,6 +272,30 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 		return "", err
 	}
 	return secret, nil
+}
+
+// startSources starts the supervisor of the IMAP sources: every process
+// that runs workers competes for the sources' leases. Close stops it first
+// among the workers, handing its leases over.
+func (m *App) startSources() error {
+	cfg := sources.Config{Store: postgres.NewSourceStore(m.DB, m.cipher), Intake: m.Intake,
+		Recorder: m.Recorder, Dial: m.integrationDialer().DialContext, Log: m.Log.With().Str("component", "sources").Logger()}
+	if m.cfg.Sources != nil {
+		m.cfg.Sources(&cfg)
+	}
+	pid, err := sources.Spawn(m.Actors, cfg)
+	if err != nil {
+		return err
+	}
+	m.Sources = pid
+	m.onClose(func(ctx context.Context) error {
+		select {
+		case <-m.Actors.Poison(pid).Done():
+		case <-ctx.Done():
+		}
+		return nil
+	})
+	return nil
 }
 
 // startRecorder records metrics in ClickHouse when CLICKHOUSE_URL is set,
@@ -583,13 +614,15 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
 	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
+	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareService(m.DB),
+		Comments: postgres.NewCommentService(m.DB), Annotations: postgres.NewAnnotationService(m.DB)})
 	pipelines := postgres.NewPipelineService(m.DB)
 	srv.MountPipelines(dfhttp.PipelinesDeps{Pipelines: pipelines})
 	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
 	srv.MountQueue(dfhttp.QueueDeps{Queue: pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)})
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
-	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore})
+	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
 	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.admins}, Mailer: smtp.New(m.Settings)})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})

@@ -2,7 +2,9 @@ package app
 
 import (
 	"docflow"
+	"docflow/integrations/imap"
 	"docflow/integrations/local"
+	"docflow/integrations/netguard"
 	"docflow/storage/postgres"
 )
 
@@ -12,6 +14,12 @@ func (m *App) integrationStore() *postgres.IntegrationService {
 	return postgres.NewIntegrationService(m.DB, m.cipher)
 }
 
+// integrationDialer is how integrations connect out: internal addresses
+// are refused unless named in INTEGRATION_ALLOWED_HOSTS.
+func (m *App) integrationDialer() netguard.Dialer {
+	return netguard.Dialer{Allowed: func() []string { return docflow.SettingList(m.Settings, "INTEGRATION_ALLOWED_HOSTS") }}
+}
+
 // IntegrationTesters is the one registry of POST /api/integrations/test:
 // each supported integration type's tester, keyed by the upper-case type.
 // A package that supports a type adds its line here; a type without a
@@ -19,5 +27,6 @@ func (m *App) integrationStore() *postgres.IntegrationService {
 func (m *App) IntegrationTesters() docflow.IntegrationTesters {
 	return docflow.IntegrationTesters{
 		docflow.IntegrationLocal: local.Tester{Root: func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") }},
+		docflow.IntegrationIMAP:  imap.Tester{Dial: m.integrationDialer().DialContext},
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"docflow"
 	"docflow/internal/proc"
+	"docflow/processing/pdfconf"
 	"docflow/processing/pdfsafe"
 )
 
@@ -75,7 +76,7 @@ func checkInProcess(path string) (info *PDFInfo, ok bool) {
 		return nil, false
 	}
 	defer f.Close()
-	conf := model.NewDefaultConfiguration()
+	conf := pdfconf.New()
 	conf.ValidationMode = model.ValidationRelaxed
 	ctx, err := api.ReadAndValidate(f, conf)
 	if err != nil || ctx == nil || ctx.PageCount <= 0 {

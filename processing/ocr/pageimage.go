@@ -17,6 +17,8 @@ import (
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/types"
+
+	"docflow/processing/pdfconf"
 )
 
 // Limits of the page image inspection.
@@ -139,7 +141,7 @@ func readPDFModel(ctx context.Context, pdf string) (m *model.Context, err error)
 	if st.Size() > maxInspectBytes {
 		return nil, fmt.Errorf("read pdf: %d bytes: %w", st.Size(), errNoPDFModel)
 	}
-	conf := model.NewDefaultConfiguration()
+	conf := pdfconf.New()
 	conf.ValidationMode = model.ValidationRelaxed
 	conf.Limits.MaxStreamBytes = maxInspectBytes
 	conf.Limits.MaxDecodeBytes = maxDecodeBytes

@@ -17,6 +17,7 @@ import (
 
 	"docflow"
 	"docflow/processing/classify"
+	"docflow/processing/pdfconf"
 	"docflow/processing/pdfsafe"
 )
 
@@ -108,7 +109,7 @@ func EmbedTo(ctx context.Context, in string, w io.Writer, p Properties) error {
 		return fmt.Errorf("embed metadata: %w", err)
 	}
 	defer f.Close()
-	conf := model.NewDefaultConfiguration()
+	conf := pdfconf.New()
 	conf.ValidationMode = model.ValidationRelaxed
 	conf.Cmd = model.ADDPROPERTIES
 	pctx, err := api.ReadValidateAndOptimize(f, conf)
@@ -156,7 +157,7 @@ func Read(path string) (map[string]string, error) {
 		return nil, fmt.Errorf("read properties: %w", err)
 	}
 	defer f.Close()
-	conf := model.NewDefaultConfiguration()
+	conf := pdfconf.New()
 	conf.ValidationMode = model.ValidationRelaxed
 	pctx, err := api.ReadContext(f, conf)
 	if err != nil {

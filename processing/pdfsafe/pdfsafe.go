@@ -32,6 +32,7 @@ import (
 
 	"docflow"
 	"docflow/internal/proc"
+	"docflow/processing/pdfconf"
 )
 
 // dangerous are the action types removed (PDF 32000-1, 12.6.4).
@@ -240,7 +241,7 @@ func (c *cleaner) badLink(d types.Dict) string {
 // readConf is how documents are read here: relaxed, as the other steps
 // read them.
 func readConf() *model.Configuration {
-	conf := model.NewDefaultConfiguration()
+	conf := pdfconf.New()
 	conf.ValidationMode = model.ValidationRelaxed
 	return conf
 }

@@ -118,6 +118,9 @@ func (s *FileService) ingestNew(ctx context.Context, rec docflow.IngestRecord) (
 	if rec.Seen != nil {
 		b.Queue(watchSeenInsert, watchSeenArgs(*rec.Seen, id)...)
 	}
+	if rec.Mail != nil {
+		b.Queue(mailSeenInsert, mailSeenArgs(*rec.Mail, id)...)
+	}
 	br := s.db.Pool.SendBatch(ctx, b)
 	_, err = br.Exec()
 	if err == nil {
@@ -134,6 +137,8 @@ func (s *FileService) ingestNew(ctx context.Context, rec docflow.IngestRecord) (
 		switch {
 		case errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "files_one_original":
 			return false, nil
+		case rec.Mail != nil && mailSeenError(err) != nil:
+			return false, mailSeenError(err)
 		case errors.As(err, &pgErr) && pgErr.Code == "23503" && strings.Contains(pgErr.ConstraintName, "pipeline"):
 			return false, docflow.Errorf(docflow.ENOTFOUND, "Pipeline not found")
 		}
@@ -284,6 +289,14 @@ func (s *FileService) ingestOnce(ctx context.Context, rec docflow.IngestRecord) 
 		if rec.Seen != nil {
 			if _, err := tx.Exec(ctx, watchSeenInsert, watchSeenArgs(*rec.Seen, f.ID)...); err != nil {
 				return fmt.Errorf("ingest: record watch seen: %w", err)
+			}
+		}
+		if rec.Mail != nil {
+			if _, err := tx.Exec(ctx, mailSeenInsert, mailSeenArgs(*rec.Mail, f.ID)...); err != nil {
+				if e := mailSeenError(err); e != nil {
+					return e
+				}
+				return fmt.Errorf("ingest: record mail seen: %w", err)
 			}
 		}
 		return nil

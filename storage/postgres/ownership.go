@@ -102,3 +102,26 @@ func (s *FileService) ShareRole(ctx context.Context, fileID int64, userID string
 	}
 	return role, nil
 }
+
+// ShareRoles returns the roles shares give userID on the files among
+// fileIDs, by file id (one query for a bulk request's files).
+func (s *FileService) ShareRoles(ctx context.Context, fileIDs []int64, userID string) (map[int64]string, error) {
+	out := make(map[int64]string)
+	if len(fileIDs) == 0 {
+		return out, nil
+	}
+	rows, err := s.db.Pool.Query(ctx, `SELECT file_id, role FROM shares WHERE shared_with_user_id=$2 AND file_id = ANY($1)`, fileIDs, userID)
+	if err != nil {
+		return nil, fmt.Errorf("share roles: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var role string
+		if err := rows.Scan(&id, &role); err != nil {
+			return nil, fmt.Errorf("share roles: %w", err)
+		}
+		out[id] = role
+	}
+	return out, rows.Err()
+}

@@ -20,6 +20,7 @@ import (
 
 	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
+	"docflow/actors/sources"
 	"docflow/intake"
 	"docflow/internal/app"
 	"docflow/storage/blob"
@@ -61,6 +62,9 @@ type Options struct {
 	Blobs   func(*blob.Options)
 	// Now is the clock of the HTTP API and the reset tokens (app.Config.Now).
 	Now func() time.Time
+	// Sources adjusts the IMAP sources' supervisor after the twin's quick
+	// timings (scans every 200 ms, leases of 3 s, reconnects after 100 ms).
+	Sources func(*sources.Config)
 }
 
 // App is a running docflow process built by app.Build, with what the twin
@@ -174,6 +178,15 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 		},
 		Blobs: o.Blobs,
 		Now:   o.Now,
+		Sources: func(c *sources.Config) {
+			if !o.ProductionTimings {
+				c.Scan, c.LeaseTTL = 200*time.Millisecond, 3*time.Second
+				c.InitialBackoff, c.MaxBackoff = 100*time.Millisecond, 2*time.Second
+			}
+			if o.Sources != nil {
+				o.Sources(c)
+			}
+		},
 	}
 	built, err := app.Build(ctx, cfg)
 	if err != nil {

@@ -1,0 +1,56 @@
+package sources
+
+import (
+	"context"
+	"time"
+
+	"docflow"
+	"docflow/integrations/imap"
+)
+
+// sink takes one source's mails in through the one intake path.
+type sink struct {
+	store  Store
+	intake Intake
+	rec    docflow.Recorder
+	in     *docflow.Integration
+}
+
+var _ imap.Sink = (*sink)(nil)
+
+func (k *sink) MailSeen(ctx context.Context, key string) (bool, []int, error) {
+	return k.store.MailSeen(ctx, k.in.ID, key)
+}
+
+func (k *sink) MailsDone(ctx context.Context, keys []string) error {
+	return k.store.MailsDone(ctx, k.in.ID, keys)
+}
+
+// Ingest takes a in as the integration's owner, on channel email, with the
+// mail's From, Subject, Date and Message-ID in the document's metadata
+// ("email").
+func (k *sink) Ingest(ctx context.Context, a *imap.Attachment) error {
+	meta := map[string]any{"integration_id": k.in.ID, "uid": a.Mail.UID}
+	for key, v := range map[string]string{"message_id": a.Mail.MessageID, "from": a.Mail.From,
+		"subject": a.Mail.Subject, "date": a.Mail.Date} {
+		if v != "" {
+			meta[key] = v
+		}
+	}
+	res, err := k.intake.IngestMail(ctx, docflow.Upload{
+		Filename: a.Filename,
+		Body:     a.Body,
+		Size:     -1,
+		User:     &docflow.User{ID: k.in.OwnerID},
+		Channel:  docflow.ChannelEmail,
+		Metadata: map[string]any{"email": meta},
+	}, docflow.MailSeen{IntegrationID: k.in.ID, MessageKey: a.MessageKey, Attachment: a.Index})
+	if err != nil {
+		return err
+	}
+	if k.rec != nil && res.File != nil {
+		k.rec.Record(docflow.Metric{Kind: docflow.MetricIntake, Time: time.Now(), FileID: res.File.ID,
+			Channel: docflow.ChannelEmail, Bytes: res.File.FileSize, OwnerID: k.in.OwnerID})
+	}
+	return nil
+}

@@ -1,0 +1,172 @@
+package sources_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"docflow"
+	"docflow/actors"
+	"docflow/actors/sources"
+	pganalytics "docflow/analytics/postgres"
+	"docflow/integrations/imap/imaptest"
+	"docflow/internal/app/apptest"
+	"docflow/storage/postgres"
+)
+
+const secret = "tttttttttttttttttttttttttttttttttttttttt" // apptest's SESSION_SECRET
+
+func sourceStore(t testing.TB, db *postgres.DB) *postgres.SourceStore {
+	c, err := postgres.NewCipher(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return postgres.NewSourceStore(db, c)
+}
+
+func imapIntegration(addr string, extra map[string]any) *docflow.Integration {
+	host, port, _ := net.SplitHostPort(addr)
+	p, _ := strconv.Atoi(port)
+	cfg := map[string]any{"host": host, "port": p, "security": "none", "poll_interval": 10}
+	for k, v := range extra {
+		cfg[k] = v
+	}
+	return &docflow.Integration{OwnerID: "user-1", Direction: docflow.DirectionSource, IntegrationType: "IMAP",
+		Name: "inbox", Config: cfg, IsActive: true, Credentials: map[string]string{"username": "alice", "password": "secret"}}
+}
+
+func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	end := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSourcesIngestLeaseAndFollowTheTable runs a worker (outbox unpublished:
+// the pipeline is not under test) with a source on
+// the in-memory server (no IDLE: it polls), then a second supervisor that
+// must not take the leased source, then deactivation and deletion.
+func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
+	ctx := context.Background()
+	addr := imaptest.MemServer(t, "alice", "secret", false)
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", NoRelay: true, Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	store := sourceStore(t, a.DB)
+	in := imapIntegration(addr, nil)
+	if err := store.AddSourceFixture(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	var mails [][]byte
+	for i := 0; i < 10; i++ {
+		mails = append(mails, imaptest.Mail(fmt.Sprintf("m%d@x", i), fmt.Sprintf("Invoice %d", i),
+			imaptest.Attachment{Name: fmt.Sprintf("inv%d.pdf", i), ContentType: "application/pdf", Data: imaptest.PDF(fmt.Sprint(i), 1000)}))
+	}
+	if err := imaptest.Append(ctx, addr, "alice", "secret", "INBOX", mails...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "10 documents", func() bool {
+		n, _, _ := store.CountMailFiles(ctx, in.ID)
+		return n == 10
+	})
+	files, _, err := a.Files.FindFiles(ctx, docflow.FileFilter{Search: "inv3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f *docflow.File
+	for _, x := range files {
+		if x.OriginalFilename == "inv3.pdf" {
+			f = x
+		}
+	}
+	if f == nil || f.Source != docflow.ChannelEmail || f.OwnerID == nil || *f.OwnerID != "user-1" {
+		t.Fatalf("file = %+v", f)
+	}
+	em, _ := f.AIMetadata["email"].(map[string]any)
+	if em["subject"] != "Invoice 3" || em["message_id"] != "m3@x" || !strings.Contains(fmt.Sprint(em["from"]), "alice@example.com") || em["date"] == nil {
+		t.Fatalf("email metadata = %v", em)
+	}
+	// One intake metric per document, channel email.
+	if err := a.Recorder.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	q, err := pganalytics.NewQueries(a.DB.Pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := q.IntakeStats(ctx, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	if err != nil || len(stats) != 1 || stats[0].Channel != docflow.ChannelEmail || stats[0].Count != 10 {
+		t.Fatalf("intake stats = %+v, %v", stats, err)
+	}
+	waitFor(t, 10*time.Second, "status", func() bool {
+		st, _, _, _ := store.SourceRow(ctx, in.ID)
+		return st.DocumentsIngested == 10 && st.MessagesSeen == 10 && st.LastPollAt != nil && st.State == "connected"
+	})
+
+	// A second process's supervisor leaves the leased source alone.
+	e, err := actors.NewEngine(zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := sources.Spawn(e, sources.Config{Store: store, Intake: a.Intake, Owner: "other", Scan: 100 * time.Millisecond, LeaseTTL: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if _, _, owner, _ := store.SourceRow(ctx, in.ID); owner == nil || *owner == "other" {
+		t.Fatalf("lease owner = %v", owner)
+	}
+
+	// Deactivated: stopped; active again with a wrong password: the
+	// server's reason is the last error.
+	in.IsActive = false
+	if err := store.UpdateSourceFixture(ctx, in, false); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if err := imaptest.Append(ctx, addr, "alice", "secret", "INBOX", imaptest.Mail("late@x", "late",
+		imaptest.Attachment{Name: "late.pdf", Data: imaptest.PDF("late", 100)})); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if n, _, _ := store.CountMailFiles(ctx, in.ID); n != 10 {
+		t.Fatalf("a deactivated source took mail: %d", n)
+	}
+	in.IsActive = true
+	in.Config["poll_interval"] = 11
+	if err := store.UpdateSourceFixture(ctx, in, false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the late mail", func() bool {
+		n, _, _ := store.CountMailFiles(ctx, in.ID)
+		return n == 11
+	})
+	<-e.Poison(other).Done()
+
+	bad := imapIntegration(addr, nil)
+	bad.Credentials["password"] = "wrong"
+	if err := store.AddSourceFixture(ctx, bad); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the login error", func() bool {
+		st, le, _, _ := store.SourceRow(ctx, bad.ID)
+		return le != nil && strings.Contains(*le, "login refused") && st.State == string(actors.IntegrationBackingOff)
+	})
+	// Deleted while running: the source stops, nothing breaks.
+	if err := store.UpdateSourceFixture(ctx, in, true); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+}

@@ -1,0 +1,221 @@
+package imap
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+)
+
+// Client is one IMAP source's connection (an actors.Connector). It is not
+// safe for concurrent use, except that News may fire at any time.
+type Client struct {
+	cfg Config
+	// news, optional, hears that the folder may hold new mail (EXISTS while
+	// idling) or that the connection closed; it is called on the client's
+	// reader goroutine and must not block.
+	news func()
+
+	conn        *deadlineConn
+	c           *imapclient.Client
+	idle        *imapclient.IdleCommand
+	uidValidity uint32
+	closing     atomic.Bool
+}
+
+// New returns an unconnected client for cfg; news may be nil.
+func New(cfg Config, news func()) (*Client, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if news == nil {
+		news = func() {}
+	}
+	return &Client{cfg: cfg, news: news}, nil
+}
+
+// Config is the client's configuration.
+func (k *Client) Config() Config { return k.cfg }
+
+// Connect dials the server, secures the connection as configured, logs in
+// and selects the folder. A refused login or an unknown folder is returned
+// with the server's reason; network failures wrap ErrConnection.
+func (k *Client) Connect(ctx context.Context) error {
+	if k.c != nil {
+		return nil
+	}
+	addr := net.JoinHostPort(k.cfg.Host, strconv.Itoa(k.cfg.Port))
+	dial := k.cfg.Dial
+	if dial == nil {
+		d := net.Dialer{Timeout: k.cfg.DialTimeout, KeepAlive: k.cfg.IOTimeout}
+		dial = d.DialContext
+	}
+	dctx, cancel := context.WithTimeout(ctx, k.cfg.DialTimeout)
+	raw, err := dial(dctx, "tcp", addr)
+	cancel()
+	if err != nil {
+		return connErr(fmt.Errorf("dial %s: %w", addr, err))
+	}
+	conn := &deadlineConn{Conn: raw, timeout: k.cfg.IOTimeout}
+	stop := context.AfterFunc(ctx, conn.abort)
+	defer stop()
+	k.closing.Store(false)
+	opts := &imapclient.Options{UnilateralDataHandler: &imapclient.UnilateralDataHandler{
+		Mailbox: func(d *imapclient.UnilateralDataMailbox) {
+			if d.NumMessages != nil {
+				k.news()
+			}
+		},
+	}}
+	var c *imapclient.Client
+	switch k.cfg.Security {
+	case SecurityTLS:
+		tc, err := k.cfg.tlsConfig()
+		if err != nil {
+			raw.Close()
+			return err
+		}
+		tc.NextProtos = []string{"imap"}
+		tlsConn := tls.Client(conn, tc)
+		if err := tlsConn.HandshakeContext(ctx); err != nil {
+			raw.Close()
+			return connErr(fmt.Errorf("tls handshake with %s: %w", addr, err))
+		}
+		c = imapclient.New(tlsConn, opts)
+	case SecurityStartTLS:
+		tc, err := k.cfg.tlsConfig()
+		if err != nil {
+			raw.Close()
+			return err
+		}
+		opts.TLSConfig = tc
+		if c, err = imapclient.NewStartTLS(conn, opts); err != nil {
+			raw.Close()
+			return connErr(fmt.Errorf("starttls with %s: %w", addr, err))
+		}
+	default:
+		c = imapclient.New(conn, opts)
+	}
+	fail := func(err error) error {
+		c.Close()
+		if isNetErr(err) || ctx.Err() != nil {
+			return connErr(err)
+		}
+		return err
+	}
+	if err := c.Login(k.cfg.Username, k.cfg.Password).Wait(); err != nil {
+		return fail(fmt.Errorf("login refused: %w", err))
+	}
+	sel, err := c.Select(k.cfg.Folder, &imap.SelectOptions{}).Wait()
+	if err != nil {
+		return fail(fmt.Errorf("select folder %q: %w", k.cfg.Folder, err))
+	}
+	k.conn, k.c, k.uidValidity = conn, c, sel.UIDValidity
+	// A connection the server closes wakes the owner, whose next command
+	// then fails and reconnects.
+	go func() {
+		<-c.Closed()
+		if !k.closing.Load() {
+			k.news()
+		}
+	}()
+	return nil
+}
+
+// Connected reports whether the client holds an open connection.
+func (k *Client) Connected() bool {
+	if k.c == nil {
+		return false
+	}
+	select {
+	case <-k.c.Closed():
+		return false
+	default:
+		return true
+	}
+}
+
+// CanIdle reports whether the server offers IDLE.
+func (k *Client) CanIdle() bool {
+	return k.c != nil && (k.c.Caps().Has(imap.CapIdle) || k.c.Caps().Has(imap.CapIMAP4rev2))
+}
+
+// Idle starts waiting for new mail with IDLE (when offered; else it does
+// nothing): the server's EXISTS calls news. Any other command stops it
+// first.
+func (k *Client) Idle(ctx context.Context) error {
+	if k.c == nil {
+		return connErr(errors.New("not connected"))
+	}
+	if k.idle != nil || !k.CanIdle() {
+		return nil
+	}
+	stop := context.AfterFunc(ctx, k.conn.abort)
+	defer stop()
+	cmd, err := k.c.Idle()
+	if err != nil {
+		return k.cmdErr(err)
+	}
+	k.idle = cmd
+	k.conn.setIdle(true)
+	return nil
+}
+
+// stopIdle ends IDLE, if running.
+func (k *Client) stopIdle() error {
+	if k.idle == nil {
+		return nil
+	}
+	cmd := k.idle
+	k.idle = nil
+	k.conn.setIdle(false)
+	if err := cmd.Close(); err != nil {
+		return connErr(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		return k.cmdErr(err)
+	}
+	return nil
+}
+
+// Close logs out (bounded by ctx and the I/O timeout) and closes the
+// connection.
+func (k *Client) Close(ctx context.Context) error {
+	if k.c == nil {
+		return nil
+	}
+	k.closing.Store(true)
+	c, conn := k.c, k.conn
+	k.c, k.conn = nil, nil
+	stop := context.AfterFunc(ctx, conn.abort)
+	defer stop()
+	if k.idle != nil {
+		conn.setIdle(false)
+		k.idle.Close() //nolint:errcheck
+		k.idle = nil
+	}
+	err := c.Logout().Wait()
+	if cerr := c.Close(); err == nil && cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+		err = cerr
+	}
+	return err
+}
+
+// cmdErr classifies a command's error: the connection's failures wrap
+// ErrConnection; the server's NO and BAD answers are returned as they are.
+func (k *Client) cmdErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var ie *imap.Error
+	if errors.As(err, &ie) {
+		return err
+	}
+	return connErr(err)
+}

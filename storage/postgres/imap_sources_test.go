@@ -1,0 +1,136 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"docflow"
+	"docflow/storage/postgres"
+)
+
+func sourceFixture(t *testing.T, db *postgres.DB) (*postgres.SourceStore, *docflow.Integration) {
+	t.Helper()
+	c, err := postgres.NewCipher("0123456789abcdef0123456789abcdef")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := postgres.NewSourceStore(db, c)
+	in := &docflow.Integration{OwnerID: "ann", Direction: docflow.DirectionSource, IntegrationType: "IMAP", Name: "box",
+		Config: map[string]any{"host": "h"}, Credentials: map[string]string{"username": "u", "password": "p"}, IsActive: true}
+	if err := ss.AddSourceFixture(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	return ss, in
+}
+
+// One attachment of one mail is recorded once, on both ingest paths and
+// under concurrency: every other record of it fails with ECONFLICT and
+// writes nothing; a deleted integration gives ENOTFOUND.
+func TestIngestMailAttachmentExactlyOnce(t *testing.T) {
+	ctx := context.Background()
+	db, s := openFiles(t)
+	ss, in := sourceFixture(t, db)
+	seen := docflow.MailSeen{IntegrationID: in.ID, MessageKey: "<m@x>", Attachment: 0}
+	rec := func(hash, owner string, limit int) docflow.IngestRecord {
+		id, err := s.NewFileID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := seen
+		return docflow.IngestRecord{ID: id, File: newFile(hash, owner), Dedup: true, DailyLimit: limit, Mail: &m}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			owner, limit := "", 0
+			if i%2 == 1 {
+				owner, limit = "ann", 100 // the transactional path
+			}
+			_, errs[i] = s.Ingest(ctx, rec(fmt.Sprintf("h%d", i), owner, limit))
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		switch docflow.ErrorCode(err) {
+		case "":
+			ok++
+		case docflow.ECONFLICT:
+		default:
+			t.Fatalf("ingest: %v", err)
+		}
+	}
+	var files int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM files`).Scan(&files); err != nil {
+		t.Fatal(err)
+	}
+	if ok != 1 || files != 1 {
+		t.Fatalf("%d ingests succeeded, %d files", ok, files)
+	}
+	done, atts, err := ss.MailSeen(ctx, in.ID, "<m@x>")
+	if err != nil || done || len(atts) != 1 || atts[0] != 0 {
+		t.Fatalf("seen = %v %v %v", done, atts, err)
+	}
+	if err := ss.MailsDone(ctx, in.ID, []string{"<m@x>", "<n@x>"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.MailsDone(ctx, in.ID, []string{"<m@x>"}); err != nil {
+		t.Fatal(err)
+	}
+	if done, _, _ := ss.MailSeen(ctx, in.ID, "<n@x>"); !done {
+		t.Fatal("mail not finished")
+	}
+	if err := ss.UpdateSourceFixture(ctx, in, true); err != nil {
+		t.Fatal(err)
+	}
+	seen.MessageKey = "<other@x>"
+	if _, err := s.Ingest(ctx, rec("gone", "", 0)); docflow.ErrorCode(err) != docflow.ENOTFOUND {
+		t.Fatalf("ingest for a deleted integration = %v", err)
+	}
+}
+
+// A source is leased to one owner at a time; the lease passes on expiry,
+// the credentials come back decrypted, and a report needs the lease.
+func TestSourceLeases(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFiles(t)
+	ss, in := sourceFixture(t, db)
+	a, err := ss.ClaimSources(ctx, "a", 300*time.Millisecond)
+	if err != nil || len(a) != 1 || a[0].Integration.Credentials["password"] != "p" || a[0].Integration.Config["host"] != "h" {
+		t.Fatalf("claim a = %+v, %v", a, err)
+	}
+	if b, err := ss.ClaimSources(ctx, "b", time.Second); err != nil || len(b) != 0 {
+		t.Fatalf("b took a's lease: %+v, %v", b, err)
+	}
+	if err := ss.SaveSourceReport(ctx, in.ID, "b", docflow.SourceReport{}); docflow.ErrorCode(err) != docflow.ENOTFOUND {
+		t.Fatalf("report without the lease = %v", err)
+	}
+	st := docflow.IntegrationStatus{State: "connected", MessagesSeen: 3}
+	if err := ss.SaveSourceReport(ctx, in.ID, "a", docflow.SourceReport{Status: st, Cursor: docflow.MailCursor{UIDValidity: 7, LastUID: 9}, LastError: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(400 * time.Millisecond)
+	b, err := ss.ClaimSources(ctx, "b", time.Second)
+	if err != nil || len(b) != 1 || b[0].Cursor.LastUID != 9 || b[0].Integration.Status.MessagesSeen != 3 {
+		t.Fatalf("b after expiry = %+v, %v", b, err)
+	}
+	if a, _ := ss.ClaimSources(ctx, "a", time.Second); len(a) != 0 {
+		t.Fatal("a still holds the lease")
+	}
+	if err := ss.ReleaseSources(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	in.IsActive = false
+	if err := ss.UpdateSourceFixture(ctx, in, false); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := ss.ClaimSources(ctx, "a", time.Second); len(a) != 0 {
+		t.Fatal("an inactive source was leased")
+	}
+}
