@@ -21,6 +21,7 @@ require (
 	github.com/pdfcpu/pdfcpu v0.15.0
 	github.com/rs/zerolog v1.35.1
 	github.com/segmentio/kafka-go v0.4.51
+	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/valyala/fasthttp v1.78.0
 	github.com/wneessen/go-mail v0.8.1

@@ -113,6 +113,8 @@ func Catalogue() []SettingDef {
 
 		// Notifications
 		{Key: "WEBHOOK_TIMEOUT", Category: "Notifications", Type: TypeInt, Default: "10", Description: "Webhook delivery timeout in seconds", Check: AtLeast(1)},
+		r(SettingDef{Key: "WEBHOOK_RETRY_DELAYS", Category: "Notifications", Type: TypeList, Default: "60,300,900", Description: "Retry delays of a failed webhook delivery (jitter ±20 %)", Check: Durations()}),
+		{Key: "WEBHOOK_ALLOWED_HOSTS", Category: "Notifications", Type: TypeList, Description: "Hosts webhooks may be delivered to even when they resolve to private addresses", Check: HostList()},
 		{Key: "PUSH_RELAY_URL", Category: "Notifications", Type: TypeString, Default: "https://exp.host/--/api/v2/push/send", Description: "Push notification relay", Check: URLs("https", "http")},
 		{Key: "NOTIFICATION_URLS", Category: "Notifications", Type: TypeList, Description: "Admin notification channels (URLs)", Check: URLList()},
 		{Key: "SMTP_HOST", Category: "Notifications", Type: TypeString, Description: "SMTP server for e-mail"},

@@ -120,21 +120,31 @@ func TaskDeadLetter(t StepTask, reason string, now time.Time) (docflow.OutboxMes
 // DocumentUploaded announces a new upload of f (document.uploaded).
 func DocumentUploaded(f *docflow.File, now time.Time) (docflow.OutboxMessage, error) {
 	return eventMessage(docflow.EventDocumentUploaded, f.ID, f.OwnerID,
-		map[string]any{"file_id": f.ID, "filename": f.OriginalFilename}, now)
+		documentData(f, f.Status, nil), now)
 }
 
 // DocumentProcessed announces that run runID of f ended with status
 // (completed, duplicate).
 func DocumentProcessed(f *docflow.File, runID, status string, now time.Time) (docflow.OutboxMessage, error) {
 	return eventMessage(docflow.EventDocumentProcessed, f.ID, f.OwnerID,
-		map[string]any{"file_id": f.ID, "filename": f.OriginalFilename, "task_id": runID, "status": status}, now)
+		documentData(f, status, map[string]any{"task_id": runID}), now)
 }
 
 // DocumentFailed announces that run runID of f failed at step for reason.
 func DocumentFailed(f *docflow.File, runID, step, reason string, now time.Time) (docflow.OutboxMessage, error) {
 	return eventMessage(docflow.EventDocumentFailed, f.ID, f.OwnerID,
-		map[string]any{"file_id": f.ID, "filename": f.OriginalFilename, "task_id": runID,
-			"status": docflow.StatusFailed, "step": step, "error": truncateReason(reason)}, now)
+		documentData(f, docflow.StatusFailed, map[string]any{"task_id": runID, "step": step, "error": truncateReason(reason)}), now)
+}
+
+// documentData is the data of a document event: file_id, filename,
+// status, title and owner_id (what webhooks receive), plus extra.
+func documentData(f *docflow.File, status string, extra map[string]any) map[string]any {
+	d := map[string]any{"file_id": f.ID, "filename": f.OriginalFilename, "status": status,
+		"title": f.DocumentTitle, "owner_id": f.OwnerID}
+	for k, v := range extra {
+		d[k] = v
+	}
+	return d
 }
 
 // FileEvent announces name (EventFileUpdated, EventFileDeleted) for

@@ -21,6 +21,7 @@ import (
 
 	"docflow"
 	"docflow/actors"
+	"docflow/actors/delivery"
 	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
 	"docflow/actors/pipeline/steps"
@@ -66,8 +67,10 @@ type Config struct {
 	Blobs   func(*blob.Options)
 	// Now is the clock of the HTTP server and of the local accounts'
 	// reset tokens (nil: the real one; tests move it forward).
-	Now     func() time.Time
-	Sources func(*sources.Config)
+	Now func() time.Time
+	// Delivery adjusts the event delivery's configuration.
+	Delivery func(*delivery.Config)
+	Sources  func(*sources.Config)
 }
 
 // App is one docflow process: Build builds every dependency once and Close
@@ -101,6 +104,10 @@ type App struct {
 	Engine      *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
+	// Webhooks stores webhooks and their deliveries; Delivery delivers
+	// events to them (serve, worker).
+	Webhooks *postgres.WebhookStore
+	Delivery *delivery.Service
 	// Sources is the supervisor of the IMAP sources (serve, worker).
 	Sources *actor.PID
 
@@ -204,8 +211,12 @@ func (m *App) run(ctx context.Context) error {
 	if m.Actors, err = actors.NewEngine(m.Log); err != nil {
 		return err
 	}
+	m.Webhooks = postgres.NewWebhookStore(m.DB, m.cipher, delivery.AttemptMessage)
 	if m.Role == "serve" || m.Role == "worker" {
 		if err := m.startEngine(ctx); err != nil {
+			return err
+		}
+		if err := m.startDelivery(ctx); err != nil {
 			return err
 		}
 		if err := m.startSources(); err != nil {
@@ -621,6 +632,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
 	srv.MountQueue(dfhttp.QueueDeps{Queue: pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)})
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
+	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
 	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.admins}, Mailer: smtp.New(m.Settings)})

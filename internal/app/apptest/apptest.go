@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"docflow/actors/delivery"
 	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
 	"docflow/actors/sources"
@@ -62,6 +63,8 @@ type Options struct {
 	Blobs   func(*blob.Options)
 	// Now is the clock of the HTTP API and the reset tokens (app.Config.Now).
 	Now func() time.Time
+	// Delivery adjusts the event delivery (app.Config.Delivery).
+	Delivery func(*delivery.Config)
 	// Sources adjusts the IMAP sources' supervisor after the twin's quick
 	// timings (scans every 200 ms, leases of 3 s, reconnects after 100 ms).
 	Sources func(*sources.Config)
@@ -178,6 +181,14 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 		},
 		Blobs: o.Blobs,
 		Now:   o.Now,
+		Delivery: func(c *delivery.Config) {
+			if !o.ProductionTimings {
+				c.Consumer = quickConsumer
+			}
+			if o.Delivery != nil {
+				o.Delivery(c)
+			}
+		},
 		Sources: func(c *sources.Config) {
 			if !o.ProductionTimings {
 				c.Scan, c.LeaseTTL = 200*time.Millisecond, 3*time.Second

@@ -1,0 +1,209 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"docflow"
+	"docflow/actors"
+)
+
+// job is one attempt to make: of delivery d, numbered attempt (0: the
+// next one). done resolves it (acknowledges what brought it).
+type job struct {
+	d       *docflow.EventDelivery
+	attempt int
+	done    func()
+}
+
+// jobDone tells a subscriber's actor that one of its attempts ended;
+// failed: the receiver failed it.
+type jobDone struct{ failed bool }
+
+// subscriberActor queues the attempts to one subscriber and runs at most
+// limit at once, each on a goroutine of its own: Receive never waits on a
+// receiver. While the subscriber's latest attempt failed, a queue longer
+// than MaxQueue is postponed to the first delay topic (no attempt counted)
+// and its events acknowledged: a dead receiver holds neither memory nor
+// the consumer's in-flight budget, so the others' deliveries keep flowing.
+// A healthy receiver's queue is bounded by that budget alone.
+type subscriberActor struct {
+	s       *Service
+	limit   int
+	running int
+	failing bool
+	queue   []*job
+}
+
+func (a *subscriberActor) Receive(c *actor.Context) {
+	switch m := c.Message().(type) {
+	case *job:
+		a.queue = append(a.queue, m)
+	case jobDone:
+		a.running--
+		a.failing = m.failed
+	default:
+		return
+	}
+	if a.failing && len(a.s.tiers) > 0 {
+		for len(a.queue) > a.s.cfg.MaxQueue {
+			j := a.queue[len(a.queue)-1]
+			a.queue[len(a.queue)-1] = nil
+			a.queue = a.queue[:len(a.queue)-1]
+			a.s.wg.Add(1)
+			go func() {
+				defer a.s.wg.Done()
+				a.s.postpone(j)
+			}()
+		}
+	}
+	for a.running < a.limit && len(a.queue) > 0 {
+		j := a.queue[0]
+		a.queue[0] = nil
+		a.queue = a.queue[1:]
+		a.running++
+		engine, self := c.Engine(), c.PID()
+		a.s.wg.Add(1)
+		go func() {
+			defer a.s.wg.Done()
+			failed := a.s.attempt(j)
+			engine.Send(self, jobDone{failed: failed})
+		}()
+	}
+}
+
+// submit hands j to the actor of its subscriber, spawning it the first
+// time.
+func (s *Service) submit(j *job) {
+	key := j.d.Subscriber.String()
+	s.mu.Lock()
+	pid, ok := s.actors[key]
+	if !ok {
+		pid = s.cfg.Actors.Spawn(func() actor.Receiver {
+			return &subscriberActor{s: s, limit: s.cfg.PerSubscriber}
+		}, "delivery", actors.SpawnOpts(s.log, actor.WithID(key))...)
+		s.actors[key] = pid
+	}
+	s.mu.Unlock()
+	s.cfg.Actors.Send(pid, j)
+}
+
+// attempt makes one attempt of j and records it; j is resolved unless the
+// service stopped before the outcome was recorded. failed reports a
+// receiver that did not take the delivery.
+func (s *Service) attempt(j *job) (failed bool) {
+	d := j.d
+	log := s.log.With().Int64("delivery", d.ID).Str("event_id", d.EventID).Str("subscriber", d.Subscriber.String()).Logger()
+	if d.Status != docflow.DeliveryPending || (j.attempt > 0 && d.Attempts >= j.attempt) {
+		j.done() // resolved already: a copy after a crash, or a stale retry
+		return false
+	}
+	var t docflow.DeliveryTarget
+	if !s.retry("read delivery target", func(ctx context.Context) (err error) {
+		t, err = s.cfg.Store.Target(ctx, d.Subscriber)
+		return err
+	}) {
+		return false
+	}
+	sender := s.cfg.Senders[d.Subscriber.Kind]
+	reason := ""
+	switch {
+	case !t.Found:
+		reason = "subscriber deleted"
+	case !t.Active:
+		reason = "subscriber inactive"
+	case sender == nil:
+		reason = "no sender for subscriber kind " + d.Subscriber.Kind
+	}
+	if reason != "" {
+		if s.retry("drop delivery", func(ctx context.Context) error {
+			return s.cfg.Store.DropDelivery(ctx, d.ID, reason)
+		}) {
+			log.Info().Str("reason", reason).Msg("delivery dropped")
+			j.done()
+		}
+		return false
+	}
+
+	n := d.Attempts + 1
+	timeout := s.cfg.Timeout
+	if timeout <= 0 {
+		timeout = time.Duration(docflow.SettingInt(s.cfg.Settings, "WEBHOOK_TIMEOUT", 10)) * time.Second
+	}
+	started := time.Now()
+	res := actors.RunTimed(s.ctx, timeout, func(ctx context.Context) (Result, error) {
+		r := sender.Send(ctx, t, d)
+		return r, nil
+	})
+	if s.ctx.Err() != nil {
+		return false // stopping: the attempt is made again by the next owner
+	}
+	r := res.Value
+	if res.Err != nil {
+		r = Result{Err: res.Err}
+	}
+	if r.Err != nil && errors.Is(r.Err, context.DeadlineExceeded) {
+		r.Err = fmt.Errorf("timed out after %v: %w", timeout, r.Err)
+	}
+	a := docflow.DeliveryAttempt{DeliveryID: d.ID, Attempt: n, StatusCode: r.StatusCode,
+		Duration: time.Since(started), At: started, Status: docflow.DeliveryDelivered}
+	var retry *docflow.OutboxMessage
+	if r.Err != nil || r.StatusCode < 200 || r.StatusCode > 299 {
+		a.Error = failure(r)
+		a.Status = docflow.DeliveryFailed
+		if tier, delay, ok := s.next(n); ok {
+			due := time.Now().Add(delay)
+			m, err := retryMessage(d.ID, n+1, tier, due)
+			if err != nil {
+				log.Error().Err(err).Msg("encode delivery retry")
+			} else {
+				a.Status, a.NextAttemptAt, retry = docflow.DeliveryPending, &due, &m
+			}
+		}
+	}
+	if !s.retry("record delivery attempt", func(ctx context.Context) error {
+		_, err := s.cfg.Store.RecordAttempt(ctx, d.Subscriber, a, retry)
+		return err
+	}) {
+		return a.Status != docflow.DeliveryDelivered
+	}
+	ev := log.Debug()
+	switch a.Status {
+	case docflow.DeliveryFailed:
+		ev = log.Warn()
+	case docflow.DeliveryPending:
+		ev = log.Info()
+	}
+	ev.Int("attempt", n).Int("status_code", r.StatusCode).Str("error", a.Error).Str("status", a.Status).
+		Dur("took", a.Duration).Msg("delivery attempt")
+	j.done()
+	return a.Status != docflow.DeliveryDelivered
+}
+
+// postpone puts j back on the first delay topic without an attempt (its
+// subscriber's queue is full) and resolves it.
+func (s *Service) postpone(j *job) {
+	tier, delay, _ := s.next(1)
+	due := time.Now().Add(delay)
+	m, err := retryMessage(j.d.ID, j.d.Attempts+1, tier, due)
+	if err != nil {
+		s.log.Error().Err(err).Msg("encode postponed delivery")
+		return
+	}
+	if s.retry("postpone delivery", func(ctx context.Context) error {
+		return s.cfg.Store.Postpone(ctx, j.d.ID, due, m)
+	}) {
+		j.done()
+	}
+}
+
+func failure(r Result) string {
+	if r.Err != nil {
+		return r.Err.Error()
+	}
+	return fmt.Sprintf("receiver answered %d", r.StatusCode)
+}

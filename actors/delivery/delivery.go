@@ -1,0 +1,433 @@
+// Package delivery delivers docflow's events to their subscribers:
+// webhooks today; automation hooks, push devices and the admin channels
+// plug in later as further subscriber kinds with a Sender each.
+//
+// A consumer group on the events topic fans each deliverable event out:
+// the store records one delivery per (event id, subscriber) in PostgreSQL,
+// idempotently, and each delivery goes to the actor of its subscriber,
+// which makes the attempt on a goroutine of its own (never inside Receive)
+// with at most PerSubscriber attempts at once, so a slow or dead receiver
+// only ever delays its own deliveries. An event is acknowledged once
+// every one of its deliveries is resolved: delivered, given up, dropped,
+// or recorded as failed together with its retry, which the same
+// transaction writes to the outbox for the delay topic of its tier. The
+// delay relay (a second consumer group) holds each retry until it is due
+// and publishes it to the attempts topic, where the first group takes it
+// again. A process killed with deliveries in flight acknowledged none of
+// them: the next owner of the partition makes them again, with the same
+// event id (at least once).
+package delivery
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/rs/zerolog"
+	"github.com/segmentio/kafka-go"
+
+	"docflow"
+	"docflow/streams"
+)
+
+// Topics and groups of the delivery core.
+const (
+	// TopicAttempts carries "attempt delivery N now" messages: retries
+	// that are due and redeliveries asked for by an admin.
+	TopicAttempts = "docflow.deliveries"
+	// DefaultGroupID is the consumer group of the events and attempts
+	// topics; the delay relay's group is DefaultGroupID + "-delay".
+	DefaultGroupID = "docflow-deliveries"
+
+	retryTopicPrefix = "docflow.deliveries.retry."
+)
+
+// RetryTopic names the delay topic of a retry tier.
+func RetryTopic(t streams.RetryTier) string { return retryTopicPrefix + t.Name }
+
+// Store is what the delivery core reads and writes
+// (postgres.WebhookStore).
+type Store interface {
+	Fanout(ctx context.Context, ev docflow.Event) ([]docflow.EventDelivery, error)
+	Delivery(ctx context.Context, id int64) (*docflow.EventDelivery, error)
+	Target(ctx context.Context, sub docflow.Subscriber) (docflow.DeliveryTarget, error)
+	RecordAttempt(ctx context.Context, sub docflow.Subscriber, a docflow.DeliveryAttempt, retry *docflow.OutboxMessage) (bool, error)
+	DropDelivery(ctx context.Context, id int64, reason string) error
+	// Postpone sets a pending delivery's next attempt to due and writes
+	// m, which brings it back then, in one transaction.
+	Postpone(ctx context.Context, id int64, due time.Time, m docflow.OutboxMessage) error
+}
+
+// Result is the outcome of one attempt: a 2xx StatusCode with a nil Err
+// is a delivery; anything else is retried.
+type Result struct {
+	StatusCode int
+	Err        error
+}
+
+// Sender makes one attempt of a delivery to its target. It must return
+// once ctx is done.
+type Sender interface {
+	Send(ctx context.Context, t docflow.DeliveryTarget, d *docflow.EventDelivery) Result
+}
+
+// Config configures a Service.
+type Config struct {
+	Actors      *actor.Engine
+	Brokers     []string
+	Store       Store
+	Settings    docflow.SettingsService
+	Senders     map[string]Sender // by subscriber kind
+	Publisher   streams.Publisher // dead letters and the delay relay's publishes
+	Log         zerolog.Logger
+	GroupID     string          // DefaultGroupID when empty
+	RetryDelays []time.Duration // default WEBHOOK_RETRY_DELAYS
+	Jitter      float64         // default 0.2
+	Partitions  int             // of the topics it creates; default streams.DefaultPartitions
+	// Timeout bounds one attempt; default WEBHOOK_TIMEOUT, read at each
+	// attempt.
+	Timeout time.Duration
+	// PerSubscriber is how many attempts to one subscriber run at once.
+	// Default 4.
+	PerSubscriber int
+	// MaxQueue is how many attempts may wait for a subscriber whose
+	// latest attempt failed; more are postponed to the first retry tier
+	// (no attempt counted), so a dead receiver holds neither memory nor
+	// the consumer's in-flight budget. Default 256.
+	MaxQueue int
+	// Consumer adjusts both consumers' configuration (tests shorten the
+	// group timings).
+	Consumer func(*streams.ConsumerConfig)
+}
+
+// Service runs the delivery consumers and the subscribers' actors.
+type Service struct {
+	cfg   Config
+	log   zerolog.Logger
+	tiers []streams.RetryTier
+
+	consumer, delay *streams.Consumer
+	relay           *delayRelay
+
+	mu     sync.Mutex
+	actors map[string]*actor.PID
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+// New checks cfg and builds the consumers; Start runs them.
+func New(cfg Config) (*Service, error) {
+	switch {
+	case cfg.Actors == nil:
+		return nil, errors.New("new delivery: nil actor engine")
+	case len(cfg.Brokers) == 0:
+		return nil, errors.New("new delivery: no brokers")
+	case cfg.Store == nil || cfg.Settings == nil || cfg.Publisher == nil:
+		return nil, errors.New("new delivery: store, settings and publisher are required")
+	case len(cfg.Senders) == 0:
+		return nil, errors.New("new delivery: no senders")
+	}
+	if cfg.GroupID == "" {
+		cfg.GroupID = DefaultGroupID
+	}
+	if cfg.RetryDelays == nil {
+		v := cfg.Settings.Get("WEBHOOK_RETRY_DELAYS")
+		if v == "" {
+			v = "60,300,900"
+		}
+		d, err := docflow.ParseDurations(v)
+		if err != nil {
+			return nil, fmt.Errorf("WEBHOOK_RETRY_DELAYS: %w", err)
+		}
+		cfg.RetryDelays = d
+	}
+	if cfg.Jitter <= 0 {
+		cfg.Jitter = 0.2
+	}
+	if cfg.PerSubscriber <= 0 {
+		cfg.PerSubscriber = 4
+	}
+	if cfg.MaxQueue <= 0 {
+		cfg.MaxQueue = 256
+	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = streams.DefaultPartitions
+	}
+	s := &Service{cfg: cfg, log: cfg.Log.With().Str("component", "delivery").Logger(),
+		tiers: streams.RetryTiersFor(cfg.RetryDelays...), actors: map[string]*actor.PID{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.relay = &delayRelay{pub: cfg.Publisher, log: s.log, now: time.Now, ctx: s.ctx}
+
+	main := streams.ConsumerConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID,
+		Topics: []string{streams.TopicEvents, TopicAttempts}, Step: "delivery",
+		DeadLetters: cfg.Publisher, MaxInFlight: 4096, MaxInFlightPerPartition: 1024, Log: cfg.Log}
+	delay := streams.ConsumerConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID + "-delay",
+		Topics: s.retryTopics(), Step: "delivery-delay", DeadLetters: cfg.Publisher,
+		MaxInFlight: 8192, MaxInFlightPerPartition: 2048, Log: cfg.Log}
+	if cfg.Consumer != nil {
+		cfg.Consumer(&main)
+		cfg.Consumer(&delay)
+	}
+	main.Handler, delay.Handler = s.handle, s.relay.handle
+	var err error
+	if s.consumer, err = streams.NewConsumer(main); err != nil {
+		return nil, fmt.Errorf("new delivery: %w", err)
+	}
+	if len(delay.Topics) > 0 {
+		if s.delay, err = streams.NewConsumer(delay); err != nil {
+			return nil, fmt.Errorf("new delivery: %w", err)
+		}
+	}
+	return s, nil
+}
+
+func (s *Service) retryTopics() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range s.tiers {
+		if n := RetryTopic(t); !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Topics lists the topics the service needs besides the events topic.
+func (s *Service) Topics() []kafka.TopicConfig {
+	var out []kafka.TopicConfig
+	for _, n := range append([]string{TopicAttempts}, s.retryTopics()...) {
+		out = append(out, kafka.TopicConfig{Topic: n, NumPartitions: s.cfg.Partitions, ReplicationFactor: 1})
+	}
+	return out
+}
+
+// Start creates the topics it lacks and joins the consumer groups.
+func (s *Service) Start(ctx context.Context) error {
+	if err := streams.EnsureTopics(ctx, s.cfg.Brokers, s.Topics()); err != nil {
+		return fmt.Errorf("start delivery: %w", err)
+	}
+	if s.delay != nil {
+		if err := s.delay.Start(); err != nil {
+			return fmt.Errorf("start delivery delay relay: %w", err)
+		}
+	}
+	if err := s.consumer.Start(); err != nil {
+		return fmt.Errorf("start delivery: %w", err)
+	}
+	return nil
+}
+
+// Close stops fetching, lets the attempts under way finish until ctx is
+// done (the rest are made again by the next owner), commits and leaves the
+// groups.
+func (s *Service) Close(ctx context.Context) error {
+	var errs []error
+	s.once.Do(func() {
+		errs = append(errs, s.consumer.Close(ctx))
+		s.cancel()
+		if s.delay != nil {
+			errs = append(errs, s.delay.Close(ctx))
+		}
+		done := make(chan struct{})
+		go func() { s.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+		s.mu.Lock()
+		pids := make([]*actor.PID, 0, len(s.actors))
+		for _, p := range s.actors {
+			pids = append(pids, p)
+		}
+		s.mu.Unlock()
+		// The actors hold only queues by now: a short wait of their own,
+		// whatever is left of ctx.
+		pctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		for _, p := range pids {
+			<-s.cfg.Actors.PoisonCtx(pctx, p).Done()
+		}
+	})
+	return errors.Join(errs...)
+}
+
+// attemptMsg is the payload of TopicAttempts and of the delay topics.
+type attemptMsg struct {
+	DeliveryID int64 `json:"delivery_id"`
+	Attempt    int   `json:"attempt"` // the attempt this message asks for
+}
+
+// AttemptMessage is the outbox message asking for attempt number attempt
+// of delivery id now (a redelivery): postgres.AttemptEncoder.
+func AttemptMessage(id int64, attempt int) (docflow.OutboxMessage, error) {
+	b, err := json.Marshal(attemptMsg{DeliveryID: id, Attempt: attempt})
+	if err != nil {
+		return docflow.OutboxMessage{}, err
+	}
+	return docflow.OutboxMessage{Topic: TopicAttempts, Key: strconv.FormatInt(id, 10), Payload: b}, nil
+}
+
+// retryMessage puts attempt number attempt of delivery id on tier's delay
+// topic, due at due.
+func retryMessage(id int64, attempt int, tier streams.RetryTier, due time.Time) (docflow.OutboxMessage, error) {
+	m, err := AttemptMessage(id, attempt)
+	if err != nil {
+		return m, err
+	}
+	m.Topic = RetryTopic(tier)
+	m.Headers = map[string]string{
+		streams.HeaderDueAt:       strconv.FormatInt(due.UnixMilli(), 10),
+		streams.HeaderTargetTopic: TopicAttempts,
+	}
+	return m, nil
+}
+
+// next returns the tier and jittered delay after failed attempt n, or
+// false when n was the last.
+func (s *Service) next(n int) (streams.RetryTier, time.Duration, bool) {
+	if n < 1 || n > len(s.tiers) {
+		return streams.RetryTier{}, 0, false
+	}
+	t := s.tiers[n-1]
+	f := 1 + s.cfg.Jitter*(2*rand.Float64()-1)
+	return t, time.Duration(float64(t.Delay) * f), true
+}
+
+// handle runs on a fetch goroutine of the main consumer.
+func (s *Service) handle(d *streams.Delivery) {
+	switch d.Message.Topic {
+	case TopicAttempts:
+		var m attemptMsg
+		if err := json.Unmarshal(d.Message.Value, &m); err != nil || m.DeliveryID <= 0 {
+			d.Nack(streams.Poison(fmt.Errorf("attempt message: %v", err)))
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			del, ok := s.load(m.DeliveryID)
+			if !ok {
+				return // stopping: unacknowledged, made again by the next owner
+			}
+			if del == nil {
+				d.Ack()
+				return
+			}
+			s.submit(&job{d: del, attempt: m.Attempt, done: d.Ack})
+		}()
+	default:
+		ev, ok, err := deliverableEvent(d.Message.Value)
+		switch {
+		case err != nil:
+			d.Nack(err)
+		case !ok:
+			d.Ack()
+		default:
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.fanout(ev, d.Ack)
+			}()
+		}
+	}
+}
+
+// deliverableEvent decodes an event delivered outside; ok is false for
+// anything else on the topic (internal events). Errors are poison.
+func deliverableEvent(b []byte) (docflow.Event, bool, error) {
+	env, err := streams.DecodeEnvelope(b)
+	if err != nil {
+		return docflow.Event{}, false, err
+	}
+	if env.Type != streams.TypeEvent {
+		return docflow.Event{}, false, nil
+	}
+	_, ev, err := streams.Decode[streams.Event](b)
+	if err != nil {
+		return docflow.Event{}, false, err
+	}
+	if !docflow.IsDeliverable(ev.Name) {
+		return docflow.Event{}, false, nil
+	}
+	if ev.ID == "" {
+		return docflow.Event{}, false, streams.Poison(fmt.Errorf("event %s without an id", ev.Name))
+	}
+	return docflow.Event(ev), true, nil
+}
+
+// fanout records ev's deliveries and submits them; ack runs once all are
+// resolved. While the store is unreachable it retries with back-off; a
+// stopping service leaves the event unacknowledged.
+func (s *Service) fanout(ev docflow.Event, ack func()) {
+	var ds []docflow.EventDelivery
+	ok := s.retry("fan out "+ev.ID, func(ctx context.Context) (err error) {
+		ds, err = s.cfg.Store.Fanout(ctx, ev)
+		return err
+	})
+	if !ok {
+		return
+	}
+	if len(ds) == 0 {
+		ack()
+		return
+	}
+	var left atomic.Int64
+	left.Store(int64(len(ds)))
+	resolved := func() {
+		if left.Add(-1) == 0 {
+			ack()
+		}
+	}
+	for i := range ds {
+		s.submit(&job{d: &ds[i], done: resolved})
+	}
+}
+
+// load reads delivery id; nil when it is gone. ok is false when the
+// service stopped first.
+func (s *Service) load(id int64) (d *docflow.EventDelivery, ok bool) {
+	ok = s.retry("load delivery", func(ctx context.Context) error {
+		var err error
+		d, err = s.cfg.Store.Delivery(ctx, id)
+		if docflow.ErrorCode(err) == docflow.ENOTFOUND {
+			d, err = nil, nil
+		}
+		return err
+	})
+	return d, ok
+}
+
+// retry runs fn until it succeeds (true) or the service stops (false),
+// backing off from 200 ms to 5 s.
+func (s *Service) retry(what string, fn func(ctx context.Context) error) bool {
+	backoff := 200 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
+		err := fn(ctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if s.ctx.Err() != nil {
+			return false
+		}
+		s.log.Warn().Err(err).Msg(what)
+		select {
+		case <-time.After(backoff):
+		case <-s.ctx.Done():
+			return false
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}

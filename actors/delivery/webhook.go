@@ -1,0 +1,168 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"code.dny.dev/ssrf"
+
+	"docflow"
+)
+
+// MaxResponseBody is how much of a receiver's answer is read: the status
+// is what counts, and a receiver answering gigabytes must not hold a
+// worker.
+const MaxResponseBody = 64 << 10
+
+// ErrPrivateAddress refuses a receiver on a private or internal address
+// that WEBHOOK_ALLOWED_HOSTS does not name.
+var ErrPrivateAddress = errors.New("access to private or internal addresses is not allowed")
+
+// WebhookSender POSTs events to webhooks: the body {data, event,
+// timestamp} with sorted keys, signed as sent. Every connection is checked
+// when it is made: a receiver (or a DNS answer) on a private or internal
+// address is refused unless its host is in WEBHOOK_ALLOWED_HOSTS.
+// Redirects are never followed: a 3xx is a failed attempt (a receiver
+// cannot bounce a signed request to another address).
+type WebhookSender struct {
+	settings docflow.SettingsService
+	client   *http.Client
+}
+
+// NewWebhookSender builds the sender; settings gives WEBHOOK_ALLOWED_HOSTS
+// (read at each connection).
+func NewWebhookSender(settings docflow.SettingsService) *WebhookSender {
+	w := &WebhookSender{settings: settings}
+	guard := ssrf.New(ssrf.WithAnyPort())
+	checked := &net.Dialer{Timeout: 10 * time.Second, Control: guard.Safe}
+	plain := &net.Dialer{Timeout: 10 * time.Second}
+	tr := &http.Transport{
+		Proxy: nil,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				return nil, err
+			}
+			if w.allowed(host) {
+				return plain.DialContext(ctx, network, addr)
+			}
+			c, err := checked.DialContext(ctx, network, addr)
+			if err != nil && isSSRF(err) {
+				return nil, fmt.Errorf("%s: %w", host, ErrPrivateAddress)
+			}
+			return c, err
+		},
+		MaxIdleConnsPerHost:   8,
+		IdleConnTimeout:       60 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ResponseHeaderTimeout: 0, // the attempt's context bounds it all
+	}
+	w.client = &http.Client{Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return w
+}
+
+func isSSRF(err error) bool {
+	for _, e := range []error{ssrf.ErrProhibitedIP, ssrf.ErrProhibitedNetwork, ssrf.ErrProhibitedPort, ssrf.ErrInvalidHostPort} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *WebhookSender) allowed(host string) bool {
+	return HostAllowed(docflow.SettingList(w.settings, "WEBHOOK_ALLOWED_HOSTS"), host)
+}
+
+// HostAllowed reports whether list (WEBHOOK_ALLOWED_HOSTS) names host.
+func HostAllowed(list []string, host string) bool {
+	host = strings.Trim(host, "[]")
+	for _, h := range list {
+		if strings.EqualFold(strings.Trim(strings.TrimSpace(h), "[]"), host) {
+			return true
+		}
+	}
+	return false
+}
+
+// WebhookBody is the body of a webhook delivery: {data, event, timestamp}
+// with sorted keys (timestamp in Unix seconds with a fraction), the same
+// bytes on every attempt.
+func WebhookBody(ev docflow.Event) ([]byte, error) {
+	data := make(map[string]any, len(ev.Data)+1)
+	for k, v := range ev.Data {
+		data[k] = v
+	}
+	if _, ok := data["owner_id"]; !ok && ev.OwnerID != nil {
+		data["owner_id"] = *ev.OwnerID
+	}
+	ts := float64(ev.Timestamp.UnixMicro()) / 1e6
+	// encoding/json writes map keys sorted, at every level.
+	return json.Marshal(map[string]any{"event": ev.Name, "timestamp": ts, "data": data})
+}
+
+// SignHex is the X-Webhook-Signature value of body: "sha256=" and the hex
+// HMAC-SHA256 of the raw body with the secret.
+func SignHex(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// SignStandard is the Standard Webhooks webhook-signature value: "v1," and
+// the base64 HMAC-SHA256 of "id.timestamp.body" with the secret's bytes.
+func SignStandard(secret, id string, ts int64, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(id + "." + strconv.FormatInt(ts, 10) + "."))
+	m.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
+}
+
+// Send POSTs d's event to t.URL.
+func (w *WebhookSender) Send(ctx context.Context, t docflow.DeliveryTarget, d *docflow.EventDelivery) Result {
+	body, err := WebhookBody(d.Event)
+	if err != nil {
+		return Result{Err: err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.URL, bytes.NewReader(body))
+	if err != nil {
+		return Result{Err: err}
+	}
+	now := time.Now().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "docflow-webhooks")
+	req.Header.Set("X-Webhook-Event", d.Event.Name)
+	req.Header.Set("webhook-id", d.EventID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(now, 10))
+	if t.Secret != "" {
+		req.Header.Set("X-Webhook-Signature", SignHex(t.Secret, body))
+		req.Header.Set("webhook-signature", SignStandard(t.Secret, d.EventID, now, body))
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return Result{Err: err}
+	}
+	defer resp.Body.Close()
+	// Read a bounded amount (so a keep-alive connection can be reused when
+	// the answer is short); the rest is dropped with the connection.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBody))
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		return Result{StatusCode: resp.StatusCode,
+			Err: fmt.Errorf("receiver answered %d (redirect to %q not followed)", resp.StatusCode, resp.Header.Get("Location"))}
+	}
+	return Result{StatusCode: resp.StatusCode}
+}

@@ -1,0 +1,315 @@
+package http
+
+import (
+	"context"
+	"math"
+	"net"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"code.dny.dev/ssrf"
+	"github.com/valyala/fasthttp"
+
+	"docflow"
+)
+
+// WebhooksDeps is what the webhooks API needs.
+type WebhooksDeps struct {
+	Webhooks docflow.WebhookService
+	// Resolver resolves a webhook's host to check its addresses (default
+	// net.DefaultResolver).
+	Resolver *net.Resolver
+}
+
+// Bounds of a webhook's fields.
+const (
+	webhookMaxURL         = 2048
+	webhookMaxSecret      = 1024
+	webhookMaxDescription = 1000
+)
+
+// MountWebhooks registers the Webhooks section of the API (admin only)
+// and the delivery log.
+func (s *Server) MountWebhooks(d WebhooksDeps) {
+	if d.Webhooks == nil {
+		panic("http: MountWebhooks needs Webhooks")
+	}
+	if d.Resolver == nil {
+		d.Resolver = net.DefaultResolver
+	}
+	h := &webhookHandlers{s: s, d: d}
+	b := Route{Auth: AuthAdmin}
+	s.Handle("GET", "/api/webhooks/events/", b, func(c *fasthttp.RequestCtx) error {
+		writeJSON(c, fasthttp.StatusOK, docflow.EventNames)
+		return nil
+	})
+	s.Handle("GET", "/api/webhooks/", b, h.list)
+	s.Handle("POST", "/api/webhooks/", b, h.create)
+	s.Handle("GET", "/api/webhooks/{webhook_id}", b, h.get)
+	s.Handle("PUT", "/api/webhooks/{webhook_id}", b, h.update)
+	s.Handle("DELETE", "/api/webhooks/{webhook_id}", b, h.delete)
+	s.Handle("GET", "/api/webhooks/{webhook_id}/deliveries", b, h.deliveries)
+	s.Handle("POST", "/api/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver", b, h.redeliver)
+}
+
+type webhookHandlers struct {
+	s *Server
+	d WebhooksDeps
+}
+
+type webhookReq struct {
+	URL         *string   `json:"url"`
+	Secret      *string   `json:"secret"`
+	Events      *[]string `json:"events"`
+	IsActive    *bool     `json:"is_active"`
+	Description *string   `json:"description"`
+}
+
+func (h *webhookHandlers) list(c *fasthttp.RequestCtx) error {
+	ws, err := h.d.Webhooks.FindWebhooks(RequestContext(c))
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, ws)
+	return nil
+}
+
+func (h *webhookHandlers) get(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "webhook_id")
+	if err != nil {
+		return err
+	}
+	w, err := h.d.Webhooks.FindWebhook(RequestContext(c), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, w)
+	return nil
+}
+
+// check validates the fields req sets; on create url and events are
+// required.
+func (h *webhookHandlers) check(c *fasthttp.RequestCtx, req *webhookReq, create bool) error {
+	if create && req.URL == nil {
+		return invalid("url", "url is required")
+	}
+	if req.URL != nil {
+		u, err := h.checkURL(RequestContext(c), *req.URL)
+		if err != nil {
+			return err
+		}
+		*req.URL = u
+	}
+	if create && req.Events == nil {
+		return invalid("events", "events is required")
+	}
+	if req.Events != nil {
+		ev, err := checkEvents(*req.Events)
+		if err != nil {
+			return err
+		}
+		*req.Events = ev
+	}
+	if req.Secret != nil && len(*req.Secret) > webhookMaxSecret {
+		return invalid("secret", "secret must be at most %d bytes", webhookMaxSecret)
+	}
+	if req.Description != nil && utf8.RuneCountInString(*req.Description) > webhookMaxDescription {
+		return invalid("description", "description must be at most %d characters", webhookMaxDescription)
+	}
+	return nil
+}
+
+// checkEvents accepts names of docflow.EventNames, each once, in the
+// catalogue's order.
+func checkEvents(in []string) ([]string, error) {
+	if len(in) == 0 {
+		return nil, invalid("events", "events must name at least one event")
+	}
+	for _, e := range in {
+		if !docflow.IsDeliverable(e) {
+			return nil, invalid("events", "unknown event %q (known: %s)", e, strings.Join(docflow.EventNames, ", "))
+		}
+	}
+	out := []string{}
+	for _, e := range docflow.EventNames {
+		if slices.Contains(in, e) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// checkURL accepts absolute http(s) URLs with a host and no credentials
+// whose host is not a private or internal address (literal or resolved),
+// unless WEBHOOK_ALLOWED_HOSTS names it. The delivery checks every
+// connection again when it is made, so a DNS answer that changes later
+// gains nothing.
+func (h *webhookHandlers) checkURL(ctx context.Context, raw string) (string, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return "", invalid("url", "url is required")
+	}
+	if len(raw) > webhookMaxURL {
+		return "", invalid("url", "url must be at most %d characters", webhookMaxURL)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
+		return "", invalid("url", "url must be an absolute http or https URL")
+	}
+	if u.User != nil {
+		return "", invalid("url", "url must not carry credentials (use the secret to sign deliveries)")
+	}
+	if u.Port() != "" {
+		if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+			return "", invalid("url", "url has an invalid port")
+		}
+	}
+	host := u.Hostname()
+	for _, a := range docflow.SettingList(h.s.cfg.Settings, "WEBHOOK_ALLOWED_HOSTS") {
+		if strings.EqualFold(strings.Trim(strings.TrimSpace(a), "[]"), host) {
+			return u.String(), nil
+		}
+	}
+	private := invalid("url", "access to private or internal addresses is not allowed")
+	guard := ssrf.New(ssrf.WithAnyPort())
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if guard.SafeAddr(ip) != nil {
+			return "", private
+		}
+		return u.String(), nil
+	}
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return "", private
+	}
+	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	addrs, err := h.d.Resolver.LookupNetIP(rctx, "ip", host)
+	if err != nil {
+		// Not resolvable now: accepted; each delivery's connection is
+		// checked when it is made.
+		return u.String(), nil
+	}
+	for _, ip := range addrs {
+		if guard.SafeAddr(ip.Unmap()) != nil {
+			return "", private
+		}
+	}
+	return u.String(), nil
+}
+
+func (h *webhookHandlers) create(c *fasthttp.RequestCtx) error {
+	var req webhookReq
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := h.check(c, &req, true); err != nil {
+		return err
+	}
+	w := &docflow.Webhook{URL: *req.URL, Events: *req.Events, IsActive: true}
+	if req.Secret != nil {
+		w.Secret = *req.Secret
+	}
+	if req.IsActive != nil {
+		w.IsActive = *req.IsActive
+	}
+	if req.Description != nil {
+		w.Description = strings.TrimSpace(*req.Description)
+	}
+	if err := h.d.Webhooks.CreateWebhook(RequestContext(c), w); err != nil {
+		return err
+	}
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditWebhookCreate, Target: "webhook:" + strconv.FormatInt(w.ID, 10), Detail: w.URL})
+	writeJSON(c, fasthttp.StatusCreated, w)
+	return nil
+}
+
+func (h *webhookHandlers) update(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "webhook_id")
+	if err != nil {
+		return err
+	}
+	var req webhookReq
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := h.check(c, &req, false); err != nil {
+		return err
+	}
+	if req.Description != nil {
+		*req.Description = strings.TrimSpace(*req.Description)
+	}
+	w, err := h.d.Webhooks.UpdateWebhook(RequestContext(c), id, docflow.WebhookPatch{URL: req.URL, Secret: req.Secret,
+		Events: req.Events, IsActive: req.IsActive, Description: req.Description})
+	if err != nil {
+		return err
+	}
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditWebhookUpdate, Target: "webhook:" + strconv.FormatInt(id, 10)})
+	writeJSON(c, fasthttp.StatusOK, w)
+	return nil
+}
+
+func (h *webhookHandlers) delete(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "webhook_id")
+	if err != nil {
+		return err
+	}
+	if err := h.d.Webhooks.DeleteWebhook(RequestContext(c), id); err != nil {
+		return err
+	}
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditWebhookDelete, Target: "webhook:" + strconv.FormatInt(id, 10)})
+	c.SetStatusCode(fasthttp.StatusNoContent)
+	return nil
+}
+
+func (h *webhookHandlers) deliveries(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "webhook_id")
+	if err != nil {
+		return err
+	}
+	args := c.QueryArgs()
+	page, perPage := 1, 50
+	for _, p := range []struct {
+		name string
+		hi   int
+		dst  *int
+	}{{"page", math.MaxInt32, &page}, {"per_page", 200, &perPage}} {
+		if !args.Has(p.name) {
+			continue
+		}
+		v, err := strconv.Atoi(string(args.Peek(p.name)))
+		if err != nil || v < 1 || v > p.hi {
+			return invalid(p.name, "%s must be an integer from 1 to %d", p.name, p.hi)
+		}
+		*p.dst = v
+	}
+	list, total, err := h.d.Webhooks.ListDeliveries(RequestContext(c), id, page, perPage)
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, map[string]any{"deliveries": list, "total": total, "page": page,
+		"per_page": perPage, "pages": (total + perPage - 1) / perPage})
+	return nil
+}
+
+func (h *webhookHandlers) redeliver(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "webhook_id")
+	if err != nil {
+		return err
+	}
+	did, err := pathID(c, "delivery_id")
+	if err != nil {
+		return err
+	}
+	if err := h.d.Webhooks.Redeliver(RequestContext(c), id, did); err != nil {
+		return err
+	}
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditWebhookRedeliver, Target: "webhook:" + strconv.FormatInt(id, 10),
+		Detail: "delivery " + strconv.FormatInt(did, 10)})
+	writeJSON(c, fasthttp.StatusAccepted, map[string]any{"status": "queued", "delivery_id": did})
+	return nil
+}

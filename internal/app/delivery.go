@@ -1,0 +1,35 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"docflow"
+	"docflow/actors/delivery"
+)
+
+// startDelivery starts the delivery of events to webhooks (serve and
+// worker: the processes that run workers). Every such process joins the
+// same consumer groups, so the deliveries are shared among them.
+func (m *App) startDelivery(ctx context.Context) error {
+	cfg := delivery.Config{Actors: m.Actors, Brokers: m.Brokers, Store: m.Webhooks, Settings: m.Settings,
+		Senders:   map[string]delivery.Sender{docflow.SubscriberWebhook: delivery.NewWebhookSender(m.Settings)},
+		Publisher: m.Producer, Log: m.Log,
+		Partitions: docflow.SettingInt(m.Settings, "KAFKA_PARTITIONS", 0)}
+	if m.cfg.Delivery != nil {
+		m.cfg.Delivery(&cfg)
+	}
+	d, err := delivery.New(cfg)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := d.Start(sctx); err != nil {
+		return fmt.Errorf("start event delivery: %w", err)
+	}
+	m.Delivery = d
+	m.onClose(d.Close)
+	return nil
+}
