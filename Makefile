@@ -30,6 +30,8 @@ build: web
 deps:
 	@echo "==> checking system packages (tests)"
 	@bash scripts/install-deps.sh test
+	@echo "==> checking the test servers built from Go (once per machine)"
+	@bash scripts/testbin.sh
 
 deps-run:
 	@echo "==> checking system packages"

@@ -31,6 +31,7 @@ import (
 	"docflow/analytics/prom"
 	dfhttp "docflow/http"
 	"docflow/intake"
+	"docflow/integrations/smtp"
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
 	"docflow/streams"
@@ -63,6 +64,9 @@ type Config struct {
 	Intake  func(*intake.Config)
 	Indexer func(*indexer.Config)
 	Blobs   func(*blob.Options)
+	// Now is the clock of the HTTP server and of the local accounts'
+	// reset tokens (nil: the real one; tests move it forward).
+	Now func() time.Time
 	// Delivery adjusts the event delivery's configuration.
 	Delivery func(*delivery.Config)
 	Sources  func(*sources.Config)
@@ -84,11 +88,14 @@ type App struct {
 	RecorderStats func() docflow.RecorderStats
 	// Prom keeps the Prometheus series GET /metrics exports; Recorder
 	// feeds it beside the analytics store.
-	Prom        *prom.Recorder
-	Broker      *streams.Broker
-	Producer    *streams.Producer
-	Relay       *streams.Relay
-	HTTP        *dfhttp.Server
+	Prom     *prom.Recorder
+	Broker   *streams.Broker
+	Producer *streams.Producer
+	Relay    *streams.Relay
+	HTTP     *dfhttp.Server
+	// Accounts are the local accounts (serve and api).
+	Accounts    *postgres.AccountService
+	admins      *adminCache
 	Brokers     []string
 	Workdir     string
 	Blobs       *blob.Local
@@ -548,6 +555,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
 		m.Log.Warn().Str("listen", addr).Msg("AUTH_ENABLED is false and the server listens on a non-loopback address: anyone who reaches it has full access")
 	}
+	m.startAccounts()
 	tokens := postgres.NewTokenService(m.DB)
 	// Tokens made without authentication by earlier versions had no owner;
 	// they are the admin account's, like those made now.
@@ -570,7 +578,10 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		// A changed local password (or a deactivated account) ends its sessions.
 		LocalPasswordStamp: sessions.LocalPasswordStamp,
 		Audit:              postgres.NewAuditLog(m.DB),
-		IsAdmin:            m.isAdmin(sso),
+		LocalLogin:         m.localLogin,
+		// ADMIN_USERNAME, an SSO administrator or an active local admin.
+		IsAdmin: anyAdmin(m.isAdmin(sso), m.admins.isAdmin),
+		Now:     m.cfg.Now,
 	})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
@@ -611,6 +622,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
+	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.admins}, Mailer: smtp.New(m.Settings)})
 	srv.MountAnalytics(dfhttp.AnalyticsDeps{Reports: m.Reports, RecorderStats: m.RecorderStats})
 	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
