@@ -100,6 +100,8 @@ type App struct {
 	// Webhooks stores webhooks and their deliveries; Delivery delivers
 	// events to them (serve, worker).
 	Webhooks *postgres.WebhookStore
+	// Devices stores the devices registered for push notifications.
+	Devices  *postgres.DeviceStore
 	Delivery *delivery.Service
 	// Sources is the supervisor of the IMAP sources (serve, worker).
 	Sources *actor.PID
@@ -205,6 +207,7 @@ func (m *App) run(ctx context.Context) error {
 		return err
 	}
 	m.Webhooks = postgres.NewWebhookStore(m.DB, m.cipher, delivery.AttemptMessage)
+	m.Devices = postgres.NewDeviceStore(m.DB)
 	if m.Role == "serve" || m.Role == "worker" {
 		if err := m.startEngine(ctx); err != nil {
 			return err
@@ -622,6 +625,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountQueue(dfhttp.QueueDeps{Queue: pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)})
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
+	srv.MountMobile(dfhttp.MobileDeps{Devices: m.Devices})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
