@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"docflow"
-	"docflow/internal/app/apptest"
 	dfhttp "docflow/http"
+	"docflow/internal/app/apptest"
 	"docflow/storage/postgres"
 )
 
