@@ -1,6 +1,7 @@
 // Package delivery delivers docflow's events to their subscribers:
-// webhooks today; automation hooks, push devices and the admin channels
-// plug in later as further subscriber kinds with a Sender each.
+// webhooks and automation hooks (WebhookSender, HookSender) today; push
+// devices and the admin channels plug in as further subscriber kinds with
+// a Sender each.
 //
 // A consumer group on the events topic fans each deliverable event out:
 // the store records one delivery per (event id, subscriber) in PostgreSQL,
@@ -66,10 +67,13 @@ type Store interface {
 }
 
 // Result is the outcome of one attempt: a 2xx StatusCode with a nil Err
-// is a delivery; anything else is retried.
+// is a delivery; anything else is retried, unless Unsubscribe: the
+// receiver asked to be removed (410 Gone to an automation hook), so the
+// delivery fails at once and the subscriber is deleted with the attempt.
 type Result struct {
-	StatusCode int
-	Err        error
+	StatusCode  int
+	Err         error
+	Unsubscribe bool
 }
 
 // Sender makes one attempt of a delivery to its target. It must return

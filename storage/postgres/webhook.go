@@ -156,7 +156,8 @@ func webhookSubscriber(id int64) string {
 
 // Fanout records one delivery of ev per active webhook subscribed to its
 // name (created before the event: a new webhook does not receive the
-// history of the topic) and returns the deliveries whose first attempt is
+// history of the topic), and per active automation hook subscribed to it
+// that may see it (fanoutHooks), and returns the deliveries whose first attempt is
 // still to be made. Recording is idempotent per (event id, subscriber):
 // a redelivered event returns only what was not attempted yet.
 func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.EventDelivery, error) {
@@ -170,6 +171,9 @@ func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.
 			SELECT $1, 'webhook:' || id, $2, $3 FROM webhooks
 			WHERE is_active AND $2 = ANY(events) AND created_at <= $4
 			ON CONFLICT (event_id, subscriber) DO NOTHING`, ev.ID, ev.Name, body, ev.Timestamp); err != nil {
+			return err
+		}
+		if err := fanoutHooks(ctx, tx, ev, body); err != nil {
 			return err
 		}
 		rows, err := tx.Query(ctx, `SELECT id, subscriber FROM event_deliveries
@@ -221,6 +225,9 @@ func (s *WebhookStore) Delivery(ctx context.Context, id int64) (*docflow.EventDe
 // deleted).
 func (s *WebhookStore) Target(ctx context.Context, sub docflow.Subscriber) (docflow.DeliveryTarget, error) {
 	var t docflow.DeliveryTarget
+	if sub.Kind == docflow.SubscriberHook {
+		return s.hookTarget(ctx, sub.ID)
+	}
 	if sub.Kind != docflow.SubscriberWebhook {
 		return t, docflow.Errorf(docflow.EINVALID, "no target for subscriber kind %q", sub.Kind)
 	}
@@ -279,6 +286,11 @@ func (s *WebhookStore) RecordAttempt(ctx context.Context, sub docflow.Subscriber
 				q = `UPDATE webhooks SET failing_since = NULL, last_success_at = $2 WHERE id = $1`
 			}
 			if _, err := tx.Exec(ctx, q, sub.ID, a.At); err != nil {
+				return err
+			}
+		}
+		if a.Unsubscribe && sub.Kind == docflow.SubscriberHook {
+			if err := unsubscribeHook(ctx, tx, sub.ID); err != nil {
 				return err
 			}
 		}
