@@ -134,3 +134,45 @@ func TestSourceLeases(t *testing.T) {
 		t.Fatal("an inactive source was leased")
 	}
 }
+
+// Live workers share the sources: a worker alone takes all, a second one
+// makes the first give up half, a worker that leaves hands its half over at
+// once, and one that dies hands it over when its lease and stamp expire.
+func TestSourceLeasesFairShare(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFiles(t)
+	ss, _ := sourceFixture(t, db)
+	for i := 1; i < 10; i++ {
+		in := &docflow.Integration{OwnerID: "ann", Direction: docflow.DirectionSource, IntegrationType: "IMAP", Name: fmt.Sprint("box", i),
+			Config: map[string]any{"host": "h"}, IsActive: true}
+		if err := ss.AddSourceFixture(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const ttl = 400 * time.Millisecond
+	claim := func(owner string, want int) {
+		t.Helper()
+		got, err := ss.ClaimSources(ctx, owner, ttl)
+		if err != nil || len(got) != want {
+			t.Fatalf("%s holds %d sources, want %d (%v)", owner, len(got), want, err)
+		}
+	}
+	claim("a", 10)
+	claim("b", 0) // nothing free yet; b is counted from now on
+	claim("a", 5) // a gives up its share's excess
+	claim("b", 5)
+	claim("a", 5)
+	claim("b", 5)
+	if err := ss.ReleaseSources(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	claim("a", 10)
+	claim("b", 0)
+	claim("a", 5)
+	claim("b", 5)
+	// b dies: its stamp and leases expire together.
+	time.Sleep(ttl / 2)
+	claim("a", 5)
+	time.Sleep(ttl/2 + 100*time.Millisecond)
+	claim("a", 10)
+}
