@@ -67,12 +67,12 @@ func (s *SourceStore) ClaimSources(ctx context.Context, owner string, ttl time.D
 	// Free rows keep lease_expires_at as the time they became free: a row
 	// nobody takes for a whole ttl after is taken regardless of shares.
 	if _, err := tx.Exec(ctx, `UPDATE integrations SET lease_owner=NULL, lease_expires_at=now()
-		WHERE id IN (SELECT id FROM integrations WHERE `+activeSource+` AND lease_owner=$1 AND lease_expires_at >= now()
+		WHERE id IN (SELECT id FROM integrations WHERE `+activeSource+` AND lease_owner=$1
 		             ORDER BY id OFFSET $2)`, owner, share); err != nil {
 		return nil, fmt.Errorf("claim sources: shed: %w", err)
 	}
 	rows, err := tx.Query(ctx, `WITH held AS (
-		  SELECT count(*) AS n FROM integrations WHERE `+activeSource+` AND lease_owner=$1 AND lease_expires_at >= now()),
+		  SELECT count(*) AS n FROM integrations WHERE `+activeSource+` AND lease_owner=$1),
 		free AS (
 		  SELECT id, COALESCE(lease_expires_at, created_at) < now() - make_interval(secs => $2) AS stale
 		  FROM integrations WHERE `+activeSource+` AND (lease_owner IS NULL OR lease_expires_at < now())

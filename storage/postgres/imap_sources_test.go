@@ -175,4 +175,37 @@ func TestSourceLeasesFairShare(t *testing.T) {
 	claim("a", 5)
 	time.Sleep(ttl/2 + 100*time.Millisecond)
 	claim("a", 10)
+
+	// A worker that stamps itself but takes nothing (stalled scans) makes
+	// the shares too small to cover every source: the ones left free for a
+	// whole ttl are taken anyway.
+	stamp := func() {
+		if _, err := db.Pool.Exec(ctx, `INSERT INTO source_workers (owner) VALUES ('c')
+			ON CONFLICT (owner) DO UPDATE SET seen_at = now()`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim("b", 0)
+	stamp()
+	claim("a", 4) // share 4 among a, b and c
+	claim("b", 4)
+	start := time.Now()
+	for {
+		stamp()
+		a, errA := ss.ClaimSources(ctx, "a", ttl)
+		b, errB := ss.ClaimSources(ctx, "b", ttl)
+		if errA != nil || errB != nil {
+			t.Fatal(errA, errB)
+		}
+		if len(a)+len(b) == 10 {
+			break
+		}
+		if len(a) != 4 || len(b) != 4 || time.Since(start) > 2*ttl {
+			t.Fatalf("a holds %d, b %d after %v", len(a), len(b), time.Since(start))
+		}
+		time.Sleep(ttl / 8)
+	}
+	if time.Since(start) < ttl {
+		t.Fatalf("free sources beyond the shares taken after %v only", time.Since(start))
+	}
 }
