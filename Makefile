@@ -24,6 +24,8 @@ build:
 deps:
 	@echo "==> checking system packages (tests)"
 	@bash scripts/install-deps.sh test
+	@echo "==> checking the test servers built from Go (once per machine)"
+	@bash scripts/testbin.sh
 
 deps-run:
 	@echo "==> checking system packages"
