@@ -10,9 +10,9 @@ import (
 
 // Subscriber kinds: who an event is delivered to. A delivery is recorded
 // once per (event id, subscriber), the subscriber written "<kind>:<id>"
-// ("admin" alone for the admin channels). Only webhooks are delivered
-// today; automation hooks, devices and the admin channels plug into the
-// same delivery core with a sender of their own.
+// ("admin" alone for the admin channels). Webhooks, automation hooks and
+// devices (push notifications) are delivered today; the admin channels
+// plug into the same delivery core with a sender of their own.
 const (
 	SubscriberWebhook = "webhook"
 	SubscriberHook    = "hook"
@@ -101,7 +101,9 @@ type DeliveryTarget struct {
 	Active bool
 	URL    string
 	Secret string // plain, for signing
-	Events []string
+	// PushToken is a device's push token (devices only).
+	PushToken string
+	Events    []string
 }
 
 // DeliveryAttempt is the outcome of one attempt.
@@ -116,6 +118,9 @@ type DeliveryAttempt struct {
 	// when the next one is due (pending only).
 	Status        string
 	NextAttemptAt *time.Time
+	// Unsubscribe: the receiver asked to be unsubscribed (an automation
+	// hook answering 410 Gone); the subscriber is deleted with the attempt.
+	Unsubscribe bool
 }
 
 // DeliveryLogEntry is one delivery in a webhook's delivery log, with the

@@ -113,6 +113,8 @@ type App struct {
 	// Webhooks stores webhooks and their deliveries; Delivery delivers
 	// events to them (serve, worker).
 	Webhooks *postgres.WebhookStore
+	// Devices stores the devices registered for push notifications.
+	Devices  *postgres.DeviceStore
 	Delivery *delivery.Service
 	// Sources is the supervisor of the IMAP sources (serve, worker).
 	Sources *actor.PID
@@ -219,6 +221,7 @@ func (m *App) run(ctx context.Context) error {
 		return err
 	}
 	m.Webhooks = postgres.NewWebhookStore(m.DB, m.cipher, delivery.AttemptMessage)
+	m.Devices = postgres.NewDeviceStore(m.DB)
 	if m.Role == "serve" || m.Role == "worker" {
 		if err := m.startEngine(ctx); err != nil {
 			return err
@@ -620,6 +623,8 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	m.Prom.MustRegister(prom.LagCollector(inspector.Lags))
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
+	srv.MountMobile(dfhttp.MobileDeps{Devices: m.Devices})
+	srv.MountAutomation(dfhttp.AutomationDeps{Hooks: postgres.NewAutomationHookStore(m.DB, m.cipher)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
 	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.admins}, Mailer: smtp.New(m.Settings)})

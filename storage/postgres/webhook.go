@@ -155,8 +155,10 @@ func webhookSubscriber(id int64) string {
 }
 
 // Fanout records one delivery of ev per active webhook subscribed to its
-// name (created before the event: a new webhook does not receive the
-// history of the topic) and returns the deliveries whose first attempt is
+// name, per active automation hook subscribed to it that may see it
+// (fanoutHooks) and, for document.processed, per active device of the
+// document's owner (each created before the event: a new webhook does not
+// receive the history of the topic), and returns the deliveries whose first attempt is
 // still to be made. Recording is idempotent per (event id, subscriber):
 // a redelivered event returns only what was not attempted yet.
 func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.EventDelivery, error) {
@@ -171,6 +173,19 @@ func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.
 			WHERE is_active AND $2 = ANY(events) AND created_at <= $4
 			ON CONFLICT (event_id, subscriber) DO NOTHING`, ev.ID, ev.Name, body, ev.Timestamp); err != nil {
 			return err
+		}
+		if err := fanoutHooks(ctx, tx, ev, body); err != nil {
+			return err
+		}
+		if ev.Name == docflow.EventDocumentProcessed && ev.OwnerID != nil {
+			// A processed document is pushed to every active device of its
+			// owner registered before the event.
+			if _, err := tx.Exec(ctx, `INSERT INTO event_deliveries (event_id, subscriber, event_name, event)
+				SELECT $1, 'device:' || id, $2, $3 FROM mobile_devices
+				WHERE owner_id = $4 AND is_active AND created_at <= $5
+				ON CONFLICT (event_id, subscriber) DO NOTHING`, ev.ID, ev.Name, body, *ev.OwnerID, ev.Timestamp); err != nil {
+				return err
+			}
 		}
 		rows, err := tx.Query(ctx, `SELECT id, subscriber FROM event_deliveries
 			WHERE event_id = $1 AND status = 'pending' AND attempts = 0 ORDER BY id`, ev.ID)
@@ -221,7 +236,13 @@ func (s *WebhookStore) Delivery(ctx context.Context, id int64) (*docflow.EventDe
 // deleted).
 func (s *WebhookStore) Target(ctx context.Context, sub docflow.Subscriber) (docflow.DeliveryTarget, error) {
 	var t docflow.DeliveryTarget
-	if sub.Kind != docflow.SubscriberWebhook {
+	switch sub.Kind {
+	case docflow.SubscriberDevice:
+		return s.deviceTarget(ctx, sub.ID)
+	case docflow.SubscriberHook:
+		return s.hookTarget(ctx, sub.ID)
+	case docflow.SubscriberWebhook:
+	default:
 		return t, docflow.Errorf(docflow.EINVALID, "no target for subscriber kind %q", sub.Kind)
 	}
 	var sealed string
@@ -239,6 +260,22 @@ func (s *WebhookStore) Target(ctx context.Context, sub docflow.Subscriber) (docf
 			return t, fmt.Errorf("webhook %d: secret: %w", sub.ID, err)
 		}
 	}
+	return t, nil
+}
+
+// deviceTarget reads device id's push token (Found false when the device
+// was deleted).
+func (s *WebhookStore) deviceTarget(ctx context.Context, id int64) (docflow.DeliveryTarget, error) {
+	var t docflow.DeliveryTarget
+	err := s.db.Pool.QueryRow(ctx, `SELECT push_token, is_active FROM mobile_devices WHERE id = $1`, id).
+		Scan(&t.PushToken, &t.Active)
+	if err == pgx.ErrNoRows {
+		return t, nil
+	}
+	if err != nil {
+		return t, dbErr(err)
+	}
+	t.Found = true
 	return t, nil
 }
 
@@ -279,6 +316,11 @@ func (s *WebhookStore) RecordAttempt(ctx context.Context, sub docflow.Subscriber
 				q = `UPDATE webhooks SET failing_since = NULL, last_success_at = $2 WHERE id = $1`
 			}
 			if _, err := tx.Exec(ctx, q, sub.ID, a.At); err != nil {
+				return err
+			}
+		}
+		if a.Unsubscribe && sub.Kind == docflow.SubscriberHook {
+			if err := unsubscribeHook(ctx, tx, sub.ID); err != nil {
 				return err
 			}
 		}
