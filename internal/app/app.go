@@ -32,6 +32,7 @@ import (
 	pganalytics "docflow/analytics/postgres"
 	dfhttp "docflow/http"
 	"docflow/intake"
+	"docflow/integrations/notify"
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
 	"docflow/streams"
@@ -101,6 +102,9 @@ type App struct {
 	// events to them (serve, worker).
 	Webhooks *postgres.WebhookStore
 	Delivery *delivery.Service
+	// Notifier sends admin notifications through NOTIFICATION_URLS: from
+	// the delivery core (subscriber "admin") and test-notification.
+	Notifier *notify.Notifier
 	// Sources is the supervisor of the IMAP sources (serve, worker).
 	Sources *actor.PID
 
@@ -205,6 +209,8 @@ func (m *App) run(ctx context.Context) error {
 		return err
 	}
 	m.Webhooks = postgres.NewWebhookStore(m.DB, m.cipher, delivery.AttemptMessage)
+	m.Webhooks.AdminEvents = delivery.AdminEvents(m.Settings)
+	m.Notifier = notify.New(m.Settings, m.Log)
 	if m.Role == "serve" || m.Role == "worker" {
 		if err := m.startEngine(ctx); err != nil {
 			return err
@@ -622,6 +628,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountQueue(dfhttp.QueueDeps{Queue: pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)})
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
+	srv.MountNotifications(dfhttp.NotificationsDeps{Notifier: m.Notifier})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})

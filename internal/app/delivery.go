@@ -14,7 +14,8 @@ import (
 // same consumer groups, so the deliveries are shared among them.
 func (m *App) startDelivery(ctx context.Context) error {
 	cfg := delivery.Config{Actors: m.Actors, Brokers: m.Brokers, Store: m.Webhooks, Settings: m.Settings,
-		Senders:   map[string]delivery.Sender{docflow.SubscriberWebhook: delivery.NewWebhookSender(m.Settings)},
+		Senders: map[string]delivery.Sender{docflow.SubscriberWebhook: delivery.NewWebhookSender(m.Settings),
+			docflow.SubscriberAdmin: delivery.AdminSender{Notifier: m.Notifier}},
 		Publisher: m.Producer, Log: m.Log,
 		Partitions: docflow.SettingInt(m.Settings, "KAFKA_PARTITIONS", 0)}
 	if m.cfg.Delivery != nil {

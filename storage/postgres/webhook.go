@@ -25,6 +25,10 @@ type WebhookStore struct {
 	cipher  *Cipher
 	attempt AttemptEncoder
 	now     func() time.Time
+	// AdminEvents tells whether an event goes to the admin notification
+	// channels too (the subscriber "admin"); nil: none does. Set it
+	// before the delivery core starts.
+	AdminEvents func(name string) bool
 }
 
 var _ docflow.WebhookService = (*WebhookStore)(nil)
@@ -156,8 +160,8 @@ func webhookSubscriber(id int64) string {
 
 // Fanout records one delivery of ev per active webhook subscribed to its
 // name (created before the event: a new webhook does not receive the
-// history of the topic) and returns the deliveries whose first attempt is
-// still to be made. Recording is idempotent per (event id, subscriber):
+// history of the topic), plus one to "admin" when AdminEvents takes it,
+// and returns the deliveries whose first attempt is still to be made. Recording is idempotent per (event id, subscriber):
 // a redelivered event returns only what was not attempted yet.
 func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.EventDelivery, error) {
 	body, err := json.Marshal(ev)
@@ -171,6 +175,13 @@ func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.
 			WHERE is_active AND $2 = ANY(events) AND created_at <= $4
 			ON CONFLICT (event_id, subscriber) DO NOTHING`, ev.ID, ev.Name, body, ev.Timestamp); err != nil {
 			return err
+		}
+		if s.AdminEvents != nil && s.AdminEvents(ev.Name) {
+			if _, err := tx.Exec(ctx, `INSERT INTO event_deliveries (event_id, subscriber, event_name, event)
+				VALUES ($1, $2, $3, $4) ON CONFLICT (event_id, subscriber) DO NOTHING`,
+				ev.ID, docflow.SubscriberAdmin, ev.Name, body); err != nil {
+				return err
+			}
 		}
 		rows, err := tx.Query(ctx, `SELECT id, subscriber FROM event_deliveries
 			WHERE event_id = $1 AND status = 'pending' AND attempts = 0 ORDER BY id`, ev.ID)
@@ -221,6 +232,11 @@ func (s *WebhookStore) Delivery(ctx context.Context, id int64) (*docflow.EventDe
 // deleted).
 func (s *WebhookStore) Target(ctx context.Context, sub docflow.Subscriber) (docflow.DeliveryTarget, error) {
 	var t docflow.DeliveryTarget
+	if sub.Kind == docflow.SubscriberAdmin {
+		// The admin channels are settings, read by their sender at each
+		// attempt: always there.
+		return docflow.DeliveryTarget{Found: true, Active: true}, nil
+	}
 	if sub.Kind != docflow.SubscriberWebhook {
 		return t, docflow.Errorf(docflow.EINVALID, "no target for subscriber kind %q", sub.Kind)
 	}
