@@ -107,6 +107,26 @@ func segments(u *url.URL) []string {
 	return out
 }
 
+// query reads u's parameters as Apprise does: a "+" starting a key stays
+// a "+" (Apprise's header prefix) and ";" does not split pairs (Go's
+// ParseQuery drops pairs with one).
+func query(u *url.URL) url.Values {
+	out := url.Values{}
+	for _, pair := range strings.Split(u.RawQuery, "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		key, err1 := url.PathUnescape(k)
+		val, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out[key] = append(out[key], val)
+	}
+	return out
+}
+
 func httpScheme(secure bool) string {
 	if secure {
 		return "https"
@@ -124,7 +144,7 @@ func parseJSON(c *Channel, u *url.URL, scheme string) error {
 		c.User = u.User.Username()
 		c.Password, _ = u.User.Password()
 	}
-	for k, vs := range u.Query() {
+	for k, vs := range query(u) {
 		// Apprise's "+Name=value" adds a request header.
 		if name, ok := strings.CutPrefix(k, "+"); ok && name != "" && len(vs) > 0 {
 			c.Headers[name] = vs[0]
@@ -155,16 +175,16 @@ func parseNtfy(c *Channel, u *url.URL, scheme string) error {
 		switch name := u.User.Username(); {
 		case hasPass:
 			c.User, c.Password = name, pass
-		case strings.HasPrefix(name, "tk_") || u.Query().Get("token") != "":
+		case strings.HasPrefix(name, "tk_") || query(u).Get("token") != "":
 			c.Headers["Authorization"] = "Bearer " + name
 		default:
 			c.User = name
 		}
 	}
-	if t := u.Query().Get("token"); t != "" {
+	if t := query(u).Get("token"); t != "" {
 		c.Headers["Authorization"] = "Bearer " + t
 	}
-	p, err := priority(u.Query().Get("priority"), map[string]int{"min": 1, "low": 2, "default": 3, "high": 4, "max": 5, "emergency": 5}, 1, 5)
+	p, err := priority(query(u).Get("priority"), map[string]int{"min": 1, "low": 2, "default": 3, "high": 4, "max": 5, "emergency": 5}, 1, 5)
 	if err != nil {
 		return fmt.Errorf("ntfy %w", err)
 	}
@@ -188,11 +208,11 @@ func parseGotify(c *Channel, u *url.URL, scheme string) error {
 	}
 	c.Endpoint = httpScheme(scheme == "gotifys") + "://" + u.Host + path + "/message"
 	c.Headers["X-Gotify-Key"] = token
-	p, err := priority(u.Query().Get("priority"), map[string]int{"low": 1, "moderate": 3, "normal": 5, "high": 8, "emergency": 10}, 0, 10)
+	p, err := priority(query(u).Get("priority"), map[string]int{"low": 1, "moderate": 3, "normal": 5, "high": 8, "emergency": 10}, 0, 10)
 	if err != nil {
 		return fmt.Errorf("gotify %w", err)
 	}
-	if p == 0 && u.Query().Get("priority") == "" {
+	if p == 0 && query(u).Get("priority") == "" {
 		p = 5
 	}
 	c.Priority = p
@@ -306,7 +326,7 @@ func parseMailto(c *Channel, u *url.URL) error {
 	} else if u.Opaque != "" { // mailto:a@x.org, the RFC 6068 form
 		to = append(to, strings.Split(u.Opaque, ",")...)
 	}
-	for _, v := range u.Query()["to"] {
+	for _, v := range query(u)["to"] {
 		to = append(to, strings.FieldsFunc(v, func(r rune) bool { return r == ' ' || r == ';' })...)
 	}
 	for _, a := range to {
