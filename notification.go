@@ -15,6 +15,9 @@ type NotificationResult struct {
 	Service string `json:"service"`
 	OK      bool   `json:"ok"`
 	Detail  string `json:"detail"`
+	// Invalid marks an entry that could not be parsed: sending again
+	// cannot help it.
+	Invalid bool `json:"-"`
 }
 
 // Outcomes of a notification through all channels.

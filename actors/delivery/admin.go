@@ -12,7 +12,7 @@ import (
 // AdminSender delivers events to the admin notification channels (the
 // subscriber "admin"): one notification per event through every channel
 // of NOTIFICATION_URLS. The attempt fails, and is retried like a
-// webhook's, when any channel failed; a retry sends through every
+// webhook's, when any valid channel failed; a retry sends through every
 // channel again (at least once, per channel).
 type AdminSender struct {
 	Notifier docflow.Notifier
@@ -21,16 +21,18 @@ type AdminSender struct {
 // Send notifies the admins of d's event.
 func (a AdminSender) Send(ctx context.Context, _ docflow.DeliveryTarget, d *docflow.EventDelivery) Result {
 	rep := a.Notifier.Notify(ctx, AdminNotification(d.Event))
-	if rep.ServicesCount == 0 || rep.Status == docflow.NotifySuccess {
-		// No channel left (NOTIFICATION_URLS emptied since the fan-out):
-		// nothing to send, nothing to retry.
-		return Result{StatusCode: 200}
-	}
+	// Only channels that can succeed on a later attempt make it fail: an
+	// invalid entry is reported (logged, and by test-notification), never
+	// retried; no channel left (NOTIFICATION_URLS emptied since the
+	// fan-out) leaves nothing to send.
 	var failed []string
 	for _, r := range rep.Results {
-		if !r.OK {
+		if !r.OK && !r.Invalid {
 			failed = append(failed, r.Service+": "+r.Detail)
 		}
+	}
+	if len(failed) == 0 {
+		return Result{StatusCode: 200}
 	}
 	return Result{Err: fmt.Errorf("%s: %w", rep.Message, errors.New(strings.Join(failed, "; ")))}
 }

@@ -85,11 +85,12 @@ func TestParse(t *testing.T) {
 	}
 	for in, want := range map[string]string{
 		"slack://T1234/B5678/abcdEFGH/#general": "slack://***/***",
-		"ntfys://u:pass@ntfy.example.com/topic": "ntfys://u:***@ntfy.example.com/***",
+		"ntfys://u:pass@ntfy.example.com/topic": "ntfys://***@ntfy.example.com/***",
 		"gotify://g.example.com/TOKEN":          "gotify://g.example.com/***",
 		"json://h.example.com/p?+Auth=secret":   "json://h.example.com/***?***",
 		"ntfy://tk_secret@h/t":                  "ntfy://***@h/***",
 		"mailto://ops@example.com":              "mailto://ops@example.com",
+		"pushover://usertoken@apptoken":         "pushover://***@***",
 	} {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%s) = %s, want %s", in, got, want)

@@ -166,7 +166,7 @@ func parseNtfy(c *Channel, u *url.URL, scheme string) error {
 	}
 	for _, t := range topics {
 		if !tokenPart.MatchString(t) || len(t) > 64 {
-			return fmt.Errorf("ntfy topic %q is not a valid topic", t)
+			return fmt.Errorf("an ntfy topic is empty, longer than 64 characters or has characters other than letters, digits, - and _")
 		}
 	}
 	c.Topics, c.Endpoint = topics, base
@@ -342,35 +342,37 @@ func parseMailto(c *Channel, u *url.URL) error {
 	return nil
 }
 
-// Redact returns entry with everything secret replaced by "***": the
-// user-info password, every path segment (webhook tokens, gotify tokens
-// and ntfy topics are all secrets), and query values. The scheme, the
-// user name and host stay, so an admin can tell the channels apart.
+// Redact returns entry with everything that may be secret replaced by
+// "***": user names and passwords (but mailto recipients and slack or
+// discord display names), the path (webhook tokens, gotify tokens and
+// ntfy topics are all secrets), the query, and the host where it is a
+// token. The scheme and a server's host stay, so an admin can tell the
+// channels apart.
 func Redact(entry string) string {
 	u, err := url.Parse(strings.TrimSpace(entry))
 	if err != nil || u.Scheme == "" {
 		return "(unparsable entry)"
 	}
 	scheme := strings.ToLower(u.Scheme)
-	host := u.Host
+	host := "***" // slack, discord, msteams and unknown schemes: a token
 	switch scheme {
-	case "slack", "msteams", "discord":
-		host = "***" // the host is a token there
+	case "json", "jsons", "gotify", "gotifys", "mailto":
+		host = u.Host
 	case "ntfy", "ntfys":
-		if u.Path == "" || u.Path == "/" {
-			host = "***" // ntfy://topic
+		if u.Path != "" && u.Path != "/" { // else ntfy://{topic}
+			host = u.Host
 		}
 	}
 	out := scheme + "://"
 	if u.User != nil {
-		name := u.User.Username()
-		if strings.HasPrefix(name, "tk_") {
-			name = "***" // an ntfy access token
+		// A user name is kept where it is a recipient or a display name;
+		// elsewhere it may be a token.
+		switch name := u.User.Username(); scheme {
+		case "mailto", "slack", "discord":
+			out += name + "@"
+		default:
+			out += "***@"
 		}
-		if _, has := u.User.Password(); has {
-			name += ":***"
-		}
-		out += name + "@"
 	}
 	out += host
 	if u.Path != "" && u.Path != "/" {

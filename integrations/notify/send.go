@@ -81,7 +81,7 @@ func (n *Notifier) Channels() ([]*Channel, []docflow.NotificationResult) {
 	for _, e := range docflow.SettingList(n.settings, "NOTIFICATION_URLS") {
 		c, err := Parse(e)
 		if err != nil {
-			bad = append(bad, docflow.NotificationResult{Service: Redact(e), Detail: "invalid entry: " + err.Error()})
+			bad = append(bad, docflow.NotificationResult{Service: Redact(e), Detail: "invalid entry: " + err.Error(), Invalid: true})
 			continue
 		}
 		chans = append(chans, c)
