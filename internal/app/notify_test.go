@@ -1,7 +1,9 @@
 package app_test
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	nethttp "net/http"
 	"net/http/httptest"
@@ -11,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"docflow"
 	"docflow/internal/app/apptest"
+	"docflow/storage/postgres"
 )
 
 // Admin notifications end to end: a payment issue reported through the
@@ -72,5 +76,55 @@ func TestAdminNotificationsEndToEnd(t *testing.T) {
 	}
 	if r := received(); len(r) != 3 || r[2]["title"] != "docflow test notification" {
 		t.Errorf("test notification not received: %v", r)
+	}
+}
+
+// document.failed reaches the admin channel only while
+// NOTIFY_ON_DOCUMENT_FAILED is on.
+func TestAdminNotifiedOfFailedDocuments(t *testing.T) {
+	var mu sync.Mutex
+	var titles []string
+	rc := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		var m map[string]any
+		_ = json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&m)
+		mu.Lock()
+		titles = append(titles, fmt.Sprint(m["title"]))
+		mu.Unlock()
+	}))
+	defer rc.Close()
+	seen := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), titles...)
+	}
+	a := apptest.New(t, apptest.Options{Env: map[string]string{"ENABLE_TEST_STEP": "true", "STEP_RETRY_DELAYS": "0.1s",
+		"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "NOTIFY_ON_DOCUMENT_FAILED": "true",
+		"NOTIFICATION_URLS": "json://" + strings.TrimPrefix(rc.URL, "http://") + "/admin"}})
+	ctx := context.Background()
+	p := &docflow.Pipeline{Name: "failing", IsDefault: true, IsActive: true,
+		Steps: []*docflow.PipelineStep{{StepType: docflow.StepTest, Label: "drill", Enabled: true,
+			Config: map[string]any{"mode": "fail"}}}}
+	if err := postgres.NewPipelineService(a.DB).CreatePipeline(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	failed := func(id int64) func() bool {
+		return func() bool {
+			f, err := a.Files.FindFileByID(ctx, id)
+			return err == nil && f.Status == docflow.StatusFailed
+		}
+	}
+	id := upload(t, a.URL, "broken.txt", "a document\n")
+	waitFor(t, 60*time.Second, "broken.txt failed", failed(id))
+	waitFor(t, 30*time.Second, "the admins notified", func() bool { return len(seen()) >= 1 })
+	if s := seen(); len(s) != 1 || !strings.Contains(s[0], "document failed: broken.txt") {
+		t.Fatalf("notifications: %q", s)
+	}
+
+	a.SetEnv("NOTIFY_ON_DOCUMENT_FAILED", "false")
+	id = upload(t, a.URL, "quiet.txt", "another document\n")
+	waitFor(t, 60*time.Second, "quiet.txt failed", failed(id))
+	time.Sleep(2 * time.Second)
+	if s := seen(); len(s) != 1 {
+		t.Fatalf("notified with the setting off: %q", s)
 	}
 }
