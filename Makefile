@@ -35,6 +35,8 @@ services:
 	@bash scripts/postgres.sh
 	@echo "==> checking ClickHouse (tests)"
 	@bash scripts/clickhouse.sh start || echo "ClickHouse could not start: its tests will skip and say why"
+	@echo "==> checking chDB (the ClickHouse SQL on a current engine)"
+	@bash scripts/chdb.sh >/dev/null || echo "libchdb.so not fetched: the current-engine check will skip and say why"
 
 run: deps-run build
 	@echo "==> checking PostgreSQL"

@@ -8,6 +8,7 @@ require (
 	github.com/anthdm/hollywood v1.0.5
 	github.com/blevesearch/bleve/v2 v2.6.3
 	github.com/cenkalti/backoff/v5 v5.0.3
+	github.com/chdb-io/chdb-go v1.11.0
 	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/elastic/go-elasticsearch/v8 v8.19.7
 	github.com/emersion/go-imap/v2 v2.0.0-beta.8
@@ -58,6 +59,7 @@ require (
 	github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/clipperhouse/uax29/v2 v2.7.0 // indirect
+	github.com/ebitengine/purego v0.10.1 // indirect
 	github.com/elastic/elastic-transport-go/v8 v8.9.0 // indirect
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6 // indirect
 	github.com/go-chi/chi/v5 v5.5.0 // indirect

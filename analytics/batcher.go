@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"docflow"
 )
 
 // Defaults for Options fields left zero.
@@ -104,14 +106,7 @@ func (o Options) withDefaults() Options {
 // Stats are a Batcher's counters since it started. Every row handed to Add is
 // Written, Dropped, Rejected, or still Buffered:
 // Recorded = Written + Dropped + Rejected + Buffered.
-type Stats struct {
-	Recorded    int64 // rows handed to Add
-	Written     int64 // rows a write confirmed
-	Dropped     int64 // rows refused by a full queue, or left unwritten at Close
-	Rejected    int64 // rows the store refused for good (see Permanent)
-	WriteErrors int64 // failed write attempts
-	Buffered    int64 // rows queued or waiting for a (re)try
-}
+type Stats = docflow.RecorderStats
 
 // WriteFunc writes one batch. It must write all rows or none: a batch that
 // returns an error is retried whole later, unless the error is Permanent.
@@ -163,6 +158,19 @@ type Batcher[T any] struct {
 	err        error // result of the final flush, set before done closes
 
 	recorded, written, dropped, rejected, writeErrors atomic.Int64
+	loggedDrops                                       int64 // dropped as last logged (loop only)
+}
+
+// logDrops logs, at most once per FlushInterval, how many rows were
+// dropped since the last time it logged.
+func (b *Batcher[T]) logDrops() {
+	d := b.dropped.Load()
+	if d == b.loggedDrops {
+		return
+	}
+	b.opts.Logger.Warn().Int64("dropped", d-b.loggedDrops).Int64("dropped_total", d).
+		Int("bound", b.opts.QueueSize+b.opts.MaxBuffered).Msg("analytics metrics dropped: buffer full")
+	b.loggedDrops = d
 }
 
 type flushRequest struct {
@@ -342,6 +350,7 @@ func (b *Batcher[T]) loop() {
 				drain()
 				backgroundFlush(false)
 			}
+			b.logDrops()
 		case <-retryC:
 			retryC = nil
 			drain()

@@ -76,3 +76,21 @@ func (r *Recorder) Close() error {
 
 // Stats returns the recorder's counters for health and metrics endpoints.
 func (r *Recorder) Stats() Stats { return r.b.Stats() }
+
+// Bounded returns o set so that at most total metrics are held in memory
+// (queue and write buffer together) while the store is unreachable: half
+// the bound queues, half waits for the write, and a batch is at most the
+// default size and never more than the write buffer.
+//
+// NOTE: the writer loop does not take rows from the queue while a write is
+// in flight, so the queue is what absorbs a burst meanwhile: it gets half
+// the bound rather than two batches.
+func (o Options) Bounded(total int) Options {
+	if total < 2 {
+		total = 2
+	}
+	o.QueueSize = total / 2
+	o.MaxBuffered = total - o.QueueSize
+	o.BatchSize = min(DefaultBatchSize, o.MaxBuffered)
+	return o
+}

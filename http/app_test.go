@@ -26,6 +26,7 @@ func TestBuiltAPIMountsEveryResource(t *testing.T) {
 		"/api/pipelines/step-types", "/api/routing-rules", "/api/routing-rules/operators", "/api/queue/stats",
 		"/api/queue/pending-count", "/api/classification-rules", "/api/classification-rules/categories",
 		"/api/diagnostic/embeddings", "/api/search?q=invoice", "/api/similarity/pairs", "/api/saved-searches",
+		"/api/analytics/overview", "/api/analytics/steps", "/api/analytics/lag",
 	} {
 		if status, body := get(t, a.URL+path); status != 200 {
 			t.Errorf("GET %s: %d %s", path, status, body)

@@ -72,6 +72,8 @@ type Config struct {
 	LoadPerCPU func() float64
 	// Resolver resolves URL hosts for the fetcher (default net.DefaultResolver).
 	Resolver Resolver
+	// Recorder receives one MetricIntake per offered document (nil = none).
+	Recorder docflow.Recorder
 }
 
 // Resolver is the part of *net.Resolver the URL fetcher uses.
@@ -248,7 +250,15 @@ func (s *Service) IngestMail(ctx context.Context, u docflow.Upload, seen docflow
 	return s.ingest(ctx, u, ingestOptions{mail: &seen})
 }
 
-func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptions) (*docflow.IntakeResult, error) {
+func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptions) (res *docflow.IntakeResult, err error) {
+	if s.cfg.Recorder != nil {
+		start := s.now()
+		defer func() { s.recordIntake(u, start, res, err) }()
+	}
+	return s.ingestFile(ctx, u, opts)
+}
+
+func (s *Service) ingestFile(ctx context.Context, u docflow.Upload, opts ingestOptions) (*docflow.IntakeResult, error) {
 	if u.Body == nil {
 		return nil, errors.New("ingest: nil body")
 	}
@@ -373,6 +383,36 @@ func (s *Service) ingest(ctx context.Context, u docflow.Upload, opts ingestOptio
 		res.DuplicateOf = nil
 	}
 	return res, nil
+}
+
+// recordIntake records the outcome of one offered document: accepted,
+// duplicate, rejected (the input was refused) or failed (the server failed).
+func (s *Service) recordIntake(u docflow.Upload, start time.Time, res *docflow.IntakeResult, err error) {
+	m := docflow.Metric{Kind: docflow.MetricIntake, Time: start, Channel: u.Channel, Duration: s.now().Sub(start), Bytes: max(u.Size, 0)}
+	if m.Channel == "" {
+		m.Channel = docflow.ChannelUpload
+	}
+	if u.User != nil {
+		m.OwnerID = u.User.ID
+	}
+	m.Type = Extension(SanitizeFilename(u.Filename))
+	switch {
+	case err == nil && res != nil && res.File != nil:
+		m.Status, m.FileID, m.Bytes, m.Type = docflow.IntakeAccepted, res.File.ID, res.File.FileSize, res.File.MimeType
+		if res.DuplicateOf != nil || res.File.Status == docflow.StatusDuplicate {
+			m.Status = docflow.IntakeDuplicate
+		}
+	case err == nil:
+		m.Status = docflow.IntakeAccepted
+	default:
+		m.Status, m.ErrorClass = docflow.IntakeFailed, docflow.ErrorCode(err)
+		switch m.ErrorClass {
+		case docflow.EINVALID, docflow.EBADREQUEST, docflow.ETOOLARGE, docflow.EUNSUPPORTED, docflow.ERATELIMIT,
+			docflow.EFORBIDDEN, docflow.ETIMEOUT, docflow.ENOTFOUND:
+			m.Status = docflow.IntakeRejected
+		}
+	}
+	s.cfg.Recorder.Record(m)
 }
 
 // readError turns a failed read of the body into the client-facing error:

@@ -51,14 +51,23 @@ func TestDocumentFlowsThroughItsPipeline(t *testing.T) {
 		t.Fatalf("%d document.processed events: %v", processed, events)
 	}
 	// One metric per attempt, off the hot path.
-	steps := 0
+	steps, docs := 0, 0
 	for _, m := range e.Metrics.all() {
 		if m.Kind == docflow.MetricStep && m.StepType == docflow.StepTest && m.Status == docflow.StepSucceeded && m.Attempt == 1 && m.RunID != "" && m.FileID > 0 {
 			steps++
+			if m.Worker == "" || m.QueueWait <= 0 || m.BytesIn <= 0 {
+				t.Errorf("step metric without worker, queue wait or bytes in: %+v", m)
+			}
+		}
+		if m.Kind == docflow.MetricDocument {
+			docs++
+			if m.Status != docflow.StepSucceeded || m.Duration <= 0 || m.FileID <= 0 {
+				t.Errorf("document metric %+v", m)
+			}
 		}
 	}
-	if steps != 15 {
-		t.Fatalf("%d step metrics, want 15", steps)
+	if steps != 15 || docs != 5 {
+		t.Fatalf("%d step metrics, want 15; %d document metrics, want 5", steps, docs)
 	}
 }
 

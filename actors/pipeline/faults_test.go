@@ -91,7 +91,7 @@ func TestPanickingStepFailsOnlyItsDocument(t *testing.T) {
 	}
 	classes := 0
 	for _, m := range e.Metrics.all() {
-		if m.RunID == badRun && m.ErrorClass == ClassPanic {
+		if m.Kind == docflow.MetricStep && m.RunID == badRun && m.ErrorClass == ClassPanic {
 			classes++
 		}
 	}

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -74,10 +75,52 @@ func (i *Inspector) Lags(ctx context.Context) (map[string]int64, error) {
 	return ConsumerLags(ctx, i.Brokers, groups)
 }
 
+// PartitionLags samples the consumer lag of the router topic and each
+// step topic per partition, as MetricLag rows (Worker is the group).
+func (i *Inspector) PartitionLags(ctx context.Context) ([]docflow.Metric, error) {
+	types := i.StepTypes
+	if types == nil {
+		types = docflow.StandardSteps
+	}
+	groups := map[string]string{streams.TopicFilesIngested: RouterGroup}
+	for _, t := range types {
+		groups[streams.StepTopic(t)] = StepGroup(t)
+	}
+	parts, err := partitionLags(ctx, i.Brokers, groups)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]docflow.Metric, 0, len(parts))
+	for _, p := range parts {
+		out = append(out, docflow.Metric{Kind: docflow.MetricLag, Topic: p.topic, Partition: p.partition, Lag: p.lag, Worker: groups[p.topic]})
+	}
+	return out, nil
+}
+
 // ConsumerLags returns, for each topic → group, the sum over partitions of
 // the last offset minus the group's committed offset (from the first
 // offset when the group has committed nothing).
 func ConsumerLags(ctx context.Context, brokers []string, groups map[string]string) (map[string]int64, error) {
+	parts, err := partitionLags(ctx, brokers, groups)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, p := range parts {
+		out[p.topic] += p.lag
+	}
+	return out, nil
+}
+
+type partLag struct {
+	topic     string
+	partition int
+	lag       int64
+}
+
+// partitionLags returns each partition's lag (every partition of a topic
+// that exists, 0 when caught up).
+func partitionLags(ctx context.Context, brokers []string, groups map[string]string) ([]partLag, error) {
 	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
 	topics := make([]string, 0, len(groups))
 	for t := range groups {
@@ -102,9 +145,8 @@ func ConsumerLags(ctx context.Context, brokers []string, groups map[string]strin
 	if err != nil {
 		return nil, fmt.Errorf("consumer lags: list offsets: %w", err)
 	}
-	out := map[string]int64{}
+	var out []partLag
 	for topic, ps := range parts {
-		out[topic] = 0
 		committed, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: groups[topic], Topics: map[string][]int{topic: ps}})
 		if err != nil {
 			return nil, fmt.Errorf("consumer lags: offset fetch %s: %w", groups[topic], err)
@@ -121,10 +163,14 @@ func ConsumerLags(ctx context.Context, brokers []string, groups map[string]strin
 			if c, ok := cm[po.Partition]; ok && c >= 0 {
 				from = c
 			}
-			if po.LastOffset > from {
-				out[topic] += po.LastOffset - from
-			}
+			out = append(out, partLag{topic: topic, partition: po.Partition, lag: max(po.LastOffset-from, 0)})
 		}
 	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].topic != out[j].topic {
+			return out[i].topic < out[j].topic
+		}
+		return out[i].partition < out[j].partition
+	})
 	return out, nil
 }

@@ -44,6 +44,8 @@ type stepConsumer struct {
 type stepTask struct {
 	d    *streams.Delivery
 	task streams.StepTask
+	// queued is when the task was enqueued (its envelope's time).
+	queued time.Time
 }
 
 func newStepConsumer(e *Engine, stepType string) (*stepConsumer, error) {
@@ -87,7 +89,7 @@ func (sc *stepConsumer) runTimed(ctx context.Context, in *docflow.StepInput) (*d
 
 // handle is the consumer's Handler: decode and send to the kind.
 func (sc *stepConsumer) handle(d *streams.Delivery) {
-	_, task, err := streams.Decode[streams.StepTask](d.Message.Value)
+	env, task, err := streams.Decode[streams.StepTask](d.Message.Value)
 	if err != nil {
 		d.Nack(err) // poison: dead-lettered, the consumer goes on
 		return
@@ -96,7 +98,7 @@ func (sc *stepConsumer) handle(d *streams.Delivery) {
 		d.Nack(streams.Poison(fmt.Errorf("task of step type %q on the %s topic", task.StepType, sc.stepType)))
 		return
 	}
-	sc.submit(&stepTask{d: d, task: task})
+	sc.submit(&stepTask{d: d, task: task, queued: env.TS})
 }
 
 // submit sends t to an actor of the kind. A closed kind (the engine
@@ -150,7 +152,7 @@ func (sc *stepConsumer) receive(_ context.Context, t *stepTask) (struct{}, error
 		Attempt: task.Attempt, Config: claim.Step.Config, Options: claim.Options, File: cloneFile(claim.File), Blobs: e.cfg.Blobs}
 	res, runErr := func() (*docflow.StepResult, error) {
 		defer sc.renewLease(task, claimed)() // stopped even when the run panics
-		return sc.run(e.ctx, in)
+		return sc.run(withStepMeta(e.ctx, stepMeta{queueWait: claimed.Sub(t.queued), worker: e.cfg.WorkerID}), in)
 	}()
 	if runErr != nil && e.ctx.Err() != nil {
 		return struct{}{}, nil // stopping: the task is redelivered
@@ -297,6 +299,8 @@ func (sc *stepConsumer) recordSuccess(rec docflow.StepRecord, claim *docflow.Ste
 	}
 	if !w.Recorded {
 		e.log.Info().Str("run", rec.RunID).Int("position", rec.Position).Msg("step result not recorded: the step was taken over or recorded already")
+	} else if rec.FinishRun != "" {
+		sc.documentEnded(rec, after, docflow.StepSucceeded, "", now)
 	}
 	e.direct.Send(e.ctx, msgs, w.OutboxIDs)
 	return nil
@@ -352,8 +356,27 @@ func (sc *stepConsumer) recordFailure(rec docflow.StepRecord, task streams.StepT
 	})
 	if err == nil {
 		e.direct.Send(e.ctx, []docflow.OutboxMessage{dl, ev}, w.OutboxIDs)
+		sc.documentEnded(rec, f, docflow.StepFailed, class, now)
 	}
 	return err
+}
+
+// documentEnded records the end of a run: its outcome and its end-to-end
+// latency, measured from the file's intake (a reprocessed file's run counts
+// from its first intake).
+func (sc *stepConsumer) documentEnded(rec docflow.StepRecord, f *docflow.File, status, class string, now time.Time) {
+	m := docflow.Metric{Kind: docflow.MetricDocument, Time: now, RunID: rec.RunID, FileID: rec.FileID,
+		Status: status, ErrorClass: class, StepType: sc.stepType, Worker: sc.e.cfg.WorkerID}
+	if f != nil {
+		if !f.CreatedAt.IsZero() {
+			m.Duration = max(now.Sub(f.CreatedAt), 0)
+		}
+		m.Pipeline = pipelineOf(f)
+		if f.OwnerID != nil {
+			m.OwnerID = *f.OwnerID
+		}
+	}
+	sc.e.cfg.Recorder.Record(m)
 }
 
 // cloneFile returns a deep copy of the step-writable parts of f, so the

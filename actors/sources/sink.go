@@ -2,7 +2,6 @@ package sources
 
 import (
 	"context"
-	"time"
 
 	"docflow"
 	"docflow/integrations/imap"
@@ -12,7 +11,6 @@ import (
 type sink struct {
 	store  Store
 	intake Intake
-	rec    docflow.Recorder
 	in     *docflow.Integration
 }
 
@@ -37,7 +35,7 @@ func (k *sink) Ingest(ctx context.Context, a *imap.Attachment) error {
 			meta[key] = v
 		}
 	}
-	res, err := k.intake.IngestMail(ctx, docflow.Upload{
+	_, err := k.intake.IngestMail(ctx, docflow.Upload{
 		Filename: a.Filename,
 		Body:     a.Body,
 		Size:     -1,
@@ -45,12 +43,7 @@ func (k *sink) Ingest(ctx context.Context, a *imap.Attachment) error {
 		Channel:  docflow.ChannelEmail,
 		Metadata: map[string]any{"email": meta},
 	}, docflow.MailSeen{IntegrationID: k.in.ID, MessageKey: a.MessageKey, Attachment: a.Index})
-	if err != nil {
-		return err
-	}
-	if k.rec != nil && res.File != nil {
-		k.rec.Record(docflow.Metric{Kind: docflow.MetricIntake, Time: time.Now(), FileID: res.File.ID,
-			Channel: docflow.ChannelEmail, Bytes: res.File.FileSize, OwnerID: k.in.OwnerID})
-	}
-	return nil
+	// The intake service records the document's intake metric (channel
+	// email, type, bytes, outcome).
+	return err
 }

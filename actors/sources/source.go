@@ -183,7 +183,7 @@ func (s *source) poll() {
 	s.busy, s.again = true, false
 	e, self, gen, cur := s.e, s.self, s.gen, s.cursor
 	budget, log := s.cfg.PollBudget, s.log
-	sk := &sink{store: s.cfg.Store, intake: s.cfg.Intake, rec: s.cfg.Recorder, in: s.in}
+	sk := &sink{store: s.cfg.Store, intake: s.cfg.Intake, in: s.in}
 	var res imap.PollResult
 	s.e.Send(s.conn, &actors.Call[*imap.Client]{
 		Do: func(ctx context.Context, k *imap.Client) error {

@@ -51,9 +51,6 @@ type Intake interface {
 type Config struct {
 	Store  Store
 	Intake Intake
-	// Recorder, optional, hears one intake metric (channel email) per
-	// document taken in.
-	Recorder docflow.Recorder
 	// Owner names this process in the leases (default host-pid-random).
 	Owner string
 	// Scan is how often the table is read and the leases renewed (default

@@ -38,6 +38,11 @@ type Config struct {
 	ReadTimeout time.Duration
 	// DialTimeout bounds connecting (default 5 s).
 	DialTimeout time.Duration
+	// RetentionDays, when positive, keeps that many days: Open sets the
+	// tables' TTL where the server has it and drops older day partitions
+	// at start and every RetentionEvery (default an hour).
+	RetentionDays  int
+	RetentionEvery time.Duration
 }
 
 // validName reports whether s is a plain identifier, safe to splice into
@@ -85,54 +90,19 @@ func ParseURL(cfg Config) (*ch.Options, string, error) {
 	return opts, database, nil
 }
 
-// DDL returns the statements creating database and its metrics table.
-func DDL(database string) []string {
-	return []string{
-		"CREATE DATABASE IF NOT EXISTS " + database,
-		"CREATE TABLE IF NOT EXISTS " + database + `.metrics (
-    kind        String,
-    ts          DateTime,
-    file_id     Int64,
-    run_id      String,
-    step_type   String,
-    status      String,
-    attempt     Int32,
-    duration_ms Float64,
-    bytes       Int64,
-    error_class String,
-    channel     String,
-    method      String,
-    route       String,
-    http_status Int32,
-    owner_id    String
-) ENGINE = MergeTree() PARTITION BY toYYYYMM(ts) ORDER BY (kind, ts)`,
-	}
-}
-
-// Migrate runs DDL(database) on conn.
-func Migrate(ctx context.Context, conn driver.Conn, database string) error {
-	if !validName(database) {
-		return fmt.Errorf("migrate clickhouse: invalid database name %q", database)
-	}
-	for _, stmt := range DDL(database) {
-		if err := conn.Exec(ctx, stmt); err != nil {
-			return fmt.Errorf("migrate clickhouse: %w", err)
-		}
-	}
-	return nil
-}
-
-// Recorder batches metrics into database.metrics and answers the dashboard
-// queries.
+// Recorder batches metrics into database.events (the materialized views
+// roll them up) and answers the dashboard queries.
 type Recorder struct {
 	*analytics.Recorder
 	Queries
-	owned driver.Conn // closed by Close when Open made it
+	owned     driver.Conn // closed by Close when Open made it
+	retention *retainer
 }
 
 var (
 	_ docflow.Recorder    = (*Recorder)(nil)
 	_ docflow.MetricStats = (*Recorder)(nil)
+	_ docflow.Analytics   = (*Recorder)(nil)
 )
 
 // Open connects to cfg.URL, creates the database and table if missing, and
@@ -160,17 +130,24 @@ func Open(ctx context.Context, cfg Config, opts analytics.Options) (*Recorder, e
 		return nil, err
 	}
 	r.owned = conn
+	if cfg.RetentionDays > 0 {
+		if _, err := ApplyTTL(ctx, conn, database, cfg.RetentionDays); err != nil {
+			r.Close()
+			return nil, err
+		}
+		r.retention = startRetention(conn, database, cfg, opts)
+	}
 	return r, nil
 }
 
-// New starts a Recorder writing to database.metrics over conn (see Migrate);
+// New starts a Recorder writing to database.events over conn (see Migrate);
 // the caller keeps ownership of conn.
 func New(conn driver.Conn, database string, opts analytics.Options) (*Recorder, error) {
 	q, err := NewQueries(conn, database)
 	if err != nil {
 		return nil, err
 	}
-	rec, err := analytics.NewRecorder(writer{conn: conn, insert: "INSERT INTO " + database + ".metrics (" + analytics.ColumnList + ")"}, opts)
+	rec, err := analytics.NewRecorder(writer{conn: conn, insert: "INSERT INTO " + database + ".events (" + analytics.ColumnList + ")"}, opts)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse recorder: %w", err)
 	}
@@ -179,6 +156,9 @@ func New(conn driver.Conn, database string, opts analytics.Options) (*Recorder, 
 
 // Close flushes, stops the writer and closes the connection Open made.
 func (r *Recorder) Close() error {
+	if r.retention != nil {
+		r.retention.stop()
+	}
 	err := r.Recorder.Close()
 	if r.owned != nil {
 		if cerr := r.owned.Close(); cerr != nil {
@@ -236,8 +216,8 @@ func clampTime(t time.Time) time.Time {
 	return t
 }
 
-// Queries answers the dashboard queries from database.metrics; it needs no
-// Recorder.
+// Queries answers the dashboard queries: Analytics from the per-minute
+// rollups, MetricStats from database.events. It needs no Recorder.
 type Queries struct {
 	conn     driver.Conn
 	database string
@@ -272,7 +252,7 @@ func (q Queries) StepStats(ctx context.Context, from, to time.Time) ([]docflow.S
 	lo, hi := window(from, to)
 	rows, err := q.conn.Query(ctx, `
 SELECT step_type, count(), countIf(status = 'failed'), avg(duration_ms)
-FROM `+q.database+`.metrics
+FROM `+q.database+`.events
 WHERE kind = ? AND ts >= toDateTime(?) AND ts < toDateTime(?)
 GROUP BY step_type
 ORDER BY step_type`, docflow.MetricStep, lo, hi)
@@ -302,7 +282,7 @@ func (q Queries) RequestStats(ctx context.Context, from, to time.Time) ([]docflo
 	lo, hi := window(from, to)
 	rows, err := q.conn.Query(ctx, `
 SELECT method, route, http_status, count(), avg(duration_ms)
-FROM `+q.database+`.metrics
+FROM `+q.database+`.events
 WHERE kind = ? AND ts >= toDateTime(?) AND ts < toDateTime(?)
 GROUP BY method, route, http_status
 ORDER BY route, method, http_status`, docflow.MetricRequest, lo, hi)
@@ -333,7 +313,7 @@ func (q Queries) IntakeStats(ctx context.Context, from, to time.Time) ([]docflow
 	lo, hi := window(from, to)
 	rows, err := q.conn.Query(ctx, `
 SELECT channel, count(), sum(bytes)
-FROM `+q.database+`.metrics
+FROM `+q.database+`.events
 WHERE kind = ? AND ts >= toDateTime(?) AND ts < toDateTime(?)
 GROUP BY channel
 ORDER BY channel`, docflow.MetricIntake, lo, hi)

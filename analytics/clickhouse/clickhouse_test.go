@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -158,11 +159,31 @@ func TestMigrateIsIdempotent(t *testing.T) {
 		t.Fatalf("second Migrate: %v", err)
 	}
 	var engine, key string
-	if err := srv.conn.QueryRow(ctx, "SELECT engine, partition_key FROM system.tables WHERE database = ? AND name = 'metrics'", name).Scan(&engine, &key); err != nil {
+	if err := srv.conn.QueryRow(ctx, "SELECT engine, partition_key FROM system.tables WHERE database = ? AND name = 'events'", name).Scan(&engine, &key); err != nil {
 		t.Fatal(err)
 	}
-	if engine != "MergeTree" || key != "toYYYYMM(ts)" {
-		t.Fatalf("metrics table: engine %q, partition key %q", engine, key)
+	if engine != "MergeTree" || key != "toYYYYMMDD(ts)" {
+		t.Fatalf("events table: engine %q, partition key %q", engine, key)
+	}
+	ms, err := clickhouse.Migrations(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n, distinct uint64
+	if err := srv.conn.QueryRow(ctx, "SELECT count(), uniqExact(version) FROM "+name+".schema_migrations").Scan(&n, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if int(n) != len(ms) || n != distinct {
+		t.Fatalf("schema_migrations holds %d rows (%d versions), want %d: each applied once", n, distinct, len(ms))
+	}
+	for table := range clickhouse.DataTables {
+		var pk string
+		if err := srv.conn.QueryRow(ctx, "SELECT partition_key FROM system.tables WHERE database = ? AND name = ?", name, table).Scan(&pk); err != nil {
+			t.Fatalf("table %s: %v", table, err)
+		}
+		if !strings.HasPrefix(pk, "toYYYYMMDD(") {
+			t.Errorf("table %s partitioned by %q, want by day", table, pk)
+		}
 	}
 }
 
@@ -172,25 +193,39 @@ func TestEveryColumnStored(t *testing.T) {
 	rec, name := open(t, srv.addr, analytics.Options{FlushInterval: time.Hour})
 	ts := time.Date(2026, 3, 1, 12, 30, 45, 0, time.UTC)
 	in := docflow.Metric{Kind: docflow.MetricStep, Time: ts, FileID: 42, RunID: "run-1", StepType: "ocr",
-		Status: "failed", Attempt: 3, Duration: 1234567 * time.Microsecond, Bytes: 9000, ErrorClass: "tool_missing",
-		Channel: "imap", Method: "POST", Route: "/api/files/{id}", HTTPStatus: 503, OwnerID: "user-7"}
+		Pipeline: "default", Worker: "w1", Status: "failed", Attempt: 3, Duration: 1234567 * time.Microsecond,
+		QueueWait: 250 * time.Millisecond, BytesIn: 7, Bytes: 9000, ErrorClass: "tool_missing",
+		Channel: "imap", Type: "application/pdf", Direction: "out", Target: "hook-1", Method: "POST",
+		Route: "/api/files/{id}", HTTPStatus: 503, OwnerID: "user-7", Topic: "steps.ocr", Partition: 2, Lag: 11,
+		Process: "host:1", CPU: 12.5, RSS: 1 << 20, Goroutines: 33, Dropped: 4}
 	rec.Record(in)
 	if err := rec.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var out docflow.Metric
-	var ms float64
-	var attempt, status int32
-	err := srv.conn.QueryRow(context.Background(), "SELECT "+analytics.ColumnList+" FROM "+name+".metrics").Scan(
-		&out.Kind, &out.Time, &out.FileID, &out.RunID, &out.StepType, &out.Status, &attempt, &ms, &out.Bytes,
-		&out.ErrorClass, &out.Channel, &out.Method, &out.Route, &status, &out.OwnerID)
+	rows, err := srv.conn.Query(context.Background(), "SELECT "+analytics.ColumnList+" FROM "+name+".events")
 	if err != nil {
 		t.Fatal(err)
 	}
-	out.Attempt, out.HTTPStatus, out.Duration = int(attempt), int(status), analytics.MillisDuration(ms)
-	out.Time = out.Time.UTC()
-	if out != in {
-		t.Fatalf("row read back\n got %+v\nwant %+v", out, in)
+	defer rows.Close()
+	if !rows.Next() {
+		t.Fatal("no row stored")
+	}
+	want := analytics.Values(in)
+	got := make([]any, len(want))
+	for i, v := range want {
+		got[i] = reflect.New(reflect.TypeOf(v)).Interface()
+	}
+	if err := rows.Scan(got...); err != nil {
+		t.Fatal(err)
+	}
+	for i, col := range analytics.Columns() {
+		g := reflect.ValueOf(got[i]).Elem().Interface()
+		if tm, ok := g.(time.Time); ok {
+			g = tm.UTC()
+		}
+		if !reflect.DeepEqual(g, want[i]) {
+			t.Errorf("column %s read back %v, want %v", col, g, want[i])
+		}
 	}
 }
 
@@ -229,10 +264,81 @@ func TestOutOfRangeTimesAreClamped(t *testing.T) {
 		t.Fatalf("stats %+v: want both rows written", s)
 	}
 	var lo, hi time.Time
-	if err := srv.conn.QueryRow(context.Background(), "SELECT min(ts), max(ts) FROM "+name+".metrics").Scan(&lo, &hi); err != nil {
+	if err := srv.conn.QueryRow(context.Background(), "SELECT min(ts), max(ts) FROM "+name+".events").Scan(&lo, &hi); err != nil {
 		t.Fatal(err)
 	}
 	if lo.Unix() != 0 || hi.UTC().Year() != 2105 {
 		t.Fatalf("stored times %v and %v, want the edges of the DateTime range", lo, hi)
+	}
+}
+
+func TestReports(t *testing.T) {
+	analyticstest.RunReports(t, func(t *testing.T, opts analytics.Options) analyticstest.Subject {
+		return newReportSubject(t, opts)
+	})
+}
+
+func newReportSubject(t *testing.T, opts analytics.Options) analyticstest.Subject {
+	rec, _ := open(t, srv.addr, opts)
+	return analyticstest.Subject{Recorder: rec, Queries: rec}
+}
+
+// TestSQLOnCurrentEngine runs the chdbcheck package's test (the migrations,
+// TTL and every report query on a current ClickHouse, embedded as chDB)
+// when libchdb.so is at hand: CHDB_LIB_PATH, or where scripts/chdb.sh puts
+// it. Production runs a current ClickHouse; the server tests run on 18.16.
+func TestSQLOnCurrentEngine(t *testing.T) {
+	lib := os.Getenv("CHDB_LIB_PATH")
+	if lib == "" {
+		home, _ := os.UserHomeDir()
+		found, _ := filepath.Glob(filepath.Join(home, ".cache", "docflow-test-bin", "chdb-*", "libchdb.so"))
+		if len(found) == 0 {
+			t.Skip("libchdb.so not found (CHDB_LIB_PATH unset, none under ~/.cache/docflow-test-bin/chdb-*): run scripts/chdb.sh to check the SQL on a current ClickHouse")
+		}
+		lib = found[len(found)-1]
+	}
+	if testing.Short() {
+		t.Skip("-short: the chDB check builds and loads a large library")
+	}
+	cmd := exec.Command("go", "test", "-tags", "chdb", "-count=1", "-v", "./chdbcheck")
+	cmd.Env = append(os.Environ(), "CHDB_LIB_PATH="+lib)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("chdbcheck on %s: %v\n%s", lib, err, out)
+	}
+	t.Logf("%s", out)
+}
+
+// TestRetentionDropsOldDays: day partitions before the cutoff go from the
+// raw table and every rollup; newer days stay.
+func TestRetentionDropsOldDays(t *testing.T) {
+	rec, name := open(t, srv.addr, analytics.Options{FlushInterval: time.Hour})
+	now := time.Now().UTC()
+	old := now.AddDate(0, 0, -100)
+	for _, ts := range []time.Time{old, old.Add(time.Hour), now} {
+		rec.Record(docflow.Metric{Kind: docflow.MetricStep, Time: ts, StepType: "ocr", Status: docflow.StepSucceeded})
+	}
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	n, err := clickhouse.DropPartitionsBefore(ctx, srv.conn, name, now.AddDate(0, 0, -90))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n < 3 { // events, steps_1m and steps_1h of the old day
+		t.Fatalf("dropped %d partitions, want the old day of events and its rollups", n)
+	}
+	for _, table := range []string{"events", "steps_1m", "steps_1h"} {
+		var days uint64
+		if err := srv.conn.QueryRow(ctx, "SELECT uniqExact(partition) FROM system.parts WHERE database = ? AND table = ? AND active", name, table).Scan(&days); err != nil {
+			t.Fatal(err)
+		}
+		if days != 1 {
+			t.Errorf("%s keeps %d day partitions, want today's only", table, days)
+		}
+	}
+	if n, err := clickhouse.DropPartitionsBefore(ctx, srv.conn, name, now.AddDate(0, 0, -90)); err != nil || n != 0 {
+		t.Fatalf("second run dropped %d (%v), want nothing", n, err)
 	}
 }

@@ -17,32 +17,31 @@ import (
 	"docflow/analytics"
 )
 
-// Schema creates the metrics table and its indexes. The project's migrations
-// carry a copy; tests run it on a fresh database.
+// Schema creates the metrics table and its indexes. The project's
+// migrations (0001_schema, 0450_metrics_events) build the same table; tests
+// run Schema on a fresh database.
 //
 // NOTE: every column but kind and ts has a zero default rather than NULL,
 // matching the ClickHouse table (which has no Nullable columns), so the same
 // queries mean the same thing on both stores.
-const Schema = `CREATE TABLE IF NOT EXISTS metrics (
-    kind        text             NOT NULL,
-    ts          timestamptz      NOT NULL,
-    file_id     bigint           NOT NULL DEFAULT 0,
-    run_id      text             NOT NULL DEFAULT '',
-    step_type   text             NOT NULL DEFAULT '',
-    status      text             NOT NULL DEFAULT '',
-    attempt     int              NOT NULL DEFAULT 0,
-    duration_ms double precision NOT NULL DEFAULT 0,
-    bytes       bigint           NOT NULL DEFAULT 0,
-    error_class text             NOT NULL DEFAULT '',
-    channel     text             NOT NULL DEFAULT '',
-    method      text             NOT NULL DEFAULT '',
-    route       text             NOT NULL DEFAULT '',
-    http_status int              NOT NULL DEFAULT 0,
-    owner_id    text             NOT NULL DEFAULT ''
-);
-CREATE INDEX IF NOT EXISTS metrics_ts_idx ON metrics (ts);
-CREATE INDEX IF NOT EXISTS metrics_kind_ts_idx ON metrics (kind, ts);
-`
+var Schema = schema()
+
+func schema() string {
+	defs := analytics.ColumnDefs(false)
+	for i, d := range defs {
+		switch {
+		case i < 2: // kind, ts
+			defs[i] = d + " NOT NULL"
+		case strings.HasSuffix(d, " text"):
+			defs[i] = d + " NOT NULL DEFAULT ''"
+		default:
+			defs[i] = d + " NOT NULL DEFAULT 0"
+		}
+	}
+	return "CREATE TABLE IF NOT EXISTS metrics (\n    " + strings.Join(defs, ",\n    ") + "\n);\n" +
+		"CREATE INDEX IF NOT EXISTS metrics_ts_idx ON metrics (ts);\n" +
+		"CREATE INDEX IF NOT EXISTS metrics_kind_ts_idx ON metrics (kind, ts);\n"
+}
 
 // Table is the table Schema creates and the recorder writes.
 const Table = "metrics"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"reflect"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"docflow/analytics"
 	"docflow/analytics/analyticstest"
 	"docflow/analytics/postgres"
+	storepg "docflow/storage/postgres"
 )
 
 // serverURL names the maintenance database of the server tests create a
@@ -171,25 +173,31 @@ func TestEveryColumnStored(t *testing.T) {
 	defer rec.Close()
 	ts := time.Date(2026, 3, 1, 12, 30, 45, 123456000, time.UTC)
 	in := docflow.Metric{Kind: docflow.MetricStep, Time: ts, FileID: 42, RunID: "run-1", StepType: "ocr",
-		Status: "failed", Attempt: 3, Duration: 1234567 * time.Microsecond, Bytes: 9000, ErrorClass: "tool_missing",
-		Channel: "imap", Method: "POST", Route: "/api/files/{id}", HTTPStatus: 503, OwnerID: "user-7"}
+		Pipeline: "default", Worker: "w1", Status: "failed", Attempt: 3, Duration: 1234567 * time.Microsecond,
+		QueueWait: 250 * time.Millisecond, BytesIn: 7, Bytes: 9000, ErrorClass: "tool_missing",
+		Channel: "imap", Type: "application/pdf", Direction: "out", Target: "hook-1", Method: "POST",
+		Route: "/api/files/{id}", HTTPStatus: 503, OwnerID: "user-7", Topic: "steps.ocr", Partition: 2, Lag: 11,
+		Process: "host:1", CPU: 12.5, RSS: 1 << 20, Goroutines: 33, Dropped: 4}
 	rec.Record(in)
 	if err := rec.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	var out docflow.Metric
-	var ms float64
-	var attempt, status int32
-	err = p.QueryRow(context.Background(), "SELECT "+analytics.ColumnList+" FROM metrics").Scan(
-		&out.Kind, &out.Time, &out.FileID, &out.RunID, &out.StepType, &out.Status, &attempt, &ms, &out.Bytes,
-		&out.ErrorClass, &out.Channel, &out.Method, &out.Route, &status, &out.OwnerID)
-	if err != nil {
+	want := analytics.Values(in)
+	got := make([]any, len(want))
+	for i, v := range want {
+		got[i] = reflect.New(reflect.TypeOf(v)).Interface()
+	}
+	if err := p.QueryRow(context.Background(), "SELECT "+analytics.ColumnList+" FROM metrics").Scan(got...); err != nil {
 		t.Fatal(err)
 	}
-	out.Attempt, out.HTTPStatus, out.Duration = int(attempt), int(status), analytics.MillisDuration(ms)
-	out.Time = out.Time.UTC()
-	if out != in {
-		t.Fatalf("row read back\n got %+v\nwant %+v", out, in)
+	for i, col := range analytics.Columns() {
+		g := reflect.ValueOf(got[i]).Elem().Interface()
+		if tm, ok := g.(time.Time); ok {
+			g = tm.UTC()
+		}
+		if !reflect.DeepEqual(g, want[i]) {
+			t.Errorf("column %s read back %v, want %v", col, g, want[i])
+		}
 	}
 }
 
@@ -231,5 +239,78 @@ func TestRejectedRowsAreIsolated(t *testing.T) {
 	var n int
 	if err := p.QueryRow(ctx, "SELECT count(*) FROM metrics").Scan(&n); err != nil || n != 97 {
 		t.Fatalf("metrics holds %d rows (%v), want 97", n, err)
+	}
+}
+
+func TestReports(t *testing.T) {
+	analyticstest.RunReports(t, func(t *testing.T, opts analytics.Options) analyticstest.Subject {
+		return newReportSubject(t, opts)
+	})
+}
+
+func newReportSubject(t *testing.T, opts analytics.Options) analyticstest.Subject {
+	p := pool(t)
+	rec, err := postgres.New(p, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rec.Close() })
+	return analyticstest.Subject{Recorder: rec, Queries: rec}
+}
+
+// TestMigrationsMatchSchema: the project's migrations build the metrics
+// table with the columns, types and order Schema gives.
+func TestMigrationsMatchSchema(t *testing.T) {
+	if db.skip != "" {
+		t.Skipf("no test database: %s", db.skip)
+	}
+	ctx := context.Background()
+	migrated, drop, err := storepg.OpenTestDB(ctx, "analytics_schema")
+	if err != nil {
+		t.Skipf("no migrated test database: %v", err)
+	}
+	defer drop()
+	columns := func(q interface {
+		Query(context.Context, string, ...any) (pgx.Rows, error)
+	}) []string {
+		rows, err := q.Query(ctx, `SELECT column_name || ' ' || data_type || ' ' || is_nullable || ' ' || coalesce(column_default, '')
+FROM information_schema.columns WHERE table_name = 'metrics' AND table_schema = current_schema() ORDER BY ordinal_position`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want := columns(pool(t))
+	got := columns(migrated.Pool)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("migrated metrics table\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestDeleteBefore(t *testing.T) {
+	p := pool(t)
+	rec, err := postgres.New(p, analytics.Options{FlushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Close()
+	now := time.Now().UTC()
+	for _, ts := range []time.Time{now.AddDate(0, 0, -100), now.AddDate(0, 0, -95), now} {
+		rec.Record(docflow.Metric{Kind: docflow.MetricStep, Time: ts, StepType: "ocr"})
+	}
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := postgres.DeleteBefore(context.Background(), p, now.AddDate(0, 0, -90))
+	if err != nil || n != 2 {
+		t.Fatalf("deleted %d (%v), want 2", n, err)
+	}
+	var left int
+	if err := p.QueryRow(context.Background(), "SELECT count(*) FROM metrics").Scan(&left); err != nil || left != 1 {
+		t.Fatalf("%d rows left (%v), want 1", left, err)
 	}
 }

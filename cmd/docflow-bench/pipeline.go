@@ -85,12 +85,12 @@ type pipeBenchEnv struct {
 	close    func()
 }
 
-func newPipeBenchEnv(ctx context.Context) (*pipeBenchEnv, error) {
+func newPipeBenchEnv(ctx context.Context, env ...string) (*pipeBenchEnv, error) {
 	log := zerolog.New(io.Discard)
 	// The engine's production settings (12 partitions, leases, timeouts,
 	// consumer timings) but for what the measurement needs.
 	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", Log: &log, ProductionTimings: true,
-		Env: map[string]string{"ENABLE_TEST_STEP": "true", "KAFKA_PARTITIONS": strconv.Itoa(streams.DefaultPartitions)},
+		Env: withEnv(map[string]string{"ENABLE_TEST_STEP": "true", "KAFKA_PARTITIONS": strconv.Itoa(streams.DefaultPartitions)}, env...),
 		Engine: func(c *pipeline.Config) {
 			c.StepTypes, c.SkipRecovery = []string{docflow.StepTest}, true
 			c.RetryDelays, c.Heartbeat = []time.Duration{time.Second}, time.Second
@@ -117,6 +117,14 @@ func newPipeBenchEnv(ctx context.Context) (*pipeBenchEnv, error) {
 		return fail(fmt.Errorf("warm-up: %w", err))
 	}
 	return b, nil
+}
+
+// withEnv adds the key, value pairs kv to env.
+func withEnv(env map[string]string, kv ...string) map[string]string {
+	for i := 0; i+1 < len(kv); i += 2 {
+		env[kv[i]] = kv[i+1]
+	}
+	return env
 }
 
 // ingestN records n files and their runs and enqueues their file.ingested,
@@ -219,8 +227,10 @@ type pipeThroughput struct {
 	procCPUms, pgCPUms float64
 }
 
-func benchPipelineThroughput(ctx context.Context, n int) (pipeThroughput, error) {
-	b, err := newPipeBenchEnv(ctx)
+// benchPipelineThroughput measures n documents through the bench pipeline;
+// env are extra settings as key, value pairs.
+func benchPipelineThroughput(ctx context.Context, n int, env ...string) (pipeThroughput, error) {
+	b, err := newPipeBenchEnv(ctx, env...)
 	if err != nil {
 		return pipeThroughput{}, err
 	}

@@ -27,9 +27,6 @@ import (
 	"docflow/actors/pipeline/steps"
 	"docflow/actors/pipeline/steps/teststep"
 	"docflow/actors/sources"
-	"docflow/analytics"
-	chanalytics "docflow/analytics/clickhouse"
-	pganalytics "docflow/analytics/postgres"
 	dfhttp "docflow/http"
 	"docflow/intake"
 	"docflow/integrations/notify"
@@ -76,26 +73,30 @@ type App struct {
 	Role string
 	cfg  Config
 
-	Log         zerolog.Logger
-	DB          *postgres.DB
-	Settings    *postgres.SettingsService
-	Recorder    docflow.Recorder
-	Broker      *streams.Broker
-	Producer    *streams.Producer
-	Relay       *streams.Relay
-	HTTP        *dfhttp.Server
-	Brokers     []string
-	Workdir     string
-	Blobs       *blob.Local
-	Files       *postgres.FileService
-	Intake      *intake.Service
-	Runs        *postgres.RunStore
-	Index       docflow.SearchIndex
-	SearchStore *postgres.SearchService
-	Embeddings  *steps.EmbeddingRuns
-	Steps       *steps.Steps
-	Registry    *pipeline.Registry
-	Engine      *pipeline.Engine
+	Log      zerolog.Logger
+	DB       *postgres.DB
+	Settings *postgres.SettingsService
+	Recorder docflow.Recorder
+	// Reports answers the analytics API (the recorder's store).
+	Reports docflow.Analytics
+	// RecorderStats are the recorder's counters (nil when recording is off).
+	RecorderStats func() docflow.RecorderStats
+	Broker        *streams.Broker
+	Producer      *streams.Producer
+	Relay         *streams.Relay
+	HTTP          *dfhttp.Server
+	Brokers       []string
+	Workdir       string
+	Blobs         *blob.Local
+	Files         *postgres.FileService
+	Intake        *intake.Service
+	Runs          *postgres.RunStore
+	Index         docflow.SearchIndex
+	SearchStore   *postgres.SearchService
+	Embeddings    *steps.EmbeddingRuns
+	Steps         *steps.Steps
+	Registry      *pipeline.Registry
+	Engine        *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
 	// Webhooks stores webhooks and their deliveries; Delivery delivers
@@ -222,6 +223,7 @@ func (m *App) run(ctx context.Context) error {
 			return err
 		}
 	}
+	m.startSamplers()
 	if m.Role == "serve" || m.Role == "api" {
 		if err := m.startSearch(ctx); err != nil {
 			return err
@@ -289,7 +291,7 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 // among the workers, handing its leases over.
 func (m *App) startSources() error {
 	cfg := sources.Config{Store: postgres.NewSourceStore(m.DB, m.cipher), Intake: m.Intake,
-		Recorder: m.Recorder, Dial: m.integrationDialer().DialContext, Log: m.Log.With().Str("component", "sources").Logger()}
+		Dial: m.integrationDialer().DialContext, Log: m.Log.With().Str("component", "sources").Logger()}
 	if m.cfg.Sources != nil {
 		m.cfg.Sources(&cfg)
 	}
@@ -305,29 +307,6 @@ func (m *App) startSources() error {
 		}
 		return nil
 	})
-	return nil
-}
-
-// startRecorder records metrics in ClickHouse when CLICKHOUSE_URL is set,
-// else in PostgreSQL.
-func (m *App) startRecorder(ctx context.Context) error {
-	opts := analytics.Options{Logger: &m.Log}
-	if u := m.Settings.Get("CLICKHOUSE_URL"); u != "" {
-		rec, err := chanalytics.Open(ctx, chanalytics.Config{URL: u}, opts)
-		if err != nil {
-			return fmt.Errorf("connect ClickHouse at %s: %w (unset CLICKHOUSE_URL to record metrics in PostgreSQL)", RedactURL(u), err)
-		}
-		m.Recorder = rec
-		m.onClose(func(context.Context) error { return rec.Close() })
-		m.Log.Info().Str("url", RedactURL(u)).Msg("recording metrics in ClickHouse")
-		return nil
-	}
-	rec, err := pganalytics.New(m.DB.Pool, opts)
-	if err != nil {
-		return err
-	}
-	m.Recorder = rec
-	m.onClose(func(context.Context) error { return rec.Close() })
 	return nil
 }
 
@@ -353,7 +332,7 @@ func (m *App) startCore(ctx context.Context) error {
 	m.Files.SetListConcurrency(docflow.SettingInt(m.Settings, "LIST_QUERY_CONCURRENCY", 0))
 	m.Runs = postgres.NewRunStore(m.DB)
 	m.Embeddings = steps.NewEmbeddingRuns(postgres.NewEmbeddingStore(m.DB))
-	icfg := intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings,
+	icfg := intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings, Recorder: m.Recorder,
 		Log: m.Log.With().Str("component", "intake").Logger(), WorkDir: m.Workdir}
 	if m.cfg.Intake != nil {
 		m.cfg.Intake(&icfg)
@@ -631,6 +610,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountNotifications(dfhttp.NotificationsDeps{Notifier: m.Notifier})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
+	srv.MountAnalytics(dfhttp.AnalyticsDeps{Reports: m.Reports, RecorderStats: m.RecorderStats})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 }

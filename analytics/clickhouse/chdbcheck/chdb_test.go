@@ -1,0 +1,175 @@
+//go:build chdb
+
+package chdbcheck
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/chdb-io/chdb-go/chdb"
+
+	"docflow"
+	"docflow/analytics"
+	"docflow/analytics/clickhouse"
+)
+
+// capture is a driver.Conn that records each query and its arguments and
+// answers no rows, so a report issues every query it has.
+type capture struct {
+	driver.Conn
+	queries []captured
+}
+
+type captured struct {
+	sql  string
+	args []any
+}
+
+func (c *capture) Query(_ context.Context, q string, args ...any) (driver.Rows, error) {
+	c.queries = append(c.queries, captured{q, args})
+	return noRows{}, nil
+}
+
+type noRows struct{ driver.Rows }
+
+func (noRows) Next() bool   { return false }
+func (noRows) Close() error { return nil }
+func (noRows) Err() error   { return nil }
+
+// bind splices args into q's ? placeholders as ClickHouse literals.
+func bind(t *testing.T, q string, args []any) string {
+	var b strings.Builder
+	for _, part := range strings.SplitAfter(q, "?") {
+		if !strings.HasSuffix(part, "?") {
+			b.WriteString(part)
+			continue
+		}
+		if len(args) == 0 {
+			t.Fatalf("more placeholders than arguments in %s", q)
+		}
+		b.WriteString(strings.TrimSuffix(part, "?"))
+		switch v := args[0].(type) {
+		case string:
+			b.WriteString("'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(v) + "'")
+		case int64:
+			b.WriteString(strconv.FormatInt(v, 10))
+		default:
+			t.Fatalf("argument %T not handled", v)
+		}
+		args = args[1:]
+	}
+	return b.String()
+}
+
+func literal(v any) string {
+	switch x := v.(type) {
+	case string:
+		return "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(x) + "'"
+	case time.Time:
+		return "toDateTime(" + strconv.FormatInt(x.Unix(), 10) + ")"
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+func TestSQLOnCurrentEngine(t *testing.T) {
+	dir := t.TempDir()
+	s, err := chdb.NewSession(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	run := func(q string) string {
+		t.Helper()
+		res, err := s.Query(q, "TSV")
+		if err != nil {
+			t.Fatalf("%v\n%s", err, q)
+		}
+		if res != nil {
+			if err := res.Error(); err != nil {
+				t.Fatalf("%v\n%s", err, q)
+			}
+			return res.String()
+		}
+		return ""
+	}
+	t.Logf("engine %s", strings.TrimSpace(run("SELECT version()")))
+	const db = "docflow_chdb"
+	ddl, err := clickhouse.DDL(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range ddl {
+		run(stmt)
+	}
+	for _, stmt := range clickhouse.TTLStatements(db, 90) {
+		run(stmt)
+	}
+	// Rows of every kind, as the recorder writes them (same columns).
+	now := time.Now().UTC().Truncate(time.Second)
+	var rows []string
+	for i, m := range []docflow.Metric{
+		{Kind: docflow.MetricStep, StepType: "ocr", Status: docflow.StepFailed, ErrorClass: "timeout", FileID: 3, Duration: time.Second},
+		{Kind: docflow.MetricStep, StepType: "ocr", Status: docflow.StepSucceeded, Duration: 2 * time.Second, QueueWait: time.Second},
+		{Kind: docflow.MetricIntake, Channel: "upload", Type: "application/pdf", Status: docflow.IntakeAccepted, Bytes: 5},
+		{Kind: docflow.MetricDocument, Status: docflow.StepSucceeded, Duration: 3 * time.Second},
+		{Kind: docflow.MetricRequest, Method: "GET", Route: "/api/files", HTTPStatus: 503, Duration: time.Millisecond},
+		{Kind: docflow.MetricIntegration, Type: "s3", Direction: "out", Status: docflow.OutcomeOK, Bytes: 7},
+		{Kind: docflow.MetricLag, Topic: "steps.ocr", Partition: 1, Lag: 4},
+		{Kind: docflow.MetricProcess, Process: "h:1", Worker: "worker", CPU: 3, RSS: 10, Goroutines: 2, Dropped: 1},
+	} {
+		m.Time = now.Add(time.Duration(-i) * time.Second)
+		var vals []string
+		for _, v := range analytics.Values(m) {
+			vals = append(vals, literal(v))
+		}
+		rows = append(rows, "("+strings.Join(vals, ", ")+")")
+	}
+	run("INSERT INTO " + db + ".events (" + analytics.ColumnList + ") VALUES " + strings.Join(rows, ", "))
+
+	c := &capture{}
+	q, err := clickhouse.NewQueries(c, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// By the minute, and by the hour over hours and their edges (the
+	// hourly rollups).
+	for _, aq := range []docflow.AnalyticsQuery{
+		{From: now.Add(-time.Hour), To: now.Add(time.Minute), Interval: time.Minute, StepType: "ocr", Channel: "upload"},
+		{From: now.Add(-5*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: time.Hour, StepType: "ocr", Channel: "upload"},
+	} {
+		for _, f := range []func() error{
+			func() error { _, err := q.Overview(ctx, aq); return err },
+			func() error { _, err := q.Steps(ctx, aq); return err },
+			func() error { _, err := q.Intake(ctx, aq); return err },
+			func() error { _, err := q.Errors(ctx, aq); return err },
+			func() error { _, err := q.Lag(ctx, aq); return err },
+			func() error { _, err := q.Requests(ctx, aq); return err },
+			func() error { _, err := q.Integrations(ctx, aq); return err },
+		} {
+			if err := f(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(c.queries) < 30 {
+		t.Fatalf("captured %d queries", len(c.queries))
+	}
+	empty := 0
+	for _, cq := range c.queries {
+		if strings.TrimSpace(run(bind(t, cq.sql, cq.args))) == "" {
+			empty++
+		}
+	}
+	if empty > len(c.queries)/2 {
+		t.Errorf("%d of %d report queries answered nothing over rows of every kind", empty, len(c.queries))
+	}
+	// Retention's partition listing.
+	run("SELECT DISTINCT table, partition FROM system.parts WHERE database = '" + db + "' AND active")
+}

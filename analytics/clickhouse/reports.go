@@ -1,0 +1,395 @@
+package clickhouse
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"docflow"
+	"docflow/analytics"
+)
+
+var _ docflow.Analytics = Queries{}
+
+// span is a query's window widened to whole minutes (the rollups' grain)
+// and its bucket width, as SQL fragments built from integers only.
+type span struct {
+	lo, hi int64  // the widened window, Unix seconds
+	t      string // the bucket start of minute, as a DateTime
+	hourly bool   // buckets are whole hours: read the hourly rollups too
+	db     string
+}
+
+func newSpan(q docflow.AnalyticsQuery, database string) span {
+	lo, hi := analytics.MinuteWindow(q.From, q.To)
+	sec := strconv.FormatInt(int64(q.Interval/time.Second), 10)
+	return span{
+		lo: lo.Unix(), hi: hi.Unix(), db: database,
+		t:      "toDateTime(intDiv(toUInt32(minute), " + sec + ") * " + sec + ") AS t",
+		hourly: q.Interval%time.Hour == 0,
+	}
+}
+
+func between(lo, hi int64) string {
+	return "minute >= toDateTime(" + strconv.FormatInt(lo, 10) + ") AND minute < toDateTime(" + strconv.FormatInt(hi, 10) + ")"
+}
+
+// src is what a report reads of rollup (steps, intake, …) over the window,
+// followed by an open WHERE clause: the per-minute table; or, when the
+// buckets are whole hours and the window holds whole hours, the hourly
+// table for those and the per-minute table for the edges, their states
+// merged alike (both tables have the same columns).
+func (s span) src(rollup string) string {
+	minutes := s.db + "." + rollup + "_1m"
+	h1, h2 := (s.lo+3599)/3600*3600, s.hi/3600*3600
+	if !s.hourly || h2 <= h1 {
+		return minutes + " WHERE " + between(s.lo, s.hi)
+	}
+	edges := "(" + between(s.lo, h1) + ") OR (" + between(h2, s.hi) + ")"
+	return "(SELECT * FROM " + s.db + "." + rollup + "_1h WHERE " + between(h1, h2) +
+		" UNION ALL SELECT * FROM " + minutes + " WHERE " + edges + ") WHERE 1"
+}
+
+// quantiles merges a quantile state column into [p50, p95, p99].
+func quantiles(col string) string { return "quantilesMerge(0.5, 0.95, 0.99)(" + col + ")" }
+
+// each runs query and calls scan for every row.
+func (q Queries) each(ctx context.Context, what, query string, args []any, scan func(r driver.Rows) error) error {
+	rows, err := q.conn.Query(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("query %s: %w", what, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("read %s: %w", what, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("read %s: %w", what, err)
+	}
+	return nil
+}
+
+// Overview answers GET /api/analytics/overview from documents_1m,
+// intake_1m, lag_1m and process_1m.
+func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow.OverviewReport, error) {
+	s := newSpan(aq, q.database)
+	rep := &docflow.OverviewReport{ReportWindow: aq.Window(), Series: []docflow.OverviewPoint{},
+		Totals: docflow.OverviewTotals{Processes: []docflow.ProcessSample{}}}
+	points := analytics.NewBuckets[docflow.OverviewPoint](func(t time.Time) docflow.OverviewPoint { return docflow.OverviewPoint{T: t} })
+
+	chanWhere, chanArgs := "", []any{}
+	if aq.Channel != "" {
+		chanWhere, chanArgs = " AND channel = ?", []any{aq.Channel}
+	}
+	docCols := "toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'completed')), toInt64(countMergeIf(n, status = 'failed')), " + quantiles("dur")
+	var topics []docflow.TopicLag
+	// NOTE: the queries run at once: each is a round trip of its own.
+	err := analytics.Parallel(func() error {
+		return q.each(ctx, "documents in", "SELECT "+s.t+", toInt64(countMerge(n)) FROM "+s.src("intake")+" AND status = 'accepted'"+chanWhere+" GROUP BY t ORDER BY t", chanArgs, func(r driver.Rows) error {
+			var t time.Time
+			var n int64
+			err := r.Scan(&t, &n)
+			points.Update(t, func(p *docflow.OverviewPoint) { p.DocsIn = n })
+			rep.Totals.DocsIn += n
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "documents out", "SELECT "+s.t+", "+docCols+" FROM "+s.src("documents")+" GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
+			var t time.Time
+			var out, ok, failed int64
+			var qs []float64
+			err := r.Scan(&t, &out, &ok, &failed, &qs)
+			points.Update(t, func(p *docflow.OverviewPoint) {
+				p.DocsOut, p.Completed, p.Failed, p.Percentiles = out, ok, failed, analytics.ToPercentiles(qs)
+			})
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "documents out totals", "SELECT "+docCols+" FROM "+s.src("documents"), nil, func(r driver.Rows) error {
+			var qs []float64
+			tt := &rep.Totals
+			err := r.Scan(&tt.DocsOut, &tt.Completed, &tt.Failed, &qs)
+			tt.Percentiles = analytics.ToPercentiles(qs)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "backlog", "SELECT t, toInt64(sum(p)) FROM (SELECT "+s.t+", topic, topic_partition, maxMerge(peak) AS p FROM "+
+			s.src("lag")+" GROUP BY t, topic, topic_partition) GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
+			var t time.Time
+			var n int64
+			err := r.Scan(&t, &n)
+			points.Update(t, func(p *docflow.OverviewPoint) { p.Backlog = n })
+			return err
+		})
+	}, func() error {
+		var err error
+		topics, err = q.latestLag(ctx, s)
+		return err
+	}, func() error {
+		return q.each(ctx, "processes", "SELECT process, worker, maxMerge(at), argMaxMerge(cpu), argMaxMerge(rss), argMaxMerge(goroutines), argMaxMerge(dropped) FROM "+
+			s.src("process")+" GROUP BY process, worker ORDER BY process, worker", nil, func(r driver.Rows) error {
+			var p docflow.ProcessSample
+			err := r.Scan(&p.Process, &p.Role, &p.LastSeen, &p.CPU, &p.RSS, &p.Goroutines, &p.Dropped)
+			p.LastSeen = p.LastSeen.UTC()
+			rep.Totals.Processes = append(rep.Totals.Processes, p)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	rep.Totals.SuccessRate = analytics.Ratio(rep.Totals.Completed, rep.Totals.DocsOut, 1)
+	for _, tl := range topics {
+		rep.Totals.Backlog += tl.Lag
+	}
+	rep.Series = points.Sorted()
+	return rep, nil
+}
+
+// Steps answers GET /api/analytics/steps from steps_1m.
+func (q Queries) Steps(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow.StepsReport, error) {
+	s := newSpan(aq, q.database)
+	rep := &docflow.StepsReport{ReportWindow: aq.Window(), Series: []docflow.StepPoint{},
+		Totals: docflow.StepTotals{Steps: []docflow.StepTypeTotal{}}}
+	filter, args := "", []any{}
+	if aq.StepType != "" {
+		filter, args = " AND step_type = ?", []any{aq.StepType}
+	}
+	var errs []analytics.StepError
+	// NOTE: the queries run at once: each is a round trip of its own.
+	err := analytics.Parallel(func() error {
+		return q.each(ctx, "step series", "SELECT "+s.t+", step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')), "+
+			quantiles("dur")+", "+quantiles("wait")+" FROM "+s.src("steps")+filter+
+			" GROUP BY t, step_type ORDER BY t, step_type", args, func(r driver.Rows) error {
+			var p docflow.StepPoint
+			var qs, ws []float64
+			err := r.Scan(&p.T, &p.StepType, &p.Count, &p.Failed, &qs, &ws)
+			p.T = p.T.UTC()
+			p.Percentiles = analytics.ToPercentiles(qs)
+			p.QueueWaitP95 = analytics.ToPercentiles(ws).P95
+			rep.Series = append(rep.Series, p)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "step totals", "SELECT step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')), "+
+			quantiles("dur")+", "+quantiles("wait")+", sumMerge(bytes_in), sumMerge(bytes_out) FROM "+s.src("steps")+filter+
+			" GROUP BY step_type ORDER BY step_type", args, func(r driver.Rows) error {
+			var st docflow.StepTypeTotal
+			var qs, ws []float64
+			err := r.Scan(&st.StepType, &st.Count, &st.Failed, &qs, &ws, &st.BytesIn, &st.BytesOut)
+			st.Percentiles, st.QueueWait = analytics.ToPercentiles(qs), analytics.ToPercentiles(ws)
+			rep.Totals.Steps = append(rep.Totals.Steps, st)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "step errors", "SELECT step_type, error_class, toInt64(countMerge(n)) FROM "+s.src("steps")+" AND status = 'failed'"+filter+" GROUP BY step_type, error_class", args, func(r driver.Rows) error {
+			var e analytics.StepError
+			err := r.Scan(&e.StepType, &e.ErrorClass, &e.Count)
+			errs = append(errs, e)
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	analytics.FinishSteps(rep, aq, errs)
+	return rep, nil
+}
+
+// Intake answers GET /api/analytics/intake from intake_1m.
+func (q Queries) Intake(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow.IntakeReport, error) {
+	s := newSpan(aq, q.database)
+	rep := &docflow.IntakeReport{ReportWindow: aq.Window(), Series: []docflow.IntakePoint{},
+		Totals: docflow.IntakeTotals{Channels: []docflow.IntakeTypeTotal{}}}
+	filter, args := "", []any{}
+	if aq.Channel != "" {
+		filter, args = " AND channel = ?", []any{aq.Channel}
+	}
+	outcomes := "toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'accepted')), toInt64(countMergeIf(n, status = 'duplicate')), " +
+		"toInt64(countMergeIf(n, status = 'rejected')), toInt64(countMergeIf(n, status = 'failed')), sumMerge(bytes)"
+	// NOTE: the queries run at once: each is a round trip of its own.
+	err := analytics.Parallel(func() error {
+		return q.each(ctx, "intake series", "SELECT "+s.t+", channel, "+outcomes+" FROM "+s.src("intake")+filter+
+			" GROUP BY t, channel ORDER BY t, channel", args, func(r driver.Rows) error {
+			var p docflow.IntakePoint
+			err := r.Scan(&p.T, &p.Channel, &p.Count, &p.Accepted, &p.Duplicate, &p.Rejected, &p.Failed, &p.Bytes)
+			p.T = p.T.UTC()
+			rep.Series = append(rep.Series, p)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "intake totals", "SELECT channel, type, "+outcomes+", "+quantiles("dur")+" FROM "+s.src("intake")+filter+
+			" GROUP BY channel, type ORDER BY channel, type", args, func(r driver.Rows) error {
+			var c docflow.IntakeTypeTotal
+			var qs []float64
+			err := r.Scan(&c.Channel, &c.Type, &c.Count, &c.Accepted, &c.Duplicate, &c.Rejected, &c.Failed, &c.Bytes, &qs)
+			c.Percentiles = analytics.ToPercentiles(qs)
+			rep.Totals.Channels = append(rep.Totals.Channels, c)
+			rep.Totals.Count += c.Count
+			rep.Totals.Accepted += c.Accepted
+			rep.Totals.Bytes += c.Bytes
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// Errors answers GET /api/analytics/errors from the failed rows of steps_1m.
+func (q Queries) Errors(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow.ErrorsReport, error) {
+	s := newSpan(aq, q.database)
+	rep := &docflow.ErrorsReport{ReportWindow: aq.Window(), Series: []docflow.ErrorPoint{},
+		Totals: docflow.ErrorTotals{Classes: []docflow.ErrorClass{}}}
+	filter, args := "", []any{}
+	if aq.StepType != "" {
+		filter, args = " AND step_type = ?", []any{aq.StepType}
+	}
+	where := " AND status = 'failed'" + filter
+	// NOTE: the queries run at once: each is a round trip of its own.
+	err := analytics.Parallel(func() error {
+		return q.each(ctx, "error series", "SELECT "+s.t+", error_class, toInt64(countMerge(n)) FROM "+s.src("steps")+where+
+			" GROUP BY t, error_class ORDER BY t, error_class", args, func(r driver.Rows) error {
+			var p docflow.ErrorPoint
+			err := r.Scan(&p.T, &p.ErrorClass, &p.Count)
+			p.T = p.T.UTC()
+			rep.Series = append(rep.Series, p)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "error classes", "SELECT error_class, step_type, toInt64(countMerge(n)) AS c, argMaxMerge(sample), maxMerge(last) FROM "+
+			s.src("steps")+where+" GROUP BY error_class, step_type ORDER BY c DESC, error_class, step_type LIMIT "+
+			strconv.Itoa(analytics.MaxErrorClasses), args, func(r driver.Rows) error {
+			var e docflow.ErrorClass
+			err := r.Scan(&e.ErrorClass, &e.StepType, &e.Count, &e.SampleFileID, &e.LastSeen)
+			e.LastSeen = e.LastSeen.UTC()
+			rep.Totals.Classes = append(rep.Totals.Classes, e)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "error count", "SELECT toInt64(countMerge(n)) FROM "+s.src("steps")+where, args, func(r driver.Rows) error {
+			return r.Scan(&rep.Totals.Count)
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// latestLag returns each topic's latest sampled lag in the window.
+func (q Queries) latestLag(ctx context.Context, s span) ([]docflow.TopicLag, error) {
+	var parts []analytics.PartitionSample
+	err := q.each(ctx, "latest lag", "SELECT topic, topic_partition, argMaxMerge(last), maxMerge(at) FROM "+s.src("lag")+" GROUP BY topic, topic_partition ORDER BY topic, topic_partition", nil, func(r driver.Rows) error {
+		var p analytics.PartitionSample
+		var part int32
+		err := r.Scan(&p.Topic, &part, &p.Lag, &p.At)
+		p.Partition = int(part)
+		parts = append(parts, p)
+		return err
+	})
+	return analytics.GroupTopics(parts), err
+}
+
+// Lag answers GET /api/analytics/lag from lag_1m.
+func (q Queries) Lag(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow.LagReport, error) {
+	s := newSpan(aq, q.database)
+	rep := &docflow.LagReport{ReportWindow: aq.Window(), Series: []docflow.LagPoint{}}
+	err := q.each(ctx, "lag series", "SELECT t, topic, toInt64(sum(p)) FROM (SELECT "+s.t+", topic, topic_partition, maxMerge(peak) AS p FROM "+
+		s.src("lag")+" GROUP BY t, topic, topic_partition) GROUP BY t, topic ORDER BY t, topic", nil, func(r driver.Rows) error {
+		var p docflow.LagPoint
+		err := r.Scan(&p.T, &p.Topic, &p.Lag)
+		p.T = p.T.UTC()
+		rep.Series = append(rep.Series, p)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	topics, err := q.latestLag(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	rep.Totals.Topics = topics
+	for _, t := range topics {
+		rep.Totals.Lag += t.Lag
+	}
+	return rep, nil
+}
+
+// Requests answers GET /api/analytics/requests from requests_1m.
+func (q Queries) Requests(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow.RequestsReport, error) {
+	s := newSpan(aq, q.database)
+	rep := &docflow.RequestsReport{ReportWindow: aq.Window(), Series: []docflow.RequestPoint{},
+		Totals: docflow.RequestTotals{Routes: []docflow.RouteTotal{}}}
+	secs := analytics.Seconds(aq)
+	// NOTE: the queries run at once: each is a round trip of its own.
+	err := analytics.Parallel(func() error {
+		return q.each(ctx, "request series", "SELECT "+s.t+", toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 500)), "+quantiles("dur")+
+			" FROM "+s.src("requests")+" GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
+			var p docflow.RequestPoint
+			var qs []float64
+			err := r.Scan(&p.T, &p.Count, &p.Errors5xx, &qs)
+			p.T, p.P99 = p.T.UTC(), analytics.ToPercentiles(qs).P99
+			rep.Series = append(rep.Series, p)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "request routes", "SELECT method, route, toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 400 AND http_status < 500)), "+
+			"toInt64(countMergeIf(n, http_status >= 500)), "+quantiles("dur")+" FROM "+s.src("requests")+
+			" GROUP BY method, route ORDER BY route, method", nil, func(r driver.Rows) error {
+			var rt docflow.RouteTotal
+			var qs []float64
+			err := r.Scan(&rt.Method, &rt.Route, &rt.Count, &rt.Errors4xx, &rt.Errors5xx, &qs)
+			rt.Percentiles, rt.Rate = analytics.ToPercentiles(qs), analytics.Rate(rt.Count, secs)
+			rep.Totals.Routes = append(rep.Totals.Routes, rt)
+			rep.Totals.Count += rt.Count
+			rep.Totals.Errors5xx += rt.Errors5xx
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// Integrations answers GET /api/analytics/integrations from integrations_1m.
+func (q Queries) Integrations(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow.IntegrationsReport, error) {
+	s := newSpan(aq, q.database)
+	rep := &docflow.IntegrationsReport{ReportWindow: aq.Window(), Series: []docflow.IntegrationPoint{},
+		Totals: docflow.IntegrationTotals{Operations: []docflow.IntegrationTotal{}}}
+	failed := "toInt64(countMergeIf(n, status = '" + docflow.OutcomeFailed + "'))"
+	// NOTE: the queries run at once: each is a round trip of its own.
+	err := analytics.Parallel(func() error {
+		return q.each(ctx, "integration series", "SELECT "+s.t+", kind, type, toInt64(countMerge(n)), "+failed+" FROM "+s.src("integrations")+" GROUP BY t, kind, type ORDER BY t, kind, type", nil, func(r driver.Rows) error {
+			var p docflow.IntegrationPoint
+			err := r.Scan(&p.T, &p.Kind, &p.Type, &p.Count, &p.Failed)
+			p.T = p.T.UTC()
+			rep.Series = append(rep.Series, p)
+			return err
+		})
+	}, func() error {
+		return q.each(ctx, "integration totals", "SELECT kind, type, direction, toInt64(countMerge(n)), "+failed+", sumMerge(bytes), "+quantiles("dur")+
+			" FROM "+s.src("integrations")+" GROUP BY kind, type, direction ORDER BY kind, type, direction", nil, func(r driver.Rows) error {
+			var o docflow.IntegrationTotal
+			var qs []float64
+			err := r.Scan(&o.Kind, &o.Type, &o.Direction, &o.Count, &o.Failed, &o.Bytes, &qs)
+			o.Percentiles = analytics.ToPercentiles(qs)
+			rep.Totals.Operations = append(rep.Totals.Operations, o)
+			rep.Totals.Count += o.Count
+			rep.Totals.Failed += o.Failed
+			return err
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}

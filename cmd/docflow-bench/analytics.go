@@ -1,0 +1,334 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/rs/zerolog"
+
+	"docflow"
+	"docflow/analytics"
+	"docflow/analytics/clickhouse"
+	"docflow/internal/app/apptest"
+)
+
+// benchClickHouseAddr is the ClickHouse the analytics section uses (the
+// private server of scripts/clickhouse.sh, which make bench starts).
+func benchClickHouseAddr() string {
+	if a := os.Getenv("CLICKHOUSE_BENCH_ADDR"); a != "" {
+		return a
+	}
+	return "127.0.0.1:19000"
+}
+
+// benchAnalytics measures the analytics path against the real ClickHouse:
+// sustained recording through the Recorder beside raw batched inserts of
+// the same rows, each analytics endpoint's p99 over a large seeded data set
+// beside a raw-table query of the same window, and the pipeline's
+// throughput with recording on (ClickHouse) and off.
+func benchAnalytics(ctx context.Context, r *Report, o *options) error {
+	addr := benchClickHouseAddr()
+	conn, err := ch.Open(&ch.Options{Addr: []string{addr}, DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Minute})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := conn.Ping(ctx); err != nil {
+		return fmt.Errorf("no ClickHouse at %s (make services starts one): %w", addr, err)
+	}
+	if err := benchRecording(ctx, r, o, conn, addr); err != nil {
+		return err
+	}
+	if err := benchAnalyticsAPI(ctx, r, o, conn, addr); err != nil {
+		return err
+	}
+	return benchRecordingCost(ctx, r, o, addr)
+}
+
+func benchDatabase(ctx context.Context, conn driver.Conn, tag string) (string, func(), error) {
+	name := fmt.Sprintf("docflow_bench_%s_%d", tag, time.Now().UnixNano())
+	if err := clickhouse.Migrate(ctx, conn, name); err != nil {
+		return "", nil, err
+	}
+	return name, func() { conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name) }, nil //nolint:errcheck
+}
+
+// metricMix returns n metrics spread over [from, from+span) in the mix a
+// busy installation records: half step attempts, then requests, intakes,
+// run ends and integration operations.
+func metricMix(n int, from time.Time, span time.Duration, seed uint64) []docflow.Metric {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	steps := docflow.StandardSteps
+	classes := []string{"timeout", "tool_missing", "corrupt_input", "upstream_5xx", "panic"}
+	routes := []string{"/api/files", "/api/files/{id}", "/api/upload", "/api/search", "/api/queue/stats", "/api/files/{id}/download"}
+	channels := []string{"upload", "email", "watch_folder", "url"}
+	out := make([]docflow.Metric, n)
+	for i := range out {
+		ts := from.Add(time.Duration(rng.Int64N(int64(span))))
+		dur := time.Duration(rng.ExpFloat64() * float64(200*time.Millisecond))
+		m := docflow.Metric{Time: ts, Duration: dur, FileID: rng.Int64N(1_000_000) + 1}
+		switch p := rng.IntN(100); {
+		case p < 50:
+			m.Kind, m.StepType, m.Status, m.Attempt = docflow.MetricStep, steps[rng.IntN(len(steps))], docflow.StepSucceeded, 1
+			m.QueueWait, m.Worker, m.Pipeline, m.BytesIn, m.Bytes = dur/3, "worker-"+strconv.Itoa(rng.IntN(4)), "1", 200_000, 150_000
+			if rng.IntN(50) == 0 {
+				m.Status, m.ErrorClass = docflow.StepFailed, classes[rng.IntN(len(classes))]
+			}
+		case p < 80:
+			m.Kind, m.Method, m.Route, m.HTTPStatus = docflow.MetricRequest, "GET", routes[rng.IntN(len(routes))], 200
+			if rng.IntN(100) == 0 {
+				m.HTTPStatus = 503
+			}
+		case p < 90:
+			m.Kind, m.Channel, m.Type, m.Status, m.Bytes = docflow.MetricIntake, channels[rng.IntN(len(channels))], "application/pdf", docflow.IntakeAccepted, 200_000
+		case p < 98:
+			m.Kind, m.Status, m.Duration = docflow.MetricDocument, docflow.StepSucceeded, 20*dur
+		default:
+			m.Kind, m.Type, m.Direction, m.Status, m.Bytes = docflow.MetricIntegration, "s3", "out", docflow.OutcomeOK, 100_000
+		}
+		out[i] = m
+	}
+	return out
+}
+
+// rawInsert writes rows in batches of batch through the driver alone.
+func rawInsert(ctx context.Context, conn driver.Conn, database string, rows []docflow.Metric, batch int) error {
+	for lo := 0; lo < len(rows); lo += batch {
+		b, err := conn.PrepareBatch(ctx, "INSERT INTO "+database+".events ("+analytics.ColumnList+")")
+		if err != nil {
+			return err
+		}
+		for _, m := range rows[lo:min(lo+batch, len(rows))] {
+			if err := b.Append(analytics.Values(m)...); err != nil {
+				b.Close()
+				return err
+			}
+		}
+		if err := b.Send(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func benchRecording(ctx context.Context, r *Report, o *options, conn driver.Conn, addr string) error {
+	secs := 15
+	if o.quick {
+		secs = 4
+	}
+	n := 120_000 * secs // rows for secs seconds at the target rate and some
+	rows := metricMix(n, time.Now().Add(-time.Hour), time.Hour, 1)
+
+	rawDB, dropRaw, err := benchDatabase(ctx, conn, "raw")
+	if err != nil {
+		return err
+	}
+	defer dropRaw()
+	start := time.Now()
+	if err := rawInsert(ctx, conn, rawDB, rows, analytics.DefaultBatchSize); err != nil {
+		return fmt.Errorf("raw inserts: %w", err)
+	}
+	raw := float64(n) / time.Since(start).Seconds()
+
+	recDB, dropRec, err := benchDatabase(ctx, conn, "rec")
+	if err != nil {
+		return err
+	}
+	defer dropRec()
+	log := zerolog.New(io.Discard)
+	opts := analytics.Options{Logger: &log}.Bounded(100_000)
+	rec, err := clickhouse.Open(ctx, clickhouse.Config{URL: "clickhouse://" + addr + "/" + recDB}, opts)
+	if err != nil {
+		return err
+	}
+	defer rec.Close()
+	// The producer records as fast as the recorder takes rows without
+	// dropping: it pauses while a batch and half a queue are held (the
+	// writer does not drain the queue during a write), as the figure is the
+	// sustained rate, not the rate of dropping.
+	start = time.Now()
+	for lo := 0; lo < n; lo += 1000 {
+		for st := rec.Stats(); st.Buffered > int64(opts.BatchSize+opts.QueueSize/2); st = rec.Stats() {
+			time.Sleep(200 * time.Microsecond)
+		}
+		for _, m := range rows[lo:min(lo+1000, n)] {
+			rec.Record(m)
+		}
+	}
+	if err := rec.Flush(ctx); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	st := rec.Stats()
+	rate := float64(st.Written) / elapsed.Seconds()
+	name := fmt.Sprintf("recording into ClickHouse, %d metrics over %.1f s (not a minute)", n, elapsed.Seconds())
+	r.Add(Row{Section: "analytics", Name: name, Value: rate, Unit: "rows/s", Baseline: raw,
+		Target: ">= 100000 rows/s and >= 0.5x raw batched inserts", Pass: rate >= 100_000 && rate >= 0.5*raw && st.Dropped == 0})
+	r.Add(Row{Section: "analytics", Name: "metrics dropped while recording", Value: float64(st.Dropped), Unit: "rows", Target: "0", Pass: st.Dropped == 0})
+	r.Add(Row{Section: "analytics", Name: "metrics rejected or failed writes while recording", Value: float64(st.Rejected + st.WriteErrors), Unit: "",
+		Target: "0", Pass: st.Rejected+st.WriteErrors == 0})
+	return nil
+}
+
+func benchAnalyticsAPI(ctx context.Context, r *Report, o *options, conn driver.Conn, addr string) error {
+	days, n := 30, 3_000_000
+	if o.quick {
+		days, n = 7, 300_000
+	}
+	db, drop, err := benchDatabase(ctx, conn, "api")
+	if err != nil {
+		return err
+	}
+	defer drop()
+	to := time.Now().UTC().Truncate(time.Minute)
+	from := to.Add(-time.Duration(days) * 24 * time.Hour)
+	seedStart := time.Now()
+	for i := 0; i < n; i += 500_000 {
+		rows := metricMix(min(500_000, n-i), from, to.Sub(from), uint64(i+2))
+		if err := rawInsert(ctx, conn, db, rows, 100_000); err != nil {
+			return fmt.Errorf("seed: %w", err)
+		}
+	}
+	// Samples as the samplers take them, one a minute here: 13 topics' lag
+	// and 3 processes.
+	var samples []docflow.Metric
+	for t := from; t.Before(to); t = t.Add(time.Minute) {
+		for k := range 13 {
+			samples = append(samples, docflow.Metric{Kind: docflow.MetricLag, Time: t, Topic: "steps." + strconv.Itoa(k), Lag: int64(k)})
+		}
+		for p := range 3 {
+			samples = append(samples, docflow.Metric{Kind: docflow.MetricProcess, Time: t, Process: "host:" + strconv.Itoa(p), Worker: "worker", CPU: 50, RSS: 1 << 28, Goroutines: 100})
+		}
+	}
+	if err := rawInsert(ctx, conn, db, samples, 100_000); err != nil {
+		return fmt.Errorf("seed samples: %w", err)
+	}
+	// Let background merges of the freshly inserted parts settle.
+	for _, t := range []string{"steps_1m", "requests_1m", "intake_1m", "documents_1m", "lag_1m", "process_1m", "integrations_1m"} {
+		conn.Exec(ctx, "OPTIMIZE TABLE "+db+"."+t+" FINAL") //nolint:errcheck
+	}
+	fmt.Printf("   seeded %d events (+%d lag and process samples) over %d days in %s (scaled down from 10 M: the rollups hold one row per minute and key either way)\n",
+		n, len(samples), days, time.Since(seedStart).Round(time.Second))
+
+	log := zerolog.New(io.Discard)
+	a, err := apptest.Start(ctx, apptest.Options{Role: "api", Log: &log, ProductionTimings: true,
+		Env: map[string]string{"RATE_LIMITING_ENABLED": "false", "AUTH_ENABLED": "false", "CLICKHOUSE_URL": "clickhouse://" + addr + "/" + db,
+			"ANALYTICS_RETENTION_DAYS": "3650"}})
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	q := fmt.Sprintf("?from=%s&to=%s", from.Format(time.RFC3339), to.Format(time.RFC3339))
+	client := &http.Client{Timeout: 30 * time.Second}
+	reqs := 60
+	if o.quick {
+		reqs = 20
+	}
+	for _, name := range []string{"overview", "steps", "intake", "errors", "lag", "requests", "integrations"} {
+		lat, err := httpLatencies(ctx, client, a.URL+"/api/analytics/"+name+q, reqs)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		// Baseline: the raw events of the same window, grouped once.
+		base, err := timeNs(reqs, func() error {
+			rows, err := conn.Query(ctx, "SELECT kind, count(), quantiles(0.5, 0.95, 0.99)(duration_ms) FROM "+db+".events WHERE ts >= toDateTime(?) AND ts < toDateTime(?) GROUP BY kind",
+				from.Unix(), to.Unix())
+			if err != nil {
+				return err
+			}
+			for rows.Next() {
+			}
+			rows.Close()
+			return rows.Err()
+		})
+		if err != nil {
+			return err
+		}
+		p99 := percentileMs(lat, 0.99)
+		r.Add(Row{Section: "analytics", Name: fmt.Sprintf("GET /api/analytics/%s p99, %d days (baseline: raw-table p99)", name, days),
+			Value: p99, Unit: "ms", Baseline: percentileMs(base, 0.99), Target: "<= 50 ms", Pass: p99 <= 50})
+	}
+	return nil
+}
+
+func httpLatencies(ctx context.Context, c *http.Client, url string, n int) ([]float64, error) {
+	return timeNs(n, func() error {
+		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
+		resp, err := c.Do(req)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
+		}
+		return nil
+	})
+}
+
+// timeNs runs f once to warm up, then n times, and returns the durations
+// in milliseconds.
+func timeNs(n int, f func() error) ([]float64, error) {
+	if err := f(); err != nil {
+		return nil, err
+	}
+	out := make([]float64, 0, n)
+	for range n {
+		start := time.Now()
+		if err := f(); err != nil {
+			return nil, err
+		}
+		out = append(out, float64(time.Since(start).Microseconds())/1000)
+	}
+	return out, nil
+}
+
+func percentileMs(ms []float64, p float64) float64 {
+	if len(ms) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), ms...)
+	sort.Float64s(s)
+	return s[min(len(s)-1, int(p*float64(len(s))))]
+}
+
+// benchRecordingCost runs the pipeline throughput with recording off and
+// on (into ClickHouse), alternating twice, and compares the better runs.
+func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string) error {
+	docs := 3000
+	if o.quick {
+		docs = 1000
+	}
+	conn, err := ch.Open(&ch.Options{Addr: []string{addr}})
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	db := fmt.Sprintf("docflow_bench_cost_%d", time.Now().UnixNano())
+	defer conn.Exec(context.Background(), "DROP DATABASE IF EXISTS "+db) //nolint:errcheck
+	var off, on float64
+	for range 2 {
+		t, err := benchPipelineThroughput(ctx, docs, "ANALYTICS_ENABLED", "false")
+		if err != nil {
+			return fmt.Errorf("recording off: %w", err)
+		}
+		off = max(off, t.perSec)
+		t, err = benchPipelineThroughput(ctx, docs, "CLICKHOUSE_URL", "clickhouse://"+addr+"/"+db)
+		if err != nil {
+			return fmt.Errorf("recording on: %w", err)
+		}
+		on = max(on, t.perSec)
+	}
+	r.Ratio("analytics", fmt.Sprintf("pipeline throughput, recording on (baseline: off), %d docs, best of 2", docs), on, off, "docs/s", 0.97)
+	return nil
+}
