@@ -73,25 +73,27 @@ func New(settings docflow.SettingsService, log zerolog.Logger) *Notifier {
 		Mailer: &SMTPMailer{Settings: settings, Dialer: dialer}}
 }
 
-// Channels parses NOTIFICATION_URLS: the valid channels, and a failed
-// result for each invalid entry.
-func (n *Notifier) Channels() ([]*Channel, []docflow.NotificationResult) {
-	var chans []*Channel
-	var bad []docflow.NotificationResult
-	for _, e := range docflow.SettingList(n.settings, "NOTIFICATION_URLS") {
+// Channels parses NOTIFICATION_URLS in its order: for each entry either
+// its channel or, when it is invalid, its failed result.
+func (n *Notifier) Channels() ([]*Channel, []*docflow.NotificationResult) {
+	entries := docflow.SettingList(n.settings, "NOTIFICATION_URLS")
+	chans := make([]*Channel, len(entries))
+	bad := make([]*docflow.NotificationResult, len(entries))
+	for i, e := range entries {
 		c, err := Parse(e)
 		if err != nil {
-			bad = append(bad, docflow.NotificationResult{Service: Redact(e), Detail: "invalid entry: " + err.Error(), Invalid: true})
+			bad[i] = &docflow.NotificationResult{Service: Redact(e), Detail: "invalid entry: " + err.Error(), Invalid: true}
 			continue
 		}
-		chans = append(chans, c)
+		chans[i] = c
 	}
 	return chans, bad
 }
 
 // Notify sends note through every channel at once, each bounded by
-// Timeout, and reports each outcome (invalid entries included, as
-// failures). Status is failed when no channel is configured.
+// Timeout, and reports each outcome in the order of NOTIFICATION_URLS
+// (invalid entries included, as failures). Status is failed when no
+// channel is configured.
 func (n *Notifier) Notify(ctx context.Context, note docflow.Notification) docflow.NotificationReport {
 	note.Title, note.Body = clip(note.Title, maxTitle), clip(note.Body, maxBody)
 	chans, bad := n.Channels()
@@ -102,6 +104,11 @@ func (n *Notifier) Notify(ctx context.Context, note docflow.Notification) docflo
 	}
 	var wg sync.WaitGroup
 	for i, c := range chans {
+		if c == nil {
+			results[i] = *bad[i]
+			n.log.Warn().Str("service", bad[i].Service).Str("error", bad[i].Detail).Msg("notification channel skipped")
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -120,10 +127,7 @@ func (n *Notifier) Notify(ctx context.Context, note docflow.Notification) docflo
 		}()
 	}
 	wg.Wait()
-	for _, b := range bad {
-		n.log.Warn().Str("service", b.Service).Str("error", b.Detail).Msg("notification channel skipped")
-	}
-	return Report(append(results, bad...))
+	return Report(results)
 }
 
 // Report summarizes results: success when all are ok, partial when some
