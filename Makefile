@@ -24,12 +24,14 @@ build:
 deps:
 	@echo "==> checking system packages (tests)"
 	@bash scripts/install-deps.sh test
+	@echo "==> checking the test servers built from Go (once per machine)"
+	@bash scripts/testbin.sh
 
 deps-run:
 	@echo "==> checking system packages"
 	@bash scripts/install-deps.sh run
 
-# Services the tests talk to: PostgreSQL, a private ClickHouse, Mailpit.
+# Services the tests talk to: PostgreSQL and a private ClickHouse.
 services:
 	@echo "==> checking PostgreSQL"
 	@bash scripts/postgres.sh
@@ -37,8 +39,6 @@ services:
 	@bash scripts/clickhouse.sh start || echo "ClickHouse could not start: its tests will skip and say why"
 	@echo "==> checking chDB (the ClickHouse SQL on a current engine)"
 	@bash scripts/chdb.sh >/dev/null || echo "libchdb.so not fetched: the current-engine check will skip and say why"
-	@echo "==> checking Mailpit (the mail tests' SMTP server)"
-	@bash scripts/mailpit.sh >/dev/null || echo "Mailpit not built: its tests will skip and say why"
 
 run: deps-run build
 	@echo "==> checking PostgreSQL"

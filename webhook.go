@@ -10,9 +10,9 @@ import (
 
 // Subscriber kinds: who an event is delivered to. A delivery is recorded
 // once per (event id, subscriber), the subscriber written "<kind>:<id>"
-// ("admin" alone for the admin channels). Only webhooks are delivered
-// today; automation hooks, devices and the admin channels plug into the
-// same delivery core with a sender of their own.
+// ("admin" alone for the admin channels). Webhooks and devices (push
+// notifications) are delivered today; automation hooks and the admin
+// channels plug into the same delivery core with a sender of their own.
 const (
 	SubscriberWebhook = "webhook"
 	SubscriberHook    = "hook"
@@ -101,7 +101,9 @@ type DeliveryTarget struct {
 	Active bool
 	URL    string
 	Secret string // plain, for signing
-	Events []string
+	// PushToken is a device's push token (devices only).
+	PushToken string
+	Events    []string
 }
 
 // DeliveryAttempt is the outcome of one attempt.

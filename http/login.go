@@ -28,6 +28,7 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 {{if .Mobile}}<input type="hidden" name="mobile" value="1"><input type="hidden" name="redirect_uri" value="{{.RedirectURI}}">{{end}}
 <button type="submit">Sign in</button>
 {{if .SSOURL}}<p class="sso"><a href="{{.SSOURL}}">Sign in with SSO</a></p>{{end}}
+{{if .Forgot}}<p class="forgot"><a href="/forgot-password">Forgot your password or user name?</a></p>{{end}}
 </form></body></html>`))
 
 type loginView struct {
@@ -35,6 +36,8 @@ type loginView struct {
 	Mobile                             bool
 	// SSOURL starts single sign-on (oauth.go); empty when not configured.
 	SSOURL string
+	// Forgot links the self-service page (local accounts mounted).
+	Forgot bool
 }
 
 // mobileRedirectAllowed says whether the mobile login may hand a token to
@@ -105,6 +108,7 @@ func (s *Server) renderLogin(c *fasthttp.RequestCtx, status int, v loginView) er
 	c.Response.Header.SetContentType("text/html; charset=utf-8")
 	c.SetStatusCode(status)
 	v.SSOURL = s.ssoLoginURL(v.Next, v.Mobile, v.RedirectURI)
+	v.Forgot = s.mail != nil && !v.Mobile
 	return loginPage.Execute(c, v)
 }
 
@@ -163,6 +167,7 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 	}
 	username = strings.TrimSpace(username)
 	if err := s.loginDelayed(username); err != nil {
+		s.audit(c, docflow.AuditEntry{Actor: auditName(username), Action: docflow.AuditLoginFailed, Detail: "throttled after failed sign-ins"})
 		if isJSON {
 			return err
 		}
@@ -177,12 +182,18 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		if username != "" {
 			s.loginFailed(username)
 		}
+		s.audit(c, docflow.AuditEntry{Actor: auditName(username), Action: docflow.AuditLoginFailed, Detail: "invalid username or password"})
 		if isJSON {
 			return docflow.Errorf(docflow.EUNAUTHORIZED, "Invalid username or password")
 		}
 		return s.renderLogin(c, fasthttp.StatusUnauthorized, loginView{Error: "Invalid username or password.", Username: username, Next: next, Mobile: mobile, RedirectURI: redirectURI})
 	}
 	s.auth.logins.succeed(username)
+	how := "password"
+	if mobile {
+		how = "password, mobile app"
+	}
+	s.audit(c, docflow.AuditEntry{Actor: user.ID, Action: docflow.AuditLoginSucceeded, Target: "user:" + user.ID, Detail: how})
 	sess, err := s.startSession(c, user)
 	if err != nil {
 		return err
@@ -216,6 +227,19 @@ func (s *Server) checkPassword(c *fasthttp.RequestCtx, username, password string
 		}
 	}
 	return nil, false
+}
+
+// auditName is the user name a sign-in tried, as the audit log records it:
+// at most 200 characters, and "-" for none (an empty actor would be
+// filled with the current user).
+func auditName(username string) string {
+	if username == "" {
+		return "-"
+	}
+	if r := []rune(username); len(r) > 200 {
+		return string(r[:200]) + "…"
+	}
+	return username
 }
 
 func (s *Server) setSessionCookie(c *fasthttp.RequestCtx, value string, maxAge int) {

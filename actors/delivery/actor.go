@@ -155,7 +155,7 @@ func (s *Service) attempt(j *job) (failed bool) {
 	if r.Err != nil || r.StatusCode < 200 || r.StatusCode > 299 {
 		a.Error = failure(r)
 		a.Status = docflow.DeliveryFailed
-		if tier, delay, ok := s.next(n); ok {
+		if tier, delay, ok := s.next(n); ok && !r.Final {
 			due := time.Now().Add(delay)
 			m, err := retryMessage(d.ID, n+1, tier, due)
 			if err != nil {

@@ -1,6 +1,6 @@
 // Package delivery delivers docflow's events to their subscribers:
-// webhooks today; automation hooks, push devices and the admin channels
-// plug in later as further subscriber kinds with a Sender each.
+// webhooks and push devices today; automation hooks and the admin
+// channels plug in later as further subscriber kinds with a Sender each.
 //
 // A consumer group on the events topic fans each deliverable event out:
 // the store records one delivery per (event id, subscriber) in PostgreSQL,
@@ -70,6 +70,9 @@ type Store interface {
 type Result struct {
 	StatusCode int
 	Err        error
+	// Final ends a failed delivery without a retry (the receiver is gone
+	// for good: a push token the relay reports unregistered).
+	Final bool
 }
 
 // Sender makes one attempt of a delivery to its target. It must return

@@ -46,6 +46,15 @@ type WebhookSender struct {
 // (read at each connection).
 func NewWebhookSender(settings docflow.SettingsService) *WebhookSender {
 	w := &WebhookSender{settings: settings}
+	w.client = guardedClient(w.allowed)
+	return w
+}
+
+// guardedClient is an HTTP client that checks every connection when it
+// is made: a host on a private or internal address (literal or resolved)
+// is refused unless allowed names it. No proxy, no redirects followed;
+// the attempt's context bounds each request.
+func guardedClient(allowed func(host string) bool) *http.Client {
 	guard := ssrf.New(ssrf.WithAnyPort())
 	checked := &net.Dialer{Timeout: 10 * time.Second, Control: guard.Safe}
 	plain := &net.Dialer{Timeout: 10 * time.Second}
@@ -56,7 +65,7 @@ func NewWebhookSender(settings docflow.SettingsService) *WebhookSender {
 			if err != nil {
 				return nil, err
 			}
-			if w.allowed(host) {
+			if allowed(host) {
 				return plain.DialContext(ctx, network, addr)
 			}
 			c, err := checked.DialContext(ctx, network, addr)
@@ -70,9 +79,8 @@ func NewWebhookSender(settings docflow.SettingsService) *WebhookSender {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: 0, // the attempt's context bounds it all
 	}
-	w.client = &http.Client{Transport: tr,
+	return &http.Client{Transport: tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	return w
 }
 
 func isSSRF(err error) bool {

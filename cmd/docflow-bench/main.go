@@ -42,6 +42,7 @@ func sections() []section {
 			return benchSearchIndex(ctx, r, o.workdir+"/index")
 		}},
 		{"search", "search API, similar documents and pairs at 100,000 documents", adapt(benchSearchAPI)},
+		{"passwords", "argon2id hash and verification cost of one local sign-in", benchPasswords},
 		{"analytics", "metrics into ClickHouse vs raw batched inserts, analytics API p99 over a seeded month, pipeline with recording on vs off", benchAnalytics},
 		{"imap", "IMAP sources from Dovecot: mails with a 100 KB PDF to pending vs the bare client, 100 idle sources' memory", benchIMAP},
 	}

@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-smtp"
+	gosmtp "github.com/emersion/go-smtp"
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/integrations/smtp"
 )
 
 type settings map[string]string
@@ -123,7 +124,7 @@ func receiver(t *testing.T, status int) (*httptest.Server, func() []received) {
 	}
 }
 
-// smtpServer is an in-process SMTP server keeping what it receives.
+// smtpBackend is an in-process SMTP server keeping what it receives.
 type smtpBackend struct {
 	mu   sync.Mutex
 	msgs []smtpMsg
@@ -138,9 +139,11 @@ type smtpSession struct {
 	m smtpMsg
 }
 
-func (b *smtpBackend) NewSession(*smtp.Conn) (smtp.Session, error) { return &smtpSession{b: b}, nil }
-func (s *smtpSession) Mail(from string, _ *smtp.MailOptions) error { s.m.from = from; return nil }
-func (s *smtpSession) Rcpt(to string, _ *smtp.RcptOptions) error {
+func (b *smtpBackend) NewSession(*gosmtp.Conn) (gosmtp.Session, error) {
+	return &smtpSession{b: b}, nil
+}
+func (s *smtpSession) Mail(from string, _ *gosmtp.MailOptions) error { s.m.from = from; return nil }
+func (s *smtpSession) Rcpt(to string, _ *gosmtp.RcptOptions) error {
 	s.m.to = append(s.m.to, to)
 	return nil
 }
@@ -157,7 +160,7 @@ func (s *smtpSession) Logout() error { return nil }
 
 func startSMTP(t *testing.T) (*smtpBackend, string) {
 	be := &smtpBackend{}
-	srv := smtp.NewServer(be)
+	srv := gosmtp.NewServer(be)
 	srv.Domain = "localhost"
 	srv.ReadTimeout, srv.WriteTimeout = 10*time.Second, 10*time.Second
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -190,6 +193,7 @@ func TestNotifyEveryChannel(t *testing.T) {
 	st := settings{"NOTIFICATION_URLS": strings.Join(urls, ", "), "WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",
 		"SMTP_HOST": "127.0.0.1", "SMTP_PORT": smtpPort, "SMTP_FROM": "docflow@example.com"}
 	n := New(st, zerolog.Nop())
+	n.Mailer = smtp.New(st)
 	n.Bases = map[string]string{"slack": srv.URL, "discord": srv.URL, "msteams": srv.URL}
 	rep := n.Notify(context.Background(), docflow.Notification{Title: "Hello", Body: "World"})
 	if rep.Status != docflow.NotifyPartial || rep.ServicesCount != 8 || len(rep.Results) != 8 {

@@ -8,7 +8,8 @@
 // entry is only ever shown redacted (Redact). HTTP channels connect
 // through the private-address guard (netguard) with WEBHOOK_ALLOWED_HOSTS
 // as its exceptions: notification URLs are events going out, like
-// webhooks.
+// webhooks. mailto goes through the application's docflow.Mailer (the
+// SMTP settings).
 package notify
 
 import (

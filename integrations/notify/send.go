@@ -30,22 +30,16 @@ const (
 	maxBody  = 4000
 )
 
-// Mailer sends a plain-text mail; mailto channels go through it. The
-// default is SMTPMailer (the SMTP settings); any mailer of the
-// application can take its place.
-type Mailer interface {
-	SendMail(ctx context.Context, to []string, subject, body string) error
-}
-
 // Notifier sends notifications through the channels of NOTIFICATION_URLS,
 // read at each call (a changed setting applies at once).
 type Notifier struct {
 	settings docflow.SettingsService
 	client   *http.Client
 	log      zerolog.Logger
-	// Mailer sends the mailto channels' mail (default: SMTPMailer over
-	// the SMTP settings).
-	Mailer Mailer
+	// Mailer sends the mailto channels' mail (the application's
+	// docflow.Mailer, integrations/smtp over the SMTP settings); nil:
+	// mailto channels fail with "no mailer configured".
+	Mailer docflow.Mailer
 	// Bases replaces the scheme and host of a kind's endpoint ("slack":
 	// "http://127.0.0.1:8080"): tests point the cloud services at local
 	// receivers with it.
@@ -56,7 +50,7 @@ type Notifier struct {
 
 // New builds a Notifier over settings. Its HTTP connections go through
 // netguard with WEBHOOK_ALLOWED_HOSTS as the exceptions; redirects are
-// never followed.
+// never followed. Set Mailer for mailto channels.
 func New(settings docflow.SettingsService, log zerolog.Logger) *Notifier {
 	dialer := netguard.Dialer{Timeout: 10 * time.Second,
 		Allowed: func() []string { return docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") }}
@@ -69,8 +63,7 @@ func New(settings docflow.SettingsService, log zerolog.Logger) *Notifier {
 	}
 	return &Notifier{settings: settings, log: log.With().Str("component", "notify").Logger(),
 		client: &http.Client{Transport: tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
-		Mailer: &SMTPMailer{Settings: settings, Dialer: dialer}}
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 // Channels parses NOTIFICATION_URLS in its order: for each entry either
@@ -162,7 +155,7 @@ func (n *Notifier) send(ctx context.Context, c *Channel, note docflow.Notificati
 		if n.Mailer == nil {
 			return errors.New("no mailer configured")
 		}
-		return n.Mailer.SendMail(ctx, c.To, note.Title, note.Body)
+		return n.Mailer.Send(ctx, docflow.Mail{To: c.To, Subject: note.Title, Text: note.Body})
 	case "ntfy":
 		for _, t := range c.Topics {
 			m := map[string]any{"topic": t, "title": note.Title, "message": note.Body}

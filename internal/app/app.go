@@ -30,6 +30,7 @@ import (
 	dfhttp "docflow/http"
 	"docflow/intake"
 	"docflow/integrations/notify"
+	"docflow/integrations/smtp"
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
 	"docflow/streams"
@@ -62,6 +63,9 @@ type Config struct {
 	Intake  func(*intake.Config)
 	Indexer func(*indexer.Config)
 	Blobs   func(*blob.Options)
+	// Now is the clock of the HTTP server and of the local accounts'
+	// reset tokens (nil: the real one; tests move it forward).
+	Now func() time.Time
 	// Delivery adjusts the event delivery's configuration.
 	Delivery func(*delivery.Config)
 	Sources  func(*sources.Config)
@@ -85,23 +89,28 @@ type App struct {
 	Producer      *streams.Producer
 	Relay         *streams.Relay
 	HTTP          *dfhttp.Server
-	Brokers       []string
-	Workdir       string
-	Blobs         *blob.Local
-	Files         *postgres.FileService
-	Intake        *intake.Service
-	Runs          *postgres.RunStore
-	Index         docflow.SearchIndex
-	SearchStore   *postgres.SearchService
-	Embeddings    *steps.EmbeddingRuns
-	Steps         *steps.Steps
-	Registry      *pipeline.Registry
-	Engine        *pipeline.Engine
+	// Accounts are the local accounts (serve and api).
+	Accounts    *postgres.AccountService
+	admins      *adminCache
+	Brokers     []string
+	Workdir     string
+	Blobs       *blob.Local
+	Files       *postgres.FileService
+	Intake      *intake.Service
+	Runs        *postgres.RunStore
+	Index       docflow.SearchIndex
+	SearchStore *postgres.SearchService
+	Embeddings  *steps.EmbeddingRuns
+	Steps       *steps.Steps
+	Registry    *pipeline.Registry
+	Engine      *pipeline.Engine
 	// Actors is the process's actor engine (serve, api, worker).
 	Actors *actor.Engine
 	// Webhooks stores webhooks and their deliveries; Delivery delivers
 	// events to them (serve, worker).
 	Webhooks *postgres.WebhookStore
+	// Devices stores the devices registered for push notifications.
+	Devices  *postgres.DeviceStore
 	Delivery *delivery.Service
 	// Notifier sends admin notifications through NOTIFICATION_URLS: from
 	// the delivery core (subscriber "admin") and test-notification.
@@ -212,6 +221,8 @@ func (m *App) run(ctx context.Context) error {
 	m.Webhooks = postgres.NewWebhookStore(m.DB, m.cipher, delivery.AttemptMessage)
 	m.Webhooks.AdminEvents = delivery.AdminEvents(m.Settings)
 	m.Notifier = notify.New(m.Settings, m.Log)
+	m.Notifier.Mailer = smtp.New(m.Settings)
+	m.Devices = postgres.NewDeviceStore(m.DB)
 	if m.Role == "serve" || m.Role == "worker" {
 		if err := m.startEngine(ctx); err != nil {
 			return err
@@ -548,6 +559,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
 		m.Log.Warn().Str("listen", addr).Msg("AUTH_ENABLED is false and the server listens on a non-loopback address: anyone who reaches it has full access")
 	}
+	m.startAccounts()
 	tokens := postgres.NewTokenService(m.DB)
 	// Tokens made without authentication by earlier versions had no owner;
 	// they are the admin account's, like those made now.
@@ -570,7 +582,10 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		// A changed local password (or a deactivated account) ends its sessions.
 		LocalPasswordStamp: sessions.LocalPasswordStamp,
 		Audit:              postgres.NewAuditLog(m.DB),
-		IsAdmin:            m.isAdmin(sso),
+		LocalLogin:         m.localLogin,
+		// ADMIN_USERNAME, an SSO administrator or an active local admin.
+		IsAdmin: anyAdmin(m.isAdmin(sso), m.admins.isAdmin),
+		Now:     m.cfg.Now,
 	})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
@@ -608,8 +623,10 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
 	srv.MountNotifications(dfhttp.NotificationsDeps{Notifier: m.Notifier})
+	srv.MountMobile(dfhttp.MobileDeps{Devices: m.Devices})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
+	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.admins}, Mailer: smtp.New(m.Settings)})
 	srv.MountAnalytics(dfhttp.AnalyticsDeps{Reports: m.Reports, RecorderStats: m.RecorderStats})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})

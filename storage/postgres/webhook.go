@@ -159,9 +159,11 @@ func webhookSubscriber(id int64) string {
 }
 
 // Fanout records one delivery of ev per active webhook subscribed to its
-// name (created before the event: a new webhook does not receive the
-// history of the topic), plus one to "admin" when AdminEvents takes it,
-// and returns the deliveries whose first attempt is still to be made. Recording is idempotent per (event id, subscriber):
+// name and, for document.processed, per active device of the document's
+// owner (each created before the event: a new webhook does not receive
+// the history of the topic), plus one to "admin" when AdminEvents takes
+// it, and returns the deliveries whose first attempt is still to be made.
+// Recording is idempotent per (event id, subscriber):
 // a redelivered event returns only what was not attempted yet.
 func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.EventDelivery, error) {
 	body, err := json.Marshal(ev)
@@ -175,6 +177,16 @@ func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.
 			WHERE is_active AND $2 = ANY(events) AND created_at <= $4
 			ON CONFLICT (event_id, subscriber) DO NOTHING`, ev.ID, ev.Name, body, ev.Timestamp); err != nil {
 			return err
+		}
+		if ev.Name == docflow.EventDocumentProcessed && ev.OwnerID != nil {
+			// A processed document is pushed to every active device of its
+			// owner registered before the event.
+			if _, err := tx.Exec(ctx, `INSERT INTO event_deliveries (event_id, subscriber, event_name, event)
+				SELECT $1, 'device:' || id, $2, $3 FROM mobile_devices
+				WHERE owner_id = $4 AND is_active AND created_at <= $5
+				ON CONFLICT (event_id, subscriber) DO NOTHING`, ev.ID, ev.Name, body, *ev.OwnerID, ev.Timestamp); err != nil {
+				return err
+			}
 		}
 		if s.AdminEvents != nil && s.AdminEvents(ev.Name) {
 			if _, err := tx.Exec(ctx, `INSERT INTO event_deliveries (event_id, subscriber, event_name, event)
@@ -232,12 +244,15 @@ func (s *WebhookStore) Delivery(ctx context.Context, id int64) (*docflow.EventDe
 // deleted).
 func (s *WebhookStore) Target(ctx context.Context, sub docflow.Subscriber) (docflow.DeliveryTarget, error) {
 	var t docflow.DeliveryTarget
-	if sub.Kind == docflow.SubscriberAdmin {
+	switch sub.Kind {
+	case docflow.SubscriberAdmin:
 		// The admin channels are settings, read by their sender at each
 		// attempt: always there.
 		return docflow.DeliveryTarget{Found: true, Active: true}, nil
-	}
-	if sub.Kind != docflow.SubscriberWebhook {
+	case docflow.SubscriberDevice:
+		return s.deviceTarget(ctx, sub.ID)
+	case docflow.SubscriberWebhook:
+	default:
 		return t, docflow.Errorf(docflow.EINVALID, "no target for subscriber kind %q", sub.Kind)
 	}
 	var sealed string
@@ -255,6 +270,22 @@ func (s *WebhookStore) Target(ctx context.Context, sub docflow.Subscriber) (docf
 			return t, fmt.Errorf("webhook %d: secret: %w", sub.ID, err)
 		}
 	}
+	return t, nil
+}
+
+// deviceTarget reads device id's push token (Found false when the device
+// was deleted).
+func (s *WebhookStore) deviceTarget(ctx context.Context, id int64) (docflow.DeliveryTarget, error) {
+	var t docflow.DeliveryTarget
+	err := s.db.Pool.QueryRow(ctx, `SELECT push_token, is_active FROM mobile_devices WHERE id = $1`, id).
+		Scan(&t.PushToken, &t.Active)
+	if err == pgx.ErrNoRows {
+		return t, nil
+	}
+	if err != nil {
+		return t, dbErr(err)
+	}
+	t.Found = true
 	return t, nil
 }
 

@@ -61,6 +61,8 @@ type Options struct {
 	Intake  func(*intake.Config)
 	Indexer func(*indexer.Config)
 	Blobs   func(*blob.Options)
+	// Now is the clock of the HTTP API and the reset tokens (app.Config.Now).
+	Now func() time.Time
 	// Delivery adjusts the event delivery (app.Config.Delivery).
 	Delivery func(*delivery.Config)
 	// Sources adjusts the IMAP sources' supervisor after the twin's quick
@@ -178,6 +180,7 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 			}
 		},
 		Blobs: o.Blobs,
+		Now:   o.Now,
 		Delivery: func(c *delivery.Config) {
 			if !o.ProductionTimings {
 				c.Consumer = quickConsumer
