@@ -10,9 +10,9 @@ import (
 
 // Subscriber kinds: who an event is delivered to. A delivery is recorded
 // once per (event id, subscriber), the subscriber written "<kind>:<id>"
-// ("admin" alone for the admin channels). Webhooks and devices (push
-// notifications) are delivered today; automation hooks and the admin
-// channels plug into the same delivery core with a sender of their own.
+// ("admin" alone for the admin channels). Webhooks, automation hooks and
+// devices (push notifications) are delivered today; the admin channels
+// plug into the same delivery core with a sender of their own.
 const (
 	SubscriberWebhook = "webhook"
 	SubscriberHook    = "hook"
@@ -118,6 +118,9 @@ type DeliveryAttempt struct {
 	// when the next one is due (pending only).
 	Status        string
 	NextAttemptAt *time.Time
+	// Unsubscribe: the receiver asked to be unsubscribed (an automation
+	// hook answering 410 Gone); the subscriber is deleted with the attempt.
+	Unsubscribe bool
 }
 
 // DeliveryLogEntry is one delivery in a webhook's delivery log, with the

@@ -150,32 +150,38 @@ func checkEvents(in []string) ([]string, error) {
 // connection again when it is made, so a DNS answer that changes later
 // gains nothing.
 func (h *webhookHandlers) checkURL(ctx context.Context, raw string) (string, error) {
+	return checkTargetURL(ctx, h.s.cfg.Settings, h.d.Resolver, "url", raw)
+}
+
+// checkTargetURL is checkURL for any receiver's URL (webhooks, automation
+// hooks); field names it in errors.
+func checkTargetURL(ctx context.Context, settings docflow.SettingsService, resolver *net.Resolver, field, raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
-		return "", invalid("url", "url is required")
+		return "", invalid(field, "%s is required", field)
 	}
 	if len(raw) > webhookMaxURL {
-		return "", invalid("url", "url must be at most %d characters", webhookMaxURL)
+		return "", invalid(field, "%s must be at most %d characters", field, webhookMaxURL)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return "", invalid("url", "url must be an absolute http or https URL")
+		return "", invalid(field, "%s must be an absolute http or https URL", field)
 	}
 	if u.User != nil {
-		return "", invalid("url", "url must not carry credentials (use the secret to sign deliveries)")
+		return "", invalid(field, "%s must not carry credentials (use the secret to sign deliveries)", field)
 	}
 	if u.Port() != "" {
 		if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
-			return "", invalid("url", "url has an invalid port")
+			return "", invalid(field, "%s has an invalid port", field)
 		}
 	}
 	host := u.Hostname()
-	for _, a := range docflow.SettingList(h.s.cfg.Settings, "WEBHOOK_ALLOWED_HOSTS") {
+	for _, a := range docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") {
 		if strings.EqualFold(strings.Trim(strings.TrimSpace(a), "[]"), host) {
 			return u.String(), nil
 		}
 	}
-	private := invalid("url", "access to private or internal addresses is not allowed")
+	private := invalid(field, "access to private or internal addresses is not allowed")
 	guard := ssrf.New(ssrf.WithAnyPort())
 	if ip, err := netip.ParseAddr(host); err == nil {
 		if guard.SafeAddr(ip) != nil {
@@ -188,7 +194,7 @@ func (h *webhookHandlers) checkURL(ctx context.Context, raw string) (string, err
 	}
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	addrs, err := h.d.Resolver.LookupNetIP(rctx, "ip", host)
+	addrs, err := resolver.LookupNetIP(rctx, "ip", host)
 	if err != nil {
 		// Not resolvable now: accepted; each delivery's connection is
 		// checked when it is made.

@@ -155,7 +155,9 @@ func (s *Service) attempt(j *job) (failed bool) {
 	if r.Err != nil || r.StatusCode < 200 || r.StatusCode > 299 {
 		a.Error = failure(r)
 		a.Status = docflow.DeliveryFailed
-		if tier, delay, ok := s.next(n); ok && !r.Final {
+		if r.Unsubscribe {
+			a.Error, a.Unsubscribe = fmt.Sprintf("receiver answered %d: unsubscribed", r.StatusCode), true
+		} else if tier, delay, ok := s.next(n); ok && !r.Final {
 			due := time.Now().Add(delay)
 			m, err := retryMessage(d.ID, n+1, tier, due)
 			if err != nil {
@@ -177,6 +179,9 @@ func (s *Service) attempt(j *job) (failed bool) {
 		ev = log.Warn()
 	case docflow.DeliveryPending:
 		ev = log.Info()
+	}
+	if a.Unsubscribe {
+		log.Info().Int("status_code", r.StatusCode).Msg("receiver asked to unsubscribe: subscriber deleted")
 	}
 	ev.Int("attempt", n).Int("status_code", r.StatusCode).Str("error", a.Error).Str("status", a.Status).
 		Dur("took", a.Duration).Msg("delivery attempt")

@@ -1,6 +1,7 @@
 // Package delivery delivers docflow's events to their subscribers:
-// webhooks and push devices today; automation hooks and the admin
-// channels plug in later as further subscriber kinds with a Sender each.
+// webhooks, automation hooks (WebhookSender, HookSender) and push devices
+// (PushSender) today; the admin channels plug in as a further subscriber
+// kind with a Sender of its own.
 //
 // A consumer group on the events topic fans each deliverable event out:
 // the store records one delivery per (event id, subscriber) in PostgreSQL,
@@ -66,13 +67,18 @@ type Store interface {
 }
 
 // Result is the outcome of one attempt: a 2xx StatusCode with a nil Err
-// is a delivery; anything else is retried.
+// is a delivery; anything else is retried, unless Unsubscribe: the
+// receiver asked to be removed (410 Gone to an automation hook), so the
+// delivery fails at once and the subscriber is deleted with the attempt.
 type Result struct {
 	StatusCode int
 	Err        error
 	// Final ends a failed delivery without a retry (the receiver is gone
 	// for good: a push token the relay reports unregistered).
 	Final bool
+	// Unsubscribe ends the subscription: an automation hook's receiver
+	// answered 410 Gone.
+	Unsubscribe bool
 }
 
 // Sender makes one attempt of a delivery to its target. It must return

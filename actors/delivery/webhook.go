@@ -40,12 +40,19 @@ var ErrPrivateAddress = errors.New("access to private or internal addresses is n
 type WebhookSender struct {
 	settings docflow.SettingsService
 	client   *http.Client
+	// body builds a delivery's body (WebhookBody, or HookBody for
+	// automation hooks); agent is the User-Agent.
+	body  func(docflow.Event) ([]byte, error)
+	agent string
+	// goneUnsubscribes: a 410 Gone asks for the subscriber's removal
+	// (automation hooks, the REST-hooks convention).
+	goneUnsubscribes bool
 }
 
 // NewWebhookSender builds the sender; settings gives WEBHOOK_ALLOWED_HOSTS
 // (read at each connection).
 func NewWebhookSender(settings docflow.SettingsService) *WebhookSender {
-	w := &WebhookSender{settings: settings}
+	w := &WebhookSender{settings: settings, body: WebhookBody, agent: "docflow-webhooks"}
 	w.client = guardedClient(w.allowed)
 	return w
 }
@@ -142,7 +149,7 @@ func SignStandard(secret, id string, ts int64, body []byte) string {
 
 // Send POSTs d's event to t.URL.
 func (w *WebhookSender) Send(ctx context.Context, t docflow.DeliveryTarget, d *docflow.EventDelivery) Result {
-	body, err := WebhookBody(d.Event)
+	body, err := w.body(d.Event)
 	if err != nil {
 		return Result{Err: err}
 	}
@@ -152,7 +159,7 @@ func (w *WebhookSender) Send(ctx context.Context, t docflow.DeliveryTarget, d *d
 	}
 	now := time.Now().Unix()
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "docflow-webhooks")
+	req.Header.Set("User-Agent", w.agent)
 	req.Header.Set("X-Webhook-Event", d.Event.Name)
 	req.Header.Set("webhook-id", d.EventID)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(now, 10))
@@ -171,6 +178,9 @@ func (w *WebhookSender) Send(ctx context.Context, t docflow.DeliveryTarget, d *d
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		return Result{StatusCode: resp.StatusCode,
 			Err: fmt.Errorf("receiver answered %d (redirect to %q not followed)", resp.StatusCode, resp.Header.Get("Location"))}
+	}
+	if resp.StatusCode == http.StatusGone && w.goneUnsubscribes {
+		return Result{StatusCode: resp.StatusCode, Unsubscribe: true}
 	}
 	return Result{StatusCode: resp.StatusCode}
 }

@@ -1,7 +1,8 @@
 // Package sources runs the IMAP sources: one supervisor actor per worker
 // process watches the integrations table, leases the active sources in
-// PostgreSQL (one process runs each source at a time; a dead process's
-// sources pass to another within a minute), and keeps one source actor per
+// PostgreSQL (one process runs each source at a time; each live process
+// holds at most its fair share of them; a dead process's sources pass to
+// another within a minute), and keeps one source actor per
 // leased source, which polls its mailbox through the integration actor that
 // owns the IMAP client (actors.SpawnIntegration).
 package sources
@@ -25,8 +26,9 @@ import (
 
 // Store is what the sources need of storage (postgres.SourceStore).
 type Store interface {
-	// ClaimSources renews owner's leases for ttl, takes free or expired
-	// ones and returns every active source owner holds.
+	// ClaimSources renews owner's leases for ttl, gives up or takes free
+	// or expired ones to hold owner's fair share among the live workers,
+	// and returns every active source owner holds.
 	ClaimSources(ctx context.Context, owner string, ttl time.Duration) ([]docflow.SourceClaim, error)
 	// ReleaseSources gives up owner's leases.
 	ReleaseSources(ctx context.Context, owner string) error

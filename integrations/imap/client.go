@@ -3,6 +3,7 @@ package imap
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -85,7 +86,7 @@ func (k *Client) Connect(ctx context.Context) error {
 		tlsConn := tls.Client(conn, tc)
 		if err := tlsConn.HandshakeContext(ctx); err != nil {
 			raw.Close()
-			return connErr(fmt.Errorf("tls handshake with %s: %w", addr, err))
+			return connErr(fmt.Errorf("tls handshake with %s: %w", addr, certErr(err)))
 		}
 		c = imapclient.New(tlsConn, opts)
 	case SecurityStartTLS:
@@ -97,7 +98,7 @@ func (k *Client) Connect(ctx context.Context) error {
 		opts.TLSConfig = tc
 		if c, err = imapclient.NewStartTLS(conn, opts); err != nil {
 			raw.Close()
-			return connErr(fmt.Errorf("starttls with %s: %w", addr, err))
+			return connErr(fmt.Errorf("starttls with %s: %w", addr, certErr(err)))
 		}
 	default:
 		c = imapclient.New(conn, opts)
@@ -218,4 +219,18 @@ func (k *Client) cmdErr(err error) error {
 		return err
 	}
 	return connErr(err)
+}
+
+// certErr says in plain words that the server's certificate failed
+// verification, and what to do about it; other errors pass unchanged.
+func certErr(err error) error {
+	var ve *tls.CertificateVerificationError
+	if !errors.As(err, &ve) {
+		return err
+	}
+	var hostErr x509.HostnameError
+	if errors.As(err, &hostErr) {
+		return fmt.Errorf("the server's certificate is not valid for this host: %w", err)
+	}
+	return fmt.Errorf("the server's certificate is not trusted (set ca_certificate to the certificate of the CA that signed it): %w", err)
 }

@@ -9,14 +9,15 @@ import (
 	"docflow/actors/delivery"
 )
 
-// startDelivery starts the delivery of events to webhooks and push
-// devices (serve and worker: the processes that run workers). Every such
-// process joins the same consumer groups, so the deliveries are shared
-// among them.
+// startDelivery starts the delivery of events to webhooks, automation
+// hooks and push devices (serve and worker: the processes that run
+// workers). Every such process joins the same consumer groups, so the
+// deliveries are shared among them.
 func (m *App) startDelivery(ctx context.Context) error {
 	cfg := delivery.Config{Actors: m.Actors, Brokers: m.Brokers, Store: m.Webhooks, Settings: m.Settings,
 		Senders: map[string]delivery.Sender{
 			docflow.SubscriberWebhook: delivery.NewWebhookSender(m.Settings),
+			docflow.SubscriberHook:    delivery.NewHookSender(m.Settings),
 			docflow.SubscriberDevice:  delivery.NewPushSender(m.Settings, m.Devices),
 			docflow.SubscriberAdmin:   delivery.AdminSender{Notifier: m.Notifier}},
 		Publisher: m.Producer, Log: m.Log,

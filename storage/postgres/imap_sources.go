@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -28,18 +29,64 @@ type SourceStore struct {
 // (the settings cipher, which the integrations API encrypts them with).
 func NewSourceStore(db *DB, c *Cipher) *SourceStore { return &SourceStore{db: db, cipher: c} }
 
-// ClaimSources renews owner's leases for ttl, takes the active IMAP
-// sources whose lease is free or expired, and returns every source owner
-// holds now, in id order, credentials decrypted. A row is leased to one
-// owner at a time: the update re-checks the lease under the row's lock.
-func (s *SourceStore) ClaimSources(ctx context.Context, owner string, ttl time.Duration) ([]docflow.SourceClaim, error) {
-	rows, err := s.db.Pool.Query(ctx, `UPDATE integrations
+// activeSource is the condition of the rows ClaimSources leases.
+const activeSource = `integration_type='IMAP' AND direction='SOURCE' AND is_active`
+
+// ClaimSources stamps owner as a live worker, renews its leases for ttl,
+// and returns every active IMAP source owner holds then, in id order,
+// credentials decrypted. Each live worker (stamped within ttl) holds at
+// most its fair share, ceil(active sources / live workers): above it, it
+// gives up its highest ids (another worker takes them at its next scan);
+// below it, it takes free or expired sources up to it. A source nobody
+// has taken for a whole ttl after it became free (a worker that died while
+// the others were full) is taken whatever the share, so no source stays
+// orphaned. A row is leased to one owner at a time: free rows are locked
+// (SKIP LOCKED) before they are taken, and the update re-checks the lease.
+func (s *SourceStore) ClaimSources(ctx context.Context, owner string, ttl time.Duration) (_ []docflow.SourceClaim, err error) {
+	tx, err := s.db.Pool.Begin(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("claim sources: %w", err)
+	}
+	defer tx.Rollback(ctx) //nolint:errcheck
+	secs := ttl.Seconds()
+	if _, err := tx.Exec(ctx, `INSERT INTO source_workers (owner, seen_at) VALUES ($1, now())
+		ON CONFLICT (owner) DO UPDATE SET seen_at = now()`, owner); err != nil {
+		return nil, fmt.Errorf("claim sources: stamp worker: %w", err)
+	}
+	// Stamps of workers gone long ago are of no use.
+	if _, err := tx.Exec(ctx, `DELETE FROM source_workers WHERE seen_at < now() - interval '1 day'`); err != nil {
+		return nil, fmt.Errorf("claim sources: %w", err)
+	}
+	var share int
+	if err := tx.QueryRow(ctx, `SELECT ceil(
+		  (SELECT count(*) FROM integrations WHERE `+activeSource+`)::numeric /
+		  GREATEST((SELECT count(*) FROM source_workers WHERE seen_at > now() - make_interval(secs => $1)), 1))::int`,
+		secs).Scan(&share); err != nil {
+		return nil, fmt.Errorf("claim sources: share: %w", err)
+	}
+	// Free rows keep lease_expires_at as the time they became free: a row
+	// nobody takes for a whole ttl after is taken regardless of shares.
+	if _, err := tx.Exec(ctx, `UPDATE integrations SET lease_owner=NULL, lease_expires_at=now()
+		WHERE id IN (SELECT id FROM integrations WHERE `+activeSource+` AND lease_owner=$1
+		             ORDER BY id OFFSET $2)`, owner, share); err != nil {
+		return nil, fmt.Errorf("claim sources: shed: %w", err)
+	}
+	rows, err := tx.Query(ctx, `WITH held AS (
+		  SELECT count(*) AS n FROM integrations WHERE `+activeSource+` AND lease_owner=$1),
+		free AS (
+		  SELECT id, COALESCE(lease_expires_at, created_at) < now() - make_interval(secs => $2) AS stale
+		  FROM integrations WHERE `+activeSource+` AND (lease_owner IS NULL OR lease_expires_at < now())
+		  FOR UPDATE SKIP LOCKED),
+		pick AS (
+		  SELECT id FROM (SELECT id, stale, row_number() OVER (ORDER BY id) AS rn FROM free) f, held
+		  WHERE f.stale OR f.rn <= $3 - held.n)
+		UPDATE integrations
 		SET lease_owner=$1, lease_expires_at=now() + make_interval(secs => $2)
-		WHERE integration_type='IMAP' AND direction='SOURCE' AND is_active
-		  AND (lease_owner=$1 OR lease_owner IS NULL OR lease_expires_at < now())
+		WHERE `+activeSource+`
+		  AND (lease_owner=$1 OR (id IN (SELECT id FROM pick) AND (lease_owner IS NULL OR lease_expires_at < now())))
 		RETURNING id, owner_id, name, config, credentials, is_active, last_error, last_used_at,
 		          COALESCE(state->'status', '{}'), COALESCE(state->'imap', '{}'), created_at, updated_at`,
-		owner, ttl.Seconds())
+		owner, secs, share)
 	if err != nil {
 		return nil, fmt.Errorf("claim sources: %w", err)
 	}
@@ -71,6 +118,11 @@ func (s *SourceStore) ClaimSources(ctx context.Context, owner string, ttl time.D
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("claim sources: %w", err)
 	}
+	rows.Close()
+	sort.Slice(out, func(i, j int) bool { return out[i].Integration.ID < out[j].Integration.ID })
+	if err := tx.Commit(ctx); err != nil {
+		return nil, fmt.Errorf("claim sources: %w", err)
+	}
 	return out, nil
 }
 
@@ -94,10 +146,12 @@ func (s *SourceStore) decrypt(enc string) (map[string]string, error) {
 	return out, nil
 }
 
-// ReleaseSources gives up owner's leases (a process shutting down), so
-// another process takes the sources over at its next scan.
+// ReleaseSources gives up owner's leases and its worker stamp (a process
+// shutting down), so the other processes take the sources over at their
+// next scan, sharing them without it.
 func (s *SourceStore) ReleaseSources(ctx context.Context, owner string) error {
-	_, err := s.db.Pool.Exec(ctx, `UPDATE integrations SET lease_owner=NULL, lease_expires_at=NULL WHERE lease_owner=$1`, owner)
+	_, err := s.db.Pool.Exec(ctx, `WITH gone AS (DELETE FROM source_workers WHERE owner=$1)
+		UPDATE integrations SET lease_owner=NULL, lease_expires_at=now() WHERE lease_owner=$1`, owner)
 	if err != nil {
 		return fmt.Errorf("release sources: %w", err)
 	}

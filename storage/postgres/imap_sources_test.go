@@ -134,3 +134,78 @@ func TestSourceLeases(t *testing.T) {
 		t.Fatal("an inactive source was leased")
 	}
 }
+
+// Live workers share the sources: a worker alone takes all, a second one
+// makes the first give up half, a worker that leaves hands its half over at
+// once, and one that dies hands it over when its lease and stamp expire.
+func TestSourceLeasesFairShare(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openFiles(t)
+	ss, _ := sourceFixture(t, db)
+	for i := 1; i < 10; i++ {
+		in := &docflow.Integration{OwnerID: "ann", Direction: docflow.DirectionSource, IntegrationType: "IMAP", Name: fmt.Sprint("box", i),
+			Config: map[string]any{"host": "h"}, IsActive: true}
+		if err := ss.AddSourceFixture(ctx, in); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const ttl = 400 * time.Millisecond
+	claim := func(owner string, want int) {
+		t.Helper()
+		got, err := ss.ClaimSources(ctx, owner, ttl)
+		if err != nil || len(got) != want {
+			t.Fatalf("%s holds %d sources, want %d (%v)", owner, len(got), want, err)
+		}
+	}
+	claim("a", 10)
+	claim("b", 0) // nothing free yet; b is counted from now on
+	claim("a", 5) // a gives up its share's excess
+	claim("b", 5)
+	claim("a", 5)
+	claim("b", 5)
+	if err := ss.ReleaseSources(ctx, "b"); err != nil {
+		t.Fatal(err)
+	}
+	claim("a", 10)
+	claim("b", 0)
+	claim("a", 5)
+	claim("b", 5)
+	// b dies: its stamp and leases expire together.
+	time.Sleep(ttl / 2)
+	claim("a", 5)
+	time.Sleep(ttl/2 + 100*time.Millisecond)
+	claim("a", 10)
+
+	// A worker that stamps itself but takes nothing (stalled scans) makes
+	// the shares too small to cover every source: the ones left free for a
+	// whole ttl are taken anyway.
+	stamp := func() {
+		if _, err := db.Pool.Exec(ctx, `INSERT INTO source_workers (owner) VALUES ('c')
+			ON CONFLICT (owner) DO UPDATE SET seen_at = now()`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	claim("b", 0)
+	stamp()
+	claim("a", 4) // share 4 among a, b and c
+	claim("b", 4)
+	start := time.Now()
+	for {
+		stamp()
+		a, errA := ss.ClaimSources(ctx, "a", ttl)
+		b, errB := ss.ClaimSources(ctx, "b", ttl)
+		if errA != nil || errB != nil {
+			t.Fatal(errA, errB)
+		}
+		if len(a)+len(b) == 10 {
+			break
+		}
+		if len(a) != 4 || len(b) != 4 || time.Since(start) > 2*ttl {
+			t.Fatalf("a holds %d, b %d after %v", len(a), len(b), time.Since(start))
+		}
+		time.Sleep(ttl / 8)
+	}
+	if time.Since(start) < ttl {
+		t.Fatalf("free sources beyond the shares taken after %v only", time.Since(start))
+	}
+}

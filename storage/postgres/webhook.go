@@ -159,11 +159,12 @@ func webhookSubscriber(id int64) string {
 }
 
 // Fanout records one delivery of ev per active webhook subscribed to its
-// name and, for document.processed, per active device of the document's
-// owner (each created before the event: a new webhook does not receive
-// the history of the topic), plus one to "admin" when AdminEvents takes
-// it, and returns the deliveries whose first attempt is still to be made.
-// Recording is idempotent per (event id, subscriber):
+// name, per active automation hook subscribed to it that may see it
+// (fanoutHooks) and, for document.processed, per active device of the
+// document's owner (each created before the event: a new webhook does not
+// receive the history of the topic), plus one to "admin" when AdminEvents
+// takes it, and returns the deliveries whose first attempt is still to be
+// made. Recording is idempotent per (event id, subscriber):
 // a redelivered event returns only what was not attempted yet.
 func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.EventDelivery, error) {
 	body, err := json.Marshal(ev)
@@ -176,6 +177,9 @@ func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.
 			SELECT $1, 'webhook:' || id, $2, $3 FROM webhooks
 			WHERE is_active AND $2 = ANY(events) AND created_at <= $4
 			ON CONFLICT (event_id, subscriber) DO NOTHING`, ev.ID, ev.Name, body, ev.Timestamp); err != nil {
+			return err
+		}
+		if err := fanoutHooks(ctx, tx, ev, body); err != nil {
 			return err
 		}
 		if ev.Name == docflow.EventDocumentProcessed && ev.OwnerID != nil {
@@ -251,6 +255,8 @@ func (s *WebhookStore) Target(ctx context.Context, sub docflow.Subscriber) (docf
 		return docflow.DeliveryTarget{Found: true, Active: true}, nil
 	case docflow.SubscriberDevice:
 		return s.deviceTarget(ctx, sub.ID)
+	case docflow.SubscriberHook:
+		return s.hookTarget(ctx, sub.ID)
 	case docflow.SubscriberWebhook:
 	default:
 		return t, docflow.Errorf(docflow.EINVALID, "no target for subscriber kind %q", sub.Kind)
@@ -326,6 +332,11 @@ func (s *WebhookStore) RecordAttempt(ctx context.Context, sub docflow.Subscriber
 				q = `UPDATE webhooks SET failing_since = NULL, last_success_at = $2 WHERE id = $1`
 			}
 			if _, err := tx.Exec(ctx, q, sub.ID, a.At); err != nil {
+				return err
+			}
+		}
+		if a.Unsubscribe && sub.Kind == docflow.SubscriberHook {
+			if err := unsubscribeHook(ctx, tx, sub.ID); err != nil {
 				return err
 			}
 		}

@@ -7,18 +7,22 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 )
 
 // Dovecot is a real Dovecot IMAP server run for a test: plain IMAP on
 // 127.0.0.1, PLAIN login from a passwd-file, one maildir per user in a
-// temporary folder (TEST-SERVERS.md, IMAP).
+// temporary folder (TEST-SERVERS.md, IMAP). Started with TLS, it also
+// serves IMAPS and STARTTLS, and refuses logins before TLS.
 type Dovecot struct {
-	Addr string
-	bin  string
-	dir  string
-	conf string
+	// Addr is the IMAP listener (with TLS: offering STARTTLS); TLSAddr,
+	// with TLS, the IMAPS listener.
+	Addr, TLSAddr string
+	bin           string
+	dir           string
+	conf          string
 }
 
 // StartDovecot starts Dovecot for the test with the users (name →
@@ -41,6 +45,36 @@ func StartDovecot(t testing.TB, users map[string]string) *Dovecot {
 	return d
 }
 
+// DovecotTLS is the TLS side of a Dovecot run.
+type DovecotTLS struct {
+	// CertPEM and KeyPEM are the server's certificate (for Host) and key.
+	CertPEM, KeyPEM []byte
+	// Host is the loopback address the server listens on. Dovecot counts a
+	// connection whose two ends share an address as secure, and would let
+	// a plain login through: the client must connect from another one
+	// (127.0.0.1 to a Host of 127.0.0.2).
+	Host string
+}
+
+// StartDovecotTLS is StartDovecot with TLS: IMAPS on TLSAddr, STARTTLS on
+// Addr, logins refused before TLS (disable_plaintext_auth), both on
+// tc.Host.
+func StartDovecotTLS(t testing.TB, users map[string]string, tc DovecotTLS) *Dovecot {
+	t.Helper()
+	if _, err := dovecotBin(); err != nil {
+		t.Skip(err.Error())
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("Dovecot tests run as root")
+	}
+	d, err := newDovecot(users, &tc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Close)
+	return d
+}
+
 func dovecotBin() (string, error) {
 	if bin, err := exec.LookPath("dovecot"); err == nil {
 		return bin, nil
@@ -53,7 +87,9 @@ func dovecotBin() (string, error) {
 
 // NewDovecot starts Dovecot with the users (name → password); Close stops
 // it and removes its files. It must run as root.
-func NewDovecot(users map[string]string) (*Dovecot, error) {
+func NewDovecot(users map[string]string) (*Dovecot, error) { return newDovecot(users, nil) }
+
+func newDovecot(users map[string]string, tc *DovecotTLS) (*Dovecot, error) {
 	bin, err := dovecotBin()
 	if err != nil {
 		return nil, err
@@ -81,21 +117,44 @@ func NewDovecot(users map[string]string) (*Dovecot, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	host := "127.0.0.1"
+	if tc != nil && tc.Host != "" {
+		host = tc.Host
+	}
+	port, err := freePort(host)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	d.Addr = fmt.Sprintf("127.0.0.1:%d", port)
+	d.Addr = net.JoinHostPort(host, strconv.Itoa(port))
+	// Without TLS, no IMAPS listener (port 0 disables it).
+	ssl, plainAuth, tlsPort := "ssl = no", "no", 0
+	if tc != nil {
+		if tlsPort, err = freePort(host); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		d.TLSAddr = net.JoinHostPort(host, strconv.Itoa(tlsPort))
+		// Read by Dovecot's config process, as root: the key stays 0600.
+		cert, key := filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
+		if err := os.WriteFile(cert, tc.CertPEM, 0o644); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		if err := os.WriteFile(key, tc.KeyPEM, 0o600); err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		ssl = fmt.Sprintf("ssl = yes\nssl_cert = <%s\nssl_key = <%s\nssl_min_protocol = TLSv1.2", cert, key)
+		plainAuth = "yes"
+	}
 	conf := fmt.Sprintf(`base_dir = %[1]s/run
 state_dir = %[1]s/state
 log_path = %[1]s/dovecot.log
 protocols = imap
-listen = 127.0.0.1
-ssl = no
-disable_plaintext_auth = no
+listen = %[3]s
+%[4]s
+disable_plaintext_auth = %[5]s
 auth_mechanisms = plain login
 mail_location = maildir:%[1]s/mail/%%u/Maildir
 passdb {
@@ -108,17 +167,18 @@ userdb {
 }
 service imap-login {
   inet_listener imap {
-    address = 127.0.0.1
+    address = %[3]s
     port = %[2]d
   }
   inet_listener imaps {
-    port = 0
+    address = %[3]s
+    port = %[6]d
   }
 }
 protocol imap {
   mail_max_userip_connections = 500
 }
-`, dir, port)
+`, dir, port, host, ssl, plainAuth, tlsPort)
 	if err := os.WriteFile(d.conf, []byte(conf), 0o644); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -178,4 +238,14 @@ func (d *Dovecot) Stop() {
 func (d *Dovecot) Log() string {
 	b, _ := os.ReadFile(filepath.Join(d.dir, "dovecot.log"))
 	return string(b)
+}
+
+// freePort finds a free TCP port on host.
+func freePort(host string) (int, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
