@@ -149,6 +149,9 @@ func checkURL(v string, schemes []string) error {
 		return fmt.Errorf("%q is not a URL: %v", redactedURL(v), unwrapURLError(err))
 	}
 	if u.Scheme == "" || (len(schemes) > 0 && !slices.Contains(schemes, strings.ToLower(u.Scheme))) {
+		if len(schemes) == 0 {
+			return fmt.Errorf("%q must be a URL with a scheme, such as https://", redactedURL(v))
+		}
 		if len(schemes) == 1 {
 			return fmt.Errorf("%q must be a %s:// URL", redactedURL(v), schemes[0])
 		}
@@ -183,11 +186,15 @@ func redactedURL(v string) string {
 		}
 		return v
 	}
-	if u.User == nil {
-		return v
+	// A path or query may hold a token (a notification URL's, say): only
+	// the scheme, user and host are shown.
+	if u.Path != "" || u.RawQuery != "" || u.Opaque != "" || u.Fragment != "" {
+		u.Path, u.RawPath, u.RawQuery, u.Opaque, u.Fragment = "/...", "", "", "", ""
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
 	}
 	return u.String()
 }

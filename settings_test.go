@@ -62,7 +62,7 @@ func TestSettingValuesTheServiceCannotUse(t *testing.T) {
 		{"BASE_URL", "ftp://docs.example.com", "must be a URL starting with http:// or https://"},
 		{"DATABASE_URL", "postgres://u:secret@db:5432/docflow", ""},
 		{"DATABASE_URL", "host=db dbname=docflow", ""},
-		{"DATABASE_URL", "mysql://u:secret@db/docflow", `"mysql://u:xxxxx@db/docflow" must be a URL starting with postgres:// or postgresql://`},
+		{"DATABASE_URL", "mysql://u:secret@db/docflow", `"mysql://u:xxxxx@db/..." must be a URL starting with postgres:// or postgresql://`},
 		{"RATE_LIMIT_DEFAULT", "100/minute", ""},
 		{"RATE_LIMIT_DEFAULT", "50 per hour", ""},
 		{"RATE_LIMIT_UPLOAD", "100/fortnight", "the period must be second, minute, hour or day"},
@@ -78,7 +78,6 @@ func TestSettingValuesTheServiceCannotUse(t *testing.T) {
 		{"SMTP_FROM", "docflow <noreply@example.com>", ""},
 		{"SMTP_FROM", "noreply", "is not an e-mail address"},
 		{"NOTIFICATION_URLS", "ntfys://ntfy.sh/docflow, mailto://user@example.com", ""},
-		{"NOTIFICATION_URLS", "ntfy.sh/docflow", "must be a URL"},
 		{"WORKDIR", "", "must not be empty"},
 	} {
 		err := ValidateSettingValue(catalogueDef(t, c.key), c.value)
@@ -93,6 +92,21 @@ func TestSettingValuesTheServiceCannotUse(t *testing.T) {
 				t.Errorf("%s=%q: %q, want the setting, the value and %q", c.key, c.value, msg, c.why)
 			}
 		}
+	}
+}
+
+// NOTIFICATION_URLS is sensitive (its entries hold tokens): a bad value is
+// refused without being quoted in the setting's name.
+func TestNotificationURLsAreCheckedAndHidden(t *testing.T) {
+	err := ValidateSettingValue(catalogueDef(t, "NOTIFICATION_URLS"), "ntfy.sh/docflow")
+	if msg := ErrorMessage(err); ErrorCode(err) != EINVALID || !strings.HasPrefix(msg, "NOTIFICATION_URLS (a hidden value") ||
+		!strings.Contains(msg, "must be a URL") {
+		t.Fatalf("%v", err)
+	}
+	// The entry's path and query (tokens) are not quoted either.
+	err = ValidateSettingValue(catalogueDef(t, "NOTIFICATION_URLS"), "gotify://push.example.com/Atoken123?priority=1, slack://")
+	if msg := ErrorMessage(err); err == nil || strings.Contains(msg, "Atoken123") || strings.Contains(msg, "priority") {
+		t.Fatalf("%v", err)
 	}
 }
 

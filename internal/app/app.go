@@ -31,6 +31,7 @@ import (
 	"docflow/analytics/prom"
 	dfhttp "docflow/http"
 	"docflow/intake"
+	"docflow/integrations/notify"
 	"docflow/integrations/smtp"
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
@@ -116,6 +117,9 @@ type App struct {
 	// Devices stores the devices registered for push notifications.
 	Devices  *postgres.DeviceStore
 	Delivery *delivery.Service
+	// Notifier sends admin notifications through NOTIFICATION_URLS: from
+	// the delivery core (subscriber "admin") and test-notification.
+	Notifier *notify.Notifier
 	// Sources is the supervisor of the IMAP sources (serve, worker).
 	Sources *actor.PID
 
@@ -221,6 +225,9 @@ func (m *App) run(ctx context.Context) error {
 		return err
 	}
 	m.Webhooks = postgres.NewWebhookStore(m.DB, m.cipher, delivery.AttemptMessage)
+	m.Webhooks.AdminEvents = delivery.AdminEvents(m.Settings)
+	m.Notifier = notify.New(m.Settings, m.Log)
+	m.Notifier.Mailer = smtp.New(m.Settings)
 	m.Devices = postgres.NewDeviceStore(m.DB)
 	if m.Role == "serve" || m.Role == "worker" {
 		if err := m.startEngine(ctx); err != nil {
@@ -623,6 +630,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	m.Prom.MustRegister(prom.LagCollector(inspector.Lags))
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
 	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
+	srv.MountNotifications(dfhttp.NotificationsDeps{Notifier: m.Notifier})
 	srv.MountMobile(dfhttp.MobileDeps{Devices: m.Devices})
 	srv.MountAutomation(dfhttp.AutomationDeps{Hooks: postgres.NewAutomationHookStore(m.DB, m.cipher)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})

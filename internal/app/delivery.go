@@ -18,7 +18,8 @@ func (m *App) startDelivery(ctx context.Context) error {
 		Senders: map[string]delivery.Sender{
 			docflow.SubscriberWebhook: delivery.NewWebhookSender(m.Settings),
 			docflow.SubscriberHook:    delivery.NewHookSender(m.Settings),
-			docflow.SubscriberDevice:  delivery.NewPushSender(m.Settings, m.Devices)},
+			docflow.SubscriberDevice:  delivery.NewPushSender(m.Settings, m.Devices),
+			docflow.SubscriberAdmin:   delivery.AdminSender{Notifier: m.Notifier}},
 		Publisher: m.Producer, Log: m.Log,
 		Partitions: docflow.SettingInt(m.Settings, "KAFKA_PARTITIONS", 0)}
 	if m.cfg.Delivery != nil {

@@ -25,6 +25,10 @@ type WebhookStore struct {
 	cipher  *Cipher
 	attempt AttemptEncoder
 	now     func() time.Time
+	// AdminEvents tells whether an event goes to the admin notification
+	// channels too (the subscriber "admin"); nil: none does. Set it
+	// before the delivery core starts.
+	AdminEvents func(name string) bool
 }
 
 var _ docflow.WebhookService = (*WebhookStore)(nil)
@@ -158,8 +162,9 @@ func webhookSubscriber(id int64) string {
 // name, per active automation hook subscribed to it that may see it
 // (fanoutHooks) and, for document.processed, per active device of the
 // document's owner (each created before the event: a new webhook does not
-// receive the history of the topic), and returns the deliveries whose first attempt is
-// still to be made. Recording is idempotent per (event id, subscriber):
+// receive the history of the topic), plus one to "admin" when AdminEvents
+// takes it, and returns the deliveries whose first attempt is still to be
+// made. Recording is idempotent per (event id, subscriber):
 // a redelivered event returns only what was not attempted yet.
 func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.EventDelivery, error) {
 	body, err := json.Marshal(ev)
@@ -184,6 +189,13 @@ func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.
 				SELECT $1, 'device:' || id, $2, $3 FROM mobile_devices
 				WHERE owner_id = $4 AND is_active AND created_at <= $5
 				ON CONFLICT (event_id, subscriber) DO NOTHING`, ev.ID, ev.Name, body, *ev.OwnerID, ev.Timestamp); err != nil {
+				return err
+			}
+		}
+		if s.AdminEvents != nil && s.AdminEvents(ev.Name) {
+			if _, err := tx.Exec(ctx, `INSERT INTO event_deliveries (event_id, subscriber, event_name, event)
+				VALUES ($1, $2, $3, $4) ON CONFLICT (event_id, subscriber) DO NOTHING`,
+				ev.ID, docflow.SubscriberAdmin, ev.Name, body); err != nil {
 				return err
 			}
 		}
@@ -237,6 +249,10 @@ func (s *WebhookStore) Delivery(ctx context.Context, id int64) (*docflow.EventDe
 func (s *WebhookStore) Target(ctx context.Context, sub docflow.Subscriber) (docflow.DeliveryTarget, error) {
 	var t docflow.DeliveryTarget
 	switch sub.Kind {
+	case docflow.SubscriberAdmin:
+		// The admin channels are settings, read by their sender at each
+		// attempt: always there.
+		return docflow.DeliveryTarget{Found: true, Active: true}, nil
 	case docflow.SubscriberDevice:
 		return s.deviceTarget(ctx, sub.ID)
 	case docflow.SubscriberHook:
