@@ -253,7 +253,11 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 	}
 	_ = w1.cmd.Wait()
 
-	waitUntil(t, 120*time.Second, "every document finished", func() bool {
+	// NOTE: the surviving worker takes the dead one's partitions only once
+	// the broker has expired it from each of its consumer groups (the
+	// steps', the retries', the deliveries'); on a loaded machine running
+	// the whole suite that has taken over two minutes.
+	waitUntil(t, 240*time.Second, "every document finished", func() bool {
 		rows, err := db.Pool.Query(ctx, `SELECT lease_owner FROM run_steps WHERE status='running'`)
 		if err == nil {
 			for rows.Next() {
