@@ -173,6 +173,7 @@ func (s *Service) attempt(j *job) (failed bool) {
 	}) {
 		return a.Status != docflow.DeliveryDelivered
 	}
+	s.measure(d, a, r)
 	ev := log.Debug()
 	switch a.Status {
 	case docflow.DeliveryFailed:
@@ -211,4 +212,32 @@ func failure(r Result) string {
 		return r.Err.Error()
 	}
 	return fmt.Sprintf("receiver answered %d", r.StatusCode)
+}
+
+// measure records attempt a of d, which the sender answered with r, as a
+// delivery metric: ok when delivered, failed otherwise (a retry to come
+// included), classed by the answer's status or the error's kind.
+func (s *Service) measure(d *docflow.EventDelivery, a docflow.DeliveryAttempt, r Result) {
+	if s.cfg.Metrics == nil {
+		return
+	}
+	m := docflow.Metric{Kind: docflow.MetricDelivery, Time: a.At, Type: d.Event.Name, Target: d.Subscriber.String(),
+		Status: docflow.OutcomeOK, HTTPStatus: a.StatusCode, Attempt: a.Attempt, Duration: a.Duration}
+	if d.Event.OwnerID != nil {
+		m.OwnerID = *d.Event.OwnerID
+	}
+	if a.Status != docflow.DeliveryDelivered {
+		m.Status = docflow.OutcomeFailed
+		switch {
+		case r.Err != nil && errors.Is(r.Err, context.DeadlineExceeded):
+			m.ErrorClass = "timeout"
+		case r.Err != nil:
+			m.ErrorClass = "network"
+		case a.StatusCode >= 500:
+			m.ErrorClass = "http_5xx"
+		default:
+			m.ErrorClass = "http_4xx"
+		}
+	}
+	s.cfg.Metrics.Record(m)
 }

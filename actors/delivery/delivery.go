@@ -114,6 +114,14 @@ type Config struct {
 	// Consumer adjusts both consumers' configuration (tests shorten the
 	// group timings).
 	Consumer func(*streams.ConsumerConfig)
+	// Metrics receives one docflow.MetricDelivery per attempt (nil: none).
+	Metrics Metrics
+}
+
+// Metrics is what the delivery core asks of the analytics recorder:
+// Record must not block (recorders batch off the hot path).
+type Metrics interface {
+	Record(m docflow.Metric)
 }
 
 // Service runs the delivery consumers and the subscribers' actors.

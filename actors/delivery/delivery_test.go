@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -35,7 +36,8 @@ func TestDeliveredOnThirdAttemptSigned(t *testing.T) {
 	const secret = "s3cret-of-the-receiver"
 	w := e.webhook(rc.URL+"/hook", secret, docflow.EventDocumentUploaded, docflow.EventDocumentProcessed)
 	e.webhook(other.URL, "", docflow.EventDocumentFailed)
-	e.start(nil)
+	metrics := &metricLog{}
+	e.start(func(c *Config) { c.Metrics = metrics })
 	id := e.emit(42)
 
 	waitFor(t, 15*time.Second, "three requests", func() bool { return len(rc.requests()) >= 3 })
@@ -100,6 +102,39 @@ func TestDeliveredOnThirdAttemptSigned(t *testing.T) {
 	if got.FailingSince != nil || got.Failing {
 		t.Errorf("webhook flagged after a success: %+v", got)
 	}
+	// Each attempt is measured: two 5xx failures, then the delivery.
+	ms := metrics.all()
+	if len(ms) != 3 {
+		t.Fatalf("%d delivery metrics, want 3: %+v", len(ms), ms)
+	}
+	for i, m := range ms {
+		want, class, code := docflow.OutcomeFailed, "http_5xx", 500
+		if i == 2 {
+			want, class, code = docflow.OutcomeOK, "", 200
+		}
+		if m.Kind != docflow.MetricDelivery || m.Status != want || m.ErrorClass != class || m.HTTPStatus != code ||
+			m.Attempt != i+1 || m.Type != docflow.EventDocumentUploaded || m.Target != "webhook:"+itoa(w.ID) || m.OwnerID != "alice" {
+			t.Errorf("metric %d: %+v", i+1, m)
+		}
+	}
+}
+
+// metricLog keeps the metrics recorded, in order.
+type metricLog struct {
+	mu sync.Mutex
+	ms []docflow.Metric
+}
+
+func (l *metricLog) Record(m docflow.Metric) {
+	l.mu.Lock()
+	l.ms = append(l.ms, m)
+	l.mu.Unlock()
+}
+
+func (l *metricLog) all() []docflow.Metric {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]docflow.Metric(nil), l.ms...)
 }
 
 // A receiver that hangs times out, is retried after each tier and given

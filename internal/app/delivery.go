@@ -20,7 +20,7 @@ func (m *App) startDelivery(ctx context.Context) error {
 			docflow.SubscriberHook:    delivery.NewHookSender(m.Settings),
 			docflow.SubscriberDevice:  delivery.NewPushSender(m.Settings, m.Devices),
 			docflow.SubscriberAdmin:   delivery.AdminSender{Notifier: m.Notifier}},
-		Publisher: m.Producer, Log: m.Log,
+		Publisher: m.Producer, Log: m.Log, Metrics: m.Recorder,
 		Partitions: docflow.SettingInt(m.Settings, "KAFKA_PARTITIONS", 0)}
 	if m.cfg.Delivery != nil {
 		m.cfg.Delivery(&cfg)
