@@ -131,7 +131,7 @@ type Service struct {
 	tiers []streams.RetryTier
 
 	consumer, delay *streams.Consumer
-	relay           *delayRelay
+	relay           *streams.DelayRelay
 
 	mu     sync.Mutex
 	actors map[string]*actor.PID
@@ -183,7 +183,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, log: cfg.Log.With().Str("component", "delivery").Logger(),
 		tiers: streams.RetryTiersFor(cfg.RetryDelays...), actors: map[string]*actor.PID{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.relay = &delayRelay{pub: cfg.Publisher, log: s.log, now: time.Now, ctx: s.ctx}
+	s.relay = streams.NewDelayRelay(s.ctx, cfg.Publisher, s.log, time.Now, "delivery")
 
 	main := streams.ConsumerConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID,
 		Topics: []string{streams.TopicEvents, TopicAttempts}, Step: "delivery",
@@ -195,7 +195,7 @@ func New(cfg Config) (*Service, error) {
 		cfg.Consumer(&main)
 		cfg.Consumer(&delay)
 	}
-	main.Handler, delay.Handler = s.handle, s.relay.handle
+	main.Handler, delay.Handler = s.handle, s.relay.Handle
 	var err error
 	if s.consumer, err = streams.NewConsumer(main); err != nil {
 		return nil, fmt.Errorf("new delivery: %w", err)

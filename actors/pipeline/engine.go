@@ -326,8 +326,8 @@ func (e *Engine) start(ctx context.Context) error {
 		}
 	}
 	if len(e.retry.Tiers) > 0 {
-		dr := &delayRelay{pub: e.cfg.Publisher, log: e.log, now: e.now, ctx: e.ctx}
-		if err := e.consume(DelayGroup, "retry", e.retry.Topics(), dr.handle, func(c *streams.ConsumerConfig) {
+		dr := streams.NewDelayRelay(e.ctx, e.cfg.Publisher, e.log, e.now, "task")
+		if err := e.consume(DelayGroup, "retry", e.retry.Topics(), dr.Handle, func(c *streams.ConsumerConfig) {
 			// NOTE: a delay topic holds tasks in due order; the budget only
 			// bounds how many wait in memory.
 			c.MaxInFlightPerPartition = 256
@@ -335,7 +335,7 @@ func (e *Engine) start(ctx context.Context) error {
 			return err
 		}
 		e.wg.Add(1)
-		go func() { defer e.wg.Done(); <-e.ctx.Done(); dr.wg.Wait() }()
+		go func() { defer e.wg.Done(); <-e.ctx.Done(); dr.Wait() }()
 	}
 	e.wg.Add(3 + 2*groupFlushers)
 	for range groupFlushers {

@@ -10,7 +10,6 @@ import (
 	"docflow"
 	"docflow/actors"
 	"docflow/actors/pipeline/steps/teststep"
-	"docflow/streams"
 )
 
 func TestRetryPolicyTiersAndJitter(t *testing.T) {
@@ -122,50 +121,6 @@ func TestMetricsMiddleware(t *testing.T) {
 	if ms[1].Status != docflow.StepSkipped || ms[2].Status != docflow.StepFailed || ms[2].ErrorClass != ClassPanic {
 		t.Fatalf("metrics %+v", ms)
 	}
-}
-
-func TestDelayRelayWaitsUntilDue(t *testing.T) {
-	pub := &capturePublisher{ch: make(chan streams.Message, 4)}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	r := &delayRelay{pub: pub, now: time.Now, ctx: ctx}
-	due := time.Now().Add(150 * time.Millisecond)
-	m := streams.Message{Topic: "docflow.retry.1s", Key: []byte("1"), Value: []byte("task"), Headers: []streams.Header{
-		{Key: streams.HeaderDueAt, Value: []byte(fmt.Sprint(due.UnixMilli()))},
-		{Key: streams.HeaderTargetTopic, Value: []byte("docflow.steps.ocr")},
-		{Key: streams.HeaderReason, Value: []byte("flaky")},
-	}}
-	go func() {
-		if !r.forward(m, due.UnixMilli(), "docflow.steps.ocr") {
-			t.Error("not forwarded")
-		}
-	}()
-	select {
-	case out := <-pub.ch:
-		if time.Now().Before(time.UnixMilli(due.UnixMilli())) {
-			t.Fatal("published before due")
-		}
-		if out.Topic != "docflow.steps.ocr" || string(out.Value) != "task" || streams.HeaderValue(out, streams.HeaderDueAt) != "" ||
-			streams.HeaderValue(out, streams.HeaderReason) != "flaky" {
-			t.Fatalf("republished %+v", out)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("never republished")
-	}
-	// A stopped relay leaves the task alone.
-	cancel()
-	if r.forward(m, time.Now().Add(time.Hour).UnixMilli(), "docflow.steps.ocr") {
-		t.Fatal("forwarded after stop")
-	}
-}
-
-type capturePublisher struct{ ch chan streams.Message }
-
-func (c *capturePublisher) Publish(_ context.Context, msgs ...streams.Message) error {
-	for _, m := range msgs {
-		c.ch <- m
-	}
-	return nil
 }
 
 // The engine waits for the database only when the store says it is away
