@@ -15,11 +15,14 @@ import (
 // NOTE: the generic plan reads every file the user may see (own and
 // shared, from their indexes), then sorts them: 1,500 heap rows for a
 // user with 1,000 own and 500 shared files among 100,000, over ten times
-// the single-user page. Here both halves are read in order from an index
-// alone, files_owner_created for the own files and shares_user_created
-// (migration 0430: shares carry their file's created_at) for the shared
-// ones, each only as far as the page reaches; the page's rows are then
-// fetched by id. The total is read from visible_file_counts (migration
+// the single-user page. Here both halves are read in order, the own files
+// through files_owner_created and the shared ones through
+// shares_user_created (migration 0430: shares carry their file's
+// created_at), and merged: each half reads only the rows that reach the
+// page (plus one). A share of one's own file is left out of the shared
+// half, so the two never hold the same file and need no deduplication.
+// Reading the page's ids first and the rows by id afterwards, as before,
+// cost 93 buffers against 39 this way. The total is read from visible_file_counts (migration
 // 0500), which triggers keep exact in the transaction of every write:
 // counting the 1,500 index entries on each request cost PostgreSQL twice
 // the rest of the statement (0.35 of 0.66 ms).
@@ -42,15 +45,18 @@ func findVisible[T any](ctx context.Context, s *FileService, r pageReader[T], us
 	order := "f.created_at " + dir + ", f.id " + dir
 	q := s.texts.get(listText{kind: listVisible, order: order, cols: r.cols, status: r.status, limit: per, offset: offset}, func() string {
 		reach := strconv.Itoa(per + offset)
+		// Each half carries its sort key (k_at, k_id) beside the columns,
+		// so that the two are merged in order (a Merge Append that stops at
+		// the page's end) rather than hashed and sorted.
 		q := `SELECT ` + r.cols + `, (SELECT COALESCE(sum(c.n), 0)::bigint FROM visible_file_counts c WHERE c.user_id = $1)
-		FROM files f JOIN (SELECT v.id FROM (
-			(SELECT fo.id, fo.created_at FROM files fo WHERE fo.owner_id = $1
-				ORDER BY fo.created_at ` + dir + `, fo.id ` + dir + ` LIMIT ` + reach + `)
-			UNION
-			(SELECT sh.file_id, sh.file_created_at FROM shares sh WHERE sh.shared_with_user_id = $1
+		FROM (
+			(SELECT f.created_at AS k_at, f.id AS k_id, ` + r.cols + ` FROM files f WHERE f.owner_id = $1
+				ORDER BY f.created_at ` + dir + `, f.id ` + dir + ` LIMIT ` + reach + `)
+			UNION ALL
+			(SELECT sh.file_created_at, sh.file_id, ` + r.cols + ` FROM shares sh JOIN files f ON f.id = sh.file_id
+				WHERE sh.shared_with_user_id = $1 AND sh.owner_id <> $1
 				ORDER BY sh.file_created_at ` + dir + `, sh.file_id ` + dir + ` LIMIT ` + reach + `)
-			) v(id, created_at) ORDER BY v.created_at ` + dir + `, v.id ` + dir + limitClause(per, offset) + `) pg ON pg.id = f.id
-		ORDER BY ` + order
+			) f ORDER BY f.k_at ` + dir + `, f.k_id ` + dir + limitClause(per, offset)
 		if r.status {
 			q = withRunStatus(q, order)
 		}
