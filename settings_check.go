@@ -227,6 +227,16 @@ func HostPort() SettingCheck {
 	}
 }
 
+// OptionalHostPort accepts host:port, or empty (the feature is off).
+func OptionalHostPort() SettingCheck {
+	return func(v string) error {
+		if strings.TrimSpace(v) == "" {
+			return nil
+		}
+		return checkHostPort(strings.TrimSpace(v))
+	}
+}
+
 // HostPortList accepts a comma-separated list of host:port.
 func HostPortList() SettingCheck {
 	return func(v string) error {

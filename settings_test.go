@@ -119,6 +119,25 @@ func TestSensitiveSettingValueIsNotShown(t *testing.T) {
 	}
 }
 
+// WORKER_METRICS_ADDR is off when empty, else a host:port; the ClickHouse
+// password is sensitive (hidden by `docflow settings` and in messages).
+func TestWorkerMetricsAddrAndClickHouseCredentials(t *testing.T) {
+	def := catalogueDef(t, "WORKER_METRICS_ADDR")
+	for _, ok := range []string{"", "0.0.0.0:9100", "127.0.0.1:9101"} {
+		if err := ValidateSettingValue(def, ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"9100", "host", "h:port"} {
+		if err := ValidateSettingValue(def, bad); ErrorCode(err) != EINVALID {
+			t.Errorf("%q accepted: %v", bad, err)
+		}
+	}
+	if !catalogueDef(t, "CLICKHOUSE_PASSWORD").Sensitive || catalogueDef(t, "CLICKHOUSE_USER").Sensitive {
+		t.Fatal("CLICKHOUSE_PASSWORD must be sensitive, CLICKHOUSE_USER need not be")
+	}
+}
+
 // ValidateSettings lists every value that cannot be used with its source.
 func TestValidateSettingsNamesEachBadValueAndItsSource(t *testing.T) {
 	values := map[string][2]string{

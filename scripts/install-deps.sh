@@ -20,7 +20,8 @@ done
 # a Node.js install of its own that brings npm is kept.
 command -v npm >/dev/null 2>&1 || want npm
 if [ "$profile" = "test" ]; then
-  for p in clickhouse-server clickhouse-client wrk dovecot-core dovecot-imapd chromium; do
+  # prometheus brings promtool, which checks deploy/prometheus's rules.
+  for p in clickhouse-server clickhouse-client wrk dovecot-core dovecot-imapd chromium prometheus; do
     want "$p"
   done
 fi

@@ -215,7 +215,10 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 	}
 
 	w1 := startProc(t, bin, env, "worker 1", "worker")
-	w2 := startProc(t, bin, env, "worker 2", "worker")
+	// Worker 2, the survivor, serves its Prometheus series.
+	w2Addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	w2Metrics := "http://" + w2Addr + "/metrics"
+	w2 := startProc(t, bin, append(env[:len(env):len(env)], "WORKER_METRICS_ADDR="+w2Addr), "worker 2", "worker")
 	online := func() int {
 		var n int
 		_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM workers WHERE last_seen > now() - interval '5 seconds'`).Scan(&n)
@@ -297,5 +300,16 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(b), `"workers_online":1`) || !strings.Contains(string(b), `"completed":40`) {
 		t.Fatalf("queue stats %d %s", resp.StatusCode, b)
+	}
+	// The surviving worker's own /metrics counts the steps it ran.
+	resp, err = nethttp.Get(w2Metrics)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(b), `docflow_step_attempts_total{error_class="none",status="completed",step_type="test"}`) ||
+		!strings.Contains(string(b), "process_resident_memory_bytes") {
+		t.Fatalf("worker 2 /metrics: %d\n%s", resp.StatusCode, tail(string(b), 2048))
 	}
 }

@@ -34,6 +34,10 @@ type Config struct {
 	// URL is like clickhouse://user:password@127.0.0.1:9000/docflow; the path
 	// names the database, which Open creates when missing.
 	URL string
+	// User and Password, when not empty, replace those of URL, so that a
+	// password need not be written into the URL.
+	User     string
+	Password string
 	// ReadTimeout bounds each wait for the server (default 30 s).
 	ReadTimeout time.Duration
 	// DialTimeout bounds connecting (default 5 s).
@@ -70,6 +74,12 @@ func ParseURL(cfg Config) (*ch.Options, string, error) {
 	if opts.Protocol != ch.Native {
 		// NOTE: the HTTP protocol of clickhouse-go fails on 18.16.
 		return nil, "", fmt.Errorf("parse clickhouse url: only the native protocol is supported")
+	}
+	if cfg.User != "" {
+		opts.Auth.Username = cfg.User
+	}
+	if cfg.Password != "" {
+		opts.Auth.Password = cfg.Password
 	}
 	database := opts.Auth.Database
 	if database == "" {

@@ -245,6 +245,33 @@ func TestParseURL(t *testing.T) {
 	}
 }
 
+// CLICKHOUSE_USER and CLICKHOUSE_PASSWORD reach the connection through
+// Config and win over the URL's.
+func TestParseURLCredentials(t *testing.T) {
+	opts, _, err := clickhouse.ParseURL(clickhouse.Config{URL: "clickhouse://u:p@h:9000/docflow", User: "reader", Password: "s3cret"})
+	if err != nil || opts.Auth.Username != "reader" || opts.Auth.Password != "s3cret" {
+		t.Fatalf("ParseURL with User and Password: %+v, %v", opts.Auth, err)
+	}
+	opts, _, err = clickhouse.ParseURL(clickhouse.Config{URL: "clickhouse://u:p@h:9000/docflow"})
+	if err != nil || opts.Auth.Username != "u" || opts.Auth.Password != "p" {
+		t.Fatalf("ParseURL keeps the URL's credentials when none are given: %+v, %v", opts.Auth, err)
+	}
+}
+
+// A wrong CLICKHOUSE_PASSWORD is refused by the server at Open.
+func TestOpenWithWrongPassword(t *testing.T) {
+	if srv.skip != "" {
+		t.Skipf("no ClickHouse: %s", srv.skip)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	rec, err := clickhouse.Open(ctx, clickhouse.Config{URL: testURL(), User: "default", Password: "not-the-password"}, analytics.Options{})
+	if err == nil {
+		rec.Close()
+		t.Fatal("Open with a wrong password succeeded")
+	}
+}
+
 func TestNewRefusesNil(t *testing.T) {
 	if _, err := clickhouse.New(nil, "docflow", analytics.Options{}); err == nil {
 		t.Fatal("New(nil) succeeded")

@@ -34,7 +34,8 @@ func (m *App) startRecorder(ctx context.Context) error {
 		return nil
 	}
 	if u := m.Settings.Get("CLICKHOUSE_URL"); u != "" {
-		rec, err := chanalytics.Open(ctx, chanalytics.Config{URL: u, RetentionDays: days, RetentionEvery: retentionEvery}, opts)
+		rec, err := chanalytics.Open(ctx, chanalytics.Config{URL: u,
+			User: m.Settings.Get("CLICKHOUSE_USER"), Password: m.Settings.Get("CLICKHOUSE_PASSWORD"), RetentionDays: days, RetentionEvery: retentionEvery}, opts)
 		if err != nil {
 			return fmt.Errorf("connect ClickHouse at %s: %w (unset CLICKHOUSE_URL to record metrics in PostgreSQL)", RedactURL(u), err)
 		}

@@ -89,11 +89,13 @@ type App struct {
 	RecorderStats func() docflow.RecorderStats
 	// Prom keeps the Prometheus series GET /metrics exports; Recorder
 	// feeds it beside the analytics store.
-	Prom     *prom.Recorder
-	Broker   *streams.Broker
-	Producer *streams.Producer
-	Relay    *streams.Relay
-	HTTP     *dfhttp.Server
+	Prom *prom.Recorder
+	// MetricsServer serves a worker's /metrics (WORKER_METRICS_ADDR).
+	MetricsServer *dfhttp.MetricsServer
+	Broker        *streams.Broker
+	Producer      *streams.Producer
+	Relay         *streams.Relay
+	HTTP          *dfhttp.Server
 	// Accounts are the local accounts (serve and api).
 	Accounts    *postgres.AccountService
 	admins      *adminCache
@@ -241,6 +243,9 @@ func (m *App) run(ctx context.Context) error {
 		}
 	}
 	m.startSamplers()
+	if err := m.startWorkerMetrics(); err != nil {
+		return err
+	}
 	if m.Role == "serve" || m.Role == "api" {
 		if err := m.startSearch(ctx); err != nil {
 			return err

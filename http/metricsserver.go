@@ -1,0 +1,89 @@
+package http
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"io"
+	stdlog "log"
+	"net"
+	nethttp "net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+)
+
+// Timeouts of the metrics listener: a scrape is one small request, so a
+// client slower than these is cut off rather than holding a connection.
+const (
+	metricsReadTimeout  = 5 * time.Second
+	metricsWriteTimeout = 10 * time.Second
+	metricsIdleTimeout  = 60 * time.Second
+)
+
+// MetricsServer serves the Prometheus exposition of a process without the
+// API (a worker) on an address of its own (WORKER_METRICS_ADDR). It answers
+// GET (and HEAD) /metrics and 404 to anything else, with no body that
+// would say what the process is.
+type MetricsServer struct {
+	srv *nethttp.Server
+	ln  net.Listener
+}
+
+// ServeMetrics starts serving g on ln. token, called on each request,
+// returns the bearer token a scraper must send (METRICS_TOKEN); when it
+// returns "" the endpoint is open, so the address should be one only the
+// scraper reaches. Close stops it.
+func ServeMetrics(ln net.Listener, g prometheus.Gatherer, token func() string, log zerolog.Logger) *MetricsServer {
+	if g == nil || token == nil {
+		panic("http: ServeMetrics needs a Gatherer and a token func")
+	}
+	metrics := promhttp.HandlerFor(g, promhttp.HandlerOpts{
+		// Export what was gathered when one collector fails, as GET
+		// /metrics on the API does.
+		ErrorHandling: promhttp.ContinueOnError,
+		Timeout:       metricsWriteTimeout - time.Second,
+	})
+	h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.URL.Path != "/metrics" || (r.Method != nethttp.MethodGet && r.Method != nethttp.MethodHead) {
+			w.WriteHeader(nethttp.StatusNotFound)
+			return
+		}
+		if tok := token(); tok != "" {
+			bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(bearer), []byte(tok)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+				w.WriteHeader(nethttp.StatusUnauthorized)
+				return
+			}
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		metrics.ServeHTTP(w, r)
+	})
+	s := &MetricsServer{ln: ln, srv: &nethttp.Server{
+		Handler:           h,
+		ReadHeaderTimeout: metricsReadTimeout,
+		ReadTimeout:       metricsReadTimeout,
+		WriteTimeout:      metricsWriteTimeout,
+		IdleTimeout:       metricsIdleTimeout,
+		MaxHeaderBytes:    8 << 10,
+		// Malformed requests from clients are theirs to see, not the log's.
+		ErrorLog: stdlog.New(io.Discard, "", 0),
+	}}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
+			log.Error().Err(err).Str("listen", ln.Addr().String()).Msg("metrics listener stopped")
+		}
+	}()
+	return s
+}
+
+// Addr is the address the listener is bound to.
+func (s *MetricsServer) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops accepting scrapes and waits for those in flight (until ctx
+// is done).
+func (s *MetricsServer) Close(ctx context.Context) error { return s.srv.Shutdown(ctx) }

@@ -1,0 +1,36 @@
+package app
+
+import (
+	"fmt"
+	"net"
+
+	"docflow"
+	"docflow/actors/pipeline"
+	"docflow/analytics/prom"
+	dfhttp "docflow/http"
+)
+
+// startWorkerMetrics serves the Prometheus series of a worker, which has
+// no HTTP API to carry GET /metrics, on WORKER_METRICS_ADDR when set: the
+// step attempts and durations it records, the consumer lag it sees and its
+// process resources. METRICS_TOKEN, when set, is asked of the scraper as on
+// the API.
+func (m *App) startWorkerMetrics() error {
+	addr := m.Settings.Get("WORKER_METRICS_ADDR")
+	if m.Role != "worker" || addr == "" {
+		return nil
+	}
+	if len(m.Brokers) > 0 {
+		insp := pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)
+		m.Prom.MustRegister(prom.LagCollector(insp.Lags))
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on WORKER_METRICS_ADDR=%s: %w (is another worker on this host using it?)", addr, err)
+	}
+	srv := dfhttp.ServeMetrics(ln, m.Prom.Registry(), func() string { return m.Settings.Get("METRICS_TOKEN") }, m.Log)
+	m.MetricsServer = srv
+	m.onClose(srv.Close)
+	m.Log.Info().Str("listen", ln.Addr().String()).Msg("worker metrics on GET /metrics")
+	return nil
+}
