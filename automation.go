@@ -26,17 +26,46 @@ type AutomationHook struct {
 }
 
 // AutomationHookService stores automation hooks. Every call is scoped to
-// the owner: another user's hook is ENOTFOUND.
+// the owner: another user's hook is ENOTFOUND (an administrator's
+// HookViewer reaches every hook).
 type AutomationHookService interface {
 	CreateHook(ctx context.Context, h *AutomationHook) error
 	FindHooks(ctx context.Context, ownerID string) ([]*AutomationHook, error)
 	DeleteHook(ctx context.Context, ownerID string, id int64) error
+	// FindHook returns hook id as v may see it; ENOTFOUND otherwise.
+	FindHook(ctx context.Context, v HookViewer, id int64) (*AutomationHook, error)
+	// UpdateHook applies p to hook id; ENOTFOUND when v may not see it.
+	// Pausing (IsActive false) stops recording events for the hook and
+	// drops its deliveries still queued when their attempt comes.
+	UpdateHook(ctx context.Context, v HookViewer, id int64, p AutomationHookPatch) (*AutomationHook, error)
+	// ListHookDeliveries pages hook id's delivery log, newest first, each
+	// delivery with its attempts; ENOTFOUND when v may not see the hook.
+	ListHookDeliveries(ctx context.Context, v HookViewer, id int64, page, perPage int) ([]DeliveryLogEntry, int, error)
+}
+
+// HookViewer is who asks for a hook: its owner, or an administrator, who
+// reaches every hook.
+type HookViewer struct {
+	UserID string
+	Admin  bool
+}
+
+// AutomationHookPatch is a partial update of an automation hook (nil:
+// unchanged). An empty Secret removes the secret.
+type AutomationHookPatch struct {
+	TargetURL   *string
+	Secret      *string
+	Events      *[]string
+	IsActive    *bool
+	HookType    *string
+	Description *string
 }
 
 // Audit actions of the automation hooks API.
 const (
 	AuditHookSubscribe   = "automation_hook.subscribe"
 	AuditHookUnsubscribe = "automation_hook.unsubscribe"
+	AuditHookUpdate      = "automation_hook.update"
 )
 
 // HookPayload is the flat body of an automation hook delivery. id is the

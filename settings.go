@@ -99,6 +99,20 @@ func SettingBool(s SettingsService, key string, def bool) bool {
 	return b
 }
 
+// SettingDuration parses a duration setting ("90", "90s", "1h30m"; bare
+// numbers are seconds), falling back to def when unset or unusable.
+func SettingDuration(s SettingsService, key string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(s.Get(key))
+	if v == "" {
+		return def
+	}
+	d, err := parseDuration(v)
+	if err != nil {
+		return def
+	}
+	return d
+}
+
 // SettingList splits a comma-separated setting, dropping empty items.
 func SettingList(s SettingsService, key string) []string {
 	var out []string

@@ -125,6 +125,7 @@ func Catalogue() []SettingDef {
 		{Key: "WEBHOOK_ALLOWED_HOSTS", Category: "Notifications", Type: TypeList, Description: "Hosts webhooks may be delivered to even when they resolve to private addresses", Check: HostList()},
 		{Key: "PUSH_RELAY_URL", Category: "Notifications", Type: TypeString, Default: "https://exp.host/--/api/v2/push/send", Description: "Push notification relay", Check: URLs("https", "http")},
 		s(SettingDef{Key: "NOTIFICATION_URLS", Category: "Notifications", Type: TypeList, Description: "Admin notification channels, comma-separated, in Apprise URL syntax: mailto, json/jsons, ntfy/ntfys, gotify/gotifys, slack, discord, msteams (tokens in them make the setting secret)", Check: URLList()}),
+		{Key: "INTEGRATION_FAILING_NOTIFY_AFTER", Category: "Notifications", Type: TypeString, Default: "1h", Description: "Send an admin notification, once, when an integration has been failing this long (90s, 30m, 1h); it is sent again only after the integration recovered and failed anew", Check: Duration()},
 		{Key: "NOTIFY_ON_DOCUMENT_FAILED", Category: "Notifications", Type: TypeBool, Default: "false", Description: "Send an admin notification when a document fails after its retries"},
 		{Key: "SMTP_HOST", Category: "Notifications", Type: TypeString, Description: "SMTP server for e-mail"},
 		{Key: "SMTP_PORT", Category: "Notifications", Type: TypeInt, Default: "587", Description: "SMTP port", Check: IntBetween(1, 65535)},

@@ -82,6 +82,15 @@ func Durations() SettingCheck {
 	}
 }
 
+// Duration accepts one positive duration ("90", "90s", "1h30m"; bare
+// numbers are seconds).
+func Duration() SettingCheck {
+	return func(v string) error {
+		_, err := parseDuration(strings.TrimSpace(v))
+		return err
+	}
+}
+
 // ParseDurations parses "60s,300s,15m" (bare numbers are seconds) into
 // positive durations; "" is nil. Equal durations are kept: a list of retry
 // delays may wait the same time twice.

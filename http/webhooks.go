@@ -277,8 +277,23 @@ func (h *webhookHandlers) deliveries(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	page, perPage, err := deliveryPage(c)
+	if err != nil {
+		return err
+	}
+	list, total, err := h.d.Webhooks.ListDeliveries(RequestContext(c), id, page, perPage)
+	if err != nil {
+		return err
+	}
+	writeDeliveryPage(c, list, total, page, perPage)
+	return nil
+}
+
+// deliveryPage reads a delivery log's page (from 1) and per_page (1 to
+// 200, default 50).
+func deliveryPage(c *fasthttp.RequestCtx) (page, perPage int, err error) {
 	args := c.QueryArgs()
-	page, perPage := 1, 50
+	page, perPage = 1, 50
 	for _, p := range []struct {
 		name string
 		hi   int
@@ -289,17 +304,17 @@ func (h *webhookHandlers) deliveries(c *fasthttp.RequestCtx) error {
 		}
 		v, err := strconv.Atoi(string(args.Peek(p.name)))
 		if err != nil || v < 1 || v > p.hi {
-			return invalid(p.name, "%s must be an integer from 1 to %d", p.name, p.hi)
+			return 0, 0, invalid(p.name, "%s must be an integer from 1 to %d", p.name, p.hi)
 		}
 		*p.dst = v
 	}
-	list, total, err := h.d.Webhooks.ListDeliveries(RequestContext(c), id, page, perPage)
-	if err != nil {
-		return err
-	}
+	return page, perPage, nil
+}
+
+// writeDeliveryPage answers {deliveries, total, page, per_page, pages}.
+func writeDeliveryPage(c *fasthttp.RequestCtx, list []docflow.DeliveryLogEntry, total, page, perPage int) {
 	writeJSON(c, fasthttp.StatusOK, map[string]any{"deliveries": list, "total": total, "page": page,
 		"per_page": perPage, "pages": (total + perPage - 1) / perPage})
-	return nil
 }
 
 func (h *webhookHandlers) redeliver(c *fasthttp.RequestCtx) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"docflow"
@@ -40,7 +41,11 @@ func (a AdminSender) Send(ctx context.Context, _ docflow.DeliveryTarget, d *docf
 // AdminNotification is the admin notification of ev.
 func AdminNotification(ev docflow.Event) docflow.Notification {
 	str := func(k string) string {
-		if v, ok := ev.Data[k]; ok && v != nil {
+		switch v := ev.Data[k].(type) {
+		case nil:
+		case float64: // a number read back from JSON: 1000000, not 1e+06
+			return strconv.FormatFloat(v, 'f', -1, 64)
+		default:
 			return fmt.Sprint(v)
 		}
 		return ""
@@ -59,6 +64,15 @@ func AdminNotification(ev docflow.Event) docflow.Notification {
 			body += "\n\nError: " + e
 		}
 		return docflow.Notification{Title: "docflow: document failed: " + name, Body: body}
+	case docflow.EventIntegrationFailing:
+		name := str("name")
+		body := fmt.Sprintf("Integration %q (%s %s, id %s, owner %s) has been failing since %s.",
+			name, str("integration_type"), strings.ToLower(str("direction")), str("integration_id"), str("owner_id"), str("failing_since"))
+		if e := str("error"); e != "" {
+			body += "\n\nLast error: " + e
+		}
+		body += "\n\nThis is sent once per failure: the next one comes after the integration has recovered and failed again."
+		return docflow.Notification{Title: "docflow: integration failing: " + name, Body: body}
 	}
 	return docflow.Notification{Title: "docflow: " + ev.Name, Body: fmt.Sprintf("Event %s (%s) at %s.", ev.Name, ev.ID, ev.Timestamp.UTC().Format("2006-01-02 15:04:05 UTC"))}
 }

@@ -21,6 +21,7 @@ import (
 
 	"docflow"
 	"docflow/actors"
+	"docflow/actors/alerts"
 	"docflow/actors/delivery"
 	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
@@ -71,6 +72,8 @@ type Config struct {
 	// Delivery adjusts the event delivery's configuration.
 	Delivery func(*delivery.Config)
 	Sources  func(*sources.Config)
+	// Alerts adjusts the integration-failure alerts (tests tick faster).
+	Alerts func(*alerts.Config)
 }
 
 // App is one docflow process: Build builds every dependency once and Close
@@ -124,6 +127,9 @@ type App struct {
 	Notifier *notify.Notifier
 	// Sources is the supervisor of the IMAP sources (serve, worker).
 	Sources *actor.PID
+	// Alerts tells the admins about integrations failing too long
+	// (serve, worker).
+	Alerts *actor.PID
 
 	cipher *postgres.Cipher
 
@@ -239,6 +245,9 @@ func (m *App) run(ctx context.Context) error {
 			return err
 		}
 		if err := m.startSources(); err != nil {
+			return err
+		}
+		if err := m.startAlerts(); err != nil {
 			return err
 		}
 	}

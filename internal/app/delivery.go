@@ -3,10 +3,13 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"docflow"
+	"docflow/actors/alerts"
 	"docflow/actors/delivery"
+	"docflow/storage/postgres"
 )
 
 // startDelivery starts the delivery of events to webhooks, automation
@@ -36,5 +39,32 @@ func (m *App) startDelivery(ctx context.Context) error {
 	}
 	m.Delivery = d
 	m.onClose(d.Close)
+	return nil
+}
+
+// startAlerts starts the actor that tells the admins, once per failure,
+// about integrations failing for longer than
+// INTEGRATION_FAILING_NOTIFY_AFTER (serve and worker: every such process
+// runs one; their claims never overlap). The notifications go out through
+// the delivery core as the admin subscriber's deliveries.
+func (m *App) startAlerts() error {
+	cfg := alerts.Config{Store: postgres.NewIntegrationAlertStore(m.DB, delivery.AttemptMessage),
+		Settings: m.Settings, Log: m.Log}
+	if m.cfg.Alerts != nil {
+		m.cfg.Alerts(&cfg)
+	}
+	id := fmt.Sprintf("%s-%d", m.Role, os.Getpid())
+	pid, err := alerts.Spawn(m.Actors, id, cfg)
+	if err != nil {
+		return err
+	}
+	m.Alerts = pid
+	m.onClose(func(ctx context.Context) error {
+		select {
+		case <-m.Actors.Poison(pid).Done():
+		case <-ctx.Done():
+		}
+		return nil
+	})
 	return nil
 }

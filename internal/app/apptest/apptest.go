@@ -18,6 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"docflow/actors/alerts"
 	"docflow/actors/delivery"
 	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
@@ -68,6 +69,9 @@ type Options struct {
 	// Sources adjusts the IMAP sources' supervisor after the twin's quick
 	// timings (scans every 200 ms, leases of 3 s, reconnects after 100 ms).
 	Sources func(*sources.Config)
+	// Alerts adjusts the integration-failure alerts after the twin's
+	// quick tick (every 200 ms).
+	Alerts func(*alerts.Config)
 }
 
 // App is a running docflow process built by app.Build, with what the twin
@@ -196,6 +200,14 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 			}
 			if o.Sources != nil {
 				o.Sources(c)
+			}
+		},
+		Alerts: func(c *alerts.Config) {
+			if !o.ProductionTimings {
+				c.Tick = 200 * time.Millisecond
+			}
+			if o.Alerts != nil {
+				o.Alerts(c)
 			}
 		},
 	}
