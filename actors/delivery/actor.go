@@ -18,38 +18,59 @@ type job struct {
 	d       *docflow.EventDelivery
 	attempt int
 	done    func()
+	queued  time.Time
 }
 
-// jobDone tells a subscriber's actor that one of its attempts ended;
-// failed: the receiver failed it.
-type jobDone struct{ failed bool }
+// jobDone tells a subscriber's actor that its attempt seq ended after
+// took; failed: the receiver failed it.
+type jobDone struct {
+	seq    uint64
+	failed bool
+	took   time.Duration
+}
+
+// stallCheck asks a subscriber's actor to look at its running attempts
+// again (one may have gone unanswered for StallAfter by now).
+type stallCheck struct{}
 
 // subscriberActor queues the attempts to one subscriber and runs at most
 // limit at once, each on a goroutine of its own: Receive never waits on a
-// receiver. While the subscriber's latest attempt failed, a queue longer
-// than MaxQueue is postponed to the first delay topic (no attempt counted)
-// and its events acknowledged: a dead receiver holds neither memory nor
-// the consumer's in-flight budget, so the others' deliveries keep flowing.
-// A healthy receiver's queue is bounded by that budget alone.
+// receiver. While the subscriber is failing (its latest attempt failed),
+// stalled (an attempt unanswered for StallAfter) or slow (its latest
+// attempt took StallAfter/4 or more and the queue's head has waited
+// StallAfter), a queue longer than MaxQueue is postponed to the first
+// delay topic (no attempt counted) and its events acknowledged: such a
+// receiver holds neither memory nor the consumer's in-flight budget, so
+// the others' deliveries keep flowing. A healthy receiver's queue is
+// bounded by that budget alone.
 type subscriberActor struct {
 	s       *Service
 	limit   int
-	running int
+	seq     uint64
+	running map[uint64]time.Time // attempt under way: when it started
 	failing bool
+	took    time.Duration // of the latest attempt
+	armed   bool          // a stallCheck is on its way
 	queue   []*job
 }
 
 func (a *subscriberActor) Receive(c *actor.Context) {
+	now := time.Now()
 	switch m := c.Message().(type) {
 	case *job:
 		a.queue = append(a.queue, m)
+		if n := int64(len(a.queue)); n > a.s.peakQueue.Load() {
+			a.s.peakQueue.Store(n) // a gauge for tests and the bench; races only lower it
+		}
 	case jobDone:
-		a.running--
-		a.failing = m.failed
+		delete(a.running, m.seq)
+		a.failing, a.took = m.failed, m.took
+	case stallCheck:
+		a.armed = false
 	default:
 		return
 	}
-	if a.failing && len(a.s.tiers) > 0 {
+	if len(a.s.tiers) > 0 && len(a.queue) > a.s.cfg.MaxQueue && a.shedding(now) {
 		for len(a.queue) > a.s.cfg.MaxQueue {
 			j := a.queue[len(a.queue)-1]
 			a.queue[len(a.queue)-1] = nil
@@ -61,19 +82,43 @@ func (a *subscriberActor) Receive(c *actor.Context) {
 			}()
 		}
 	}
-	for a.running < a.limit && len(a.queue) > 0 {
+	engine, self := c.Engine(), c.PID()
+	for len(a.running) < a.limit && len(a.queue) > 0 {
 		j := a.queue[0]
 		a.queue[0] = nil
 		a.queue = a.queue[1:]
-		a.running++
-		engine, self := c.Engine(), c.PID()
+		a.seq++
+		seq := a.seq
+		a.running[seq] = now
 		a.s.wg.Add(1)
 		go func() {
 			defer a.s.wg.Done()
+			started := time.Now()
 			failed := a.s.attempt(j)
-			engine.Send(self, jobDone{failed: failed})
+			engine.Send(self, jobDone{seq: seq, failed: failed, took: time.Since(started)})
 		}()
 	}
+	// While attempts run, look again when the oldest would stall (or the
+	// queue's head would have waited StallAfter).
+	if !a.armed && (len(a.running) > 0 || len(a.queue) > 0) {
+		a.armed = true
+		time.AfterFunc(a.s.cfg.StallAfter/2, func() { engine.Send(self, stallCheck{}) })
+	}
+}
+
+// shedding reports whether the subscriber's queue beyond MaxQueue goes to
+// the retry topic: it is failing, stalled or slow.
+func (a *subscriberActor) shedding(now time.Time) bool {
+	stall := a.s.cfg.StallAfter
+	if a.failing {
+		return true
+	}
+	for _, at := range a.running {
+		if now.Sub(at) >= stall {
+			return true
+		}
+	}
+	return a.took >= stall/4 && len(a.queue) > 0 && now.Sub(a.queue[0].queued) >= stall
 }
 
 // submit hands j to the actor of its subscriber, spawning it the first
@@ -84,11 +129,12 @@ func (s *Service) submit(j *job) {
 	pid, ok := s.actors[key]
 	if !ok {
 		pid = s.cfg.Actors.Spawn(func() actor.Receiver {
-			return &subscriberActor{s: s, limit: s.cfg.PerSubscriber}
+			return &subscriberActor{s: s, limit: s.cfg.PerSubscriber, running: map[uint64]time.Time{}}
 		}, "delivery", actors.SpawnOpts(s.log, actor.WithID(key))...)
 		s.actors[key] = pid
 	}
 	s.mu.Unlock()
+	j.queued = time.Now()
 	s.cfg.Actors.Send(pid, j)
 }
 
@@ -102,11 +148,8 @@ func (s *Service) attempt(j *job) (failed bool) {
 		j.done() // resolved already: a copy after a crash, or a stale retry
 		return false
 	}
-	var t docflow.DeliveryTarget
-	if !s.retry("read delivery target", func(ctx context.Context) (err error) {
-		t, err = s.cfg.Store.Target(ctx, d.Subscriber)
-		return err
-	}) {
+	t, ok := s.target(d.Subscriber)
+	if !ok {
 		return false
 	}
 	sender := s.cfg.Senders[d.Subscriber.Kind]
@@ -167,11 +210,11 @@ func (s *Service) attempt(j *job) (failed bool) {
 			}
 		}
 	}
-	if !s.retry("record delivery attempt", func(ctx context.Context) error {
-		_, err := s.cfg.Store.RecordAttempt(ctx, d.Subscriber, a, retry)
-		return err
-	}) {
+	if !s.record(docflow.RecordedAttempt{Subscriber: d.Subscriber, Attempt: a, Retry: retry}) {
 		return a.Status != docflow.DeliveryDelivered
+	}
+	if a.Unsubscribe {
+		s.targets.forget(d.Subscriber)
 	}
 	s.measure(d, a, r)
 	ev := log.Debug()
@@ -188,6 +231,18 @@ func (s *Service) attempt(j *job) (failed bool) {
 		Dur("took", a.Duration).Msg("delivery attempt")
 	j.done()
 	return a.Status != docflow.DeliveryDelivered
+}
+
+// record writes attempt r, with the next batch when the store takes
+// batches; false when the service stopped first.
+func (s *Service) record(r docflow.RecordedAttempt) bool {
+	if s.batch != nil {
+		return s.batch.record(r)
+	}
+	return s.retry("record delivery attempt", func(ctx context.Context) error {
+		_, err := s.cfg.Store.RecordAttempt(ctx, r.Subscriber, r.Attempt, r.Retry)
+		return err
+	})
 }
 
 // postpone puts j back on the first delay topic without an attempt (its
