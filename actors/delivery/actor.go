@@ -255,9 +255,15 @@ func (s *Service) postpone(j *job) {
 		s.log.Error().Err(err).Msg("encode postponed delivery")
 		return
 	}
-	if s.retry("postpone delivery", func(ctx context.Context) error {
-		return s.cfg.Store.Postpone(ctx, j.d.ID, due, m)
-	}) {
+	ok := false
+	if s.batch != nil {
+		ok = s.batch.postpone(j.d.ID, due, m)
+	} else {
+		ok = s.retry("postpone delivery", func(ctx context.Context) error {
+			return s.cfg.Store.Postpone(ctx, j.d.ID, due, m)
+		})
+	}
+	if ok {
 		j.done()
 	}
 }

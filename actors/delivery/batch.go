@@ -2,6 +2,7 @@ package delivery
 
 import (
 	"context"
+	"time"
 
 	"docflow"
 )
@@ -11,6 +12,9 @@ import (
 // burst a batch per round trip instead of a transaction each.
 type BatchStore interface {
 	RecordAttempts(ctx context.Context, batch []docflow.RecordedAttempt) error
+	// PostponeAll postpones deliveries ids[i] to dues[i], writing msgs[i]
+	// with each, in one transaction.
+	PostponeAll(ctx context.Context, ids []int64, dues []time.Time, msgs []docflow.OutboxMessage) error
 }
 
 // maxBatch bounds the attempts written together.
@@ -21,6 +25,11 @@ const maxBatch = 256
 type recordReq struct {
 	rec docflow.RecordedAttempt
 	ok  chan bool
+	// postpone: not an attempt but rec.Attempt.DeliveryID postponed to
+	// due with msg.
+	postpone bool
+	due      time.Time
+	msg      docflow.OutboxMessage
 }
 
 // batcher collects the attempts' results and writes them a batch at a
@@ -41,7 +50,18 @@ func newBatcher(s *Service, store BatchStore) *batcher {
 // service stopped before (the attempt is then made again by the next
 // owner).
 func (b *batcher) record(rec docflow.RecordedAttempt) bool {
-	r := recordReq{rec: rec, ok: make(chan bool, 1)}
+	return b.send(recordReq{rec: rec, ok: make(chan bool, 1)})
+}
+
+// postpone postpones delivery id to due with m, with the next batch, and
+// waits for it; false when the service stopped first.
+func (b *batcher) postpone(id int64, due time.Time, m docflow.OutboxMessage) bool {
+	r := recordReq{rec: docflow.RecordedAttempt{Attempt: docflow.DeliveryAttempt{DeliveryID: id}},
+		ok: make(chan bool, 1), postpone: true, due: due, msg: m}
+	return b.send(r)
+}
+
+func (b *batcher) send(r recordReq) bool {
 	select {
 	case b.in <- r:
 	case <-b.s.ctx.Done():
@@ -91,11 +111,21 @@ func (b *batcher) run() {
 				break gather
 			}
 		}
-		recs := make([]docflow.RecordedAttempt, len(batch))
-		for i, r := range batch {
-			recs[i] = r.rec
+		var recs []docflow.RecordedAttempt
+		var ids []int64
+		var dues []time.Time
+		var msgs []docflow.OutboxMessage
+		for _, r := range batch {
+			if r.postpone {
+				ids, dues, msgs = append(ids, r.rec.Attempt.DeliveryID), append(dues, r.due), append(msgs, r.msg)
+			} else {
+				recs = append(recs, r.rec)
+			}
 		}
 		ok := b.s.retry("record delivery attempts", func(ctx context.Context) error {
+			if err := b.store.PostponeAll(ctx, ids, dues, msgs); err != nil {
+				return err
+			}
 			return b.store.RecordAttempts(ctx, recs)
 		})
 		for _, r := range batch {

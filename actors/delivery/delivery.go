@@ -147,6 +147,7 @@ type Service struct {
 	actors map[string]*actor.PID
 
 	batch   *batcher // nil: the store records one attempt at a time
+	fanouts chan struct{}
 	targets targetCache
 	// peakQueue is the longest queue any subscriber's actor held.
 	peakQueue atomic.Int64
@@ -205,6 +206,7 @@ func New(cfg Config) (*Service, error) {
 		tiers: streams.RetryTiersFor(cfg.RetryDelays...), actors: map[string]*actor.PID{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.targets.ttl = cfg.TargetTTL
+	s.fanouts = make(chan struct{}, 8)
 	if bs, ok := cfg.Store.(BatchStore); ok {
 		s.batch = newBatcher(s, bs)
 	}
@@ -419,14 +421,27 @@ func deliverableEvent(b []byte) (docflow.Event, bool, error) {
 // resolved. While the store is unreachable it retries with back-off; a
 // stopping service leaves the event unacknowledged.
 func (s *Service) fanout(ev docflow.Event, ack func()) {
+	// A few fan-outs at a time: a burst of events must not take every
+	// connection of the store's pool from the attempts' batches.
+	select {
+	case s.fanouts <- struct{}{}:
+	case <-s.ctx.Done():
+		return
+	}
 	var ds []docflow.EventDelivery
 	ok := s.retry("fan out "+ev.ID, func(ctx context.Context) (err error) {
 		ds, err = s.cfg.Store.Fanout(ctx, ev)
 		return err
 	})
+	<-s.fanouts
 	if !ok {
 		return
 	}
+	s.submitAll(ds, ack)
+}
+
+// submitAll submits deliveries ds; ack runs once all are resolved.
+func (s *Service) submitAll(ds []docflow.EventDelivery, ack func()) {
 	if len(ds) == 0 {
 		ack()
 		return

@@ -123,3 +123,43 @@ func (s *WebhookStore) RecordAttempts(ctx context.Context, batch []docflow.Recor
 	})
 	return dbErr(err)
 }
+
+// PostponeAll postpones a batch of pending deliveries as Postpone does
+// one: each one's next attempt set to its due time and its message
+// written, in one transaction (one statement for the deliveries, one for
+// the messages). A delivery no longer pending is left alone, and so is
+// its message.
+func (s *WebhookStore) PostponeAll(ctx context.Context, ids []int64, dues []time.Time, msgs []docflow.OutboxMessage) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, `UPDATE event_deliveries d SET next_attempt = x.due, updated_at = now()
+			FROM unnest($1::bigint[], $2::timestamptz[]) AS x(id, due)
+			WHERE d.id = x.id AND d.status = 'pending' RETURNING d.id`, ids, dues)
+		if err != nil {
+			return err
+		}
+		pending := map[int64]bool{}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			pending[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		out := make([]docflow.OutboxMessage, 0, len(pending))
+		for i, id := range ids {
+			if pending[id] {
+				out = append(out, msgs[i])
+			}
+		}
+		return Enqueue(ctx, tx, out...)
+	})
+	return dbErr(err)
+}
