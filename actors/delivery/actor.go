@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -15,10 +16,19 @@ import (
 // job is one attempt to make: of delivery d, numbered attempt (0: the
 // next one). done resolves it (acknowledges what brought it).
 type job struct {
-	d       *docflow.EventDelivery
-	attempt int
-	done    func()
-	queued  time.Time
+	d        *docflow.EventDelivery
+	attempt  int
+	done     func()
+	queued   time.Time
+	resolved atomic.Bool
+}
+
+// resolve runs done once: a stalled attempt's job is resolved by its
+// postponement while the attempt may still end (and record) later.
+func (j *job) resolve() {
+	if j.resolved.CompareAndSwap(false, true) {
+		j.done()
+	}
 }
 
 // jobDone tells a subscriber's actor that its attempt seq ended after
@@ -29,25 +39,36 @@ type jobDone struct {
 	took   time.Duration
 }
 
+// runningJob is an attempt under way; released: its job was postponed
+// when it stalled.
+type runningJob struct {
+	j        *job
+	at       time.Time
+	released bool
+}
+
 // stallCheck asks a subscriber's actor to look at its running attempts
 // again (one may have gone unanswered for StallAfter by now).
 type stallCheck struct{}
 
 // subscriberActor queues the attempts to one subscriber and runs at most
-// limit at once, each on a goroutine of its own: Receive never waits on a
-// receiver. While the subscriber is failing (its latest attempt failed),
-// stalled (an attempt unanswered for StallAfter) or slow (its latest
-// attempt took StallAfter/4 or more and the queue's head has waited
-// StallAfter), a queue longer than MaxQueue is postponed to the first
-// delay topic (no attempt counted) and its events acknowledged: such a
-// receiver holds neither memory nor the consumer's in-flight budget, so
-// the others' deliveries keep flowing. A healthy receiver's queue is
-// bounded by that budget alone.
+// limit at once (one, a probe, while the latest failed), each on a
+// goroutine of its own: Receive never waits on a receiver. Once an
+// attempt has gone unanswered for StallAfter, the subscriber's whole
+// queue, and every job it receives while stalled, is postponed to the
+// first delay topic (no attempt counted) and its event acknowledged, and
+// so are the stalled attempts' jobs (the attempt still records its
+// outcome when it ends; the postponed copy is then stale). While it
+// fails or is slow (its latest attempt took StallAfter/4 or more and the
+// queue's head has waited StallAfter), the queue beyond MaxQueue is
+// postponed. A dead or slow receiver thus holds neither memory nor the
+// consumer's in-flight window, and only delays itself. A healthy
+// receiver's queue is bounded by that window alone.
 type subscriberActor struct {
 	s       *Service
 	limit   int
 	seq     uint64
-	running map[uint64]time.Time // attempt under way: when it started
+	running map[uint64]*runningJob
 	failing bool
 	took    time.Duration // of the latest attempt
 	armed   bool          // a stallCheck is on its way
@@ -70,26 +91,33 @@ func (a *subscriberActor) Receive(c *actor.Context) {
 	default:
 		return
 	}
-	if len(a.s.tiers) > 0 && len(a.queue) > a.s.cfg.MaxQueue && a.shedding(now) {
-		for len(a.queue) > a.s.cfg.MaxQueue {
-			j := a.queue[len(a.queue)-1]
-			a.queue[len(a.queue)-1] = nil
-			a.queue = a.queue[:len(a.queue)-1]
-			a.s.wg.Add(1)
-			go func() {
-				defer a.s.wg.Done()
-				a.s.postpone(j)
-			}()
+	if len(a.s.tiers) > 0 {
+		if a.stalled(now) {
+			// Nothing waits behind a stalled attempt, and the stalled
+			// attempts' events are let go: the consumer's window moves on.
+			for _, r := range a.running {
+				if !r.released && now.Sub(r.at) >= a.s.cfg.StallAfter {
+					r.released = true
+					a.shed(r.j)
+				}
+			}
+			a.shedQueue(0)
+		} else if len(a.queue) > a.s.cfg.MaxQueue && a.slow(now) {
+			a.shedQueue(a.s.cfg.MaxQueue)
 		}
 	}
 	engine, self := c.Engine(), c.PID()
-	for len(a.running) < a.limit && len(a.queue) > 0 {
+	limit := a.limit
+	if a.failing {
+		limit = 1 // a probe at a time while the receiver fails
+	}
+	for len(a.running) < limit && len(a.queue) > 0 {
 		j := a.queue[0]
 		a.queue[0] = nil
 		a.queue = a.queue[1:]
 		a.seq++
 		seq := a.seq
-		a.running[seq] = now
+		a.running[seq] = &runningJob{j: j, at: now}
 		a.s.wg.Add(1)
 		go func() {
 			defer a.s.wg.Done()
@@ -106,19 +134,41 @@ func (a *subscriberActor) Receive(c *actor.Context) {
 	}
 }
 
-// shedding reports whether the subscriber's queue beyond MaxQueue goes to
-// the retry topic: it is failing, stalled or slow.
-func (a *subscriberActor) shedding(now time.Time) bool {
-	stall := a.s.cfg.StallAfter
-	if a.failing {
-		return true
-	}
-	for _, at := range a.running {
-		if now.Sub(at) >= stall {
+// stalled reports whether an attempt has gone unanswered for StallAfter.
+func (a *subscriberActor) stalled(now time.Time) bool {
+	for _, r := range a.running {
+		if now.Sub(r.at) >= a.s.cfg.StallAfter {
 			return true
 		}
 	}
-	return a.took >= stall/4 && len(a.queue) > 0 && now.Sub(a.queue[0].queued) >= stall
+	return false
+}
+
+// slow reports whether the queue beyond MaxQueue goes to the retry topic
+// for a receiver that answers: it failed its latest attempt, or it took
+// StallAfter/4 or more and the queue's head has waited StallAfter.
+func (a *subscriberActor) slow(now time.Time) bool {
+	stall := a.s.cfg.StallAfter
+	return a.failing || (a.took >= stall/4 && len(a.queue) > 0 && now.Sub(a.queue[0].queued) >= stall)
+}
+
+// shedQueue postpones the queue's tail beyond keep.
+func (a *subscriberActor) shedQueue(keep int) {
+	for len(a.queue) > keep {
+		j := a.queue[len(a.queue)-1]
+		a.queue[len(a.queue)-1] = nil
+		a.queue = a.queue[:len(a.queue)-1]
+		a.shed(j)
+	}
+}
+
+// shed postpones j to the first retry tier on a goroutine of its own.
+func (a *subscriberActor) shed(j *job) {
+	a.s.wg.Add(1)
+	go func() {
+		defer a.s.wg.Done()
+		a.s.postpone(j)
+	}()
 }
 
 // submit hands j to the actor of its subscriber, spawning it the first
@@ -129,7 +179,7 @@ func (s *Service) submit(j *job) {
 	pid, ok := s.actors[key]
 	if !ok {
 		pid = s.cfg.Actors.Spawn(func() actor.Receiver {
-			return &subscriberActor{s: s, limit: s.cfg.PerSubscriber, running: map[uint64]time.Time{}}
+			return &subscriberActor{s: s, limit: s.cfg.PerSubscriber, running: map[uint64]*runningJob{}}
 		}, "delivery", actors.SpawnOpts(s.log, actor.WithID(key))...)
 		s.actors[key] = pid
 	}
@@ -145,7 +195,7 @@ func (s *Service) attempt(j *job) (failed bool) {
 	d := j.d
 	log := s.log.With().Int64("delivery", d.ID).Str("event_id", d.EventID).Str("subscriber", d.Subscriber.String()).Logger()
 	if d.Status != docflow.DeliveryPending || (j.attempt > 0 && d.Attempts >= j.attempt) {
-		j.done() // resolved already: a copy after a crash, or a stale retry
+		j.resolve() // resolved already: a copy after a crash, or a stale retry
 		return false
 	}
 	t, ok := s.target(d.Subscriber)
@@ -167,7 +217,7 @@ func (s *Service) attempt(j *job) (failed bool) {
 			return s.cfg.Store.DropDelivery(ctx, d.ID, reason)
 		}) {
 			log.Info().Str("reason", reason).Msg("delivery dropped")
-			j.done()
+			j.resolve()
 		}
 		return false
 	}
@@ -229,7 +279,7 @@ func (s *Service) attempt(j *job) (failed bool) {
 	}
 	ev.Int("attempt", n).Int("status_code", r.StatusCode).Str("error", a.Error).Str("status", a.Status).
 		Dur("took", a.Duration).Msg("delivery attempt")
-	j.done()
+	j.resolve()
 	return a.Status != docflow.DeliveryDelivered
 }
 
@@ -264,7 +314,7 @@ func (s *Service) postpone(j *job) {
 		})
 	}
 	if ok {
-		j.done()
+		j.resolve()
 	}
 }
 

@@ -107,9 +107,10 @@ type Config struct {
 	// Default 8.
 	PerSubscriber int
 	// MaxQueue is how many attempts may wait for a subscriber that is
-	// failing (its latest attempt failed), stalled (an attempt has had no
-	// answer for StallAfter) or slow (its latest attempt took StallAfter/4
-	// or more and the head of its queue has waited StallAfter); more are
+	// failing (its latest attempt failed) or slow (its latest attempt took
+	// StallAfter/4 or more and the head of its queue has waited
+	// StallAfter); none wait for a stalled one (an attempt unanswered for
+	// StallAfter). The others are
 	// postponed to the first retry tier (no attempt counted), so such a
 	// receiver holds neither memory nor the consumer's in-flight budget
 	// and only ever delays itself. Default 64.
