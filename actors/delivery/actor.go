@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -122,8 +123,11 @@ func (a *subscriberActor) Receive(c *actor.Context) {
 		go func() {
 			defer a.s.wg.Done()
 			started := time.Now()
-			failed := a.s.attempt(j)
-			engine.Send(self, jobDone{seq: seq, failed: failed, took: time.Since(started)})
+			var once sync.Once
+			free := func(failed bool) {
+				once.Do(func() { engine.Send(self, jobDone{seq: seq, failed: failed, took: time.Since(started)}) })
+			}
+			free(a.s.attempt(j, free))
 		}()
 	}
 	// While attempts run, look again when the oldest would stall (or the
@@ -191,7 +195,11 @@ func (s *Service) submit(j *job) {
 // attempt makes one attempt of j and records it; j is resolved unless the
 // service stopped before the outcome was recorded. failed reports a
 // receiver that did not take the delivery.
-func (s *Service) attempt(j *job) (failed bool) {
+//
+// free is called once the receiver answered (or not), before the outcome
+// is recorded: the subscriber's slot goes to its next attempt while the
+// batch with this one is written.
+func (s *Service) attempt(j *job, free func(failed bool)) (failed bool) {
 	d := j.d
 	log := s.log.With().Int64("delivery", d.ID).Str("event_id", d.EventID).Str("subscriber", d.Subscriber.String()).Logger()
 	if d.Status != docflow.DeliveryPending || (j.attempt > 0 && d.Attempts >= j.attempt) {
@@ -260,6 +268,7 @@ func (s *Service) attempt(j *job) (failed bool) {
 			}
 		}
 	}
+	free(a.Status != docflow.DeliveryDelivered)
 	if !s.record(docflow.RecordedAttempt{Subscriber: d.Subscriber, Attempt: a, Retry: retry}) {
 		return a.Status != docflow.DeliveryDelivered
 	}
