@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -15,65 +17,162 @@ import (
 // job is one attempt to make: of delivery d, numbered attempt (0: the
 // next one). done resolves it (acknowledges what brought it).
 type job struct {
-	d       *docflow.EventDelivery
-	attempt int
-	done    func()
+	d        *docflow.EventDelivery
+	attempt  int
+	done     func()
+	queued   time.Time
+	resolved atomic.Bool
 }
 
-// jobDone tells a subscriber's actor that one of its attempts ended;
-// failed: the receiver failed it.
-type jobDone struct{ failed bool }
+// resolve runs done once: a stalled attempt's job is resolved by its
+// postponement while the attempt may still end (and record) later.
+func (j *job) resolve() {
+	if j.resolved.CompareAndSwap(false, true) {
+		j.done()
+	}
+}
+
+// jobDone tells a subscriber's actor that its attempt seq ended after
+// took; failed: the receiver failed it.
+type jobDone struct {
+	seq    uint64
+	failed bool
+	took   time.Duration
+}
+
+// runningJob is an attempt under way; released: its job was postponed
+// when it stalled.
+type runningJob struct {
+	j        *job
+	at       time.Time
+	released bool
+}
+
+// stallCheck asks a subscriber's actor to look at its running attempts
+// again (one may have gone unanswered for StallAfter by now).
+type stallCheck struct{}
 
 // subscriberActor queues the attempts to one subscriber and runs at most
-// limit at once, each on a goroutine of its own: Receive never waits on a
-// receiver. While the subscriber's latest attempt failed, a queue longer
-// than MaxQueue is postponed to the first delay topic (no attempt counted)
-// and its events acknowledged: a dead receiver holds neither memory nor
-// the consumer's in-flight budget, so the others' deliveries keep flowing.
-// A healthy receiver's queue is bounded by that budget alone.
+// limit at once (one, a probe, while the latest failed), each on a
+// goroutine of its own: Receive never waits on a receiver. Once an
+// attempt has gone unanswered for StallAfter, the subscriber's whole
+// queue, and every job it receives while stalled, is postponed to the
+// first delay topic (no attempt counted) and its event acknowledged, and
+// so are the stalled attempts' jobs (the attempt still records its
+// outcome when it ends; the postponed copy is then stale). While it
+// fails or is slow (its latest attempt took StallAfter/4 or more and the
+// queue's head has waited StallAfter), the queue beyond MaxQueue is
+// postponed. A dead or slow receiver thus holds neither memory nor the
+// consumer's in-flight window, and only delays itself. A healthy
+// receiver's queue is bounded by that window alone.
 type subscriberActor struct {
 	s       *Service
 	limit   int
-	running int
+	seq     uint64
+	running map[uint64]*runningJob
 	failing bool
+	took    time.Duration // of the latest attempt
+	armed   bool          // a stallCheck is on its way
 	queue   []*job
 }
 
 func (a *subscriberActor) Receive(c *actor.Context) {
+	now := time.Now()
 	switch m := c.Message().(type) {
 	case *job:
 		a.queue = append(a.queue, m)
+		if n := int64(len(a.queue)); n > a.s.peakQueue.Load() {
+			a.s.peakQueue.Store(n) // a gauge for tests and the bench; races only lower it
+		}
 	case jobDone:
-		a.running--
-		a.failing = m.failed
+		delete(a.running, m.seq)
+		a.failing, a.took = m.failed, m.took
+	case stallCheck:
+		a.armed = false
 	default:
 		return
 	}
-	if a.failing && len(a.s.tiers) > 0 {
-		for len(a.queue) > a.s.cfg.MaxQueue {
-			j := a.queue[len(a.queue)-1]
-			a.queue[len(a.queue)-1] = nil
-			a.queue = a.queue[:len(a.queue)-1]
-			a.s.wg.Add(1)
-			go func() {
-				defer a.s.wg.Done()
-				a.s.postpone(j)
-			}()
+	if len(a.s.tiers) > 0 {
+		if a.stalled(now) {
+			// Nothing waits behind a stalled attempt, and the stalled
+			// attempts' events are let go: the consumer's window moves on.
+			for _, r := range a.running {
+				if !r.released && now.Sub(r.at) >= a.s.cfg.StallAfter {
+					r.released = true
+					a.shed(r.j)
+				}
+			}
+			a.shedQueue(0)
+		} else if len(a.queue) > a.s.cfg.MaxQueue && a.slow(now) {
+			a.shedQueue(a.s.cfg.MaxQueue)
 		}
 	}
-	for a.running < a.limit && len(a.queue) > 0 {
+	engine, self := c.Engine(), c.PID()
+	limit := a.limit
+	if a.failing {
+		limit = 1 // a probe at a time while the receiver fails
+	}
+	for len(a.running) < limit && len(a.queue) > 0 {
 		j := a.queue[0]
 		a.queue[0] = nil
 		a.queue = a.queue[1:]
-		a.running++
-		engine, self := c.Engine(), c.PID()
+		a.seq++
+		seq := a.seq
+		a.running[seq] = &runningJob{j: j, at: now}
 		a.s.wg.Add(1)
 		go func() {
 			defer a.s.wg.Done()
-			failed := a.s.attempt(j)
-			engine.Send(self, jobDone{failed: failed})
+			started := time.Now()
+			var once sync.Once
+			free := func(failed bool) {
+				once.Do(func() { engine.Send(self, jobDone{seq: seq, failed: failed, took: time.Since(started)}) })
+			}
+			free(a.s.attempt(j, free))
 		}()
 	}
+	// While attempts run, look again when the oldest would stall (or the
+	// queue's head would have waited StallAfter).
+	if !a.armed && (len(a.running) > 0 || len(a.queue) > 0) {
+		a.armed = true
+		time.AfterFunc(a.s.cfg.StallAfter/2, func() { engine.Send(self, stallCheck{}) })
+	}
+}
+
+// stalled reports whether an attempt has gone unanswered for StallAfter.
+func (a *subscriberActor) stalled(now time.Time) bool {
+	for _, r := range a.running {
+		if now.Sub(r.at) >= a.s.cfg.StallAfter {
+			return true
+		}
+	}
+	return false
+}
+
+// slow reports whether the queue beyond MaxQueue goes to the retry topic
+// for a receiver that answers: it failed its latest attempt, or it took
+// StallAfter/4 or more and the queue's head has waited StallAfter.
+func (a *subscriberActor) slow(now time.Time) bool {
+	stall := a.s.cfg.StallAfter
+	return a.failing || (a.took >= stall/4 && len(a.queue) > 0 && now.Sub(a.queue[0].queued) >= stall)
+}
+
+// shedQueue postpones the queue's tail beyond keep.
+func (a *subscriberActor) shedQueue(keep int) {
+	for len(a.queue) > keep {
+		j := a.queue[len(a.queue)-1]
+		a.queue[len(a.queue)-1] = nil
+		a.queue = a.queue[:len(a.queue)-1]
+		a.shed(j)
+	}
+}
+
+// shed postpones j to the first retry tier on a goroutine of its own.
+func (a *subscriberActor) shed(j *job) {
+	a.s.wg.Add(1)
+	go func() {
+		defer a.s.wg.Done()
+		a.s.postpone(j)
+	}()
 }
 
 // submit hands j to the actor of its subscriber, spawning it the first
@@ -84,29 +183,31 @@ func (s *Service) submit(j *job) {
 	pid, ok := s.actors[key]
 	if !ok {
 		pid = s.cfg.Actors.Spawn(func() actor.Receiver {
-			return &subscriberActor{s: s, limit: s.cfg.PerSubscriber}
+			return &subscriberActor{s: s, limit: s.cfg.PerSubscriber, running: map[uint64]*runningJob{}}
 		}, "delivery", actors.SpawnOpts(s.log, actor.WithID(key))...)
 		s.actors[key] = pid
 	}
 	s.mu.Unlock()
+	j.queued = time.Now()
 	s.cfg.Actors.Send(pid, j)
 }
 
 // attempt makes one attempt of j and records it; j is resolved unless the
 // service stopped before the outcome was recorded. failed reports a
 // receiver that did not take the delivery.
-func (s *Service) attempt(j *job) (failed bool) {
+//
+// free is called once the receiver answered (or not), before the outcome
+// is recorded: the subscriber's slot goes to its next attempt while the
+// batch with this one is written.
+func (s *Service) attempt(j *job, free func(failed bool)) (failed bool) {
 	d := j.d
 	log := s.log.With().Int64("delivery", d.ID).Str("event_id", d.EventID).Str("subscriber", d.Subscriber.String()).Logger()
 	if d.Status != docflow.DeliveryPending || (j.attempt > 0 && d.Attempts >= j.attempt) {
-		j.done() // resolved already: a copy after a crash, or a stale retry
+		j.resolve() // resolved already: a copy after a crash, or a stale retry
 		return false
 	}
-	var t docflow.DeliveryTarget
-	if !s.retry("read delivery target", func(ctx context.Context) (err error) {
-		t, err = s.cfg.Store.Target(ctx, d.Subscriber)
-		return err
-	}) {
+	t, ok := s.target(d.Subscriber)
+	if !ok {
 		return false
 	}
 	sender := s.cfg.Senders[d.Subscriber.Kind]
@@ -124,7 +225,7 @@ func (s *Service) attempt(j *job) (failed bool) {
 			return s.cfg.Store.DropDelivery(ctx, d.ID, reason)
 		}) {
 			log.Info().Str("reason", reason).Msg("delivery dropped")
-			j.done()
+			j.resolve()
 		}
 		return false
 	}
@@ -167,11 +268,12 @@ func (s *Service) attempt(j *job) (failed bool) {
 			}
 		}
 	}
-	if !s.retry("record delivery attempt", func(ctx context.Context) error {
-		_, err := s.cfg.Store.RecordAttempt(ctx, d.Subscriber, a, retry)
-		return err
-	}) {
+	free(a.Status != docflow.DeliveryDelivered)
+	if !s.record(docflow.RecordedAttempt{Subscriber: d.Subscriber, Attempt: a, Retry: retry}) {
 		return a.Status != docflow.DeliveryDelivered
+	}
+	if a.Unsubscribe {
+		s.targets.forget(d.Subscriber)
 	}
 	s.measure(d, a, r)
 	ev := log.Debug()
@@ -186,8 +288,20 @@ func (s *Service) attempt(j *job) (failed bool) {
 	}
 	ev.Int("attempt", n).Int("status_code", r.StatusCode).Str("error", a.Error).Str("status", a.Status).
 		Dur("took", a.Duration).Msg("delivery attempt")
-	j.done()
+	j.resolve()
 	return a.Status != docflow.DeliveryDelivered
+}
+
+// record writes attempt r, with the next batch when the store takes
+// batches; false when the service stopped first.
+func (s *Service) record(r docflow.RecordedAttempt) bool {
+	if s.batch != nil {
+		return s.batch.record(r)
+	}
+	return s.retry("record delivery attempt", func(ctx context.Context) error {
+		_, err := s.cfg.Store.RecordAttempt(ctx, r.Subscriber, r.Attempt, r.Retry)
+		return err
+	})
 }
 
 // postpone puts j back on the first delay topic without an attempt (its
@@ -200,10 +314,16 @@ func (s *Service) postpone(j *job) {
 		s.log.Error().Err(err).Msg("encode postponed delivery")
 		return
 	}
-	if s.retry("postpone delivery", func(ctx context.Context) error {
-		return s.cfg.Store.Postpone(ctx, j.d.ID, due, m)
-	}) {
-		j.done()
+	ok := false
+	if s.batch != nil {
+		ok = s.batch.postpone(j.d.ID, due, m)
+	} else {
+		ok = s.retry("postpone delivery", func(ctx context.Context) error {
+			return s.cfg.Store.Postpone(ctx, j.d.ID, due, m)
+		})
+	}
+	if ok {
+		j.resolve()
 	}
 }
 

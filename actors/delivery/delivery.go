@@ -104,13 +104,24 @@ type Config struct {
 	// attempt.
 	Timeout time.Duration
 	// PerSubscriber is how many attempts to one subscriber run at once.
-	// Default 4.
+	// Default 8.
 	PerSubscriber int
-	// MaxQueue is how many attempts may wait for a subscriber whose
-	// latest attempt failed; more are postponed to the first retry tier
-	// (no attempt counted), so a dead receiver holds neither memory nor
-	// the consumer's in-flight budget. Default 256.
+	// MaxQueue is how many attempts may wait for a subscriber that is
+	// failing (its latest attempt failed) or slow (its latest attempt took
+	// StallAfter/4 or more and the head of its queue has waited
+	// StallAfter); none wait for a stalled one (an attempt unanswered for
+	// StallAfter). The others are
+	// postponed to the first retry tier (no attempt counted), so such a
+	// receiver holds neither memory nor the consumer's in-flight budget
+	// and only ever delays itself. Default 64.
 	MaxQueue int
+	// StallAfter is how long an attempt may go unanswered before its
+	// subscriber counts as stalled. Default 2 s.
+	StallAfter time.Duration
+	// TargetTTL is how long a subscriber's target read from the store is
+	// used again (a burst reads each once, not once per event). Default
+	// 200 ms; a deleted or deactivated subscriber stops receiving within it.
+	TargetTTL time.Duration
 	// Consumer adjusts both consumers' configuration (tests shorten the
 	// group timings).
 	Consumer func(*streams.ConsumerConfig)
@@ -135,6 +146,12 @@ type Service struct {
 
 	mu     sync.Mutex
 	actors map[string]*actor.PID
+
+	batch   *batcher // nil: the store records one attempt at a time
+	fanouts chan struct{}
+	targets targetCache
+	// peakQueue is the longest queue any subscriber's actor held.
+	peakQueue atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -172,10 +189,16 @@ func New(cfg Config) (*Service, error) {
 		cfg.Jitter = 0.2
 	}
 	if cfg.PerSubscriber <= 0 {
-		cfg.PerSubscriber = 4
+		cfg.PerSubscriber = 8
 	}
 	if cfg.MaxQueue <= 0 {
-		cfg.MaxQueue = 256
+		cfg.MaxQueue = 64
+	}
+	if cfg.StallAfter <= 0 {
+		cfg.StallAfter = 2 * time.Second
+	}
+	if cfg.TargetTTL <= 0 {
+		cfg.TargetTTL = 200 * time.Millisecond
 	}
 	if cfg.Partitions <= 0 {
 		cfg.Partitions = streams.DefaultPartitions
@@ -183,6 +206,11 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, log: cfg.Log.With().Str("component", "delivery").Logger(),
 		tiers: streams.RetryTiersFor(cfg.RetryDelays...), actors: map[string]*actor.PID{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.targets.ttl = cfg.TargetTTL
+	s.fanouts = make(chan struct{}, 8)
+	if bs, ok := cfg.Store.(BatchStore); ok {
+		s.batch = newBatcher(s, bs)
+	}
 	s.relay = streams.NewDelayRelay(s.ctx, cfg.Publisher, s.log, time.Now, "delivery")
 
 	main := streams.ConsumerConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID,
@@ -231,6 +259,13 @@ func (s *Service) Topics() []kafka.TopicConfig {
 
 // Start creates the topics it lacks and joins the consumer groups.
 func (s *Service) Start(ctx context.Context) error {
+	if s.batch != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.batch.run()
+		}()
+	}
 	if err := streams.EnsureTopics(ctx, s.cfg.Brokers, s.Topics()); err != nil {
 		return fmt.Errorf("start delivery: %w", err)
 	}
@@ -387,14 +422,27 @@ func deliverableEvent(b []byte) (docflow.Event, bool, error) {
 // resolved. While the store is unreachable it retries with back-off; a
 // stopping service leaves the event unacknowledged.
 func (s *Service) fanout(ev docflow.Event, ack func()) {
+	// A few fan-outs at a time: a burst of events must not take every
+	// connection of the store's pool from the attempts' batches.
+	select {
+	case s.fanouts <- struct{}{}:
+	case <-s.ctx.Done():
+		return
+	}
 	var ds []docflow.EventDelivery
 	ok := s.retry("fan out "+ev.ID, func(ctx context.Context) (err error) {
 		ds, err = s.cfg.Store.Fanout(ctx, ev)
 		return err
 	})
+	<-s.fanouts
 	if !ok {
 		return
 	}
+	s.submitAll(ds, ack)
+}
+
+// submitAll submits deliveries ds; ack runs once all are resolved.
+func (s *Service) submitAll(ds []docflow.EventDelivery, ack func()) {
 	if len(ds) == 0 {
 		ack()
 		return

@@ -81,7 +81,8 @@ func guardedClient(allowed func(host string) bool) *http.Client {
 			}
 			return c, err
 		},
-		MaxIdleConnsPerHost:   8,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256, // a burst to one receiver reuses its connections
 		IdleConnTimeout:       60 * time.Second,
 		TLSHandshakeTimeout:   10 * time.Second,
 		ResponseHeaderTimeout: 0, // the attempt's context bounds it all

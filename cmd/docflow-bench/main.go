@@ -44,6 +44,7 @@ func sections() []section {
 		{"search", "search API, similar documents and pairs at 100,000 documents", adapt(benchSearchAPI)},
 		{"passwords", "argon2id hash and verification cost of one local sign-in", benchPasswords},
 		{"analytics", "metrics into ClickHouse vs raw batched inserts, analytics API p99 over a seeded month, pipeline with recording on vs off", benchAnalytics},
+		{"fanout", "document events to 10 webhooks on a local receiver vs its raw request rate: burst, p99 at 2,000/s, one receiver dead", benchFanout},
 		{"imap", "IMAP sources from Dovecot: mails with a 100 KB PDF to pending vs the bare client, 100 idle sources' memory", benchIMAP},
 	}
 }
