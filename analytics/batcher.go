@@ -25,11 +25,13 @@ import (
 // Defaults for Options fields left zero.
 const (
 	DefaultFlushInterval = time.Second
-	DefaultBatchSize     = 10_000
-	DefaultRetryMin      = 100 * time.Millisecond
-	DefaultRetryMax      = 10 * time.Second
-	DefaultWriteTimeout  = 30 * time.Second
-	DefaultCloseTimeout  = 10 * time.Second
+	// DefaultBatchSize: ClickHouse prefers few large inserts (each is a
+	// part to merge and a pass through every materialized view).
+	DefaultBatchSize    = 50_000
+	DefaultRetryMin     = 100 * time.Millisecond
+	DefaultRetryMax     = 10 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+	DefaultCloseTimeout = 10 * time.Second
 )
 
 // ErrClosed is returned by Flush after Close.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -45,13 +46,36 @@ func benchAnalytics(ctx context.Context, r *Report, o *options) error {
 	if err := conn.Ping(ctx); err != nil {
 		return fmt.Errorf("no ClickHouse at %s (make services starts one): %w", addr, err)
 	}
-	if err := benchRecording(ctx, r, o, conn, addr); err != nil {
-		return err
+	parts := analyticsParts(os.Getenv("BENCH_ANALYTICS"))
+	if parts["record"] {
+		if err := benchRecording(ctx, r, o, conn, addr); err != nil {
+			return err
+		}
 	}
-	if err := benchAnalyticsAPI(ctx, r, o, conn, addr); err != nil {
-		return err
+	if parts["api"] {
+		if err := benchAnalyticsAPI(ctx, r, o, conn, addr); err != nil {
+			return err
+		}
 	}
-	return benchRecordingCost(ctx, r, o, addr)
+	if parts["cost"] {
+		return benchRecordingCost(ctx, r, o, addr)
+	}
+	return nil
+}
+
+// analyticsParts reads BENCH_ANALYTICS, a comma-separated choice among
+// record, api and cost (default all three), so one part can run alone.
+func analyticsParts(env string) map[string]bool {
+	parts := map[string]bool{}
+	for _, p := range strings.Split(env, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			parts[p] = true
+		}
+	}
+	if len(parts) == 0 {
+		parts = map[string]bool{"record": true, "api": true, "cost": true}
+	}
+	return parts
 }
 
 func benchDatabase(ctx context.Context, conn driver.Conn, tag string) (string, func(), error) {
@@ -145,6 +169,8 @@ func benchRecording(ctx context.Context, r *Report, o *options, conn driver.Conn
 	}
 	defer dropRec()
 	log := zerolog.New(io.Discard)
+	// The application's default bound (ANALYTICS_BUFFER_ROWS): batches of
+	// DefaultBatchSize.
 	opts := analytics.Options{Logger: &log}.Bounded(100_000)
 	rec, err := clickhouse.Open(ctx, clickhouse.Config{URL: "clickhouse://" + addr + "/" + recDB}, opts)
 	if err != nil {
