@@ -318,7 +318,7 @@ func TestBatcherCloseCancelsHungWrite(t *testing.T) {
 func TestBoundedOptions(t *testing.T) {
 	for _, total := range []int{1000, 100_000, 1_000_000} {
 		o := Options{}.Bounded(total).withDefaults()
-		if o.QueueSize+o.MaxBuffered != total || o.BatchSize > o.MaxBuffered || o.BatchSize > DefaultBatchSize {
+		if o.QueueSize+o.MaxBuffered != total || o.BatchSize > o.MaxBuffered || o.BatchSize > DefaultBatchSize || 2*o.BatchSize > o.QueueSize {
 			t.Errorf("Bounded(%d) = queue %d + buffer %d, batch %d", total, o.QueueSize, o.MaxBuffered, o.BatchSize)
 		}
 	}
