@@ -23,8 +23,11 @@ const (
 	// RunID, ErrorClass of the failing step.
 	MetricDocument = "document"
 	// MetricIntegration: one integration operation. Type (the integration
-	// type), Direction (in/out), Target (the integration's id), Status
-	// (ok/failed), Duration, Bytes, ErrorClass.
+	// type, or a MetricType*), Direction (DirectionIn/Out), Target (the
+	// integration's id, or the host or channel kind), Status (ok/failed),
+	// Duration, Bytes, ErrorClass (MetricErrorClass). IntegrationMetric
+	// builds one: each IMAP poll, destination delivery, SMTP send and
+	// admin notification channel send.
 	MetricIntegration = "integration"
 	// MetricDelivery: one webhook or hook delivery attempt. Type (the event
 	// name), Target (the hook's id), Status (ok/failed), HTTPStatus,

@@ -25,11 +25,13 @@ import (
 // Defaults for Options fields left zero.
 const (
 	DefaultFlushInterval = time.Second
-	DefaultBatchSize     = 10_000
-	DefaultRetryMin      = 100 * time.Millisecond
-	DefaultRetryMax      = 10 * time.Second
-	DefaultWriteTimeout  = 30 * time.Second
-	DefaultCloseTimeout  = 10 * time.Second
+	// DefaultBatchSize: ClickHouse prefers few large inserts (each is a
+	// part to merge and a pass through every materialized view).
+	DefaultBatchSize    = 50_000
+	DefaultRetryMin     = 100 * time.Millisecond
+	DefaultRetryMax     = 10 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+	DefaultCloseTimeout = 10 * time.Second
 )
 
 // ErrClosed is returned by Flush after Close.
@@ -277,6 +279,9 @@ func (b *Batcher[T]) loop() {
 		retry    *time.Timer // non-nil while backing off after a failure
 		retryC   <-chan time.Time
 		failures int
+		// again is the batch whose write failed as a whole: the next
+		// write retries exactly its rows.
+		again retryBatch
 	)
 	defer ticker.Stop()
 
@@ -284,10 +289,22 @@ func (b *Batcher[T]) loop() {
 	// size-triggered write leaves the remainder to the interval); on the first
 	// failure it keeps the rest and arms the backoff timer.
 	flush := func(ctx context.Context, full bool) error {
-		for len(pending) > 0 && (!full || len(pending) >= b.opts.BatchSize) {
+		for len(pending) > 0 && (!full || len(pending) >= b.opts.BatchSize || again.rows > 0) {
 			n := min(len(pending), b.opts.BatchSize)
-			done, err := b.writeRows(ctx, pending[:n])
+			if again.rows > 0 {
+				// The same rows as the failed attempt, under its token,
+				// so a store can tell a retry of a write that landed.
+				n = min(again.rows, len(pending))
+				again.attempt++
+			} else {
+				again = retryBatch{token: newToken(), attempt: 1}
+			}
+			done, err := b.writeRows(withBatch(ctx, again.token, again.attempt), pending[:n])
 			pending = compact(pending, done)
+			again.rows = 0
+			if err != nil && done == 0 {
+				again.rows = n
+			}
 			if err != nil {
 				failures++
 				d := backoff(b.opts.RetryMin, b.opts.RetryMax, failures)
@@ -430,11 +447,14 @@ func (b *Batcher[T]) writeRows(ctx context.Context, rows []T) (int, error) {
 		return 1, nil
 	}
 	mid := len(rows) / 2
-	done, err := b.writeRows(ctx, rows[:mid])
+	// Each half is a batch of its own for BatchToken: a retry of the whole
+	// must not take a half that landed for the whole.
+	tok, attempt, _ := BatchToken(ctx)
+	done, err := b.writeRows(withBatch(ctx, tok+"l", attempt), rows[:mid])
 	if err != nil {
 		return done, err
 	}
-	done, err = b.writeRows(ctx, rows[mid:])
+	done, err = b.writeRows(withBatch(ctx, tok+"r", attempt), rows[mid:])
 	return mid + done, err
 }
 

@@ -3,6 +3,7 @@ package analytics
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -317,8 +318,61 @@ func TestBatcherCloseCancelsHungWrite(t *testing.T) {
 func TestBoundedOptions(t *testing.T) {
 	for _, total := range []int{1000, 100_000, 1_000_000} {
 		o := Options{}.Bounded(total).withDefaults()
-		if o.QueueSize+o.MaxBuffered != total || o.BatchSize > o.MaxBuffered || o.BatchSize > DefaultBatchSize {
+		if o.QueueSize+o.MaxBuffered != total || o.BatchSize > o.MaxBuffered || o.BatchSize > DefaultBatchSize || 2*o.BatchSize > o.QueueSize {
 			t.Errorf("Bounded(%d) = queue %d + buffer %d, batch %d", total, o.QueueSize, o.MaxBuffered, o.BatchSize)
 		}
+	}
+}
+
+// A batch whose write failed as a whole is retried as exactly the same
+// rows under the same token, even when more rows arrived meanwhile.
+func TestBatcherRetriesTheSameBatch(t *testing.T) {
+	type call struct {
+		token   string
+		attempt int
+		rows    []int
+	}
+	var (
+		mu    sync.Mutex
+		calls []call
+	)
+	write := func(ctx context.Context, rows []int) error {
+		tok, attempt, ok := BatchToken(ctx)
+		if !ok {
+			t.Error("no batch token")
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, call{tok, attempt, append([]int(nil), rows...)})
+		if len(calls) == 1 {
+			return errors.New("answer lost")
+		}
+		return nil
+	}
+	b := NewBatcher(write, Options{FlushInterval: time.Hour, BatchSize: 10, RetryMin: 50 * time.Millisecond, RetryMax: 50 * time.Millisecond})
+	defer b.Close()
+	for i := range 5 {
+		b.Add(i)
+	}
+	if err := b.Flush(context.Background()); err == nil {
+		t.Fatal("flush succeeded")
+	}
+	for i := 5; i < 8; i++ {
+		b.Add(i)
+	}
+	if err := b.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) < 3 {
+		t.Fatalf("calls %+v", calls)
+	}
+	first, retry, next := calls[0], calls[1], calls[2]
+	if retry.token != first.token || retry.attempt != 2 || !slices.Equal(retry.rows, first.rows) || len(first.rows) != 5 {
+		t.Fatalf("retry %+v of %+v", retry, first)
+	}
+	if next.token == first.token || next.attempt != 1 || !slices.Equal(next.rows, []int{5, 6, 7}) {
+		t.Fatalf("next batch %+v", next)
 	}
 }

@@ -9,14 +9,46 @@ import (
 )
 
 // column is one stored metric column: its name, its ClickHouse and
-// PostgreSQL types, and how its value comes from a Metric.
+// PostgreSQL types, and how its value comes from a Metric: exactly one of
+// the typed getters is set (none: the column is the metric's time).
 type column struct {
 	name, chType, pgType string
-	value                func(m *docflow.Metric) any
+
+	s   func(m *docflow.Metric) string
+	i64 func(m *docflow.Metric) int64
+	i32 func(m *docflow.Metric) int64 // clamped to int32
+	f64 func(m *docflow.Metric) float64
 }
 
-func str(f func(m *docflow.Metric) string) func(m *docflow.Metric) any {
-	return func(m *docflow.Metric) any { return clean(f(m)) }
+// value is the column's value for one row, as Values gives it.
+func (c column) value(m *docflow.Metric) any {
+	switch {
+	case c.s != nil:
+		return clean(c.s(m))
+	case c.i64 != nil:
+		return c.i64(m)
+	case c.i32 != nil:
+		return clamp32(c.i32(m))
+	case c.f64 != nil:
+		return c.f64(m)
+	}
+	return m.Time.UTC()
+}
+
+func strCol(name string, f func(m *docflow.Metric) string) column {
+	return column{name: name, chType: "String", pgType: "text", s: f}
+}
+
+func int64Col(name string, f func(m *docflow.Metric) int64) column {
+	return column{name: name, chType: "Int64", pgType: "bigint", i64: f}
+}
+
+func int32Col(name string, f func(m *docflow.Metric) int64) column {
+	return column{name: name, chType: "Int32", pgType: "int", i32: f}
+}
+
+func floatCol(name string, f func(m *docflow.Metric) float64) column {
+	return column{name: name, chType: "Float64", pgType: "double precision", f64: f}
 }
 
 // columns is the one definition of the stored row, in order. Both stores
@@ -24,36 +56,36 @@ func str(f func(m *docflow.Metric) string) func(m *docflow.Metric) any {
 // durations float64 milliseconds: the Go types both drivers accept for the
 // declared types.
 var columns = []column{
-	{"kind", "String", "text", str(func(m *docflow.Metric) string { return m.Kind })},
-	{"ts", "DateTime", "timestamptz", func(m *docflow.Metric) any { return m.Time.UTC() }},
-	{"file_id", "Int64", "bigint", func(m *docflow.Metric) any { return m.FileID }},
-	{"run_id", "String", "text", str(func(m *docflow.Metric) string { return m.RunID })},
-	{"step_type", "String", "text", str(func(m *docflow.Metric) string { return m.StepType })},
-	{"status", "String", "text", str(func(m *docflow.Metric) string { return m.Status })},
-	{"attempt", "Int32", "int", func(m *docflow.Metric) any { return clamp32(int64(m.Attempt)) }},
-	{"duration_ms", "Float64", "double precision", func(m *docflow.Metric) any { return DurationMillis(m.Duration) }},
-	{"bytes", "Int64", "bigint", func(m *docflow.Metric) any { return m.Bytes }},
-	{"error_class", "String", "text", str(func(m *docflow.Metric) string { return m.ErrorClass })},
-	{"channel", "String", "text", str(func(m *docflow.Metric) string { return m.Channel })},
-	{"method", "String", "text", str(func(m *docflow.Metric) string { return m.Method })},
-	{"route", "String", "text", str(func(m *docflow.Metric) string { return m.Route })},
-	{"http_status", "Int32", "int", func(m *docflow.Metric) any { return clamp32(int64(m.HTTPStatus)) }},
-	{"owner_id", "String", "text", str(func(m *docflow.Metric) string { return m.OwnerID })},
-	{"pipeline", "String", "text", str(func(m *docflow.Metric) string { return m.Pipeline })},
-	{"worker", "String", "text", str(func(m *docflow.Metric) string { return m.Worker })},
-	{"queue_wait_ms", "Float64", "double precision", func(m *docflow.Metric) any { return DurationMillis(m.QueueWait) }},
-	{"bytes_in", "Int64", "bigint", func(m *docflow.Metric) any { return m.BytesIn }},
-	{"type", "String", "text", str(func(m *docflow.Metric) string { return m.Type })},
-	{"direction", "String", "text", str(func(m *docflow.Metric) string { return m.Direction })},
-	{"target", "String", "text", str(func(m *docflow.Metric) string { return m.Target })},
-	{"topic", "String", "text", str(func(m *docflow.Metric) string { return m.Topic })},
-	{"topic_partition", "Int32", "int", func(m *docflow.Metric) any { return clamp32(int64(m.Partition)) }},
-	{"lag", "Int64", "bigint", func(m *docflow.Metric) any { return m.Lag }},
-	{"process", "String", "text", str(func(m *docflow.Metric) string { return m.Process })},
-	{"cpu", "Float64", "double precision", func(m *docflow.Metric) any { return m.CPU }},
-	{"rss", "Int64", "bigint", func(m *docflow.Metric) any { return m.RSS }},
-	{"goroutines", "Int64", "bigint", func(m *docflow.Metric) any { return int64(m.Goroutines) }},
-	{"dropped", "Int64", "bigint", func(m *docflow.Metric) any { return m.Dropped }},
+	strCol("kind", func(m *docflow.Metric) string { return m.Kind }),
+	{name: "ts", chType: "DateTime", pgType: "timestamptz"},
+	int64Col("file_id", func(m *docflow.Metric) int64 { return m.FileID }),
+	strCol("run_id", func(m *docflow.Metric) string { return m.RunID }),
+	strCol("step_type", func(m *docflow.Metric) string { return m.StepType }),
+	strCol("status", func(m *docflow.Metric) string { return m.Status }),
+	int32Col("attempt", func(m *docflow.Metric) int64 { return int64(m.Attempt) }),
+	floatCol("duration_ms", func(m *docflow.Metric) float64 { return DurationMillis(m.Duration) }),
+	int64Col("bytes", func(m *docflow.Metric) int64 { return m.Bytes }),
+	strCol("error_class", func(m *docflow.Metric) string { return m.ErrorClass }),
+	strCol("channel", func(m *docflow.Metric) string { return m.Channel }),
+	strCol("method", func(m *docflow.Metric) string { return m.Method }),
+	strCol("route", func(m *docflow.Metric) string { return m.Route }),
+	int32Col("http_status", func(m *docflow.Metric) int64 { return int64(m.HTTPStatus) }),
+	strCol("owner_id", func(m *docflow.Metric) string { return m.OwnerID }),
+	strCol("pipeline", func(m *docflow.Metric) string { return m.Pipeline }),
+	strCol("worker", func(m *docflow.Metric) string { return m.Worker }),
+	floatCol("queue_wait_ms", func(m *docflow.Metric) float64 { return DurationMillis(m.QueueWait) }),
+	int64Col("bytes_in", func(m *docflow.Metric) int64 { return m.BytesIn }),
+	strCol("type", func(m *docflow.Metric) string { return m.Type }),
+	strCol("direction", func(m *docflow.Metric) string { return m.Direction }),
+	strCol("target", func(m *docflow.Metric) string { return m.Target }),
+	strCol("topic", func(m *docflow.Metric) string { return m.Topic }),
+	int32Col("topic_partition", func(m *docflow.Metric) int64 { return int64(m.Partition) }),
+	int64Col("lag", func(m *docflow.Metric) int64 { return m.Lag }),
+	strCol("process", func(m *docflow.Metric) string { return m.Process }),
+	floatCol("cpu", func(m *docflow.Metric) float64 { return m.CPU }),
+	int64Col("rss", func(m *docflow.Metric) int64 { return m.RSS }),
+	int64Col("goroutines", func(m *docflow.Metric) int64 { return int64(m.Goroutines) }),
+	int64Col("dropped", func(m *docflow.Metric) int64 { return m.Dropped }),
 }
 
 // ColumnList names the metric columns, in the order Values returns them.

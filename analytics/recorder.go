@@ -80,17 +80,18 @@ func (r *Recorder) Stats() Stats { return r.b.Stats() }
 // Bounded returns o set so that at most total metrics are held in memory
 // (queue and write buffer together) while the store is unreachable: half
 // the bound queues, half waits for the write, and a batch is at most the
-// default size and never more than the write buffer.
+// default size and never more than half the queue.
 //
 // NOTE: the writer loop does not take rows from the queue while a write is
 // in flight, so the queue is what absorbs a burst meanwhile: it gets half
-// the bound rather than two batches.
+// the bound, and holds at least two batches, so recording at the rate of
+// one batch per write time drops nothing.
 func (o Options) Bounded(total int) Options {
 	if total < 2 {
 		total = 2
 	}
 	o.QueueSize = total / 2
 	o.MaxBuffered = total - o.QueueSize
-	o.BatchSize = min(DefaultBatchSize, o.MaxBuffered)
+	o.BatchSize = max(1, min(DefaultBatchSize, o.QueueSize/2))
 	return o
 }

@@ -2,6 +2,7 @@ package sources
 
 import (
 	"context"
+	"io"
 
 	"docflow"
 	"docflow/integrations/imap"
@@ -12,6 +13,9 @@ type sink struct {
 	store  Store
 	intake Intake
 	in     *docflow.Integration
+	// bytes counts the attachment bytes read during the poll (its
+	// integration metric); only the polling goroutine touches it.
+	bytes int64
 }
 
 var _ imap.Sink = (*sink)(nil)
@@ -37,7 +41,7 @@ func (k *sink) Ingest(ctx context.Context, a *imap.Attachment) error {
 	}
 	_, err := k.intake.IngestMail(ctx, docflow.Upload{
 		Filename: a.Filename,
-		Body:     a.Body,
+		Body:     &countingReader{r: a.Body, n: &k.bytes},
 		Size:     -1,
 		User:     &docflow.User{ID: k.in.OwnerID},
 		Channel:  docflow.ChannelEmail,
@@ -46,4 +50,16 @@ func (k *sink) Ingest(ctx context.Context, a *imap.Attachment) error {
 	// The intake service records the document's intake metric (channel
 	// email, type, bytes, outcome).
 	return err
+}
+
+// countingReader adds what it reads to *n.
+type countingReader struct {
+	r io.Reader
+	n *int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	*c.n += int64(n)
+	return n, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -185,10 +186,16 @@ func (s *source) poll() {
 	budget, log := s.cfg.PollBudget, s.log
 	sk := &sink{store: s.cfg.Store, intake: s.cfg.Intake, in: s.in}
 	var res imap.PollResult
+	rec, target := s.cfg.Recorder, strconv.FormatInt(s.in.ID, 10)
 	s.e.Send(s.conn, &actors.Call[*imap.Client]{
 		Do: func(ctx context.Context, k *imap.Client) error {
 			var err error
+			start := time.Now()
 			res, err = k.Poll(ctx, cur, sk, budget, log)
+			if rec != nil {
+				// The poll alone: the IDLE wait after it is not work.
+				rec.Record(docflow.IntegrationMetric(docflow.MetricTypeIMAP, docflow.DirectionIn, target, start, sk.bytes, err))
+			}
 			if err == nil && !res.More {
 				err = k.Idle(ctx)
 			}

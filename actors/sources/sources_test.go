@@ -14,6 +14,7 @@ import (
 	"docflow"
 	"docflow/actors"
 	"docflow/actors/sources"
+	"docflow/analytics"
 	pganalytics "docflow/analytics/postgres"
 	"docflow/integrations/imap/imaptest"
 	"docflow/internal/app/apptest"
@@ -169,4 +170,45 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(500 * time.Millisecond)
+}
+
+// TestSourcesRecordIntegrationMetrics checks that each mailbox poll is one
+// integration metric: type imap, direction in, the integration's id, the
+// attachment bytes taken in, the outcome and the duration.
+func TestSourcesRecordIntegrationMetrics(t *testing.T) {
+	ctx := context.Background()
+	addr := imaptest.MemServer(t, "alice", "secret", false)
+	rec := &analytics.Memory{}
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", NoRelay: true,
+		Env:     map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"},
+		Sources: func(c *sources.Config) { c.Recorder = rec }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	store := sourceStore(t, a.DB)
+	in := imapIntegration(addr, nil)
+	if err := store.AddSourceFixture(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	pdf := imaptest.PDF("metrics", 2000)
+	if err := imaptest.Append(ctx, addr, "alice", "secret", "INBOX",
+		imaptest.Mail("a@x", "A", imaptest.Attachment{Name: "a.pdf", ContentType: "application/pdf", Data: pdf})); err != nil {
+		t.Fatal(err)
+	}
+	target := strconv.FormatInt(in.ID, 10)
+	waitFor(t, 20*time.Second, "a poll that took the attachment in", func() bool {
+		for _, m := range rec.Metrics(docflow.MetricIntegration) {
+			if m.Target == target && m.Bytes == int64(len(pdf)) {
+				return true
+			}
+		}
+		return false
+	})
+	for _, m := range rec.Metrics(docflow.MetricIntegration) {
+		if m.Type != docflow.MetricTypeIMAP || m.Direction != docflow.DirectionIn || m.Target != target ||
+			m.Status != docflow.OutcomeOK || m.ErrorClass != "" || m.Duration <= 0 || m.Time.IsZero() {
+			t.Errorf("poll metric %+v", m)
+		}
+	}
 }

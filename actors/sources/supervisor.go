@@ -71,7 +71,11 @@ type Config struct {
 	// Dial opens the sources' connections (the process's guarded dialer;
 	// nil dials directly).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	Log  zerolog.Logger
+	// Recorder, when set, hears one integration metric per mailbox poll
+	// (type imap, direction in, target the integration id, the attachment
+	// bytes taken in, outcome and duration).
+	Recorder docflow.Recorder
+	Log      zerolog.Logger
 }
 
 func (c *Config) defaults() error {

@@ -28,6 +28,10 @@ type Subject struct {
 	// Proxy carries the recorder's connections (not those of Queries); the
 	// outage cases are skipped when it is nil.
 	Proxy *Proxy
+	// IdempotentRetry says the store recognises a retried batch that had
+	// landed (analytics.BatchToken); LostAnswerWrittenOnce is skipped
+	// without it.
+	IdempotentRetry bool
 }
 
 // NewSubject builds a Subject with the given options and registers its
@@ -44,6 +48,7 @@ func RunContract(t *testing.T, newSubject NewSubject) {
 	t.Run("OverflowNeverBlocks", func(t *testing.T) { testOverflowNeverBlocks(t, newSubject) })
 	t.Run("OutageRecovers", func(t *testing.T) { testOutageRecovers(t, newSubject) })
 	t.Run("OutageIsBounded", func(t *testing.T) { testOutageIsBounded(t, newSubject) })
+	t.Run("LostAnswerWrittenOnce", func(t *testing.T) { testLostAnswerWrittenOnce(t, newSubject) })
 	t.Run("Ping", func(t *testing.T) { testPing(t, newSubject) })
 }
 
@@ -357,6 +362,46 @@ func testOutageRecovers(t *testing.T, newSubject NewSubject) {
 	checkBalanced(t, s)
 	if got := stepCount(t, s.Queries); got != 700 {
 		t.Fatalf("store holds %d rows, want 700", got)
+	}
+}
+
+// testLostAnswerWrittenOnce loses the store's answer to a write that
+// landed: the client times out and retries the batch, which must not be
+// stored twice.
+func testLostAnswerWrittenOnce(t *testing.T, newSubject NewSubject) {
+	opts := quiet()
+	opts.BatchSize, opts.MaxBuffered, opts.QueueSize = 100, 1000, 1000
+	opts.FlushInterval = 50 * time.Millisecond
+	opts.WriteTimeout = time.Second
+	s := newSubject(t, opts)
+	if s.Proxy == nil {
+		t.Skip("no proxy: cannot lose an answer")
+	}
+	if !s.IdempotentRetry {
+		t.Skip("the store does not recognise a retried batch")
+	}
+	b := base()
+	for i := range 200 {
+		s.Recorder.Record(step(b, i))
+	}
+	// A loaded machine may time a write out: the rows stay buffered.
+	eventually(t, 15*time.Second, "the rows before", func() bool { return s.Recorder.Flush(ctxT(t)) == nil })
+	errs := s.Recorder.Stats().WriteErrors
+	s.Proxy.Deafen()
+	for i := 200; i < 300; i++ {
+		s.Recorder.Record(step(b, i))
+	}
+	eventually(t, 15*time.Second, "the batch stored while its answer is held", func() bool { return stepCount(t, s.Queries) == 300 })
+	eventually(t, 15*time.Second, "the write timing out", func() bool { return s.Recorder.Stats().WriteErrors > errs })
+	// More rows meanwhile: the retry must still be the same batch.
+	for i := 300; i < 350; i++ {
+		s.Recorder.Record(step(b, i))
+	}
+	s.Proxy.Restore()
+	eventually(t, 15*time.Second, "the backlog written after recovery", func() bool { return s.Recorder.Stats().Written == 350 })
+	checkBalanced(t, s)
+	if got := stepCount(t, s.Queries); got != 350 {
+		t.Fatalf("store holds %d rows, want 350", got)
 	}
 }
 

@@ -3,6 +3,7 @@ package analyticstest
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -25,6 +26,7 @@ const (
 	flowing proxyState = iota
 	broken             // connections refused and closed
 	stalled            // connections accepted, no bytes forwarded
+	deaf               // requests forwarded, answers held
 )
 
 // NewProxy listens on a free loopback port and forwards to target
@@ -64,6 +66,20 @@ func (p *Proxy) Stall() {
 		p.state = stalled
 		p.resumed = make(chan struct{})
 	}
+}
+
+// Deafen forwards what the client sends but, on a connection that has sent
+// a large request (over muteAfter bytes in one read: a write's data rather
+// than a handshake or a ping), holds the server's answers until Restore,
+// which discards them: a write that lands while its answer is lost (the
+// client times out, then retries).
+func (p *Proxy) Deafen() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resumed == nil {
+		p.resumed = make(chan struct{})
+	}
+	p.state = deaf
 }
 
 // Restore lets connections through again. Connections open during the
@@ -131,13 +147,15 @@ func (p *Proxy) accept() {
 		p.conns[server] = struct{}{}
 		p.mu.Unlock()
 		p.wg.Add(2)
-		go p.pipe(server, client)
-		go p.pipe(client, server)
+		muted := new(atomic.Bool)
+		go p.pipe(server, client, false, muted)
+		go p.pipe(client, server, true, muted)
 	}
 }
 
-// pipe copies src to dst, holding each chunk while the proxy is stalled.
-func (p *Proxy) pipe(dst, src net.Conn) {
+// pipe copies src to dst, holding each chunk while the proxy is stalled
+// (and, for the server's answers, while it is deaf).
+func (p *Proxy) pipe(dst, src net.Conn, answers bool, muted *atomic.Bool) {
 	defer p.wg.Done()
 	defer func() {
 		src.Close()
@@ -151,7 +169,10 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.waitFlowing(src) {
+			if !answers && n > muteAfter && p.isDeaf() {
+				muted.Store(true)
+			}
+			if !p.waitFlowing(src, answers && muted.Load()) {
 				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -164,11 +185,24 @@ func (p *Proxy) pipe(dst, src net.Conn) {
 	}
 }
 
-// waitFlowing blocks while stalled; it reports false when c was closed
-// meanwhile (Restore discards held bytes by closing their connection).
-func (p *Proxy) waitFlowing(c net.Conn) bool {
+// muteAfter is the size of a read that Deafen takes for a write's data.
+const muteAfter = 2048
+
+func (p *Proxy) isDeaf() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.state == deaf
+}
+
+// waitFlowing blocks while stalled, or while deaf for held answers; it reports
+// false when c was closed meanwhile (Restore discards held bytes by closing
+// their connection).
+func (p *Proxy) waitFlowing(c net.Conn, hold bool) bool {
 	p.mu.Lock()
 	resumed := p.resumed
+	if p.state == deaf && !hold {
+		resumed = nil
+	}
 	p.mu.Unlock()
 	if resumed != nil {
 		<-resumed

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -157,7 +158,7 @@ func New(conn driver.Conn, database string, opts analytics.Options) (*Recorder, 
 	if err != nil {
 		return nil, err
 	}
-	rec, err := analytics.NewRecorder(writer{conn: conn, insert: "INSERT INTO " + database + ".events (" + analytics.ColumnList + ")"}, opts)
+	rec, err := analytics.NewRecorder(&writer{conn: conn, insert: "INSERT INTO " + database + ".events (" + analytics.ColumnList + ")"}, opts)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse recorder: %w", err)
 	}
@@ -181,31 +182,102 @@ func (r *Recorder) Close() error {
 type writer struct {
 	conn   driver.Conn
 	insert string
+
+	// mu guards uncertain: the token of the last batch whose data was
+	// sent but whose answer never came, so it may have landed. Only its
+	// retry is looked up (a batch that failed before sending is not).
+	mu        sync.Mutex
+	uncertain string
 }
 
-// WriteMetrics sends rows as one INSERT block.
-func (w writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error {
+// WriteMetrics sends rows as one INSERT block, built a whole column at a
+// time. The insert runs under the Batcher's batch token as its query id
+// (logged in system.query_log); a retry of the same batch first asks the
+// log whether that insert finished, so a write that landed while its
+// answer was lost (a timeout, a cut connection) is not written twice.
+func (w *writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error {
+	token, attempt, ok := analytics.BatchToken(ctx)
+	if ok {
+		w.mu.Lock()
+		check := attempt > 1 && w.uncertain == token
+		w.mu.Unlock()
+		if check {
+			landed, err := w.landed(ctx, token, len(rows))
+			if err != nil {
+				return fmt.Errorf("check an earlier attempt: %w", err)
+			}
+			if landed {
+				return nil
+			}
+		}
+		ctx = ch.Context(ctx, ch.WithQueryID(token), ch.WithSettings(ch.Settings{"log_queries": 1}))
+	}
 	batch, err := w.conn.PrepareBatch(ctx, w.insert)
 	if err != nil {
 		return fmt.Errorf("prepare metrics insert: %w", err)
 	}
 	// Close ends the INSERT without the buffered rows when Send is not reached.
 	defer batch.Close()
-	for _, m := range rows {
-		m.Time = clampTime(m.Time)
-		if err := batch.Append(analytics.Values(m)...); err != nil {
+	for i, col := range analytics.Columnar(rows, clampTime) {
+		if err := batch.Column(i).Append(col); err != nil {
 			// The driver checks values client-side: the same rows would
 			// fail again.
-			return analytics.Permanent(fmt.Errorf("append metric: %w", err))
+			return analytics.Permanent(fmt.Errorf("append metric column %d: %w", i, err))
 		}
 	}
 	if err := batch.Send(); err != nil {
+		if ok {
+			w.mu.Lock()
+			w.uncertain = token
+			w.mu.Unlock()
+		}
 		return fmt.Errorf("send metrics: %w", err)
 	}
 	return nil
 }
 
-func (w writer) Ping(ctx context.Context) error { return w.conn.Ping(ctx) }
+// landed reports whether the insert with query id token finished having
+// written n rows; it is an error while that insert still runs. The query log is flushed first: it is written in the
+// background. A server that refuses either statement (no SYSTEM FLUSH
+// LOGS right, no query log) answers "not landed", and the batch is
+// written again as before.
+func (w *writer) landed(ctx context.Context, token string, n int) (bool, error) {
+	// An attempt the server is still running may yet land: wait for it
+	// (the Batcher retries later) rather than race it.
+	var running uint64
+	if err := w.conn.QueryRow(ctx, "SELECT count() FROM system.processes WHERE query_id = ?", token).Scan(&running); err != nil {
+		if !isServerError(err) {
+			return false, err
+		}
+	} else if running > 0 {
+		return false, errors.New("the earlier attempt is still running")
+	}
+	if err := w.conn.Exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+		if isServerError(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	var written uint64
+	err := w.conn.QueryRow(ctx, `SELECT toUInt64(max(written_rows)) FROM system.query_log
+WHERE query_id = ? AND exception = '' AND written_rows > 0`, token).Scan(&written)
+	switch {
+	case isServerError(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return written >= uint64(n), nil
+}
+
+// isServerError reports an error the server answered with (as opposed to
+// a connection that failed).
+func isServerError(err error) bool {
+	var ex *ch.Exception
+	return errors.As(err, &ex)
+}
+
+func (w *writer) Ping(ctx context.Context) error { return w.conn.Ping(ctx) }
 
 // The range of DateTime, in Unix seconds, that clickhouse-go accepts
 // (1970-01-01 00:00:00 to 2105-12-31 23:59:59 UTC).

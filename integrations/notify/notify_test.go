@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/analytics"
 	"docflow/integrations/smtp"
 )
 
@@ -298,5 +299,40 @@ func TestNotifyFaults(t *testing.T) {
 	st["NOTIFICATION_URLS"] = ""
 	if rep := n.Notify(context.Background(), docflow.Notification{}); rep.Status != docflow.NotifyFailed || rep.ServicesCount != 0 || rep.Results == nil {
 		t.Errorf("none: %+v", rep)
+	}
+}
+
+// Each channel sent to is one integration metric (type notify, target the
+// channel's kind); a mailto channel is also the mailer's smtp send; an
+// invalid entry sends nothing and is not measured.
+func TestNotifyRecordsIntegrationMetrics(t *testing.T) {
+	ok, _ := receiver(t, 200)
+	failing, _ := receiver(t, 500)
+	_, smtpPort := startSMTP(t)
+	h := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
+	st := settings{"NOTIFICATION_URLS": "json://" + h(ok) + "/a, ntfy://" + h(failing) + "/t, mailto://ops@example.com, pushover://nope@x",
+		"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "SMTP_HOST": "127.0.0.1", "SMTP_PORT": smtpPort, "SMTP_FROM": "docflow@example.com"}
+	rec := &analytics.Memory{}
+	n := New(st, zerolog.Nop())
+	n.Mailer = smtp.New(st)
+	n.Mailer.(*smtp.Mailer).Recorder = rec
+	n.Recorder = rec
+	n.Notify(context.Background(), docflow.Notification{Title: "Hello", Body: "World"})
+
+	byType := map[string]docflow.Metric{}
+	for _, m := range rec.Metrics(docflow.MetricIntegration) {
+		if m.Direction != docflow.DirectionOut || m.Duration <= 0 || m.Bytes != int64(len("Hello")+len("World")) {
+			t.Errorf("metric %+v", m)
+		}
+		byType[m.Type+"/"+m.Target] = m
+	}
+	if len(byType) != 4 {
+		t.Fatalf("metrics %+v", byType)
+	}
+	for key, want := range map[string]string{"notify/json": docflow.OutcomeOK, "notify/ntfy": docflow.OutcomeFailed,
+		"notify/mailto": docflow.OutcomeOK, "smtp/127.0.0.1": docflow.OutcomeOK} {
+		if m := byType[key]; m.Status != want || (want == docflow.OutcomeFailed) != (m.ErrorClass != "") {
+			t.Errorf("%s: %+v", key, m)
+		}
 	}
 }

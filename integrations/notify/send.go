@@ -46,6 +46,10 @@ type Notifier struct {
 	Bases map[string]string
 	// Timeout bounds one channel's send (default WEBHOOK_TIMEOUT).
 	Timeout time.Duration
+	// Recorder, when set, hears one integration metric per channel sent
+	// to (type notify, direction out, target the channel's kind, the
+	// title and body size, outcome and duration).
+	Recorder docflow.Recorder
 }
 
 // New builds a Notifier over settings. Its HTTP connections go through
@@ -107,7 +111,12 @@ func (n *Notifier) Notify(ctx context.Context, note docflow.Notification) docflo
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
+			start := time.Now()
 			err := n.send(cctx, c, note)
+			if n.Recorder != nil {
+				n.Recorder.Record(docflow.IntegrationMetric(docflow.MetricTypeNotify, docflow.DirectionOut,
+					c.Kind, start, int64(len(note.Title)+len(note.Body)), err))
+			}
 			r := docflow.NotificationResult{Service: c.Service, OK: err == nil, Detail: "sent"}
 			if err != nil {
 				if errors.Is(err, context.DeadlineExceeded) {

@@ -38,6 +38,10 @@ type Mailer struct {
 	TLSConfig *tls.Config
 	// HeloName is the name given in EHLO (default "localhost").
 	HeloName string
+	// Recorder, when set, hears one integration metric per mail that
+	// reached the sending stage (type smtp, direction out, target
+	// SMTP_HOST, the message's size, outcome and duration).
+	Recorder docflow.Recorder
 }
 
 var _ docflow.Mailer = (*Mailer)(nil)
@@ -87,6 +91,16 @@ func (m *Mailer) Send(ctx context.Context, msg docflow.Mail) error {
 	gm.SetMessageID()
 	gm.SetBodyString(gomail.TypeTextPlain, msg.Text)
 
+	start := time.Now()
+	err = m.dialAndSend(ctx, gm)
+	if m.Recorder != nil {
+		m.Recorder.Record(docflow.IntegrationMetric(docflow.MetricTypeSMTP, docflow.DirectionOut,
+			strings.TrimSpace(m.settings.Get("SMTP_HOST")), start, int64(len(msg.Subject)+len(msg.Text)), err))
+	}
+	return err
+}
+
+func (m *Mailer) dialAndSend(ctx context.Context, gm *gomail.Msg) error {
 	c, err := m.client()
 	if err != nil {
 		return err

@@ -22,6 +22,7 @@ import (
 	gosmtp "github.com/emersion/go-smtp"
 
 	"docflow"
+	"docflow/analytics"
 	"docflow/integrations/smtp"
 )
 
@@ -217,5 +218,43 @@ func TestSendTimesOutOnASilentServer(t *testing.T) {
 	err = m.Send(context.Background(), docflow.Mail{To: []string{"a@example.com"}, Subject: "x", Text: "x"})
 	if err == nil || time.Since(start) > 3*time.Second {
 		t.Fatalf("silent server: %v after %v", err, time.Since(start))
+	}
+}
+
+func TestSendRecordsIntegrationMetrics(t *testing.T) {
+	_, port := startServer(t, nil)
+	rec := &analytics.Memory{}
+	m := smtp.New(mapSettings{"SMTP_HOST": "127.0.0.1", "SMTP_PORT": strconv.Itoa(port), "SMTP_FROM": "noreply@example.com"})
+	m.Recorder = rec
+	ctx := context.Background()
+	if err := m.Send(ctx, docflow.Mail{To: []string{"ann@example.com"}, Subject: "hi", Text: "body"}); err != nil {
+		t.Fatal(err)
+	}
+	// A server that is not there: the failure is measured too.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadPort := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	dead := smtp.New(mapSettings{"SMTP_HOST": "127.0.0.1", "SMTP_PORT": strconv.Itoa(deadPort), "SMTP_FROM": "noreply@example.com"})
+	dead.Recorder = rec
+	if err := dead.Send(ctx, docflow.Mail{To: []string{"ann@example.com"}, Subject: "x", Text: "x"}); err == nil {
+		t.Fatal("sent to a closed port")
+	}
+	// Refused input never reaches the server and is not an operation.
+	_ = m.Send(ctx, docflow.Mail{To: []string{"not-an-address"}, Subject: "x", Text: "x"})
+
+	got := rec.Metrics(docflow.MetricIntegration)
+	if len(got) != 2 {
+		t.Fatalf("%d integration metrics, want 2: %+v", len(got), got)
+	}
+	ok, failed := got[0], got[1]
+	if ok.Type != docflow.MetricTypeSMTP || ok.Direction != docflow.DirectionOut || ok.Target != "127.0.0.1" ||
+		ok.Status != docflow.OutcomeOK || ok.Bytes != int64(len("hi")+len("body")) || ok.Duration <= 0 || ok.ErrorClass != "" {
+		t.Errorf("sent mail metric %+v", ok)
+	}
+	if failed.Status != docflow.OutcomeFailed || failed.ErrorClass != docflow.ErrorClassRemote {
+		t.Errorf("failed mail metric %+v", failed)
 	}
 }

@@ -235,7 +235,9 @@ func (m *App) run(ctx context.Context) error {
 	m.Webhooks = postgres.NewWebhookStore(m.DB, m.cipher, delivery.AttemptMessage)
 	m.Webhooks.AdminEvents = delivery.AdminEvents(m.Settings)
 	m.Notifier = notify.New(m.Settings, m.Log)
-	m.Notifier.Mailer = smtp.New(m.Settings)
+	mailer := smtp.New(m.Settings)
+	mailer.Recorder = m.Recorder
+	m.Notifier.Mailer, m.Notifier.Recorder = mailer, m.Recorder
 	m.Devices = postgres.NewDeviceStore(m.DB)
 	if m.Role == "serve" || m.Role == "worker" {
 		if err := m.startEngine(ctx); err != nil {
@@ -322,7 +324,7 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 // among the workers, handing its leases over.
 func (m *App) startSources() error {
 	cfg := sources.Config{Store: postgres.NewSourceStore(m.DB, m.cipher), Intake: m.Intake,
-		Dial: m.integrationDialer().DialContext, Log: m.Log.With().Str("component", "sources").Logger()}
+		Dial: m.integrationDialer().DialContext, Recorder: m.Recorder, Log: m.Log.With().Str("component", "sources").Logger()}
 	if m.cfg.Sources != nil {
 		m.cfg.Sources(&cfg)
 	}
@@ -512,7 +514,7 @@ func (m *App) startEngine(ctx context.Context) error {
 // test step (fault drills, multi-process tests, benchmarks).
 func (m *App) startSteps() error {
 	st, err := steps.New(steps.Deps{Settings: m.Settings, Rules: postgres.NewClassificationService(m.DB), Originals: m.Runs,
-		Log: m.Log.With().Str("component", "steps").Logger(), TempDir: filepath.Join(m.Workdir, "tmp"), WorkDir: m.Workdir})
+		Recorder: m.Recorder, Log: m.Log.With().Str("component", "steps").Logger(), TempDir: filepath.Join(m.Workdir, "tmp"), WorkDir: m.Workdir})
 	if err != nil {
 		return err
 	}
@@ -649,7 +651,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountAutomation(dfhttp.AutomationDeps{Hooks: postgres.NewAutomationHookStore(m.DB, m.cipher)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
-	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.admins}, Mailer: smtp.New(m.Settings)})
+	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.admins}, Mailer: m.Notifier.Mailer})
 	srv.MountAnalytics(dfhttp.AnalyticsDeps{Reports: m.Reports, RecorderStats: m.RecorderStats})
 	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})

@@ -47,7 +47,10 @@ type Deps struct {
 	// Destinations of send_to_destinations (default: the local folder of
 	// LOCAL_DESTINATION_DIR).
 	Destinations Destinations
-	Log          zerolog.Logger
+	// Recorder, when set, hears one integration metric per delivery of
+	// send_to_destinations (MeasuredDestinations).
+	Recorder docflow.Recorder
+	Log      zerolog.Logger
 	// TempDir holds working files and the LibreOffice profiles (default
 	// os.TempDir()); cmd/docflow passes WORKDIR/tmp.
 	TempDir string
@@ -99,7 +102,7 @@ func New(d Deps) (*Steps, error) {
 	}
 	s.all = append(s.all,
 		CheckDuplicates(d.Originals, func() bool { return docflow.SettingBool(d.Settings, "ENABLE_DEDUPLICATION", true) }),
-		SendToDestinations(d.Destinations))
+		SendToDestinations(MeasuredDestinations(d.Destinations, d.Recorder)))
 	return s, nil
 }
 
