@@ -17,17 +17,18 @@ var _ docflow.Analytics = Queries{}
 // span is a query's window widened to whole minutes (the rollups' grain)
 // and its bucket width, as SQL fragments built from integers only.
 type span struct {
-	lo, hi int64  // the widened window, Unix seconds
-	t      string // the bucket start of minute, as a DateTime
-	hourly bool   // buckets are whole hours: read the hourly rollups too
-	db     string
+	lo, hi   int64  // the widened window, Unix seconds
+	interval int64  // bucket width, seconds
+	t        string // the bucket start of minute, as a DateTime
+	hourly   bool   // buckets are whole hours: read the hourly rollups too
+	db       string
 }
 
 func newSpan(q docflow.AnalyticsQuery, database string) span {
 	lo, hi := analytics.MinuteWindow(q.From, q.To)
 	sec := strconv.FormatInt(int64(q.Interval/time.Second), 10)
 	return span{
-		lo: lo.Unix(), hi: hi.Unix(), db: database,
+		lo: lo.Unix(), hi: hi.Unix(), db: database, interval: int64(q.Interval / time.Second),
 		t:      "toDateTime(intDiv(toUInt32(minute), " + sec + ") * " + sec + ") AS t",
 		hourly: q.Interval%time.Hour == 0,
 	}
@@ -52,9 +53,6 @@ func (s span) src(rollup string) string {
 	return "(SELECT * FROM " + s.db + "." + rollup + "_1h WHERE " + between(h1, h2) +
 		" UNION ALL SELECT * FROM " + minutes + " WHERE " + edges + ") WHERE 1"
 }
-
-// quantiles merges a quantile state column into [p50, p95, p99].
-func quantiles(col string) string { return "quantilesMerge(0.5, 0.95, 0.99)(" + col + ")" }
 
 // each runs query and calls scan for every row.
 func (q Queries) each(ctx context.Context, what, query string, args []any, scan func(r driver.Rows) error) error {
@@ -86,8 +84,9 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 	if aq.Channel != "" {
 		chanWhere, chanArgs = " AND channel = ?", []any{aq.Channel}
 	}
-	docCols := "toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'completed')), toInt64(countMergeIf(n, status = 'failed')), " + quantiles("dur")
+	docCols := "toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'completed')), toInt64(countMergeIf(n, status = 'failed'))"
 	var topics []docflow.TopicLag
+	seriesPct, totalPct := pcts{}, pcts{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
 		return q.each(ctx, "documents in", "SELECT "+s.t+", toInt64(countMerge(n)) FROM "+s.src("intake")+" AND status = 'accepted'"+chanWhere+" GROUP BY t ORDER BY t", chanArgs, func(r driver.Rows) error {
@@ -102,21 +101,19 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 		return q.each(ctx, "documents out", "SELECT "+s.t+", "+docCols+" FROM "+s.src("documents")+" GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
 			var t time.Time
 			var out, ok, failed int64
-			var qs []float64
-			err := r.Scan(&t, &out, &ok, &failed, &qs)
-			points.Update(t, func(p *docflow.OverviewPoint) {
-				p.DocsOut, p.Completed, p.Failed, p.Percentiles = out, ok, failed, analytics.ToPercentiles(qs)
-			})
+			err := r.Scan(&t, &out, &ok, &failed)
+			points.Update(t, func(p *docflow.OverviewPoint) { p.DocsOut, p.Completed, p.Failed = out, ok, failed })
 			return err
 		})
 	}, func() error {
+		return q.percentiles(ctx, s, documentDur, true, 0, "", nil, seriesPct)
+	}, func() error {
 		return q.each(ctx, "documents out totals", "SELECT "+docCols+" FROM "+s.src("documents"), nil, func(r driver.Rows) error {
-			var qs []float64
 			tt := &rep.Totals
-			err := r.Scan(&tt.DocsOut, &tt.Completed, &tt.Failed, &qs)
-			tt.Percentiles = analytics.ToPercentiles(qs)
-			return err
+			return r.Scan(&tt.DocsOut, &tt.Completed, &tt.Failed)
 		})
+	}, func() error {
+		return q.percentiles(ctx, s, documentDur, false, 0, "", nil, totalPct)
 	}, func() error {
 		return q.each(ctx, "backlog", "SELECT t, toInt64(sum(p)) FROM (SELECT "+s.t+", topic, topic_partition, maxMerge(peak) AS p FROM "+
 			s.src("lag")+" GROUP BY t, topic, topic_partition) GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
@@ -148,6 +145,10 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 		rep.Totals.Backlog += tl.Lag
 	}
 	rep.Series = points.Sorted()
+	for i := range rep.Series {
+		rep.Series[i].Percentiles = seriesPct.at(rep.Series[i].T)
+	}
+	rep.Totals.Percentiles = totalPct.at(time.Time{})
 	return rep, nil
 }
 
@@ -161,31 +162,38 @@ func (q Queries) Steps(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow
 		filter, args = " AND step_type = ?", []any{aq.StepType}
 	}
 	var errs []analytics.StepError
+	pctFilter := ""
+	if aq.StepType != "" {
+		pctFilter = "d1 = ?"
+	}
+	durs, waits, totalDurs, totalWaits := pcts{}, pcts{}, pcts{}, pcts{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
-		return q.each(ctx, "step series", "SELECT "+s.t+", step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')), "+
-			quantiles("dur")+", "+quantiles("wait")+" FROM "+s.src("steps")+filter+
-			" GROUP BY t, step_type ORDER BY t, step_type", args, func(r driver.Rows) error {
+		return q.each(ctx, "step series", "SELECT "+s.t+", step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')) FROM "+
+			s.src("steps")+filter+" GROUP BY t, step_type ORDER BY t, step_type", args, func(r driver.Rows) error {
 			var p docflow.StepPoint
-			var qs, ws []float64
-			err := r.Scan(&p.T, &p.StepType, &p.Count, &p.Failed, &qs, &ws)
+			err := r.Scan(&p.T, &p.StepType, &p.Count, &p.Failed)
 			p.T = p.T.UTC()
-			p.Percentiles = analytics.ToPercentiles(qs)
-			p.QueueWaitP95 = analytics.ToPercentiles(ws).P95
 			rep.Series = append(rep.Series, p)
 			return err
 		})
 	}, func() error {
+		return q.percentiles(ctx, s, stepDur, true, 1, pctFilter, args, durs)
+	}, func() error {
+		return q.percentiles(ctx, s, stepWait, true, 1, pctFilter, args, waits)
+	}, func() error {
 		return q.each(ctx, "step totals", "SELECT step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')), "+
-			quantiles("dur")+", "+quantiles("wait")+", sumMerge(bytes_in), sumMerge(bytes_out) FROM "+s.src("steps")+filter+
+			"sumMerge(bytes_in), sumMerge(bytes_out) FROM "+s.src("steps")+filter+
 			" GROUP BY step_type ORDER BY step_type", args, func(r driver.Rows) error {
 			var st docflow.StepTypeTotal
-			var qs, ws []float64
-			err := r.Scan(&st.StepType, &st.Count, &st.Failed, &qs, &ws, &st.BytesIn, &st.BytesOut)
-			st.Percentiles, st.QueueWait = analytics.ToPercentiles(qs), analytics.ToPercentiles(ws)
+			err := r.Scan(&st.StepType, &st.Count, &st.Failed, &st.BytesIn, &st.BytesOut)
 			rep.Totals.Steps = append(rep.Totals.Steps, st)
 			return err
 		})
+	}, func() error {
+		return q.percentiles(ctx, s, stepDur, false, 1, pctFilter, args, totalDurs)
+	}, func() error {
+		return q.percentiles(ctx, s, stepWait, false, 1, pctFilter, args, totalWaits)
 	}, func() error {
 		return q.each(ctx, "step errors", "SELECT step_type, error_class, toInt64(countMerge(n)) FROM "+s.src("steps")+" AND status = 'failed'"+filter+" GROUP BY step_type, error_class", args, func(r driver.Rows) error {
 			var e analytics.StepError
@@ -196,6 +204,14 @@ func (q Queries) Steps(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i := range rep.Series {
+		p := &rep.Series[i]
+		p.Percentiles, p.QueueWaitP95 = durs.at(p.T, p.StepType), waits.at(p.T, p.StepType).P95
+	}
+	for i := range rep.Totals.Steps {
+		st := &rep.Totals.Steps[i]
+		st.Percentiles, st.QueueWait = totalDurs.at(time.Time{}, st.StepType), totalWaits.at(time.Time{}, st.StepType)
 	}
 	analytics.FinishSteps(rep, aq, errs)
 	return rep, nil
@@ -212,6 +228,10 @@ func (q Queries) Intake(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 	}
 	outcomes := "toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'accepted')), toInt64(countMergeIf(n, status = 'duplicate')), " +
 		"toInt64(countMergeIf(n, status = 'rejected')), toInt64(countMergeIf(n, status = 'failed')), sumMerge(bytes)"
+	pctFilter, durs := "", pcts{}
+	if aq.Channel != "" {
+		pctFilter = "d1 = ?"
+	}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
 		return q.each(ctx, "intake series", "SELECT "+s.t+", channel, "+outcomes+" FROM "+s.src("intake")+filter+
@@ -223,21 +243,25 @@ func (q Queries) Intake(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 			return err
 		})
 	}, func() error {
-		return q.each(ctx, "intake totals", "SELECT channel, type, "+outcomes+", "+quantiles("dur")+" FROM "+s.src("intake")+filter+
+		return q.each(ctx, "intake totals", "SELECT channel, type, "+outcomes+" FROM "+s.src("intake")+filter+
 			" GROUP BY channel, type ORDER BY channel, type", args, func(r driver.Rows) error {
 			var c docflow.IntakeTypeTotal
-			var qs []float64
-			err := r.Scan(&c.Channel, &c.Type, &c.Count, &c.Accepted, &c.Duplicate, &c.Rejected, &c.Failed, &c.Bytes, &qs)
-			c.Percentiles = analytics.ToPercentiles(qs)
+			err := r.Scan(&c.Channel, &c.Type, &c.Count, &c.Accepted, &c.Duplicate, &c.Rejected, &c.Failed, &c.Bytes)
 			rep.Totals.Channels = append(rep.Totals.Channels, c)
 			rep.Totals.Count += c.Count
 			rep.Totals.Accepted += c.Accepted
 			rep.Totals.Bytes += c.Bytes
 			return err
 		})
+	}, func() error {
+		return q.percentiles(ctx, s, intakeDur, false, 2, pctFilter, args, durs)
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i := range rep.Totals.Channels {
+		c := &rep.Totals.Channels[i]
+		c.Percentiles = durs.at(time.Time{}, c.Channel, c.Type)
 	}
 	return rep, nil
 }
@@ -329,25 +353,28 @@ func (q Queries) Requests(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 	rep := &docflow.RequestsReport{ReportWindow: aq.Window(), Series: []docflow.RequestPoint{},
 		Totals: docflow.RequestTotals{Routes: []docflow.RouteTotal{}}}
 	secs := analytics.Seconds(aq)
+	series, routes := pcts{}, pcts{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
-		return q.each(ctx, "request series", "SELECT "+s.t+", toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 500)), "+quantiles("dur")+
+		return q.each(ctx, "request series", "SELECT "+s.t+", toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 500))"+
 			" FROM "+s.src("requests")+" GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
 			var p docflow.RequestPoint
-			var qs []float64
-			err := r.Scan(&p.T, &p.Count, &p.Errors5xx, &qs)
-			p.T, p.P99 = p.T.UTC(), analytics.ToPercentiles(qs).P99
+			err := r.Scan(&p.T, &p.Count, &p.Errors5xx)
+			p.T = p.T.UTC()
 			rep.Series = append(rep.Series, p)
 			return err
 		})
 	}, func() error {
+		return q.percentiles(ctx, s, requestDur, true, 0, "", nil, series)
+	}, func() error {
+		return q.percentiles(ctx, s, requestDur, false, 2, "", nil, routes)
+	}, func() error {
 		return q.each(ctx, "request routes", "SELECT method, route, toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 400 AND http_status < 500)), "+
-			"toInt64(countMergeIf(n, http_status >= 500)), "+quantiles("dur")+" FROM "+s.src("requests")+
+			"toInt64(countMergeIf(n, http_status >= 500)) FROM "+s.src("requests")+
 			" GROUP BY method, route ORDER BY route, method", nil, func(r driver.Rows) error {
 			var rt docflow.RouteTotal
-			var qs []float64
-			err := r.Scan(&rt.Method, &rt.Route, &rt.Count, &rt.Errors4xx, &rt.Errors5xx, &qs)
-			rt.Percentiles, rt.Rate = analytics.ToPercentiles(qs), analytics.Rate(rt.Count, secs)
+			err := r.Scan(&rt.Method, &rt.Route, &rt.Count, &rt.Errors4xx, &rt.Errors5xx)
+			rt.Rate = analytics.Rate(rt.Count, secs)
 			rep.Totals.Routes = append(rep.Totals.Routes, rt)
 			rep.Totals.Count += rt.Count
 			rep.Totals.Errors5xx += rt.Errors5xx
@@ -356,6 +383,13 @@ func (q Queries) Requests(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i := range rep.Series {
+		rep.Series[i].P99 = series.at(rep.Series[i].T).P99
+	}
+	for i := range rep.Totals.Routes {
+		rt := &rep.Totals.Routes[i]
+		rt.Percentiles = routes.at(time.Time{}, rt.Method, rt.Route)
 	}
 	return rep, nil
 }
@@ -366,6 +400,7 @@ func (q Queries) Integrations(ctx context.Context, aq docflow.AnalyticsQuery) (*
 	rep := &docflow.IntegrationsReport{ReportWindow: aq.Window(), Series: []docflow.IntegrationPoint{},
 		Totals: docflow.IntegrationTotals{Operations: []docflow.IntegrationTotal{}}}
 	failed := "toInt64(countMergeIf(n, status = '" + docflow.OutcomeFailed + "'))"
+	durs := pcts{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
 		return q.each(ctx, "integration series", "SELECT "+s.t+", kind, type, toInt64(countMerge(n)), "+failed+" FROM "+s.src("integrations")+" GROUP BY t, kind, type ORDER BY t, kind, type", nil, func(r driver.Rows) error {
@@ -376,20 +411,24 @@ func (q Queries) Integrations(ctx context.Context, aq docflow.AnalyticsQuery) (*
 			return err
 		})
 	}, func() error {
-		return q.each(ctx, "integration totals", "SELECT kind, type, direction, toInt64(countMerge(n)), "+failed+", sumMerge(bytes), "+quantiles("dur")+
+		return q.each(ctx, "integration totals", "SELECT kind, type, direction, toInt64(countMerge(n)), "+failed+", sumMerge(bytes)"+
 			" FROM "+s.src("integrations")+" GROUP BY kind, type, direction ORDER BY kind, type, direction", nil, func(r driver.Rows) error {
 			var o docflow.IntegrationTotal
-			var qs []float64
-			err := r.Scan(&o.Kind, &o.Type, &o.Direction, &o.Count, &o.Failed, &o.Bytes, &qs)
-			o.Percentiles = analytics.ToPercentiles(qs)
+			err := r.Scan(&o.Kind, &o.Type, &o.Direction, &o.Count, &o.Failed, &o.Bytes)
 			rep.Totals.Operations = append(rep.Totals.Operations, o)
 			rep.Totals.Count += o.Count
 			rep.Totals.Failed += o.Failed
 			return err
 		})
+	}, func() error {
+		return q.percentiles(ctx, s, integDur, false, 3, "", nil, durs)
 	})
 	if err != nil {
 		return nil, err
+	}
+	for i := range rep.Totals.Operations {
+		o := &rep.Totals.Operations[i]
+		o.Percentiles = durs.at(time.Time{}, o.Kind, o.Type, o.Direction)
 	}
 	return rep, nil
 }

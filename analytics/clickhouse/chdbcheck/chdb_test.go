@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 // answers no rows, so a report issues every query it has.
 type capture struct {
 	driver.Conn
+	mu      sync.Mutex // reports run their queries at once
 	queries []captured
 }
 
@@ -31,6 +33,8 @@ type captured struct {
 }
 
 func (c *capture) Query(_ context.Context, q string, args ...any) (driver.Rows, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.queries = append(c.queries, captured{q, args})
 	return noRows{}, nil
 }
