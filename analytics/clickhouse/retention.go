@@ -32,6 +32,7 @@ var DataTables = map[string]string{
 	"integrations_1h": "minute",
 	"lag_1h":          "minute",
 	"process_1h":      "minute",
+	"pct":             "minute",
 }
 
 // DropPartitionsBefore drops, from every data table, the day partitions

@@ -65,6 +65,14 @@ func benchAnalyticsAPI(ctx context.Context, r *Report, o *options) error {
 		return err
 	}
 	defer a.Close()
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		fmt.Printf("   load average before the requests: %s", b)
+	}
+	defer func() {
+		if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+			fmt.Printf("   load average after the requests: %s", b)
+		}
+	}()
 	client := &http.Client{Timeout: 30 * time.Second}
 	reqs := 60
 	if o.quick {
@@ -120,14 +128,19 @@ func seededAnalytics(ctx context.Context, conn driver.Conn, n, days int) (db str
 		var rows uint64
 		var lo, hi time.Time
 		row := conn.QueryRow(ctx, "SELECT count(), min(ts), max(ts) FROM "+db+".events WHERE kind NOT IN ('lag', 'process')")
-		if err := row.Scan(&rows, &lo, &hi); err == nil && rows == uint64(n) {
+		err := row.Scan(&rows, &lo, &hi)
+		if err == nil && rows == uint64(n) {
 			// Migrations added since the seeding apply (and backfill).
 			if err := clickhouse.Migrate(ctx, conn, db); err != nil {
+				return "", from, to, drop, err
+			}
+			if err := optimize(ctx, conn, db); err != nil {
 				return "", from, to, drop, err
 			}
 			fmt.Printf("   reusing %s: %d events from %s to %s\n", db, rows, lo.UTC().Format(time.RFC3339), hi.UTC().Format(time.RFC3339))
 			return db, lo.UTC().Truncate(time.Minute), hi.UTC().Truncate(time.Minute).Add(time.Minute), drop, nil
 		}
+		fmt.Printf("   %s not reused (%d events, %v): seeding it\n", db, rows, err)
 		if err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+db); err != nil {
 			return "", from, to, drop, err
 		}
@@ -162,21 +175,28 @@ func seededAnalytics(ctx context.Context, conn driver.Conn, n, days int) (db str
 	if err := rawInsert(ctx, conn, db, samples, 100_000); err != nil {
 		return "", from, to, drop, fmt.Errorf("seed samples: %w", err)
 	}
-	// Merge the freshly inserted parts, as background merges would have
-	// over a month.
-	tables, err := rollupTables(ctx, conn, db)
-	if err != nil {
+	if err := optimize(ctx, conn, db); err != nil {
 		return "", from, to, drop, err
-	}
-	for _, t := range tables {
-		conn.Exec(ctx, "OPTIMIZE TABLE "+db+"."+t+" FINAL") //nolint:errcheck
 	}
 	fmt.Printf("   seeded %s: %d events (+%d lag and process samples) over %d days in %s\n",
 		db, n, len(samples), days, time.Since(start).Round(time.Second))
 	return db, from, to, drop, nil
 }
 
-// rollupTables lists db's tables other than the raw events.
+// optimize merges the freshly inserted parts of db's rollups, as
+// background merges would have over a month.
+func optimize(ctx context.Context, conn driver.Conn, db string) error {
+	tables, err := rollupTables(ctx, conn, db)
+	if err != nil {
+		return err
+	}
+	for _, t := range tables {
+		conn.Exec(ctx, "OPTIMIZE TABLE "+db+"."+t+" FINAL") //nolint:errcheck
+	}
+	return nil
+}
+
+// rollupTables lists db's rollup tables.
 func rollupTables(ctx context.Context, conn driver.Conn, db string) ([]string, error) {
 	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = ? AND engine = 'AggregatingMergeTree'", db)
 	if err != nil {
