@@ -38,20 +38,36 @@ func between(lo, hi int64) string {
 	return "minute >= toDateTime(" + strconv.FormatInt(lo, 10) + ") AND minute < toDateTime(" + strconv.FormatInt(hi, 10) + ")"
 }
 
+// countCols are the columns of each rollup that counting reports read:
+// all but the quantile states, which are large (a sample of up to 8,192
+// values each) and which 18.16 would read whole through a SELECT * under
+// UNION ALL even where the outer query does not use them.
+var countCols = map[string]string{
+	"steps":        "step_type, minute, pipeline, status, error_class, n, bytes_in, bytes_out, sample, last",
+	"documents":    "minute, pipeline, status, n",
+	"intake":       "channel, type, minute, status, n, bytes",
+	"requests":     "route, method, minute, http_status, n",
+	"integrations": "kind, type, direction, minute, status, n, bytes",
+	"lag":          "topic, topic_partition, minute, peak, last, at",
+	"process":      "process, worker, minute, cpu, rss, goroutines, dropped, at",
+}
+
 // src is what a report reads of rollup (steps, intake, …) over the window,
 // followed by an open WHERE clause: the per-minute table; or, when the
 // buckets are whole hours and the window holds whole hours, the hourly
 // table for those and the per-minute table for the edges, their states
-// merged alike (both tables have the same columns).
+// merged alike (both tables have the same columns). Only countCols are
+// there to read; percentiles come from percentiles (tiers.go).
 func (s span) src(rollup string) string {
 	minutes := s.db + "." + rollup + "_1m"
-	h1, h2 := (s.lo+3599)/3600*3600, s.hi/3600*3600
+	h1, h2 := (s.lo+hour-1)/hour*hour, s.hi/hour*hour
 	if !s.hourly || h2 <= h1 {
 		return minutes + " WHERE " + between(s.lo, s.hi)
 	}
+	cols := countCols[rollup]
 	edges := "(" + between(s.lo, h1) + ") OR (" + between(h2, s.hi) + ")"
-	return "(SELECT * FROM " + s.db + "." + rollup + "_1h WHERE " + between(h1, h2) +
-		" UNION ALL SELECT * FROM " + minutes + " WHERE " + edges + ") WHERE 1"
+	return "(SELECT " + cols + " FROM " + s.db + "." + rollup + "_1h WHERE " + between(h1, h2) +
+		" UNION ALL SELECT " + cols + " FROM " + minutes + " WHERE " + edges + ") WHERE 1"
 }
 
 // each runs query and calls scan for every row.

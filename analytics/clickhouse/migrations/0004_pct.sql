@@ -19,6 +19,9 @@
 --   integration duration by kind (d1: integration or delivery), type (d2),
 --               direction (d3)
 -- The column named minute holds the start of the hour (six hours, day).
+-- Month partitions and granules of 64 rows: a report reads the few rows
+-- of its grain and metric, not whole granules of the others' states (each
+-- read state is decoded, used or not).
 CREATE TABLE IF NOT EXISTS {db}.pct (
     grain  UInt32,
     metric String,
@@ -27,7 +30,8 @@ CREATE TABLE IF NOT EXISTS {db}.pct (
     d3     String,
     minute DateTime,
     h      AggregateFunction(quantilesExactWeighted(0.5, 0.95, 0.99), UInt8, UInt64)
-) ENGINE = AggregatingMergeTree() PARTITION BY toYYYYMMDD(minute) ORDER BY (grain, metric, d1, d2, d3, minute);
+) ENGINE = AggregatingMergeTree() PARTITION BY toYYYYMM(minute) ORDER BY (grain, metric, d1, d2, d3, minute)
+SETTINGS index_granularity = 64;
 
 -- One view for every grain and kind (a view fed by another view's table
 -- does not fire on 18.16): the ARRAY JOIN turns each row into one per
