@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -184,43 +185,57 @@ func (q Queries) Steps(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow
 	}
 	durs, waits, totalDurs, totalWaits := pcts{}, pcts{}, pcts{}, pcts{}
 	// NOTE: the queries run at once: each is a round trip of its own.
+	totals := map[string]*docflow.StepTypeTotal{}
+	failed := map[analytics.StepError]int64{}
 	err := analytics.Parallel(func() error {
-		return q.each(ctx, "step series", "SELECT "+s.t+", step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')) FROM "+
-			s.src("steps")+filter+" GROUP BY t, step_type ORDER BY t, step_type", args, func(r driver.Rows) error {
+		// One pass for the series, the totals and the error classes.
+		return q.each(ctx, "step counts", "SELECT "+s.t+", step_type, if(status = 'failed', error_class, '') AS class, toInt64(countMerge(n)), "+
+			"toInt64(countMergeIf(n, status = 'failed')), sumMerge(bytes_in), sumMerge(bytes_out) FROM "+s.src("steps")+filter+
+			" GROUP BY t, step_type, class ORDER BY t, step_type", args, func(r driver.Rows) error {
 			var p docflow.StepPoint
-			err := r.Scan(&p.T, &p.StepType, &p.Count, &p.Failed)
+			var class string
+			var in, out int64
+			if err := r.Scan(&p.T, &p.StepType, &class, &p.Count, &p.Failed, &in, &out); err != nil {
+				return err
+			}
 			p.T = p.T.UTC()
-			rep.Series = append(rep.Series, p)
-			return err
+			if n := len(rep.Series); n > 0 && rep.Series[n-1].T.Equal(p.T) && rep.Series[n-1].StepType == p.StepType {
+				rep.Series[n-1].Count += p.Count
+				rep.Series[n-1].Failed += p.Failed
+			} else {
+				rep.Series = append(rep.Series, p)
+			}
+			st := totals[p.StepType]
+			if st == nil {
+				st = &docflow.StepTypeTotal{StepType: p.StepType}
+				totals[p.StepType] = st
+			}
+			st.Count, st.Failed, st.BytesIn, st.BytesOut = st.Count+p.Count, st.Failed+p.Failed, st.BytesIn+in, st.BytesOut+out
+			if p.Failed > 0 {
+				failed[analytics.StepError{StepType: p.StepType, ErrorClass: class}] += p.Failed
+			}
+			return nil
 		})
 	}, func() error {
 		return q.percentiles(ctx, s, stepDur, true, 1, pctFilter, args, durs)
 	}, func() error {
 		return q.percentiles(ctx, s, stepWait, true, 1, pctFilter, args, waits)
 	}, func() error {
-		return q.each(ctx, "step totals", "SELECT step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')), "+
-			"sumMerge(bytes_in), sumMerge(bytes_out) FROM "+s.src("steps")+filter+
-			" GROUP BY step_type ORDER BY step_type", args, func(r driver.Rows) error {
-			var st docflow.StepTypeTotal
-			err := r.Scan(&st.StepType, &st.Count, &st.Failed, &st.BytesIn, &st.BytesOut)
-			rep.Totals.Steps = append(rep.Totals.Steps, st)
-			return err
-		})
-	}, func() error {
 		return q.percentiles(ctx, s, stepDur, false, 1, pctFilter, args, totalDurs)
 	}, func() error {
 		return q.percentiles(ctx, s, stepWait, false, 1, pctFilter, args, totalWaits)
-	}, func() error {
-		return q.each(ctx, "step errors", "SELECT step_type, error_class, toInt64(countMerge(n)) FROM "+s.src("steps")+" AND status = 'failed'"+filter+" GROUP BY step_type, error_class", args, func(r driver.Rows) error {
-			var e analytics.StepError
-			err := r.Scan(&e.StepType, &e.ErrorClass, &e.Count)
-			errs = append(errs, e)
-			return err
-		})
 	})
 	if err != nil {
 		return nil, err
 	}
+	for e, n := range failed {
+		e.Count = n
+		errs = append(errs, e)
+	}
+	for _, st := range totals {
+		rep.Totals.Steps = append(rep.Totals.Steps, *st)
+	}
+	sort.Slice(rep.Totals.Steps, func(i, j int) bool { return rep.Totals.Steps[i].StepType < rep.Totals.Steps[j].StepType })
 	for i := range rep.Series {
 		p := &rep.Series[i]
 		p.Percentiles, p.QueueWaitP95 = durs.at(p.T, p.StepType), waits.at(p.T, p.StepType).P95

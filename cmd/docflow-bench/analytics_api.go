@@ -129,7 +129,8 @@ func seededAnalytics(ctx context.Context, conn driver.Conn, n, days int) (db str
 		var lo, hi time.Time
 		row := conn.QueryRow(ctx, "SELECT count(), min(ts), max(ts) FROM "+db+".events WHERE kind NOT IN ('lag', 'process')")
 		err := row.Scan(&rows, &lo, &hi)
-		if err == nil && rows == uint64(n) {
+		// At least n: the API of earlier runs records its own requests there.
+		if err == nil && rows >= uint64(n) && rows < uint64(n)+uint64(n)/100 {
 			// Migrations added since the seeding apply (and backfill).
 			if err := clickhouse.Migrate(ctx, conn, db); err != nil {
 				return "", from, to, drop, err
