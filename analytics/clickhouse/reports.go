@@ -307,34 +307,51 @@ func (q Queries) Errors(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 		filter, args = " AND step_type = ?", []any{aq.StepType}
 	}
 	where := " AND status = 'failed'" + filter
-	// NOTE: the queries run at once: each is a round trip of its own.
-	err := analytics.Parallel(func() error {
-		return q.each(ctx, "error series", "SELECT "+s.t+", error_class, toInt64(countMerge(n)) FROM "+s.src("steps")+where+
-			" GROUP BY t, error_class ORDER BY t, error_class", args, func(r driver.Rows) error {
-			var p docflow.ErrorPoint
-			err := r.Scan(&p.T, &p.ErrorClass, &p.Count)
-			p.T = p.T.UTC()
+	type key struct{ class, step string }
+	classes := map[key]*docflow.ErrorClass{}
+	// One pass for the series, the classes and the count.
+	err := q.each(ctx, "errors", "SELECT "+s.t+", error_class, step_type, toInt64(countMerge(n)), argMaxMerge(sample), maxMerge(last) FROM "+
+		s.src("steps")+where+" GROUP BY t, error_class, step_type ORDER BY t, error_class", args, func(r driver.Rows) error {
+		var p docflow.ErrorPoint
+		var e docflow.ErrorClass
+		if err := r.Scan(&p.T, &p.ErrorClass, &e.StepType, &p.Count, &e.SampleFileID, &e.LastSeen); err != nil {
+			return err
+		}
+		p.T = p.T.UTC()
+		if n := len(rep.Series); n > 0 && rep.Series[n-1].T.Equal(p.T) && rep.Series[n-1].ErrorClass == p.ErrorClass {
+			rep.Series[n-1].Count += p.Count
+		} else {
 			rep.Series = append(rep.Series, p)
-			return err
-		})
-	}, func() error {
-		return q.each(ctx, "error classes", "SELECT error_class, step_type, toInt64(countMerge(n)) AS c, argMaxMerge(sample), maxMerge(last) FROM "+
-			s.src("steps")+where+" GROUP BY error_class, step_type ORDER BY c DESC, error_class, step_type LIMIT "+
-			strconv.Itoa(analytics.MaxErrorClasses), args, func(r driver.Rows) error {
-			var e docflow.ErrorClass
-			err := r.Scan(&e.ErrorClass, &e.StepType, &e.Count, &e.SampleFileID, &e.LastSeen)
-			e.LastSeen = e.LastSeen.UTC()
-			rep.Totals.Classes = append(rep.Totals.Classes, e)
-			return err
-		})
-	}, func() error {
-		return q.each(ctx, "error count", "SELECT toInt64(countMerge(n)) FROM "+s.src("steps")+where, args, func(r driver.Rows) error {
-			return r.Scan(&rep.Totals.Count)
-		})
+		}
+		rep.Totals.Count += p.Count
+		c := classes[key{p.ErrorClass, e.StepType}]
+		if c == nil {
+			c = &docflow.ErrorClass{ErrorClass: p.ErrorClass, StepType: e.StepType}
+			classes[key{p.ErrorClass, e.StepType}] = c
+		}
+		c.Count += p.Count
+		if e.LastSeen.After(c.LastSeen) {
+			c.SampleFileID, c.LastSeen = e.SampleFileID, e.LastSeen.UTC()
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	for _, c := range classes {
+		rep.Totals.Classes = append(rep.Totals.Classes, *c)
+	}
+	sort.Slice(rep.Totals.Classes, func(i, j int) bool {
+		a, b := rep.Totals.Classes[i], rep.Totals.Classes[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		if a.ErrorClass != b.ErrorClass {
+			return a.ErrorClass < b.ErrorClass
+		}
+		return a.StepType < b.StepType
+	})
+	rep.Totals.Classes = rep.Totals.Classes[:min(len(rep.Totals.Classes), analytics.MaxErrorClasses)]
 	return rep, nil
 }
 
