@@ -402,36 +402,53 @@ func (q Queries) Requests(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 		Totals: docflow.RequestTotals{Routes: []docflow.RouteTotal{}}}
 	secs := analytics.Seconds(aq)
 	series, routes := pcts{}, pcts{}
+	byRoute := map[[2]string]*docflow.RouteTotal{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
-		return q.each(ctx, "request series", "SELECT "+s.t+", toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 500))"+
-			" FROM "+s.src("requests")+" GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
+		// One pass for the series and the routes.
+		return q.each(ctx, "requests", "SELECT "+s.t+", method, route, toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 400 AND http_status < 500)), "+
+			"toInt64(countMergeIf(n, http_status >= 500)) FROM "+s.src("requests")+" GROUP BY t, method, route ORDER BY t", nil, func(r driver.Rows) error {
 			var p docflow.RequestPoint
-			err := r.Scan(&p.T, &p.Count, &p.Errors5xx)
+			var rt docflow.RouteTotal
+			if err := r.Scan(&p.T, &rt.Method, &rt.Route, &p.Count, &rt.Errors4xx, &p.Errors5xx); err != nil {
+				return err
+			}
 			p.T = p.T.UTC()
-			rep.Series = append(rep.Series, p)
-			return err
+			if n := len(rep.Series); n > 0 && rep.Series[n-1].T.Equal(p.T) {
+				rep.Series[n-1].Count += p.Count
+				rep.Series[n-1].Errors5xx += p.Errors5xx
+			} else {
+				rep.Series = append(rep.Series, p)
+			}
+			k := [2]string{rt.Method, rt.Route}
+			if byRoute[k] == nil {
+				byRoute[k] = &docflow.RouteTotal{Method: rt.Method, Route: rt.Route}
+			}
+			t := byRoute[k]
+			t.Count, t.Errors4xx, t.Errors5xx = t.Count+p.Count, t.Errors4xx+rt.Errors4xx, t.Errors5xx+p.Errors5xx
+			rep.Totals.Count += p.Count
+			rep.Totals.Errors5xx += p.Errors5xx
+			return nil
 		})
 	}, func() error {
 		return q.percentiles(ctx, s, requestDur, true, 0, "", nil, series)
 	}, func() error {
 		return q.percentiles(ctx, s, requestDur, false, 2, "", nil, routes)
-	}, func() error {
-		return q.each(ctx, "request routes", "SELECT method, route, toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 400 AND http_status < 500)), "+
-			"toInt64(countMergeIf(n, http_status >= 500)) FROM "+s.src("requests")+
-			" GROUP BY method, route ORDER BY route, method", nil, func(r driver.Rows) error {
-			var rt docflow.RouteTotal
-			err := r.Scan(&rt.Method, &rt.Route, &rt.Count, &rt.Errors4xx, &rt.Errors5xx)
-			rt.Rate = analytics.Rate(rt.Count, secs)
-			rep.Totals.Routes = append(rep.Totals.Routes, rt)
-			rep.Totals.Count += rt.Count
-			rep.Totals.Errors5xx += rt.Errors5xx
-			return err
-		})
 	})
 	if err != nil {
 		return nil, err
 	}
+	for _, rt := range byRoute {
+		rt.Rate = analytics.Rate(rt.Count, secs)
+		rep.Totals.Routes = append(rep.Totals.Routes, *rt)
+	}
+	sort.Slice(rep.Totals.Routes, func(i, j int) bool {
+		a, b := rep.Totals.Routes[i], rep.Totals.Routes[j]
+		if a.Route != b.Route {
+			return a.Route < b.Route
+		}
+		return a.Method < b.Method
+	})
 	for i := range rep.Series {
 		rep.Series[i].P99 = series.at(rep.Series[i].T).P99
 	}
