@@ -120,15 +120,13 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 			var out, ok, failed int64
 			err := r.Scan(&t, &out, &ok, &failed)
 			points.Update(t, func(p *docflow.OverviewPoint) { p.DocsOut, p.Completed, p.Failed = out, ok, failed })
+			// The totals are the series' sums (this query alone adds to them).
+			tt := &rep.Totals
+			tt.DocsOut, tt.Completed, tt.Failed = tt.DocsOut+out, tt.Completed+ok, tt.Failed+failed
 			return err
 		})
 	}, func() error {
 		return q.percentiles(ctx, s, documentDur, true, 0, "", nil, seriesPct)
-	}, func() error {
-		return q.each(ctx, "documents out totals", "SELECT "+docCols+" FROM "+s.src("documents"), nil, func(r driver.Rows) error {
-			tt := &rep.Totals
-			return r.Scan(&tt.DocsOut, &tt.Completed, &tt.Failed)
-		})
 	}, func() error {
 		return q.percentiles(ctx, s, documentDur, false, 0, "", nil, totalPct)
 	}, func() error {
@@ -263,26 +261,36 @@ func (q Queries) Intake(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 	if aq.Channel != "" {
 		pctFilter = "d1 = ?"
 	}
+	byType := map[[2]string]*docflow.IntakeTypeTotal{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
-		return q.each(ctx, "intake series", "SELECT "+s.t+", channel, "+outcomes+" FROM "+s.src("intake")+filter+
-			" GROUP BY t, channel ORDER BY t, channel", args, func(r driver.Rows) error {
+		// One pass for the series and the totals.
+		return q.each(ctx, "intake", "SELECT "+s.t+", channel, type, "+outcomes+" FROM "+s.src("intake")+filter+
+			" GROUP BY t, channel, type ORDER BY t, channel", args, func(r driver.Rows) error {
 			var p docflow.IntakePoint
-			err := r.Scan(&p.T, &p.Channel, &p.Count, &p.Accepted, &p.Duplicate, &p.Rejected, &p.Failed, &p.Bytes)
+			var typ string
+			if err := r.Scan(&p.T, &p.Channel, &typ, &p.Count, &p.Accepted, &p.Duplicate, &p.Rejected, &p.Failed, &p.Bytes); err != nil {
+				return err
+			}
 			p.T = p.T.UTC()
-			rep.Series = append(rep.Series, p)
-			return err
-		})
-	}, func() error {
-		return q.each(ctx, "intake totals", "SELECT channel, type, "+outcomes+" FROM "+s.src("intake")+filter+
-			" GROUP BY channel, type ORDER BY channel, type", args, func(r driver.Rows) error {
-			var c docflow.IntakeTypeTotal
-			err := r.Scan(&c.Channel, &c.Type, &c.Count, &c.Accepted, &c.Duplicate, &c.Rejected, &c.Failed, &c.Bytes)
-			rep.Totals.Channels = append(rep.Totals.Channels, c)
-			rep.Totals.Count += c.Count
-			rep.Totals.Accepted += c.Accepted
-			rep.Totals.Bytes += c.Bytes
-			return err
+			if n := len(rep.Series); n > 0 && rep.Series[n-1].T.Equal(p.T) && rep.Series[n-1].Channel == p.Channel {
+				l := &rep.Series[n-1]
+				l.Count, l.Accepted, l.Duplicate, l.Rejected, l.Failed, l.Bytes = l.Count+p.Count, l.Accepted+p.Accepted,
+					l.Duplicate+p.Duplicate, l.Rejected+p.Rejected, l.Failed+p.Failed, l.Bytes+p.Bytes
+			} else {
+				rep.Series = append(rep.Series, p)
+			}
+			k := [2]string{p.Channel, typ}
+			if byType[k] == nil {
+				byType[k] = &docflow.IntakeTypeTotal{Channel: p.Channel, Type: typ}
+			}
+			c := byType[k]
+			c.Count, c.Accepted, c.Duplicate, c.Rejected, c.Failed, c.Bytes = c.Count+p.Count, c.Accepted+p.Accepted,
+				c.Duplicate+p.Duplicate, c.Rejected+p.Rejected, c.Failed+p.Failed, c.Bytes+p.Bytes
+			rep.Totals.Count += p.Count
+			rep.Totals.Accepted += p.Accepted
+			rep.Totals.Bytes += p.Bytes
+			return nil
 		})
 	}, func() error {
 		return q.percentiles(ctx, s, intakeDur, false, 2, pctFilter, args, durs)
@@ -290,10 +298,17 @@ func (q Queries) Intake(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 	if err != nil {
 		return nil, err
 	}
-	for i := range rep.Totals.Channels {
-		c := &rep.Totals.Channels[i]
+	for _, c := range byType {
 		c.Percentiles = durs.at(time.Time{}, c.Channel, c.Type)
+		rep.Totals.Channels = append(rep.Totals.Channels, *c)
 	}
+	sort.Slice(rep.Totals.Channels, func(i, j int) bool {
+		a, b := rep.Totals.Channels[i], rep.Totals.Channels[j]
+		if a.Channel != b.Channel {
+			return a.Channel < b.Channel
+		}
+		return a.Type < b.Type
+	})
 	return rep, nil
 }
 
@@ -466,24 +481,34 @@ func (q Queries) Integrations(ctx context.Context, aq docflow.AnalyticsQuery) (*
 		Totals: docflow.IntegrationTotals{Operations: []docflow.IntegrationTotal{}}}
 	failed := "toInt64(countMergeIf(n, status = '" + docflow.OutcomeFailed + "'))"
 	durs := pcts{}
+	ops := map[[3]string]*docflow.IntegrationTotal{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
-		return q.each(ctx, "integration series", "SELECT "+s.t+", kind, type, toInt64(countMerge(n)), "+failed+" FROM "+s.src("integrations")+" GROUP BY t, kind, type ORDER BY t, kind, type", nil, func(r driver.Rows) error {
+		// One pass for the series and the totals.
+		return q.each(ctx, "integrations", "SELECT "+s.t+", kind, type, direction, toInt64(countMerge(n)), "+failed+", sumMerge(bytes) FROM "+
+			s.src("integrations")+" GROUP BY t, kind, type, direction ORDER BY t, kind, type", nil, func(r driver.Rows) error {
 			var p docflow.IntegrationPoint
-			err := r.Scan(&p.T, &p.Kind, &p.Type, &p.Count, &p.Failed)
+			var dir string
+			var bytes int64
+			if err := r.Scan(&p.T, &p.Kind, &p.Type, &dir, &p.Count, &p.Failed, &bytes); err != nil {
+				return err
+			}
 			p.T = p.T.UTC()
-			rep.Series = append(rep.Series, p)
-			return err
-		})
-	}, func() error {
-		return q.each(ctx, "integration totals", "SELECT kind, type, direction, toInt64(countMerge(n)), "+failed+", sumMerge(bytes)"+
-			" FROM "+s.src("integrations")+" GROUP BY kind, type, direction ORDER BY kind, type, direction", nil, func(r driver.Rows) error {
-			var o docflow.IntegrationTotal
-			err := r.Scan(&o.Kind, &o.Type, &o.Direction, &o.Count, &o.Failed, &o.Bytes)
-			rep.Totals.Operations = append(rep.Totals.Operations, o)
-			rep.Totals.Count += o.Count
-			rep.Totals.Failed += o.Failed
-			return err
+			if n := len(rep.Series); n > 0 && rep.Series[n-1].T.Equal(p.T) && rep.Series[n-1].Kind == p.Kind && rep.Series[n-1].Type == p.Type {
+				rep.Series[n-1].Count += p.Count
+				rep.Series[n-1].Failed += p.Failed
+			} else {
+				rep.Series = append(rep.Series, p)
+			}
+			k := [3]string{p.Kind, p.Type, dir}
+			if ops[k] == nil {
+				ops[k] = &docflow.IntegrationTotal{Kind: p.Kind, Type: p.Type, Direction: dir}
+			}
+			o := ops[k]
+			o.Count, o.Failed, o.Bytes = o.Count+p.Count, o.Failed+p.Failed, o.Bytes+bytes
+			rep.Totals.Count += p.Count
+			rep.Totals.Failed += p.Failed
+			return nil
 		})
 	}, func() error {
 		return q.percentiles(ctx, s, integDur, false, 3, "", nil, durs)
@@ -491,9 +516,19 @@ func (q Queries) Integrations(ctx context.Context, aq docflow.AnalyticsQuery) (*
 	if err != nil {
 		return nil, err
 	}
-	for i := range rep.Totals.Operations {
-		o := &rep.Totals.Operations[i]
+	for _, o := range ops {
 		o.Percentiles = durs.at(time.Time{}, o.Kind, o.Type, o.Direction)
+		rep.Totals.Operations = append(rep.Totals.Operations, *o)
 	}
+	sort.Slice(rep.Totals.Operations, func(i, j int) bool {
+		a, b := rep.Totals.Operations[i], rep.Totals.Operations[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Type != b.Type {
+			return a.Type < b.Type
+		}
+		return a.Direction < b.Direction
+	})
 	return rep, nil
 }
