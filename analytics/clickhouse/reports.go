@@ -130,17 +130,11 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 	}, func() error {
 		return q.percentiles(ctx, s, documentDur, false, 0, "", nil, totalPct)
 	}, func() error {
-		return q.each(ctx, "backlog", "SELECT t, toInt64(sum(p)) FROM (SELECT "+s.t+", topic, topic_partition, maxMerge(peak) AS p FROM "+
-			s.src("lag")+" GROUP BY t, topic, topic_partition) GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
-			var t time.Time
-			var n int64
-			err := r.Scan(&t, &n)
-			points.Update(t, func(p *docflow.OverviewPoint) { p.Backlog = n })
-			return err
-		})
-	}, func() error {
-		var err error
-		topics, err = q.latestLag(ctx, s)
+		series, latest, err := q.lag(ctx, s)
+		for _, lp := range series {
+			points.Update(lp.T, func(p *docflow.OverviewPoint) { p.Backlog += lp.Lag })
+		}
+		topics = latest
 		return err
 	}, func() error {
 		return q.each(ctx, "processes", "SELECT process, worker, maxMerge(at), argMaxMerge(cpu), argMaxMerge(rss), argMaxMerge(goroutines), argMaxMerge(dropped) FROM "+
@@ -370,40 +364,59 @@ func (q Queries) Errors(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 	return rep, nil
 }
 
-// latestLag returns each topic's latest sampled lag in the window.
-func (q Queries) latestLag(ctx context.Context, s span) ([]docflow.TopicLag, error) {
-	var parts []analytics.PartitionSample
-	err := q.each(ctx, "latest lag", "SELECT topic, topic_partition, argMaxMerge(last), maxMerge(at) FROM "+s.src("lag")+" GROUP BY topic, topic_partition ORDER BY topic, topic_partition", nil, func(r driver.Rows) error {
-		var p analytics.PartitionSample
+// lag returns, in one pass over lag_1m (lag_1h), each bucket's peak lag
+// per topic (the sum of its partitions' peaks) and each topic's latest
+// sampled lag in the window.
+func (q Queries) lag(ctx context.Context, s span) ([]docflow.LagPoint, []docflow.TopicLag, error) {
+	series := []docflow.LagPoint{}
+	type key struct {
+		topic string
+		part  int32
+	}
+	latest := map[key]*analytics.PartitionSample{}
+	err := q.each(ctx, "lag", "SELECT "+s.t+", topic, topic_partition, toInt64(maxMerge(peak)), argMaxMerge(last), maxMerge(at) FROM "+
+		s.src("lag")+" GROUP BY t, topic, topic_partition ORDER BY t, topic", nil, func(r driver.Rows) error {
+		var p docflow.LagPoint
 		var part int32
-		err := r.Scan(&p.Topic, &part, &p.Lag, &p.At)
-		p.Partition = int(part)
-		parts = append(parts, p)
-		return err
+		var last int64
+		var at time.Time
+		if err := r.Scan(&p.T, &p.Topic, &part, &p.Lag, &last, &at); err != nil {
+			return err
+		}
+		p.T = p.T.UTC()
+		if n := len(series); n > 0 && series[n-1].T.Equal(p.T) && series[n-1].Topic == p.Topic {
+			series[n-1].Lag += p.Lag
+		} else {
+			series = append(series, p)
+		}
+		k := key{p.Topic, part}
+		if l := latest[k]; l == nil || at.After(l.At) {
+			latest[k] = &analytics.PartitionSample{Topic: p.Topic, Partition: int(part), Lag: last, At: at}
+		}
+		return nil
 	})
-	return analytics.GroupTopics(parts), err
+	parts := make([]analytics.PartitionSample, 0, len(latest))
+	for _, p := range latest {
+		parts = append(parts, *p)
+	}
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].Topic != parts[j].Topic {
+			return parts[i].Topic < parts[j].Topic
+		}
+		return parts[i].Partition < parts[j].Partition
+	})
+	return series, analytics.GroupTopics(parts), err
 }
 
 // Lag answers GET /api/analytics/lag from lag_1m.
 func (q Queries) Lag(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow.LagReport, error) {
 	s := newSpan(aq, q.database)
 	rep := &docflow.LagReport{ReportWindow: aq.Window(), Series: []docflow.LagPoint{}}
-	err := q.each(ctx, "lag series", "SELECT t, topic, toInt64(sum(p)) FROM (SELECT "+s.t+", topic, topic_partition, maxMerge(peak) AS p FROM "+
-		s.src("lag")+" GROUP BY t, topic, topic_partition) GROUP BY t, topic ORDER BY t, topic", nil, func(r driver.Rows) error {
-		var p docflow.LagPoint
-		err := r.Scan(&p.T, &p.Topic, &p.Lag)
-		p.T = p.T.UTC()
-		rep.Series = append(rep.Series, p)
-		return err
-	})
+	series, topics, err := q.lag(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	topics, err := q.latestLag(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	rep.Totals.Topics = topics
+	rep.Series, rep.Totals.Topics = series, topics
 	for _, t := range topics {
 		rep.Totals.Lag += t.Lag
 	}
