@@ -15,12 +15,12 @@ func TestNewAnalyticsQuery(t *testing.T) {
 		span time.Duration
 		want time.Duration
 	}{
-		{4 * time.Hour, time.Minute},
-		{5 * time.Hour, 2 * time.Minute},
-		{6 * time.Hour, 2 * time.Minute},
-		{24 * time.Hour, 5 * time.Minute},
-		{30 * 24 * time.Hour, 3 * time.Hour},
-		{90 * 24 * time.Hour, 12 * time.Hour},
+		{2 * time.Hour, time.Minute},
+		{3 * time.Hour, 2 * time.Minute},
+		{6 * time.Hour, 5 * time.Minute},
+		{24 * time.Hour, 10 * time.Minute},
+		{30 * 24 * time.Hour, 6 * time.Hour},
+		{90 * 24 * time.Hour, 24 * time.Hour},
 		{20 * 365 * 24 * time.Hour, 7 * 24 * time.Hour},
 	} {
 		q, err := NewAnalyticsQuery(now.Add(-c.span), now, 0, now)

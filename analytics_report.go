@@ -11,8 +11,9 @@ const (
 	// is EINVALID (422).
 	AnalyticsMaxBuckets = 10_000
 	// AnalyticsAutoBuckets is the most buckets an interval chosen for the
-	// caller gives.
-	AnalyticsAutoBuckets = 300
+	// caller gives: enough for a chart, and few enough that a month reads
+	// the six-hour rollups (6 h buckets) and a quarter the daily ones.
+	AnalyticsAutoBuckets = 150
 	// AnalyticsMinInterval is the finest bucket: the rollups are per minute,
 	// and every interval is a whole number of minutes.
 	AnalyticsMinInterval = time.Minute

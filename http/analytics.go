@@ -26,7 +26,7 @@ const analyticsTimeout = 20 * time.Second
 // MountAnalytics registers GET /api/analytics/{overview, steps, intake,
 // errors, lag, requests, integrations} (admin). Each takes from, to (ISO
 // 8601; default the last hour), interval (seconds, a multiple of 60;
-// default chosen for at most 300 buckets), step_type and channel.
+// default chosen for at most 150 buckets), step_type and channel.
 func (s *Server) MountAnalytics(d AnalyticsDeps) {
 	if d.Reports == nil {
 		panic("http: MountAnalytics needs Reports")

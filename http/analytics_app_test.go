@@ -78,9 +78,9 @@ func TestAnalyticsAPI(t *testing.T) {
 			t.Errorf("?%s: %d %s, want 422 naming %s", bad.query, status, body, bad.field)
 		}
 	}
-	// A 90-day range picks a coarse interval (at most 300 buckets).
+	// A 90-day range picks a coarse interval (at most 150 buckets).
 	status, body := get(t, a.URL+"/api/analytics/requests?from=2026-01-01T00:00:00Z&to=2026-04-01T00:00:00Z")
-	if status != 200 || !strings.Contains(body, `"interval":43200`) {
+	if status != 200 || !strings.Contains(body, `"interval":86400`) {
 		t.Errorf("90 days: %d %s", status, body)
 	}
 }

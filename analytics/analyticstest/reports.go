@@ -41,7 +41,9 @@ func RunReports(t *testing.T, newSubject NewSubject) {
 
 // checkHourBuckets: buckets of whole hours (which a store may answer from
 // coarser rollups) give the same totals as finer ones, over a window of
-// whole hours and over one with partial hours at both ends.
+// whole hours and over one with partial hours at both ends: the same
+// counts, and percentiles within the documented accuracy of the hourly
+// rollups (see sameTotals).
 func checkHourBuckets(t *testing.T, r docflow.Analytics, q docflow.AnalyticsQuery) {
 	for _, w := range []struct{ from, to time.Time }{
 		{q.From.Add(-time.Hour), q.To.Add(time.Hour)},
@@ -59,7 +61,7 @@ func checkHourBuckets(t *testing.T, r docflow.Analytics, q docflow.AnalyticsQuer
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !equalJSON(a.Totals, b.Totals) {
+		if !sameTotals(a.Totals, b.Totals) {
 			t.Errorf("%v to %v: steps totals by 10 min %+v, by hour %+v", w.from, w.to, a.Totals, b.Totals)
 		}
 		var n int64
@@ -77,7 +79,7 @@ func checkHourBuckets(t *testing.T, r docflow.Analytics, q docflow.AnalyticsQuer
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !equalJSON(ea.Totals, eb.Totals) {
+		if !sameTotals(ea.Totals, eb.Totals) {
 			t.Errorf("errors totals by 10 min %+v, by hour %+v", ea.Totals, eb.Totals)
 		}
 		oa, err := r.Overview(ctxT(t), fine)
@@ -88,7 +90,7 @@ func checkHourBuckets(t *testing.T, r docflow.Analytics, q docflow.AnalyticsQuer
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !equalJSON(oa.Totals, ob.Totals) {
+		if !sameTotals(oa.Totals, ob.Totals) {
 			t.Errorf("overview totals by 10 min %+v, by hour %+v", oa.Totals, ob.Totals)
 		}
 	}
@@ -425,6 +427,60 @@ func checkEmpty(t *testing.T, r docflow.Analytics, q docflow.AnalyticsQuery) {
 	check("requests", rq, err)
 	ig, err := r.Integrations(ctx, q)
 	check("integrations", ig, err)
+}
+
+// sameTotals compares two reports' totals as JSON: every field equal but
+// percentiles (fields ending in _ms), which may differ by 25 %. Hourly
+// rollups may keep durations in log-scale buckets (4.5 % wide) and answer
+// the nearest rank, where finer ones interpolate between the few values
+// of this data set (the p50 of 1, 2, 3 and 4 s: 2 s or 2.5 s). A store's
+// own tests check the accuracy over a realistic distribution.
+func sameTotals(a, b any) bool {
+	var x, y any
+	for _, p := range []struct {
+		v   any
+		out *any
+	}{{a, &x}, {b, &y}} {
+		body, _ := json.Marshal(p.v)
+		if json.Unmarshal(body, p.out) != nil {
+			return false
+		}
+	}
+	return sameJSON("", x, y)
+}
+
+func sameJSON(key string, x, y any) bool {
+	switch xv := x.(type) {
+	case map[string]any:
+		yv, ok := y.(map[string]any)
+		if !ok || len(xv) != len(yv) {
+			return false
+		}
+		for k, v := range xv {
+			if !sameJSON(k, v, yv[k]) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		yv, ok := y.([]any)
+		if !ok || len(xv) != len(yv) {
+			return false
+		}
+		for i := range xv {
+			if !sameJSON(key, xv[i], yv[i]) {
+				return false
+			}
+		}
+		return true
+	case float64:
+		yv, ok := y.(float64)
+		if ok && strings.HasSuffix(key, "_ms") {
+			return math.Abs(xv-yv) <= 0.25*math.Max(math.Abs(xv), math.Abs(yv))
+		}
+		return ok && xv == yv
+	}
+	return equalJSON(x, y)
 }
 
 func equalJSON(a, b any) bool {

@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"time"
 
@@ -17,17 +18,18 @@ var _ docflow.Analytics = Queries{}
 // span is a query's window widened to whole minutes (the rollups' grain)
 // and its bucket width, as SQL fragments built from integers only.
 type span struct {
-	lo, hi int64  // the widened window, Unix seconds
-	t      string // the bucket start of minute, as a DateTime
-	hourly bool   // buckets are whole hours: read the hourly rollups too
-	db     string
+	lo, hi   int64  // the widened window, Unix seconds
+	interval int64  // bucket width, seconds
+	t        string // the bucket start of minute, as a DateTime
+	hourly   bool   // buckets are whole hours: read the hourly rollups too
+	db       string
 }
 
 func newSpan(q docflow.AnalyticsQuery, database string) span {
 	lo, hi := analytics.MinuteWindow(q.From, q.To)
 	sec := strconv.FormatInt(int64(q.Interval/time.Second), 10)
 	return span{
-		lo: lo.Unix(), hi: hi.Unix(), db: database,
+		lo: lo.Unix(), hi: hi.Unix(), db: database, interval: int64(q.Interval / time.Second),
 		t:      "toDateTime(intDiv(toUInt32(minute), " + sec + ") * " + sec + ") AS t",
 		hourly: q.Interval%time.Hour == 0,
 	}
@@ -37,24 +39,37 @@ func between(lo, hi int64) string {
 	return "minute >= toDateTime(" + strconv.FormatInt(lo, 10) + ") AND minute < toDateTime(" + strconv.FormatInt(hi, 10) + ")"
 }
 
+// countCols are the columns of each rollup that counting reports read:
+// all but the quantile states, which are large (a sample of up to 8,192
+// values each) and which 18.16 would read whole through a SELECT * under
+// UNION ALL even where the outer query does not use them.
+var countCols = map[string]string{
+	"steps":        "step_type, minute, pipeline, status, error_class, n, bytes_in, bytes_out, sample, last",
+	"documents":    "minute, pipeline, status, n",
+	"intake":       "channel, type, minute, status, n, bytes",
+	"requests":     "route, method, minute, http_status, n",
+	"integrations": "kind, type, direction, minute, status, n, bytes",
+	"lag":          "topic, topic_partition, minute, peak, last, at",
+	"process":      "process, worker, minute, cpu, rss, goroutines, dropped, at",
+}
+
 // src is what a report reads of rollup (steps, intake, …) over the window,
 // followed by an open WHERE clause: the per-minute table; or, when the
 // buckets are whole hours and the window holds whole hours, the hourly
 // table for those and the per-minute table for the edges, their states
-// merged alike (both tables have the same columns).
+// merged alike (both tables have the same columns). Only countCols are
+// there to read; percentiles come from percentiles (tiers.go).
 func (s span) src(rollup string) string {
 	minutes := s.db + "." + rollup + "_1m"
-	h1, h2 := (s.lo+3599)/3600*3600, s.hi/3600*3600
+	h1, h2 := (s.lo+hour-1)/hour*hour, s.hi/hour*hour
 	if !s.hourly || h2 <= h1 {
 		return minutes + " WHERE " + between(s.lo, s.hi)
 	}
+	cols := countCols[rollup]
 	edges := "(" + between(s.lo, h1) + ") OR (" + between(h2, s.hi) + ")"
-	return "(SELECT * FROM " + s.db + "." + rollup + "_1h WHERE " + between(h1, h2) +
-		" UNION ALL SELECT * FROM " + minutes + " WHERE " + edges + ") WHERE 1"
+	return "(SELECT " + cols + " FROM " + s.db + "." + rollup + "_1h WHERE " + between(h1, h2) +
+		" UNION ALL SELECT " + cols + " FROM " + minutes + " WHERE " + edges + ") WHERE 1"
 }
-
-// quantiles merges a quantile state column into [p50, p95, p99].
-func quantiles(col string) string { return "quantilesMerge(0.5, 0.95, 0.99)(" + col + ")" }
 
 // each runs query and calls scan for every row.
 func (q Queries) each(ctx context.Context, what, query string, args []any, scan func(r driver.Rows) error) error {
@@ -86,8 +101,9 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 	if aq.Channel != "" {
 		chanWhere, chanArgs = " AND channel = ?", []any{aq.Channel}
 	}
-	docCols := "toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'completed')), toInt64(countMergeIf(n, status = 'failed')), " + quantiles("dur")
+	docCols := "toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'completed')), toInt64(countMergeIf(n, status = 'failed'))"
 	var topics []docflow.TopicLag
+	seriesPct, totalPct := pcts{}, pcts{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
 		return q.each(ctx, "documents in", "SELECT "+s.t+", toInt64(countMerge(n)) FROM "+s.src("intake")+" AND status = 'accepted'"+chanWhere+" GROUP BY t ORDER BY t", chanArgs, func(r driver.Rows) error {
@@ -102,33 +118,23 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 		return q.each(ctx, "documents out", "SELECT "+s.t+", "+docCols+" FROM "+s.src("documents")+" GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
 			var t time.Time
 			var out, ok, failed int64
-			var qs []float64
-			err := r.Scan(&t, &out, &ok, &failed, &qs)
-			points.Update(t, func(p *docflow.OverviewPoint) {
-				p.DocsOut, p.Completed, p.Failed, p.Percentiles = out, ok, failed, analytics.ToPercentiles(qs)
-			})
-			return err
-		})
-	}, func() error {
-		return q.each(ctx, "documents out totals", "SELECT "+docCols+" FROM "+s.src("documents"), nil, func(r driver.Rows) error {
-			var qs []float64
+			err := r.Scan(&t, &out, &ok, &failed)
+			points.Update(t, func(p *docflow.OverviewPoint) { p.DocsOut, p.Completed, p.Failed = out, ok, failed })
+			// The totals are the series' sums (this query alone adds to them).
 			tt := &rep.Totals
-			err := r.Scan(&tt.DocsOut, &tt.Completed, &tt.Failed, &qs)
-			tt.Percentiles = analytics.ToPercentiles(qs)
+			tt.DocsOut, tt.Completed, tt.Failed = tt.DocsOut+out, tt.Completed+ok, tt.Failed+failed
 			return err
 		})
 	}, func() error {
-		return q.each(ctx, "backlog", "SELECT t, toInt64(sum(p)) FROM (SELECT "+s.t+", topic, topic_partition, maxMerge(peak) AS p FROM "+
-			s.src("lag")+" GROUP BY t, topic, topic_partition) GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
-			var t time.Time
-			var n int64
-			err := r.Scan(&t, &n)
-			points.Update(t, func(p *docflow.OverviewPoint) { p.Backlog = n })
-			return err
-		})
+		return q.percentiles(ctx, s, documentDur, true, 0, "", nil, seriesPct)
 	}, func() error {
-		var err error
-		topics, err = q.latestLag(ctx, s)
+		return q.percentiles(ctx, s, documentDur, false, 0, "", nil, totalPct)
+	}, func() error {
+		series, latest, err := q.lag(ctx, s)
+		for _, lp := range series {
+			points.Update(lp.T, func(p *docflow.OverviewPoint) { p.Backlog += lp.Lag })
+		}
+		topics = latest
 		return err
 	}, func() error {
 		return q.each(ctx, "processes", "SELECT process, worker, maxMerge(at), argMaxMerge(cpu), argMaxMerge(rss), argMaxMerge(goroutines), argMaxMerge(dropped) FROM "+
@@ -148,6 +154,10 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 		rep.Totals.Backlog += tl.Lag
 	}
 	rep.Series = points.Sorted()
+	for i := range rep.Series {
+		rep.Series[i].Percentiles = seriesPct.at(rep.Series[i].T)
+	}
+	rep.Totals.Percentiles = totalPct.at(time.Time{})
 	return rep, nil
 }
 
@@ -161,41 +171,70 @@ func (q Queries) Steps(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow
 		filter, args = " AND step_type = ?", []any{aq.StepType}
 	}
 	var errs []analytics.StepError
+	pctFilter := ""
+	if aq.StepType != "" {
+		pctFilter = "d1 = ?"
+	}
+	durs, waits, totalDurs, totalWaits := pcts{}, pcts{}, pcts{}, pcts{}
 	// NOTE: the queries run at once: each is a round trip of its own.
+	totals := map[string]*docflow.StepTypeTotal{}
+	failed := map[analytics.StepError]int64{}
 	err := analytics.Parallel(func() error {
-		return q.each(ctx, "step series", "SELECT "+s.t+", step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')), "+
-			quantiles("dur")+", "+quantiles("wait")+" FROM "+s.src("steps")+filter+
-			" GROUP BY t, step_type ORDER BY t, step_type", args, func(r driver.Rows) error {
+		// One pass for the series, the totals and the error classes.
+		return q.each(ctx, "step counts", "SELECT "+s.t+", step_type, if(status = 'failed', error_class, '') AS class, toInt64(countMerge(n)), "+
+			"toInt64(countMergeIf(n, status = 'failed')), sumMerge(bytes_in), sumMerge(bytes_out) FROM "+s.src("steps")+filter+
+			" GROUP BY t, step_type, class ORDER BY t, step_type", args, func(r driver.Rows) error {
 			var p docflow.StepPoint
-			var qs, ws []float64
-			err := r.Scan(&p.T, &p.StepType, &p.Count, &p.Failed, &qs, &ws)
+			var class string
+			var in, out int64
+			if err := r.Scan(&p.T, &p.StepType, &class, &p.Count, &p.Failed, &in, &out); err != nil {
+				return err
+			}
 			p.T = p.T.UTC()
-			p.Percentiles = analytics.ToPercentiles(qs)
-			p.QueueWaitP95 = analytics.ToPercentiles(ws).P95
-			rep.Series = append(rep.Series, p)
-			return err
+			if n := len(rep.Series); n > 0 && rep.Series[n-1].T.Equal(p.T) && rep.Series[n-1].StepType == p.StepType {
+				rep.Series[n-1].Count += p.Count
+				rep.Series[n-1].Failed += p.Failed
+			} else {
+				rep.Series = append(rep.Series, p)
+			}
+			st := totals[p.StepType]
+			if st == nil {
+				st = &docflow.StepTypeTotal{StepType: p.StepType}
+				totals[p.StepType] = st
+			}
+			st.Count, st.Failed, st.BytesIn, st.BytesOut = st.Count+p.Count, st.Failed+p.Failed, st.BytesIn+in, st.BytesOut+out
+			if p.Failed > 0 {
+				failed[analytics.StepError{StepType: p.StepType, ErrorClass: class}] += p.Failed
+			}
+			return nil
 		})
 	}, func() error {
-		return q.each(ctx, "step totals", "SELECT step_type, toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'failed')), "+
-			quantiles("dur")+", "+quantiles("wait")+", sumMerge(bytes_in), sumMerge(bytes_out) FROM "+s.src("steps")+filter+
-			" GROUP BY step_type ORDER BY step_type", args, func(r driver.Rows) error {
-			var st docflow.StepTypeTotal
-			var qs, ws []float64
-			err := r.Scan(&st.StepType, &st.Count, &st.Failed, &qs, &ws, &st.BytesIn, &st.BytesOut)
-			st.Percentiles, st.QueueWait = analytics.ToPercentiles(qs), analytics.ToPercentiles(ws)
-			rep.Totals.Steps = append(rep.Totals.Steps, st)
-			return err
-		})
+		return q.percentiles(ctx, s, stepDur, true, 1, pctFilter, args, durs)
 	}, func() error {
-		return q.each(ctx, "step errors", "SELECT step_type, error_class, toInt64(countMerge(n)) FROM "+s.src("steps")+" AND status = 'failed'"+filter+" GROUP BY step_type, error_class", args, func(r driver.Rows) error {
-			var e analytics.StepError
-			err := r.Scan(&e.StepType, &e.ErrorClass, &e.Count)
-			errs = append(errs, e)
-			return err
-		})
+		return q.percentiles(ctx, s, stepWait, true, 1, pctFilter, args, waits)
+	}, func() error {
+		return q.percentiles(ctx, s, stepDur, false, 1, pctFilter, args, totalDurs)
+	}, func() error {
+		return q.percentiles(ctx, s, stepWait, false, 1, pctFilter, args, totalWaits)
 	})
 	if err != nil {
 		return nil, err
+	}
+	for e, n := range failed {
+		e.Count = n
+		errs = append(errs, e)
+	}
+	for _, st := range totals {
+		rep.Totals.Steps = append(rep.Totals.Steps, *st)
+	}
+	sort.Slice(rep.Totals.Steps, func(i, j int) bool { return rep.Totals.Steps[i].StepType < rep.Totals.Steps[j].StepType })
+	for i := range rep.Series {
+		p := &rep.Series[i]
+		p.Percentiles, p.QueueWaitP95 = durs.at(p.T, p.StepType), waits.at(p.T, p.StepType).P95
+	}
+	for i := range rep.Totals.Steps {
+		st := &rep.Totals.Steps[i]
+		st.Percentiles, st.QueueWait = totalDurs.at(time.Time{}, st.StepType), totalWaits.at(time.Time{}, st.StepType)
 	}
 	analytics.FinishSteps(rep, aq, errs)
 	return rep, nil
@@ -212,33 +251,58 @@ func (q Queries) Intake(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 	}
 	outcomes := "toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'accepted')), toInt64(countMergeIf(n, status = 'duplicate')), " +
 		"toInt64(countMergeIf(n, status = 'rejected')), toInt64(countMergeIf(n, status = 'failed')), sumMerge(bytes)"
+	pctFilter, durs := "", pcts{}
+	if aq.Channel != "" {
+		pctFilter = "d1 = ?"
+	}
+	byType := map[[2]string]*docflow.IntakeTypeTotal{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
-		return q.each(ctx, "intake series", "SELECT "+s.t+", channel, "+outcomes+" FROM "+s.src("intake")+filter+
-			" GROUP BY t, channel ORDER BY t, channel", args, func(r driver.Rows) error {
+		// One pass for the series and the totals.
+		return q.each(ctx, "intake", "SELECT "+s.t+", channel, type, "+outcomes+" FROM "+s.src("intake")+filter+
+			" GROUP BY t, channel, type ORDER BY t, channel", args, func(r driver.Rows) error {
 			var p docflow.IntakePoint
-			err := r.Scan(&p.T, &p.Channel, &p.Count, &p.Accepted, &p.Duplicate, &p.Rejected, &p.Failed, &p.Bytes)
+			var typ string
+			if err := r.Scan(&p.T, &p.Channel, &typ, &p.Count, &p.Accepted, &p.Duplicate, &p.Rejected, &p.Failed, &p.Bytes); err != nil {
+				return err
+			}
 			p.T = p.T.UTC()
-			rep.Series = append(rep.Series, p)
-			return err
+			if n := len(rep.Series); n > 0 && rep.Series[n-1].T.Equal(p.T) && rep.Series[n-1].Channel == p.Channel {
+				l := &rep.Series[n-1]
+				l.Count, l.Accepted, l.Duplicate, l.Rejected, l.Failed, l.Bytes = l.Count+p.Count, l.Accepted+p.Accepted,
+					l.Duplicate+p.Duplicate, l.Rejected+p.Rejected, l.Failed+p.Failed, l.Bytes+p.Bytes
+			} else {
+				rep.Series = append(rep.Series, p)
+			}
+			k := [2]string{p.Channel, typ}
+			if byType[k] == nil {
+				byType[k] = &docflow.IntakeTypeTotal{Channel: p.Channel, Type: typ}
+			}
+			c := byType[k]
+			c.Count, c.Accepted, c.Duplicate, c.Rejected, c.Failed, c.Bytes = c.Count+p.Count, c.Accepted+p.Accepted,
+				c.Duplicate+p.Duplicate, c.Rejected+p.Rejected, c.Failed+p.Failed, c.Bytes+p.Bytes
+			rep.Totals.Count += p.Count
+			rep.Totals.Accepted += p.Accepted
+			rep.Totals.Bytes += p.Bytes
+			return nil
 		})
 	}, func() error {
-		return q.each(ctx, "intake totals", "SELECT channel, type, "+outcomes+", "+quantiles("dur")+" FROM "+s.src("intake")+filter+
-			" GROUP BY channel, type ORDER BY channel, type", args, func(r driver.Rows) error {
-			var c docflow.IntakeTypeTotal
-			var qs []float64
-			err := r.Scan(&c.Channel, &c.Type, &c.Count, &c.Accepted, &c.Duplicate, &c.Rejected, &c.Failed, &c.Bytes, &qs)
-			c.Percentiles = analytics.ToPercentiles(qs)
-			rep.Totals.Channels = append(rep.Totals.Channels, c)
-			rep.Totals.Count += c.Count
-			rep.Totals.Accepted += c.Accepted
-			rep.Totals.Bytes += c.Bytes
-			return err
-		})
+		return q.percentiles(ctx, s, intakeDur, false, 2, pctFilter, args, durs)
 	})
 	if err != nil {
 		return nil, err
 	}
+	for _, c := range byType {
+		c.Percentiles = durs.at(time.Time{}, c.Channel, c.Type)
+		rep.Totals.Channels = append(rep.Totals.Channels, *c)
+	}
+	sort.Slice(rep.Totals.Channels, func(i, j int) bool {
+		a, b := rep.Totals.Channels[i], rep.Totals.Channels[j]
+		if a.Channel != b.Channel {
+			return a.Channel < b.Channel
+		}
+		return a.Type < b.Type
+	})
 	return rep, nil
 }
 
@@ -252,71 +316,107 @@ func (q Queries) Errors(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 		filter, args = " AND step_type = ?", []any{aq.StepType}
 	}
 	where := " AND status = 'failed'" + filter
-	// NOTE: the queries run at once: each is a round trip of its own.
-	err := analytics.Parallel(func() error {
-		return q.each(ctx, "error series", "SELECT "+s.t+", error_class, toInt64(countMerge(n)) FROM "+s.src("steps")+where+
-			" GROUP BY t, error_class ORDER BY t, error_class", args, func(r driver.Rows) error {
-			var p docflow.ErrorPoint
-			err := r.Scan(&p.T, &p.ErrorClass, &p.Count)
-			p.T = p.T.UTC()
+	type key struct{ class, step string }
+	classes := map[key]*docflow.ErrorClass{}
+	// One pass for the series, the classes and the count.
+	err := q.each(ctx, "errors", "SELECT "+s.t+", error_class, step_type, toInt64(countMerge(n)), argMaxMerge(sample), maxMerge(last) FROM "+
+		s.src("steps")+where+" GROUP BY t, error_class, step_type ORDER BY t, error_class", args, func(r driver.Rows) error {
+		var p docflow.ErrorPoint
+		var e docflow.ErrorClass
+		if err := r.Scan(&p.T, &p.ErrorClass, &e.StepType, &p.Count, &e.SampleFileID, &e.LastSeen); err != nil {
+			return err
+		}
+		p.T = p.T.UTC()
+		if n := len(rep.Series); n > 0 && rep.Series[n-1].T.Equal(p.T) && rep.Series[n-1].ErrorClass == p.ErrorClass {
+			rep.Series[n-1].Count += p.Count
+		} else {
 			rep.Series = append(rep.Series, p)
-			return err
-		})
-	}, func() error {
-		return q.each(ctx, "error classes", "SELECT error_class, step_type, toInt64(countMerge(n)) AS c, argMaxMerge(sample), maxMerge(last) FROM "+
-			s.src("steps")+where+" GROUP BY error_class, step_type ORDER BY c DESC, error_class, step_type LIMIT "+
-			strconv.Itoa(analytics.MaxErrorClasses), args, func(r driver.Rows) error {
-			var e docflow.ErrorClass
-			err := r.Scan(&e.ErrorClass, &e.StepType, &e.Count, &e.SampleFileID, &e.LastSeen)
-			e.LastSeen = e.LastSeen.UTC()
-			rep.Totals.Classes = append(rep.Totals.Classes, e)
-			return err
-		})
-	}, func() error {
-		return q.each(ctx, "error count", "SELECT toInt64(countMerge(n)) FROM "+s.src("steps")+where, args, func(r driver.Rows) error {
-			return r.Scan(&rep.Totals.Count)
-		})
+		}
+		rep.Totals.Count += p.Count
+		c := classes[key{p.ErrorClass, e.StepType}]
+		if c == nil {
+			c = &docflow.ErrorClass{ErrorClass: p.ErrorClass, StepType: e.StepType}
+			classes[key{p.ErrorClass, e.StepType}] = c
+		}
+		c.Count += p.Count
+		if e.LastSeen.After(c.LastSeen) {
+			c.SampleFileID, c.LastSeen = e.SampleFileID, e.LastSeen.UTC()
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	for _, c := range classes {
+		rep.Totals.Classes = append(rep.Totals.Classes, *c)
+	}
+	sort.Slice(rep.Totals.Classes, func(i, j int) bool {
+		a, b := rep.Totals.Classes[i], rep.Totals.Classes[j]
+		if a.Count != b.Count {
+			return a.Count > b.Count
+		}
+		if a.ErrorClass != b.ErrorClass {
+			return a.ErrorClass < b.ErrorClass
+		}
+		return a.StepType < b.StepType
+	})
+	rep.Totals.Classes = rep.Totals.Classes[:min(len(rep.Totals.Classes), analytics.MaxErrorClasses)]
 	return rep, nil
 }
 
-// latestLag returns each topic's latest sampled lag in the window.
-func (q Queries) latestLag(ctx context.Context, s span) ([]docflow.TopicLag, error) {
-	var parts []analytics.PartitionSample
-	err := q.each(ctx, "latest lag", "SELECT topic, topic_partition, argMaxMerge(last), maxMerge(at) FROM "+s.src("lag")+" GROUP BY topic, topic_partition ORDER BY topic, topic_partition", nil, func(r driver.Rows) error {
-		var p analytics.PartitionSample
+// lag returns, in one pass over lag_1m (lag_1h), each bucket's peak lag
+// per topic (the sum of its partitions' peaks) and each topic's latest
+// sampled lag in the window.
+func (q Queries) lag(ctx context.Context, s span) ([]docflow.LagPoint, []docflow.TopicLag, error) {
+	series := []docflow.LagPoint{}
+	type key struct {
+		topic string
+		part  int32
+	}
+	latest := map[key]*analytics.PartitionSample{}
+	err := q.each(ctx, "lag", "SELECT "+s.t+", topic, topic_partition, toInt64(maxMerge(peak)), argMaxMerge(last), maxMerge(at) FROM "+
+		s.src("lag")+" GROUP BY t, topic, topic_partition ORDER BY t, topic", nil, func(r driver.Rows) error {
+		var p docflow.LagPoint
 		var part int32
-		err := r.Scan(&p.Topic, &part, &p.Lag, &p.At)
-		p.Partition = int(part)
-		parts = append(parts, p)
-		return err
+		var last int64
+		var at time.Time
+		if err := r.Scan(&p.T, &p.Topic, &part, &p.Lag, &last, &at); err != nil {
+			return err
+		}
+		p.T = p.T.UTC()
+		if n := len(series); n > 0 && series[n-1].T.Equal(p.T) && series[n-1].Topic == p.Topic {
+			series[n-1].Lag += p.Lag
+		} else {
+			series = append(series, p)
+		}
+		k := key{p.Topic, part}
+		if l := latest[k]; l == nil || at.After(l.At) {
+			latest[k] = &analytics.PartitionSample{Topic: p.Topic, Partition: int(part), Lag: last, At: at}
+		}
+		return nil
 	})
-	return analytics.GroupTopics(parts), err
+	parts := make([]analytics.PartitionSample, 0, len(latest))
+	for _, p := range latest {
+		parts = append(parts, *p)
+	}
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].Topic != parts[j].Topic {
+			return parts[i].Topic < parts[j].Topic
+		}
+		return parts[i].Partition < parts[j].Partition
+	})
+	return series, analytics.GroupTopics(parts), err
 }
 
 // Lag answers GET /api/analytics/lag from lag_1m.
 func (q Queries) Lag(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow.LagReport, error) {
 	s := newSpan(aq, q.database)
 	rep := &docflow.LagReport{ReportWindow: aq.Window(), Series: []docflow.LagPoint{}}
-	err := q.each(ctx, "lag series", "SELECT t, topic, toInt64(sum(p)) FROM (SELECT "+s.t+", topic, topic_partition, maxMerge(peak) AS p FROM "+
-		s.src("lag")+" GROUP BY t, topic, topic_partition) GROUP BY t, topic ORDER BY t, topic", nil, func(r driver.Rows) error {
-		var p docflow.LagPoint
-		err := r.Scan(&p.T, &p.Topic, &p.Lag)
-		p.T = p.T.UTC()
-		rep.Series = append(rep.Series, p)
-		return err
-	})
+	series, topics, err := q.lag(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	topics, err := q.latestLag(ctx, s)
-	if err != nil {
-		return nil, err
-	}
-	rep.Totals.Topics = topics
+	rep.Series, rep.Totals.Topics = series, topics
 	for _, t := range topics {
 		rep.Totals.Lag += t.Lag
 	}
@@ -329,33 +429,60 @@ func (q Queries) Requests(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 	rep := &docflow.RequestsReport{ReportWindow: aq.Window(), Series: []docflow.RequestPoint{},
 		Totals: docflow.RequestTotals{Routes: []docflow.RouteTotal{}}}
 	secs := analytics.Seconds(aq)
+	series, routes := pcts{}, pcts{}
+	byRoute := map[[2]string]*docflow.RouteTotal{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
-		return q.each(ctx, "request series", "SELECT "+s.t+", toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 500)), "+quantiles("dur")+
-			" FROM "+s.src("requests")+" GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
+		// One pass for the series and the routes.
+		return q.each(ctx, "requests", "SELECT "+s.t+", method, route, toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 400 AND http_status < 500)), "+
+			"toInt64(countMergeIf(n, http_status >= 500)) FROM "+s.src("requests")+" GROUP BY t, method, route ORDER BY t", nil, func(r driver.Rows) error {
 			var p docflow.RequestPoint
-			var qs []float64
-			err := r.Scan(&p.T, &p.Count, &p.Errors5xx, &qs)
-			p.T, p.P99 = p.T.UTC(), analytics.ToPercentiles(qs).P99
-			rep.Series = append(rep.Series, p)
-			return err
+			var rt docflow.RouteTotal
+			if err := r.Scan(&p.T, &rt.Method, &rt.Route, &p.Count, &rt.Errors4xx, &p.Errors5xx); err != nil {
+				return err
+			}
+			p.T = p.T.UTC()
+			if n := len(rep.Series); n > 0 && rep.Series[n-1].T.Equal(p.T) {
+				rep.Series[n-1].Count += p.Count
+				rep.Series[n-1].Errors5xx += p.Errors5xx
+			} else {
+				rep.Series = append(rep.Series, p)
+			}
+			k := [2]string{rt.Method, rt.Route}
+			if byRoute[k] == nil {
+				byRoute[k] = &docflow.RouteTotal{Method: rt.Method, Route: rt.Route}
+			}
+			t := byRoute[k]
+			t.Count, t.Errors4xx, t.Errors5xx = t.Count+p.Count, t.Errors4xx+rt.Errors4xx, t.Errors5xx+p.Errors5xx
+			rep.Totals.Count += p.Count
+			rep.Totals.Errors5xx += p.Errors5xx
+			return nil
 		})
 	}, func() error {
-		return q.each(ctx, "request routes", "SELECT method, route, toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 400 AND http_status < 500)), "+
-			"toInt64(countMergeIf(n, http_status >= 500)), "+quantiles("dur")+" FROM "+s.src("requests")+
-			" GROUP BY method, route ORDER BY route, method", nil, func(r driver.Rows) error {
-			var rt docflow.RouteTotal
-			var qs []float64
-			err := r.Scan(&rt.Method, &rt.Route, &rt.Count, &rt.Errors4xx, &rt.Errors5xx, &qs)
-			rt.Percentiles, rt.Rate = analytics.ToPercentiles(qs), analytics.Rate(rt.Count, secs)
-			rep.Totals.Routes = append(rep.Totals.Routes, rt)
-			rep.Totals.Count += rt.Count
-			rep.Totals.Errors5xx += rt.Errors5xx
-			return err
-		})
+		return q.percentiles(ctx, s, requestDur, true, 0, "", nil, series)
+	}, func() error {
+		return q.percentiles(ctx, s, requestDur, false, 2, "", nil, routes)
 	})
 	if err != nil {
 		return nil, err
+	}
+	for _, rt := range byRoute {
+		rt.Rate = analytics.Rate(rt.Count, secs)
+		rep.Totals.Routes = append(rep.Totals.Routes, *rt)
+	}
+	sort.Slice(rep.Totals.Routes, func(i, j int) bool {
+		a, b := rep.Totals.Routes[i], rep.Totals.Routes[j]
+		if a.Route != b.Route {
+			return a.Route < b.Route
+		}
+		return a.Method < b.Method
+	})
+	for i := range rep.Series {
+		rep.Series[i].P99 = series.at(rep.Series[i].T).P99
+	}
+	for i := range rep.Totals.Routes {
+		rt := &rep.Totals.Routes[i]
+		rt.Percentiles = routes.at(time.Time{}, rt.Method, rt.Route)
 	}
 	return rep, nil
 }
@@ -366,30 +493,55 @@ func (q Queries) Integrations(ctx context.Context, aq docflow.AnalyticsQuery) (*
 	rep := &docflow.IntegrationsReport{ReportWindow: aq.Window(), Series: []docflow.IntegrationPoint{},
 		Totals: docflow.IntegrationTotals{Operations: []docflow.IntegrationTotal{}}}
 	failed := "toInt64(countMergeIf(n, status = '" + docflow.OutcomeFailed + "'))"
+	durs := pcts{}
+	ops := map[[3]string]*docflow.IntegrationTotal{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
-		return q.each(ctx, "integration series", "SELECT "+s.t+", kind, type, toInt64(countMerge(n)), "+failed+" FROM "+s.src("integrations")+" GROUP BY t, kind, type ORDER BY t, kind, type", nil, func(r driver.Rows) error {
+		// One pass for the series and the totals.
+		return q.each(ctx, "integrations", "SELECT "+s.t+", kind, type, direction, toInt64(countMerge(n)), "+failed+", sumMerge(bytes) FROM "+
+			s.src("integrations")+" GROUP BY t, kind, type, direction ORDER BY t, kind, type", nil, func(r driver.Rows) error {
 			var p docflow.IntegrationPoint
-			err := r.Scan(&p.T, &p.Kind, &p.Type, &p.Count, &p.Failed)
+			var dir string
+			var bytes int64
+			if err := r.Scan(&p.T, &p.Kind, &p.Type, &dir, &p.Count, &p.Failed, &bytes); err != nil {
+				return err
+			}
 			p.T = p.T.UTC()
-			rep.Series = append(rep.Series, p)
-			return err
+			if n := len(rep.Series); n > 0 && rep.Series[n-1].T.Equal(p.T) && rep.Series[n-1].Kind == p.Kind && rep.Series[n-1].Type == p.Type {
+				rep.Series[n-1].Count += p.Count
+				rep.Series[n-1].Failed += p.Failed
+			} else {
+				rep.Series = append(rep.Series, p)
+			}
+			k := [3]string{p.Kind, p.Type, dir}
+			if ops[k] == nil {
+				ops[k] = &docflow.IntegrationTotal{Kind: p.Kind, Type: p.Type, Direction: dir}
+			}
+			o := ops[k]
+			o.Count, o.Failed, o.Bytes = o.Count+p.Count, o.Failed+p.Failed, o.Bytes+bytes
+			rep.Totals.Count += p.Count
+			rep.Totals.Failed += p.Failed
+			return nil
 		})
 	}, func() error {
-		return q.each(ctx, "integration totals", "SELECT kind, type, direction, toInt64(countMerge(n)), "+failed+", sumMerge(bytes), "+quantiles("dur")+
-			" FROM "+s.src("integrations")+" GROUP BY kind, type, direction ORDER BY kind, type, direction", nil, func(r driver.Rows) error {
-			var o docflow.IntegrationTotal
-			var qs []float64
-			err := r.Scan(&o.Kind, &o.Type, &o.Direction, &o.Count, &o.Failed, &o.Bytes, &qs)
-			o.Percentiles = analytics.ToPercentiles(qs)
-			rep.Totals.Operations = append(rep.Totals.Operations, o)
-			rep.Totals.Count += o.Count
-			rep.Totals.Failed += o.Failed
-			return err
-		})
+		return q.percentiles(ctx, s, integDur, false, 3, "", nil, durs)
 	})
 	if err != nil {
 		return nil, err
 	}
+	for _, o := range ops {
+		o.Percentiles = durs.at(time.Time{}, o.Kind, o.Type, o.Direction)
+		rep.Totals.Operations = append(rep.Totals.Operations, *o)
+	}
+	sort.Slice(rep.Totals.Operations, func(i, j int) bool {
+		a, b := rep.Totals.Operations[i], rep.Totals.Operations[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Type != b.Type {
+			return a.Type < b.Type
+		}
+		return a.Direction < b.Direction
+	})
 	return rep, nil
 }

@@ -15,7 +15,10 @@ import (
 )
 
 // DataTables maps each table holding metric rows, raw and rolled up, to its
-// time column. All are partitioned by toYYYYMMDD of that column.
+// time column. All are partitioned by toYYYYMMDD of that column but pct,
+// by toYYYYMM (small: a day's partition would be a few hundred rows, and
+// every query would read a granule of each), which keeps up to a month
+// more on servers without TTL.
 var DataTables = map[string]string{
 	"events":          "ts",
 	"steps_1m":        "minute",
@@ -32,6 +35,7 @@ var DataTables = map[string]string{
 	"integrations_1h": "minute",
 	"lag_1h":          "minute",
 	"process_1h":      "minute",
+	"pct":             "minute",
 }
 
 // DropPartitionsBefore drops, from every data table, the day partitions
@@ -60,6 +64,10 @@ WHERE database = ? AND active`, database)
 			continue
 		}
 		day, err := strconv.Atoi(strings.Trim(p.partition, "'"))
+		if day < 1_000_000 {
+			// A month (YYYYMM: pct): dropped once wholly before the cutoff.
+			day = day*100 + 31
+		}
 		if err != nil || day >= limit {
 			continue
 		}
@@ -72,9 +80,9 @@ WHERE database = ? AND active`, database)
 	sort.Slice(old, func(i, j int) bool { return old[i].table+old[i].partition < old[j].table+old[j].partition })
 	dropped := 0
 	for _, p := range old {
-		day, _ := strconv.Atoi(strings.Trim(p.partition, "'"))
-		if err := conn.Exec(ctx, "ALTER TABLE "+database+"."+p.table+" DROP PARTITION "+strconv.Itoa(day)); err != nil {
-			return dropped, fmt.Errorf("drop clickhouse partition %s.%d: %w", p.table, day, err)
+		part, _ := strconv.Atoi(strings.Trim(p.partition, "'"))
+		if err := conn.Exec(ctx, "ALTER TABLE "+database+"."+p.table+" DROP PARTITION "+strconv.Itoa(part)); err != nil {
+			return dropped, fmt.Errorf("drop clickhouse partition %s.%d: %w", p.table, part, err)
 		}
 		dropped++
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"sort"
 	"strconv"
@@ -19,7 +18,6 @@ import (
 	"docflow"
 	"docflow/analytics"
 	"docflow/analytics/clickhouse"
-	"docflow/internal/app/apptest"
 )
 
 // benchClickHouseAddr is the ClickHouse the analytics section uses (the
@@ -33,9 +31,9 @@ func benchClickHouseAddr() string {
 
 // benchAnalytics measures the analytics path against the real ClickHouse:
 // sustained recording through the Recorder beside raw batched inserts of
-// the same rows, each analytics endpoint's p99 over a large seeded data set
-// beside a raw-table query of the same window, and the pipeline's
-// throughput with recording on (ClickHouse) and off.
+// the same rows, and the pipeline's throughput with recording on
+// (ClickHouse) and off. The analytics API has a section of its own
+// (analytics_api.go).
 func benchAnalytics(ctx context.Context, r *Report, o *options) error {
 	addr := benchClickHouseAddr()
 	conn, err := ch.Open(&ch.Options{Addr: []string{addr}, DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Minute})
@@ -52,11 +50,6 @@ func benchAnalytics(ctx context.Context, r *Report, o *options) error {
 			return err
 		}
 	}
-	if parts["api"] {
-		if err := benchAnalyticsAPI(ctx, r, o, conn, addr); err != nil {
-			return err
-		}
-	}
 	if parts["cost"] {
 		return benchRecordingCost(ctx, r, o, addr)
 	}
@@ -64,7 +57,7 @@ func benchAnalytics(ctx context.Context, r *Report, o *options) error {
 }
 
 // analyticsParts reads BENCH_ANALYTICS, a comma-separated choice among
-// record, api and cost (default all three), so one part can run alone.
+// record and cost (default both; the API has its own section, analytics-api), so one part can run alone.
 func analyticsParts(env string) map[string]bool {
 	parts := map[string]bool{}
 	for _, p := range strings.Split(env, ",") {
@@ -73,7 +66,7 @@ func analyticsParts(env string) map[string]bool {
 		}
 	}
 	if len(parts) == 0 {
-		parts = map[string]bool{"record": true, "api": true, "cost": true}
+		parts = map[string]bool{"record": true, "cost": true}
 	}
 	return parts
 }
@@ -205,103 +198,6 @@ func benchRecording(ctx context.Context, r *Report, o *options, conn driver.Conn
 	r.Add(Row{Section: "analytics", Name: "metrics rejected or failed writes while recording", Value: float64(st.Rejected + st.WriteErrors), Unit: "",
 		Target: "0", Pass: st.Rejected+st.WriteErrors == 0})
 	return nil
-}
-
-func benchAnalyticsAPI(ctx context.Context, r *Report, o *options, conn driver.Conn, addr string) error {
-	days, n := 30, 3_000_000
-	if o.quick {
-		days, n = 7, 300_000
-	}
-	db, drop, err := benchDatabase(ctx, conn, "api")
-	if err != nil {
-		return err
-	}
-	defer drop()
-	to := time.Now().UTC().Truncate(time.Minute)
-	from := to.Add(-time.Duration(days) * 24 * time.Hour)
-	seedStart := time.Now()
-	for i := 0; i < n; i += 500_000 {
-		rows := metricMix(min(500_000, n-i), from, to.Sub(from), uint64(i+2))
-		if err := rawInsert(ctx, conn, db, rows, 100_000); err != nil {
-			return fmt.Errorf("seed: %w", err)
-		}
-	}
-	// Samples as the samplers take them, one a minute here: 13 topics' lag
-	// and 3 processes.
-	var samples []docflow.Metric
-	for t := from; t.Before(to); t = t.Add(time.Minute) {
-		for k := range 13 {
-			samples = append(samples, docflow.Metric{Kind: docflow.MetricLag, Time: t, Topic: "steps." + strconv.Itoa(k), Lag: int64(k)})
-		}
-		for p := range 3 {
-			samples = append(samples, docflow.Metric{Kind: docflow.MetricProcess, Time: t, Process: "host:" + strconv.Itoa(p), Worker: "worker", CPU: 50, RSS: 1 << 28, Goroutines: 100})
-		}
-	}
-	if err := rawInsert(ctx, conn, db, samples, 100_000); err != nil {
-		return fmt.Errorf("seed samples: %w", err)
-	}
-	// Let background merges of the freshly inserted parts settle.
-	for _, t := range []string{"steps_1m", "requests_1m", "intake_1m", "documents_1m", "lag_1m", "process_1m", "integrations_1m"} {
-		conn.Exec(ctx, "OPTIMIZE TABLE "+db+"."+t+" FINAL") //nolint:errcheck
-	}
-	fmt.Printf("   seeded %d events (+%d lag and process samples) over %d days in %s (scaled down from 10 M: the rollups hold one row per minute and key either way)\n",
-		n, len(samples), days, time.Since(seedStart).Round(time.Second))
-
-	log := zerolog.New(io.Discard)
-	a, err := apptest.Start(ctx, apptest.Options{Role: "api", Log: &log, ProductionTimings: true,
-		Env: map[string]string{"RATE_LIMITING_ENABLED": "false", "AUTH_ENABLED": "false", "CLICKHOUSE_URL": "clickhouse://" + addr + "/" + db,
-			"ANALYTICS_RETENTION_DAYS": "3650"}})
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	q := fmt.Sprintf("?from=%s&to=%s", from.Format(time.RFC3339), to.Format(time.RFC3339))
-	client := &http.Client{Timeout: 30 * time.Second}
-	reqs := 60
-	if o.quick {
-		reqs = 20
-	}
-	for _, name := range []string{"overview", "steps", "intake", "errors", "lag", "requests", "integrations"} {
-		lat, err := httpLatencies(ctx, client, a.URL+"/api/analytics/"+name+q, reqs)
-		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		// Baseline: the raw events of the same window, grouped once.
-		base, err := timeNs(reqs, func() error {
-			rows, err := conn.Query(ctx, "SELECT kind, count(), quantiles(0.5, 0.95, 0.99)(duration_ms) FROM "+db+".events WHERE ts >= toDateTime(?) AND ts < toDateTime(?) GROUP BY kind",
-				from.Unix(), to.Unix())
-			if err != nil {
-				return err
-			}
-			for rows.Next() {
-			}
-			rows.Close()
-			return rows.Err()
-		})
-		if err != nil {
-			return err
-		}
-		p99 := percentileMs(lat, 0.99)
-		r.Add(Row{Section: "analytics", Name: fmt.Sprintf("GET /api/analytics/%s p99, %d days (baseline: raw-table p99)", name, days),
-			Value: p99, Unit: "ms", Baseline: percentileMs(base, 0.99), Target: "<= 50 ms", Pass: p99 <= 50})
-	}
-	return nil
-}
-
-func httpLatencies(ctx context.Context, c *http.Client, url string, n int) ([]float64, error) {
-	return timeNs(n, func() error {
-		req, _ := http.NewRequestWithContext(ctx, "GET", url, nil)
-		resp, err := c.Do(req)
-		if err != nil {
-			return err
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
-		}
-		return nil
-	})
 }
 
 // timeNs runs f once to warm up, then n times, and returns the durations

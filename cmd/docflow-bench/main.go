@@ -43,7 +43,8 @@ func sections() []section {
 		}},
 		{"search", "search API, similar documents and pairs at 100,000 documents", adapt(benchSearchAPI)},
 		{"passwords", "argon2id hash and verification cost of one local sign-in", benchPasswords},
-		{"analytics", "metrics into ClickHouse vs raw batched inserts, analytics API p99 over a seeded month, pipeline with recording on vs off", benchAnalytics},
+		{"analytics", "metrics into ClickHouse vs raw batched inserts, pipeline with recording on vs off", benchAnalytics},
+		{"analytics-api", "each analytics endpoint's p99 over 30 days of 10 M events (BENCH_ANALYTICS_EVENTS, BENCH_ANALYTICS_DB)", benchAnalyticsAPI},
 		{"fanout", "document events to 10 webhooks on a local receiver vs its raw request rate: burst, p99 at 2,000/s, one receiver dead", benchFanout},
 		{"imap", "IMAP sources from Dovecot: mails with a 100 KB PDF to pending vs the bare client, 100 idle sources' memory", benchIMAP},
 	}

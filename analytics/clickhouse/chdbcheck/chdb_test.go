@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 // answers no rows, so a report issues every query it has.
 type capture struct {
 	driver.Conn
+	mu      sync.Mutex // reports run their queries at once
 	queries []captured
 }
 
@@ -31,6 +33,8 @@ type captured struct {
 }
 
 func (c *capture) Query(_ context.Context, q string, args ...any) (driver.Rows, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.queries = append(c.queries, captured{q, args})
 	return noRows{}, nil
 }
@@ -132,17 +136,25 @@ func TestSQLOnCurrentEngine(t *testing.T) {
 	}
 	run("INSERT INTO " + db + ".events (" + analytics.ColumnList + ") VALUES " + strings.Join(rows, ", "))
 
+	// pct's view makes rows per grain (3) and measured duration (steps
+	// two, four other kinds one): 3 × 6.
+	if n := strings.TrimSpace(run("SELECT count() FROM (SELECT DISTINCT grain, metric FROM " + db + ".pct)")); n != "18" {
+		t.Errorf("pct holds %s grains and metrics, want 18", n)
+	}
+
 	c := &capture{}
 	q, err := clickhouse.NewQueries(c, db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	// By the minute, and by the hour over hours and their edges (the
-	// hourly rollups).
+	// By the minute, by the hour over hours and their edges (the hourly
+	// rollups), and by the day.
 	for _, aq := range []docflow.AnalyticsQuery{
 		{From: now.Add(-time.Hour), To: now.Add(time.Minute), Interval: time.Minute, StepType: "ocr", Channel: "upload"},
 		{From: now.Add(-5*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: time.Hour, StepType: "ocr", Channel: "upload"},
+		// Days, six hours, hours and raw edges of the percentile rollups.
+		{From: now.Add(-50*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: 24 * time.Hour},
 	} {
 		for _, f := range []func() error{
 			func() error { _, err := q.Overview(ctx, aq); return err },

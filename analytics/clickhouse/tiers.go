@@ -1,0 +1,206 @@
+package clickhouse
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"docflow"
+	"docflow/analytics"
+)
+
+// A report reads each part of its window from the coarsest rollup that
+// covers it whole and fits its buckets: days, six hours, hours, then
+// minutes (or raw rows) at the edges. Counts come from the *_1h and *_1m
+// tables of 0002/0003; percentiles over whole hours from pct (0004), whose
+// edges are read from the raw rows since the per-minute quantile states do
+// not merge with pct's.
+
+const (
+	hour     = int64(time.Hour / time.Second)
+	sixHours = 6 * hour
+	day      = 24 * hour
+)
+
+// pctGrains are pct's grains, coarsest first.
+var pctGrains = []int64{day, sixHours, hour}
+
+// piece is [lo, hi) of a window, read at grain seconds (60: minutes).
+type piece struct {
+	grain, lo, hi int64
+}
+
+// split cuts [lo, hi) into pieces of the coarsest of grains (largest
+// first) that fit whole, and minutes for the rest.
+func split(lo, hi int64, grains ...int64) []piece {
+	if hi <= lo {
+		return nil
+	}
+	if len(grains) == 0 {
+		return []piece{{60, lo, hi}}
+	}
+	g := grains[0]
+	a, b := (lo+g-1)/g*g, hi/g*g
+	if b <= a {
+		return split(lo, hi, grains[1:]...)
+	}
+	out := split(lo, a, grains[1:]...)
+	out = append(out, piece{g, a, b})
+	return append(out, split(b, hi, grains[1:]...)...)
+}
+
+// metric is one measured duration: where its per-minute quantile states
+// are, which raw rows hold it, and its dimensions (the pct tables' d1..d3).
+type metric struct {
+	name   string    // pct_* metric column
+	rollup string    // per-minute rollup, without _1m
+	state  string    // its quantile state column
+	kinds  string    // raw rows: condition on kind
+	value  string    // raw rows: the duration column
+	dims   [3]string // rollup and raw columns of d1..d3 ("" = none)
+}
+
+var (
+	stepDur     = metric{"step", "steps", "dur", "kind = 'step'", "duration_ms", [3]string{"step_type"}}
+	stepWait    = metric{"wait", "steps", "wait", "kind = 'step'", "queue_wait_ms", [3]string{"step_type"}}
+	documentDur = metric{"document", "documents", "dur", "kind = 'document'", "duration_ms", [3]string{}}
+	intakeDur   = metric{"intake", "intake", "dur", "kind = 'intake'", "duration_ms", [3]string{"channel", "type"}}
+	requestDur  = metric{"request", "requests", "dur", "kind = 'request'", "duration_ms", [3]string{"method", "route"}}
+	integDur    = metric{"integration", "integrations", "dur", "kind IN ('integration', 'delivery')", "duration_ms", [3]string{"kind", "type", "direction"}}
+)
+
+// dimCols selects m's dimensions from its rollup or raw rows as d1..d3.
+func (m metric) dimCols() string {
+	cols := make([]string, 3)
+	for i, c := range m.dims {
+		if c == "" {
+			c = "''"
+		}
+		cols[i] = c + " AS d" + strconv.Itoa(i+1)
+	}
+	return strings.Join(cols, ", ")
+}
+
+// bucketOf is the pct tables' log-scale bucket of a duration column, as
+// in migrations/0004_pct.sql (keep the two alike).
+func bucketOf(col string) string {
+	return "toUInt8(least(255, floor(8 * log2(greatest(0, " + col + ") + 1))))"
+}
+
+// bucketMs turns merged bucket numbers into milliseconds: each bucket's
+// geometric middle (of ms+1), within 4.5 % of every value in it.
+const bucketMs = "arrayMap(b -> pow(2, (b + 0.5) / 8) - 1, quantilesExactWeightedMerge(0.5, 0.95, 0.99)(h))"
+
+// pctSQL returns the query of m's [p50, p95, p99] over s: rows of d1, d2,
+// d3 and the percentiles, preceded by the bucket t when series; grouped by
+// the first keep dimensions (the others read ”). filter
+// ("" or a condition on d1..d3 with its args) applies to every part read.
+// Windows of whole hours read pct (at the grains that fit the buckets)
+// and the raw rows of the edges, one range each; others merge the
+// per-minute quantile states.
+func (s span) pctSQL(m metric, series bool, keep int, filter string, fargs []any) (string, []any) {
+	where := func(cond string) string {
+		if filter != "" {
+			cond += " AND " + filter
+		}
+		return cond
+	}
+	var arms []string
+	var args []any
+	merge := bucketMs
+	if !s.hourly || s.hi/hour*hour <= (s.lo+hour-1)/hour*hour {
+		arms = append(arms, "SELECT "+m.dimCols()+", minute, "+m.state+" AS h FROM "+s.db+"."+m.rollup+"_1m WHERE "+where(between(s.lo, s.hi)))
+		args = fargs
+		merge = "quantilesMerge(0.5, 0.95, 0.99)(h)"
+	} else {
+		// Series buckets take whole grains only; totals any.
+		var grains []int64
+		for _, g := range pctGrains {
+			if !series || s.interval%g == 0 {
+				grains = append(grains, g)
+			}
+		}
+		for _, p := range split(s.lo, s.hi, grains...) {
+			if p.grain >= hour {
+				arms = append(arms, "SELECT d1, d2, d3, minute, h FROM "+s.db+".pct WHERE "+
+					where("grain = "+strconv.FormatInt(p.grain, 10)+" AND metric = '"+m.name+"' AND "+between(p.lo, p.hi)))
+			} else {
+				arms = append(arms, "SELECT "+m.dimCols()+", toStartOfMinute(ts) AS minute, quantilesExactWeightedState(0.5, 0.95, 0.99)("+
+					bucketOf(m.value)+", toUInt64(1)) AS h FROM "+s.db+".events WHERE "+
+					where(m.kinds+" AND ts >= toDateTime("+strconv.FormatInt(p.lo, 10)+") AND ts < toDateTime("+strconv.FormatInt(p.hi, 10)+")")+
+					" GROUP BY d1, d2, d3, minute")
+			}
+			args = append(args, fargs...)
+		}
+	}
+	var sel, keys []string
+	if series {
+		sel, keys = []string{s.t}, []string{"t"}
+	}
+	for i := 1; i <= 3; i++ {
+		d := "d" + strconv.Itoa(i)
+		if i <= keep {
+			sel, keys = append(sel, d), append(keys, d)
+		} else {
+			sel = append(sel, "''")
+		}
+	}
+	if len(keys) == 0 {
+		// A constant key: no rows (rather than one of empty states) when
+		// nothing matched.
+		keys = []string{"d3"}
+	}
+	return "SELECT " + strings.Join(sel, ", ") + ", " + merge + " FROM (" + strings.Join(arms, " UNION ALL ") +
+		") GROUP BY " + strings.Join(keys, ", "), args
+}
+
+// pkey keys a percentile row: bucket start (0 in totals) and dimensions.
+type pkey struct {
+	t          int64
+	d1, d2, d3 string
+}
+
+// pcts maps pkeys to percentiles.
+type pcts map[pkey]docflow.Percentiles
+
+// at returns the percentiles of bucket t (zero: totals) and dims.
+func (p pcts) at(t time.Time, dims ...string) docflow.Percentiles {
+	k := pkey{}
+	if !t.IsZero() {
+		k.t = t.Unix()
+	}
+	for i, d := range dims {
+		switch i {
+		case 0:
+			k.d1 = d
+		case 1:
+			k.d2 = d
+		case 2:
+			k.d3 = d
+		}
+	}
+	return p[k]
+}
+
+// percentiles runs pctSQL and fills out (made by the caller, so that the
+// queries can run beside the counts').
+func (q Queries) percentiles(ctx context.Context, s span, m metric, series bool, keep int, filter string, fargs []any, out pcts) error {
+	sql, args := s.pctSQL(m, series, keep, filter, fargs)
+	return q.each(ctx, m.name+" percentiles", sql, args, func(r driver.Rows) error {
+		var k pkey
+		var t time.Time
+		var qs []float64
+		var err error
+		if series {
+			err = r.Scan(&t, &k.d1, &k.d2, &k.d3, &qs)
+			k.t = t.Unix()
+		} else {
+			err = r.Scan(&k.d1, &k.d2, &k.d3, &qs)
+		}
+		out[k] = analytics.ToPercentiles(qs)
+		return err
+	})
+}
