@@ -59,13 +59,16 @@ var countCols = map[string]string{
 // table for those and the per-minute table for the edges, their states
 // merged alike (both tables have the same columns). Only countCols are
 // there to read; percentiles come from percentiles (tiers.go).
-func (s span) src(rollup string) string {
+func (s span) src(rollup string) string { return s.srcCols(rollup, countCols[rollup]) }
+
+// srcCols is src reading only cols (a subset of countCols[rollup]): 18.16
+// reads every column an arm of UNION ALL selects, used or not.
+func (s span) srcCols(rollup, cols string) string {
 	minutes := s.db + "." + rollup + "_1m"
 	h1, h2 := (s.lo+hour-1)/hour*hour, s.hi/hour*hour
 	if !s.hourly || h2 <= h1 {
 		return minutes + " WHERE " + between(s.lo, s.hi)
 	}
-	cols := countCols[rollup]
 	edges := "(" + between(s.lo, h1) + ") OR (" + between(h2, s.hi) + ")"
 	return "(SELECT " + cols + " FROM " + s.db + "." + rollup + "_1h WHERE " + between(h1, h2) +
 		" UNION ALL SELECT " + cols + " FROM " + minutes + " WHERE " + edges + ") WHERE 1"
@@ -182,7 +185,8 @@ func (q Queries) Steps(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow
 	err := analytics.Parallel(func() error {
 		// One pass for the series, the totals and the error classes.
 		return q.each(ctx, "step counts", "SELECT "+s.t+", step_type, if(status = 'failed', error_class, '') AS class, toInt64(countMerge(n)), "+
-			"toInt64(countMergeIf(n, status = 'failed')), sumMerge(bytes_in), sumMerge(bytes_out) FROM "+s.src("steps")+filter+
+			"toInt64(countMergeIf(n, status = 'failed')), sumMerge(bytes_in), sumMerge(bytes_out) FROM "+
+			s.srcCols("steps", "step_type, minute, status, error_class, n, bytes_in, bytes_out")+filter+
 			" GROUP BY t, step_type, class ORDER BY t, step_type", args, func(r driver.Rows) error {
 			var p docflow.StepPoint
 			var class string

@@ -123,7 +123,16 @@ func (s span) pctSQL(m metric, series bool, keep int, filter string, fargs []any
 				grains = append(grains, g)
 			}
 		}
-		for _, p := range split(s.lo, s.hi, grains...) {
+		lo, hi := s.lo, s.hi
+		if s.interval >= sixHours {
+			// Coarse buckets: the edges' partial hours are read whole from
+			// pct rather than from the raw rows (most of the query's
+			// work otherwise). A percentile of an edge bucket then also
+			// covers up to 59 minutes beyond the window's end, inside the
+			// same bucket; counts stay exact.
+			lo, hi = lo/hour*hour, (hi+hour-1)/hour*hour
+		}
+		for _, p := range split(lo, hi, grains...) {
 			if p.grain >= hour {
 				arms = append(arms, "SELECT d1, d2, d3, minute, h FROM "+s.db+".pct WHERE "+
 					where("grain = "+strconv.FormatInt(p.grain, 10)+" AND metric = '"+m.name+"' AND "+between(p.lo, p.hi)))
