@@ -49,23 +49,8 @@ type Server struct {
 // DOCFLOW_SKIP_GOTIFY is set.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin := Binary()
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("DOCFLOW_SKIP_GOTIFY") != "" {
-			t.Skipf("Gotify %s not built (%s) and DOCFLOW_SKIP_GOTIFY is set", Version, bin)
-		}
-		t.Fatalf("Gotify %s is not built at %s: run `make deps` (scripts/testbin.sh) once, or set DOCFLOW_SKIP_GOTIFY=1 to skip the Gotify tests", Version, bin)
-	}
-	var lastErr error
-	for range 3 { // a free port may be taken between choosing and binding
-		s, err := start(t, bin)
-		if err == nil {
-			return s
-		}
-		lastErr = err
-	}
-	t.Fatalf("start Gotify: %v", lastErr)
-	return nil
+	bin := testbin.Require(t, "Gotify", "gotify", Version, "gotify", "DOCFLOW_SKIP_GOTIFY", "the Gotify tests")
+	return testbin.Start(t, "Gotify", func() (*Server, error) { return start(t, bin) })
 }
 
 // config is the server's config.yml: loopback only, a SQLite file in the

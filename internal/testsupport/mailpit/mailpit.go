@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"docflow/internal/testsupport/testbin"
 )
 
 // Version is the Mailpit release scripts/testbin.sh builds.
@@ -25,14 +27,7 @@ const Version = "v1.33.1"
 
 // Binary is where scripts/testbin.sh puts the mailpit binary
 // (DOCFLOW_TEST_BIN overrides the cache folder).
-func Binary() string {
-	dir := os.Getenv("DOCFLOW_TEST_BIN")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "docflow-test-bin")
-	}
-	return filepath.Join(dir, "mailpit-"+Version, "mailpit")
-}
+func Binary() string { return testbin.Path("mailpit", Version, "mailpit") }
 
 // Server is a running Mailpit.
 type Server struct {
@@ -47,40 +42,16 @@ type Server struct {
 // DOCFLOW_SKIP_MAILPIT is set.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	bin := Binary()
-	if _, err := os.Stat(bin); err != nil {
-		if os.Getenv("DOCFLOW_SKIP_MAILPIT") != "" {
-			t.Skipf("Mailpit %s not built (%s) and DOCFLOW_SKIP_MAILPIT is set", Version, bin)
-		}
-		t.Fatalf("Mailpit %s is not built at %s: run `make deps` (scripts/testbin.sh) once, or set DOCFLOW_SKIP_MAILPIT=1 to skip the mail tests", Version, bin)
-	}
-	var lastErr error
-	for range 3 { // a free port may be taken between choosing and binding
-		s, err := start(t, bin)
-		if err == nil {
-			return s
-		}
-		lastErr = err
-	}
-	t.Fatalf("start Mailpit: %v", lastErr)
-	return nil
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	bin := testbin.Require(t, "Mailpit", "mailpit", Version, "mailpit", "DOCFLOW_SKIP_MAILPIT", "the mail tests")
+	return testbin.Start(t, "Mailpit", func() (*Server, error) { return start(t, bin) })
 }
 
 func start(t testing.TB, bin string) (*Server, error) {
-	smtpPort, err := freePort()
+	smtpPort, err := testbin.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	webPort, err := freePort()
+	webPort, err := testbin.FreePort()
 	if err != nil {
 		return nil, err
 	}

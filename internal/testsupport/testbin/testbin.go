@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"testing"
 )
 
 // Path is where scripts/testbin.sh puts server name's binary bin of
@@ -29,4 +30,38 @@ func FreePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Require returns the path of server name's binary bin of version, as
+// Path does. When it is missing it fails the test (run make deps), or
+// skips it when the environment variable skipEnv is set; title names the
+// server in the message, what the tests that need it.
+func Require(t testing.TB, title, name, version, bin, skipEnv, what string) string {
+	t.Helper()
+	p := Path(name, version, bin)
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv(skipEnv) != "" {
+			t.Skipf("%s %s not built (%s) and %s is set", title, version, p, skipEnv)
+		}
+		t.Fatalf("%s %s is not built at %s: run `make deps` (scripts/testbin.sh) once, or set %s=1 to skip %s",
+			title, version, p, skipEnv, what)
+	}
+	return p
+}
+
+// Start calls start up to three times, since a free port may be taken
+// between choosing and binding, and fails the test if none succeeds.
+func Start[S any](t testing.TB, title string, start func() (S, error)) S {
+	t.Helper()
+	var lastErr error
+	for range 3 {
+		s, err := start()
+		if err == nil {
+			return s
+		}
+		lastErr = err
+	}
+	t.Fatalf("start %s: %v", title, lastErr)
+	var zero S
+	return zero
 }
