@@ -333,13 +333,7 @@ func (m *App) startSources() error {
 		return err
 	}
 	m.Sources = pid
-	m.onClose(func(ctx context.Context) error {
-		select {
-		case <-m.Actors.Poison(pid).Done():
-		case <-ctx.Done():
-		}
-		return nil
-	})
+	m.stopOnClose(pid)
 	return nil
 }
 

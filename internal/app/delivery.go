@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/anthdm/hollywood/actor"
+
 	"docflow"
 	"docflow/actors/alerts"
 	"docflow/actors/delivery"
@@ -59,6 +61,13 @@ func (m *App) startAlerts() error {
 		return err
 	}
 	m.Alerts = pid
+	m.stopOnClose(pid)
+	return nil
+}
+
+// stopOnClose poisons the long-lived actor pid when the app closes and
+// waits for it to stop, or for the close's deadline.
+func (m *App) stopOnClose(pid *actor.PID) {
 	m.onClose(func(ctx context.Context) error {
 		select {
 		case <-m.Actors.Poison(pid).Done():
@@ -66,5 +75,4 @@ func (m *App) startAlerts() error {
 		}
 		return nil
 	})
-	return nil
 }
