@@ -237,8 +237,8 @@ func (w *writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error 
 }
 
 // landed reports whether the insert with query id token finished having
-// written n rows; it is an error while that insert still runs. The query log is flushed first: it is written in the
-// background. A server that refuses either statement (no SYSTEM FLUSH
+// written n rows; it is an error while that insert still runs. The query
+// log is flushed first: it is written in the background. A server that refuses either statement (no SYSTEM FLUSH
 // LOGS right, no query log) answers "not landed", and the batch is
 // written again as before.
 func (w *writer) landed(ctx context.Context, token string, n int) (bool, error) {
