@@ -241,6 +241,18 @@ func (t intakeCPU) sub(before intakeCPU) intakeCPU {
 	return out
 }
 
+// add sums two measurements.
+func (t intakeCPU) add(o intakeCPU) intakeCPU {
+	out := intakeCPU{proc: t.proc + o.proc, pg: map[int]time.Duration{}}
+	for pid, d := range t.pg {
+		out.pg[pid] += d
+	}
+	for pid, d := range o.pg {
+		out.pg[pid] += d
+	}
+	return out
+}
+
 func (t intakeCPU) per(n int) intakeCPUPer {
 	var pg time.Duration
 	for _, d := range t.pg {
@@ -554,6 +566,12 @@ func getLoad(ctx context.Context, url string, clients, total int, warmed func())
 
 // getLoadAs is getLoad with the bearer token token ("" for none).
 func getLoadAs(ctx context.Context, url, token string, clients, total int, warmed func()) (time.Duration, error) {
+	lat, err := getLatencies(ctx, url, token, clients, total, warmed)
+	return percentile(lat, 0.99), err
+}
+
+// getLatencies is getLoadAs returning every request's latency.
+func getLatencies(ctx context.Context, url, token string, clients, total int, warmed func()) ([]time.Duration, error) {
 	client := &fasthttp.Client{MaxConnsPerHost: clients * 2, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
 	defer client.CloseIdleConnections()
 	get := func(req *fasthttp.Request, resp *fasthttp.Response) error {
@@ -618,7 +636,7 @@ func getLoadAs(ctx context.Context, url, token string, clients, total int, warme
 		}()
 	}
 	wg.Wait()
-	return percentile(lat, 0.99), firstErr
+	return lat, firstErr
 }
 
 // bulkTTFB stores n files of 20 KB and measures the first byte of their ZIP.
