@@ -144,7 +144,7 @@ func TestContract(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return analyticstest.Subject{Recorder: rec, Queries: q, Proxy: proxy}
+		return analyticstest.Subject{Recorder: rec, Queries: q, Proxy: proxy, IdempotentRetry: true}
 	})
 }
 

@@ -13,9 +13,16 @@ import (
 // backlog of old rows never holds one long transaction.
 const deleteBatch = 10_000
 
+// batchTokenAge is how long a written batch's token is kept: far longer
+// than a batch is retried for.
+const batchTokenAge = 24 * time.Hour
+
 // DeleteBefore deletes metrics older than cutoff, in batches, and returns
-// how many it deleted.
+// how many it deleted; and the tokens of batches written over a day ago.
 func DeleteBefore(ctx context.Context, pool *pgxpool.Pool, cutoff time.Time) (int64, error) {
+	if _, err := pool.Exec(ctx, `DELETE FROM metric_batches WHERE written_at < now() - $1::interval`, batchTokenAge.String()); err != nil {
+		return 0, fmt.Errorf("delete old metric batch tokens: %w", err)
+	}
 	var total int64
 	for {
 		tag, err := pool.Exec(ctx, `DELETE FROM metrics WHERE ctid IN (SELECT ctid FROM metrics WHERE ts < $1 LIMIT $2)`, cutoff, deleteBatch)
