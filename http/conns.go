@@ -22,6 +22,10 @@ import (
 //     within it; an upload's streamed body only has to keep arriving, each
 //     read that brings data moves the deadline on (progressBody), so a
 //     large file on a slow line is not cut off by its total time.
+//   - HTTP_WRITE_TIMEOUT bounds the writing of a response: a client that
+//     stops reading is dropped. A streamed body (a download, a ZIP) only
+//     has to keep being taken: each write of it moves the deadline on
+//     (writeProgress), so a large file on a slow line is not cut off.
 //   - HTTP_IDLE_TIMEOUT closes a kept-alive connection with no next request.
 //   - HTTP_MAX_CONNS_PER_IP caps the connections open at once from one
 //     client address (an IPv6 /64 counts as one); the next is answered 429
@@ -32,9 +36,9 @@ import (
 
 // connSettings are the slow-client settings in effect.
 type connSettings struct {
-	header, body, idle time.Duration
-	perIP              int
-	trusted            []string // TRUSTED_PROXIES (restart required)
+	header, body, write, idle time.Duration
+	perIP                     int
+	trusted                   []string // TRUSTED_PROXIES (restart required)
 }
 
 func (s *Server) connSettings() connSettings {
@@ -49,6 +53,7 @@ func (s *Server) connSettings() connSettings {
 	return connSettings{
 		header:  secs("HTTP_READ_HEADER_TIMEOUT", 20),
 		body:    secs("HTTP_BODY_TIMEOUT", 60),
+		write:   secs("HTTP_WRITE_TIMEOUT", 60),
 		idle:    secs("HTTP_IDLE_TIMEOUT", 60),
 		perIP:   max(perIP, 0),
 		trusted: docflow.SettingList(s.cfg.Settings, "TRUSTED_PROXIES"),
@@ -59,6 +64,7 @@ func (s *Server) connSettings() connSettings {
 func (s *Server) applyConnSettings(srv *fasthttp.Server) {
 	cs := s.conns
 	srv.ReadTimeout = cs.header
+	srv.WriteTimeout = cs.write
 	srv.IdleTimeout = cs.idle
 	srv.HeaderReceived = func(*fasthttp.RequestHeader) fasthttp.RequestConfig {
 		// Headers are in: the body's own deadline replaces theirs.
@@ -95,6 +101,64 @@ func (p *progressReader) Read(b []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// writeProgress moves a connection's write deadline on as a streamed
+// response body makes progress: fasthttp sets HTTP_WRITE_TIMEOUT once
+// before the response, and a body read (or written, for a stream writer)
+// only after the previous part went out, so each part gets the whole
+// timeout again. conn is the request's connection, taken in the handler:
+// a stream writer runs after it returned.
+type writeProgress struct {
+	conn    net.Conn
+	timeout time.Duration
+	moved   time.Time
+}
+
+func (s *Server) writeProgress(c *fasthttp.RequestCtx) *writeProgress {
+	return &writeProgress{conn: c.Conn(), timeout: s.conns.write}
+}
+
+// move gives the connection another timeout, a few times per timeout at
+// most (each move costs a timer update).
+func (w *writeProgress) move() {
+	if w.timeout <= 0 || w.conn == nil {
+		return
+	}
+	if now := time.Now(); now.Sub(w.moved) >= w.timeout/8 {
+		w.moved = now
+		w.conn.SetWriteDeadline(now.Add(w.timeout)) //nolint:errcheck // a closed connection fails the write itself
+	}
+}
+
+// reader is r moving the deadline on each read.
+func (w *writeProgress) reader(r io.ReadCloser) io.ReadCloser {
+	return progressStream{ReadCloser: r, w: w}
+}
+
+type progressStream struct {
+	io.ReadCloser
+	w *writeProgress
+}
+
+func (p progressStream) Read(b []byte) (int, error) {
+	p.w.move()
+	return p.ReadCloser.Read(b)
+}
+
+// writer is dst moving the deadline before each write.
+func (w *writeProgress) writer(dst io.Writer) io.Writer {
+	return progressWriter{dst: dst, w: w}
+}
+
+type progressWriter struct {
+	dst io.Writer
+	w   *writeProgress
+}
+
+func (p progressWriter) Write(b []byte) (int, error) {
+	p.w.move()
+	return p.dst.Write(b)
 }
 
 // connLimitListener caps the connections open at once per client address.

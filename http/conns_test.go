@@ -2,11 +2,13 @@ package http
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -197,5 +199,86 @@ func TestUploadBodyDeadlineIsByProgress(t *testing.T) {
 	}
 	if n := fe.count(`SELECT count(*) FROM files WHERE original_filename='stalled.pdf'`); n != 0 {
 		t.Fatalf("stalled upload recorded %d times", n)
+	}
+}
+
+// TestDownloadWriteDeadlineIsByProgress: a download taken slowly is sent
+// whole however long it takes in total; a client that stops reading is
+// dropped after HTTP_WRITE_TIMEOUT, and the server serves others meanwhile.
+func TestDownloadWriteDeadlineIsByProgress(t *testing.T) {
+	fe := newFilesEnv(t, map[string]string{"HTTP_WRITE_TIMEOUT": "1"})
+	// Larger than the socket buffers of both ends can hold (4 MB to send
+	// here, the reader's window kept small), so a reader that stops
+	// blocks the server's writes.
+	content := append(pdf("big"), strings.Repeat("x", 12<<20)...)
+	id := fe.mustUpload("big.pdf", content)
+	path := fmt.Sprintf("/api/files/%d/download", id)
+	open := func() (net.Conn, *bufio.Reader) {
+		// The receive buffer is set before connecting, so the window
+		// offered never grows past it.
+		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP("127.0.0.7")}, Timeout: 5 * time.Second,
+			Control: func(_, _ string, rc syscall.RawConn) error {
+				var serr error
+				err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10) })
+				return errors.Join(err, serr)
+			}}
+		c, err := d.Dial("tcp", strings.TrimPrefix(fe.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: docflow\r\n\r\n", path)
+		return c, bufio.NewReaderSize(c, 16<<10)
+	}
+
+	// Taken 512 KB every 100 ms: about 2.5 s in all, never 1 s without a
+	// write.
+	start := time.Now()
+	c, r := open()
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	line, err := r.ReadString('\n')
+	if err != nil || !strings.Contains(line, " 200 ") {
+		t.Fatalf("download: %q %v", line, err)
+	}
+	for {
+		h, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h == "\r\n" {
+			break
+		}
+	}
+	got := 0
+	buf := make([]byte, 512<<10)
+	for got < len(content) {
+		n, err := io.ReadFull(r, buf[:min(len(buf), len(content)-got)])
+		got += n
+		if err != nil {
+			t.Fatalf("slow download cut off after %d of %d bytes and %v: %v", got, len(content), time.Since(start), err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if d := time.Since(start); d < 2*time.Second {
+		t.Logf("the slow download took only %v", d)
+	}
+
+	// Read the status line, then nothing: the server gives up.
+	c, r = open()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := r.ReadString('\n'); err != nil || !strings.Contains(line, " 200 ") {
+		t.Fatalf("download: %q %v", line, err)
+	}
+	time.Sleep(3 * time.Second)
+	if s := get(t, dialFrom(t, fe.testEnv, "127.0.0.8"), "/api/diagnostic/healthz/live"); !strings.Contains(s, " 200 ") {
+		t.Fatalf("another client meanwhile: %q", s)
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	n, err := io.Copy(io.Discard, r)
+	if err == nil && n >= int64(len(content)) {
+		t.Fatalf("a client that stopped reading still got the whole %d bytes", n)
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the server kept the stalled download open (%d bytes read): %v", n, err)
 	}
 }

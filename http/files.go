@@ -430,7 +430,7 @@ func (h *filesHandlers) content(inline bool) Handler {
 		c.Response.Header.SetContentType(mimeType)
 		c.SetStatusCode(fasthttp.StatusOK)
 		// fasthttp closes rc once the body is sent.
-		c.SetBodyStream(rc, int(size))
+		c.SetBodyStream(h.s.writeProgress(c).reader(rc), int(size))
 		return nil
 	}
 }
@@ -755,13 +755,13 @@ func (h *filesHandlers) bulkDownload(c *fasthttp.RequestCtx) error {
 	c.Response.Header.SetContentType("application/zip")
 	c.Response.Header.Set("Content-Disposition", ContentDisposition("attachment", name))
 	c.SetStatusCode(fasthttp.StatusOK)
-	blobs, log := h.d.Blobs, h.s.log
+	blobs, log, progress := h.d.Blobs, h.s.log, h.s.writeProgress(c)
 	// NOTE: the writer runs after the handler returned, when the request
 	// context is already cancelled: it gets its own deadline.
 	c.SetBodyStreamWriter(func(w *bufio.Writer) {
 		ctx, cancel := context.WithTimeout(context.Background(), bulkDownloadTimeout)
 		defer cancel()
-		zw := zip.NewWriter(w)
+		zw := zip.NewWriter(progress.writer(w))
 		for _, e := range entries {
 			rc, _, err := blobs.Open(ctx, e.key)
 			if err != nil {
