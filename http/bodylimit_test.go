@@ -82,7 +82,7 @@ func TestOversizedJSONBodyIs413WhateverTheClientDoes(t *testing.T) {
 
 	// Every JSON endpoint, the client sending all before reading.
 	for _, path := range []string{"/api/api-tokens/", "/api/files/bulk-delete", "/api/process-url", "/api/routing-rules/evaluate", "/login"} {
-		head := "POST " + path + " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+		head := "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
 		resp, out, err := sendRaw(t, fe.URL, head, body, false)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
@@ -91,7 +91,7 @@ func TestOversizedJSONBodyIs413WhateverTheClientDoes(t *testing.T) {
 	}
 
 	// Chunked, so the size is only known while reading.
-	head := "POST /api/api-tokens/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+	head := "POST /api/api-tokens/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
 	resp, out, err := sendRaw(t, fe.URL, head, body, true)
 	fe.expect413(resp, out, err, limit)
 
@@ -107,7 +107,7 @@ func TestOversizedJSONBodyIs413WhateverTheClientDoes(t *testing.T) {
 	}
 	defer conn0.Close()
 	conn0.SetDeadline(time.Now().Add(60 * time.Second))
-	head = "POST /api/api-tokens/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+	head = "POST /api/api-tokens/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
 	if _, err := conn0.Write([]byte(head)); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestOversizedJSONBodyIs413WhateverTheClientDoes(t *testing.T) {
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(60 * time.Second))
-	head = "POST /api/api-tokens/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
+	head = "POST /api/api-tokens/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n"
 	if _, err := conn.Write(append([]byte(head), body[:100<<10]...)); err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestOversizedJSONBodyIs413WhateverTheClientDoes(t *testing.T) {
 	}
 	defer conn2.Close()
 	conn2.SetDeadline(time.Now().Add(60 * time.Second))
-	head = "POST /api/api-tokens/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000000000\r\n\r\n"
+	head = "POST /api/api-tokens/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 5000000000\r\n\r\n"
 	if _, err := conn2.Write(append([]byte(head), bytes.Repeat([]byte("a"), 8<<10)...)); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func closedWithin(c net.Conn, d time.Duration) (bool, string) {
 func get(t *testing.T, c net.Conn, path string) string {
 	t.Helper()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: docflow\r\n\r\n", path)
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path)
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
@@ -68,7 +68,7 @@ func TestSlowClientsAreClosedAndOthersServed(t *testing.T) {
 	wg.Add(1)
 	go func() { // one byte to each connection every 100 ms, never the end of the headers
 		defer wg.Done()
-		req := "GET /api/diagnostic/healthz/live HTTP/1.1\r\nHost: docflow\r\nX-Slow: " + strings.Repeat("a", 1000)
+		req := "GET /api/diagnostic/healthz/live HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + strings.Repeat("a", 1000)
 		for i := 0; ; i++ {
 			for _, c := range conns {
 				c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
@@ -117,7 +117,7 @@ func TestSlowClientsAreClosedAndOthersServed(t *testing.T) {
 	}
 	// A JSON body that stalls is dropped by the body timeout.
 	c := dialFrom(t, e, "127.0.0.3")
-	fmt.Fprintf(c, "POST /api/api-tokens/ HTTP/1.1\r\nHost: docflow\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":")
+	fmt.Fprintf(c, "POST /api/api-tokens/ HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"name\":")
 	if ok, _ := closedWithin(c, 5*time.Second); !ok {
 		t.Fatal("a stalled body was not dropped")
 	}
@@ -149,7 +149,7 @@ func TestConnectionCapPerAddress(t *testing.T) {
 	for {
 		c := dialFrom(t, e, "127.0.0.4")
 		c.SetDeadline(time.Now().Add(2 * time.Second))
-		fmt.Fprintf(c, "GET /api/diagnostic/healthz/live HTTP/1.1\r\nHost: docflow\r\n\r\n")
+		fmt.Fprintf(c, "GET /api/diagnostic/healthz/live HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 		line, _ := bufio.NewReader(c).ReadString('\n')
 		c.Close()
 		if strings.Contains(line, " 200 ") {
@@ -172,7 +172,7 @@ func TestUploadBodyDeadlineIsByProgress(t *testing.T) {
 		// within the timeout from the headers' end.
 		ctype, body := multipartBody("file", tag+".pdf", append(pdf(tag), strings.Repeat("x", 120_000)...))
 		c := dialFrom(t, fe.testEnv, "127.0.0.6")
-		fmt.Fprintf(c, "POST /api/upload HTTP/1.1\r\nHost: docflow\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", ctype, len(body))
+		fmt.Fprintf(c, "POST /api/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n", ctype, len(body))
 		const chunks = 12
 		step := (len(body) + chunks - 1) / chunks
 		for i := 0; i*step < len(body); i++ {
@@ -227,7 +227,7 @@ func TestDownloadWriteDeadlineIsByProgress(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close() })
-		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: docflow\r\n\r\n", path)
+		fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", path)
 		return c, bufio.NewReaderSize(c, 16<<10)
 	}
 

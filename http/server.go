@@ -173,7 +173,7 @@ func (s *Server) root(c *fasthttp.RequestCtx) {
 		c.Request.URI().SetPathBytes(p[:len(p)-1])
 	}
 	s.setSecurityHeaders(c)
-	if s.preflight(c) {
+	if s.hostRefused(c) || s.preflight(c) {
 		return
 	}
 	s.router.Handler(c)
