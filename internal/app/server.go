@@ -1,0 +1,118 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net"
+
+	"docflow"
+	"docflow/actors/pipeline"
+	"docflow/analytics"
+	"docflow/analytics/prom"
+	dfhttp "docflow/http"
+	"docflow/storage/postgres"
+	"docflow/streams"
+)
+
+// startHTTP builds the API and starts listening.
+func (m *App) startHTTP(ctx context.Context, secret string) error {
+	addr := m.Settings.Get("LISTEN_ADDR")
+	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
+		m.Log.Warn().Str("listen", addr).Msg("AUTH_ENABLED is false and the server listens on a non-loopback address: anyone who reaches it has full access")
+	}
+	m.startAccounts()
+	tokens := postgres.NewTokenService(m.DB)
+	// Tokens made without authentication by earlier versions had no owner;
+	// they are the admin account's, like those made now.
+	admin := docflow.AdminUserID(m.Settings)
+	if n, err := tokens.AdoptOwnerlessTokens(ctx, admin); err != nil {
+		return err
+	} else if n > 0 {
+		m.Log.Info().Int64("tokens", n).Str("owner", admin).Msg("API tokens without an owner now belong to the admin account")
+	}
+	sessions := postgres.NewSessionService(m.DB)
+	sso := postgres.NewSSOStore(m.DB)
+	srv := dfhttp.NewServer(dfhttp.Config{
+		Log:           m.Log.With().Str("component", "http").Logger(),
+		Settings:      m.Settings,
+		Tokens:        tokens,
+		Sessions:      sessions,
+		Recorder:      m.Recorder,
+		Version:       m.cfg.Version,
+		SessionSecret: secret,
+		// A changed local password (or a deactivated account) ends its sessions.
+		LocalPasswordStamp: sessions.LocalPasswordStamp,
+		Audit:              postgres.NewAuditLog(m.DB),
+		LocalLogin:         m.localLogin,
+		// ADMIN_USERNAME, an SSO administrator or an active local admin.
+		IsAdmin: anyAdmin(m.isAdmin(sso), m.admins.isAdmin),
+		Now:     m.cfg.Now,
+	})
+	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
+	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
+	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "search", Check: m.Index.Ping})
+	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "analytics", Check: m.Recorder.Ping})
+	m.mountResources(srv)
+	m.mountSSO(srv, sso)
+	m.HTTP = srv
+	ln := m.cfg.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return fmt.Errorf("listen on %s: %w (is another docflow running? set LISTEN_ADDR)", addr, err)
+		}
+	}
+	m.listener = ln
+	m.serveErr = make(chan error, 1)
+	go func() { m.serveErr <- srv.Serve(ln) }()
+	m.onClose(func(ctx context.Context) error { return srv.Shutdown(ctx) })
+	m.Log.Info().Str("url", srv.BaseURL()).Str("listen", ln.Addr().String()).Msg("docflow is ready")
+	return nil
+}
+
+// mountResources mounts the resource routes on srv.
+func (m *App) mountResources(srv *dfhttp.Server) {
+	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
+	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake})
+	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
+	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareService(m.DB),
+		Comments: postgres.NewCommentService(m.DB), Annotations: postgres.NewAnnotationService(m.DB)})
+	pipelines := postgres.NewPipelineService(m.DB)
+	srv.MountPipelines(dfhttp.PipelinesDeps{Pipelines: pipelines})
+	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
+	inspector := pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)
+	srv.MountQueue(dfhttp.QueueDeps{Queue: inspector})
+	m.Prom.MustRegister(prom.LagCollector(inspector.Lags))
+	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
+	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
+	srv.MountNotifications(dfhttp.NotificationsDeps{Notifier: m.Notifier})
+	srv.MountMobile(dfhttp.MobileDeps{Devices: m.Devices})
+	srv.MountAutomation(dfhttp.AutomationDeps{Hooks: postgres.NewAutomationHookStore(m.DB, m.cipher)})
+	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
+	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
+	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.admins}, Mailer: m.Notifier.Mailer})
+	srv.MountAnalytics(dfhttp.AnalyticsDeps{Reports: m.Reports, RecorderStats: m.RecorderStats})
+	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
+	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
+	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
+}
+
+// startPrometheus puts the Prometheus series beside the analytics store:
+// every metric recorded also updates them (even with ANALYTICS_ENABLED
+// off), and the recorder's buffer is exported so that an outage of the
+// store shows on /metrics.
+func (m *App) startPrometheus() {
+	m.Prom = prom.New()
+	if stats := m.RecorderStats; stats != nil {
+		m.Prom.MustRegister(
+			prom.CounterFunc("analytics_dropped_total", "Metrics the analytics buffer dropped (full buffer, or unwritten at close).",
+				func() float64 { return float64(stats().Dropped) }),
+			prom.CounterFunc("analytics_write_errors_total", "Failed writes of metric batches to the analytics store.",
+				func() float64 { return float64(stats().WriteErrors) }),
+			prom.GaugeFunc("analytics_buffered", "Metrics waiting in the analytics buffer.",
+				func() float64 { return float64(stats().Buffered) }))
+	}
+	// The store's Close stays registered by startRecorder; Multi only fans
+	// out.
+	m.Recorder = analytics.Multi{m.Recorder, m.Prom}
+}
