@@ -71,9 +71,8 @@ var countGrains = []int64{day, sixHours, hour}
 // srcCols is src reading only cols (a subset of countCols[rollup]): 18.16
 // reads every column an arm of UNION ALL selects, used or not.
 func (s span) srcCols(rollup, cols string) string {
-	minutes := s.db + "." + rollup + "_1m"
 	if !s.hourly {
-		return minutes + " WHERE " + between(s.lo, s.hi)
+		return s.db + "." + rollup + "_1m WHERE " + between(s.lo, s.hi)
 	}
 	var grains []int64
 	for _, g := range countGrains {
@@ -81,6 +80,18 @@ func (s span) srcCols(rollup, cols string) string {
 			grains = append(grains, g)
 		}
 	}
+	return s.tiers(rollup, cols, grains)
+}
+
+// srcTotals is src for a query that does not group by bucket: every grain
+// fits it, whatever the buckets.
+func (s span) srcTotals(rollup string) string {
+	return s.tiers(rollup, countCols[rollup], countGrains)
+}
+
+// tiers is what srcCols reads of rollup over the window at grains.
+func (s span) tiers(rollup, cols string, grains []int64) string {
+	minutes := s.db + "." + rollup + "_1m"
 	// The pieces of each grain, OR-ed into one arm per table.
 	ranges := map[int64][]string{}
 	var order []int64
@@ -93,18 +104,23 @@ func (s span) srcCols(rollup, cols string) string {
 	if len(order) == 1 && order[0] == 60 {
 		return minutes + " WHERE " + between(s.lo, s.hi)
 	}
-	var arms []string
+	// One arm per table, its ranges OR-ed (each arm costs 18.16 a few
+	// milliseconds of its own), as "table WHERE (…)": open for the
+	// caller's AND.
+	var arms, coarse []string
 	for _, g := range order {
-		// table WHERE (ranges): open for the caller's AND.
-		from := minutes + " WHERE ("
+		in := strings.Join(ranges[g], " OR ")
 		switch g {
 		case 60:
+			arms = append(arms, minutes+" WHERE ("+in+")")
 		case hour:
-			from = s.db + "." + rollup + "_1h WHERE ("
+			arms = append(arms, s.db+"."+rollup+"_1h WHERE ("+in+")")
 		default:
-			from = s.db + "." + rollup + "_coarse WHERE grain = " + strconv.FormatInt(g, 10) + " AND ("
+			coarse = append(coarse, "(grain = "+strconv.FormatInt(g, 10)+" AND ("+in+"))")
 		}
-		arms = append(arms, from+strings.Join(ranges[g], " OR ")+")")
+	}
+	if len(coarse) > 0 {
+		arms = append(arms, s.db+"."+rollup+"_coarse WHERE ("+strings.Join(coarse, " OR ")+")")
 	}
 	if len(arms) == 1 {
 		return arms[0] // one table: no subquery
@@ -180,7 +196,7 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 		return err
 	}, func() error {
 		return q.each(ctx, "processes", "SELECT process, worker, maxMerge(at), argMaxMerge(cpu), argMaxMerge(rss), argMaxMerge(goroutines), argMaxMerge(dropped) FROM "+
-			s.src("process")+" GROUP BY process, worker ORDER BY process, worker", nil, func(r driver.Rows) error {
+			s.srcTotals("process")+" GROUP BY process, worker ORDER BY process, worker", nil, func(r driver.Rows) error {
 			var p docflow.ProcessSample
 			err := r.Scan(&p.Process, &p.Role, &p.LastSeen, &p.CPU, &p.RSS, &p.Goroutines, &p.Dropped)
 			p.LastSeen = p.LastSeen.UTC()
