@@ -15,10 +15,10 @@ import (
 
 // A report reads each part of its window from the coarsest rollup that
 // covers it whole and fits its buckets: days, six hours, hours, then
-// minutes (or raw rows) at the edges. Counts come from the *_1h and *_1m
-// tables of 0002/0003; percentiles over whole hours from pct (0004), whose
-// edges are read from the raw rows since the per-minute quantile states do
-// not merge with pct's.
+// minutes (or raw rows) at the edges. Counts come from the *_coarse (0005),
+// *_1h (0003) and *_1m (0002) tables; percentiles over whole hours from
+// pct (0004), whose edges are read from the raw rows since the per-minute
+// quantile states do not merge with pct's.
 
 const (
 	hour     = int64(time.Hour / time.Second)
