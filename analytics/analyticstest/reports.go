@@ -40,19 +40,26 @@ func RunReports(t *testing.T, newSubject NewSubject) {
 }
 
 // checkHourBuckets: buckets of whole hours (which a store may answer from
-// coarser rollups) give the same totals as finer ones, over a window of
-// whole hours and over one with partial hours at both ends: the same
-// counts, and percentiles within the documented accuracy of the hourly
-// rollups (see sameTotals).
+// coarser rollups: hours, six hours, days) give the same totals as finer
+// ones, over windows of whole hours and over one with partial hours at
+// both ends: the same counts, and percentiles within the documented
+// accuracy of the hourly rollups (see sameTotals).
 func checkHourBuckets(t *testing.T, r docflow.Analytics, q docflow.AnalyticsQuery) {
-	for _, w := range []struct{ from, to time.Time }{
-		{q.From.Add(-time.Hour), q.To.Add(time.Hour)},
-		{q.From.Add(-30 * time.Minute), q.To.Add(-20 * time.Minute)},
+	for _, w := range []struct {
+		from, to time.Time
+		interval time.Duration
+	}{
+		{q.From.Add(-time.Hour), q.To.Add(time.Hour), time.Hour},
+		{q.From.Add(-30 * time.Minute), q.To.Add(-20 * time.Minute), time.Hour},
+		// A day and more: six-hour and day buckets (partial ones at the
+		// ends), the data in one of them.
+		{q.From.Add(-24 * time.Hour), q.To.Add(2 * time.Hour), 6 * time.Hour},
+		{q.From.Add(-24 * time.Hour), q.To.Add(2 * time.Hour), 24 * time.Hour},
 	} {
 		fine := q
 		fine.From, fine.To = w.from, w.to
 		coarse := fine
-		coarse.Interval = time.Hour
+		coarse.Interval = w.interval
 		a, err := r.Steps(ctxT(t), fine)
 		if err != nil {
 			t.Fatal(err)

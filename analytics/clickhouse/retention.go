@@ -15,10 +15,10 @@ import (
 )
 
 // DataTables maps each table holding metric rows, raw and rolled up, to its
-// time column. All are partitioned by toYYYYMMDD of that column but pct,
-// by toYYYYMM (small: a day's partition would be a few hundred rows, and
-// every query would read a granule of each), which keeps up to a month
-// more on servers without TTL.
+// time column. All are partitioned by toYYYYMMDD of that column but pct
+// and the *_coarse tables, by toYYYYMM (small: a day's partition would be
+// a few hundred rows, and every query would read a granule of each), which
+// keeps up to a month more on servers without TTL.
 var DataTables = map[string]string{
 	"events":          "ts",
 	"steps_1m":        "minute",
@@ -36,6 +36,14 @@ var DataTables = map[string]string{
 	"lag_1h":          "minute",
 	"process_1h":      "minute",
 	"pct":             "minute",
+	// 0005: six-hour and day counts.
+	"steps_coarse":        "minute",
+	"documents_coarse":    "minute",
+	"intake_coarse":       "minute",
+	"requests_coarse":     "minute",
+	"integrations_coarse": "minute",
+	"lag_coarse":          "minute",
+	"process_coarse":      "minute",
 }
 
 // DropPartitionsBefore drops, from every data table, the day partitions
@@ -65,7 +73,7 @@ WHERE database = ? AND active`, database)
 		}
 		day, err := strconv.Atoi(strings.Trim(p.partition, "'"))
 		if day < 1_000_000 {
-			// A month (YYYYMM: pct): dropped once wholly before the cutoff.
+			// A month (YYYYMM: pct, *_coarse): dropped once wholly before the cutoff.
 			day = day*100 + 31
 		}
 		if err != nil || day >= limit {

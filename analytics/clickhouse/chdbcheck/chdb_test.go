@@ -142,6 +142,11 @@ func TestSQLOnCurrentEngine(t *testing.T) {
 		t.Errorf("pct holds %s grains and metrics, want 18", n)
 	}
 
+	// The six-hour and day counts (0005), one row of each per key here.
+	if n := strings.TrimSpace(run("SELECT count() FROM (SELECT DISTINCT grain FROM " + db + ".steps_coarse)")); n != "2" {
+		t.Errorf("steps_coarse holds %s grains, want 2", n)
+	}
+
 	c := &capture{}
 	q, err := clickhouse.NewQueries(c, db)
 	if err != nil {
@@ -155,6 +160,10 @@ func TestSQLOnCurrentEngine(t *testing.T) {
 		{From: now.Add(-5*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: time.Hour, StepType: "ocr", Channel: "upload"},
 		// Days, six hours, hours and raw edges of the percentile rollups.
 		{From: now.Add(-50*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: 24 * time.Hour},
+		// Six hours (the *_coarse rollups), and two hours (a series whose
+		// totals merge its percentiles, with raw edges).
+		{From: now.Add(-50*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: 6 * time.Hour},
+		{From: now.Add(-50*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: 2 * time.Hour},
 	} {
 		for _, f := range []func() error{
 			func() error { _, err := q.Overview(ctx, aq); return err },
