@@ -479,28 +479,38 @@ func (b *Batcher[T]) loop() {
 		}
 		return nil
 	}
-	// NOTE: after a failure only whole batches are taken until a write
-	// succeeds, so an outage does not split the backlog into one small
-	// insert per interval.
-	takeMore := func(cut bool) {
-		b.take(&held, &heldRows, cut && failures == 0)
+	// takeMore takes the full batches queued and starts writes. The batch
+	// being filled is cut only once FlushInterval has passed and a writer
+	// would otherwise be idle: while writes keep the writers busy it grows
+	// into a full batch instead of becoming a small insert of its own
+	// (each insert is a part to merge), and after a failure only whole
+	// batches are taken until a write succeeds, so an outage does not
+	// split the backlog into one small insert per interval.
+	cutDue := false
+	takeMore := func() {
+		b.take(&held, &heldRows, false)
+		if cutDue && failures == 0 && retryC == nil && len(held) == 0 && inflight < b.opts.Writers {
+			b.take(&held, &heldRows, true)
+			cutDue = false
+		}
 		start()
 	}
 
 	for {
 		select {
 		case <-b.kick:
-			takeMore(false)
+			takeMore()
 		case r := <-b.results:
 			inflight--
 			settle(r)
-			takeMore(false)
+			takeMore()
 		case <-ticker.C:
-			takeMore(retryC == nil)
+			cutDue = true
+			takeMore()
 			b.logDrops()
 		case <-retryC:
 			retryC = nil
-			takeMore(false)
+			takeMore()
 		case req := <-b.flushes:
 			// Every row added before Flush was called is queued by now; write
 			// at least that many, in rounds when they exceed MaxBuffered.
