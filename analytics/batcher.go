@@ -2,7 +2,8 @@
 // store (analytics/postgres, analytics/clickhouse) in batches.
 //
 // The core is Batcher: Add never blocks for I/O; a background loop writes a
-// batch when BatchSize rows are buffered or FlushInterval has passed; a failed
+// batch when BatchSize rows are buffered or FlushInterval has passed, and
+// keeps taking rows while writes (up to Writers at once) run; a failed
 // write is retried with exponential backoff while rows stay buffered up to
 // MaxBuffered, after which the queue fills and new rows are dropped and
 // counted.
@@ -47,11 +48,18 @@ type Options struct {
 	// QueueSize is the capacity of the queue between Add and the writer loop
 	// (default 2×BatchSize). When it is full, Add drops the row.
 	QueueSize int
-	// MaxBuffered bounds the rows the writer loop holds while writes fail
-	// (default 10×BatchSize, never less than BatchSize). Once reached, the
-	// loop stops taking rows from the queue, so the queue fills and Add drops:
-	// memory stays bounded by MaxBuffered+QueueSize rows.
+	// MaxBuffered bounds the rows the writer loop holds, in flight or
+	// waiting after a failed write (default 10×BatchSize, never less than
+	// BatchSize). Once reached, the loop stops taking rows from the queue,
+	// so the queue fills and Add drops: memory stays bounded by
+	// MaxBuffered+QueueSize rows.
 	MaxBuffered int
+	// Writers is how many batch writes may be in flight at once (default
+	// 1). With one, rows reach the store in the order they were added;
+	// more overlap the round trips of a store that ingests in parallel
+	// (ClickHouse) at the cost of that order. The loop keeps taking rows
+	// from the queue while writes run either way.
+	Writers int
 	// RetryMin and RetryMax bound the exponential backoff between failed writes.
 	RetryMin, RetryMax time.Duration
 	// WriteTimeout bounds one background write attempt.
@@ -79,6 +87,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxBuffered < o.BatchSize {
 		o.MaxBuffered = o.BatchSize
+	}
+	if o.Writers <= 0 {
+		o.Writers = 1
 	}
 	if o.RetryMin <= 0 {
 		o.RetryMin = DefaultRetryMin
@@ -112,6 +123,8 @@ type Stats = docflow.RecorderStats
 
 // WriteFunc writes one batch. It must write all rows or none: a batch that
 // returns an error is retried whole later, unless the error is Permanent.
+// It must not keep rows after it returns (the Batcher reuses the buffer),
+// and with Writers > 1 it is called from several goroutines at once.
 type WriteFunc[T any] func(ctx context.Context, rows []T) error
 
 // Permanent marks err as one that retrying the same rows cannot fix (a value
@@ -136,19 +149,30 @@ type permanentError struct{ err error }
 func (e permanentError) Error() string { return e.err.Error() }
 func (e permanentError) Unwrap() error { return e.err }
 
-// Batcher buffers rows of type T and writes them in batches from one
-// background goroutine, which Close stops.
+// Batcher buffers rows of type T and writes them in batches from a
+// background loop, which Close stops.
+//
+// Rows are appended to a batch under a mutex (no per-row channel hand-off);
+// a full batch is handed to the loop whole. The loop starts up to Writers
+// writes at once and keeps taking batches from the queue while they run, so
+// the producer never waits for a write and a store's round trip overlaps
+// the filling of the next batch.
 type Batcher[T any] struct {
 	write WriteFunc[T]
 	opts  Options
 
-	// mu guards closed against Add racing Close: Add holds the read lock while
-	// it enqueues, so once Close holds the write lock no row can slip into the
-	// queue after the loop's final drain.
-	mu     sync.RWMutex
+	// mu guards the queue (cur, ready, queued), the recycled buffers and
+	// closed. Add holds it while it appends, so once Close has set closed no
+	// row can slip into the queue after the loop's final drain.
+	mu     sync.Mutex
 	closed bool
+	cur    []T   // the batch being filled, < BatchSize rows
+	ready  [][]T // full batches waiting for the loop, oldest first
+	queued int   // rows in cur and ready, at most QueueSize
+	free   [][]T // emptied buffers of capacity BatchSize, for reuse
 
-	queue   chan T
+	kick    chan struct{} // a batch became ready (capacity 1, never blocks)
+	results chan writeResult[T]
 	flushes chan flushRequest
 	stop    chan struct{}
 	// stopCtx is cancelled by Close so a background write in flight does not
@@ -161,6 +185,23 @@ type Batcher[T any] struct {
 
 	recorded, written, dropped, rejected, writeErrors atomic.Int64
 	loggedDrops                                       int64 // dropped as last logged (loop only)
+}
+
+// maxFree bounds the recycled buffers kept for reuse.
+const maxFree = 4
+
+// batch is a run of rows the loop writes as one: a failed write is retried
+// with exactly its rows under its token (see BatchToken).
+type batch[T any] struct {
+	rows    []T
+	token   string
+	attempt int // attempts started so far
+}
+
+type writeResult[T any] struct {
+	b    *batch[T]
+	done int // leading rows settled (written or rejected)
+	err  error
 }
 
 // logDrops logs, at most once per FlushInterval, how many rows were
@@ -192,7 +233,8 @@ func NewBatcher[T any](write WriteFunc[T], opts Options) *Batcher[T] {
 		cancelStop: cancelStop,
 		write:      write,
 		opts:       opts,
-		queue:      make(chan T, opts.QueueSize),
+		kick:       make(chan struct{}, 1),
+		results:    make(chan writeResult[T], opts.Writers),
 		flushes:    make(chan flushRequest),
 		stop:       make(chan struct{}),
 		done:       make(chan struct{}),
@@ -205,18 +247,87 @@ func NewBatcher[T any](write WriteFunc[T], opts Options) *Batcher[T] {
 // Close, the row is dropped and counted. It reports whether the row was queued.
 func (b *Batcher[T]) Add(row T) bool {
 	b.recorded.Add(1)
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	if b.closed {
+	b.mu.Lock()
+	if b.closed || b.queued >= b.opts.QueueSize {
+		b.mu.Unlock()
 		b.dropped.Add(1)
 		return false
 	}
-	select {
-	case b.queue <- row:
-		return true
-	default:
-		b.dropped.Add(1)
-		return false
+	if b.cur == nil {
+		b.cur = b.buffer()
+	}
+	b.cur = append(b.cur, row)
+	b.queued++
+	full := len(b.cur) >= b.opts.BatchSize
+	if full {
+		b.ready = append(b.ready, b.cur)
+		b.cur = nil
+	}
+	b.mu.Unlock()
+	if full {
+		select {
+		case b.kick <- struct{}{}:
+		default: // the loop has a wake-up pending already
+		}
+	}
+	return true
+}
+
+// buffer returns an empty buffer for a batch; b.mu is held.
+func (b *Batcher[T]) buffer() []T {
+	if n := len(b.free); n > 0 {
+		buf := b.free[n-1]
+		b.free[n-1] = nil
+		b.free = b.free[:n-1]
+		return buf
+	}
+	return make([]T, 0, b.opts.BatchSize)
+}
+
+// recycle keeps the buffer of a written batch for reuse, cleared so the
+// rows it held can be collected.
+func (b *Batcher[T]) recycle(rows []T) {
+	if cap(rows) != b.opts.BatchSize {
+		return // a remainder after a partial write, or a foreign size
+	}
+	clear(rows)
+	b.mu.Lock()
+	if len(b.free) < maxFree {
+		b.free = append(b.free, rows[:0])
+	}
+	b.mu.Unlock()
+}
+
+// take moves queued batches to the loop's held list, oldest first, while
+// the rows held stay within MaxBuffered; with cut it also takes the batch
+// being filled. It returns how many batches it took.
+func (b *Batcher[T]) take(held *[]*batch[T], heldRows *int, cut bool) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := 0
+	for {
+		var rows []T
+		switch {
+		case len(b.ready) > 0:
+			rows = b.ready[0]
+		case cut && len(b.cur) > 0:
+			rows = b.cur
+		default:
+			return n
+		}
+		if *heldRows > 0 && *heldRows+len(rows) > b.opts.MaxBuffered {
+			return n
+		}
+		if len(b.ready) > 0 {
+			b.ready[0] = nil
+			b.ready = b.ready[1:]
+		} else {
+			b.cur = nil
+		}
+		b.queued -= len(rows)
+		*held = append(*held, &batch[T]{rows: rows})
+		*heldRows += len(rows)
+		n++
 	}
 }
 
@@ -271,124 +382,157 @@ func (b *Batcher[T]) Stats() Stats {
 	}
 }
 
+// queuedRows is how many rows wait in the queue (not yet taken by the loop).
+func (b *Batcher[T]) queuedRows() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.queued
+}
+
+// loop owns the held batches: those taken from the queue and not yet
+// written, a failed one first. Background writes run in goroutines of
+// their own and report to results; Flush and Close write synchronously
+// once the writes in flight have reported.
 func (b *Batcher[T]) loop() {
 	defer close(b.done)
 	var (
-		pending  = make([]T, 0, b.opts.BatchSize)
+		held     []*batch[T] // waiting to be written, oldest first
+		heldRows int         // rows in held and in flight
+		inflight int
 		ticker   = time.NewTicker(b.opts.FlushInterval)
 		retry    *time.Timer // non-nil while backing off after a failure
 		retryC   <-chan time.Time
 		failures int
-		// again is the batch whose write failed as a whole: the next
-		// write retries exactly its rows.
-		again retryBatch
 	)
 	defer ticker.Stop()
 
-	// flush writes pending in batches (only full ones when full is set, so a
-	// size-triggered write leaves the remainder to the interval); on the first
-	// failure it keeps the rest and arms the backoff timer.
-	flush := func(ctx context.Context, full bool) error {
-		for len(pending) > 0 && (!full || len(pending) >= b.opts.BatchSize || again.rows > 0) {
-			n := min(len(pending), b.opts.BatchSize)
-			if again.rows > 0 {
-				// The same rows as the failed attempt, under its token,
-				// so a store can tell a retry of a write that landed.
-				n = min(again.rows, len(pending))
-				again.attempt++
-			} else {
-				again = retryBatch{token: newToken(), attempt: 1}
+	// settle books a write's outcome: a written batch leaves held (its
+	// buffer is reused); the unsettled rest of a failed one goes back to
+	// the front, as the same batch when none of it was written, and the
+	// backoff starts.
+	settle := func(r writeResult[T]) {
+		heldRows -= r.done
+		if r.err == nil {
+			b.recycle(r.b.rows)
+			if failures > 0 {
+				// The store answers again: whatever waits is written
+				// now rather than after the backoff.
+				b.opts.Logger.Info().Int("failed_attempts", failures).Msg("analytics writes recovered")
+				failures, retryC = 0, nil
 			}
-			done, err := b.writeRows(withBatch(ctx, again.token, again.attempt), pending[:n])
-			pending = compact(pending, done)
-			again.rows = 0
-			if err != nil && done == 0 {
-				again.rows = n
-			}
+			return
+		}
+		again := r.b
+		if r.done > 0 {
+			// A new batch: a retry of the whole must not take the part
+			// that landed for all of it.
+			again = &batch[T]{rows: r.b.rows[r.done:]}
+		}
+		held = append([]*batch[T]{again}, held...)
+		failures++
+		d := backoff(b.opts.RetryMin, b.opts.RetryMax, failures)
+		b.opts.Logger.Warn().Err(r.err).Int("rows", heldRows).
+			Int("attempt", failures).Dur("retry_in", d).Msg("analytics write failed")
+		if retry == nil {
+			retry = time.NewTimer(d)
+		} else {
+			retry.Reset(d)
+		}
+		retryC = retry.C
+	}
+	// start begins background writes of held batches, up to Writers at
+	// once, unless backing off.
+	start := func() {
+		for retryC == nil && inflight < b.opts.Writers && len(held) > 0 {
+			bt := held[0]
+			held[0] = nil
+			held = held[1:]
+			inflight++
+			go func() {
+				ctx, cancel := context.WithTimeout(b.stopCtx, b.opts.WriteTimeout)
+				defer cancel()
+				done, err := b.writeBatch(ctx, bt)
+				b.results <- writeResult[T]{bt, done, err}
+			}()
+		}
+	}
+	// await books the outcome of every write in flight.
+	await := func() {
+		for ; inflight > 0; inflight-- {
+			settle(<-b.results)
+		}
+	}
+	// writeHeld writes the held batches one at a time, in order, stopping
+	// at the first failure.
+	writeHeld := func(ctx context.Context) error {
+		for len(held) > 0 {
+			bt := held[0]
+			held[0] = nil
+			held = held[1:]
+			wctx, cancel := context.WithTimeout(ctx, b.opts.WriteTimeout)
+			done, err := b.writeBatch(wctx, bt)
+			cancel()
+			settle(writeResult[T]{bt, done, err})
 			if err != nil {
-				failures++
-				d := backoff(b.opts.RetryMin, b.opts.RetryMax, failures)
-				b.opts.Logger.Warn().Err(err).Int("rows", len(pending)).
-					Int("attempt", failures).Dur("retry_in", d).Msg("analytics write failed")
-				if retry == nil {
-					retry = time.NewTimer(d)
-				} else {
-					retry.Reset(d)
-				}
-				retryC = retry.C
 				return err
 			}
-			if failures > 0 {
-				b.opts.Logger.Info().Int("failed_attempts", failures).Msg("analytics writes recovered")
-			}
-			failures = 0
-			retryC = nil
 		}
 		return nil
 	}
-	backgroundFlush := func(full bool) {
-		ctx, cancel := context.WithTimeout(b.stopCtx, b.opts.WriteTimeout)
-		defer cancel()
-		_ = flush(ctx, full) // logged and counted in flush; rows stay pending
-	}
-	// drain moves queued rows into pending, as far as MaxBuffered allows,
-	// and returns how many it moved.
-	drain := func() int {
-		moved := 0
-		for len(pending) < b.opts.MaxBuffered {
-			select {
-			case row := <-b.queue:
-				pending = append(pending, row)
-				moved++
-			default:
-				return moved
-			}
+	// takeMore takes the full batches queued and starts writes. The batch
+	// being filled is cut only once FlushInterval has passed and a writer
+	// would otherwise be idle: while writes keep the writers busy it grows
+	// into a full batch instead of becoming a small insert of its own
+	// (each insert is a part to merge), and after a failure only whole
+	// batches are taken until a write succeeds, so an outage does not
+	// split the backlog into one small insert per interval.
+	cutDue := false
+	takeMore := func() {
+		b.take(&held, &heldRows, false)
+		if cutDue && failures == 0 && retryC == nil && len(held) == 0 && inflight < b.opts.Writers {
+			b.take(&held, &heldRows, true)
+			cutDue = false
 		}
-		return moved
+		start()
 	}
 
 	for {
-		// NOTE: while pending is at its bound the loop stops reading the
-		// queue; the queue then fills and Add drops, which is what bounds
-		// memory during an outage.
-		queue := b.queue
-		if len(pending) >= b.opts.MaxBuffered {
-			queue = nil
-		}
 		select {
-		case row := <-queue:
-			pending = append(pending, row)
-			if len(pending) >= b.opts.BatchSize && retryC == nil {
-				drain()
-				backgroundFlush(true)
-			}
+		case <-b.kick:
+			takeMore()
+		case r := <-b.results:
+			inflight--
+			settle(r)
+			takeMore()
 		case <-ticker.C:
-			if retryC == nil {
-				drain()
-				backgroundFlush(false)
-			}
+			cutDue = true
+			takeMore()
 			b.logDrops()
 		case <-retryC:
 			retryC = nil
-			drain()
-			backgroundFlush(false)
+			takeMore()
 		case req := <-b.flushes:
 			// Every row added before Flush was called is queued by now; write
 			// at least that many, in rounds when they exceed MaxBuffered.
-			want := len(b.queue)
+			await()
+			b.mu.Lock()
+			want := len(b.ready)
+			if len(b.cur) > 0 {
+				want++
+			}
+			b.mu.Unlock()
 			var err error
 			for {
-				want -= drain()
-				ctx, cancel := context.WithTimeout(req.ctx, b.opts.WriteTimeout)
-				err = flush(ctx, false)
-				cancel()
-				if err != nil || want <= 0 {
+				want -= b.take(&held, &heldRows, true)
+				if err = writeHeld(req.ctx); err != nil || want <= 0 {
 					break
 				}
 			}
 			req.reply <- err
+			start()
 		case <-b.stop:
-			b.err = b.closeFlush(&pending, drain, flush)
+			await()
+			b.err = b.closeFlush(&held, &heldRows, writeHeld)
 			if retry != nil {
 				retry.Stop()
 			}
@@ -397,15 +541,25 @@ func (b *Batcher[T]) loop() {
 	}
 }
 
+// writeBatch makes one attempt at bt under its token (a new one for its
+// first attempt).
+func (b *Batcher[T]) writeBatch(ctx context.Context, bt *batch[T]) (int, error) {
+	if bt.attempt == 0 {
+		bt.token = newToken()
+	}
+	bt.attempt++
+	return b.writeRows(withBatch(ctx, bt.token, bt.attempt), bt.rows)
+}
+
 // closeFlush writes everything left, retrying with backoff until
 // CloseTimeout; rows it cannot write are counted as dropped.
-func (b *Batcher[T]) closeFlush(pending *[]T, drain func() int, flush func(context.Context, bool) error) error {
+func (b *Batcher[T]) closeFlush(held *[]*batch[T], heldRows *int, writeHeld func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), b.opts.CloseTimeout)
 	defer cancel()
 	var err error
 	for attempt := 1; ; attempt++ {
-		drain()
-		if err = flush(ctx, false); err == nil && len(b.queue) == 0 {
+		b.take(held, heldRows, true)
+		if err = writeHeld(ctx); err == nil && b.queuedRows() == 0 {
 			return nil
 		}
 		if err == nil {
@@ -415,12 +569,12 @@ func (b *Batcher[T]) closeFlush(pending *[]T, drain func() int, flush func(conte
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			lost := int64(len(*pending) + len(b.queue))
+			b.mu.Lock()
+			lost := int64(*heldRows + b.queued)
+			b.cur, b.ready, b.queued = nil, nil, 0
+			b.mu.Unlock()
 			b.dropped.Add(lost)
-			for len(b.queue) > 0 {
-				<-b.queue
-			}
-			*pending = nil
+			*held, *heldRows = nil, 0
 			return fmt.Errorf("close: %d rows unwritten: %w", lost, err)
 		case <-t.C:
 		}
@@ -456,14 +610,6 @@ func (b *Batcher[T]) writeRows(ctx context.Context, rows []T) (int, error) {
 	}
 	done, err = b.writeRows(withBatch(ctx, tok+"r", attempt), rows[mid:])
 	return mid + done, err
-}
-
-// compact drops the first n rows, reusing the backing array, and clears the
-// vacated tail so written rows can be collected.
-func compact[T any](s []T, n int) []T {
-	m := copy(s, s[n:])
-	clear(s[m:])
-	return s[:m]
 }
 
 // backoff returns min·2^(attempt-1) capped at max, with ±20 % jitter.

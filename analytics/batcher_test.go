@@ -205,7 +205,8 @@ func TestBatcherOutageIsBounded(t *testing.T) {
 		b.Add(i)
 		if i%50 == 49 { // let the loop take what it may before going on
 			eventually(t, "the loop to catch up", func() bool {
-				return len(b.queue) == 0 || b.Stats().Buffered-int64(len(b.queue)) >= 200
+				q := b.queuedRows()
+				return q == 0 || b.Stats().Buffered-int64(q) >= 200
 			})
 		}
 	}
@@ -374,5 +375,43 @@ func TestBatcherRetriesTheSameBatch(t *testing.T) {
 	}
 	if next.token == first.token || next.attempt != 1 || !slices.Equal(next.rows, []int{5, 6, 7}) {
 		t.Fatalf("next batch %+v", next)
+	}
+}
+
+// With Writers > 1 several writes run at once, and every row is written
+// exactly once.
+func TestBatcherConcurrentWriters(t *testing.T) {
+	var (
+		mu        sync.Mutex
+		stored    []int
+		running   int
+		maxActive int
+	)
+	write := func(_ context.Context, rows []int) error {
+		mu.Lock()
+		running++
+		maxActive = max(maxActive, running)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		running--
+		stored = append(stored, rows...)
+		mu.Unlock()
+		return nil
+	}
+	b := NewBatcher(write, Options{BatchSize: 100, QueueSize: 10_000, MaxBuffered: 10_000, Writers: 2, FlushInterval: time.Hour})
+	for i := range 2000 {
+		b.Add(i)
+	}
+	eventually(t, "the full batches written", func() bool { return b.Stats().Written == 2000 })
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	slices.Sort(stored)
+	checkOrdered(t, stored, 2000)
+	if maxActive != 2 {
+		t.Fatalf("at most %d writes ran at once, want 2", maxActive)
 	}
 }

@@ -27,6 +27,18 @@ func TestColumnarMatchesValues(t *testing.T) {
 	}
 }
 
+// ColumnBuffers reused for a smaller batch gives what Columnar gives.
+func TestColumnBuffersReuse(t *testing.T) {
+	a := []docflow.Metric{{Kind: "a", Time: time.Unix(1, 0), FileID: 1}, {Kind: "b", Time: time.Unix(2, 0), FileID: 2}}
+	b := []docflow.Metric{{Kind: "c", Time: time.Unix(3, 0), RunID: "r", Attempt: 3}}
+	var c ColumnBuffers
+	c.Fill(a, nil)
+	c.Reset()
+	if got, want := c.Fill(b, nil), Columnar(b, nil); !reflect.DeepEqual(got, want) {
+		t.Fatalf("reused columns %v, want %v", got, want)
+	}
+}
+
 // BenchmarkRecord is the cost of one Record on the hot path (allocs/op
 // should be 0: the metric is copied into the queue).
 func BenchmarkRecord(b *testing.B) {
@@ -71,5 +83,19 @@ func BenchmarkValues(b *testing.B) {
 		for i := range rows {
 			Values(rows[i])
 		}
+	}
+}
+
+// BenchmarkColumnBuffers is Columnar reusing its columns from batch to batch.
+func BenchmarkColumnBuffers(b *testing.B) {
+	rows := make([]docflow.Metric, 50_000)
+	for i := range rows {
+		rows[i] = docflow.Metric{Kind: docflow.MetricStep, Time: time.Now(), StepType: "ocr", Status: "completed", Duration: time.Millisecond}
+	}
+	var c ColumnBuffers
+	b.ReportAllocs()
+	for b.Loop() {
+		c.Fill(rows, nil)
+		c.Reset()
 	}
 }

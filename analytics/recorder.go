@@ -82,10 +82,10 @@ func (r *Recorder) Stats() Stats { return r.b.Stats() }
 // the bound queues, half waits for the write, and a batch is at most the
 // default size and never more than half the queue.
 //
-// NOTE: the writer loop does not take rows from the queue while a write is
-// in flight, so the queue is what absorbs a burst meanwhile: it gets half
-// the bound, and holds at least two batches, so recording at the rate of
-// one batch per write time drops nothing.
+// NOTE: the writer loop keeps taking whole batches from the queue while a
+// write is in flight, up to MaxBuffered (the batch being written and the
+// next one), so the next write starts as soon as one ends; the queue, half
+// the bound and at least two batches, absorbs a burst beyond that.
 func (o Options) Bounded(total int) Options {
 	if total < 2 {
 		total = 2

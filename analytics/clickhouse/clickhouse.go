@@ -158,7 +158,9 @@ func New(conn driver.Conn, database string, opts analytics.Options) (*Recorder, 
 	if err != nil {
 		return nil, err
 	}
-	rec, err := analytics.NewRecorder(&writer{conn: conn, insert: "INSERT INTO " + database + ".events (" + analytics.ColumnList + ")"}, opts)
+	w := &writer{conn: conn, insert: "INSERT INTO " + database + ".events (" + analytics.ColumnList + ")"}
+	w.columns.New = func() any { return new(analytics.ColumnBuffers) }
+	rec, err := analytics.NewRecorder(w, opts)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse recorder: %w", err)
 	}
@@ -182,6 +184,9 @@ func (r *Recorder) Close() error {
 type writer struct {
 	conn   driver.Conn
 	insert string
+	// columns holds *analytics.ColumnBuffers: the driver copies each
+	// column in Append, so one set serves batch after batch.
+	columns sync.Pool
 
 	// mu guards uncertain: the token of the last batch whose data was
 	// sent but whose answer never came, so it may have landed. Only its
@@ -218,7 +223,9 @@ func (w *writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error 
 	}
 	// Close ends the INSERT without the buffered rows when Send is not reached.
 	defer batch.Close()
-	for i, col := range analytics.Columnar(rows, clampTime) {
+	cols := w.columns.Get().(*analytics.ColumnBuffers)
+	defer func() { cols.Reset(); w.columns.Put(cols) }()
+	for i, col := range cols.Fill(rows, clampTime) {
 		if err := batch.Column(i).Append(col); err != nil {
 			// The driver checks values client-side: the same rows would
 			// fail again.
