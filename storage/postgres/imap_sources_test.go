@@ -149,7 +149,9 @@ func TestSourceLeasesFairShare(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	const ttl = 400 * time.Millisecond
+	// Long enough that a run of claims on a loaded machine never outlasts
+	// a lease by accident.
+	const ttl = 1500 * time.Millisecond
 	claim := func(owner string, want int) {
 		t.Helper()
 		got, err := ss.ClaimSources(ctx, owner, ttl)
@@ -173,7 +175,7 @@ func TestSourceLeasesFairShare(t *testing.T) {
 	// b dies: its stamp and leases expire together.
 	time.Sleep(ttl / 2)
 	claim("a", 5)
-	time.Sleep(ttl/2 + 100*time.Millisecond)
+	time.Sleep(ttl/2 + 200*time.Millisecond)
 	claim("a", 10)
 
 	// A worker that stamps itself but takes nothing (stalled scans) makes
