@@ -26,6 +26,121 @@ const (
 	day      = 24 * hour
 )
 
+// span is a query's window widened to whole minutes (the rollups' grain)
+// and its bucket width, as SQL fragments built from integers only.
+type span struct {
+	lo, hi   int64  // the widened window, Unix seconds
+	interval int64  // bucket width, seconds
+	t        string // the bucket start of minute, as a DateTime
+	hourly   bool   // buckets are whole hours: read the hourly rollups too
+	db       string
+}
+
+func newSpan(q docflow.AnalyticsQuery, database string) span {
+	lo, hi := analytics.MinuteWindow(q.From, q.To)
+	sec := strconv.FormatInt(int64(q.Interval/time.Second), 10)
+	return span{
+		lo: lo.Unix(), hi: hi.Unix(), db: database, interval: int64(q.Interval / time.Second),
+		t:      "toDateTime(intDiv(toUInt32(minute), " + sec + ") * " + sec + ") AS t",
+		hourly: q.Interval%time.Hour == 0,
+	}
+}
+
+func between(lo, hi int64) string {
+	return "minute >= toDateTime(" + strconv.FormatInt(lo, 10) + ") AND minute < toDateTime(" + strconv.FormatInt(hi, 10) + ")"
+}
+
+// countCols are the columns of each rollup that counting reports read:
+// all but the quantile states, which are large (a sample of up to 8,192
+// values each) and which 18.16 would read whole through a SELECT * under
+// UNION ALL even where the outer query does not use them.
+var countCols = map[string]string{
+	"steps":        "step_type, minute, pipeline, status, error_class, n, bytes_in, bytes_out, sample, last",
+	"documents":    "minute, pipeline, status, n",
+	"intake":       "channel, type, minute, status, n, bytes",
+	"requests":     "route, method, minute, http_status, n",
+	"integrations": "kind, type, direction, minute, status, n, bytes",
+	"lag":          "topic, topic_partition, minute, peak, last, at",
+	"process":      "process, worker, minute, cpu, rss, goroutines, dropped, at",
+}
+
+// src is what a report reads of rollup (steps, intake, …) over the window,
+// followed by an open WHERE clause: the per-minute table; or, when the
+// buckets are whole hours, each part of the window from the coarsest
+// rollup whose grain divides the buckets and that covers the part whole
+// (*_coarse's days or six hours, *_1h's hours, *_1m's minutes at the
+// edges), their states merged alike (the tables share the counting
+// columns). Only countCols are there to read; percentiles come from
+// percentiles (tiers.go).
+func (s span) src(rollup string) string { return s.srcCols(rollup, countCols[rollup]) }
+
+// countGrains are the grains of the *_coarse tables (0005) and of *_1h,
+// coarsest first.
+var countGrains = []int64{day, sixHours, hour}
+
+// srcCols is src reading only cols (a subset of countCols[rollup]): 18.16
+// reads every column an arm of UNION ALL selects, used or not.
+func (s span) srcCols(rollup, cols string) string {
+	if !s.hourly {
+		return s.db + "." + rollup + "_1m WHERE " + between(s.lo, s.hi)
+	}
+	var grains []int64
+	for _, g := range countGrains {
+		if s.interval%g == 0 {
+			grains = append(grains, g)
+		}
+	}
+	return s.tiers(rollup, cols, grains)
+}
+
+// srcTotals is src for a query that does not group by bucket: every grain
+// fits it, whatever the buckets.
+func (s span) srcTotals(rollup string) string {
+	return s.tiers(rollup, countCols[rollup], countGrains)
+}
+
+// tiers is what srcCols reads of rollup over the window at grains.
+func (s span) tiers(rollup, cols string, grains []int64) string {
+	minutes := s.db + "." + rollup + "_1m"
+	// The pieces of each grain, OR-ed into one arm per table.
+	ranges := map[int64][]string{}
+	var order []int64
+	for _, p := range split(s.lo, s.hi, grains...) {
+		if ranges[p.grain] == nil {
+			order = append(order, p.grain)
+		}
+		ranges[p.grain] = append(ranges[p.grain], "("+between(p.lo, p.hi)+")")
+	}
+	if len(order) == 1 && order[0] == 60 {
+		return minutes + " WHERE " + between(s.lo, s.hi)
+	}
+	// One arm per table, its ranges OR-ed (each arm costs 18.16 a few
+	// milliseconds of its own), as "table WHERE (…)": open for the
+	// caller's AND.
+	var arms, coarse []string
+	for _, g := range order {
+		in := strings.Join(ranges[g], " OR ")
+		switch g {
+		case 60:
+			arms = append(arms, minutes+" WHERE ("+in+")")
+		case hour:
+			arms = append(arms, s.db+"."+rollup+"_1h WHERE ("+in+")")
+		default:
+			coarse = append(coarse, "(grain = "+strconv.FormatInt(g, 10)+" AND ("+in+"))")
+		}
+	}
+	if len(coarse) > 0 {
+		arms = append(arms, s.db+"."+rollup+"_coarse WHERE ("+strings.Join(coarse, " OR ")+")")
+	}
+	if len(arms) == 1 {
+		return arms[0] // one table: no subquery
+	}
+	for i, a := range arms {
+		arms[i] = "SELECT " + cols + " FROM " + a
+	}
+	return "(" + strings.Join(arms, " UNION ALL ") + ") WHERE 1"
+}
+
 // pctGrains are pct's grains, coarsest first.
 var pctGrains = []int64{day, sixHours, hour}
 
