@@ -169,7 +169,7 @@ type Batcher[T any] struct {
 	cur    []T   // the batch being filled, < BatchSize rows
 	ready  [][]T // full batches waiting for the loop, oldest first
 	queued int   // rows in cur and ready, at most QueueSize
-	free   [][]T // emptied buffers of capacity BatchSize, for reuse
+	free   [][]T // emptied buffers, for reuse
 
 	kick    chan struct{} // a batch became ready (capacity 1, never blocks)
 	results chan writeResult[T]
@@ -187,8 +187,18 @@ type Batcher[T any] struct {
 	loggedDrops                                       int64 // dropped as last logged (loop only)
 }
 
-// maxFree bounds the recycled buffers kept for reuse.
-const maxFree = 4
+// maxFree bounds the recycled buffers kept for reuse, and firstCap is the
+// capacity a new one starts with.
+//
+// NOTE: the collector scans a buffer of metrics (they hold strings) over
+// its whole capacity, used or not, at every cycle: buffers sized for a
+// full batch up front, or a stock of them kept empty, made every
+// collection of a busy process scan tens of megabytes for nothing. So a
+// buffer grows with its batch and one is kept.
+const (
+	maxFree  = 1
+	firstCap = 1024
+)
 
 // batch is a run of rows the loop writes as one: a failed write is retried
 // with exactly its rows under its token (see BatchToken).
@@ -281,15 +291,12 @@ func (b *Batcher[T]) buffer() []T {
 		b.free = b.free[:n-1]
 		return buf
 	}
-	return make([]T, 0, b.opts.BatchSize)
+	return make([]T, 0, min(b.opts.BatchSize, firstCap))
 }
 
 // recycle keeps the buffer of a written batch for reuse, cleared so the
 // rows it held can be collected.
 func (b *Batcher[T]) recycle(rows []T) {
-	if cap(rows) != b.opts.BatchSize {
-		return // a remainder after a partial write, or a foreign size
-	}
 	clear(rows)
 	b.mu.Lock()
 	if len(b.free) < maxFree {
