@@ -7,7 +7,6 @@ package gotify
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -82,54 +80,27 @@ func start(t testing.TB, bin string) (*Server, error) {
 	if err := os.WriteFile(filepath.Join(dir, "config.yml"), []byte(conf), 0o600); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin)
-	cmd.Dir = dir // gotify reads ./config.yml
-	// Environment variables override the file (GOTIFY_ prefix): keep the
-	// caller's out.
-	cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
-	logf, err := os.Create(filepath.Join(dir, "gotify.log"))
+	proc, err := testbin.Launch("gotify", dir, bin, nil, func(cmd *exec.Cmd) {
+		cmd.Dir = dir // gotify reads ./config.yml
+		// Environment variables override the file (GOTIFY_ prefix): keep
+		// the caller's out.
+		cmd.Env = []string{"HOME=" + dir, "PATH=" + os.Getenv("PATH")}
+	})
 	if err != nil {
-		cancel()
 		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		cancel()
-		logf.Close()
-		return nil, err
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }() //nolint:errcheck
-	stop := func() {
-		cancel()
-		<-exited
-		logf.Close()
 	}
 	s := &Server{URL: "http://127.0.0.1:" + strconv.Itoa(port), HostPort: "127.0.0.1:" + strconv.Itoa(port)}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		select {
-		case <-exited:
-			stop()
-			log, _ := os.ReadFile(filepath.Join(dir, "gotify.log"))
-			return nil, fmt.Errorf("gotify exited: %s", strings.TrimSpace(string(log)))
-		default:
-		}
+	if err := proc.WaitReady(30*time.Second, s.URL, func() bool {
 		var h struct {
 			Health   string `json:"health"`
 			Database string `json:"database"`
 		}
-		if err := s.do("GET", "/health", nil, &h); err == nil && h.Health == "green" && h.Database == "green" {
-			t.Cleanup(stop)
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("gotify not ready on %s within 30 s", s.URL)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return s.do("GET", "/health", nil, &h) == nil && h.Health == "green" && h.Database == "green"
+	}); err != nil {
+		return nil, err
 	}
+	t.Cleanup(proc.Stop)
+	return s, nil
 }
 
 var client = &nethttp.Client{Timeout: 10 * time.Second}

@@ -5,14 +5,11 @@
 package mailpit
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	nethttp "net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -56,52 +53,29 @@ func start(t testing.TB, bin string) (*Server, error) {
 		return nil, err
 	}
 	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin,
-		"--smtp", "127.0.0.1:"+strconv.Itoa(smtpPort),
-		"--listen", "127.0.0.1:"+strconv.Itoa(webPort),
+	proc, err := testbin.Launch("mailpit", dir, bin, []string{
+		"--smtp", "127.0.0.1:" + strconv.Itoa(smtpPort),
+		"--listen", "127.0.0.1:" + strconv.Itoa(webPort),
 		"--database", filepath.Join(dir, "mp.db"),
-		"--smtp-auth-accept-any", "--smtp-auth-allow-insecure", "--disable-version-check")
-	logf, err := os.Create(filepath.Join(dir, "mailpit.log"))
+		"--smtp-auth-accept-any", "--smtp-auth-allow-insecure", "--disable-version-check"}, nil)
 	if err != nil {
-		cancel()
 		return nil, err
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		cancel()
-		return nil, err
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }() //nolint:errcheck
-	stop := func() {
-		cancel()
-		<-exited
-		logf.Close()
 	}
 	s := &Server{SMTPHost: "127.0.0.1", SMTPPort: smtpPort, API: "http://127.0.0.1:" + strconv.Itoa(webPort)}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		select {
-		case <-exited:
-			stop()
-			log, _ := os.ReadFile(filepath.Join(dir, "mailpit.log"))
-			return nil, fmt.Errorf("mailpit exited: %s", strings.TrimSpace(string(log)))
-		default:
+	if err := proc.WaitReady(20*time.Second, s.API, func() bool {
+		if _, err := s.Messages(); err != nil {
+			return false
 		}
-		if _, err := s.Messages(); err == nil {
-			if c, err := net.DialTimeout("tcp", net.JoinHostPort(s.SMTPHost, strconv.Itoa(smtpPort)), time.Second); err == nil {
-				c.Close()
-				t.Cleanup(stop)
-				return s, nil
-			}
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(s.SMTPHost, strconv.Itoa(smtpPort)), time.Second)
+		if err == nil {
+			c.Close()
 		}
-		if time.Now().After(deadline) {
-			stop()
-			return nil, fmt.Errorf("mailpit not ready on %s within 20 s", s.API)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return err == nil
+	}); err != nil {
+		return nil, err
 	}
+	t.Cleanup(proc.Stop)
+	return s, nil
 }
 
 // Message is a summary of one message in Mailpit.

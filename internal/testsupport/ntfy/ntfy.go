@@ -11,7 +11,6 @@ package ntfy
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	nethttp "net/http"
@@ -20,7 +19,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,49 +53,33 @@ func Start(t testing.TB) *Server {
 	if _, err := os.Stat(bin); err != nil {
 		t.Skipf("%s (looked for %s)", Unavailable, bin)
 	}
+	return testbin.Start(t, "ntfy", func() (*Server, error) { return start(t, bin) })
+}
+
+func start(t testing.TB, bin string) (*Server, error) {
 	port, err := testbin.FreePort()
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	dir := t.TempDir()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "serve", "--listen-http", "127.0.0.1:"+strconv.Itoa(port),
-		"--cache-file", filepath.Join(dir, "cache.db"), "--base-url", "http://127.0.0.1:"+strconv.Itoa(port))
-	cmd.Dir = dir
-	logf, err := os.Create(filepath.Join(dir, "ntfy.log"))
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatalf("start ntfy: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }() //nolint:errcheck
-	t.Cleanup(func() { cancel(); <-exited; logf.Close() })
 	s := &Server{URL: "http://127.0.0.1:" + strconv.Itoa(port), HostPort: "127.0.0.1:" + strconv.Itoa(port)}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := client.Get(s.URL + "/v1/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return s
-			}
-		}
-		select {
-		case <-exited:
-			log, _ := os.ReadFile(filepath.Join(dir, "ntfy.log"))
-			t.Fatalf("ntfy exited: %s", strings.TrimSpace(string(log)))
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ntfy not ready on %s within 20 s", s.URL)
-		}
-		time.Sleep(50 * time.Millisecond)
+	proc, err := testbin.Launch("ntfy", dir, bin, []string{"serve", "--listen-http", s.HostPort,
+		"--cache-file", filepath.Join(dir, "cache.db"), "--base-url", s.URL}, func(cmd *exec.Cmd) { cmd.Dir = dir })
+	if err != nil {
+		return nil, err
 	}
+	if err := proc.WaitReady(20*time.Second, s.URL, func() bool {
+		resp, err := client.Get(s.URL + "/v1/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	}); err != nil {
+		return nil, err
+	}
+	t.Cleanup(proc.Stop)
+	return s, nil
 }
 
 var client = &nethttp.Client{Timeout: 10 * time.Second}
