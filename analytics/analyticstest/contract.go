@@ -329,12 +329,26 @@ func testOverflowNeverBlocks(t *testing.T, newSubject NewSubject) {
 	}
 }
 
-func testOutageRecovers(t *testing.T, newSubject NewSubject) {
+// retryOptions are those of the cases that cut the store off and watch
+// the background retry: batches of 100, room for 2,000 rows, a write
+// given up after a second.
+func retryOptions() analytics.Options {
 	opts := quiet()
 	opts.BatchSize, opts.MaxBuffered, opts.QueueSize = 100, 1000, 1000
 	opts.FlushInterval = 50 * time.Millisecond
 	opts.WriteTimeout = time.Second
-	s := newSubject(t, opts)
+	return opts
+}
+
+// flushed flushes s until a flush succeeds: a loaded machine may time a
+// write out, and the rows then stay buffered for the next.
+func flushed(t *testing.T, s Subject, what string) {
+	t.Helper()
+	eventually(t, 15*time.Second, what, func() bool { return s.Recorder.Flush(ctxT(t)) == nil })
+}
+
+func testOutageRecovers(t *testing.T, newSubject NewSubject) {
+	s := newSubject(t, retryOptions())
 	if s.Proxy == nil {
 		t.Skip("no proxy: cannot cut the store off")
 	}
@@ -342,8 +356,7 @@ func testOutageRecovers(t *testing.T, newSubject NewSubject) {
 	for i := range 200 {
 		s.Recorder.Record(step(b, i))
 	}
-	// A loaded machine may time a write out: the rows stay buffered.
-	eventually(t, 15*time.Second, "the rows before the outage", func() bool { return s.Recorder.Flush(ctxT(t)) == nil })
+	flushed(t, s, "the rows before the outage")
 	s.Proxy.Break()
 	for i := 200; i < 700; i++ {
 		s.Recorder.Record(step(b, i))
@@ -368,11 +381,7 @@ func testOutageRecovers(t *testing.T, newSubject NewSubject) {
 // landed: the client times out and retries the batch, which must not be
 // stored twice.
 func testLostAnswerWrittenOnce(t *testing.T, newSubject NewSubject) {
-	opts := quiet()
-	opts.BatchSize, opts.MaxBuffered, opts.QueueSize = 100, 1000, 1000
-	opts.FlushInterval = 50 * time.Millisecond
-	opts.WriteTimeout = time.Second
-	s := newSubject(t, opts)
+	s := newSubject(t, retryOptions())
 	if s.Proxy == nil {
 		t.Skip("no proxy: cannot lose an answer")
 	}
@@ -383,8 +392,7 @@ func testLostAnswerWrittenOnce(t *testing.T, newSubject NewSubject) {
 	for i := range 200 {
 		s.Recorder.Record(step(b, i))
 	}
-	// A loaded machine may time a write out: the rows stay buffered.
-	eventually(t, 15*time.Second, "the rows before", func() bool { return s.Recorder.Flush(ctxT(t)) == nil })
+	flushed(t, s, "the rows before")
 	errs := s.Recorder.Stats().WriteErrors
 	s.Proxy.Deafen()
 	for i := 200; i < 300; i++ {
