@@ -2,13 +2,8 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	nethttp "net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,21 +16,8 @@ import (
 // failing; once it recovered, its next failure notifies again. (Claims
 // by several processes at once: TestClaimFailingIntegrations.)
 func TestIntegrationFailingNotifiesOnce(t *testing.T) {
-	var mu sync.Mutex
-	var got []map[string]any
-	rc := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		var m map[string]any
-		_ = json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&m)
-		mu.Lock()
-		got = append(got, m)
-		mu.Unlock()
-	}))
-	defer rc.Close()
-	received := func() []map[string]any {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]map[string]any(nil), got...)
-	}
+	rc := newReceiver(t, func(int) int { return 200 })
+	received := func() []map[string]any { _, ms, _ := rc.got(); return ms }
 	env := map[string]string{"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "WEBHOOK_RETRY_DELAYS": "0.1,0.2",
 		"INTEGRATION_FAILING_NOTIFY_AFTER": "1s",
 		"NOTIFICATION_URLS":                "json://" + strings.TrimPrefix(rc.URL, "http://") + "/admin"}

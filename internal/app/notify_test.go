@@ -2,14 +2,9 @@ package app_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
-	nethttp "net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,25 +18,14 @@ import (
 // fails once, the retry delivers it, once); test-notification reports the
 // invalid entry next to the channel that works.
 func TestAdminNotificationsEndToEnd(t *testing.T) {
-	var mu sync.Mutex
-	var got []map[string]any
-	rc := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		var m map[string]any
-		_ = json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&m)
-		mu.Lock()
-		got = append(got, m)
-		n := len(got)
-		mu.Unlock()
+	// The channel fails its first request.
+	rc := newReceiver(t, func(n int) int {
 		if n == 1 {
-			w.WriteHeader(500)
+			return 500
 		}
-	}))
-	defer rc.Close()
-	received := func() []map[string]any {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]map[string]any(nil), got...)
-	}
+		return 200
+	})
+	received := func() []map[string]any { _, ms, _ := rc.got(); return ms }
 	channel := "json://" + strings.TrimPrefix(rc.URL, "http://") + "/admin"
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "WEBHOOK_RETRY_DELAYS": "0.1,0.2",
 		"NOTIFICATION_URLS": channel + ", pushover://secrettoken@example.com"}}).URL
@@ -82,20 +66,14 @@ func TestAdminNotificationsEndToEnd(t *testing.T) {
 // document.failed reaches the admin channel only while
 // NOTIFY_ON_DOCUMENT_FAILED is on.
 func TestAdminNotifiedOfFailedDocuments(t *testing.T) {
-	var mu sync.Mutex
-	var titles []string
-	rc := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		var m map[string]any
-		_ = json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&m)
-		mu.Lock()
-		titles = append(titles, fmt.Sprint(m["title"]))
-		mu.Unlock()
-	}))
-	defer rc.Close()
+	rc := newReceiver(t, func(int) int { return 200 })
 	seen := func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), titles...)
+		_, ms, _ := rc.got()
+		titles := make([]string, len(ms))
+		for i, m := range ms {
+			titles[i] = fmt.Sprint(m["title"])
+		}
+		return titles
 	}
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"ENABLE_TEST_STEP": "true", "STEP_RETRY_DELAYS": "0.1s",
 		"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "NOTIFY_ON_DOCUMENT_FAILED": "true",
