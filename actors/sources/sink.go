@@ -3,6 +3,7 @@ package sources
 import (
 	"context"
 	"io"
+	"sync/atomic"
 
 	"docflow"
 	"docflow/integrations/imap"
@@ -14,8 +15,9 @@ type sink struct {
 	intake Intake
 	in     *docflow.Integration
 	// bytes counts the attachment bytes read during the poll (its
-	// integration metric); only the polling goroutine touches it.
-	bytes int64
+	// integration metric). A poll ingests several attachments at once
+	// (integrations/imap), each counting here.
+	bytes atomic.Int64
 }
 
 var _ imap.Sink = (*sink)(nil)
@@ -55,11 +57,11 @@ func (k *sink) Ingest(ctx context.Context, a *imap.Attachment) error {
 // countingReader adds what it reads to *n.
 type countingReader struct {
 	r io.Reader
-	n *int64
+	n *atomic.Int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
-	*c.n += int64(n)
+	c.n.Add(int64(n))
 	return n, err
 }

@@ -194,7 +194,7 @@ func (s *source) poll() {
 			res, err = k.Poll(ctx, cur, sk, budget, log)
 			if rec != nil {
 				// The poll alone: the IDLE wait after it is not work.
-				rec.Record(docflow.IntegrationMetric(docflow.MetricTypeIMAP, docflow.DirectionIn, target, start, sk.bytes, err))
+				rec.Record(docflow.IntegrationMetric(docflow.MetricTypeIMAP, docflow.DirectionIn, target, start, sk.bytes.Load(), err))
 			}
 			if err == nil && !res.More {
 				err = k.Idle(ctx)
