@@ -13,10 +13,11 @@ import (
 )
 
 // TestVisibleListingFollowsEveryWrite: the multi-user listing of a user
-// (its page and its total, read from visible_file_counts) reflects each
-// write at once: an upload, a share with them and by them, a share of
-// their own file with themselves, an unshare, a change of owner and a
-// deletion, their own or another's.
+// (its page, read from file_access, and its total, from
+// visible_file_counts) reflects each write at once: an upload, a share
+// with them and by them, a share of their own file with themselves, an
+// unshare, a change of owner, of status and of name, and a deletion,
+// their own or another's.
 func TestVisibleListingFollowsEveryWrite(t *testing.T) {
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "visiblecount")
@@ -47,12 +48,13 @@ func TestVisibleListingFollowsEveryWrite(t *testing.T) {
 	check := func(step string) {
 		t.Helper()
 		for _, who := range []string{alice, bob, carol} {
-			rows, err := db.Pool.Query(ctx, `SELECT id FROM files WHERE owner_id = $1 OR id IN (SELECT file_id FROM shares WHERE shared_with_user_id = $1)
+			rows, err := db.Pool.Query(ctx, `SELECT id || ' ' || original_filename || ' ' || status || ' ' || COALESCE(owner_id, '-') FROM files
+				WHERE owner_id = $1 OR id IN (SELECT file_id FROM shares WHERE shared_with_user_id = $1)
 				ORDER BY created_at DESC, id DESC`, who)
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			want, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,9 +62,13 @@ func TestVisibleListingFollowsEveryWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []int64
+			var got []string
 			for _, f := range page {
-				got = append(got, f.ID)
+				owner := "-"
+				if f.OwnerID != nil {
+					owner = *f.OwnerID
+				}
+				got = append(got, fmt.Sprintf("%d %s %s %s", f.ID, f.OriginalFilename, f.Processing.Status, owner))
 			}
 			if len(want) > 0 && (total != len(want) || !slices.Equal(got, want)) {
 				t.Fatalf("%s: %s sees %v (total %d), want %v", step, who, got, total, want)
@@ -98,6 +104,12 @@ func TestVisibleListingFollowsEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("owners changed")
+	// A shared file's listed columns change: its owner and the user it is
+	// shared with see the change.
+	if _, err := db.Pool.Exec(ctx, `UPDATE files SET status = 'completed', original_filename = 'renamed.pdf' WHERE id = $1`, a1); err != nil {
+		t.Fatal(err)
+	}
+	check("status and name changed")
 	share(c1, bob, alice)
 	if _, err := files.DeleteFile(ctx, c1); err != nil { // another's file shared with alice
 		t.Fatal(err)
