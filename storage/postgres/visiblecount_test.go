@@ -132,7 +132,8 @@ func TestVisibleListingFollowsEveryWrite(t *testing.T) {
 }
 
 // TestVisibleCountsUnderConcurrentWrites: concurrent uploads and shares
-// (which fold delta rows concurrently) leave every count exact.
+// (which fold delta rows concurrently) leave every count exact, and
+// file_access holds exactly the files each user sees, with their columns.
 func TestVisibleCountsUnderConcurrentWrites(t *testing.T) {
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "visiblecountc")
@@ -171,5 +172,18 @@ func TestVisibleCountsUnderConcurrentWrites(t *testing.T) {
 		if err != nil || total != want {
 			t.Fatalf("%s: total %d, want %d (%v)", who, total, want, err)
 		}
+	}
+	var bad int
+	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM (
+		(SELECT user_id, id, created_at, original_filename, status, owner_id FROM file_access
+		 EXCEPT SELECT v.u, f.id, f.created_at, f.original_filename, f.status, f.owner_id FROM files f JOIN (
+			SELECT owner_id AS u, id AS fid FROM files WHERE owner_id IS NOT NULL
+			UNION SELECT shared_with_user_id, file_id FROM shares WHERE owner_id <> shared_with_user_id) v ON v.fid = f.id)
+		UNION ALL
+		(SELECT v.u, f.id, f.created_at, f.original_filename, f.status, f.owner_id FROM files f JOIN (
+			SELECT owner_id AS u, id AS fid FROM files WHERE owner_id IS NOT NULL
+			UNION SELECT shared_with_user_id, file_id FROM shares WHERE owner_id <> shared_with_user_id) v ON v.fid = f.id
+		 EXCEPT SELECT user_id, id, created_at, original_filename, status, owner_id FROM file_access)) d`).Scan(&bad); err != nil || bad != 0 {
+		t.Fatalf("file_access: %d rows differ from what the files and shares give (%v)", bad, err)
 	}
 }
