@@ -1,0 +1,261 @@
+package http
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/valyala/fasthttp"
+
+	"docflow"
+)
+
+// This file is the files API's changes: deletion, reprocessing and
+// pipeline assignment, of one file or in bulk.
+
+// bulkIDs parses a JSON array of file ids: 422 for another body, an empty
+// array or more than MaxBulkIDs ids. Duplicates are dropped.
+func bulkIDs(c *fasthttp.RequestCtx) ([]int64, error) {
+	return parseBulkIDs(c, false)
+}
+
+// parseBulkIDs is bulkIDs that, with allowEmpty, takes an empty array.
+func parseBulkIDs(c *fasthttp.RequestCtx, allowEmpty bool) ([]int64, error) {
+	var ids []int64
+	if err := decodeJSON(c, &ids); err != nil {
+		if docflow.ErrorCode(err) == docflow.EINVALID {
+			return nil, invalid("body", "The body must be a JSON array of file ids")
+		}
+		return nil, err
+	}
+	if ids == nil {
+		return nil, invalid("body", "The body must be a JSON array of file ids")
+	}
+	if len(ids) == 0 && !allowEmpty {
+		return nil, invalid("body", "At least one file id is required")
+	}
+	if len(ids) > MaxBulkIDs {
+		return nil, invalid("body", "At most %d file ids per request", MaxBulkIDs)
+	}
+	seen := make(map[int64]bool, len(ids))
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// visibleFiles returns the files among ids the user may act on with need
+// (docflow.Authorize over the share roles, looked up at once); the bulk
+// routes skip the others as if they did not exist.
+func (h *filesHandlers) visibleFiles(c *fasthttp.RequestCtx, ids []int64, need docflow.Access) ([]*docflow.File, error) {
+	files, err := h.d.Files.FindFilesByIDs(RequestContext(c), ids)
+	if err != nil {
+		return nil, err
+	}
+	u := h.s.restricted(c)
+	if u == nil {
+		return files, nil
+	}
+	// The roles of every file that needs one, in one query.
+	var ask []int64
+	for _, f := range files {
+		if docflow.NeedsShareRole(u, f, need) {
+			ask = append(ask, f.ID)
+		}
+	}
+	roles, err := h.d.Files.ShareRoles(RequestContext(c), ask, u.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := files[:0]
+	for _, f := range files {
+		if err := docflow.Authorize(u, f, roles[f.ID], need); err == nil {
+			out = append(out, f)
+		} else if docflow.ErrorCode(err) != docflow.EFORBIDDEN {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (h *filesHandlers) deletionAllowed() error {
+	if !docflow.SettingBool(h.s.cfg.Settings, "ALLOW_FILE_DELETE", true) {
+		return docflow.Errorf(docflow.EFORBIDDEN, "File deletion is disabled")
+	}
+	return nil
+}
+
+// removeBlobs deletes blobs no record references any more.
+func (h *filesHandlers) removeBlobs(ctx context.Context, keys []string) {
+	for _, k := range keys {
+		if err := h.d.Blobs.Delete(ctx, k); err != nil {
+			h.s.log.Warn().Err(err).Str("blob", k).Msg("remove blob of deleted file")
+		}
+	}
+}
+
+func (h *filesHandlers) delete(c *fasthttp.RequestCtx) error {
+	if err := h.deletionAllowed(); err != nil {
+		return err
+	}
+	f, err := h.file(c, docflow.AccessDelete)
+	if err != nil {
+		return err
+	}
+	ctx := RequestContext(c)
+	orphans, err := h.d.Files.DeleteFile(ctx, f.ID)
+	if err != nil {
+		return err
+	}
+	h.removeBlobs(ctx, orphans)
+	writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "success", "message": "File deleted", "file_id": f.ID})
+	return nil
+}
+
+func (h *filesHandlers) bulkDelete(c *fasthttp.RequestCtx) error {
+	if err := h.deletionAllowed(); err != nil {
+		return err
+	}
+	// NOTE: an empty list finds no files, which the spec answers with 404.
+	ids, err := parseBulkIDs(c, true)
+	if err != nil {
+		return err
+	}
+	var files []*docflow.File
+	if len(ids) > 0 {
+		if files, err = h.visibleFiles(c, ids, docflow.AccessDelete); err != nil {
+			return err
+		}
+	}
+	if len(files) == 0 {
+		return docflow.Errorf(docflow.ENOTFOUND, "No files found")
+	}
+	ctx := RequestContext(c)
+	keep := make([]int64, len(files))
+	for i, f := range files {
+		keep[i] = f.ID
+	}
+	deleted, orphans, err := h.d.Files.DeleteFiles(ctx, keep)
+	if err != nil {
+		return err
+	}
+	h.removeBlobs(ctx, orphans)
+	writeJSON(c, fasthttp.StatusOK, map[string]any{
+		"status": "success", "message": "Deleted " + strconv.Itoa(len(deleted)) + " files", "deleted_ids": deleted,
+	})
+	return nil
+}
+
+func (h *filesHandlers) reprocess(cloud bool) Handler {
+	return func(c *fasthttp.RequestCtx) error {
+		f, err := h.file(c, docflow.AccessEdit)
+		if err != nil {
+			return err
+		}
+		ok, errs, err := h.d.Intake.Reprocess(RequestContext(c), []int64{f.ID}, docflow.ReprocessOptions{ForceCloudOCR: cloud})
+		if err != nil {
+			return err
+		}
+		if e := errs[f.ID]; e != nil {
+			return e
+		}
+		if len(ok) != 1 {
+			return docflow.Errorf(docflow.ENOTFOUND, "File not found")
+		}
+		out := map[string]any{"status": "success", "message": "File queued for reprocessing", "file_id": f.ID,
+			"filename": f.OriginalFilename, "task_id": ok[0].TaskID}
+		if cloud {
+			out["force_cloud_ocr"] = true
+			out["message"] = "File queued for reprocessing with cloud OCR"
+		}
+		writeJSON(c, fasthttp.StatusOK, out)
+		return nil
+	}
+}
+
+type reprocessed struct {
+	FileID   int64  `json:"file_id"`
+	Filename string `json:"filename"`
+	TaskID   string `json:"task_id"`
+}
+
+type fileError struct {
+	FileID int64  `json:"file_id"`
+	Error  string `json:"error"`
+}
+
+func (h *filesHandlers) bulkReprocess(cloud bool) Handler {
+	return func(c *fasthttp.RequestCtx) error {
+		ids, err := bulkIDs(c)
+		if err != nil {
+			return err
+		}
+		files, err := h.visibleFiles(c, ids, docflow.AccessEdit)
+		if err != nil {
+			return err
+		}
+		allowed := make(map[int64]bool, len(files))
+		var queue []int64
+		for _, f := range files {
+			allowed[f.ID] = true
+			queue = append(queue, f.ID)
+		}
+		errs := map[int64]error{}
+		var ok []docflow.ReprocessResult
+		if len(queue) > 0 {
+			if ok, errs, err = h.d.Intake.Reprocess(RequestContext(c), queue, docflow.ReprocessOptions{ForceCloudOCR: cloud}); err != nil {
+				return err
+			}
+		}
+		processed := make([]reprocessed, 0, len(ok))
+		taskIDs := make([]string, 0, len(ok))
+		for _, r := range ok {
+			processed = append(processed, reprocessed{FileID: r.File.ID, Filename: r.File.OriginalFilename, TaskID: r.TaskID})
+			taskIDs = append(taskIDs, r.TaskID)
+		}
+		errList := []fileError{}
+		for _, id := range ids {
+			if !allowed[id] {
+				errList = append(errList, fileError{FileID: id, Error: "File not found"})
+			} else if e := errs[id]; e != nil {
+				errList = append(errList, fileError{FileID: id, Error: docflow.ErrorMessage(e)})
+			}
+		}
+		out := map[string]any{
+			"status": "success", "message": "Queued " + strconv.Itoa(len(processed)) + " files for reprocessing",
+			"processed_files": processed, "errors": errList, "task_ids": taskIDs,
+		}
+		if cloud {
+			out["force_cloud_ocr"] = true
+		}
+		writeJSON(c, fasthttp.StatusOK, out)
+		return nil
+	}
+}
+
+func (h *filesHandlers) assignPipeline(c *fasthttp.RequestCtx) error {
+	var pid *int64
+	if v := string(c.QueryArgs().Peek("pipeline_id")); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return invalid("pipeline_id", "pipeline_id must be a positive integer")
+		}
+		pid = &n
+	}
+	f, err := h.file(c, docflow.AccessEdit)
+	if err != nil {
+		return err
+	}
+	updated, err := h.d.Files.UpdateFile(RequestContext(c), f.ID, func(f *docflow.File) error {
+		f.PipelineID = pid
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, map[string]any{"file_id": updated.ID, "pipeline_id": updated.PipelineID})
+	return nil
+}
