@@ -174,6 +174,11 @@ func TestAccountEmailChangeMovesOwnership(t *testing.T) {
 		`SELECT count(*) FROM pipelines WHERE owner_id='a2@example.com'`:                                      1,
 		`SELECT count(*) FROM integrations WHERE owner_id='a2@example.com'`:                                   1,
 		`SELECT count(*) FROM sessions WHERE user_id='a@example.com'`:                                         0,
+		// What the listing reads: the moved user sees their file and the
+		// one shared with them; the old id sees nothing.
+		`SELECT count(*) FROM file_access WHERE user_id='a2@example.com'`: 2,
+		`SELECT count(*) FROM file_access WHERE user_id='a@example.com'`:  0,
+		`SELECT count(*) FROM file_access WHERE user_id='b@example.com'`:  2,
 	}
 	for q, want := range checks {
 		if got := count(q); got != want {
