@@ -27,6 +27,9 @@ var analyticsEndpoints = []string{"overview", "steps", "intake", "errors", "lag"
 // another count), beside a raw-table query of the same window. Seeding
 // takes minutes: with BENCH_ANALYTICS_DB the seeded database is kept under
 // that name and reused by the next run that asks for as many events.
+// BENCH_ANALYTICS_DAYS sets another span of data (and of the windows), and
+// BENCH_ANALYTICS_SEED=server seeds on the server (seedOnServer), as 100 M
+// events over 90 days need.
 //
 // Every request asks for another window (its end moves back 7 minutes
 // each time, so both ends cut hours), as a dashboard's moving "last 30
@@ -40,6 +43,12 @@ func benchAnalyticsAPI(ctx context.Context, r *Report, o *options) error {
 		var err error
 		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
 			return fmt.Errorf("BENCH_ANALYTICS_EVENTS=%q: want a positive count", v)
+		}
+	}
+	if v := os.Getenv("BENCH_ANALYTICS_DAYS"); v != "" {
+		var err error
+		if days, err = strconv.Atoi(v); err != nil || days <= 0 {
+			return fmt.Errorf("BENCH_ANALYTICS_DAYS=%q: want a positive count", v)
 		}
 	}
 	addr := benchClickHouseAddr()
@@ -157,6 +166,18 @@ func seededAnalytics(ctx context.Context, conn driver.Conn, n, days int) (db str
 	to = time.Now().UTC().Truncate(time.Minute)
 	from = to.Add(-time.Duration(days) * 24 * time.Hour)
 	start := time.Now()
+	if os.Getenv("BENCH_ANALYTICS_SEED") == "server" {
+		samples, err := seedOnServer(ctx, conn, db, n, from, to)
+		if err != nil {
+			return "", from, to, drop, err
+		}
+		if err := optimize(ctx, conn, db); err != nil {
+			return "", from, to, drop, err
+		}
+		fmt.Printf("   seeded %s on the server: %d events (+%d lag and process samples) over %d days in %s\n",
+			db, n, samples, days, time.Since(start).Round(time.Second))
+		return db, from, to, drop, nil
+	}
 	for i := 0; i < n; i += 500_000 {
 		rows := metricMix(min(500_000, n-i), from, to.Sub(from), uint64(i+2))
 		if err := rawInsert(ctx, conn, db, rows, 100_000); err != nil {

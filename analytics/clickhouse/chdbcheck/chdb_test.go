@@ -136,10 +136,10 @@ func TestSQLOnCurrentEngine(t *testing.T) {
 	}
 	run("INSERT INTO " + db + ".events (" + analytics.ColumnList + ") VALUES " + strings.Join(rows, ", "))
 
-	// pct's view makes rows per grain (3) and measured duration (steps
-	// two, four other kinds one): 3 × 6.
-	if n := strings.TrimSpace(run("SELECT count() FROM (SELECT DISTINCT grain, metric FROM " + db + ".pct)")); n != "18" {
-		t.Errorf("pct holds %s grains and metrics, want 18", n)
+	// pct2's view (0006; pct's before) makes rows per grain (3) and
+	// measured duration (steps two, four other kinds one): 3 × 6.
+	if n := strings.TrimSpace(run("SELECT count() FROM (SELECT DISTINCT grain, metric FROM " + db + ".pct2)")); n != "18" {
+		t.Errorf("pct2 holds %s grains and metrics, want 18", n)
 	}
 
 	// The six-hour and day counts (0005), one row of each per key here.
