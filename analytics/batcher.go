@@ -78,9 +78,10 @@ type batch[T any] struct {
 }
 
 type writeResult[T any] struct {
-	b    *batch[T]
-	done int // leading rows settled (written or rejected)
-	err  error
+	b       *batch[T]
+	done    int // leading rows settled (written or rejected)
+	written int // of which written
+	err     error
 }
 
 // logDrops logs, at most once per FlushInterval, how many rows were
@@ -327,15 +328,17 @@ func (b *Batcher[T]) loop() {
 			go func() {
 				ctx, cancel := context.WithTimeout(b.stopCtx, b.opts.WriteTimeout)
 				defer cancel()
-				done, err := b.writeBatch(ctx, bt)
-				b.results <- writeResult[T]{bt, done, err}
+				done, written, err := b.writeBatch(ctx, bt)
+				b.results <- writeResult[T]{bt, done, written, err}
 			}()
 		}
 	}
 	// await books the outcome of every write in flight.
 	await := func() {
 		for ; inflight > 0; inflight-- {
-			settle(<-b.results)
+			r := <-b.results
+			settle(r)
+			b.written.Add(int64(r.written))
 		}
 	}
 	// writeHeld writes the held batches one at a time, in order, stopping
@@ -346,9 +349,10 @@ func (b *Batcher[T]) loop() {
 			held[0] = nil
 			held = held[1:]
 			wctx, cancel := context.WithTimeout(ctx, b.opts.WriteTimeout)
-			done, err := b.writeBatch(wctx, bt)
+			done, written, err := b.writeBatch(wctx, bt)
 			cancel()
-			settle(writeResult[T]{bt, done, err})
+			settle(writeResult[T]{bt, done, written, err})
+			b.written.Add(int64(written))
 			if err != nil {
 				return err
 			}
@@ -380,6 +384,13 @@ func (b *Batcher[T]) loop() {
 			inflight--
 			settle(r)
 			takeMore()
+			// NOTE: counted as written only now, once the loop has let go
+			// of the rows and taken what waits in the queue: until then
+			// they still hold their place under MaxBuffered, and Buffered
+			// (the rows recorded and not yet written) must not show room
+			// the queue does not have, or a producer that paces itself by
+			// it overfills the queue and drops.
+			b.written.Add(int64(r.written))
 		case <-ticker.C:
 			cutDue = true
 			takeMore()
@@ -418,13 +429,16 @@ func (b *Batcher[T]) loop() {
 }
 
 // writeBatch makes one attempt at bt under its token (a new one for its
-// first attempt).
-func (b *Batcher[T]) writeBatch(ctx context.Context, bt *batch[T]) (int, error) {
+// first attempt). It returns how many leading rows are settled, how many
+// of them were written (the caller counts them) and the error.
+func (b *Batcher[T]) writeBatch(ctx context.Context, bt *batch[T]) (int, int, error) {
 	if bt.attempt == 0 {
 		bt.token = newToken()
 	}
 	bt.attempt++
-	return b.writeRows(withBatch(ctx, bt.token, bt.attempt), bt.rows)
+	written := 0
+	done, err := b.writeRows(withBatch(ctx, bt.token, bt.attempt), bt.rows, &written)
+	return done, written, err
 }
 
 // closeFlush writes everything left, retrying with backoff until
@@ -460,11 +474,12 @@ func (b *Batcher[T]) closeFlush(held *[]*batch[T], heldRows *int, writeHeld func
 // writeRows writes rows in one write; when the store rejects them for good
 // it bisects to write the acceptable ones and reject the rest. It returns how
 // many leading rows are settled (written or rejected) and the first error that
-// a retry may fix, which leaves the rows after the settled prefix pending.
-func (b *Batcher[T]) writeRows(ctx context.Context, rows []T) (int, error) {
+// a retry may fix, which leaves the rows after the settled prefix pending;
+// it adds the rows written to *written.
+func (b *Batcher[T]) writeRows(ctx context.Context, rows []T, written *int) (int, error) {
 	err := b.write(ctx, rows)
 	if err == nil {
-		b.written.Add(int64(len(rows)))
+		*written += len(rows)
 		return len(rows), nil
 	}
 	b.writeErrors.Add(1)
@@ -480,11 +495,11 @@ func (b *Batcher[T]) writeRows(ctx context.Context, rows []T) (int, error) {
 	// Each half is a batch of its own for BatchToken: a retry of the whole
 	// must not take a half that landed for the whole.
 	tok, attempt, _ := BatchToken(ctx)
-	done, err := b.writeRows(withBatch(ctx, tok+"l", attempt), rows[:mid])
+	done, err := b.writeRows(withBatch(ctx, tok+"l", attempt), rows[:mid], written)
 	if err != nil {
 		return done, err
 	}
-	done, err = b.writeRows(withBatch(ctx, tok+"r", attempt), rows[mid:])
+	done, err = b.writeRows(withBatch(ctx, tok+"r", attempt), rows[mid:], written)
 	return mid + done, err
 }
 

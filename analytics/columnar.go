@@ -56,8 +56,16 @@ func (c column) fill(prev any, rows []docflow.Metric, clock func(time.Time) time
 	switch {
 	case c.s != nil:
 		v := sized[string](prev, len(rows))
+		// A column repeats a few values (kinds, step types, routes, the
+		// same worker): a value equal to the previous row's is clean
+		// already. The comparison of the same string is a pointer check.
+		last, lastClean := "", ""
 		for j := range rows {
-			v[j] = clean(c.s(&rows[j]))
+			s := c.s(&rows[j])
+			if j == 0 || s != last {
+				last, lastClean = s, clean(s)
+			}
+			v[j] = lastClean
 		}
 		return v
 	case c.i64 != nil:

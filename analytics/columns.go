@@ -135,7 +135,15 @@ func clamp32(n int64) int32 {
 }
 
 func clean(s string) string {
-	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+	// Nearly every value is short ASCII: one pass over its bytes.
+	ascii := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == 0 || c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	if ascii || utf8.ValidString(s) && !strings.Contains(s, "\x00") {
 		return s
 	}
 	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
