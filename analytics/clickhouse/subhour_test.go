@@ -13,10 +13,10 @@ import (
 	"docflow/analytics"
 )
 
-// TestSubHourReportsReadRollups: reports whose buckets are whole multiples
-// of five minutes but not of an hour (10, 15, 20, 30 minutes) read pct2's
-// 5-minute grain (0007) and the raw rows of the minutes at the window's
-// ends. Their percentiles are those of the same log-scale buckets over the
+// TestSubHourReportsReadRollups: reports over more than six hours whose
+// buckets are whole multiples of five minutes but not of an hour (10, 15,
+// 20, 30 minutes) read pct2's 5-minute grain (0007) and the raw rows of
+// the minutes at the window's ends. Their percentiles are those of the same log-scale buckets over the
 // raw rows of each bucket, exactly (the states merge exactly), hence
 // within 4.5 % of the exact nearest-rank ones; counts are exact; and once
 // the raw rows are gone, windows of whole five minutes answer the same.
@@ -111,7 +111,8 @@ func TestSubHourReportsReadRollups(t *testing.T) {
 		{start.Add(5*time.Hour + 13*time.Minute), start.Add(29*time.Hour + 44*time.Minute), 20 * time.Minute},
 		{start.Add(61 * time.Minute), end.Add(-3 * time.Minute), 30 * time.Minute},
 		{start.Add(25 * time.Minute), end.Add(-70 * time.Minute), time.Hour},      // hours: 5-minute rows beside them
-		{start.Add(4 * time.Minute), start.Add(9 * time.Minute), 5 * time.Minute}, // no whole five minutes: per-minute states
+		{start.Add(4 * time.Minute), start.Add(9 * time.Minute), 5 * time.Minute}, // short: per-minute states
+		{start.Add(7 * time.Minute), start.Add(5*time.Hour + 2*time.Minute), 10 * time.Minute},
 	}
 	whole := []window{
 		{start.Add(3*time.Hour + 10*time.Minute), start.Add(27*time.Hour + 5*time.Minute), 10 * time.Minute},
@@ -141,7 +142,8 @@ func TestSubHourReportsReadRollups(t *testing.T) {
 			if !raw {
 				continue
 			}
-			rollup := w.interval%(5*time.Minute) == 0 && hi.Sub(lo) >= 10*time.Minute
+			// Windows up to six hours merge the per-minute states.
+			rollup := w.interval%(5*time.Minute) == 0 && hi.Sub(lo) > 6*time.Hour
 			if rollup {
 				same(label+" duration", st.Percentiles, fromRaw(lo, hi, 0, "duration_ms")[0])
 				same(label+" queue wait", st.QueueWait, fromRaw(lo, hi, 0, "queue_wait_ms")[0])

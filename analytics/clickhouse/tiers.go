@@ -275,11 +275,22 @@ func (s span) pctSQL(ask int, m metric, series bool, keep int, filter string, fa
 }
 
 // pctRollup reports whether s's percentiles come from pct2 (and the raw
-// rows of the edges): the buckets are whole multiples of its finest grain
-// (five minutes) and the window holds one.
+// rows of the edges): the buckets are whole hours and the window holds
+// one; or they are whole multiples of pct2's finest grain (five minutes)
+// and the window is longer than pctFineSpan.
 func (s span) pctRollup() bool {
-	return s.interval%fiveMin == 0 && s.hi/fiveMin*fiveMin > (s.lo+fiveMin-1)/fiveMin*fiveMin
+	if s.hourly && s.hi/hour*hour > (s.lo+hour-1)/hour*hour {
+		return true
+	}
+	return s.interval%fiveMin == 0 && s.hi-s.lo > pctFineSpan
 }
+
+// pctFineSpan is the longest window whose sub-hour buckets merge the
+// per-minute quantile states, whose percentiles interpolate between the
+// values (exact up to 8,192 values a minute, as PostgreSQL's): up to 360
+// states per series, cheap. Longer ones (a day by 10 minutes, three days
+// by 30, which merged thousands) read pct2's 5-minute histograms.
+const pctFineSpan = 6 * hour
 
 // pctArms returns the parts of a pctRollup window to read for ms: one query
 // of pct (every grain's pieces OR-ed) and one of the raw rows of the edges
