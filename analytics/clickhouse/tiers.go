@@ -17,7 +17,8 @@ import (
 // covers it whole and fits its buckets: days, six hours, hours, then
 // minutes (or raw rows) at the edges. Counts come from the *_coarse (0005),
 // *_1h (0003) and *_1m (0002) tables; percentiles, when the buckets are
-// whole multiples of five minutes, from pct2 (0004's pct, in granules of 8
+// whole hours or, over more than pctFineSpan, whole multiples of five
+// minutes, from pct2 (0004's pct, in granules of 8
 // rows since 0006, with a 5-minute grain since 0007), whose edges (the
 // minutes beside the whole five minutes) are read from the raw rows since
 // the per-minute quantile states do not merge with pct2's.
@@ -232,10 +233,9 @@ func threeCols(agg, pre, post string) string {
 // bucket when series and the first keep dimensions (the others read ”).
 // filter
 // ("" or a condition on d1..d3 with its args) applies to every part read.
-// Windows of buckets of whole five minutes read pct2 (at the grains that
-// fit the buckets) and the raw rows of the edges, one range each; others
-// (buckets of 1, 2, 7 … minutes, or a window holding no whole five
-// minutes) merge the per-minute quantile states.
+// pctRollup windows read pct2 (at the grains that fit the buckets) and the
+// raw rows of the edges, one range each; others (up to pctFineSpan, or
+// buckets of 1, 2, 7 … minutes) merge the per-minute quantile states.
 func (s span) pctSQL(ask int, m metric, series bool, keep int, filter string, fargs []any) (string, []any) {
 	where := func(cond string) string {
 		if filter != "" {

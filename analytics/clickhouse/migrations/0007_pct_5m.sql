@@ -1,5 +1,6 @@
--- Percentiles of windows whose buckets are finer than an hour (a "last
--- three days" is 30-minute buckets, a day 10-minute ones): pct2 gains a
+-- Percentiles of long windows whose buckets are finer than an hour (a
+-- "last three days" is 30-minute buckets, a day 10-minute ones; windows
+-- up to six hours keep the per-minute states, tiers.go): pct2 gains a
 -- 5-minute grain (300 s), which divides every auto-chosen interval of
 -- five minutes or more (5, 10, 15, 30 minutes, and hours, whose edges it
 -- shortens to the few minutes read from the raw rows). Before it those
