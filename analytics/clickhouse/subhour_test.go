@@ -15,8 +15,8 @@ import (
 
 // TestSubHourReportsReadRollups: reports over more than six hours whose
 // buckets are whole multiples of five minutes but not of an hour (10, 15,
-// 20, 30 minutes) read pct2's 5-minute grain (0007) and the raw rows of
-// the minutes at the window's ends. Their percentiles are those of the same log-scale buckets over the
+// 20, 30 minutes) read pct2's 30 and 5-minute grains (0007) and the raw
+// rows of the minutes at the window's ends. Their percentiles are those of the same log-scale buckets over the
 // raw rows of each bucket, exactly (the states merge exactly), hence
 // within 4.5 % of the exact nearest-rank ones; counts are exact; and once
 // the raw rows are gone, windows of whole five minutes answer the same.

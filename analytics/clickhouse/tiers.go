@@ -19,12 +19,13 @@ import (
 // *_1h (0003) and *_1m (0002) tables; percentiles, when the buckets are
 // whole hours or, over more than pctFineSpan, whole multiples of five
 // minutes, from pct2 (0004's pct, in granules of 8
-// rows since 0006, with a 5-minute grain since 0007), whose edges (the
+// rows since 0006, with 5 and 30-minute grains since 0007), whose edges (the
 // minutes beside the whole five minutes) are read from the raw rows since
 // the per-minute quantile states do not merge with pct2's.
 
 const (
 	fiveMin  = int64(5 * time.Minute / time.Second)
+	halfHour = int64(30 * time.Minute / time.Second)
 	hour     = int64(time.Hour / time.Second)
 	sixHours = 6 * hour
 	day      = 24 * hour
@@ -146,7 +147,7 @@ func (s span) tiers(rollup, cols string, grains []int64) string {
 }
 
 // pctGrains are pct2's grains, coarsest first.
-var pctGrains = []int64{day, sixHours, hour, fiveMin}
+var pctGrains = []int64{day, sixHours, hour, halfHour, fiveMin}
 
 // piece is [lo, hi) of a window, read at grain seconds (60: minutes).
 type piece struct {
@@ -289,7 +290,7 @@ func (s span) pctRollup() bool {
 // per-minute quantile states, whose percentiles interpolate between the
 // values (exact up to 8,192 values a minute, as PostgreSQL's): up to 360
 // states per series, cheap. Longer ones (a day by 10 minutes, three days
-// by 30, which merged thousands) read pct2's 5-minute histograms.
+// by 30, which merged thousands) read pct2's 5 and 30-minute histograms.
 const pctFineSpan = 6 * hour
 
 // pctArms returns the parts of a pctRollup window to read for ms: one query
