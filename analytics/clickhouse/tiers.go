@@ -16,11 +16,16 @@ import (
 // A report reads each part of its window from the coarsest rollup that
 // covers it whole and fits its buckets: days, six hours, hours, then
 // minutes (or raw rows) at the edges. Counts come from the *_coarse (0005),
-// *_1h (0003) and *_1m (0002) tables; percentiles over whole hours from
-// pct2 (0004's pct, in granules of 8 rows since 0006), whose edges are read from the raw rows since the per-minute
-// quantile states do not merge with pct's.
+// *_1h (0003) and *_1m (0002) tables; percentiles, when the buckets are
+// whole hours or, over more than pctFineSpan, whole multiples of five
+// minutes, from pct2 (0004's pct, in granules of 8
+// rows since 0006, with 5 and 30-minute grains since 0007), whose edges (the
+// minutes beside the whole five minutes) are read from the raw rows since
+// the per-minute quantile states do not merge with pct2's.
 
 const (
+	fiveMin  = int64(5 * time.Minute / time.Second)
+	halfHour = int64(30 * time.Minute / time.Second)
 	hour     = int64(time.Hour / time.Second)
 	sixHours = 6 * hour
 	day      = 24 * hour
@@ -141,8 +146,8 @@ func (s span) tiers(rollup, cols string, grains []int64) string {
 	return "(" + strings.Join(arms, " UNION ALL ") + ") WHERE 1"
 }
 
-// pctGrains are pct's grains, coarsest first.
-var pctGrains = []int64{day, sixHours, hour}
+// pctGrains are pct2's grains, coarsest first.
+var pctGrains = []int64{day, sixHours, hour, halfHour, fiveMin}
 
 // piece is [lo, hi) of a window, read at grain seconds (60: minutes).
 type piece struct {
@@ -229,9 +234,9 @@ func threeCols(agg, pre, post string) string {
 // bucket when series and the first keep dimensions (the others read ”).
 // filter
 // ("" or a condition on d1..d3 with its args) applies to every part read.
-// Windows of whole hours read pct (at the grains that fit the buckets)
-// and the raw rows of the edges, one range each; others merge the
-// per-minute quantile states.
+// pctRollup windows read pct2 (at the grains that fit the buckets) and the
+// raw rows of the edges, one range each; others (up to pctFineSpan, or
+// buckets of 1, 2, 7 … minutes) merge the per-minute quantile states.
 func (s span) pctSQL(ask int, m metric, series bool, keep int, filter string, fargs []any) (string, []any) {
 	where := func(cond string) string {
 		if filter != "" {
@@ -242,7 +247,7 @@ func (s span) pctSQL(ask int, m metric, series bool, keep int, filter string, fa
 	var arms []string
 	var args []any
 	merge := bucketMs
-	if !s.pctHourly() {
+	if !s.pctRollup() {
 		arms = append(arms, "SELECT "+m.dimCols()+", minute, "+m.state+" AS h FROM "+s.db+"."+m.rollup+"_1m WHERE "+where(between(s.lo, s.hi)))
 		args = fargs
 		merge = threeCols("quantilesMerge(0.5, 0.95, 0.99)(h)", "", "")
@@ -270,13 +275,25 @@ func (s span) pctSQL(ask int, m metric, series bool, keep int, filter string, fa
 		") GROUP BY " + strings.Join(keys, ", "), args
 }
 
-// pctHourly reports whether s's percentiles come from pct (and the raw rows
-// of the edges): the buckets are whole hours and the window holds one.
-func (s span) pctHourly() bool {
-	return s.hourly && s.hi/hour*hour > (s.lo+hour-1)/hour*hour
+// pctRollup reports whether s's percentiles come from pct2 (and the raw
+// rows of the edges): the buckets are whole hours and the window holds
+// one; or they are whole multiples of pct2's finest grain (five minutes)
+// and the window is longer than pctFineSpan.
+func (s span) pctRollup() bool {
+	if s.hourly && s.hi/hour*hour > (s.lo+hour-1)/hour*hour {
+		return true
+	}
+	return s.interval%fiveMin == 0 && s.hi-s.lo > pctFineSpan
 }
 
-// pctArms returns the parts of a pctHourly window to read for ms: one query
+// pctFineSpan is the longest window whose sub-hour buckets merge the
+// per-minute quantile states, whose percentiles interpolate between the
+// values (exact up to 8,192 values a minute, as PostgreSQL's): up to 360
+// states per series, cheap. Longer ones (a day by 10 minutes, three days
+// by 30, which merged thousands) read pct2's 5 and 30-minute histograms.
+const pctFineSpan = 6 * hour
+
+// pctArms returns the parts of a pctRollup window to read for ms: one query
 // of pct (every grain's pieces OR-ed) and one of the raw rows of the edges
 // per metric, each of rows metric, d1, d2, d3, minute and h (a
 // quantilesExactWeighted state); with their args (fargs for each filter). Series read the grains that divide the buckets;
@@ -313,7 +330,7 @@ func (s span) pctArms(ms []metric, series bool, filter string, fargs []any) ([]s
 		if ranges[p.grain] == nil {
 			order = append(order, p.grain)
 		}
-		if p.grain >= hour {
+		if p.grain > 60 {
 			ranges[p.grain] = append(ranges[p.grain], "("+between(p.lo, p.hi)+")")
 		} else {
 			ranges[p.grain] = append(ranges[p.grain], "(ts >= toDateTime("+strconv.FormatInt(p.lo, 10)+") AND ts < toDateTime("+strconv.FormatInt(p.hi, 10)+"))")
@@ -324,7 +341,7 @@ func (s span) pctArms(ms []metric, series bool, filter string, fargs []any) ([]s
 	var arms, grainRanges []string
 	var args []any
 	for _, g := range order {
-		if g >= hour {
+		if g > 60 {
 			grainRanges = append(grainRanges, "(grain = "+strconv.FormatInt(g, 10)+" AND ("+strings.Join(ranges[g], " OR ")+"))")
 		}
 	}
@@ -334,7 +351,7 @@ func (s span) pctArms(ms []metric, series bool, filter string, fargs []any) ([]s
 		args = append(args, fargs...)
 	}
 	for _, g := range order {
-		if g >= hour {
+		if g > 60 {
 			continue
 		}
 		in := "(" + strings.Join(ranges[g], " OR ") + ")"
@@ -348,7 +365,7 @@ func (s span) pctArms(ms []metric, series bool, filter string, fargs []any) ([]s
 	return arms, args
 }
 
-// sharedPctSQL returns, for a pctHourly window and asks of which one at
+// sharedPctSQL returns, for a pctRollup window and asks of which one at
 // least is a series, the one query answering them all as pctSQL's would
 // (rows of ask, t, d1, d2, d3 and the percentiles), or false. It reads the
 // series' parts once, for every metric, and merges each state into its
@@ -356,7 +373,7 @@ func (s span) pctArms(ms []metric, series bool, filter string, fargs []any) ([]s
 // cover the very rows of the series, as they would read them from the
 // coarser grains, and the percentiles, merged exactly, are the same.
 func (s span) sharedPctSQL(asks []pctAsk, filter string, fargs []any) (string, []any, bool) {
-	if !s.pctHourly() {
+	if !s.pctRollup() {
 		return "", nil, false
 	}
 	type shape struct {
