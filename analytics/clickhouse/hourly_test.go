@@ -10,6 +10,7 @@ import (
 
 	"docflow"
 	"docflow/analytics"
+	"docflow/analytics/clickhouse"
 )
 
 // TestHourlyReportsReadRollups: reports whose buckets are whole hours read
@@ -22,22 +23,7 @@ func TestHourlyReportsReadRollups(t *testing.T) {
 	ctx := context.Background()
 	end := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
 	start := end.Add(-72 * time.Hour)
-	type row struct {
-		at        time.Time
-		dur, wait float64
-	}
-	var rows []row
-	const n = 6000
-	for i := range n {
-		at := start.Add(time.Duration(i) * (72 * time.Hour / n))
-		dur := float64(5 + (i*7919)%2000) // 5..2004 ms, spread evenly
-		rows = append(rows, row{at, dur, dur / 3})
-		rec.Record(docflow.Metric{Kind: docflow.MetricStep, Time: at, StepType: "ocr", Pipeline: "p", Status: docflow.StepSucceeded,
-			Duration: time.Duration(dur * float64(time.Millisecond)), QueueWait: time.Duration(dur / 3 * float64(time.Millisecond))})
-	}
-	if err := rec.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rows := recordSteps(t, rec, start, 72*time.Hour, 6000)
 	exact := func(lo, hi time.Time, wait bool) (docflow.Percentiles, int64) {
 		var vs []float64
 		for _, r := range rows {
@@ -126,4 +112,29 @@ func TestHourlyReportsReadRollups(t *testing.T) {
 		}
 	}
 	check(false)
+}
+
+// stepRow is one step attempt recordSteps recorded.
+type stepRow struct {
+	at        time.Time
+	dur, wait float64
+}
+
+// recordSteps records and flushes n step attempts of "ocr" spread evenly
+// over span from start, their durations spread evenly over 5..2004 ms and
+// queue waits a third of them, and returns them.
+func recordSteps(t *testing.T, rec *clickhouse.Recorder, start time.Time, span time.Duration, n int) []stepRow {
+	t.Helper()
+	rows := make([]stepRow, 0, n)
+	for i := range n {
+		at := start.Add(time.Duration(i) * (span / time.Duration(n)))
+		dur := float64(5 + (i*7919)%2000)
+		rows = append(rows, stepRow{at, dur, dur / 3})
+		rec.Record(docflow.Metric{Kind: docflow.MetricStep, Time: at, StepType: "ocr", Pipeline: "p", Status: docflow.StepSucceeded,
+			Duration: time.Duration(dur * float64(time.Millisecond)), QueueWait: time.Duration(dur / 3 * float64(time.Millisecond))})
+	}
+	if err := rec.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }

@@ -16,31 +16,17 @@ import (
 // TestSubHourReportsReadRollups: reports over more than six hours whose
 // buckets are whole multiples of five minutes but not of an hour (10, 15,
 // 20, 30 minutes) read pct2's 30 and 5-minute grains (0007) and the raw
-// rows of the minutes at the window's ends. Their percentiles are those of the same log-scale buckets over the
-// raw rows of each bucket, exactly (the states merge exactly), hence
-// within 4.5 % of the exact nearest-rank ones; counts are exact; and once
-// the raw rows are gone, windows of whole five minutes answer the same.
+// rows of the minutes at the window's ends. Their percentiles are those of
+// the same log-scale buckets over the raw rows of each bucket, exactly
+// (the states merge exactly), hence within 4.5 % of the exact nearest-rank
+// ones; counts are exact; and once the raw rows are gone, windows of whole
+// five minutes answer the same.
 func TestSubHourReportsReadRollups(t *testing.T) {
 	rec, name := open(t, srv.addr, analytics.Options{FlushInterval: time.Hour})
 	ctx := context.Background()
 	end := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
 	start := end.Add(-48 * time.Hour)
-	type row struct {
-		at        time.Time
-		dur, wait float64
-	}
-	var rows []row
-	const n = 20000
-	for i := range n {
-		at := start.Add(time.Duration(i) * (48 * time.Hour / n))
-		dur := float64(5 + (i*7919)%2000) // 5..2004 ms, spread evenly
-		rows = append(rows, row{at, dur, dur / 3})
-		rec.Record(docflow.Metric{Kind: docflow.MetricStep, Time: at, StepType: "ocr", Pipeline: "p", Status: docflow.StepSucceeded,
-			Duration: time.Duration(dur * float64(time.Millisecond)), QueueWait: time.Duration(dur / 3 * float64(time.Millisecond))})
-	}
-	if err := rec.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	rows := recordSteps(t, rec, start, 48*time.Hour, 20000)
 	// The log-scale buckets' percentiles of the raw rows, by bucket of
 	// interval (0: in total), computed by the server from events alone.
 	fromRaw := func(lo, hi time.Time, interval time.Duration, col string) map[int64]docflow.Percentiles {
