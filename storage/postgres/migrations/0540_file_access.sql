@@ -147,3 +147,14 @@ CREATE INDEX IF NOT EXISTS file_access_user ON file_access (user_id, created_at 
 -- alike, so the generic plan, the same plan without the planning, wins.
 ALTER TABLE file_access ALTER COLUMN user_id SET STATISTICS 0;
 ALTER TABLE visible_file_counts ALTER COLUMN user_id SET STATISTICS 0;
+-- ANALYZE then skips the column but keeps what it collected before: drop
+-- that where the migration may (a superuser's); elsewhere the statistics
+-- of visible_file_counts stay until an administrator drops them.
+DO $$
+BEGIN
+    DELETE FROM pg_statistic WHERE starelid = 'visible_file_counts'::regclass
+        AND staattnum = (SELECT attnum FROM pg_attribute WHERE attrelid = 'visible_file_counts'::regclass AND attname = 'user_id');
+EXCEPTION WHEN insufficient_privilege THEN
+    NULL;
+END
+$$;
