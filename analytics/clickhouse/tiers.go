@@ -18,10 +18,10 @@ import (
 // minutes (or raw rows) at the edges. Counts come from the *_coarse (0005),
 // *_1h (0003) and *_1m (0002) tables; percentiles, when the buckets are
 // whole hours or, over more than pctFineSpan, whole multiples of five
-// minutes, from pct2 (0004's pct, in granules of 8
-// rows since 0006, with 5 and 30-minute grains since 0007), whose edges (the
-// minutes beside the whole five minutes) are read from the raw rows since
-// the per-minute quantile states do not merge with pct2's.
+// minutes, from pct2 (0004's pct, in granules of 8 rows since 0006, with
+// 5 and 30-minute grains since 0007), whose edges (the minutes beside the
+// whole five minutes) are read from the raw rows since the per-minute
+// quantile states do not merge with pct2's.
 
 const (
 	fiveMin  = int64(5 * time.Minute / time.Second)
@@ -286,6 +286,10 @@ func (s span) pctRollup() bool {
 	return s.interval%fiveMin == 0 && s.hi-s.lo > pctFineSpan
 }
 
+// inPct2 reports whether a piece at grain is read from pct2 rather than
+// from the raw rows (the edges, at a grain of one minute).
+func inPct2(grain int64) bool { return grain >= fiveMin }
+
 // pctFineSpan is the longest window whose sub-hour buckets merge the
 // per-minute quantile states, whose percentiles interpolate between the
 // values (exact up to 8,192 values a minute, as PostgreSQL's): up to 360
@@ -330,7 +334,7 @@ func (s span) pctArms(ms []metric, series bool, filter string, fargs []any) ([]s
 		if ranges[p.grain] == nil {
 			order = append(order, p.grain)
 		}
-		if p.grain > 60 {
+		if inPct2(p.grain) {
 			ranges[p.grain] = append(ranges[p.grain], "("+between(p.lo, p.hi)+")")
 		} else {
 			ranges[p.grain] = append(ranges[p.grain], "(ts >= toDateTime("+strconv.FormatInt(p.lo, 10)+") AND ts < toDateTime("+strconv.FormatInt(p.hi, 10)+"))")
@@ -341,7 +345,7 @@ func (s span) pctArms(ms []metric, series bool, filter string, fargs []any) ([]s
 	var arms, grainRanges []string
 	var args []any
 	for _, g := range order {
-		if g > 60 {
+		if inPct2(g) {
 			grainRanges = append(grainRanges, "(grain = "+strconv.FormatInt(g, 10)+" AND ("+strings.Join(ranges[g], " OR ")+"))")
 		}
 	}
@@ -351,7 +355,7 @@ func (s span) pctArms(ms []metric, series bool, filter string, fargs []any) ([]s
 		args = append(args, fargs...)
 	}
 	for _, g := range order {
-		if g > 60 {
+		if inPct2(g) {
 			continue
 		}
 		in := "(" + strings.Join(ranges[g], " OR ") + ")"

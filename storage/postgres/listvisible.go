@@ -45,13 +45,12 @@ func findVisible[T any](ctx context.Context, s *FileService, r pageReader[T], us
 	order := "f.created_at " + dir + ", f.id " + dir
 	q := s.texts.get(listText{kind: listVisible, order: order, cols: r.cols, status: r.status, limit: per, offset: offset}, func() string {
 		total := `(SELECT COALESCE(sum(c.n), 0)::bigint FROM visible_file_counts c WHERE c.user_id = $1)`
-		page := `SELECT f.id, f.created_at FROM file_access f WHERE f.user_id = $1 ORDER BY ` + order + limitClause(per, offset)
-		var q string
-		if r.cols == summaryCols {
-			// file_access carries these columns under the same names.
-			q = `SELECT ` + r.cols + `, ` + total + ` FROM file_access f WHERE f.user_id = $1 ORDER BY ` + order + limitClause(per, offset)
-		} else {
-			q = `SELECT ` + r.cols + `, ` + total + ` FROM files f JOIN (` + page + `) pg ON pg.id = f.id ORDER BY ` + order
+		page := ` FROM file_access f WHERE f.user_id = $1 ORDER BY ` + order + limitClause(per, offset)
+		// file_access carries summaryCols under the same names; other
+		// columns are read from files for the page's ids.
+		q := `SELECT ` + r.cols + `, ` + total + page
+		if r.cols != summaryCols {
+			q = `SELECT ` + r.cols + `, ` + total + ` FROM files f JOIN (SELECT f.id, f.created_at` + page + `) pg ON pg.id = f.id ORDER BY ` + order
 		}
 		if r.status {
 			q = withRunStatus(q, order)
