@@ -29,8 +29,13 @@ type sharingBenchConfig struct {
 	Requests int // per listing and round
 }
 
+// NOTE: a request costs about 0.15 ms of CPU here, so five rounds of
+// 2,000 requests were 1.5 s of requests per mode, and their p99 stood on
+// the few pauses of the machine that fell in it (five quiet runs spread
+// 0.57–1.56×); 100,000 requests per mode (about 14 s) spread 0.84–1.33×
+// over seven.
 func defaultSharingBenchConfig() sharingBenchConfig {
-	return sharingBenchConfig{Records: 100_000, Users: 100, Shared: 500, Clients: 16, Rounds: 5, Requests: 2000}
+	return sharingBenchConfig{Records: 100_000, Users: 100, Shared: 500, Clients: 16, Rounds: 20, Requests: 5000}
 }
 
 // benchSharing measures the files listing of one user of many (multi-user
