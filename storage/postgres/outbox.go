@@ -295,12 +295,21 @@ func (o *Outbox) MarkSent(ctx context.Context, ids []int64) error {
 	return markSent(ctx, o.db, ids)
 }
 
+// markSentSQL marks the unsent rows of the ids $1 sent, committing
+// asynchronously.
+//
+// NOTE: num_nulls(sent_at) = 1 is sent_at IS NULL in a form that does not
+// imply outbox_unsent's predicate: written plainly, statistics taken while
+// few rows were unsent let the planner scan that whole index for each call
+// instead of looking the ids up (see claimsSQL).
+const markSentSQL = `WITH c AS (SELECT set_config('synchronous_commit', 'off', true))
+		UPDATE outbox SET sent_at = now() FROM c WHERE id = ANY($1) AND num_nulls(sent_at) = 1`
+
 func markSent(ctx context.Context, db *DB, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	_, err := db.Pool.Exec(ctx, `WITH c AS (SELECT set_config('synchronous_commit', 'off', true))
-		UPDATE outbox SET sent_at = now() FROM c WHERE id = ANY($1) AND sent_at IS NULL`, ids)
+	_, err := db.Pool.Exec(ctx, markSentSQL, ids)
 	if err != nil {
 		return fmt.Errorf("mark outbox rows sent: %w", err)
 	}

@@ -115,6 +115,20 @@ func failAll(out []docflow.StepClaimResult, err error) []docflow.StepClaimResult
 
 // claimsSQL leases steps (see ClaimStep), many in one statement; each
 // answer row ends with the ordinal (from 1) of its request.
+//
+// NOTE: every row is reached from the requests by primary key, and the
+// plan must stay that way whatever the statistics say. With the status
+// tests written plainly, statistics taken while no run was unfinished (an
+// ANALYZE after a quiet spell) made the planner read every unfinished run
+// and pending file through their partial status indexes for each claim:
+// each claim then cost as much as the backlog, and the pipeline benchmark
+// fell from about 550 to 140 documents/s (50–90 buffers per claimed
+// step). Without statistics, some connections' cached plans did the same,
+// so the benchmark swung between 360 and 610 documents/s from run to run.
+// The status tests are therefore expressions (the status joined to an
+// empty string), which no index answers, and runs and files are read in
+// LATERAL subqueries (OFFSET 0 keeps them apart), one key lookup per
+// request. TestClaimPlanIgnoresStaleStatistics holds this.
 const claimsSQL = `
 		WITH i AS (
 			SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::bigint[], $6::bigint[]) WITH ORDINALITY
@@ -122,9 +136,10 @@ const claimsSQL = `
 		), c AS (
 			UPDATE run_steps rs SET status='running', attempts=i.attempt, started_at=now(), finished_at=NULL,
 				lease_owner=i.worker, lease_until=now() + i.ttl * interval '1 millisecond'
-			FROM i, runs r, files f
-			WHERE rs.run_id=i.run_id AND rs.position=i.pos AND r.id=rs.run_id AND f.id=r.file_id
-			  AND r.status IN ('pending', 'processing') AND (f.task_id = '' OR f.task_id = r.id)
+			FROM i
+			CROSS JOIN LATERAL (SELECT * FROM runs r WHERE r.id = i.run_id AND r.status || '' IN ('pending', 'processing') OFFSET 0) r
+			CROSS JOIN LATERAL (SELECT * FROM files f WHERE f.id = r.file_id AND (f.task_id = '' OR f.task_id = r.id) OFFSET 0) f
+			WHERE rs.run_id=i.run_id AND rs.position=i.pos
 			  AND (rs.status='queued'
 			       OR (rs.status='retrying' AND i.attempt > rs.attempts)
 			       OR (rs.status='running' AND i.attempt >= rs.attempts
@@ -134,10 +149,10 @@ const claimsSQL = `
 			RETURNING ` + fileColsText + `, rs.run_id, rs.position, rs.step_type, rs.label, rs.config, r.options, i.n
 		), r AS (
 			UPDATE runs SET status='processing', started_at=COALESCE(started_at, now()), updated_at=now()
-			FROM c WHERE runs.id = c.run_id AND runs.status = 'pending'
+			FROM c WHERE runs.id = c.run_id AND runs.status || '' = 'pending'
 		), fs AS (
 			UPDATE files SET status='processing', updated_at=now()
-			FROM c WHERE files.id = c.id AND files.status = 'pending'
+			FROM c WHERE files.id = c.id AND files.status || '' = 'pending'
 		)
 		SELECT c.*,
 			(SELECT n.step_type FROM run_steps n WHERE n.run_id=c.run_id AND n.position=c.position+1),
