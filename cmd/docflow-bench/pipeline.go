@@ -80,6 +80,7 @@ func benchPipeline(ctx context.Context, r *Report) error {
 // the test step.
 type pipeBenchEnv struct {
 	db       *postgres.DB
+	recorder docflow.Recorder
 	brokers  []string
 	pipeline *docflow.Pipeline
 	close    func()
@@ -102,7 +103,7 @@ func newPipeBenchEnv(ctx context.Context, env ...string) (*pipeBenchEnv, error) 
 	if err != nil {
 		return nil, fmt.Errorf("bench worker: %w", err)
 	}
-	b := &pipeBenchEnv{db: a.DB, brokers: a.Brokers, close: a.Close}
+	b := &pipeBenchEnv{db: a.DB, recorder: a.Recorder, brokers: a.Brokers, close: a.Close}
 	fail := func(err error) (*pipeBenchEnv, error) { b.close(); return nil, err }
 	p := &docflow.Pipeline{Name: "bench", IsActive: true}
 	for i := range pipelineBenchSteps {
@@ -250,6 +251,11 @@ func benchPipelineThroughput(ctx context.Context, n int, env ...string) (pipeThr
 	elapsed, err := b.db.RunsFinishedSince(ctx, runs, start)
 	if err != nil {
 		return pipeThroughput{}, err
+	}
+	// The metrics still buffered are written now, so their CPU counts
+	// (recording off: nothing to write).
+	if err := b.recorder.Flush(ctx); err != nil {
+		return pipeThroughput{}, fmt.Errorf("flush metrics: %w", err)
 	}
 	proc := processCPU() - proc0
 	pg := b.backendCPU(ctx, pg0)
