@@ -281,13 +281,14 @@ func percentileMs(ms []float64, p float64) float64 {
 // costPairs is how many off/on pairs benchRecordingCost runs (-quick: 2),
 // and costDocs how many documents each run takes (-quick: 1000).
 //
-// NOTE: a run is kept at 3000 documents (5–7 s here) rather than cut
-// shorter for more pairs: the ClickHouse recorder inserts every 5 s, and
-// a run much shorter than that would often hold no insert at all, so a
-// typical run would show less than recording costs.
+// NOTE: a run takes 5,000 documents (about 8 s here): the ClickHouse
+// recorder inserts every 5 s, and a run much shorter than that would often
+// hold no insert at all, so a typical run would show less than recording
+// costs; and a worker's first seconds are slower, which longer runs dilute
+// (pairs of 3,000-document runs spread 0.86–1.07, of 5,000 0.95–1.04).
 const (
 	costPairs = 12
-	costDocs  = 3000
+	costDocs  = 5000
 )
 
 // costRun is one pipeline run of benchRecordingCost.
