@@ -337,10 +337,12 @@ func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string)
 	where := "ClickHouse server at idle CPU priority"
 	if pid := clickhouseServerPID(); pid == 0 {
 		where = "ClickHouse server sharing the cores (its pid is unknown)"
-	} else if err := setIdlePriority(pid, true); err != nil {
-		where = "ClickHouse server sharing the cores (" + err.Error() + ")"
 	} else {
+		// Restored even when only some threads took the change.
 		defer setIdlePriority(pid, false) //nolint:errcheck
+		if err := setIdlePriority(pid, true); err != nil {
+			where = "ClickHouse server sharing the cores (" + err.Error() + ")"
+		}
 	}
 	run := func(env ...string) (costRun, error) {
 		ch0 := clickhouseServerCPU()
@@ -424,26 +426,4 @@ func median(v []float64) float64 {
 		return (s[n/2-1] + s[n/2]) / 2
 	}
 	return s[len(s)/2]
-}
-
-// clickhouseServerCPU is the user+sys CPU time of the bench's ClickHouse
-// server, or 0 when it cannot be read.
-func clickhouseServerCPU() time.Duration {
-	pid := clickhouseServerPID()
-	if pid == 0 {
-		return 0
-	}
-	st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(st)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	stm, _ := strconv.ParseInt(f[12], 10, 64)
-	// NOTE: clock ticks are 100 per second on Linux.
-	return time.Duration(ut+stm) * 10 * time.Millisecond
 }

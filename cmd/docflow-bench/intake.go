@@ -216,19 +216,9 @@ func (e *benchEnv) cpu(ctx context.Context) intakeCPU {
 		return t
 	}
 	for _, pid := range pids {
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
+		if d, ok := pidCPU(int(pid)); ok {
+			t.pg[int(pid)] = d
 		}
-		s := string(st)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 13 {
-			continue
-		}
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		stm, _ := strconv.ParseInt(f[12], 10, 64)
-		// NOTE: clock ticks are 100 per second on Linux.
-		t.pg[int(pid)] = time.Duration(ut+stm) * 10 * time.Millisecond
 	}
 	return t
 }

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -267,15 +266,6 @@ func benchPipelineThroughput(ctx context.Context, n int, env ...string) (pipeThr
 		procCPUms: proc.Seconds() * 1000 / float64(n), pgCPUms: pgTotal.Seconds() * 1000 / float64(n)}, nil
 }
 
-// processCPU is this process's user+sys CPU time so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // backendCPU returns the user+sys CPU time of each Postgres backend
 // connected to the bench database (read from /proc), minus what since held
 // for the same pid.
@@ -286,21 +276,10 @@ func (b *pipeBenchEnv) backendCPU(ctx context.Context, since map[int]time.Durati
 		return out
 	}
 	for _, pid := range pids {
-		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
+		d, ok := pidCPU(int(pid))
+		if !ok {
 			continue
 		}
-		// Fields after the parenthesised command: utime and stime are the
-		// 12th and 13th.
-		s := string(st)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 13 {
-			continue
-		}
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		stm, _ := strconv.ParseInt(f[12], 10, 64)
-		// NOTE: clock ticks are 100 per second on Linux.
-		d := time.Duration(ut+stm) * 10 * time.Millisecond
 		out[int(pid)] = d - since[int(pid)]
 	}
 	return out

@@ -4,29 +4,13 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
 
-// clickhouseServerPID is the pid of the bench's ClickHouse server (the one
-// scripts/clickhouse.sh started from CLICKHOUSE_DIR), or 0.
-func clickhouseServerPID() int {
-	dir := os.Getenv("CLICKHOUSE_DIR")
-	if dir == "" {
-		dir = "/tmp/docflow-clickhouse"
-	}
-	b, err := os.ReadFile(dir + "/clickhouse-server.pid")
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
-}
-
 // setIdlePriority puts every thread of process pid under SCHED_IDLE (idle
 // true: it runs only on CPU time nothing else wants) or back under
-// SCHED_NORMAL (SCHED_OTHER) at nice 0. Threads the process starts later inherit the
+// SCHED_NORMAL at nice 0. Threads the process starts later inherit the
 // policy of the thread that starts them.
 func setIdlePriority(pid int, idle bool) error {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
