@@ -125,21 +125,20 @@ func failAll(out []docflow.StepClaimResult, err error) []docflow.StepClaimResult
 // and pending file through their partial status indexes for each claim:
 // each claim then cost as much as the backlog, and the pipeline benchmark
 // fell from about 550 to 140 documents/s (50–90 buffers per claimed
-// step). Without statistics, some connections' cached plans did the same,
-// so the benchmark swung between 360 and 610 documents/s from run to run.
-// The status tests are therefore expressions (the status joined to an
-// empty string), which no index answers, and runs and files are read in
-// LATERAL subqueries (OFFSET 0 keeps them apart), one key lookup per
-// request. TestClaimPlanIgnoresStaleStatistics holds this.
+// step). The status tests are therefore expressions (the status joined
+// to an empty string), which no index answers, and runs and files are
+// read in LATERAL subqueries (OFFSET 0 keeps them apart), one key lookup
+// per request. TestClaimPlanIgnoresStaleStatistics holds this.
 //
 // And the statement is planned on every call: a connection keeps the
 // generic plan it settles on after its first executions, and one that
 // settled while run_steps held a few pages (the first minute of a new
 // installation) hashed the whole table on every claim ever after, so a
 // claim's cost grew with the table until the next ANALYZE: a third of the
-// benchmark's batches ran at half speed. Planning costs far less than that
-// (the benchmark's batches now hold within 10 % of each other), and a
-// custom plan knows how many requests the arrays hold.
+// benchmark's batches ran at half speed, and its runs swung between 360
+// and 610 documents/s. Planning costs far less than that (the benchmark's
+// batches now hold within 10 % of each other), and a custom plan knows how
+// many requests the arrays hold.
 const claimsSQL = `
 		WITH i AS (
 			SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::bigint[], $6::bigint[]) WITH ORDINALITY
