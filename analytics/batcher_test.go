@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // fakeStore records the batches written to it; fail makes writes fail and
@@ -413,5 +414,60 @@ func TestBatcherConcurrentWriters(t *testing.T) {
 	checkOrdered(t, stored, 2000)
 	if maxActive != 2 {
 		t.Fatalf("at most %d writes ran at once, want 2", maxActive)
+	}
+}
+
+// TestBatcherSteadyFlowReusesItsBuffer: a flow that varies by a tenth from
+// one flush to the next fills a recycled buffer without growing it, so
+// once the flow is known every batch arrives in the same memory (growing a
+// large buffer allocates, zeroes and copies, which was most of what Add
+// cost in the pipeline).
+func TestBatcherSteadyFlowReusesItsBuffer(t *testing.T) {
+	var arrays []*int
+	b := NewBatcher(func(_ context.Context, rows []int) error {
+		arrays = append(arrays, unsafe.SliceData(rows)) // one write at a time: Flush waits
+		return nil
+	}, Options{BatchSize: 100_000, FlushInterval: time.Hour})
+	defer b.Close()
+	flows := []int{3000, 3300, 2900, 3200, 3100}
+	for round := range 15 {
+		for i := range flows[round%len(flows)] {
+			b.Add(i)
+		}
+		if err := b.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for round := 3; round < len(arrays); round++ {
+		if arrays[round] != arrays[2] {
+			t.Fatalf("round %d's batch is in new memory: the buffer was grown or replaced under a steady flow", round)
+		}
+	}
+}
+
+// TestBatcherDropsABufferFromABurst: after a burst, the flow falls back to
+// buffers of its own size rather than keeping the burst's.
+func TestBatcherDropsABufferFromABurst(t *testing.T) {
+	var mu sync.Mutex
+	var caps []int
+	b := NewBatcher(func(_ context.Context, rows []int) error {
+		mu.Lock()
+		caps = append(caps, cap(rows))
+		mu.Unlock()
+		return nil
+	}, Options{BatchSize: 100_000, FlushInterval: time.Hour})
+	defer b.Close()
+	for _, n := range []int{50_000, 50_000, 2000, 2000, 2000} {
+		for i := range n {
+			b.Add(i)
+		}
+		if err := b.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if last := caps[len(caps)-1]; last > 2*2500 {
+		t.Fatalf("capacities %v: the last batch of 2000 rows still sits in a buffer of %d", caps, last)
 	}
 }

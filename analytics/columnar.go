@@ -2,6 +2,7 @@ package analytics
 
 import (
 	"slices"
+	"strings"
 	"time"
 
 	"docflow"
@@ -22,7 +23,33 @@ func Columnar(rows []docflow.Metric, clock func(time.Time) time.Time) []any {
 // writer that encodes batch after batch neither allocates a fresh set of
 // columns each time nor leaves them for the collector to scan. The zero
 // value is ready; it is not safe for concurrent use.
-type ColumnBuffers struct{ cols []any }
+type ColumnBuffers struct {
+	cols []any
+	used ColumnSet
+}
+
+// ColumnSet is a set of columns, bit i standing for the i-th of Columns.
+type ColumnSet uint64
+
+// AllColumns holds every column.
+var AllColumns = ColumnSet(1)<<len(columns) - 1
+
+// Has reports whether the i-th column is in s.
+func (s ColumnSet) Has(i int) bool { return s&(1<<i) != 0 }
+
+// List names s's columns, comma-separated, in Columns order.
+func (s ColumnSet) List() string {
+	var b strings.Builder
+	for i, c := range columns {
+		if s.Has(i) {
+			if b.Len() > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(c.name)
+		}
+	}
+	return b.String()
+}
 
 // Fill is Columnar into c's slices, reusing their memory. The result is
 // valid until the next Fill or Reset.
@@ -30,11 +57,23 @@ func (c *ColumnBuffers) Fill(rows []docflow.Metric, clock func(time.Time) time.T
 	if c.cols == nil {
 		c.cols = make([]any, len(columns))
 	}
+	c.used = 0
 	for i, col := range columns {
-		c.cols[i] = col.fill(c.cols[i], rows, clock)
+		var used bool
+		c.cols[i], used = col.fill(c.cols[i], rows, clock)
+		if used {
+			c.used |= 1 << i
+		}
 	}
 	return c.cols
 }
+
+// Used is the set of the columns that the last Fill gave a value other
+// than their type's zero in some row; the time column is always in it.
+// Each kind of metric sets about a third of the columns, so a batch of one
+// or two kinds can be inserted naming only these: the store gives the rest
+// their zero, which is the same row (no column has another default).
+func (c *ColumnBuffers) Used() ColumnSet { return c.used }
 
 // Reset drops the references the columns hold to the last batch's strings,
 // so that they can be collected while c waits for its next batch.
@@ -52,7 +91,7 @@ func sized[E any](prev any, n int) []E {
 	return slices.Grow(v[:0], n)[:n]
 }
 
-func (c column) fill(prev any, rows []docflow.Metric, clock func(time.Time) time.Time) any {
+func (c column) fill(prev any, rows []docflow.Metric, clock func(time.Time) time.Time) (_ any, used bool) {
 	switch {
 	case c.s != nil:
 		v := sized[string](prev, len(rows))
@@ -64,28 +103,34 @@ func (c column) fill(prev any, rows []docflow.Metric, clock func(time.Time) time
 			s := c.s(&rows[j])
 			if j == 0 || s != last {
 				last, lastClean = s, clean(s)
+				used = used || lastClean != ""
 			}
 			v[j] = lastClean
 		}
-		return v
+		return v, used
 	case c.i64 != nil:
 		v := sized[int64](prev, len(rows))
+		var or int64
 		for j := range rows {
 			v[j] = c.i64(&rows[j])
+			or |= v[j]
 		}
-		return v
+		return v, or != 0
 	case c.i32 != nil:
 		v := sized[int32](prev, len(rows))
+		var or int32
 		for j := range rows {
 			v[j] = clamp32(c.i32(&rows[j]))
+			or |= v[j]
 		}
-		return v
+		return v, or != 0
 	case c.f64 != nil:
 		v := sized[float64](prev, len(rows))
 		for j := range rows {
 			v[j] = c.f64(&rows[j])
+			used = used || v[j] != 0
 		}
-		return v
+		return v, used
 	default:
 		v := sized[time.Time](prev, len(rows))
 		for j := range rows {
@@ -95,6 +140,6 @@ func (c column) fill(prev any, rows []docflow.Metric, clock func(time.Time) time
 			}
 			v[j] = t
 		}
-		return v
+		return v, true
 	}
 }

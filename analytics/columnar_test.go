@@ -39,6 +39,26 @@ func TestColumnBuffersReuse(t *testing.T) {
 	}
 }
 
+// Used holds the columns some row sets, and the time column; List names
+// them in order.
+func TestColumnBuffersUsed(t *testing.T) {
+	var c ColumnBuffers
+	c.Fill([]docflow.Metric{
+		{Kind: docflow.MetricStep, StepType: "ocr"},
+		{Kind: docflow.MetricStep, Attempt: 2, ErrorClass: "\x00"}, // cleaned to "": not set
+	}, nil)
+	if got, want := c.Used().List(), "kind, ts, step_type, attempt"; got != want {
+		t.Fatalf("used columns %q, want %q", got, want)
+	}
+	c.Fill([]docflow.Metric{{Kind: docflow.MetricLag, Lag: -1, CPU: 0.5}}, nil)
+	if got, want := c.Used().List(), "kind, ts, lag, cpu"; got != want {
+		t.Fatalf("used columns after a second fill %q, want %q", got, want)
+	}
+	if AllColumns.List() != ColumnList {
+		t.Fatalf("AllColumns lists %q, want %q", AllColumns.List(), ColumnList)
+	}
+}
+
 // BenchmarkRecord is the cost of one Record on the hot path (allocs/op
 // should be 0: the metric is copied into the queue).
 func BenchmarkRecord(b *testing.B) {

@@ -187,7 +187,7 @@ func New(conn driver.Conn, database string, opts analytics.Options) (*Recorder, 
 	if opts.Writers <= 0 {
 		opts.Writers = DefaultWriters
 	}
-	w := &writer{conn: conn, uncertain: map[string]bool{}, insert: "INSERT INTO " + database + ".events (" + analytics.ColumnList + ")"}
+	w := &writer{conn: conn, uncertain: map[string]bool{}, table: database + ".events"}
 	w.columns.New = func() any { return new(analytics.ColumnBuffers) }
 	rec, err := analytics.NewRecorder(w, opts)
 	if err != nil {
@@ -211,11 +211,15 @@ func (r *Recorder) Close() error {
 }
 
 type writer struct {
-	conn   driver.Conn
-	insert string
+	conn  driver.Conn
+	table string // database.events
 	// columns holds *analytics.ColumnBuffers: the driver copies each
 	// column in Append, so one set serves batch after batch.
 	columns sync.Pool
+	// inserts caches the INSERT statement of each set of columns sent
+	// (a few dozen in practice; at most maxInserts are kept).
+	insertsMu sync.Mutex
+	inserts   map[analytics.ColumnSet]string
 
 	// mu guards uncertain: the tokens of the batches whose data was sent
 	// but whose answer never came, so they may have landed (several
@@ -267,20 +271,30 @@ func (w *writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error 
 		}
 		ctx = ch.Context(ctx, ch.WithQueryID(token), ch.WithSettings(ch.Settings{"log_queries": 1}))
 	}
-	batch, err := w.conn.PrepareBatch(ctx, w.insert)
+	cols := w.columns.Get().(*analytics.ColumnBuffers)
+	defer func() { cols.Reset(); w.columns.Put(cols) }()
+	filled := cols.Fill(rows, clampTime)
+	// Only the columns some row sets are sent (see ColumnBuffers.Used):
+	// the driver builds every column it is given afresh for each batch,
+	// and a batch of step metrics leaves more than half of them empty.
+	used := cols.Used()
+	batch, err := w.conn.PrepareBatch(ctx, w.insert(used))
 	if err != nil {
 		return fmt.Errorf("prepare metrics insert: %w", err)
 	}
 	// Close ends the INSERT without the buffered rows when Send is not reached.
 	defer batch.Close()
-	cols := w.columns.Get().(*analytics.ColumnBuffers)
-	defer func() { cols.Reset(); w.columns.Put(cols) }()
-	for i, col := range cols.Fill(rows, clampTime) {
-		if err := batch.Column(i).Append(col); err != nil {
+	j := 0
+	for i, col := range filled {
+		if !used.Has(i) {
+			continue
+		}
+		if err := batch.Column(j).Append(col); err != nil {
 			// The driver checks values client-side: the same rows would
 			// fail again.
-			return analytics.Permanent(fmt.Errorf("append metric column %d: %w", i, err))
+			return analytics.Permanent(fmt.Errorf("append metric column %s: %w", analytics.Columns()[i], err))
 		}
+		j++
 	}
 	if err := batch.Send(); err != nil {
 		if ok {
@@ -293,6 +307,24 @@ func (w *writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error 
 	}
 	return nil
 }
+
+// insert is the INSERT statement naming the columns of set.
+func (w *writer) insert(set analytics.ColumnSet) string {
+	w.insertsMu.Lock()
+	defer w.insertsMu.Unlock()
+	if q, ok := w.inserts[set]; ok {
+		return q
+	}
+	if w.inserts == nil || len(w.inserts) >= maxInserts {
+		w.inserts = map[analytics.ColumnSet]string{}
+	}
+	q := "INSERT INTO " + w.table + " (" + set.List() + ")"
+	w.inserts[set] = q
+	return q
+}
+
+// maxInserts bounds the INSERT statements cached by a writer.
+const maxInserts = 256
 
 // landed reports whether the insert with query id token finished having
 // written n rows; it is an error while that insert still runs. The query

@@ -233,6 +233,65 @@ func TestEveryColumnStored(t *testing.T) {
 	}
 }
 
+// TestSparseBatchesStored: a batch names only the columns its rows set
+// (the others take their zero in the store): rows of one kind, of another
+// and of both read back exactly as Values gives them, and the rollups see
+// them as they see full rows.
+func TestSparseBatchesStored(t *testing.T) {
+	rec, name := open(t, srv.addr, analytics.Options{FlushInterval: time.Hour})
+	ts := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	step := docflow.Metric{Kind: docflow.MetricStep, Time: ts, FileID: 1, StepType: "ocr", Status: docflow.StepSucceeded,
+		Attempt: 1, Duration: 40 * time.Millisecond}
+	req := docflow.Metric{Kind: docflow.MetricRequest, Time: ts.Add(time.Second), Method: "GET", Route: "/api/files",
+		HTTPStatus: 200, Duration: 3 * time.Millisecond}
+	batches := [][]docflow.Metric{{step}, {req}, {step, req}}
+	var all []docflow.Metric
+	for _, b := range batches {
+		for _, m := range b {
+			rec.Record(m)
+		}
+		if err := rec.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, b...)
+	}
+	rows, err := srv.conn.Query(context.Background(), "SELECT "+analytics.ColumnList+" FROM "+name+".events ORDER BY kind, ts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got [][]any
+	for rows.Next() {
+		want := analytics.Values(step)
+		row := make([]any, len(want))
+		for i, v := range want {
+			row[i] = reflect.New(reflect.TypeOf(v)).Interface()
+		}
+		if err := rows.Scan(row...); err != nil {
+			t.Fatal(err)
+		}
+		for i := range row {
+			row[i] = reflect.ValueOf(row[i]).Elem().Interface()
+			if tm, ok := row[i].(time.Time); ok {
+				row[i] = tm.UTC()
+			}
+		}
+		got = append(got, row)
+	}
+	// ORDER BY kind, ts: the request rows come first.
+	want := [][]any{analytics.Values(req), analytics.Values(req), analytics.Values(step), analytics.Values(step)}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("stored rows\n%v\nwant\n%v", got, want)
+	}
+	stats, err := rec.StepStats(context.Background(), ts.Add(-time.Hour), ts.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stats) != 1 || stats[0].Count != 2 {
+		t.Fatalf("step stats from the rollups %+v, want the two ocr attempts", stats)
+	}
+}
+
 func TestParseURL(t *testing.T) {
 	opts, db, err := clickhouse.ParseURL(clickhouse.Config{URL: "clickhouse://127.0.0.1:19000"})
 	if err != nil || db != clickhouse.DefaultDatabase || opts.Auth.Database != "" || opts.ReadTimeout != clickhouse.DefaultReadTimeout {
