@@ -146,6 +146,17 @@ func (b *Batcher[T]) Add(row T) bool {
 	if b.cur == nil {
 		b.cur = b.buffer()
 	}
+	if n := len(b.cur); n == cap(b.cur) {
+		// Doubled, not grown by append's quarter for a large slice: a
+		// buffer that grows from firstCap to a flush's worth of rows is
+		// then copied about once in all rather than four times (with
+		// every copy a fresh allocation the runtime zeroes, and the
+		// collector's assists charged to it). n < BatchSize: a full
+		// batch left cur above.
+		grown := make([]T, n, n+min(max(n, 1), b.opts.BatchSize-n))
+		copy(grown, b.cur)
+		b.cur = grown
+	}
 	b.cur = append(b.cur, row)
 	b.queued++
 	full := len(b.cur) >= b.opts.BatchSize

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"docflow"
 )
 
 // fakeStore records the batches written to it; fail makes writes fail and
@@ -469,5 +471,40 @@ func TestBatcherDropsABufferFromABurst(t *testing.T) {
 	defer mu.Unlock()
 	if last := caps[len(caps)-1]; last > 2*2500 {
 		t.Fatalf("capacities %v: the last batch of 2000 rows still sits in a buffer of %d", caps, last)
+	}
+}
+
+// BenchmarkBatcherFirstBatch is a fresh batcher's first batch of 16,000
+// metrics, grown from firstCap, as a new worker's first flush interval.
+func BenchmarkBatcherFirstBatch(b *testing.B) {
+	m := docflow.Metric{Kind: docflow.MetricStep, Time: time.Now(), StepType: "test", Status: "succeeded", RunID: "r", Pipeline: "1", Worker: "w"}
+	for b.Loop() {
+		bt := NewBatcher(func(context.Context, []docflow.Metric) error { return nil }, Options{BatchSize: 50_000, FlushInterval: time.Hour})
+		for range 16_000 {
+			bt.Add(m)
+		}
+		bt.Close()
+	}
+}
+
+// TestBatcherGrowsByDoubling: a fresh batcher's buffer doubles from
+// firstCap rather than growing by append's quarter (each growth a copy
+// into fresh memory), and never past BatchSize.
+func TestBatcherGrowsByDoubling(t *testing.T) {
+	b := NewBatcher(func(context.Context, []int) error { return nil }, Options{BatchSize: 40_000, FlushInterval: time.Hour})
+	defer b.Close()
+	capAfter := func(n int) int {
+		for i := range n {
+			b.Add(i)
+		}
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return cap(b.cur)
+	}
+	if got := capAfter(16_000); got != 16*firstCap {
+		t.Fatalf("capacity %d after 16,000 rows, want %d (doubled from %d)", got, 16*firstCap, firstCap)
+	}
+	if got := capAfter(39_999 - 16_000); got != 40_000 {
+		t.Fatalf("capacity %d with 39,999 rows, want BatchSize 40,000", got)
 	}
 }
