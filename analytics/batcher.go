@@ -61,12 +61,10 @@ type Batcher[T any] struct {
 
 // maxFree bounds the recycled buffers kept for reuse, and firstCap is the
 // least capacity a new one starts with; it starts with the length of the
-// last batch and a quarter more when that is more, so that a steady flow
-// fills it without growing it. Growing copies every row once more into a
-// fresh buffer of twice the size, which the runtime zeroes first: in the
-// pipeline benchmark, with buffers sized at exactly the last length, half
-// the batches grew just before their end (a flow is never quite steady),
-// and Add spent nine tenths of its time growing them.
+// last batch and a quarter more when that is more, so that a flow that
+// varies a little fills it without growing it: growing copies every row
+// once more into a fresh buffer, which the runtime zeroes first (in the
+// pipeline benchmark, growing was nine tenths of what Add cost).
 //
 // NOTE: the collector scans a buffer of metrics (they hold strings) over
 // its whole capacity, used or not, at every cycle: buffers sized for a
