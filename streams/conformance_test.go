@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // produceN publishes n messages "0".."n-1" keyed by key(i), in parallel
@@ -539,4 +540,54 @@ func TestConsumerSurvivesBrokerRestart(t *testing.T) {
 		t.Fatalf("publish after restart: %v", err)
 	}
 	waitFor(t, 60*time.Second, "messages after the restart", func() bool { return count() == 200 })
+}
+
+// TestConsumerFetchAnsweredLate has the broker answer every fetch later
+// than the consumer's MaxWait (a busy broker, or a large backlog to send):
+// the partitions still move, every message is handled, and the group
+// commits to the end.
+func TestConsumerFetchAnsweredLate(t *testing.T) {
+	b := startBroker(t, BrokerConfig{})
+	brokers := b.Addrs()
+	const topic, parts, n = "conf.late", 2, 200
+	createTopics(t, brokers, parts, topic, TopicDLQ)
+	p := newProducer(t, brokers)
+	produceN(t, p, topic, n, func(i int) string { return strconv.Itoa(i) })
+
+	// Every fetch is answered 400 ms late: 4 times the MaxWait fastGroup
+	// gives the consumer (100 ms).
+	cl := b.Cluster()
+	cl.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		cl.KeepControl()
+		cl.SleepControl(func() { time.Sleep(400 * time.Millisecond) })
+		return nil, nil, false
+	})
+
+	var (
+		mu   sync.Mutex
+		seen = map[string]bool{}
+	)
+	startConsumer(t, ConsumerConfig{
+		Brokers: brokers, GroupID: "g-late", Topics: []string{topic}, DeadLetters: p,
+		Log: testLog(t),
+		Handler: func(d *Delivery) {
+			mu.Lock()
+			seen[string(d.Message.Value)] = true
+			mu.Unlock()
+			d.Ack()
+		},
+	})
+	waitFor(t, 60*time.Second, "every message handled and committed", func() bool {
+		mu.Lock()
+		k := len(seen)
+		mu.Unlock()
+		if k < n {
+			return false
+		}
+		var sum int64
+		for _, off := range committed(t, brokers, "g-late", topic, parts) {
+			sum += max(off, 0)
+		}
+		return sum == n
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime/debug"
 	"strconv"
 	"sync"
@@ -81,7 +82,10 @@ type ConsumerConfig struct {
 	// StartOffset applies when the group has no committed offset:
 	// kafka.FirstOffset (default) or kafka.LastOffset.
 	StartOffset int64
-	// MaxWait bounds one fetch long-poll. Default 500 ms.
+	// MaxWait bounds one fetch long-poll. Default 500 ms. It is also the
+	// time the broker's answer is given at first: after an answer that came
+	// later, the partition's fetches wait twice as long, up to
+	// maxFetchWait.
 	MaxWait time.Duration
 
 	Log zerolog.Logger
@@ -350,27 +354,12 @@ func (p *partition) poke() {
 	}
 }
 
+// maxFetchWait caps the time a partition's fetch is given for the
+// broker's answer once answers came late (see consumePartition).
+const maxFetchWait = 10 * time.Second
+
 func (c *Consumer) consumePartition(ctx context.Context, p *partition, start int64) {
 	log := c.log.With().Str("topic", p.topic).Int("partition", p.id).Logger()
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers:               c.cfg.Brokers,
-		Topic:                 p.topic,
-		Partition:             p.id,
-		MinBytes:              1,
-		MaxBytes:              8 << 20,
-		MaxWait:               c.cfg.MaxWait,
-		QueueCapacity:         c.cfg.MaxInFlightPerPartition,
-		OffsetOutOfRangeError: true,
-		ReadBackoffMin:        20 * time.Millisecond,
-		ReadBackoffMax:        time.Second,
-	})
-	defer r.Close()
-	if start >= 0 || start == kafka.FirstOffset || start == kafka.LastOffset {
-		if err := r.SetOffset(start); err != nil {
-			log.Warn().Err(err).Int64("offset", start).Msg("set offset")
-		}
-	}
-
 	fetchCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
@@ -381,7 +370,55 @@ func (c *Consumer) consumePartition(ctx context.Context, p *partition, start int
 		}
 	}()
 
-	c.fetchLoop(fetchCtx, r, p, log)
+	// NOTE: kafka-go's reader gives a fetch MaxWait, the broker's long-poll
+	// time, as its deadline for the whole answer too. An answer later than
+	// that (a busy broker: the embedded one answers every client on one
+	// goroutine; a large backlog to send) fails the fetch, and the reader
+	// sends the same fetch again, which is as slow: the partition would
+	// never move again, however little is in flight. So a fetch that timed
+	// out ends this reader, and the next one gives its fetches twice the
+	// time, up to maxFetchWait (which also bounds how long closing the
+	// reader waits for a fetch under way), resuming after the last
+	// dispatched message. The reader tells of the timeout only to its error
+	// logger, hence the hook.
+	wait, next := c.cfg.MaxWait, start
+	for {
+		readCtx, abort := context.WithCancel(fetchCtx)
+		var late atomic.Bool
+		r := kafka.NewReader(kafka.ReaderConfig{
+			Brokers:               c.cfg.Brokers,
+			Topic:                 p.topic,
+			Partition:             p.id,
+			MinBytes:              1,
+			MaxBytes:              8 << 20,
+			MaxWait:               wait,
+			QueueCapacity:         c.cfg.MaxInFlightPerPartition,
+			OffsetOutOfRangeError: true,
+			ReadBackoffMin:        20 * time.Millisecond,
+			ReadBackoffMax:        time.Second,
+			ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
+				if timedOut(args) {
+					late.Store(true)
+					abort()
+				}
+			}),
+		})
+		if next >= 0 || next == kafka.FirstOffset || next == kafka.LastOffset {
+			if err := r.SetOffset(next); err != nil {
+				log.Warn().Err(err).Int64("offset", next).Msg("set offset")
+			}
+		}
+		next = c.fetchLoop(readCtx, r, p, next, log)
+		abort()
+		r.Close()
+		if fetchCtx.Err() != nil || !late.Load() {
+			break
+		}
+		if wait < maxFetchWait {
+			wait = min(2*wait, maxFetchWait)
+			log.Warn().Dur("wait", wait).Int64("offset", next).Msg("fetch answered late; fetching again with a longer wait")
+		}
+	}
 
 	// Revoked or closing: give in-flight deliveries DrainTimeout to resolve,
 	// commit what is contiguous, hand the partition over.
@@ -410,7 +447,21 @@ drain:
 	p.mu.Unlock()
 }
 
-func (c *Consumer) fetchLoop(ctx context.Context, r *kafka.Reader, p *partition, log zerolog.Logger) {
+// timedOut reports whether a kafka-go error log's arguments hold a
+// timeout (a fetch whose answer came after its deadline).
+func timedOut(args []any) bool {
+	for _, a := range args {
+		var ne net.Error
+		if err, ok := a.(error); ok && errors.As(err, &ne) && ne.Timeout() {
+			return true
+		}
+	}
+	return false
+}
+
+// fetchLoop dispatches r's messages until ctx is done and returns the
+// offset to fetch next (next when it dispatched none).
+func (c *Consumer) fetchLoop(ctx context.Context, r *kafka.Reader, p *partition, next int64, log zerolog.Logger) int64 {
 	for {
 		// Pause while the partition's window is full.
 		for {
@@ -423,13 +474,13 @@ func (c *Consumer) fetchLoop(ctx context.Context, r *kafka.Reader, p *partition,
 			select {
 			case <-p.wake:
 			case <-ctx.Done():
-				return
+				return next
 			}
 		}
 		m, err := r.FetchMessage(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
-				return
+				return next
 			}
 			if errors.Is(err, kafka.OffsetOutOfRange) {
 				// NOTE: the committed offset is beyond the log (a broker
@@ -438,27 +489,32 @@ func (c *Consumer) fetchLoop(ctx context.Context, r *kafka.Reader, p *partition,
 				// re-publishes whatever Postgres says is unfinished.
 				log.Warn().Err(err).Msg("offset out of range; resetting to the earliest offset")
 				_ = r.SetOffset(kafka.FirstOffset)
+				next = kafka.FirstOffset
 				continue
 			}
 			log.Warn().Err(err).Msg("fetch")
 			select {
 			case <-time.After(200 * time.Millisecond):
 			case <-ctx.Done():
-				return
+				return next
 			}
 			continue
+		}
+		if next >= 0 && m.Offset < next {
+			continue // already dispatched (a new reader's batch may start before it)
 		}
 		// Global budget: wait for a token (this pauses the partition too).
 		select {
 		case c.sem <- struct{}{}:
 		case <-ctx.Done():
-			return // the message is not tracked: it will be fetched again
+			return next // the message is not tracked: it will be fetched again
 		}
 		p.mu.Lock()
 		p.tr.add(m.Offset)
 		p.unresolved++
 		p.mu.Unlock()
 		c.inflight.Add(1)
+		next = m.Offset + 1
 		d := &Delivery{Message: m, p: p, c: c}
 		c.dispatch(d)
 	}
