@@ -206,31 +206,50 @@ func TestEveryColumnStored(t *testing.T) {
 	if err := rec.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	rows, err := srv.conn.Query(context.Background(), "SELECT "+analytics.ColumnList+" FROM "+name+".events")
+	stored := storedRows(t, name+".events")
+	if len(stored) == 0 {
+		t.Fatal("no row stored")
+	}
+	want, got := analytics.Values(in), stored[0]
+	for i, col := range analytics.Columns() {
+		if g := got[i]; !reflect.DeepEqual(g, want[i]) {
+			t.Errorf("column %s read back %v, want %v", col, g, want[i])
+		}
+	}
+}
+
+// storedRows reads every metric column of the rows of from (a table,
+// with an ORDER BY when the order matters), each value of the Go type
+// analytics.Values gives and times in UTC.
+func storedRows(t *testing.T, from string) [][]any {
+	t.Helper()
+	rows, err := srv.conn.Query(context.Background(), "SELECT "+analytics.ColumnList+" FROM "+from)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rows.Close()
-	if !rows.Next() {
-		t.Fatal("no row stored")
+	types := analytics.Values(docflow.Metric{})
+	var out [][]any
+	for rows.Next() {
+		row := make([]any, len(types))
+		for i, v := range types {
+			row[i] = reflect.New(reflect.TypeOf(v)).Interface()
+		}
+		if err := rows.Scan(row...); err != nil {
+			t.Fatal(err)
+		}
+		for i := range row {
+			row[i] = reflect.ValueOf(row[i]).Elem().Interface()
+			if tm, ok := row[i].(time.Time); ok {
+				row[i] = tm.UTC()
+			}
+		}
+		out = append(out, row)
 	}
-	want := analytics.Values(in)
-	got := make([]any, len(want))
-	for i, v := range want {
-		got[i] = reflect.New(reflect.TypeOf(v)).Interface()
-	}
-	if err := rows.Scan(got...); err != nil {
+	if err := rows.Err(); err != nil {
 		t.Fatal(err)
 	}
-	for i, col := range analytics.Columns() {
-		g := reflect.ValueOf(got[i]).Elem().Interface()
-		if tm, ok := g.(time.Time); ok {
-			g = tm.UTC()
-		}
-		if !reflect.DeepEqual(g, want[i]) {
-			t.Errorf("column %s read back %v, want %v", col, g, want[i])
-		}
-	}
+	return out
 }
 
 // TestSparseBatchesStored: a batch names only the columns its rows set
@@ -245,7 +264,6 @@ func TestSparseBatchesStored(t *testing.T) {
 	req := docflow.Metric{Kind: docflow.MetricRequest, Time: ts.Add(time.Second), Method: "GET", Route: "/api/files",
 		HTTPStatus: 200, Duration: 3 * time.Millisecond}
 	batches := [][]docflow.Metric{{step}, {req}, {step, req}}
-	var all []docflow.Metric
 	for _, b := range batches {
 		for _, m := range b {
 			rec.Record(m)
@@ -253,31 +271,8 @@ func TestSparseBatchesStored(t *testing.T) {
 		if err := rec.Flush(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, b...)
 	}
-	rows, err := srv.conn.Query(context.Background(), "SELECT "+analytics.ColumnList+" FROM "+name+".events ORDER BY kind, ts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var got [][]any
-	for rows.Next() {
-		want := analytics.Values(step)
-		row := make([]any, len(want))
-		for i, v := range want {
-			row[i] = reflect.New(reflect.TypeOf(v)).Interface()
-		}
-		if err := rows.Scan(row...); err != nil {
-			t.Fatal(err)
-		}
-		for i := range row {
-			row[i] = reflect.ValueOf(row[i]).Elem().Interface()
-			if tm, ok := row[i].(time.Time); ok {
-				row[i] = tm.UTC()
-			}
-		}
-		got = append(got, row)
-	}
+	got := storedRows(t, name+".events ORDER BY kind, ts")
 	// ORDER BY kind, ts: the request rows come first.
 	want := [][]any{analytics.Values(req), analytics.Values(req), analytics.Values(step), analytics.Values(step)}
 	if !reflect.DeepEqual(got, want) {
