@@ -374,6 +374,10 @@ func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string)
 		}
 		off, on = append(off, a), append(on, b)
 		ratios = append(ratios, b.perSec/a.perSec)
+		// A line per pair: the section's progress, and how far a pair
+		// strays from the others.
+		fmt.Printf("   pair %d/%d: off %.0f docs/s (%.2f ms/doc: docflow %.2f, PostgreSQL %.2f), on %.0f (%.2f: %.2f, %.2f), on/off %.2f\n",
+			i+1, pairs, a.perSec, a.procCPU+a.pgCPU, a.procCPU, a.pgCPU, b.perSec, b.procCPU+b.pgCPU, b.procCPU, b.pgCPU, b.perSec/a.perSec)
 	}
 	// Every step attempt of the runs with recording on reached ClickHouse
 	// (each run's 20 warm-up documents too).
