@@ -27,6 +27,12 @@ func TestDocumentFlowsThroughItsPipeline(t *testing.T) {
 		}
 	}
 	e.completedExactlyOnce(runs...)
+	// Every step claimed and every result went through a shared
+	// transaction, and GroupStats counted them.
+	if g := e.Engine.GroupStats(); g.Claims < 15 || g.Results < 15 || g.ClaimBatches < 1 || g.ClaimBatches > g.Claims ||
+		g.ResultBatches < 1 || g.ResultBatches > g.Results {
+		t.Fatalf("group stats %+v: want at least 15 claims and results, in 1 to as many batches", g)
+	}
 	r := e.run(runs[0])
 	if r.Status != docflow.RunCompleted || len(r.Steps) != 3 || r.PipelineID == nil || *r.PipelineID != p.ID || r.FinishedAt == nil {
 		t.Fatalf("run %+v", r)

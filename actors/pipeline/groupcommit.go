@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -22,6 +23,9 @@ type batcher[T, R any] struct {
 	mu    sync.Mutex
 	queue []*pending[T, R]
 	wake  chan struct{}
+
+	// batches and requests count what the flushers wrote, for GroupStats.
+	batches, requests atomic.Int64
 }
 
 type pending[T, R any] struct {
@@ -72,6 +76,8 @@ func (b *batcher[T, R]) run(ctx context.Context) {
 			if len(batch) == 0 {
 				break
 			}
+			b.batches.Add(1)
+			b.requests.Add(int64(len(batch)))
 			reqs := make([]T, len(batch))
 			for i, p := range batch {
 				reqs[i] = p.req

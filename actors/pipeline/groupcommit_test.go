@@ -84,6 +84,10 @@ func TestBatcherGroupsWhileBusyAndAnswersEach(t *testing.T) {
 	if len(sizes) != 3 || sizes[0] != 1 || sizes[1] != 8 || sizes[2] != 4 {
 		t.Fatalf("batch sizes %v, want [1 8 4]", sizes)
 	}
+	// The counters behind Engine.GroupStats saw the same batches.
+	if n, reqs := b.batches.Load(), b.requests.Load(); n != 3 || reqs != 13 {
+		t.Fatalf("counted %d batches of %d requests, want 3 of 13", n, reqs)
+	}
 }
 
 // A caller whose context ends stops waiting; queued requests fail when the

@@ -295,6 +295,7 @@ const (
 type costRun struct {
 	perSec                float64 // docs/s
 	procCPU, pgCPU, chCPU float64 // CPU ms per document: docflow, PostgreSQL backends, ClickHouse server
+	claims, results       float64 // per shared transaction of the engine
 }
 
 // benchRecordingCost runs the pipeline with recording off and on (into
@@ -350,7 +351,7 @@ func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string)
 		if err != nil {
 			return costRun{}, err
 		}
-		return costRun{perSec: t.perSec, procCPU: t.procCPUms, pgCPU: t.pgCPUms,
+		return costRun{perSec: t.perSec, procCPU: t.procCPUms, pgCPU: t.pgCPUms, claims: t.claimsPerBatch, results: t.resultsPerBatch,
 			chCPU: (clickhouseServerCPU() - ch0).Seconds() * 1000 / float64(docs)}, nil
 	}
 	runOff := func() (costRun, error) { return run("ANALYTICS_ENABLED", "false") }
@@ -376,8 +377,9 @@ func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string)
 		ratios = append(ratios, b.perSec/a.perSec)
 		// A line per pair: the section's progress, and how far a pair
 		// strays from the others.
-		fmt.Printf("   pair %d/%d: off %.0f docs/s (%.2f ms/doc: docflow %.2f, PostgreSQL %.2f), on %.0f (%.2f: %.2f, %.2f), on/off %.2f\n",
-			i+1, pairs, a.perSec, a.procCPU+a.pgCPU, a.procCPU, a.pgCPU, b.perSec, b.procCPU+b.pgCPU, b.procCPU, b.pgCPU, b.perSec/a.perSec)
+		fmt.Printf("   pair %d/%d: off %.0f docs/s (%.2f ms/doc: docflow %.2f, PostgreSQL %.2f; claims, results per batch %.0f, %.0f), on %.0f (%.2f: %.2f, %.2f; %.0f, %.0f), on/off %.2f\n",
+			i+1, pairs, a.perSec, a.procCPU+a.pgCPU, a.procCPU, a.pgCPU, a.claims, a.results,
+			b.perSec, b.procCPU+b.pgCPU, b.procCPU, b.pgCPU, b.claims, b.results, b.perSec/a.perSec)
 	}
 	// Every step attempt of the runs with recording on reached ClickHouse
 	// (each run's 20 warm-up documents too).

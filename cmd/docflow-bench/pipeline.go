@@ -81,6 +81,7 @@ type pipeBenchEnv struct {
 	db       *postgres.DB
 	recorder docflow.Recorder
 	brokers  []string
+	engine   *pipeline.Engine
 	pipeline *docflow.Pipeline
 	close    func()
 }
@@ -102,7 +103,7 @@ func newPipeBenchEnv(ctx context.Context, env ...string) (*pipeBenchEnv, error) 
 	if err != nil {
 		return nil, fmt.Errorf("bench worker: %w", err)
 	}
-	b := &pipeBenchEnv{db: a.DB, recorder: a.Recorder, brokers: a.Brokers, close: a.Close}
+	b := &pipeBenchEnv{db: a.DB, recorder: a.Recorder, brokers: a.Brokers, engine: a.Engine, close: a.Close}
 	fail := func(err error) (*pipeBenchEnv, error) { b.close(); return nil, err }
 	p := &docflow.Pipeline{Name: "bench", IsActive: true}
 	for i := range pipelineBenchSteps {
@@ -225,6 +226,9 @@ type pipeThroughput struct {
 	// CPU milliseconds per document: this process, and the Postgres
 	// backends serving the bench database.
 	procCPUms, pgCPUms float64
+	// How well the engine grouped its writes: the mean claims and step
+	// results per shared transaction.
+	claimsPerBatch, resultsPerBatch float64
 }
 
 // benchPipelineThroughput measures n documents through the bench pipeline;
@@ -241,6 +245,7 @@ func benchPipelineThroughput(ctx context.Context, n int, env ...string) (pipeThr
 	b.db.Checkpoint(ctx) //nolint:errcheck // needs a superuser or pg_checkpoint
 	pg0 := b.backendCPU(ctx, nil)
 	proc0 := processCPU()
+	g0 := b.engine.GroupStats()
 	start, err := b.db.ClockTimestamp(ctx)
 	if err != nil {
 		return pipeThroughput{}, err
@@ -255,6 +260,8 @@ func benchPipelineThroughput(ctx context.Context, n int, env ...string) (pipeThr
 	if err != nil {
 		return pipeThroughput{}, err
 	}
+	g := b.engine.GroupStats()
+	perBatch := func(n, batches int64) float64 { return float64(n) / float64(max(batches, 1)) }
 	// The metrics still buffered are written now, so their CPU counts
 	// (recording off: nothing to write).
 	if err := b.recorder.Flush(ctx); err != nil {
@@ -267,7 +274,9 @@ func benchPipelineThroughput(ctx context.Context, n int, env ...string) (pipeThr
 		pgTotal += d
 	}
 	return pipeThroughput{perSec: float64(n) / elapsed.Seconds(),
-		procCPUms: proc.Seconds() * 1000 / float64(n), pgCPUms: pgTotal.Seconds() * 1000 / float64(n)}, nil
+		procCPUms: proc.Seconds() * 1000 / float64(n), pgCPUms: pgTotal.Seconds() * 1000 / float64(n),
+		claimsPerBatch:  perBatch(g.Claims-g0.Claims, g.ClaimBatches-g0.ClaimBatches),
+		resultsPerBatch: perBatch(g.Results-g0.Results, g.ResultBatches-g0.ResultBatches)}, nil
 }
 
 // backendCPU returns the user+sys CPU time of each Postgres backend
