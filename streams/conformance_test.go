@@ -138,10 +138,7 @@ func TestConsumerOutOfOrderAcks(t *testing.T) {
 	})
 	waitFor(t, 90*time.Second, "20,000 acks", func() bool { return acked.Load() >= n })
 	waitFor(t, 10*time.Second, "commits at the end of every partition", func() bool {
-		var sum int64
-		for _, off := range committed(t, brokers, "g-ooo", topic, parts) {
-			sum += max(off, 0)
-		}
+		sum := committedTotal(t, brokers, "g-ooo", topic, parts)
 		return sum == n
 	})
 	mu.Lock()
@@ -224,10 +221,7 @@ func TestConsumerRebalance(t *testing.T) {
 	<-done
 	waitFor(t, 60*time.Second, "every message", func() bool { return count() == 3*third })
 	waitFor(t, 15*time.Second, "group fully committed", func() bool {
-		var sum int64
-		for _, off := range committed(t, brokers, "g-rebalance", topic, parts) {
-			sum += max(off, 0)
-		}
+		sum := committedTotal(t, brokers, "g-rebalance", topic, parts)
 		return sum == 3*third
 	})
 	mu.Lock()
@@ -312,10 +306,7 @@ func TestConsumerStuckMessage(t *testing.T) {
 	// Releasing it lets the partition catch up to the end.
 	s.Ack()
 	waitFor(t, 30*time.Second, "stuck partition committed to its end", func() bool {
-		var sum int64
-		for _, off := range committed(t, brokers, "g-stuck", topic, parts) {
-			sum += max(off, 0)
-		}
+		sum := committedTotal(t, brokers, "g-stuck", topic, parts)
 		return sum == n
 	})
 }
@@ -437,10 +428,7 @@ func TestConsumerPoisonMessage(t *testing.T) {
 		t.Error("dead letter without x-reason")
 	}
 	waitFor(t, 20*time.Second, "valid tasks handled and all committed", func() bool {
-		var sum int64
-		for _, off := range committed(t, brokers, "g-poison", topic, parts) {
-			sum += max(off, 0)
-		}
+		sum := committedTotal(t, brokers, "g-poison", topic, parts)
 		return ok.Load() == 10 && sum == 11
 	})
 }
@@ -584,10 +572,7 @@ func TestConsumerFetchAnsweredLate(t *testing.T) {
 		if k < n {
 			return false
 		}
-		var sum int64
-		for _, off := range committed(t, brokers, "g-late", topic, parts) {
-			sum += max(off, 0)
-		}
+		sum := committedTotal(t, brokers, "g-late", topic, parts)
 		return sum == n
 	})
 }

@@ -112,6 +112,18 @@ func committed(t testing.TB, brokers []string, group, topic string, partitions i
 	return out
 }
 
+// committedTotal is the sum of group's committed offsets over topic's
+// partitions (a partition with none counts 0): the messages committed
+// when every partition started at offset 0.
+func committedTotal(t testing.TB, brokers []string, group, topic string, partitions int) int64 {
+	t.Helper()
+	var sum int64
+	for _, off := range committed(t, brokers, group, topic, partitions) {
+		sum += max(off, 0)
+	}
+	return sum
+}
+
 func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
