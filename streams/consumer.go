@@ -273,7 +273,7 @@ func (c *Consumer) run() {
 				gen.Start(func(ctx context.Context) { c.consumePartition(ctx, p, a.Offset) })
 			}
 		}
-		c.log.Debug().Int32("generation", gen.ID).Int("partitions", n).Msg("consumer group: joined generation")
+		c.log.Info().Int32("generation", gen.ID).Int("partitions", n).Msg("consumer group: joined generation")
 		gen.Start(g.commitLoop)
 	}
 }
@@ -358,8 +358,26 @@ func (p *partition) poke() {
 // broker's answer once answers came late (see consumePartition).
 const maxFetchWait = 10 * time.Second
 
+// slowHandover is how long a revoked partition may take to hand over
+// (its reader closed, its deliveries drained, its offsets committed)
+// before it is logged: the generation, and so the whole group, waits for
+// the slowest of its partitions.
+const slowHandover = maxFetchWait + 10*time.Second
+
+// readerErrorEvery spaces a partition's logged reader errors.
+const readerErrorEvery = 30 * time.Second
+
 func (c *Consumer) consumePartition(ctx context.Context, p *partition, start int64) {
 	log := c.log.With().Str("topic", p.topic).Int("partition", p.id).Logger()
+	var revokedAt atomic.Int64
+	context.AfterFunc(ctx, func() { revokedAt.Store(time.Now().UnixNano()) })
+	defer func() {
+		if at := revokedAt.Load(); at != 0 {
+			if d := time.Since(time.Unix(0, at)); d > slowHandover {
+				log.Warn().Dur("took", d).Msg("revoked partition handed over slowly; its group waited for it")
+			}
+		}
+	}()
 	fetchCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	go func() {
@@ -382,9 +400,12 @@ func (c *Consumer) consumePartition(ctx context.Context, p *partition, start int
 	// dispatched message. The reader tells of the timeout only to its error
 	// logger, hence the hook.
 	wait, next := c.cfg.MaxWait, start
+	var errMu sync.Mutex
+	var errLogged time.Time
 	for {
 		readCtx, abort := context.WithCancel(fetchCtx)
 		var late atomic.Bool
+		from := next
 		r := kafka.NewReader(kafka.ReaderConfig{
 			Brokers:               c.cfg.Brokers,
 			Topic:                 p.topic,
@@ -400,6 +421,15 @@ func (c *Consumer) consumePartition(ctx context.Context, p *partition, start int
 				if timedOut(args) {
 					late.Store(true)
 					abort()
+					return
+				}
+				// The reader tries again by itself; a partition that
+				// keeps failing is said, once in a while.
+				errMu.Lock()
+				defer errMu.Unlock()
+				if readCtx.Err() == nil && time.Since(errLogged) >= readerErrorEvery {
+					errLogged = time.Now()
+					log.Warn().Str("error", fmt.Sprintf(msg, args...)).Int64("from", from).Msg("partition reader: trying again")
 				}
 			}),
 		})

@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"docflow"
 	"docflow/storage/postgres"
 )
@@ -113,7 +115,10 @@ func startProc(t *testing.T, bin string, env []string, name string, args ...stri
 			}
 		}
 		if t.Failed() {
-			t.Logf("--- %s output (last 4 KiB):\n%s", name, tail(p.output(), 4096))
+			t.Logf("--- %s output (last 12 KiB):\n%s", name, tail(p.output(), 12<<10))
+		}
+		if dir := os.Getenv("DOCFLOW_TEST_LOG_DIR"); dir != "" {
+			_ = os.WriteFile(filepath.Join(dir, strings.ReplaceAll(name, " ", "-")+".log"), []byte(p.output()), 0o644)
 		}
 	})
 	return p
@@ -190,7 +195,7 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 	api := fmt.Sprintf("http://127.0.0.1:%d", aport)
 	env := []string{
 		"DATABASE_URL=" + db.URL, fmt.Sprintf("KAFKA_BROKERS=127.0.0.1:%d", bport), "WORKDIR=" + work,
-		"LOG_LEVEL=warn", "LOG_FORMAT=json", "ENABLE_TEST_STEP=true", "STEP_RETRY_DELAYS=200ms,400ms",
+		"LOG_LEVEL=" + testLogLevel(), "LOG_FORMAT=json", "ENABLE_TEST_STEP=true", "STEP_RETRY_DELAYS=200ms,400ms",
 		"SESSION_SECRET=" + strings.Repeat("m", 40), fmt.Sprintf("LISTEN_ADDR=127.0.0.1:%d", aport),
 		"RATE_LIMITING_ENABLED=false", "ENABLE_DEDUPLICATION=false",
 	}
@@ -255,11 +260,17 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = w1.cmd.Wait()
+	killedAt := time.Now()
 
 	// NOTE: the surviving worker takes the dead one's partitions only once
 	// the broker has expired it from each of its consumer groups (the
 	// steps', the retries', the deliveries'); on a loaded machine running
 	// the whole suite that has taken over two minutes.
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("--- state at the failure:\n%s", drillState(ctx, db, fmt.Sprintf("127.0.0.1:%d", bport)))
+		}
+	})
 	waitUntil(t, 240*time.Second, "every document finished", func() bool {
 		rows, err := db.Pool.Query(ctx, `SELECT lease_owner FROM run_steps WHERE status='running'`)
 		if err == nil {
@@ -274,6 +285,7 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 		_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM files WHERE status IN ('completed', 'failed', 'duplicate')`).Scan(&n)
 		return n == docs
 	})
+	t.Logf("every document finished %v after worker 1 was killed", time.Since(killedAt).Round(time.Second))
 	var completed, runs, badRuns, results int
 	_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM files WHERE status='completed'`).Scan(&completed)
 	_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM runs`).Scan(&runs)
@@ -312,4 +324,110 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 		!strings.Contains(string(b), "process_resident_memory_bytes") {
 		t.Fatalf("worker 2 /metrics: %d\n%s", resp.StatusCode, tail(string(b), 2048))
 	}
+}
+
+func testLogLevel() string {
+	if l := os.Getenv("DOCFLOW_TEST_LOG_LEVEL"); l != "" {
+		return l
+	}
+	// Info: a failure's output then tells each consumer group's
+	// generations (who joined, with how many partitions, and when).
+	return "info"
+}
+
+// drillState describes where the drill's documents are, for a failure's
+// log: files and steps by status and lease, the outbox's unsent rows, the
+// workers' heartbeats, and each consumer group's members and lag.
+func drillState(ctx context.Context, db *postgres.DB, broker string) string {
+	var b strings.Builder
+	query := func(title, sql string) {
+		rows, err := db.Pool.Query(ctx, sql)
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", title, err)
+			return
+		}
+		defer rows.Close()
+		fmt.Fprintf(&b, "%s:\n", title)
+		for rows.Next() {
+			vals, _ := rows.Values()
+			fmt.Fprintf(&b, "  %v\n", vals)
+		}
+	}
+	query("files", `SELECT status, count(*) FROM files GROUP BY 1 ORDER BY 1`)
+	query("run steps", `SELECT position, status, lease_owner, lease_until > now() AS live, count(*) FROM run_steps
+		GROUP BY 1, 2, 3, 4 ORDER BY 1, 2`)
+	query("unsent outbox rows", `SELECT topic, count(*), (min(available_at) - now())::text FROM outbox WHERE sent_at IS NULL GROUP BY 1`)
+	query("workers", `SELECT id, (now() - last_seen)::text, in_flight FROM workers`)
+
+	cl := &kafka.Client{Addr: kafka.TCP(broker), Timeout: 10 * time.Second}
+	groups, err := cl.ListGroups(ctx, &kafka.ListGroupsRequest{})
+	if err != nil {
+		fmt.Fprintf(&b, "list groups: %v\n", err)
+		return b.String()
+	}
+	var ids []string
+	for _, g := range groups.Groups {
+		ids = append(ids, g.GroupID)
+	}
+	desc, err := cl.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: ids})
+	if err != nil {
+		fmt.Fprintf(&b, "describe groups: %v\n", err)
+		return b.String()
+	}
+	// The end offset of every partition, to tell each group's lag.
+	meta, err := cl.Metadata(ctx, &kafka.MetadataRequest{})
+	if err != nil {
+		fmt.Fprintf(&b, "metadata: %v\n", err)
+		return b.String()
+	}
+	parts := map[string][]int{}
+	ends := map[string]map[int]int64{}
+	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
+	for _, tp := range meta.Topics {
+		for _, p := range tp.Partitions {
+			parts[tp.Name] = append(parts[tp.Name], p.ID)
+			req.Topics[tp.Name] = append(req.Topics[tp.Name], kafka.LastOffsetOf(p.ID))
+		}
+	}
+	if lo, err := cl.ListOffsets(ctx, req); err == nil {
+		for topic, ps := range lo.Topics {
+			ends[topic] = map[int]int64{}
+			for _, p := range ps {
+				ends[topic][p.Partition] = p.LastOffset
+			}
+		}
+	}
+	for _, g := range desc.Groups {
+		fmt.Fprintf(&b, "group %s %s:", g.GroupID, g.GroupState)
+		topics := map[string][]int{}
+		for _, m := range g.Members {
+			for _, tp := range m.MemberAssignments.Topics {
+				topics[tp.Topic] = parts[tp.Topic]
+			}
+		}
+		if of, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: g.GroupID, Topics: topics}); err == nil {
+			for topic, ps := range of.Topics {
+				var lag int64
+				behind := 0
+				for _, p := range ps {
+					if end := ends[topic][p.Partition]; p.CommittedOffset >= 0 && end > p.CommittedOffset {
+						lag += end - p.CommittedOffset
+						behind++
+					}
+				}
+				if lag > 0 {
+					fmt.Fprintf(&b, " {%s lag %d in %d partitions}", topic, lag, behind)
+				}
+			}
+		}
+		for _, m := range g.Members {
+			n := 0
+			for _, tp := range m.MemberAssignments.Topics {
+				n += len(tp.Partitions)
+			}
+			fmt.Fprintf(&b, " [%s %s: %d partitions]", m.ClientHost, m.MemberID, n)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
 }
