@@ -99,15 +99,21 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if em["subject"] != "Invoice 3" || em["message_id"] != "m3@x" || !strings.Contains(fmt.Sprint(em["from"]), "alice@example.com") || em["date"] == nil {
 		t.Fatalf("email metadata = %v", em)
 	}
-	// One intake metric per document, channel email.
-	if err := a.Recorder.Flush(ctx); err != nil {
-		t.Fatal(err)
-	}
+	// One intake metric per document, channel email. A document's metric
+	// is recorded once its intake returned, just after the file row that
+	// the wait above counted: flush until the tenth is in.
 	q, err := pganalytics.NewQueries(a.DB.Pool)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stats, err := q.IntakeStats(ctx, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+	var stats []docflow.IntakeStat
+	waitFor(t, 10*time.Second, "10 intake metrics", func() bool {
+		if err := a.Recorder.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		stats, err = q.IntakeStats(ctx, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+		return err != nil || len(stats) != 1 || stats[0].Count >= 10
+	})
 	if err != nil || len(stats) != 1 || stats[0].Channel != docflow.ChannelEmail || stats[0].Count != 10 {
 		t.Fatalf("intake stats = %+v, %v", stats, err)
 	}
