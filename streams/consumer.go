@@ -118,6 +118,31 @@ type Consumer struct {
 
 	mu   sync.Mutex
 	gens int // generations joined (for tests and logs)
+
+	// Late fetches are logged once per lateLogEvery for the consumer, with
+	// how many happened since (a slow broker makes every partition's
+	// fetches late at once); each one at debug.
+	lateMu     sync.Mutex
+	lateLogged time.Time
+	lateSince  int
+}
+
+// lateLogEvery spaces the consumer's warnings about late fetches.
+const lateLogEvery = 30 * time.Second
+
+// lateFetch notes that a partition's fetch was answered late and that its
+// next reader waits longer.
+func (c *Consumer) lateFetch(log zerolog.Logger, wait time.Duration, offset int64) {
+	log.Debug().Dur("wait", wait).Int64("offset", offset).Msg("fetch answered late; fetching again with a longer wait")
+	c.lateMu.Lock()
+	defer c.lateMu.Unlock()
+	c.lateSince++
+	if time.Since(c.lateLogged) < lateLogEvery {
+		return
+	}
+	c.log.Warn().Int("late_fetches", c.lateSince).Dur("wait", wait).
+		Msg("broker answering fetches late; partitions fetch again with longer waits (a busy or distant broker)")
+	c.lateLogged, c.lateSince = time.Now(), 0
 }
 
 // NewConsumer validates the configuration; Start joins the group.
@@ -446,7 +471,7 @@ func (c *Consumer) consumePartition(ctx context.Context, p *partition, start int
 		}
 		if wait < maxFetchWait {
 			wait = min(2*wait, maxFetchWait)
-			log.Warn().Dur("wait", wait).Int64("offset", next).Msg("fetch answered late; fetching again with a longer wait")
+			c.lateFetch(log, wait, next)
 		}
 	}
 
