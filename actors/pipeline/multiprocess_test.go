@@ -166,7 +166,9 @@ func uploadText(t *testing.T, url, name, content string) {
 // TestBrokerAPIAndTwoWorkers runs `docflow broker`, `docflow api` and two
 // `docflow worker` processes on one machine, kills one worker with SIGKILL
 // while it runs steps, and checks that every document completes exactly
-// once in the recorded results.
+// once in the recorded results. DOCFLOW_TEST_LOG_LEVEL sets the processes'
+// log level (default info) and DOCFLOW_TEST_LOG_DIR keeps their whole
+// logs there.
 func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs four docflow processes")
@@ -376,50 +378,30 @@ func drillState(ctx context.Context, db *postgres.DB, broker string) string {
 		fmt.Fprintf(&b, "describe groups: %v\n", err)
 		return b.String()
 	}
-	// The end offset of every partition, to tell each group's lag.
-	meta, err := cl.Metadata(ctx, &kafka.MetadataRequest{})
-	if err != nil {
-		fmt.Fprintf(&b, "metadata: %v\n", err)
-		return b.String()
-	}
-	parts := map[string][]int{}
-	ends := map[string]map[int]int64{}
-	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
-	for _, tp := range meta.Topics {
-		for _, p := range tp.Partitions {
-			parts[tp.Name] = append(parts[tp.Name], p.ID)
-			req.Topics[tp.Name] = append(req.Topics[tp.Name], kafka.LastOffsetOf(p.ID))
-		}
-	}
-	if lo, err := cl.ListOffsets(ctx, req); err == nil {
-		for topic, ps := range lo.Topics {
-			ends[topic] = map[int]int64{}
-			for _, p := range ps {
-				ends[topic][p.Partition] = p.LastOffset
-			}
-		}
-	}
 	for _, g := range desc.Groups {
 		fmt.Fprintf(&b, "group %s %s:", g.GroupID, g.GroupState)
-		topics := map[string][]int{}
+		// Its lag on the topics its members hold, as the lag sampler
+		// reads it.
+		topics := map[string]string{}
 		for _, m := range g.Members {
 			for _, tp := range m.MemberAssignments.Topics {
-				topics[tp.Topic] = parts[tp.Topic]
+				topics[tp.Topic] = g.GroupID
 			}
 		}
-		if of, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: g.GroupID, Topics: topics}); err == nil {
-			for topic, ps := range of.Topics {
-				var lag int64
-				behind := 0
-				for _, p := range ps {
-					if end := ends[topic][p.Partition]; p.CommittedOffset >= 0 && end > p.CommittedOffset {
-						lag += end - p.CommittedOffset
-						behind++
-					}
+		if len(topics) > 0 {
+			lags, err := partitionLags(ctx, []string{broker}, topics)
+			if err != nil {
+				fmt.Fprintf(&b, " {lag: %v}", err)
+			}
+			lag, behind := map[string]int64{}, map[string]int{}
+			for _, l := range lags {
+				if l.lag > 0 {
+					lag[l.topic] += l.lag
+					behind[l.topic]++
 				}
-				if lag > 0 {
-					fmt.Fprintf(&b, " {%s lag %d in %d partitions}", topic, lag, behind)
-				}
+			}
+			for topic, n := range lag {
+				fmt.Fprintf(&b, " {%s lag %d in %d partitions}", topic, n, behind[topic])
 			}
 		}
 		for _, m := range g.Members {
