@@ -278,55 +278,49 @@ func percentileMs(ms []float64, p float64) float64 {
 	return s[min(len(s)-1, int(p*float64(len(s))))]
 }
 
-// costPairs is how many off/on pairs benchRecordingCost runs (-quick: 2),
-// and costDocs how many documents each run takes (-quick: 1000).
+// costRounds is how many rounds benchRecordingCost runs (-quick: 2), and
+// costWindow how long each counts (-quick: 10 s).
 //
-// NOTE: a run takes 5,000 documents (about 8 s here): the ClickHouse
-// recorder inserts every 5 s, and a run much shorter than that would often
-// hold no insert at all, so a typical run would show less than recording
-// costs; and a worker's first seconds are slower, which longer runs dilute
-// (pairs of 3,000-document runs spread 0.86–1.07, of 5,000 0.95–1.04).
+// NOTE: a window of 30 s holds about six inserts of the ClickHouse
+// recorder (it inserts every 5 s), so each round pays for its inserts as
+// a pipeline does in the long run, and a worker's first seconds, which
+// are slower, weigh little.
 const (
-	costPairs = 12
-	costDocs  = 5000
+	costRounds = 8
+	costWindow = 30 * time.Second
 )
 
-// costRun is one pipeline run of benchRecordingCost.
+// costRun is one side of a round of benchRecordingCost.
 type costRun struct {
-	perSec                float64 // docs/s
-	procCPU, pgCPU, chCPU float64 // CPU ms per document: docflow, PostgreSQL backends, ClickHouse server
-	claims, results       float64 // per shared transaction of the engine
+	perSec         float64 // docs/s within the window
+	procCPU, pgCPU float64 // CPU ms per document: docflow, PostgreSQL backends
 }
 
-// benchRecordingCost runs the pipeline with recording off and on (into
-// ClickHouse) in pairs, each run the same documents through a fresh
-// worker, and states the cost as the median of the pairs' ratios
-// (throughput on / throughput off).
+// benchRecordingCost runs the pipeline with recording into ClickHouse on
+// and off at the same time, each in a worker process of its own with a
+// database of its own and the same backlog, and states the cost as the
+// median over rounds of the ratio of the documents each completed within
+// the same window (on / off).
 //
-// Method: the pipeline's throughput swings from run to run by far more
-// than the 3 % to be shown (the same settings give runs about 7 % apart:
-// how the engine's batches fall, and PostgreSQL's CPU per document with
-// them), but two runs back to back see nearly the same machine. So each
-// pair's two runs are adjacent, their order alternates from pair to pair
-// (off-on, on-off, …) so that a drift within a pair weighs on both sides
-// alike, and the figure is the median of the pair ratios, which one
-// disturbed pair cannot move. The row prints every pair's ratio, so the
-// spread is in view, and the median throughput of each side; beside it,
-// the CPU per document of the pipeline (docflow and its PostgreSQL
-// backends), on and off. Each run's CPU includes writing the metrics it
-// left buffered.
+// Method: the sides share the machine's two cores, so each sees the same
+// machine at every moment, and a change of the machine's speed (which on
+// a shared machine moves a run's throughput by far more than the 3 % to
+// be shown) weighs on both alike. Each round starts two fresh workers
+// and alternates which is started first. Beside the ratio: the CPU per
+// document of each side (docflow, and PostgreSQL's backends for its
+// database), so what recording costs in CPU is in view too.
 //
 // The ClickHouse server runs at idle CPU priority (SCHED_IDLE) meanwhile:
 // in production it has a machine of its own, and here it would otherwise
 // take its share of the pipeline's two cores for the inserts' rollups.
 // It still does all the work (the run checks that every step metric
-// arrived), on CPU time the pipeline leaves. Its CPU per document is
-// printed beside the pipeline's, so what a ClickHouse on the same machine
-// would cost is in view too.
+// arrived), on CPU time the pipelines leave; what it still takes from
+// them (caches, memory bandwidth, the disk) it takes from both sides. Its
+// CPU per document is printed beside the pipeline's.
 func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string) error {
-	docs, pairs := costDocs, costPairs
+	rounds, window := costRounds, costWindow
 	if o.quick {
-		docs, pairs = 1000, 2
+		rounds, window = 2, 10*time.Second
 	}
 	conn, err := ch.Open(&ch.Options{Addr: []string{addr}})
 	if err != nil {
@@ -345,53 +339,56 @@ func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string)
 			where = "ClickHouse server sharing the cores (" + err.Error() + ")"
 		}
 	}
-	run := func(env ...string) (costRun, error) {
+	off := costChildSpec{Env: []string{"ANALYTICS_ENABLED", "false"}, Backlog: 400, Window: window}
+	on := costChildSpec{Env: []string{"CLICKHOUSE_URL", "clickhouse://" + addr + "/" + db}, Backlog: 400, Window: window}
+	switch os.Getenv("BENCH_COST_SIDES") {
+	case "on":
+		off = on
+	case "off":
+		on = off
+	}
+	var offs, ons []costRun
+	var ratios, perCPU []float64
+	var chCPU float64
+	for i := range rounds {
+		specs := []costChildSpec{off, on}
+		if i%2 == 1 {
+			specs = []costChildSpec{on, off}
+		}
 		ch0 := clickhouseServerCPU()
-		t, err := benchPipelineThroughput(ctx, docs, env...)
+		res, err := runCostRound(ctx, specs...)
 		if err != nil {
-			return costRun{}, err
+			return fmt.Errorf("round %d: %w", i+1, err)
 		}
-		return costRun{perSec: t.perSec, procCPU: t.procCPUms, pgCPU: t.pgCPUms, claims: t.claimsPerBatch, results: t.resultsPerBatch,
-			chCPU: (clickhouseServerCPU() - ch0).Seconds() * 1000 / float64(docs)}, nil
-	}
-	runOff := func() (costRun, error) { return run("ANALYTICS_ENABLED", "false") }
-	runOn := func() (costRun, error) { return run("CLICKHOUSE_URL", "clickhouse://"+addr+"/"+db) }
-	var off, on []costRun
-	var ratios []float64
-	for i := range pairs {
-		var a, b costRun
-		var err error
-		if i%2 == 0 {
-			if a, err = runOff(); err == nil {
-				b, err = runOn()
-			}
-		} else {
-			if b, err = runOn(); err == nil {
-				a, err = runOff()
-			}
+		if i%2 == 1 {
+			res[0], res[1] = res[1], res[0]
 		}
-		if err != nil {
-			return err
-		}
-		off, on = append(off, a), append(on, b)
+		a, b := sideRun(res[0], window), sideRun(res[1], window)
+		offs, ons = append(offs, a), append(ons, b)
 		ratios = append(ratios, b.perSec/a.perSec)
-		// A line per pair: the section's progress, and how far a pair
+		perCPU = append(perCPU, (a.procCPU+a.pgCPU)/(b.procCPU+b.pgCPU))
+		chCPU += (clickhouseServerCPU() - ch0).Seconds() * 1000
+		// A line per round: the section's progress, and how far a round
 		// strays from the others.
-		fmt.Printf("   pair %d/%d: off %.0f docs/s (%.2f ms/doc: docflow %.2f, PostgreSQL %.2f; claims, results per batch %.0f, %.0f), on %.0f (%.2f: %.2f, %.2f; %.0f, %.0f), on/off %.2f\n",
-			i+1, pairs, a.perSec, a.procCPU+a.pgCPU, a.procCPU, a.pgCPU, a.claims, a.results,
-			b.perSec, b.procCPU+b.pgCPU, b.procCPU, b.pgCPU, b.claims, b.results, b.perSec/a.perSec)
+		fmt.Printf("   round %d/%d: off %.0f docs/s (%.2f ms/doc: docflow %.2f, PostgreSQL %.2f), on %.0f (%.2f: %.2f, %.2f), on/off %.3f, per CPU-second %.3f\n",
+			i+1, rounds, a.perSec, a.procCPU+a.pgCPU, a.procCPU, a.pgCPU, b.perSec, b.procCPU+b.pgCPU, b.procCPU, b.pgCPU, b.perSec/a.perSec, perCPU[i])
 	}
-	// Every step attempt of the runs with recording on reached ClickHouse
-	// (each run's 20 warm-up documents too).
+	// Every step attempt of the runs completed by the sides with recording
+	// on within their windows reached ClickHouse (and more: their warm-up
+	// documents, and what they completed after the window).
 	var steps uint64
 	if err := conn.QueryRow(ctx, "SELECT count() FROM "+db+".events WHERE kind = 'step'").Scan(&steps); err != nil {
 		return fmt.Errorf("count recorded step metrics: %w", err)
 	}
-	want := uint64(pairs * docs * pipelineBenchSteps)
+	var onDocs float64
+	for _, c := range ons {
+		onDocs += c.perSec * window.Seconds()
+	}
+	want := uint64(onDocs+0.5) * pipelineBenchSteps
 	pipeCPU := func(c costRun) float64 { return c.procCPU + c.pgCPU }
 	each := make([]string, len(ratios))
 	for i, x := range ratios {
-		each[i] = strconv.FormatFloat(x, 'f', 2, 64)
+		each[i] = strconv.FormatFloat(x, 'f', 3, 64)
 	}
 	field := func(runs []costRun, f func(costRun) float64) float64 {
 		v := make([]float64, len(runs))
@@ -403,21 +400,35 @@ func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string)
 	perSec := func(c costRun) float64 { return c.perSec }
 	med := median(ratios)
 	r.Add(Row{Section: "analytics", Value: med, Unit: "x",
-		Name: fmt.Sprintf("pipeline throughput, recording on / off, median of %d alternating pairs of %d docs, %s (pairs %s, spread %.2f–%.2f; median docs/s on %.0f, off %.0f)",
-			pairs, docs, where, strings.Join(each, " "), slices.Min(ratios), slices.Max(ratios), field(on, perSec), field(off, perSec)),
+		Name: fmt.Sprintf("pipeline throughput, recording on / off, median of %d rounds of the two side by side for %s, %s (rounds %s, spread %.3f–%.3f; median docs/s on %.0f, off %.0f)",
+			rounds, window, where, strings.Join(each, " "), slices.Min(ratios), slices.Max(ratios), field(ons, perSec), field(offs, perSec)),
 		Target: ">= 0.97x", Pass: med >= 0.97})
-	r.Add(Row{Section: "analytics", Name: fmt.Sprintf("step metrics recorded in ClickHouse by the runs with recording on (%d expected)", want),
+	eachCPU := make([]string, len(perCPU))
+	for i, x := range perCPU {
+		eachCPU[i] = strconv.FormatFloat(x, 'f', 3, 64)
+	}
+	medCPU := median(perCPU)
+	r.Add(Row{Section: "analytics", Value: medCPU, Unit: "x",
+		Name: fmt.Sprintf("pipeline throughput per CPU-second (docflow and PostgreSQL), recording on / off, median of the same rounds (rounds %s, spread %.3f–%.3f)",
+			strings.Join(eachCPU, " "), slices.Min(perCPU), slices.Max(perCPU)),
+		Target: ">= 0.97x", Pass: medCPU >= 0.97})
+	r.Add(Row{Section: "analytics", Name: fmt.Sprintf("step metrics recorded in ClickHouse by the sides with recording on (%d expected at least)", want),
 		Value: float64(steps), Unit: "rows", Target: fmt.Sprintf(">= %d", want), Pass: steps >= want})
 	r.Add(Row{Section: "analytics", Name: "pipeline CPU per document (docflow and PostgreSQL) with recording on (baseline: off), medians",
-		Value: field(on, pipeCPU), Baseline: field(off, pipeCPU), Unit: "ms/doc", Target: "info", Pass: true})
+		Value: field(ons, pipeCPU), Baseline: field(offs, pipeCPU), Unit: "ms/doc", Target: "info", Pass: true})
 	r.Add(Row{Section: "analytics", Name: "  of which docflow, with recording on (baseline: off), medians",
-		Value: field(on, func(c costRun) float64 { return c.procCPU }), Baseline: field(off, func(c costRun) float64 { return c.procCPU }),
+		Value: field(ons, func(c costRun) float64 { return c.procCPU }), Baseline: field(offs, func(c costRun) float64 { return c.procCPU }),
 		Unit: "ms/doc", Target: "info", Pass: true})
-	if chOn := field(on, func(c costRun) float64 { return c.chCPU }); chOn > 0 {
-		r.Add(Row{Section: "analytics", Name: "ClickHouse server CPU per document with recording on (baseline: off), medians", Value: chOn,
-			Baseline: field(off, func(c costRun) float64 { return c.chCPU }), Unit: "ms/doc", Target: "info", Pass: true})
+	if onDocs > 0 && chCPU > 0 {
+		r.Add(Row{Section: "analytics", Name: "ClickHouse server CPU per document recorded", Value: chCPU / onDocs,
+			Unit: "ms/doc", Target: "info", Pass: true})
 	}
 	return nil
+}
+
+// sideRun is a side's result as figures.
+func sideRun(c costChildResult, window time.Duration) costRun {
+	return costRun{perSec: float64(c.Done) / window.Seconds(), procCPU: c.ProcCPUms, pgCPU: c.PGCPUms}
 }
 
 // median is the middle value of v (the mean of the two middle ones for an

@@ -60,6 +60,9 @@ func main() {
 		bareServer(os.Args[2:])
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "cost-child" {
+		os.Exit(costChild(os.Args[2:]))
+	}
 	only := flag.String("only", "", "comma-separated sections to run (default all)")
 	quick := flag.Bool("quick", false, "smaller data sets and shorter runs")
 	bin := flag.String("docflow", "bin/docflow", "path of the docflow binary")

@@ -147,6 +147,14 @@ func (db *DB) RunOutcomes(ctx context.Context, runs []string) (completed, failed
 	return completed, failed, err
 }
 
+// RunsCompletedBy counts the runs among runs that completed at or before
+// at, on the database's clock.
+func (db *DB) RunsCompletedBy(ctx context.Context, runs []string, at time.Time) (int, error) {
+	var n int
+	err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE id = ANY($1) AND status = 'completed' AND finished_at <= $2`, runs, at).Scan(&n)
+	return n, err
+}
+
 // CompletedRuns counts the completed runs among runs.
 func (db *DB) CompletedRuns(ctx context.Context, runs []string) (int, error) {
 	var n int
