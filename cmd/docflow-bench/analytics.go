@@ -286,7 +286,7 @@ func percentileMs(ms []float64, p float64) float64 {
 // a pipeline does in the long run, and a worker's first seconds, which
 // are slower, weigh little.
 const (
-	costRounds = 8
+	costRounds = 12
 	costWindow = 30 * time.Second
 )
 
