@@ -351,9 +351,13 @@ func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string)
 	var ratios, perCPU []float64
 	var chCPU float64
 	for i := range rounds {
-		specs := []costChildSpec{off, on}
+		offSpec, onSpec := off, on
+		if dir := os.Getenv("BENCH_COST_PROFILE"); dir != "" {
+			offSpec.Profile, onSpec.Profile = fmt.Sprintf("%s/off-%d", dir, i+1), fmt.Sprintf("%s/on-%d", dir, i+1)
+		}
+		specs := []costChildSpec{offSpec, onSpec}
 		if i%2 == 1 {
-			specs = []costChildSpec{on, off}
+			specs = []costChildSpec{onSpec, offSpec}
 		}
 		ch0 := clickhouseServerCPU()
 		res, err := runCostRound(ctx, specs...)

@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -40,6 +42,10 @@ type costChildSpec struct {
 	Env     []string      // the worker's settings, as key, value pairs
 	Backlog int           // unfinished documents kept at least
 	Window  time.Duration // how long the count runs
+	// Profile, when set, is a path prefix: the child writes its CPU,
+	// mutex and block profiles of the window to Profile+"-cpu.pb" and so
+	// on (BENCH_COST_PROFILE).
+	Profile string
 }
 
 type costChildResult struct {
@@ -84,6 +90,10 @@ func runCostChild(spec costChildSpec, in io.Reader, out io.Writer) (costChildRes
 		return costChildResult{}, err
 	}
 	wallStart := time.Now()
+	stopProfiles, err := startProfiles(spec.Profile)
+	if err != nil {
+		return costChildResult{}, err
+	}
 	pg0 := b.backendCPU(ctx, nil)
 	proc0 := processCPU()
 	files := postgres.NewFileService(b.db)
@@ -100,6 +110,9 @@ func runCostChild(spec costChildSpec, in io.Reader, out io.Writer) (costChildRes
 		time.Sleep(min(20*time.Millisecond, time.Until(end)))
 	}
 	proc := processCPU() - proc0
+	if err := stopProfiles(); err != nil {
+		return costChildResult{}, err
+	}
 	var pg time.Duration
 	for _, d := range b.backendCPU(ctx, pg0) {
 		pg += d
@@ -110,6 +123,44 @@ func runCostChild(spec costChildSpec, in io.Reader, out io.Writer) (costChildRes
 	}
 	per := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(max(done, 1)) }
 	return costChildResult{Done: done, ProcCPUms: per(proc), PGCPUms: per(pg)}, nil
+}
+
+// startProfiles starts a CPU profile and the mutex and block profiles when
+// prefix is set; the function it returns writes them.
+func startProfiles(prefix string) (func() error, error) {
+	if prefix == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(prefix + "-cpu.pb")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	runtime.SetMutexProfileFraction(10)
+	runtime.SetBlockProfileRate(int(10 * time.Microsecond))
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return err
+		}
+		for _, name := range []string{"mutex", "block"} {
+			out, err := os.Create(prefix + "-" + name + ".pb")
+			if err != nil {
+				return err
+			}
+			err = pprof.Lookup(name).WriteTo(out, 0)
+			if cerr := out.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}, nil
 }
 
 // costSide is a running child.
