@@ -61,6 +61,10 @@ func benchPipeline(ctx context.Context, r *Report) error {
 	// bench database) does much less.
 	r.Add(Row{Section: "pipeline", Name: "CPU per document, docflow process (user+sys)", Value: tp.procCPUms, Unit: "ms/doc", Target: "info", Pass: true})
 	r.Add(Row{Section: "pipeline", Name: "CPU per document, Postgres backends (user+sys)", Value: tp.pgCPUms, Unit: "ms/doc", Target: "info", Pass: true})
+	// How well the engine grouped its writes: a throughput that moves
+	// with these moved with its batching, not with the machine.
+	r.Add(Row{Section: "pipeline", Name: "step claims per shared transaction of the engine", Value: tp.claimsPerBatch, Unit: "claims", Target: "info", Pass: true})
+	r.Add(Row{Section: "pipeline", Name: "step results per shared transaction of the engine", Value: tp.resultsPerBatch, Unit: "results", Target: "info", Pass: true})
 
 	// 10 000 documents at once.
 	q, err := benchPipelineBacklog(ctx, 10000)
