@@ -119,12 +119,11 @@ type Consumer struct {
 	mu   sync.Mutex
 	gens int // generations joined (for tests and logs)
 
-	// Late fetches are logged once per lateLogEvery for the consumer, with
-	// how many happened since (a slow broker makes every partition's
-	// fetches late at once); each one at debug.
-	lateMu     sync.Mutex
-	lateLogged time.Time
-	lateSince  int
+	// Late fetches are warned of once per lateLogEvery for the consumer
+	// (lateWarn is sampled), with how many happened since (a slow broker
+	// makes every partition's fetches late at once); each one at debug.
+	lateWarn  zerolog.Logger
+	lateSince atomic.Int64
 }
 
 // lateLogEvery spaces the consumer's warnings about late fetches.
@@ -134,15 +133,13 @@ const lateLogEvery = 30 * time.Second
 // next reader waits longer.
 func (c *Consumer) lateFetch(log zerolog.Logger, wait time.Duration, offset int64) {
 	log.Debug().Dur("wait", wait).Int64("offset", offset).Msg("fetch answered late; fetching again with a longer wait")
-	c.lateMu.Lock()
-	defer c.lateMu.Unlock()
-	c.lateSince++
-	if time.Since(c.lateLogged) < lateLogEvery {
-		return
+	c.lateSince.Add(1)
+	// NOTE: the count is taken only when the sampler lets the warning
+	// through, so the late fetches it leaves out are counted in the next.
+	if e := c.lateWarn.Warn(); e.Enabled() {
+		e.Int64("late_fetches", c.lateSince.Swap(0)).Dur("wait", wait).
+			Msg("broker answering fetches late; partitions fetch again with longer waits (a busy or distant broker)")
 	}
-	c.log.Warn().Int("late_fetches", c.lateSince).Dur("wait", wait).
-		Msg("broker answering fetches late; partitions fetch again with longer waits (a busy or distant broker)")
-	c.lateLogged, c.lateSince = time.Now(), 0
 }
 
 // NewConsumer validates the configuration; Start joins the group.
@@ -190,9 +187,11 @@ func NewConsumer(cfg ConsumerConfig) (*Consumer, error) {
 		cfg.MaxWait = 500 * time.Millisecond
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	log := cfg.Log.With().Str("group", cfg.GroupID).Logger()
 	return &Consumer{
 		cfg:       cfg,
-		log:       cfg.Log.With().Str("group", cfg.GroupID).Logger(),
+		log:       log,
+		lateWarn:  log.Sample(&zerolog.BurstSampler{Burst: 1, Period: lateLogEvery}),
 		sem:       make(chan struct{}, cfg.MaxInFlight),
 		idle:      make(chan struct{}, 1),
 		stopFetch: make(chan struct{}),
@@ -425,8 +424,9 @@ func (c *Consumer) consumePartition(ctx context.Context, p *partition, start int
 	// dispatched message. The reader tells of the timeout only to its error
 	// logger, hence the hook.
 	wait, next := c.cfg.MaxWait, start
-	var errMu sync.Mutex
-	var errLogged time.Time
+	// The reader tries again by itself; a partition that keeps failing is
+	// said once in a while.
+	errLog := log.Sample(&zerolog.BurstSampler{Burst: 1, Period: readerErrorEvery})
 	for {
 		readCtx, abort := context.WithCancel(fetchCtx)
 		var late atomic.Bool
@@ -448,13 +448,11 @@ func (c *Consumer) consumePartition(ctx context.Context, p *partition, start int
 					abort()
 					return
 				}
-				// The reader tries again by itself; a partition that
-				// keeps failing is said, once in a while.
-				errMu.Lock()
-				defer errMu.Unlock()
-				if readCtx.Err() == nil && time.Since(errLogged) >= readerErrorEvery {
-					errLogged = time.Now()
-					log.Warn().Str("error", fmt.Sprintf(msg, args...)).Int64("from", from).Msg("partition reader: trying again")
+				if readCtx.Err() != nil {
+					return
+				}
+				if e := errLog.Warn(); e.Enabled() {
+					e.Str("error", fmt.Sprintf(msg, args...)).Int64("from", from).Msg("partition reader: trying again")
 				}
 			}),
 		})

@@ -390,10 +390,6 @@ func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string)
 	}
 	want := uint64(onDocs+0.5) * pipelineBenchSteps
 	pipeCPU := func(c costRun) float64 { return c.procCPU + c.pgCPU }
-	each := make([]string, len(ratios))
-	for i, x := range ratios {
-		each[i] = strconv.FormatFloat(x, 'f', 3, 64)
-	}
 	field := func(runs []costRun, f func(costRun) float64) float64 {
 		v := make([]float64, len(runs))
 		for i, c := range runs {
@@ -405,16 +401,12 @@ func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string)
 	med := median(ratios)
 	r.Add(Row{Section: "analytics", Value: med, Unit: "x",
 		Name: fmt.Sprintf("pipeline throughput, recording on / off, median of %d rounds of the two side by side for %s, %s (rounds %s, spread %.3f–%.3f; median docs/s on %.0f, off %.0f)",
-			rounds, window, where, strings.Join(each, " "), slices.Min(ratios), slices.Max(ratios), field(ons, perSec), field(offs, perSec)),
+			rounds, window, where, ratioList(ratios), slices.Min(ratios), slices.Max(ratios), field(ons, perSec), field(offs, perSec)),
 		Target: ">= 0.97x", Pass: med >= 0.97})
-	eachCPU := make([]string, len(perCPU))
-	for i, x := range perCPU {
-		eachCPU[i] = strconv.FormatFloat(x, 'f', 3, 64)
-	}
 	medCPU := median(perCPU)
 	r.Add(Row{Section: "analytics", Value: medCPU, Unit: "x",
 		Name: fmt.Sprintf("pipeline throughput per CPU-second (docflow and PostgreSQL), recording on / off, median of the same rounds (rounds %s, spread %.3f–%.3f)",
-			strings.Join(eachCPU, " "), slices.Min(perCPU), slices.Max(perCPU)),
+			ratioList(perCPU), slices.Min(perCPU), slices.Max(perCPU)),
 		Target: ">= 0.97x", Pass: medCPU >= 0.97})
 	r.Add(Row{Section: "analytics", Name: fmt.Sprintf("step metrics recorded in ClickHouse by the sides with recording on (%d expected at least)", want),
 		Value: float64(steps), Unit: "rows", Target: fmt.Sprintf(">= %d", want), Pass: steps >= want})
@@ -428,6 +420,15 @@ func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string)
 			Unit: "ms/doc", Target: "info", Pass: true})
 	}
 	return nil
+}
+
+// ratioList prints ratios to three places, separated by spaces.
+func ratioList(v []float64) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = strconv.FormatFloat(x, 'f', 3, 64)
+	}
+	return strings.Join(s, " ")
 }
 
 // sideRun is a side's result as figures.
