@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"docflow"
@@ -14,9 +15,19 @@ import (
 
 var _ docflow.Analytics = Queries{}
 
+// reportSettings are the settings of every report query. A report's
+// queries read a few thousand rollup rows each and run at once (see
+// analytics.Parallel), so a query's own reading threads only cost: with
+// one thread each, a 30-day /steps or /overview took a fifth less time on
+// two cores (18.16). The rollups' blocks are read again by every refresh
+// of a dashboard: the server's cache of decompressed blocks spares
+// decompressing them each time. (A fresh map per query: the driver adds
+// to the map it is given.)
+func reportSettings() ch.Settings { return ch.Settings{"max_threads": 1, "use_uncompressed_cache": 1} }
+
 // each runs query and calls scan for every row.
 func (q Queries) each(ctx context.Context, what, query string, args []any, scan func(r driver.Rows) error) error {
-	rows, err := q.conn.Query(ctx, query, args...)
+	rows, err := q.conn.Query(ch.Context(ctx, ch.WithSettings(reportSettings())), query, args...)
 	if err != nil {
 		return fmt.Errorf("query %s: %w", what, err)
 	}

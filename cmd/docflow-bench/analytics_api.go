@@ -95,7 +95,9 @@ func benchAnalyticsAPI(ctx context.Context, r *Report, o *options) error {
 		}
 	}()
 	client := &http.Client{Timeout: 30 * time.Second}
-	reqs := 60
+	// NOTE: 300 requests, so that the p99 is the 298th of them: of 60 (as
+	// before) it was the slowest, one pause of a shared machine.
+	reqs := 300
 	if o.quick {
 		reqs = 20
 	}
@@ -123,7 +125,7 @@ func benchAnalyticsAPI(ctx context.Context, r *Report, o *options) error {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		p99 := percentileMs(lat, 0.99)
-		r.Add(Row{Section: "analytics-api", Name: fmt.Sprintf("GET /api/analytics/%s p99 (p50 %.1f ms), %d-day windows over %d days of %d events (baseline: raw-table p99)", name, percentileMs(lat, 0.5), wdays, days, n),
+		r.Add(Row{Section: "analytics-api", Name: fmt.Sprintf("GET /api/analytics/%s p99 (p50 %.1f, max %.1f ms; %d requests), %d-day windows over %d days of %d events (baseline: raw-table p99)", name, percentileMs(lat, 0.5), percentileMs(lat, 1), len(lat), wdays, days, n),
 			Value: p99, Unit: "ms", Baseline: percentileMs(base, 0.99), Target: "<= 50 ms", Pass: p99 <= 50})
 	}
 	// Three times the window over the same rows: the cost is the rollups'
