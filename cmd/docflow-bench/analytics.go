@@ -294,6 +294,7 @@ const (
 type costRun struct {
 	perSec         float64 // docs/s within the window
 	procCPU, pgCPU float64 // CPU ms per document: docflow, PostgreSQL backends
+	gcCPU          float64 // of procCPU, the Go collector's
 }
 
 // benchRecordingCost runs the pipeline with recording into ClickHouse on
@@ -374,8 +375,8 @@ func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string)
 		chCPU += (clickhouseServerCPU() - ch0).Seconds() * 1000
 		// A line per round: the section's progress, and how far a round
 		// strays from the others.
-		fmt.Printf("   round %d/%d: off %.0f docs/s (%.2f ms/doc: docflow %.2f, PostgreSQL %.2f), on %.0f (%.2f: %.2f, %.2f), on/off %.3f, per CPU-second %.3f\n",
-			i+1, rounds, a.perSec, a.procCPU+a.pgCPU, a.procCPU, a.pgCPU, b.perSec, b.procCPU+b.pgCPU, b.procCPU, b.pgCPU, b.perSec/a.perSec, perCPU[i])
+		fmt.Printf("   round %d/%d: off %.0f docs/s (%.2f ms/doc: docflow %.2f of which GC %.2f, PostgreSQL %.2f), on %.0f (%.2f: %.2f, GC %.2f, %.2f), on/off %.3f, per CPU-second %.3f\n",
+			i+1, rounds, a.perSec, a.procCPU+a.pgCPU, a.procCPU, a.gcCPU, a.pgCPU, b.perSec, b.procCPU+b.pgCPU, b.procCPU, b.gcCPU, b.pgCPU, b.perSec/a.perSec, perCPU[i])
 	}
 	// Every step attempt of the runs completed by the sides with recording
 	// on within their windows reached ClickHouse (and more: their warm-up
@@ -415,6 +416,9 @@ func benchRecordingCost(ctx context.Context, r *Report, o *options, addr string)
 	r.Add(Row{Section: "analytics", Name: "  of which docflow, with recording on (baseline: off), medians",
 		Value: field(ons, func(c costRun) float64 { return c.procCPU }), Baseline: field(offs, func(c costRun) float64 { return c.procCPU }),
 		Unit: "ms/doc", Target: "info", Pass: true})
+	r.Add(Row{Section: "analytics", Name: "    of which the Go collector, with recording on (baseline: off), medians",
+		Value: field(ons, func(c costRun) float64 { return c.gcCPU }), Baseline: field(offs, func(c costRun) float64 { return c.gcCPU }),
+		Unit: "ms/doc", Target: "info", Pass: true})
 	if onDocs > 0 && chCPU > 0 {
 		r.Add(Row{Section: "analytics", Name: "ClickHouse server CPU per document recorded", Value: chCPU / onDocs,
 			Unit: "ms/doc", Target: "info", Pass: true})
@@ -433,7 +437,7 @@ func ratioList(v []float64) string {
 
 // sideRun is a side's result as figures.
 func sideRun(c costChildResult, window time.Duration) costRun {
-	return costRun{perSec: float64(c.Done) / window.Seconds(), procCPU: c.ProcCPUms, pgCPU: c.PGCPUms}
+	return costRun{perSec: float64(c.Done) / window.Seconds(), procCPU: c.ProcCPUms, pgCPU: c.PGCPUms, gcCPU: c.GCms}
 }
 
 // median is the middle value of v (the mean of the two middle ones for an

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 	"time"
@@ -53,7 +54,9 @@ type costChildResult struct {
 	// CPU milliseconds per completed run within the window: this process,
 	// and the PostgreSQL backends of its database.
 	ProcCPUms, PGCPUms float64
-	Err                string
+	// GCms is the part of ProcCPUms the Go collector took.
+	GCms float64
+	Err  string
 }
 
 // costChild is the child's side of the protocol; it returns the exit code.
@@ -95,7 +98,7 @@ func runCostChild(spec costChildSpec, in io.Reader, out io.Writer) (costChildRes
 		return costChildResult{}, err
 	}
 	pg0 := b.backendCPU(ctx, nil)
-	proc0 := processCPU()
+	proc0, gc0 := processCPU(), gcCPU()
 	files := postgres.NewFileService(b.db)
 	var runs []string
 	for end := wallStart.Add(spec.Window); time.Now().Before(end); {
@@ -109,7 +112,7 @@ func runCostChild(spec costChildSpec, in io.Reader, out io.Writer) (costChildRes
 		}
 		time.Sleep(min(20*time.Millisecond, time.Until(end)))
 	}
-	proc := processCPU() - proc0
+	proc, gc := processCPU()-proc0, gcCPU()-gc0
 	if err := stopProfiles(); err != nil {
 		return costChildResult{}, err
 	}
@@ -122,11 +125,23 @@ func runCostChild(spec costChildSpec, in io.Reader, out io.Writer) (costChildRes
 		return costChildResult{}, err
 	}
 	per := func(d time.Duration) float64 { return d.Seconds() * 1000 / float64(max(done, 1)) }
-	return costChildResult{Done: done, ProcCPUms: per(proc), PGCPUms: per(pg)}, nil
+	return costChildResult{Done: done, ProcCPUms: per(proc), PGCPUms: per(pg), GCms: per(gc)}, nil
+}
+
+// gcCPU is the CPU time the Go collector has taken in this process, as
+// the runtime estimates it.
+func gcCPU() time.Duration {
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64 {
+		return 0
+	}
+	return time.Duration(s[0].Value.Float64() * float64(time.Second))
 }
 
 // startProfiles starts a CPU profile and the mutex and block profiles when
-// prefix is set; the function it returns writes them.
+// prefix is set; the function it returns writes them, and the heap's
+// (live at the last collection, and allocated since the start).
 func startProfiles(prefix string) (func() error, error) {
 	if prefix == "" {
 		return func() error { return nil }, nil
@@ -146,7 +161,7 @@ func startProfiles(prefix string) (func() error, error) {
 		if err := f.Close(); err != nil {
 			return err
 		}
-		for _, name := range []string{"mutex", "block"} {
+		for _, name := range []string{"mutex", "block", "heap", "allocs"} {
 			out, err := os.Create(prefix + "-" + name + ".pb")
 			if err != nil {
 				return err
