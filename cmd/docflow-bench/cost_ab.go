@@ -44,8 +44,8 @@ type costChildSpec struct {
 	Backlog int           // unfinished documents kept at least
 	Window  time.Duration // how long the count runs
 	// Profile, when set, is a path prefix: the child writes its CPU,
-	// mutex and block profiles of the window to Profile+"-cpu.pb" and so
-	// on (BENCH_COST_PROFILE).
+	// mutex, block, heap and allocation profiles of the window to
+	// Profile+"-cpu.pb" and so on (BENCH_COST_PROFILE).
 	Profile string
 }
 
