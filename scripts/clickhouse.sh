@@ -117,6 +117,11 @@ EOF
   <mark_cache_size>268435456</mark_cache_size>
   <uncompressed_cache_size>268435456</uncompressed_cache_size>
   <max_concurrent_queries>100</max_concurrent_queries>
+  <!-- Parts replaced by merges are deleted after 30 s rather than 8 min:
+       the bench waits for their deletion before timing queries. -->
+  <merge_tree>
+    <old_parts_lifetime>30</old_parts_lifetime>
+  </merge_tree>
 </yandex>
 EOF
 }
