@@ -236,9 +236,9 @@ func optimize(ctx context.Context, conn driver.Conn, db string) error {
 // awaitOutdatedParts waits, up to limit, until the server has deleted the
 // parts of db that merges replaced. It deletes them old_parts_lifetime
 // after the merge (8 minutes by default, 30 s on the test server of
-// scripts/clickhouse.sh), some 20,000 of them after seeding 10 M events:
-// unlinking their files took a core for minutes, and when that came
-// during the timed requests it doubled their p50.
+// scripts/clickhouse.sh), some 20,000 of them after seeding 10 M events,
+// whose files took minutes of unlink calls: the timed requests should not
+// share the machine with that.
 func awaitOutdatedParts(ctx context.Context, conn driver.Conn, db string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	said := false
