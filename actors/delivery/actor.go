@@ -17,11 +17,14 @@ import (
 // job is one attempt to make: of delivery d, numbered attempt (0: the
 // next one). done resolves it (acknowledges what brought it).
 type job struct {
-	d        *docflow.EventDelivery
-	attempt  int
-	done     func()
-	queued   time.Time
-	resolved atomic.Bool
+	d       *docflow.EventDelivery
+	attempt int
+	// postponed is how many times in a row this attempt was postponed
+	// without being made (its message's count).
+	postponed int
+	done      func()
+	queued    time.Time
+	resolved  atomic.Bool
 }
 
 // resolve runs done once: a stalled attempt's job is resolved by its
@@ -57,7 +60,8 @@ type stallCheck struct{}
 // goroutine of its own: Receive never waits on a receiver. Once an
 // attempt has gone unanswered for StallAfter, the subscriber's whole
 // queue, and every job it receives while stalled, is postponed to the
-// first delay topic (no attempt counted) and its event acknowledged, and
+// first delay topic, or a later one for an attempt postponed before (no
+// attempt counted; Service.postponement), and its event acknowledged, and
 // so are the stalled attempts' jobs (the attempt still records its
 // outcome when it ends; the postponed copy is then stale). While it
 // fails or is slow (its latest attempt took StallAfter/4 or more and the
@@ -166,7 +170,7 @@ func (a *subscriberActor) shedQueue(keep int) {
 	}
 }
 
-// shed postpones j to the first retry tier on a goroutine of its own.
+// shed postpones j to a retry tier on a goroutine of its own.
 func (a *subscriberActor) shed(j *job) {
 	a.s.wg.Add(1)
 	go func() {
@@ -260,7 +264,7 @@ func (s *Service) attempt(j *job, free func(failed bool)) (failed bool) {
 			a.Error, a.Unsubscribe = fmt.Sprintf("receiver answered %d: unsubscribed", r.StatusCode), true
 		} else if tier, delay, ok := s.next(n); ok && !r.Final {
 			due := time.Now().Add(delay)
-			m, err := retryMessage(d.ID, n+1, tier, due)
+			m, err := retryMessage(d.ID, n+1, 0, tier, due)
 			if err != nil {
 				log.Error().Err(err).Msg("encode delivery retry")
 			} else {
@@ -304,16 +308,15 @@ func (s *Service) record(r docflow.RecordedAttempt) bool {
 	})
 }
 
-// postpone puts j back on the first delay topic without an attempt (its
-// subscriber's queue is full) and resolves it.
+// postpone puts j back on a delay topic without an attempt (its
+// subscriber's queue is full or stalled) and resolves it.
 func (s *Service) postpone(j *job) {
-	tier, delay, _ := s.next(1)
-	due := time.Now().Add(delay)
-	m, err := retryMessage(j.d.ID, j.d.Attempts+1, tier, due)
+	due, m, err := s.postponement(j, time.Now())
 	if err != nil {
 		s.log.Error().Err(err).Msg("encode postponed delivery")
 		return
 	}
+	s.postponed.Add(1)
 	ok := false
 	if s.batch != nil {
 		ok = s.batch.postpone(j.d.ID, due, m)
@@ -325,6 +328,21 @@ func (s *Service) postpone(j *job) {
 	if ok {
 		j.resolve()
 	}
+}
+
+// postponement returns when j's postponed attempt is due and the message
+// that asks for it then. The first postponement waits the first retry
+// tier's delay; each one in a row after it waits the next tier's (the
+// last tier's once they run out): a receiver that stays dead or stalled
+// sees its backlog come back ever more rarely rather than cycle through
+// the first tier until its attempts, made a few at a time, run out. An
+// attempt made resets the count (its retry message carries none).
+func (s *Service) postponement(j *job, now time.Time) (time.Time, docflow.OutboxMessage, error) {
+	n := j.postponed + 1
+	tier, delay, _ := s.next(min(n, len(s.tiers)))
+	due := now.Add(delay)
+	m, err := retryMessage(j.d.ID, j.d.Attempts+1, n, tier, due)
+	return due, m, err
 }
 
 func failure(r Result) string {

@@ -111,7 +111,8 @@ type Config struct {
 	// StallAfter/4 or more and the head of its queue has waited
 	// StallAfter); none wait for a stalled one (an attempt unanswered for
 	// StallAfter). The others are
-	// postponed to the first retry tier (no attempt counted), so such a
+	// postponed to a retry tier (no attempt counted: the first, then, for
+	// an attempt postponed again, the next; Service.postponement), so such a
 	// receiver holds neither memory nor the consumer's in-flight budget
 	// and only ever delays itself. Default 64.
 	MaxQueue int
@@ -152,6 +153,8 @@ type Service struct {
 	targets targetCache
 	// peakQueue is the longest queue any subscriber's actor held.
 	peakQueue atomic.Int64
+	// postponed counts the attempts postponed without being made.
+	postponed atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -318,6 +321,9 @@ func (s *Service) Close(ctx context.Context) error {
 type attemptMsg struct {
 	DeliveryID int64 `json:"delivery_id"`
 	Attempt    int   `json:"attempt"` // the attempt this message asks for
+	// Postponed counts the times in a row the attempt was postponed
+	// without being made (Service.postponement); absent in the others.
+	Postponed int `json:"postponed,omitempty"`
 }
 
 // AttemptMessage is the outbox message asking for attempt number attempt
@@ -331,13 +337,14 @@ func AttemptMessage(id int64, attempt int) (docflow.OutboxMessage, error) {
 }
 
 // retryMessage puts attempt number attempt of delivery id on tier's delay
-// topic, due at due.
-func retryMessage(id int64, attempt int, tier streams.RetryTier, due time.Time) (docflow.OutboxMessage, error) {
-	m, err := AttemptMessage(id, attempt)
+// topic, due at due; postponed is the attempt's count of postponements in
+// a row (0 after an attempt made).
+func retryMessage(id int64, attempt, postponed int, tier streams.RetryTier, due time.Time) (docflow.OutboxMessage, error) {
+	b, err := json.Marshal(attemptMsg{DeliveryID: id, Attempt: attempt, Postponed: postponed})
 	if err != nil {
-		return m, err
+		return docflow.OutboxMessage{}, err
 	}
-	m.Topic = RetryTopic(tier)
+	m := docflow.OutboxMessage{Topic: RetryTopic(tier), Key: strconv.FormatInt(id, 10), Payload: b}
 	m.Headers = map[string]string{
 		streams.HeaderDueAt:       strconv.FormatInt(due.UnixMilli(), 10),
 		streams.HeaderTargetTopic: TopicAttempts,
@@ -376,7 +383,7 @@ func (s *Service) handle(d *streams.Delivery) {
 				d.Ack()
 				return
 			}
-			s.submit(&job{d: del, attempt: m.Attempt, done: d.Ack})
+			s.submit(&job{d: del, attempt: m.Attempt, postponed: m.Postponed, done: d.Ack})
 		}()
 	default:
 		ev, ok, err := deliverableEvent(d.Message.Value)
