@@ -316,7 +316,6 @@ func (s *Service) postpone(j *job) {
 		s.log.Error().Err(err).Msg("encode postponed delivery")
 		return
 	}
-	s.postponed.Add(1)
 	ok := false
 	if s.batch != nil {
 		ok = s.batch.postpone(j.d.ID, due, m)

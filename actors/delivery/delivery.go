@@ -153,8 +153,6 @@ type Service struct {
 	targets targetCache
 	// peakQueue is the longest queue any subscriber's actor held.
 	peakQueue atomic.Int64
-	// postponed counts the attempts postponed without being made.
-	postponed atomic.Int64
 
 	ctx    context.Context
 	cancel context.CancelFunc
