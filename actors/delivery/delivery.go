@@ -327,22 +327,27 @@ type attemptMsg struct {
 // AttemptMessage is the outbox message asking for attempt number attempt
 // of delivery id now (a redelivery): postgres.AttemptEncoder.
 func AttemptMessage(id int64, attempt int) (docflow.OutboxMessage, error) {
-	b, err := json.Marshal(attemptMsg{DeliveryID: id, Attempt: attempt})
+	return attemptMessage(attemptMsg{DeliveryID: id, Attempt: attempt})
+}
+
+// attemptMessage is the message of TopicAttempts carrying m.
+func attemptMessage(m attemptMsg) (docflow.OutboxMessage, error) {
+	b, err := json.Marshal(m)
 	if err != nil {
 		return docflow.OutboxMessage{}, err
 	}
-	return docflow.OutboxMessage{Topic: TopicAttempts, Key: strconv.FormatInt(id, 10), Payload: b}, nil
+	return docflow.OutboxMessage{Topic: TopicAttempts, Key: strconv.FormatInt(m.DeliveryID, 10), Payload: b}, nil
 }
 
 // retryMessage puts attempt number attempt of delivery id on tier's delay
 // topic, due at due; postponed is the attempt's count of postponements in
 // a row (0 after an attempt made).
 func retryMessage(id int64, attempt, postponed int, tier streams.RetryTier, due time.Time) (docflow.OutboxMessage, error) {
-	b, err := json.Marshal(attemptMsg{DeliveryID: id, Attempt: attempt, Postponed: postponed})
+	m, err := attemptMessage(attemptMsg{DeliveryID: id, Attempt: attempt, Postponed: postponed})
 	if err != nil {
-		return docflow.OutboxMessage{}, err
+		return m, err
 	}
-	m := docflow.OutboxMessage{Topic: RetryTopic(tier), Key: strconv.FormatInt(id, 10), Payload: b}
+	m.Topic = RetryTopic(tier)
 	m.Headers = map[string]string{
 		streams.HeaderDueAt:       strconv.FormatInt(due.UnixMilli(), 10),
 		streams.HeaderTargetTopic: TopicAttempts,
