@@ -187,7 +187,7 @@ func New(conn driver.Conn, database string, opts analytics.Options) (*Recorder, 
 	if opts.Writers <= 0 {
 		opts.Writers = DefaultWriters
 	}
-	w := &writer{conn: conn, uncertain: map[string]bool{}, table: database + ".events"}
+	w := &writer{conn: conn, uncertain: map[string]bool{}, table: database + ".events", hists: q.hists}
 	w.columns.New = func() any { return new(analytics.ColumnBuffers) }
 	rec, err := analytics.NewRecorder(w, opts)
 	if err != nil {
@@ -227,6 +227,10 @@ type writer struct {
 	// failed before sending is not).
 	mu        sync.Mutex
 	uncertain map[string]bool
+
+	// hists is the cache of the Queries beside the writer: told of rows
+	// written into buckets it may keep.
+	hists *histCache
 }
 
 // maxUncertain bounds the tokens kept: a batch given up at Close never
@@ -266,6 +270,7 @@ func (w *writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error 
 			}
 			if landed {
 				w.markUncertain(token, false)
+				w.wrote(rows)
 				return nil
 			}
 		}
@@ -305,7 +310,22 @@ func (w *writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error 
 	if ok && attempt > 1 {
 		w.markUncertain(token, false)
 	}
+	w.wrote(rows)
 	return nil
+}
+
+// wrote tells the histogram cache which buckets rows went into.
+func (w *writer) wrote(rows []docflow.Metric) {
+	if w.hists == nil || len(rows) == 0 {
+		return
+	}
+	earliest := rows[0].Time
+	for i := range rows {
+		if rows[i].Time.Before(earliest) {
+			earliest = rows[i].Time
+		}
+	}
+	w.hists.wrote(earliest, time.Now())
 }
 
 // insert is the INSERT statement naming the columns of set.
@@ -393,6 +413,9 @@ func clampTime(t time.Time) time.Time {
 type Queries struct {
 	conn     driver.Conn
 	database string
+	// hists keeps the histograms read for percentiles (hist.go), shared
+	// by the copies of a Queries.
+	hists *histCache
 }
 
 var _ docflow.MetricStats = Queries{}
@@ -405,7 +428,7 @@ func NewQueries(conn driver.Conn, database string) (Queries, error) {
 	if !validName(database) {
 		return Queries{}, fmt.Errorf("clickhouse metric queries: invalid database name %q", database)
 	}
-	return Queries{conn: conn, database: database}, nil
+	return Queries{conn: conn, database: database, hists: newHistCache()}, nil
 }
 
 // window turns [from, to) into whole Unix seconds, the resolution of the ts

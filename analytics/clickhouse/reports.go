@@ -80,7 +80,7 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 			return err
 		})
 	}, func() error {
-		return q.percentiles(ctx, s, "", nil, pctAsk{documentDur, true, 0, seriesPct}, pctAsk{documentDur, false, 0, totalPct})
+		return q.percentiles(ctx, s, "", pctAsk{documentDur, true, 0, seriesPct}, pctAsk{documentDur, false, 0, totalPct})
 	}, func() error {
 		series, latest, err := q.lag(ctx, s)
 		for _, lp := range series {
@@ -123,10 +123,6 @@ func (q Queries) Steps(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow
 		filter, args = " AND step_type = ?", []any{aq.StepType}
 	}
 	var errs []analytics.StepError
-	pctFilter := ""
-	if aq.StepType != "" {
-		pctFilter = "d1 = ?"
-	}
 	durs, waits, totalDurs, totalWaits := pcts{}, pcts{}, pcts{}, pcts{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	totals := map[string]*docflow.StepTypeTotal{}
@@ -165,9 +161,9 @@ func (q Queries) Steps(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow
 		// Durations and queue waits apart: the heaviest work of the
 		// reports, split over two queries that the server's cores run at
 		// once.
-		return q.percentiles(ctx, s, pctFilter, args, pctAsk{stepDur, true, 1, durs}, pctAsk{stepDur, false, 1, totalDurs})
+		return q.percentiles(ctx, s, aq.StepType, pctAsk{stepDur, true, 1, durs}, pctAsk{stepDur, false, 1, totalDurs})
 	}, func() error {
-		return q.percentiles(ctx, s, pctFilter, args, pctAsk{stepWait, true, 1, waits}, pctAsk{stepWait, false, 1, totalWaits})
+		return q.percentiles(ctx, s, aq.StepType, pctAsk{stepWait, true, 1, waits}, pctAsk{stepWait, false, 1, totalWaits})
 	})
 	if err != nil {
 		return nil, err
@@ -203,10 +199,7 @@ func (q Queries) Intake(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 	}
 	outcomes := "toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'accepted')), toInt64(countMergeIf(n, status = 'duplicate')), " +
 		"toInt64(countMergeIf(n, status = 'rejected')), toInt64(countMergeIf(n, status = 'failed')), sumMerge(bytes)"
-	pctFilter, durs := "", pcts{}
-	if aq.Channel != "" {
-		pctFilter = "d1 = ?"
-	}
+	durs := pcts{}
 	byType := map[[2]string]*docflow.IntakeTypeTotal{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
@@ -239,7 +232,7 @@ func (q Queries) Intake(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 			return nil
 		})
 	}, func() error {
-		return q.percentiles(ctx, s, pctFilter, args, pctAsk{intakeDur, false, 2, durs})
+		return q.percentiles(ctx, s, aq.Channel, pctAsk{intakeDur, false, 2, durs})
 	})
 	if err != nil {
 		return nil, err
@@ -411,7 +404,7 @@ func (q Queries) Requests(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 			return nil
 		})
 	}, func() error {
-		return q.percentiles(ctx, s, "", nil, pctAsk{requestDur, true, 0, series}, pctAsk{requestDur, false, 2, routes})
+		return q.percentiles(ctx, s, "", pctAsk{requestDur, true, 0, series}, pctAsk{requestDur, false, 2, routes})
 	})
 	if err != nil {
 		return nil, err
@@ -474,7 +467,7 @@ func (q Queries) Integrations(ctx context.Context, aq docflow.AnalyticsQuery) (*
 			return nil
 		})
 	}, func() error {
-		return q.percentiles(ctx, s, "", nil, pctAsk{integDur, false, 3, durs})
+		return q.percentiles(ctx, s, "", pctAsk{integDur, false, 3, durs})
 	})
 	if err != nil {
 		return nil, err

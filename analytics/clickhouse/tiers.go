@@ -211,10 +211,6 @@ func bucketOf(col string) string {
 	return "toUInt8(least(255, floor(8 * log2(greatest(0, " + col + ") + 1))))"
 }
 
-// bucketMs turns merged bucket numbers into milliseconds: each bucket's
-// geometric middle (of ms+1), within 4.5 % of every value in it.
-var bucketMs = threeCols("quantilesExactWeightedMerge(0.5, 0.95, 0.99)(h)", "pow(2, (", " + 0.5) / 8) - 1")
-
 // threeCols selects the p50, p95 and p99 of the quantiles aggregate agg
 // as three Float64 columns, each wrapped in pre and post: the aggregate
 // runs once (the server computes an aggregate named alike once), and the
@@ -228,32 +224,18 @@ func threeCols(agg, pre, post string) string {
 	return strings.Join(cols, ", ")
 }
 
-// pctSQL returns the query of m's [p50, p95, p99] over s: rows of ask (a
-// number the caller gives, to tell the parts of a UNION ALL apart), the
-// bucket t (0 in totals), d1, d2, d3 and the percentiles; grouped by the
-// bucket when series and the first keep dimensions (the others read ”).
-// filter
-// ("" or a condition on d1..d3 with its args) applies to every part read.
-// pctRollup windows read pct2 (at the grains that fit the buckets) and the
-// raw rows of the edges, one range each; others (up to pctFineSpan, or
-// buckets of 1, 2, 7 … minutes) merge the per-minute quantile states.
-func (s span) pctSQL(ask int, m metric, series bool, keep int, filter string, fargs []any) (string, []any) {
-	where := func(cond string) string {
-		if filter != "" {
-			cond += " AND " + filter
-		}
-		return cond
+// pctSQL returns the query of m's [p50, p95, p99] over s for a window
+// that is not pctRollup: rows of ask (a number the caller gives, to tell
+// the parts of a UNION ALL apart), the bucket t (0 in totals), d1, d2, d3
+// and the percentiles; grouped by the bucket when series and the first
+// keep dimensions (the others read ”). It merges the per-minute quantile
+// states; d1, when not empty, keeps that first dimension only.
+func (s span) pctSQL(ask int, m metric, series bool, keep int, d1 string) (string, []any) {
+	cond, args := between(s.lo, s.hi), []any{}
+	if d1 != "" {
+		cond, args = cond+" AND d1 = ?", []any{d1}
 	}
-	var arms []string
-	var args []any
-	merge := bucketMs
-	if !s.pctRollup() {
-		arms = append(arms, "SELECT "+m.dimCols()+", minute, "+m.state+" AS h FROM "+s.db+"."+m.rollup+"_1m WHERE "+where(between(s.lo, s.hi)))
-		args = fargs
-		merge = threeCols("quantilesMerge(0.5, 0.95, 0.99)(h)", "", "")
-	} else {
-		arms, args = s.pctArms([]metric{m}, series, filter, fargs)
-	}
+	arm := "SELECT " + m.dimCols() + ", minute, " + m.state + " AS h FROM " + s.db + "." + m.rollup + "_1m WHERE " + cond
 	sel, keys := []string{"toUInt8(" + strconv.Itoa(ask) + ") AS ask", "toDateTime(0) AS t"}, []string{}
 	if series {
 		sel, keys = []string{sel[0], s.t}, []string{"t"}
@@ -271,14 +253,14 @@ func (s span) pctSQL(ask int, m metric, series bool, keep int, filter string, fa
 		// nothing matched.
 		keys = []string{"d3"}
 	}
-	return "SELECT " + strings.Join(sel, ", ") + ", " + merge + " FROM (" + strings.Join(arms, " UNION ALL ") +
+	return "SELECT " + strings.Join(sel, ", ") + ", " + threeCols("quantilesMerge(0.5, 0.95, 0.99)(h)", "", "") + " FROM (" + arm +
 		") GROUP BY " + strings.Join(keys, ", "), args
 }
 
-// pctRollup reports whether s's percentiles come from pct2 (and the raw
-// rows of the edges): the buckets are whole hours and the window holds
-// one; or they are whole multiples of pct2's finest grain (five minutes)
-// and the window is longer than pctFineSpan.
+// pctRollup reports whether s's percentiles come from hist's histograms
+// (hist.go): the buckets are whole hours and the window holds one; or
+// they are whole multiples of hist's finest grain (five minutes) and the
+// window is longer than pctFineSpan.
 func (s span) pctRollup() bool {
 	if s.hourly && s.hi/hour*hour > (s.lo+hour-1)/hour*hour {
 		return true
@@ -286,147 +268,12 @@ func (s span) pctRollup() bool {
 	return s.interval%fiveMin == 0 && s.hi-s.lo > pctFineSpan
 }
 
-// inPct2 reports whether a piece at grain is read from pct2 rather than
-// from the raw rows (the edges, at a grain of one minute).
-func inPct2(grain int64) bool { return grain >= fiveMin }
-
 // pctFineSpan is the longest window whose sub-hour buckets merge the
 // per-minute quantile states, whose percentiles interpolate between the
 // values (exact up to 8,192 values a minute, as PostgreSQL's): up to 360
 // states per series, cheap. Longer ones (a day by 10 minutes, three days
-// by 30, which merged thousands) read pct2's 5 and 30-minute histograms.
+// by 30, which merged thousands) read hist's 5 and 30-minute histograms.
 const pctFineSpan = 6 * hour
-
-// pctArms returns the parts of a pctRollup window to read for ms: one query
-// of pct (every grain's pieces OR-ed) and one of the raw rows of the edges
-// per metric, each of rows metric, d1, d2, d3, minute and h (a
-// quantilesExactWeighted state); with their args (fargs for each filter). Series read the grains that divide the buckets;
-// totals any.
-func (s span) pctArms(ms []metric, series bool, filter string, fargs []any) ([]string, []any) {
-	where := func(cond string) string {
-		if filter != "" {
-			cond += " AND " + filter
-		}
-		return cond
-	}
-	var grains []int64
-	for _, g := range pctGrains {
-		if !series || s.interval%g == 0 {
-			grains = append(grains, g)
-		}
-	}
-	lo, hi := s.lo, s.hi
-	if s.interval >= sixHours {
-		// Coarse buckets: the edges' partial hours are read whole from
-		// pct rather than from the raw rows (most of the query's work
-		// otherwise). A percentile of an edge bucket then also covers up
-		// to 59 minutes beyond the window's end, inside the same bucket;
-		// counts stay exact.
-		lo, hi = lo/hour*hour, (hi+hour-1)/hour*hour
-	}
-	names := make([]string, len(ms))
-	for i, m := range ms {
-		names[i] = "'" + m.name + "'"
-	}
-	ranges := map[int64][]string{}
-	var order []int64
-	for _, p := range split(lo, hi, grains...) {
-		if ranges[p.grain] == nil {
-			order = append(order, p.grain)
-		}
-		if inPct2(p.grain) {
-			ranges[p.grain] = append(ranges[p.grain], "("+between(p.lo, p.hi)+")")
-		} else {
-			ranges[p.grain] = append(ranges[p.grain], "(ts >= toDateTime("+strconv.FormatInt(p.lo, 10)+") AND ts < toDateTime("+strconv.FormatInt(p.hi, 10)+"))")
-		}
-	}
-	// pct2 is read in one arm, its grains' ranges OR-ed: each arm of a
-	// UNION ALL costs 18.16 milliseconds of its own (more than its rows).
-	var arms, grainRanges []string
-	var args []any
-	for _, g := range order {
-		if inPct2(g) {
-			grainRanges = append(grainRanges, "(grain = "+strconv.FormatInt(g, 10)+" AND ("+strings.Join(ranges[g], " OR ")+"))")
-		}
-	}
-	if len(grainRanges) > 0 {
-		arms = append(arms, "SELECT metric, d1, d2, d3, minute, h FROM "+s.db+".pct2 WHERE "+
-			where("metric IN ("+strings.Join(names, ", ")+") AND ("+strings.Join(grainRanges, " OR ")+")"))
-		args = append(args, fargs...)
-	}
-	for _, g := range order {
-		if inPct2(g) {
-			continue
-		}
-		in := "(" + strings.Join(ranges[g], " OR ") + ")"
-		for i, m := range ms {
-			arms = append(arms, "SELECT "+names[i]+" AS metric, "+m.dimCols()+", toStartOfMinute(ts) AS minute, quantilesExactWeightedState(0.5, 0.95, 0.99)("+
-				bucketOf(m.value)+", toUInt64(1)) AS h FROM "+s.db+".events WHERE "+where(m.kinds+" AND "+in)+
-				" GROUP BY metric, d1, d2, d3, minute")
-			args = append(args, fargs...)
-		}
-	}
-	return arms, args
-}
-
-// sharedPctSQL returns, for a pctRollup window and asks of which one at
-// least is a series, the one query answering them all as pctSQL's would
-// (rows of ask, t, d1, d2, d3 and the percentiles), or false. It reads the
-// series' parts once, for every metric, and merges each state into its
-// bucket's and into the totals' (ARRAY JOIN of both keys): the totals then
-// cover the very rows of the series, as they would read them from the
-// coarser grains, and the percentiles, merged exactly, are the same.
-func (s span) sharedPctSQL(asks []pctAsk, filter string, fargs []any) (string, []any, bool) {
-	if !s.pctRollup() {
-		return "", nil, false
-	}
-	type shape struct {
-		series bool
-		keep   int
-	}
-	var ms []metric
-	var shapes []shape
-	byShape := map[shape][]string{} // multiIf arms: metric = 'name', ask
-	anySeries := false
-	for i, a := range asks {
-		anySeries = anySeries || a.series
-		seen := false
-		for _, m := range ms {
-			seen = seen || m.name == a.m.name
-		}
-		if !seen {
-			ms = append(ms, a.m)
-		}
-		sh := shape{a.series, a.keep}
-		if byShape[sh] == nil {
-			shapes = append(shapes, sh)
-		}
-		for _, arm := range byShape[sh] {
-			if strings.HasPrefix(arm, "metric = '"+a.m.name+"',") {
-				return "", nil, false // one ask per metric and shape
-			}
-		}
-		byShape[sh] = append(byShape[sh], "metric = '"+a.m.name+"', "+strconv.Itoa(i))
-	}
-	if !anySeries || len(asks) > 254 {
-		return "", nil, false
-	}
-	arms, args := s.pctArms(ms, true, filter, fargs)
-	var tuples []string
-	for _, sh := range shapes {
-		t := "toDateTime(0)"
-		if sh.series {
-			t = strings.TrimSuffix(s.t, " AS t")
-		}
-		dims := []string{"d1", "d2", "d3"}
-		for i := sh.keep; i < 3; i++ {
-			dims[i] = "''"
-		}
-		tuples = append(tuples, "(multiIf("+strings.Join(byShape[sh], ", ")+", 255), "+t+", "+strings.Join(dims, ", ")+")")
-	}
-	return "SELECT a.1 AS ask, a.2 AS t, a.3 AS k1, a.4 AS k2, a.5 AS k3, " + bucketMs + " FROM (" + strings.Join(arms, " UNION ALL ") +
-		") ARRAY JOIN [" + strings.Join(tuples, ", ") + "] AS a WHERE ask != 255 GROUP BY ask, t, k1, k2, k3", args, true
-}
 
 // pkey keys a percentile row: bucket start (0 in totals) and dimensions.
 type pkey struct {
@@ -465,22 +312,23 @@ type pctAsk struct {
 	out    pcts
 }
 
-// percentiles runs the pctSQL of every ask as one query (one round trip
-// and one query's overhead, rather than a query each running beside the
-// others on the server's few cores) and fills their out maps (made by the
-// caller, so that the query can run beside the counts'). filter and fargs
-// apply to each.
-func (q Queries) percentiles(ctx context.Context, s span, filter string, fargs []any, asks ...pctAsk) error {
-	query, args, ok := s.sharedPctSQL(asks, filter, fargs)
-	if !ok {
-		var parts []string
-		for i, a := range asks {
-			sql, as := s.pctSQL(i, a.m, a.series, a.keep, filter, fargs)
-			parts, args = append(parts, sql), append(args, as...)
-		}
-		query = strings.Join(parts, " UNION ALL ")
+// percentiles fills the out maps of asks (made by the caller, so that
+// this can run beside the counts' queries): from hist's histograms for a
+// pctRollup window (hist.go), otherwise by one query merging the
+// per-minute quantile states (one round trip and one query's overhead,
+// rather than a query each). d1, when not empty, keeps the first
+// dimension d1 only.
+func (q Queries) percentiles(ctx context.Context, s span, d1 string, asks ...pctAsk) error {
+	if s.pctRollup() {
+		return q.histPercentiles(ctx, s, d1, asks)
 	}
-	return q.each(ctx, asks[0].m.name+" percentiles", query, args, func(r driver.Rows) error {
+	var parts []string
+	var args []any
+	for i, a := range asks {
+		sql, as := s.pctSQL(i, a.m, a.series, a.keep, d1)
+		parts, args = append(parts, sql), append(args, as...)
+	}
+	return q.each(ctx, asks[0].m.name+" percentiles", strings.Join(parts, " UNION ALL "), args, func(r driver.Rows) error {
 		var k pkey
 		var ask uint8
 		var t time.Time

@@ -136,11 +136,10 @@ func TestSQLOnCurrentEngine(t *testing.T) {
 	}
 	run("INSERT INTO " + db + ".events (" + analytics.ColumnList + ") VALUES " + strings.Join(rows, ", "))
 
-	// pct2's views (0006's, pct's before, and 0007's 5 and 30-minute
-	// one) make rows per grain (5) and measured duration (steps two, four
-	// other kinds one): 5 × 6.
-	if n := strings.TrimSpace(run("SELECT count() FROM (SELECT DISTINCT grain, metric FROM " + db + ".pct2)")); n != "30" {
-		t.Errorf("pct2 holds %s grains and metrics, want 30", n)
+	// hist's view (0008) makes rows per grain (5) and measured duration
+	// (steps two, four other kinds one): 5 × 6.
+	if n := strings.TrimSpace(run("SELECT count() FROM (SELECT DISTINCT grain, metric FROM " + db + ".hist)")); n != "30" {
+		t.Errorf("hist holds %s grains and metrics, want 30", n)
 	}
 
 	// The six-hour and day counts (0005), one row of each per key here.
@@ -165,8 +164,7 @@ func TestSQLOnCurrentEngine(t *testing.T) {
 		// totals merge its percentiles, with raw edges).
 		{From: now.Add(-50*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: 6 * time.Hour},
 		{From: now.Add(-50*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: 2 * time.Hour},
-		// Thirty minutes: pct2's 30 and 5-minute grains (0007) and raw
-		// edges.
+		// Thirty minutes: hist's 30 and 5-minute grains and raw edges.
 		{From: now.Add(-50*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: 30 * time.Minute},
 	} {
 		for _, f := range []func() error{

@@ -1,0 +1,135 @@
+package clickhouse_test
+
+import (
+	"context"
+	"reflect"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"docflow"
+	"docflow/analytics"
+	"docflow/analytics/clickhouse"
+)
+
+// countingConn counts the queries that read histograms.
+type countingConn struct {
+	driver.Conn
+	hist atomic.Int64
+}
+
+func (c *countingConn) Query(ctx context.Context, query string, args ...any) (driver.Rows, error) {
+	if strings.Contains(query, ".hist WHERE") || strings.Contains(query, ".events WHERE") {
+		c.hist.Add(1)
+	}
+	return c.Conn.Query(ctx, query, args...)
+}
+
+// TestHistogramsKept: a report read again reads no histogram from the
+// server, and answers the same; a window moved by a few minutes reads its
+// new edges only; a recorder's queries see the rows it writes into closed
+// buckets (late or dated in the past), and another process's queries see
+// the same answers as its own.
+func TestHistogramsKept(t *testing.T) {
+	if srv.skip != "" {
+		t.Skipf("no ClickHouse: %s", srv.skip)
+	}
+	rec, name := open(t, srv.addr, analytics.Options{FlushInterval: time.Hour})
+	ctx := context.Background()
+	end := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	start := end.Add(-48 * time.Hour)
+	recordSteps(t, rec, start, 48*time.Hour, 4000)
+
+	conn := &countingConn{Conn: srv.conn}
+	q, err := clickhouse.NewQueries(conn, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aq := docflow.AnalyticsQuery{From: start.Add(7 * time.Minute), To: end.Add(-23 * time.Minute), Interval: 2 * time.Hour}
+	first, err := q.Steps(ctx, aq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := conn.hist.Load(); n == 0 {
+		t.Fatal("the first report read no histograms")
+	}
+	conn.hist.Store(0)
+	again, err := q.Steps(ctx, aq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := conn.hist.Load(); n != 0 {
+		t.Errorf("the same report again read histograms %d times, want 0", n)
+	}
+	if !reflect.DeepEqual(first, again) {
+		t.Errorf("the same report again answered differently:\n%+v\n%+v", first, again)
+	}
+
+	// A window moved by seven minutes: its new edge minutes only (one
+	// query per percentile call: durations and queue waits).
+	conn.hist.Store(0)
+	moved := aq
+	moved.From, moved.To = aq.From.Add(7*time.Minute), aq.To.Add(7*time.Minute)
+	if _, err := q.Steps(ctx, moved); err != nil {
+		t.Fatal(err)
+	}
+	if n := conn.hist.Load(); n > 2 {
+		t.Errorf("a moved window read histograms %d times, want at most 2", n)
+	}
+	// Its answer is the one a process with nothing kept gives.
+	fresh, err := clickhouse.NewQueries(srv.conn, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.Steps(ctx, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := fresh.Steps(ctx, moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("kept histograms answer\n%+v\nwant\n%+v", got.Totals, want.Totals)
+	}
+
+	// The recorder's own queries, then rows written into the same closed
+	// buckets: the next report counts them in its percentiles too.
+	before, err := rec.Steps(ctx, aq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 400 {
+		rec.Record(docflow.Metric{Kind: docflow.MetricStep, Time: start.Add(time.Hour + time.Duration(i)*time.Minute), StepType: "ocr",
+			Pipeline: "p", Status: docflow.StepSucceeded, Duration: 30 * time.Second, QueueWait: 20 * time.Second})
+	}
+	if err := rec.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, err := rec.Steps(ctx, aq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, a := before.Totals.Steps[0], after.Totals.Steps[0]
+	if a.Count != b.Count+400 {
+		t.Errorf("count after late rows %d, want %d", a.Count, b.Count+400)
+	}
+	if a.Percentiles.P99 <= b.Percentiles.P99 || a.QueueWait.P99 <= b.QueueWait.P99 {
+		t.Errorf("p99 after late rows of 30 s: %v (wait %v), before %v (wait %v): the kept histograms were read",
+			a.Percentiles.P99, a.QueueWait.P99, b.Percentiles.P99, b.QueueWait.P99)
+	}
+	fresh2, err := clickhouse.NewQueries(srv.conn, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want2, err := fresh2.Steps(ctx, aq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(after.Totals, want2.Totals) {
+		t.Errorf("after late rows the recorder answers\n%+v\nwant\n%+v", after.Totals, want2.Totals)
+	}
+}
