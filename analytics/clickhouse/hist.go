@@ -28,8 +28,6 @@ import (
 // bucket's geometric middle (of ms+1): within 4.5 % of every value in it.
 
 // unitKey names a unit: metric's histograms over [start, start+grain).
-// Units of a grain of a minute are read from the raw rows (the edges of a
-// window); the others from hist.
 type unitKey struct {
 	metric       string
 	grain, start int64
@@ -73,6 +71,7 @@ type histCache struct {
 
 type cachedUnit struct {
 	hists   []dimHist
+	rows    [][]any // a bucket's rows (eachSeries)
 	pairs   int
 	expires int64 // Unix seconds; 0: never
 	used    uint64
@@ -83,6 +82,19 @@ func newHistCache() *histCache { return &histCache{units: map[unitKey]*cachedUni
 // get returns the cached units among keys, and the keys missing.
 func (c *histCache) get(keys []unitKey, now int64) (map[unitKey][]dimHist, []unitKey) {
 	found := make(map[unitKey][]dimHist, len(keys))
+	missing := c.lookup(keys, now, func(k unitKey, u *cachedUnit) { found[k] = u.hists })
+	return found, missing
+}
+
+// getRows is get for the rows of buckets (eachSeries).
+func (c *histCache) getRows(keys []unitKey, now int64) (map[unitKey][][]any, []unitKey) {
+	found := make(map[unitKey][][]any, len(keys))
+	missing := c.lookup(keys, now, func(k unitKey, u *cachedUnit) { found[k] = u.rows })
+	return found, missing
+}
+
+// lookup calls hit for each of keys kept and returns the others.
+func (c *histCache) lookup(keys []unitKey, now int64, hit func(unitKey, *cachedUnit)) []unitKey {
 	var missing []unitKey
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -94,9 +106,9 @@ func (c *histCache) get(keys []unitKey, now int64) (map[unitKey][]dimHist, []uni
 			continue
 		}
 		u.used = c.tick
-		found[k] = u.hists
+		hit(k, u)
 	}
-	return found, missing
+	return missing
 }
 
 // put keeps units that cannot change any more (see settleSeconds), read
@@ -106,27 +118,45 @@ func (c *histCache) put(units map[unitKey][]dimHist, now int64) {
 	defer c.mu.Unlock()
 	c.tick++
 	for k, hs := range units {
-		end := k.start + k.grain
-		if end > now-settleSeconds {
-			continue
-		}
-		var expires int64
-		if end > now-finalAfter {
-			expires = now + int64(recentTTL/time.Second)
-		}
 		n := 0
 		for _, h := range hs {
 			n += len(h.b)
 		}
-		if old := c.units[k]; old != nil {
-			c.pairs -= old.pairs
-		}
-		c.units[k] = &cachedUnit{hists: hs, pairs: n, expires: expires, used: c.tick}
-		c.pairs += n
+		c.keep(k, &cachedUnit{hists: hs, pairs: n}, now)
 	}
 	if c.pairs > maxPairs {
 		c.evict()
 	}
+}
+
+// putRows is put for the rows of buckets.
+func (c *histCache) putRows(buckets map[unitKey][][]any, now int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tick++
+	for k, rows := range buckets {
+		c.keep(k, &cachedUnit{rows: rows, pairs: rowsWeight(rows)}, now)
+	}
+	if c.pairs > maxPairs {
+		c.evict()
+	}
+}
+
+// keep stores u under k when k has closed. The caller holds mu.
+func (c *histCache) keep(k unitKey, u *cachedUnit, now int64) {
+	end := k.start + k.grain
+	if end > now-settleSeconds {
+		return
+	}
+	if end > now-finalAfter {
+		u.expires = now + int64(recentTTL/time.Second)
+	}
+	if old := c.units[k]; old != nil {
+		c.pairs -= old.pairs
+	}
+	u.used = c.tick
+	c.units[k] = u
+	c.pairs += u.pairs
 }
 
 // evict drops the least recently used units down to three quarters of
@@ -166,7 +196,7 @@ func (c *histCache) wrote(earliest time.Time, now time.Time) {
 
 // histUnits returns the units that answer ms over s: the pieces of the
 // window at grains (pctGrains; a series' only those that divide its
-// buckets), a unit per grain-long step, and per minute at the edges.
+// buckets), a unit per grain-long step, and minutes at the edges.
 func (s span) histUnits(ms []metric, series bool) []unitKey {
 	var grains []int64
 	for _, g := range pctGrains {
@@ -185,10 +215,9 @@ func (s span) histUnits(ms []metric, series bool) []unitKey {
 	return keys
 }
 
-// fetchUnits reads keys from the server: units of a grain of five minutes
-// or more from hist, minutes from the raw rows of ms. Every key is in the
-// answer, with no histograms when nothing was recorded.
-func (q Queries) fetchUnits(ctx context.Context, keys []unitKey, ms []metric) (map[unitKey][]dimHist, error) {
+// fetchUnits reads keys from hist. Every key is in the answer, with no
+// histograms when nothing was recorded.
+func (q Queries) fetchUnits(ctx context.Context, keys []unitKey) (map[unitKey][]dimHist, error) {
 	out := make(map[unitKey][]dimHist, len(keys))
 	for _, k := range keys {
 		out[k] = nil
@@ -205,46 +234,28 @@ func (q Queries) fetchUnits(ctx context.Context, keys []unitKey, ms []metric) (m
 		}
 		return a.start < b.start
 	})
-	type run struct {
-		metric string
-		grain  int64
-		lo, hi int64
+	var conds []string
+	var last unitKey
+	var lo int64
+	flush := func() {
+		if last.grain > 0 {
+			conds = append(conds, "(grain = "+strconv.FormatInt(last.grain, 10)+" AND metric = '"+last.metric+"' AND "+between(lo, last.start+last.grain)+")")
+		}
 	}
-	var runs []run
 	for _, k := range sorted {
-		if n := len(runs); n > 0 && runs[n-1].metric == k.metric && runs[n-1].grain == k.grain && runs[n-1].hi == k.start {
-			runs[n-1].hi += k.grain
+		if k.metric == last.metric && k.grain == last.grain && k.start == last.start+last.grain {
+			last = k
 			continue
 		}
-		runs = append(runs, run{metric: k.metric, grain: k.grain, lo: k.start, hi: k.start + k.grain})
+		flush()
+		last, lo = k, k.start
 	}
-	var histConds []string
-	rawRanges := map[string][]string{}
-	for _, r := range runs {
-		if r.grain >= fiveMin {
-			histConds = append(histConds, "(grain = "+strconv.FormatInt(r.grain, 10)+" AND metric = '"+r.metric+"' AND "+between(r.lo, r.hi)+")")
-		} else {
-			rawRanges[r.metric] = append(rawRanges[r.metric], "(ts >= toDateTime("+strconv.FormatInt(r.lo, 10)+") AND ts < toDateTime("+strconv.FormatInt(r.hi, 10)+"))")
-		}
-	}
-	var arms []string
-	if len(histConds) > 0 {
-		arms = append(arms, "SELECT grain, metric, toUInt32(minute) AS m, d1, d2, d3, groupArray(b), groupArray(n) FROM "+q.database+
-			".hist WHERE "+strings.Join(histConds, " OR ")+" GROUP BY grain, metric, m, d1, d2, d3")
-	}
-	for _, m := range ms {
-		rs := rawRanges[m.name]
-		if len(rs) == 0 {
-			continue
-		}
-		arms = append(arms, "SELECT toUInt32(60) AS grain, '"+m.name+"' AS metric, toUInt32(mi) AS m, d1, d2, d3, groupArray(b), groupArray(c) FROM (SELECT "+
-			m.dimCols()+", toStartOfMinute(ts) AS mi, "+bucketOf(m.value)+" AS b, count() AS c FROM "+q.database+".events WHERE "+m.kinds+
-			" AND ("+strings.Join(rs, " OR ")+") GROUP BY d1, d2, d3, mi, b) GROUP BY m, d1, d2, d3")
-	}
-	if len(arms) == 0 {
+	flush()
+	if len(conds) == 0 {
 		return out, nil
 	}
-	err := q.each(ctx, "histograms", strings.Join(arms, " UNION ALL "), nil, func(r driver.Rows) error {
+	err := q.each(ctx, "histograms", "SELECT grain, metric, toUInt32(minute) AS m, d1, d2, d3, groupArray(b), groupArray(n) FROM "+q.database+
+		".hist WHERE "+strings.Join(conds, " OR ")+" GROUP BY grain, metric, m, d1, d2, d3", nil, func(r driver.Rows) error {
 		var grain, start uint32
 		var h dimHist
 		var metric string
@@ -282,7 +293,7 @@ func (q Queries) histPercentiles(ctx context.Context, s span, d1 string, asks []
 		units, missing = map[unitKey][]dimHist{}, keys
 	}
 	if len(missing) > 0 {
-		read, err := q.fetchUnits(ctx, missing, ms)
+		read, err := q.fetchUnits(ctx, missing)
 		if err != nil {
 			return err
 		}

@@ -58,9 +58,12 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 	docCols := "toInt64(countMerge(n)), toInt64(countMergeIf(n, status = 'completed')), toInt64(countMergeIf(n, status = 'failed'))"
 	var topics []docflow.TopicLag
 	seriesPct, totalPct := pcts{}, pcts{}
+	procs := map[[2]string]*docflow.ProcessSample{}
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
-		return q.each(ctx, "documents in", "SELECT "+s.t+", toInt64(countMerge(n)) FROM "+s.src("intake")+" AND status = 'accepted'"+chanWhere+" GROUP BY t ORDER BY t", chanArgs, func(r driver.Rows) error {
+		return q.eachSeries(ctx, "documents in", s, chanArgs, func(s span) string {
+			return "SELECT " + s.t + ", toInt64(countMerge(n)) FROM " + s.src("intake") + " AND status = 'accepted'" + chanWhere + " GROUP BY t ORDER BY t"
+		}, func(r rowScanner) error {
 			var t time.Time
 			var n int64
 			err := r.Scan(&t, &n)
@@ -69,7 +72,9 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 			return err
 		})
 	}, func() error {
-		return q.each(ctx, "documents out", "SELECT "+s.t+", "+docCols+" FROM "+s.src("documents")+" GROUP BY t ORDER BY t", nil, func(r driver.Rows) error {
+		return q.eachSeries(ctx, "documents out", s, nil, func(s span) string {
+			return "SELECT " + s.t + ", " + docCols + " FROM " + s.src("documents") + " GROUP BY t ORDER BY t"
+		}, func(r rowScanner) error {
 			var t time.Time
 			var out, ok, failed int64
 			err := r.Scan(&t, &out, &ok, &failed)
@@ -89,18 +94,38 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 		topics = latest
 		return err
 	}, func() error {
-		return q.each(ctx, "processes", "SELECT process, worker, maxMerge(at), argMaxMerge(cpu), argMaxMerge(rss), argMaxMerge(goroutines), argMaxMerge(dropped) FROM "+
-			s.srcTotals("process")+" GROUP BY process, worker ORDER BY process, worker", nil, func(r driver.Rows) error {
+		// Each process's latest sample of each bucket, the latest of
+		// them kept: a bucket's rows are kept as the series' are.
+		return q.eachSeries(ctx, "processes", s, nil, func(s span) string {
+			return "SELECT " + s.t + ", process, worker, maxMerge(at), argMaxMerge(cpu), argMaxMerge(rss), argMaxMerge(goroutines), argMaxMerge(dropped) FROM " +
+				s.src("process") + " GROUP BY t, process, worker ORDER BY t"
+		}, func(r rowScanner) error {
 			var p docflow.ProcessSample
-			err := r.Scan(&p.Process, &p.Role, &p.LastSeen, &p.CPU, &p.RSS, &p.Goroutines, &p.Dropped)
+			var t time.Time
+			if err := r.Scan(&t, &p.Process, &p.Role, &p.LastSeen, &p.CPU, &p.RSS, &p.Goroutines, &p.Dropped); err != nil {
+				return err
+			}
 			p.LastSeen = p.LastSeen.UTC()
-			rep.Totals.Processes = append(rep.Totals.Processes, p)
-			return err
+			k := [2]string{p.Process, p.Role}
+			if l := procs[k]; l == nil || p.LastSeen.After(l.LastSeen) {
+				procs[k] = &p
+			}
+			return nil
 		})
 	})
 	if err != nil {
 		return nil, err
 	}
+	for _, p := range procs {
+		rep.Totals.Processes = append(rep.Totals.Processes, *p)
+	}
+	sort.Slice(rep.Totals.Processes, func(i, j int) bool {
+		a, b := rep.Totals.Processes[i], rep.Totals.Processes[j]
+		if a.Process != b.Process {
+			return a.Process < b.Process
+		}
+		return a.Role < b.Role
+	})
 	rep.Totals.SuccessRate = analytics.Ratio(rep.Totals.Completed, rep.Totals.DocsOut, 1)
 	for _, tl := range topics {
 		rep.Totals.Backlog += tl.Lag
@@ -129,10 +154,12 @@ func (q Queries) Steps(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow
 	failed := map[analytics.StepError]int64{}
 	err := analytics.Parallel(func() error {
 		// One pass for the series, the totals and the error classes.
-		return q.each(ctx, "step counts", "SELECT "+s.t+", step_type, if(status = 'failed', error_class, '') AS class, toInt64(countMerge(n)), "+
-			"toInt64(countMergeIf(n, status = 'failed')), sumMerge(bytes_in), sumMerge(bytes_out) FROM "+
-			s.srcCols("steps", "step_type, minute, status, error_class, n, bytes_in, bytes_out")+filter+
-			" GROUP BY t, step_type, class ORDER BY t, step_type", args, func(r driver.Rows) error {
+		return q.eachSeries(ctx, "step counts", s, args, func(s span) string {
+			return "SELECT " + s.t + ", step_type, if(status = 'failed', error_class, '') AS class, toInt64(countMerge(n)), " +
+				"toInt64(countMergeIf(n, status = 'failed')), sumMerge(bytes_in), sumMerge(bytes_out) FROM " +
+				s.srcCols("steps", "step_type, minute, status, error_class, n, bytes_in, bytes_out") + filter +
+				" GROUP BY t, step_type, class ORDER BY t, step_type"
+		}, func(r rowScanner) error {
 			var p docflow.StepPoint
 			var class string
 			var in, out int64
@@ -158,12 +185,19 @@ func (q Queries) Steps(ctx context.Context, aq docflow.AnalyticsQuery) (*docflow
 			return nil
 		})
 	}, func() error {
-		// Durations and queue waits apart: the heaviest work of the
-		// reports, split over two queries that the server's cores run at
-		// once.
-		return q.percentiles(ctx, s, aq.StepType, pctAsk{stepDur, true, 1, durs}, pctAsk{stepDur, false, 1, totalDurs})
-	}, func() error {
-		return q.percentiles(ctx, s, aq.StepType, pctAsk{stepWait, true, 1, waits}, pctAsk{stepWait, false, 1, totalWaits})
+		if s.pctRollup() {
+			// Histograms: one read of the units not kept, for both.
+			return q.percentiles(ctx, s, aq.StepType, pctAsk{stepDur, true, 1, durs}, pctAsk{stepDur, false, 1, totalDurs},
+				pctAsk{stepWait, true, 1, waits}, pctAsk{stepWait, false, 1, totalWaits})
+		}
+		// Durations and queue waits apart: merging the per-minute states
+		// is the heaviest work of the reports, split over two queries that
+		// the server's cores run at once.
+		return analytics.Parallel(func() error {
+			return q.percentiles(ctx, s, aq.StepType, pctAsk{stepDur, true, 1, durs}, pctAsk{stepDur, false, 1, totalDurs})
+		}, func() error {
+			return q.percentiles(ctx, s, aq.StepType, pctAsk{stepWait, true, 1, waits}, pctAsk{stepWait, false, 1, totalWaits})
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -204,8 +238,10 @@ func (q Queries) Intake(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
 		// One pass for the series and the totals.
-		return q.each(ctx, "intake", "SELECT "+s.t+", channel, type, "+outcomes+" FROM "+s.src("intake")+filter+
-			" GROUP BY t, channel, type ORDER BY t, channel", args, func(r driver.Rows) error {
+		return q.eachSeries(ctx, "intake", s, args, func(s span) string {
+			return "SELECT " + s.t + ", channel, type, " + outcomes + " FROM " + s.src("intake") + filter +
+				" GROUP BY t, channel, type ORDER BY t, channel"
+		}, func(r rowScanner) error {
 			var p docflow.IntakePoint
 			var typ string
 			if err := r.Scan(&p.T, &p.Channel, &typ, &p.Count, &p.Accepted, &p.Duplicate, &p.Rejected, &p.Failed, &p.Bytes); err != nil {
@@ -264,8 +300,10 @@ func (q Queries) Errors(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 	type key struct{ class, step string }
 	classes := map[key]*docflow.ErrorClass{}
 	// One pass for the series, the classes and the count.
-	err := q.each(ctx, "errors", "SELECT "+s.t+", error_class, step_type, toInt64(countMerge(n)), argMaxMerge(sample), maxMerge(last) FROM "+
-		s.src("steps")+where+" GROUP BY t, error_class, step_type ORDER BY t, error_class", args, func(r driver.Rows) error {
+	err := q.eachSeries(ctx, "errors", s, args, func(s span) string {
+		return "SELECT " + s.t + ", error_class, step_type, toInt64(countMerge(n)), argMaxMerge(sample), maxMerge(last) FROM " +
+			s.src("steps") + where + " GROUP BY t, error_class, step_type ORDER BY t, error_class"
+	}, func(r rowScanner) error {
 		var p docflow.ErrorPoint
 		var e docflow.ErrorClass
 		if err := r.Scan(&p.T, &p.ErrorClass, &e.StepType, &p.Count, &e.SampleFileID, &e.LastSeen); err != nil {
@@ -319,8 +357,10 @@ func (q Queries) lag(ctx context.Context, s span) ([]docflow.LagPoint, []docflow
 		part  int32
 	}
 	latest := map[key]*analytics.PartitionSample{}
-	err := q.each(ctx, "lag", "SELECT "+s.t+", topic, topic_partition, toInt64(maxMerge(peak)), argMaxMerge(last), maxMerge(at) FROM "+
-		s.src("lag")+" GROUP BY t, topic, topic_partition ORDER BY t, topic", nil, func(r driver.Rows) error {
+	err := q.eachSeries(ctx, "lag", s, nil, func(s span) string {
+		return "SELECT " + s.t + ", topic, topic_partition, toInt64(maxMerge(peak)), argMaxMerge(last), maxMerge(at) FROM " +
+			s.src("lag") + " GROUP BY t, topic, topic_partition ORDER BY t, topic"
+	}, func(r rowScanner) error {
 		var p docflow.LagPoint
 		var part int32
 		var last int64
@@ -379,8 +419,10 @@ func (q Queries) Requests(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
 		// One pass for the series and the routes.
-		return q.each(ctx, "requests", "SELECT "+s.t+", method, route, toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 400 AND http_status < 500)), "+
-			"toInt64(countMergeIf(n, http_status >= 500)) FROM "+s.src("requests")+" GROUP BY t, method, route ORDER BY t", nil, func(r driver.Rows) error {
+		return q.eachSeries(ctx, "requests", s, nil, func(s span) string {
+			return "SELECT " + s.t + ", method, route, toInt64(countMerge(n)), toInt64(countMergeIf(n, http_status >= 400 AND http_status < 500)), " +
+				"toInt64(countMergeIf(n, http_status >= 500)) FROM " + s.src("requests") + " GROUP BY t, method, route ORDER BY t"
+		}, func(r rowScanner) error {
 			var p docflow.RequestPoint
 			var rt docflow.RouteTotal
 			if err := r.Scan(&p.T, &rt.Method, &rt.Route, &p.Count, &rt.Errors4xx, &p.Errors5xx); err != nil {
@@ -441,8 +483,10 @@ func (q Queries) Integrations(ctx context.Context, aq docflow.AnalyticsQuery) (*
 	// NOTE: the queries run at once: each is a round trip of its own.
 	err := analytics.Parallel(func() error {
 		// One pass for the series and the totals.
-		return q.each(ctx, "integrations", "SELECT "+s.t+", kind, type, direction, toInt64(countMerge(n)), "+failed+", sumMerge(bytes) FROM "+
-			s.src("integrations")+" GROUP BY t, kind, type, direction ORDER BY t, kind, type", nil, func(r driver.Rows) error {
+		return q.eachSeries(ctx, "integrations", s, nil, func(s span) string {
+			return "SELECT " + s.t + ", kind, type, direction, toInt64(countMerge(n)), " + failed + ", sumMerge(bytes) FROM " +
+				s.src("integrations") + " GROUP BY t, kind, type, direction ORDER BY t, kind, type"
+		}, func(r rowScanner) error {
 			var p docflow.IntegrationPoint
 			var dir string
 			var bytes int64

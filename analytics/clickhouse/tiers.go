@@ -39,6 +39,30 @@ type span struct {
 	t        string // the bucket start of minute, as a DateTime
 	hourly   bool   // buckets are whole hours: read the hourly rollups too
 	db       string
+	// parts, when set, are the ranges of [lo, hi) that counting queries
+	// read (eachSeries: the buckets not kept); nil reads [lo, hi).
+	parts [][2]int64
+	// minutes reads the parts from the per-minute rollups alone: a
+	// window's edges, a few hours, are cheaper to read from one table
+	// than from the tiers' UNION ALL (each arm costs 18.16 milliseconds).
+	minutes bool
+}
+
+// ranges are the parts of the window that counting queries read.
+func (s span) ranges() [][2]int64 {
+	if s.parts != nil {
+		return s.parts
+	}
+	return [][2]int64{{s.lo, s.hi}}
+}
+
+// betweenAny is between over each of rs, OR-ed (parenthesized).
+func betweenAny(rs [][2]int64) string {
+	conds := make([]string, len(rs))
+	for i, r := range rs {
+		conds[i] = "(" + between(r[0], r[1]) + ")"
+	}
+	return "(" + strings.Join(conds, " OR ") + ")"
 }
 
 func newSpan(q docflow.AnalyticsQuery, database string) span {
@@ -86,8 +110,8 @@ var countGrains = []int64{day, sixHours, hour}
 // srcCols is src reading only cols (a subset of countCols[rollup]): 18.16
 // reads every column an arm of UNION ALL selects, used or not.
 func (s span) srcCols(rollup, cols string) string {
-	if !s.hourly {
-		return s.db + "." + rollup + "_1m WHERE " + between(s.lo, s.hi)
+	if !s.hourly || s.minutes {
+		return s.db + "." + rollup + "_1m WHERE " + betweenAny(s.ranges())
 	}
 	var grains []int64
 	for _, g := range countGrains {
@@ -98,26 +122,24 @@ func (s span) srcCols(rollup, cols string) string {
 	return s.tiers(rollup, cols, grains)
 }
 
-// srcTotals is src for a query that does not group by bucket: every grain
-// fits it, whatever the buckets.
-func (s span) srcTotals(rollup string) string {
-	return s.tiers(rollup, countCols[rollup], countGrains)
-}
-
 // tiers is what srcCols reads of rollup over the window at grains.
 func (s span) tiers(rollup, cols string, grains []int64) string {
 	minutes := s.db + "." + rollup + "_1m"
 	// The pieces of each grain, OR-ed into one arm per table.
 	ranges := map[int64][]string{}
 	var order []int64
-	for _, p := range split(s.lo, s.hi, grains...) {
+	var pieces []piece
+	for _, r := range s.ranges() {
+		pieces = append(pieces, split(r[0], r[1], grains...)...)
+	}
+	for _, p := range pieces {
 		if ranges[p.grain] == nil {
 			order = append(order, p.grain)
 		}
 		ranges[p.grain] = append(ranges[p.grain], "("+between(p.lo, p.hi)+")")
 	}
 	if len(order) == 1 && order[0] == 60 {
-		return minutes + " WHERE " + between(s.lo, s.hi)
+		return minutes + " WHERE " + betweenAny(s.ranges())
 	}
 	// One arm per table, its ranges OR-ed (each arm costs 18.16 a few
 	// milliseconds of its own), as "table WHERE (…)": open for the
@@ -203,12 +225,6 @@ func (m metric) dimCols() string {
 		cols[i] = c + " AS d" + strconv.Itoa(i+1)
 	}
 	return strings.Join(cols, ", ")
-}
-
-// bucketOf is the pct tables' log-scale bucket of a duration column, as
-// in migrations/0004_pct.sql (keep the two alike).
-func bucketOf(col string) string {
-	return "toUInt8(least(255, floor(8 * log2(greatest(0, " + col + ") + 1))))"
 }
 
 // threeCols selects the p50, p95 and p99 of the quantiles aggregate agg

@@ -4,16 +4,17 @@
 -- machine: a 30-day /steps read some 2,400), and no function gives their
 -- counts back. hist holds the same log-scale buckets as counts, one row
 -- per bucket: b = floor(8 * log2(ms + 1)) (bucketOf in tiers.go) and how
--- many durations fell in it, per grain (5 and 30 minutes, hour, six hours,
--- day, in seconds), metric, dimensions and bucket start (pct2's columns,
--- see 0004). The API process reads a bucket's histograms once, keeps
+-- many durations fell in it, per grain (a minute, 5 and 30 minutes, hour,
+-- six hours, day, in seconds), metric, dimensions and bucket start (pct2's
+-- columns, see 0004). The API process reads a bucket's histograms once, keeps
 -- those of closed buckets (hist.go) and merges them itself, so that a
 -- dashboard's moving window reads only what it has not seen.
 --
 -- A SummingMergeTree sums the rows of one key as it merges parts; a
 -- reader sums what is not merged yet. Ordered by grain, metric and start
 -- first: what a reader fetches is every dimension of a grain's starts, one
--- run of rows.
+-- run of rows, read in granules of 256 rows (a unit is a few hundred: a
+-- report's edges read a few granules of each part, not thousands of rows).
 CREATE TABLE IF NOT EXISTS {db}.hist (
     grain  UInt32,
     metric String,
@@ -24,7 +25,7 @@ CREATE TABLE IF NOT EXISTS {db}.hist (
     b      UInt8,
     n      UInt64
 ) ENGINE = SummingMergeTree(n) PARTITION BY toYYYYMM(minute) ORDER BY (grain, metric, minute, d1, d2, d3, b)
-SETTINGS index_granularity = 1024;
+SETTINGS index_granularity = 256;
 
 -- One view for every grain (a view fed by another view's table does not
 -- fire on 18.16), as pct2's: the ARRAY JOIN turns each row into one per
@@ -40,7 +41,7 @@ SELECT toUInt32(abs(g)) AS grain,
        if(kind IN ('integration', 'delivery'), direction, '') AS d3,
        toUInt8(least(255, floor(8 * log2(greatest(0, if(g < 0, queue_wait_ms, duration_ms)) + 1)))) AS b,
        count() AS n
-FROM {db}.events ARRAY JOIN if(kind = 'step', [300, 1800, 3600, 21600, 86400, -300, -1800, -3600, -21600, -86400], [300, 1800, 3600, 21600, 86400]) AS g
+FROM {db}.events ARRAY JOIN if(kind = 'step', [60, 300, 1800, 3600, 21600, 86400, -60, -300, -1800, -3600, -21600, -86400], [60, 300, 1800, 3600, 21600, 86400]) AS g
 WHERE kind IN ('step', 'document', 'intake', 'request', 'integration', 'delivery')
 GROUP BY grain, metric, minute, d1, d2, d3, b;
 
@@ -64,6 +65,6 @@ SELECT toUInt32(abs(g)) AS grain,
        if(kind IN ('integration', 'delivery'), direction, '') AS d3,
        toUInt8(least(255, floor(8 * log2(greatest(0, if(g < 0, queue_wait_ms, duration_ms)) + 1)))) AS b,
        count() AS n
-FROM {db}.events ARRAY JOIN if(kind = 'step', [300, 1800, 3600, 21600, 86400, -300, -1800, -3600, -21600, -86400], [300, 1800, 3600, 21600, 86400]) AS g
+FROM {db}.events ARRAY JOIN if(kind = 'step', [60, 300, 1800, 3600, 21600, 86400, -60, -300, -1800, -3600, -21600, -86400], [60, 300, 1800, 3600, 21600, 86400]) AS g
 WHERE kind IN ('step', 'document', 'intake', 'request', 'integration', 'delivery') AND ts < now() - 60
 GROUP BY grain, metric, minute, d1, d2, d3, b
