@@ -204,8 +204,17 @@ func (s span) histUnits(ms []metric, series bool) []unitKey {
 			grains = append(grains, g)
 		}
 	}
+	lo, hi := s.lo, s.hi
+	if s.interval >= sixHours {
+		// Coarse buckets: the edges' partial hours are read whole, so a
+		// window that moves by minutes reads no new unit until an edge
+		// crosses an hour. A percentile of an edge bucket then also covers
+		// up to 59 minutes beyond the window, inside the same bucket;
+		// counts stay exact.
+		lo, hi = lo/hour*hour, (hi+hour-1)/hour*hour
+	}
 	var keys []unitKey
-	for _, p := range split(s.lo, s.hi, grains...) {
+	for _, p := range split(lo, hi, grains...) {
 		for start := p.lo; start < p.hi; start += p.grain {
 			for _, m := range ms {
 				keys = append(keys, unitKey{m.name, p.grain, start})
