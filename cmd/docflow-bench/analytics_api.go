@@ -118,25 +118,25 @@ func benchAnalyticsAPI(ctx context.Context, r *Report, o *options) error {
 		return err
 	}
 	for _, name := range analyticsEndpoints {
-		lat, err := analyticsLatencies(ctx, client, a.URL+"/api/analytics/"+name, reqs, func(i int) (time.Time, time.Time) {
+		lat, first, err := analyticsLatencies(ctx, client, a.URL+"/api/analytics/"+name, reqs, func(i int) (time.Time, time.Time) {
 			return window(i, span)
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		p99 := percentileMs(lat, 0.99)
-		r.Add(Row{Section: "analytics-api", Name: fmt.Sprintf("GET /api/analytics/%s p99 (p50 %.1f, max %.1f ms; %d requests), %d-day windows over %d days of %d events (baseline: raw-table p99)", name, percentileMs(lat, 0.5), percentileMs(lat, 1), len(lat), wdays, days, n),
+		r.Add(Row{Section: "analytics-api", Name: fmt.Sprintf("GET /api/analytics/%s p99 (p50 %.1f, max %.1f ms; %d requests after a first of %.1f ms), %d-day windows over %d days of %d events (baseline: raw-table p99)", name, percentileMs(lat, 0.5), percentileMs(lat, 1), len(lat), first, wdays, days, n),
 			Value: p99, Unit: "ms", Baseline: percentileMs(base, 0.99), Target: "<= 50 ms", Pass: p99 <= 50})
 	}
 	// Three times the window over the same rows: the cost is the rollups'
 	// row count, which grows with the days, not with the raw rows.
-	lat, err := analyticsLatencies(ctx, client, a.URL+"/api/analytics/steps", reqs, func(i int) (time.Time, time.Time) {
+	lat, first, err := analyticsLatencies(ctx, client, a.URL+"/api/analytics/steps", reqs, func(i int) (time.Time, time.Time) {
 		return window(i, 3*to.Sub(from))
 	})
 	if err != nil {
 		return fmt.Errorf("steps over 90 days: %w", err)
 	}
-	r.Add(Row{Section: "analytics-api", Name: fmt.Sprintf("GET /api/analytics/steps p99, a %d-day window (%d days of data)", 3*days, days),
+	r.Add(Row{Section: "analytics-api", Name: fmt.Sprintf("GET /api/analytics/steps p99, a %d-day window (%d days of data; the first request %.1f ms)", 3*days, days, first),
 		Value: percentileMs(lat, 0.99), Unit: "ms", Target: "answered from rollups", Pass: true})
 	return nil
 }
@@ -294,13 +294,14 @@ func drain(rows driver.Rows, err error) error {
 	return rows.Err()
 }
 
-// analyticsLatencies GETs base n times (after one warm-up), the i-th time
-// over window(i), and returns the durations in milliseconds.
-func analyticsLatencies(ctx context.Context, c *http.Client, base string, n int, window func(i int) (time.Time, time.Time)) ([]float64, error) {
-	i := 0
-	return timeNs(n, func() error {
+// analyticsLatencies GETs base n times after a first request, the i-th
+// time over window(i), and returns the n durations and the first's, in
+// milliseconds. The first is the one that finds nothing kept by the API
+// process (its histograms and closed buckets' rows): the others read their
+// windows' new edges only.
+func analyticsLatencies(ctx context.Context, c *http.Client, base string, n int, window func(i int) (time.Time, time.Time)) ([]float64, float64, error) {
+	get := func(i int) error {
 		lo, hi := window(i)
-		i++
 		u := base + "?from=" + url.QueryEscape(lo.Format(time.RFC3339)) + "&to=" + url.QueryEscape(hi.Format(time.RFC3339))
 		req, _ := http.NewRequestWithContext(ctx, "GET", u, nil)
 		resp, err := c.Do(req)
@@ -313,5 +314,19 @@ func analyticsLatencies(ctx context.Context, c *http.Client, base string, n int,
 			return fmt.Errorf("status %d: %.200s", resp.StatusCode, body)
 		}
 		return nil
-	})
+	}
+	start := time.Now()
+	if err := get(0); err != nil {
+		return nil, 0, err
+	}
+	first := float64(time.Since(start).Microseconds()) / 1000
+	out := make([]float64, 0, n)
+	for i := 1; i <= n; i++ {
+		start := time.Now()
+		if err := get(i); err != nil {
+			return nil, 0, err
+		}
+		out = append(out, float64(time.Since(start).Microseconds())/1000)
+	}
+	return out, first, nil
 }
