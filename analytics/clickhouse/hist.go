@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"sort"
@@ -263,19 +264,51 @@ func (q Queries) fetchUnits(ctx context.Context, keys []unitKey) (map[unitKey][]
 	if len(conds) == 0 {
 		return out, nil
 	}
-	err := q.each(ctx, "histograms", "SELECT grain, metric, toUInt32(minute) AS m, d1, d2, d3, groupArray(b), groupArray(n) FROM "+q.database+
+	// The arrays come as text ("[3,4,9]"): the driver scans an array
+	// value by value through reflection, some 1 µs each (140 ms for the
+	// 160,000 counts of a 30-day /steps read whole), the text at once.
+	err := q.each(ctx, "histograms", "SELECT grain, metric, toUInt32(minute) AS m, d1, d2, d3, toString(groupArray(b)), toString(groupArray(n)) FROM "+q.database+
 		".hist WHERE "+strings.Join(conds, " OR ")+" GROUP BY grain, metric, m, d1, d2, d3", nil, func(r driver.Rows) error {
 		var grain, start uint32
 		var h dimHist
-		var metric string
-		if err := r.Scan(&grain, &metric, &start, &h.d[0], &h.d[1], &h.d[2], &h.b, &h.n); err != nil {
+		var metric, bs, ns string
+		if err := r.Scan(&grain, &metric, &start, &h.d[0], &h.d[1], &h.d[2], &bs, &ns); err != nil {
 			return err
+		}
+		var err error
+		if h.b, err = parseUints(bs, 8, h.b); err != nil {
+			return err
+		}
+		if h.n, err = parseUints(ns, 64, h.n); err != nil {
+			return err
+		}
+		if len(h.b) != len(h.n) {
+			return fmt.Errorf("histogram of %d buckets and %d counts", len(h.b), len(h.n))
 		}
 		k := unitKey{metric, int64(grain), int64(start)}
 		out[k] = append(out[k], h)
 		return nil
 	})
 	return out, err
+}
+
+// parseUints appends to dst the numbers of an array of unsigned integers
+// in ClickHouse's text form ("[1,2,3]"), each of at most bits bits.
+func parseUints[T uint8 | uint64](s string, bits int, dst []T) ([]T, error) {
+	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
+		return nil, fmt.Errorf("not an array: %.40q", s)
+	}
+	s = s[1 : len(s)-1]
+	for len(s) > 0 {
+		num, rest, _ := strings.Cut(s, ",")
+		v, err := strconv.ParseUint(num, 10, bits)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, T(v))
+		s = rest
+	}
+	return dst, nil
 }
 
 // histPercentiles answers asks (of one metric or several) over s from the

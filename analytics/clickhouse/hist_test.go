@@ -79,3 +79,20 @@ func TestHistCacheLifetimes(t *testing.T) {
 		t.Error("the newest unit was evicted")
 	}
 }
+
+// TestParseUints reads ClickHouse's text form of arrays, and refuses
+// what is not one or does not fit.
+func TestParseUints(t *testing.T) {
+	got, err := parseUints[uint64]("[1,2,18446744073709551615]", 64, nil)
+	if err != nil || len(got) != 3 || got[2] != 1<<64-1 {
+		t.Errorf("got %v, %v", got, err)
+	}
+	if got, err := parseUints[uint8]("[]", 8, nil); err != nil || len(got) != 0 {
+		t.Errorf("empty: %v, %v", got, err)
+	}
+	for _, bad := range []string{"", "[", "1,2", "[1,,2]", "[256]", "[-1]", "[1, 2]"} {
+		if _, err := parseUints[uint8](bad, 8, nil); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
