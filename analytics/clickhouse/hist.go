@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"slices"
@@ -17,8 +18,10 @@ import (
 )
 
 // Percentiles of windows read from rollups (pctRollup) come from the
-// duration histograms of hist (migration 0008), merged here rather than by
-// the server: a unit (a metric's histograms, every dimension's, over one
+// duration histograms of pct2 (migrations 0004, 0006, 0007: a
+// quantilesExactWeighted state per grain, metric, dimensions and bucket
+// start, that is the count of each log-scale bucket), read as their
+// serialized bytes and merged here rather than by the server: a unit (a metric's histograms, every dimension's, over one
 // bucket of one grain) once read is kept while it cannot change, so a
 // dashboard that asks for a moving window again and again reads from the
 // server only the units it has not seen (its new edges).
@@ -29,12 +32,14 @@ import (
 // bucket's geometric middle (of ms+1): within 4.5 % of every value in it.
 
 // unitKey names a unit: metric's histograms over [start, start+grain).
+// Units of a grain of a minute are read from the raw rows (the edges of a
+// window); the others from pct2.
 type unitKey struct {
 	metric       string
 	grain, start int64
 }
 
-// dims are a histogram's dimensions (the hist table's d1..d3).
+// dims are a histogram's dimensions (pct2's d1..d3).
 type dims [3]string
 
 // dimHist is one dimension's histogram in a unit: counts n of buckets b
@@ -225,9 +230,10 @@ func (s span) histUnits(ms []metric, series bool) []unitKey {
 	return keys
 }
 
-// fetchUnits reads keys from hist. Every key is in the answer, with no
-// histograms when nothing was recorded.
-func (q Queries) fetchUnits(ctx context.Context, keys []unitKey) (map[unitKey][]dimHist, error) {
+// fetchUnits reads keys from the server: units of a grain of five minutes
+// or more from pct2, minutes from the raw rows of ms. Every key is in the
+// answer, with no histograms when nothing was recorded.
+func (q Queries) fetchUnits(ctx context.Context, keys []unitKey, ms []metric) (map[unitKey][]dimHist, error) {
 	out := make(map[unitKey][]dimHist, len(keys))
 	for _, k := range keys {
 		out[k] = nil
@@ -244,12 +250,16 @@ func (q Queries) fetchUnits(ctx context.Context, keys []unitKey) (map[unitKey][]
 		}
 		return a.start < b.start
 	})
-	var conds []string
+	var pctConds []string
+	raw := map[string][]string{}
 	var last unitKey
 	var lo int64
 	flush := func() {
-		if last.grain > 0 {
-			conds = append(conds, "(grain = "+strconv.FormatInt(last.grain, 10)+" AND metric = '"+last.metric+"' AND "+between(lo, last.start+last.grain)+")")
+		switch {
+		case last.grain >= fiveMin:
+			pctConds = append(pctConds, "(grain = "+strconv.FormatInt(last.grain, 10)+" AND metric = '"+last.metric+"' AND "+between(lo, last.start+last.grain)+")")
+		case last.grain > 0:
+			raw[last.metric] = append(raw[last.metric], "(ts >= toDateTime("+strconv.FormatInt(lo, 10)+") AND ts < toDateTime("+strconv.FormatInt(last.start+last.grain, 10)+"))")
 		}
 	}
 	for _, k := range sorted {
@@ -261,29 +271,33 @@ func (q Queries) fetchUnits(ctx context.Context, keys []unitKey) (map[unitKey][]
 		last, lo = k, k.start
 	}
 	flush()
-	if len(conds) == 0 {
+	// The states come as their serialized bytes (toString), which
+	// decodeHist reads: the driver has no type for an aggregate state.
+	var arms []string
+	if len(pctConds) > 0 {
+		arms = append(arms, "SELECT grain, metric, toUInt32(minute) AS m, d1, d2, d3, toString(h) AS s FROM "+q.database+
+			".pct2 WHERE "+strings.Join(pctConds, " OR "))
+	}
+	for _, m := range ms {
+		if rs := raw[m.name]; len(rs) > 0 {
+			arms = append(arms, "SELECT toUInt32(60) AS grain, '"+m.name+"' AS metric, toUInt32(toStartOfMinute(ts)) AS m, "+m.dimCols()+
+				", toString(quantilesExactWeightedState(0.5, 0.95, 0.99)("+bucketOf(m.value)+", toUInt64(1))) AS s FROM "+q.database+
+				".events WHERE "+m.kinds+" AND ("+strings.Join(rs, " OR ")+") GROUP BY m, d1, d2, d3")
+		}
+	}
+	if len(arms) == 0 {
 		return out, nil
 	}
-	// The arrays come as text ("[3,4,9]"): the driver scans an array
-	// value by value through reflection, some 1 µs each (140 ms for the
-	// 160,000 counts of a 30-day /steps read whole), the text at once.
-	err := q.each(ctx, "histograms", "SELECT grain, metric, toUInt32(minute) AS m, d1, d2, d3, toString(groupArray(b)), toString(groupArray(n)) FROM "+q.database+
-		".hist WHERE "+strings.Join(conds, " OR ")+" GROUP BY grain, metric, m, d1, d2, d3", nil, func(r driver.Rows) error {
+	err := q.each(ctx, "histograms", strings.Join(arms, " UNION ALL "), nil, func(r driver.Rows) error {
 		var grain, start uint32
 		var h dimHist
-		var metric, bs, ns string
-		if err := r.Scan(&grain, &metric, &start, &h.d[0], &h.d[1], &h.d[2], &bs, &ns); err != nil {
+		var metric, state string
+		if err := r.Scan(&grain, &metric, &start, &h.d[0], &h.d[1], &h.d[2], &state); err != nil {
 			return err
 		}
 		var err error
-		if h.b, err = parseUints(bs, 8, h.b); err != nil {
+		if h.b, h.n, err = decodeHist(state); err != nil {
 			return err
-		}
-		if h.n, err = parseUints(ns, 64, h.n); err != nil {
-			return err
-		}
-		if len(h.b) != len(h.n) {
-			return fmt.Errorf("histogram of %d buckets and %d counts", len(h.b), len(h.n))
 		}
 		k := unitKey{metric, int64(grain), int64(start)}
 		out[k] = append(out[k], h)
@@ -292,27 +306,27 @@ func (q Queries) fetchUnits(ctx context.Context, keys []unitKey) (map[unitKey][]
 	return out, err
 }
 
-// parseUints appends to dst the numbers of an array of unsigned integers
-// in ClickHouse's text form ("[1,2,3]"), each of at most bits bits.
-func parseUints[T uint8 | uint64](s string, bits int, dst []T) ([]T, error) {
-	if len(s) < 2 || s[0] != '[' || s[len(s)-1] != ']' {
-		return nil, fmt.Errorf("not an array: %.40q", s)
+// decodeHist reads a quantilesExactWeighted state of UInt8 values and
+// UInt64 weights as ClickHouse serializes it (its hash map: the number of
+// entries as a varint, then each value's byte and its weight, 8 bytes
+// little-endian), the same in 18.16 and current releases.
+func decodeHist(s string) ([]uint8, []uint64, error) {
+	b := []byte(s)
+	n, used := binary.Uvarint(b)
+	if used <= 0 || n > 256 || uint64(len(b)-used) != 9*n {
+		return nil, nil, fmt.Errorf("histogram state of %d bytes is not %d entries", len(b), n)
 	}
-	s = s[1 : len(s)-1]
-	for len(s) > 0 {
-		num, rest, _ := strings.Cut(s, ",")
-		v, err := strconv.ParseUint(num, 10, bits)
-		if err != nil {
-			return nil, err
-		}
-		dst = append(dst, T(v))
-		s = rest
+	b = b[used:]
+	bs, ns := make([]uint8, n), make([]uint64, n)
+	for i := range bs {
+		bs[i], ns[i] = b[0], binary.LittleEndian.Uint64(b[1:9])
+		b = b[9:]
 	}
-	return dst, nil
+	return bs, ns, nil
 }
 
 // histPercentiles answers asks (of one metric or several) over s from the
-// units of hist, cached or read; d1, when not empty, keeps only the
+// units of pct2 and the raw rows, kept or read; d1, when not empty, keeps only the
 // histograms of that first dimension. When an ask is a series, every ask
 // reads the series' units, so the totals cover the very rows of the
 // series.
@@ -335,7 +349,7 @@ func (q Queries) histPercentiles(ctx context.Context, s span, d1 string, asks []
 		units, missing = map[unitKey][]dimHist{}, keys
 	}
 	if len(missing) > 0 {
-		read, err := q.fetchUnits(ctx, missing)
+		read, err := q.fetchUnits(ctx, missing, ms)
 		if err != nil {
 			return err
 		}

@@ -1,7 +1,9 @@
 package clickhouse
 
 import (
+	"encoding/hex"
 	"math"
+	"reflect"
 	"sort"
 	"testing"
 	"time"
@@ -80,18 +82,21 @@ func TestHistCacheLifetimes(t *testing.T) {
 	}
 }
 
-// TestParseUints reads ClickHouse's text form of arrays, and refuses
-// what is not one or does not fit.
-func TestParseUints(t *testing.T) {
-	got, err := parseUints[uint64]("[1,2,18446744073709551615]", 64, nil)
-	if err != nil || len(got) != 3 || got[2] != 1<<64-1 {
-		t.Errorf("got %v, %v", got, err)
+// TestDecodeHist reads a state as ClickHouse serializes it, and refuses
+// what is not one.
+func TestDecodeHist(t *testing.T) {
+	// quantilesExactWeightedState(…)(toUInt8(number % 3), toUInt64(1))
+	// over numbers(10), as 18.16 gave it.
+	state, _ := hex.DecodeString("03000400000000000000020300000000000000010300000000000000")
+	b, n, err := decodeHist(string(state))
+	if err != nil || !reflect.DeepEqual(b, []uint8{0, 2, 1}) || !reflect.DeepEqual(n, []uint64{4, 3, 3}) {
+		t.Errorf("got %v %v, %v", b, n, err)
 	}
-	if got, err := parseUints[uint8]("[]", 8, nil); err != nil || len(got) != 0 {
-		t.Errorf("empty: %v, %v", got, err)
+	if b, n, err := decodeHist("\x00"); err != nil || len(b) != 0 || len(n) != 0 {
+		t.Errorf("empty state: %v %v, %v", b, n, err)
 	}
-	for _, bad := range []string{"", "[", "1,2", "[1,,2]", "[256]", "[-1]", "[1, 2]"} {
-		if _, err := parseUints[uint8](bad, 8, nil); err == nil {
+	for _, bad := range []string{"", "\x01", string(state[:len(state)-1]), string(state) + "x", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff"} {
+		if _, _, err := decodeHist(bad); err == nil {
 			t.Errorf("%q: no error", bad)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	ch "github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"docflow/analytics"
@@ -95,13 +94,6 @@ func schemaMigrationsDDL(database string) string {
 ) ENGINE = MergeTree() ORDER BY version`
 }
 
-// migrationSettings apply to every migration statement. A backfill groups
-// the raw rows of the whole retention (0008's: a row per minute, duration
-// bucket and dimensions, some two for every event): past this much memory
-// the server groups on disk rather than failing the migration at its
-// memory limit.
-var migrationSettings = ch.Settings{"max_bytes_before_external_group_by": 500_000_000}
-
 // Migrate creates database and applies the migrations it has not recorded
 // in database.schema_migrations, in order, recording each.
 func Migrate(ctx context.Context, conn driver.Conn, database string) error {
@@ -126,7 +118,7 @@ func Migrate(ctx context.Context, conn driver.Conn, database string) error {
 			continue
 		}
 		for _, stmt := range m.Statements {
-			if err := conn.Exec(ch.Context(ctx, ch.WithSettings(migrationSettings)), stmt); err != nil {
+			if err := conn.Exec(ctx, stmt); err != nil {
 				return fmt.Errorf("migrate clickhouse %04d_%s: %w", m.Version, m.Name, err)
 			}
 		}

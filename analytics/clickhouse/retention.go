@@ -15,7 +15,7 @@ import (
 )
 
 // DataTables maps each table holding metric rows, raw and rolled up, to its
-// time column. All are partitioned by toYYYYMMDD of that column but hist
+// time column. All are partitioned by toYYYYMMDD of that column but pct(2)
 // and the *_coarse tables, by toYYYYMM (small: a day's partition would be
 // a few hundred rows, and every query would read a granule of each), which
 // keeps up to a month more on servers without TTL.
@@ -35,7 +35,8 @@ var DataTables = map[string]string{
 	"integrations_1h": "minute",
 	"lag_1h":          "minute",
 	"process_1h":      "minute",
-	"hist":            "minute", // 0008: duration histograms
+	"pct":             "minute", // 0004, no longer fed since 0006
+	"pct2":            "minute", // 0006: pct in granules of 8 rows
 	// 0005: six-hour and day counts.
 	"steps_coarse":        "minute",
 	"documents_coarse":    "minute",

@@ -227,6 +227,12 @@ func (m metric) dimCols() string {
 	return strings.Join(cols, ", ")
 }
 
+// bucketOf is the pct tables' log-scale bucket of a duration column, as
+// in migrations/0004_pct.sql (keep the two alike).
+func bucketOf(col string) string {
+	return "toUInt8(least(255, floor(8 * log2(greatest(0, " + col + ") + 1))))"
+}
+
 // threeCols selects the p50, p95 and p99 of the quantiles aggregate agg
 // as three Float64 columns, each wrapped in pre and post: the aggregate
 // runs once (the server computes an aggregate named alike once), and the
@@ -273,9 +279,9 @@ func (s span) pctSQL(ask int, m metric, series bool, keep int, d1 string) (strin
 		") GROUP BY " + strings.Join(keys, ", "), args
 }
 
-// pctRollup reports whether s's percentiles come from hist's histograms
+// pctRollup reports whether s's percentiles come from pct2's histograms
 // (hist.go): the buckets are whole hours and the window holds one; or
-// they are whole multiples of hist's finest grain (five minutes) and the
+// they are whole multiples of pct2's finest grain (five minutes) and the
 // window is longer than pctFineSpan.
 func (s span) pctRollup() bool {
 	if s.hourly && s.hi/hour*hour > (s.lo+hour-1)/hour*hour {
@@ -288,7 +294,7 @@ func (s span) pctRollup() bool {
 // per-minute quantile states, whose percentiles interpolate between the
 // values (exact up to 8,192 values a minute, as PostgreSQL's): up to 360
 // states per series, cheap. Longer ones (a day by 10 minutes, three days
-// by 30, which merged thousands) read hist's 5 and 30-minute histograms.
+// by 30, which merged thousands) read pct2's 5 and 30-minute histograms.
 const pctFineSpan = 6 * hour
 
 // pkey keys a percentile row: bucket start (0 in totals) and dimensions.
@@ -329,7 +335,7 @@ type pctAsk struct {
 }
 
 // percentiles fills the out maps of asks (made by the caller, so that
-// this can run beside the counts' queries): from hist's histograms for a
+// this can run beside the counts' queries): from pct2's histograms for a
 // pctRollup window (hist.go), otherwise by one query merging the
 // per-minute quantile states (one round trip and one query's overhead,
 // rather than a query each). d1, when not empty, keeps the first

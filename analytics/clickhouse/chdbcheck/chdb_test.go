@@ -136,10 +136,27 @@ func TestSQLOnCurrentEngine(t *testing.T) {
 	}
 	run("INSERT INTO " + db + ".events (" + analytics.ColumnList + ") VALUES " + strings.Join(rows, ", "))
 
-	// hist's view (0008) makes rows per grain (6) and measured duration
-	// (steps two, four other kinds one): 6 × 6.
-	if n := strings.TrimSpace(run("SELECT count() FROM (SELECT DISTINCT grain, metric FROM " + db + ".hist)")); n != "36" {
-		t.Errorf("hist holds %s grains and metrics, want 36", n)
+	// pct2's views (0006's, pct's before, and 0007's 5 and 30-minute
+	// one) make rows per grain (5) and measured duration (steps two, four
+	// other kinds one): 5 × 6.
+	if n := strings.TrimSpace(run("SELECT count() FROM (SELECT DISTINCT grain, metric FROM " + db + ".pct2)")); n != "30" {
+		t.Errorf("pct2 holds %s grains and metrics, want 30", n)
+	}
+	// The reports read pct2's states as their serialized bytes (hist.go's
+	// decodeHist): a count of entries, then each value's byte and its
+	// weight in 8 bytes, as 18.16 writes them (in any order).
+	hexState := strings.TrimSpace(run("SELECT hex(toString(quantilesExactWeightedState(0.5, 0.95, 0.99)(toUInt8(number % 3), toUInt64(1)))) FROM numbers(10)"))
+	entries := map[string]bool{}
+	if len(hexState) == 2+3*18 && strings.HasPrefix(hexState, "03") {
+		for i := 2; i < len(hexState); i += 18 {
+			entries[hexState[i:i+18]] = true
+		}
+	}
+	for _, e := range []string{"000400000000000000", "010300000000000000", "020300000000000000"} {
+		if !entries[e] {
+			t.Errorf("a quantilesExactWeighted state serializes as %s, not as the count and entries decodeHist reads", hexState)
+			break
+		}
 	}
 
 	// The six-hour and day counts (0005), one row of each per key here.
@@ -164,7 +181,8 @@ func TestSQLOnCurrentEngine(t *testing.T) {
 		// totals merge its percentiles, with raw edges).
 		{From: now.Add(-50*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: 6 * time.Hour},
 		{From: now.Add(-50*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: 2 * time.Hour},
-		// Thirty minutes: hist's 30 and 5-minute grains and raw edges.
+		// Thirty minutes: pct2's 30 and 5-minute grains (0007) and raw
+		// edges.
 		{From: now.Add(-50*time.Hour - 7*time.Minute), To: now.Add(time.Minute), Interval: 30 * time.Minute},
 	} {
 		for _, f := range []func() error{
