@@ -23,6 +23,9 @@ import (
 // through a UNION ALL.
 const edgeMinutes = 12 * hour
 
+// maxParts bounds the ranges one read names.
+const maxParts = 32
+
 // rowScanner is what a report's scan function reads a row through: a
 // server's rows or kept ones.
 type rowScanner interface {
@@ -69,6 +72,12 @@ func (q Queries) eachSeries(ctx context.Context, what string, s span, args []any
 			continue
 		}
 		parts = append(parts, [2]int64{lo, hi})
+	}
+	if len(parts) > maxParts {
+		// Kept buckets scattered through the window: read it whole
+		// rather than build a condition of thousands of ranges (the
+		// rows read of kept buckets are not used).
+		parts = [][2]int64{{parts[0][0], parts[len(parts)-1][1]}}
 	}
 	read := map[int64][][]any{}
 	if len(parts) > 0 {

@@ -136,3 +136,49 @@ func TestHistogramsKept(t *testing.T) {
 		t.Errorf("after late rows the recorder answers\n%+v\nwant\n%+v", after.Totals, want2.Totals)
 	}
 }
+
+// TestScatteredBucketsKept: a window whose kept buckets lie scattered
+// (every other one, from earlier one-bucket reports) reads what it lacks
+// in one query and answers as a process with nothing kept does.
+func TestScatteredBucketsKept(t *testing.T) {
+	if srv.skip != "" {
+		t.Skipf("no ClickHouse: %s", srv.skip)
+	}
+	rec, name := open(t, srv.addr, analytics.Options{FlushInterval: time.Hour})
+	ctx := context.Background()
+	end := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	start := end.Add(-48 * time.Hour)
+	recordSteps(t, rec, start, 48*time.Hour, 2000)
+
+	conn := &countingConn{Conn: srv.conn}
+	q, err := clickhouse.NewQueries(conn, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const step = 30 * time.Minute
+	for at := start; at.Before(end); at = at.Add(2 * step) {
+		if _, err := q.Errors(ctx, docflow.AnalyticsQuery{From: at, To: at.Add(step), Interval: step}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.all.Store(0)
+	whole := docflow.AnalyticsQuery{From: start, To: end, Interval: step}
+	got, err := q.Errors(ctx, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := conn.all.Load(); n > 3 {
+		t.Errorf("a window of 48 scattered missing buckets ran %d queries", n)
+	}
+	fresh, err := clickhouse.NewQueries(srv.conn, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := fresh.Errors(ctx, whole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("scattered kept buckets answer\n%+v\nwant\n%+v", got, want)
+	}
+}
