@@ -83,10 +83,7 @@ func TestHistogramsKept(t *testing.T) {
 		t.Errorf("a moved window read histograms %d times, want at most 2", n)
 	}
 	// Its answer is the one a process with nothing kept gives.
-	fresh, err := clickhouse.NewQueries(srv.conn, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := freshQueries(t, name)
 	got, err := q.Steps(ctx, moved)
 	if err != nil {
 		t.Fatal(err)
@@ -124,10 +121,7 @@ func TestHistogramsKept(t *testing.T) {
 		t.Errorf("p99 after late rows of 30 s: %v (wait %v), before %v (wait %v): the kept histograms were read",
 			a.Percentiles.P99, a.QueueWait.P99, b.Percentiles.P99, b.QueueWait.P99)
 	}
-	fresh2, err := clickhouse.NewQueries(srv.conn, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh2 := freshQueries(t, name)
 	want2, err := fresh2.Steps(ctx, aq)
 	if err != nil {
 		t.Fatal(err)
@@ -170,10 +164,7 @@ func TestScatteredBucketsKept(t *testing.T) {
 	if n := conn.all.Load(); n > 3 {
 		t.Errorf("a window of 48 scattered missing buckets ran %d queries", n)
 	}
-	fresh, err := clickhouse.NewQueries(srv.conn, name)
-	if err != nil {
-		t.Fatal(err)
-	}
+	fresh := freshQueries(t, name)
 	want, err := fresh.Errors(ctx, whole)
 	if err != nil {
 		t.Fatal(err)
@@ -181,4 +172,14 @@ func TestScatteredBucketsKept(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("scattered kept buckets answer\n%+v\nwant\n%+v", got, want)
 	}
+}
+
+// freshQueries are the queries of a process that has kept nothing.
+func freshQueries(t *testing.T, name string) clickhouse.Queries {
+	t.Helper()
+	q, err := clickhouse.NewQueries(srv.conn, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
 }

@@ -1,8 +1,10 @@
 package clickhouse
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -119,12 +121,8 @@ func (q Queries) Overview(ctx context.Context, aq docflow.AnalyticsQuery) (*docf
 	for _, p := range procs {
 		rep.Totals.Processes = append(rep.Totals.Processes, *p)
 	}
-	sort.Slice(rep.Totals.Processes, func(i, j int) bool {
-		a, b := rep.Totals.Processes[i], rep.Totals.Processes[j]
-		if a.Process != b.Process {
-			return a.Process < b.Process
-		}
-		return a.Role < b.Role
+	slices.SortFunc(rep.Totals.Processes, func(a, b docflow.ProcessSample) int {
+		return cmp.Or(cmp.Compare(a.Process, b.Process), cmp.Compare(a.Role, b.Role))
 	})
 	rep.Totals.SuccessRate = analytics.Ratio(rep.Totals.Completed, rep.Totals.DocsOut, 1)
 	for _, tl := range topics {
@@ -277,12 +275,8 @@ func (q Queries) Intake(ctx context.Context, aq docflow.AnalyticsQuery) (*docflo
 		c.Percentiles = durs.at(time.Time{}, c.Channel, c.Type)
 		rep.Totals.Channels = append(rep.Totals.Channels, *c)
 	}
-	sort.Slice(rep.Totals.Channels, func(i, j int) bool {
-		a, b := rep.Totals.Channels[i], rep.Totals.Channels[j]
-		if a.Channel != b.Channel {
-			return a.Channel < b.Channel
-		}
-		return a.Type < b.Type
+	slices.SortFunc(rep.Totals.Channels, func(a, b docflow.IntakeTypeTotal) int {
+		return cmp.Or(cmp.Compare(a.Channel, b.Channel), cmp.Compare(a.Type, b.Type))
 	})
 	return rep, nil
 }
