@@ -35,20 +35,9 @@ func (c *countingConn) Query(ctx context.Context, query string, args ...any) (dr
 // buckets (late or dated in the past), and another process's queries see
 // the same answers as its own.
 func TestHistogramsKept(t *testing.T) {
-	if srv.skip != "" {
-		t.Skipf("no ClickHouse: %s", srv.skip)
-	}
-	rec, name := open(t, srv.addr, analytics.Options{FlushInterval: time.Hour})
+	f := newKeptFixture(t, 4000)
+	rec, name, start, end, conn, q := f.rec, f.name, f.start, f.end, f.conn, f.q
 	ctx := context.Background()
-	end := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
-	start := end.Add(-48 * time.Hour)
-	recordSteps(t, rec, start, 48*time.Hour, 4000)
-
-	conn := &countingConn{Conn: srv.conn}
-	q, err := clickhouse.NewQueries(conn, name)
-	if err != nil {
-		t.Fatal(err)
-	}
 	aq := docflow.AnalyticsQuery{From: start.Add(7 * time.Minute), To: end.Add(-23 * time.Minute), Interval: 2 * time.Hour}
 	first, err := q.Steps(ctx, aq)
 	if err != nil {
@@ -135,20 +124,9 @@ func TestHistogramsKept(t *testing.T) {
 // (every other one, from earlier one-bucket reports) reads what it lacks
 // in one query and answers as a process with nothing kept does.
 func TestScatteredBucketsKept(t *testing.T) {
-	if srv.skip != "" {
-		t.Skipf("no ClickHouse: %s", srv.skip)
-	}
-	rec, name := open(t, srv.addr, analytics.Options{FlushInterval: time.Hour})
+	f := newKeptFixture(t, 2000)
+	name, start, end, conn, q := f.name, f.start, f.end, f.conn, f.q
 	ctx := context.Background()
-	end := time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
-	start := end.Add(-48 * time.Hour)
-	recordSteps(t, rec, start, 48*time.Hour, 2000)
-
-	conn := &countingConn{Conn: srv.conn}
-	q, err := clickhouse.NewQueries(conn, name)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const step = 30 * time.Minute
 	for at := start; at.Before(end); at = at.Add(2 * step) {
 		if _, err := q.Errors(ctx, docflow.AnalyticsQuery{From: at, To: at.Add(step), Interval: step}); err != nil {
@@ -182,4 +160,32 @@ func freshQueries(t *testing.T, name string) clickhouse.Queries {
 		t.Fatal(err)
 	}
 	return q
+}
+
+// keptFixture is a database holding n step metrics spread over the two
+// days before yesterday, and queries over it through a counting
+// connection.
+type keptFixture struct {
+	rec        *clickhouse.Recorder
+	name       string
+	start, end time.Time
+	conn       *countingConn
+	q          clickhouse.Queries
+}
+
+func newKeptFixture(t *testing.T, n int) keptFixture {
+	t.Helper()
+	if srv.skip != "" {
+		t.Skipf("no ClickHouse: %s", srv.skip)
+	}
+	f := keptFixture{conn: &countingConn{Conn: srv.conn}}
+	f.rec, f.name = open(t, srv.addr, analytics.Options{FlushInterval: time.Hour})
+	f.end = time.Now().UTC().Truncate(24 * time.Hour).Add(-24 * time.Hour)
+	f.start = f.end.Add(-48 * time.Hour)
+	recordSteps(t, f.rec, f.start, 48*time.Hour, n)
+	var err error
+	if f.q, err = clickhouse.NewQueries(f.conn, f.name); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
