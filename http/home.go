@@ -50,7 +50,12 @@ var homePage = template.Must(template.New("home").Parse(pageHead + `<title>docfl
 {{if .SingleUser}}<p>Single-user mode: no sign-in is needed (<code>AUTH_ENABLED</code> is false), and everyone who can reach this address acts as the administrator.</p>
 {{else}}<p>Signed in as <strong>{{.Name}}</strong>{{if ne .Name .ID}} (<code>{{.ID}}</code>){{end}}{{if .Admin}}, administrator{{end}}{{if .ViaToken}}, with an API token{{end}}.</p>
 {{end}}</section>
-<section aria-labelledby="health">
+{{if .Notices}}<section aria-labelledby="notices" class="notices">
+<h2 id="notices">For the administrator to review</h2>
+<ul>{{range .Notices}}<li>{{.}}</li>
+{{end}}</ul>
+</section>
+{{end}}<section aria-labelledby="health">
 <h2 id="health">Health: {{.Status}}</h2>
 <div class="table-wrap"><table>
 <thead><tr><th scope="col">Check</th><th scope="col">Status</th><th scope="col">Detail</th></tr></thead>
@@ -89,6 +94,8 @@ type homeView struct {
 	SingleUser, Admin, ViaToken, CanSignOut, CanSignIn bool
 	Name, ID, Status, Version                          string
 	Checks                                             []checkRow
+	// Notices are Config.AdminNotices, for administrators only.
+	Notices []string
 }
 
 type routeRow struct{ Method, Path string }
@@ -127,6 +134,9 @@ func (s *Server) home(c *fasthttp.RequestCtx) error {
 		CanSignOut: u.SessionID != "", Name: u.DisplayName, ID: u.ID, Status: status, Version: s.cfg.Version}
 	if v.Name == "" {
 		v.Name = u.ID
+	}
+	if u.IsAdmin && s.cfg.AdminNotices != nil {
+		v.Notices = s.cfg.AdminNotices(RequestContext(c))
 	}
 	for name, r := range checks {
 		v.Checks = append(v.Checks, checkRow{Name: name, Status: r.Status, Detail: r.Detail})

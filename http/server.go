@@ -90,6 +90,10 @@ type Config struct {
 	Audit docflow.AuditLog
 	// Now is the clock (tests replace it).
 	Now func() time.Time
+	// AdminNotices lists what an administrator should review (unsafe
+	// settings, leftovers of single-user mode); the home page shows them
+	// to administrators only. nil = none.
+	AdminNotices func(ctx context.Context) []string
 }
 
 // Server is the HTTP front end.

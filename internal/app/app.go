@@ -131,6 +131,8 @@ type App struct {
 	Alerts *actor.PID
 
 	cipher *postgres.Cipher
+	// notices are shown to administrators on the home page (notices.go).
+	notices notices
 
 	listener net.Listener
 	closers  []func(ctx context.Context) error

@@ -18,7 +18,7 @@ import (
 func (m *App) startHTTP(ctx context.Context, secret string) error {
 	addr := m.Settings.Get("LISTEN_ADDR")
 	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
-		m.Log.Warn().Str("listen", addr).Msg("AUTH_ENABLED is false and the server listens on a non-loopback address: anyone who reaches it has full access")
+		m.notice("AUTH_ENABLED is false and the server listens on " + addr + ", not a loopback address: anyone who reaches it has full access. Set AUTH_ENABLED=true, or LISTEN_ADDR to 127.0.0.1.")
 	}
 	m.startAccounts()
 	tokens := postgres.NewTokenService(m.DB)
@@ -45,8 +45,9 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		Audit:              postgres.NewAuditLog(m.DB),
 		LocalLogin:         m.localLogin,
 		// ADMIN_USERNAME, an SSO administrator or an active local admin.
-		IsAdmin: anyAdmin(m.isAdmin(sso), m.admins.isAdmin),
-		Now:     m.cfg.Now,
+		IsAdmin:      anyAdmin(m.isAdmin(sso), m.admins.isAdmin),
+		Now:          m.cfg.Now,
+		AdminNotices: m.adminNotices,
 	})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
