@@ -148,14 +148,20 @@ type AccountStore interface {
 	// e-mail (the user id) moves everything the old id owned — profile,
 	// files, shares both ways, comments, annotations, tokens, saved
 	// searches, pipelines, rules, integrations, hooks, devices — in one
-	// transaction, and ends its sessions; ECONFLICT "email taken" when
-	// another account or profile has it. ENOTFOUND for an unknown id.
+	// transaction, ends its sessions and spends its reset links;
+	// ECONFLICT "email taken" when another account or profile has it.
+	// Deactivating (is_active false) revokes the account's API tokens,
+	// spends its reset links and deletes its sessions in the same
+	// transaction. ENOTFOUND for an unknown id.
 	UpdateLocalUser(ctx context.Context, id int64, p LocalUserPatch) (*LocalUser, error)
 	// SetLocalPassword stores the hash of password (checked by the
-	// caller); the account's sessions end. ENOTFOUND for an unknown id.
+	// caller) and, in the same transaction, revokes the account's API
+	// tokens, spends its reset links and deletes its sessions. ENOTFOUND
+	// for an unknown id.
 	SetLocalPassword(ctx context.Context, id int64, password string) error
-	// DeleteLocalUser removes the account and its profile; what it owns
-	// is kept. ENOTFOUND for an unknown id.
+	// DeleteLocalUser removes the account, its profile, its sessions and
+	// its API tokens; what else it owns is kept. ENOTFOUND for an
+	// unknown id.
 	DeleteLocalUser(ctx context.Context, id int64) error
 	// Authenticate returns the active account whose user name or e-mail
 	// is login when password is its password; EUNAUTHORIZED otherwise
@@ -168,8 +174,10 @@ type AccountStore interface {
 	// an unknown id.
 	CreateResetToken(ctx context.Context, id int64) (token string, expires time.Time, err error)
 	// ResetPassword consumes token and sets password (checked by the
-	// caller) in one transaction; EBADREQUEST "Invalid or expired reset
-	// token" for an unknown, used or expired token.
+	// caller) in one transaction, which also spends the account's other
+	// reset links, revokes its API tokens and deletes its sessions;
+	// EBADREQUEST "Invalid or expired reset token" for an unknown, used
+	// or expired token.
 	ResetPassword(ctx context.Context, token, password string) (*LocalUser, error)
 	// IsLocalAdmin reports whether userID (an e-mail) is an active local
 	// account with is_admin.

@@ -52,7 +52,7 @@ func Catalogue() []SettingDef {
 		r(SettingDef{Key: "SESSION_COOKIE_SECURE", Category: "Authentication", Type: TypeBool, Description: "Mark the session cookie Secure (default: true unless BASE_URL is http)"}),
 		r(SettingDef{Key: "SESSION_LIFETIME_DAYS", Category: "Authentication", Type: TypeInt, Default: "30", Description: "Session lifetime in days", Check: IntBetween(1, 3650)}),
 		r(SettingDef{Key: "ADMIN_USERNAME", Category: "Authentication", Type: TypeString, Default: "admin", Description: "Local admin user name"}),
-		r(s(SettingDef{Key: "ADMIN_PASSWORD", Category: "Authentication", Type: TypeString, Description: "Local admin password (empty disables the local admin login)"})),
+		r(s(SettingDef{Key: "ADMIN_PASSWORD", Category: "Authentication", Type: TypeString, Description: "Local admin password (empty disables the local admin login); at least 12 characters while AUTH_ENABLED is true"})),
 		r(SettingDef{Key: "ADMIN_GROUP_NAME", Category: "Authentication", Type: TypeString, Default: "admin", Description: "SSO group whose members are administrators"}),
 		r(SettingDef{Key: "OIDC_ISSUER", Category: "Authentication", Type: TypeString, Description: "OpenID Connect issuer URL (SSO)", Check: URLs("https", "http")}),
 		r(SettingDef{Key: "OIDC_CLIENT_ID", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client id"}),

@@ -20,6 +20,20 @@ type User struct {
 	Anonymous bool
 }
 
+// UserState is what a user id may do now. It is read when a token or a
+// session is used, never frozen at sign-in: a token or a session works
+// only while its user may sign in (SignIn), and carries administrator
+// rights only while the user is an administrator (Admin). Admin is never
+// true without SignIn.
+type UserState struct {
+	// SignIn: the user is the local admin account (ADMIN_USERNAME), an
+	// active local account, or an SSO user who may sign in.
+	SignIn bool
+	// Admin: ADMIN_USERNAME, an active local account with is_admin, or an
+	// SSO user who is an administrator.
+	Admin bool
+}
+
 // AdminUserID is the local admin account's user id: ADMIN_USERNAME, or
 // "admin" when it is empty. Tokens made in single-user mode are its.
 func AdminUserID(s SettingsService) string {
@@ -76,6 +90,14 @@ type APIToken struct {
 	// it survives reactivation.
 	LastRevokedAt *time.Time `json:"-"`
 }
+
+// Audit actions of API tokens (target "api_token:<id>").
+const (
+	AuditTokenCreate     = "api_token.create"
+	AuditTokenRevoke     = "api_token.revoke"
+	AuditTokenDelete     = "api_token.delete"
+	AuditTokenReactivate = "api_token.reactivate"
+)
 
 // TokenPrefix starts every API token.
 const TokenPrefix = "dfl_"

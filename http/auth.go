@@ -27,9 +27,6 @@ const tokenCacheTTL = 2 * time.Second
 type cachedToken struct {
 	tok *docflow.APIToken
 	at  time.Time
-	// admin is the owner's admin right when the token was looked up:
-	// asking for it costs a query, so it is cached with the token.
-	admin bool
 }
 
 // authenticator resolves the user of a request.
@@ -163,9 +160,8 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 	ct, ok := a.cache[hash]
 	a.mu.Unlock()
 	var tok *docflow.APIToken
-	var admin bool
 	if ok && now.Sub(ct.at) < tokenCacheTTL {
-		tok, admin = ct.tok, ct.admin
+		tok = ct.tok
 	} else {
 		t, err := a.cfg.Tokens.FindTokenByHash(ctx, hash)
 		if err != nil {
@@ -175,14 +171,11 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 			return nil, err
 		}
 		tok = t
-		if t.IsActive {
-			admin = a.isAdmin(ctx, t.OwnerID)
-		}
 		a.mu.Lock()
 		if len(a.cache) > 100_000 {
 			a.cache = map[string]cachedToken{}
 		}
-		a.cache[hash] = cachedToken{tok: t, at: now, admin: admin}
+		a.cache[hash] = cachedToken{tok: t, at: now}
 		a.mu.Unlock()
 	}
 	// The lookup was by hash; compare again in constant time.
@@ -192,11 +185,20 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 	if !tok.IsActive || tok.RevokedAt != nil || (tok.ExpiresAt != nil && !now.Before(*tok.ExpiresAt)) {
 		return nil, errInvalidToken
 	}
+	// A token works only while its owner may sign in, with the owner's
+	// rights of now.
+	st, err := a.userState(ctx, tok.OwnerID)
+	if err != nil {
+		return nil, err
+	}
+	if !st.SignIn {
+		return nil, errInvalidToken
+	}
 	a.mu.Lock()
 	a.uses[tok.ID] = docflow.TokenUse{At: now, IP: a.clientIP(c)}
 	a.mu.Unlock()
 	id := tok.ID
-	return &docflow.User{ID: tok.OwnerID, IsAdmin: admin, TokenID: &id}, nil
+	return &docflow.User{ID: tok.OwnerID, IsAdmin: st.Admin, TokenID: &id}, nil
 }
 
 // forget drops a token from the cache (after revoke or reactivate).
@@ -206,13 +208,24 @@ func (a *authenticator) forget(hash string) {
 	a.mu.Unlock()
 }
 
-func (a *authenticator) isAdmin(ctx context.Context, userID string) bool {
-	if a.cfg.IsAdmin != nil {
-		return a.cfg.IsAdmin(ctx, userID)
+// forgetAll drops every cached token (an account's tokens were revoked
+// together), so the next request of each reads it again.
+func (a *authenticator) forgetAll() {
+	a.mu.Lock()
+	clear(a.cache)
+	a.mu.Unlock()
+}
+
+// userState is Config.UserState, or without it: everyone may sign in and
+// only ADMIN_USERNAME is an administrator.
+func (a *authenticator) userState(ctx context.Context, userID string) (docflow.UserState, error) {
+	if a.cfg.UserState != nil {
+		return a.cfg.UserState(ctx, userID)
 	}
 	// NOTE: an empty id is nobody's: tokens made without authentication
 	// belong to the admin account by name.
-	return userID != "" && userID == docflow.AdminUserID(a.cfg.Settings)
+	admin := userID != "" && userID == docflow.AdminUserID(a.cfg.Settings)
+	return docflow.UserState{SignIn: true, Admin: admin}, nil
 }
 
 // sessionID returns the verified id of the session cookie, or "".
@@ -255,7 +268,21 @@ func (a *authenticator) userFromSession(ctx context.Context, sid string) *docflo
 		}
 		return nil
 	}
-	return &docflow.User{ID: sess.UserID, DisplayName: sess.UserID, IsAdmin: sess.IsAdmin || a.isAdmin(ctx, sess.UserID), SessionID: sess.ID}
+	st, err := a.userState(ctx, sess.UserID)
+	if err != nil {
+		a.cfg.Log.Warn().Err(err).Msg("check session user")
+		return nil
+	}
+	if !st.SignIn {
+		return nil
+	}
+	// The rights are the user's now, not those the session signed in
+	// with (sess.IsAdmin), except for tests without Config.UserState.
+	admin := st.Admin
+	if a.cfg.UserState == nil {
+		admin = admin || sess.IsAdmin
+	}
+	return &docflow.User{ID: sess.UserID, DisplayName: sess.UserID, IsAdmin: admin, SessionID: sess.ID}
 }
 
 // passwordStamp fingerprints the password userID signs in with now: the

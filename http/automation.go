@@ -114,7 +114,8 @@ func (h *hookHandlers) subscribe(c *fasthttp.RequestCtx) error {
 	if err := h.d.Hooks.CreateHook(RequestContext(c), hook); err != nil {
 		return err
 	}
-	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditHookSubscribe, Target: "hook:" + strconv.FormatInt(hook.ID, 10), Detail: hook.TargetURL})
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditHookSubscribe, Target: "hook:" + strconv.FormatInt(hook.ID, 10),
+		Detail: hook.TargetURL + " sees_all=" + strconv.FormatBool(hook.SeesAll)})
 	writeJSON(c, fasthttp.StatusCreated, hook)
 	return nil
 }

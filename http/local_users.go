@@ -76,6 +76,8 @@ func (s *Server) MountLocalUsers(d LocalUsersDeps) {
 		if err != nil {
 			return err
 		}
+		// Deactivation revoked the account's tokens in the store.
+		s.auth.forgetAll()
 		s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserUpdate, Target: localTarget(id), Detail: patchDetail(before, p)})
 		writeJSON(c, fasthttp.StatusOK, u)
 		return nil
@@ -92,6 +94,7 @@ func (s *Server) MountLocalUsers(d LocalUsersDeps) {
 		if err := d.Accounts.DeleteLocalUser(RequestContext(c), id); err != nil {
 			return err
 		}
+		s.auth.forgetAll()
 		s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserDelete, Target: localTarget(id), Detail: "email=" + u.Email})
 		c.SetStatusCode(fasthttp.StatusNoContent)
 		return nil
@@ -113,6 +116,8 @@ func (s *Server) MountLocalUsers(d LocalUsersDeps) {
 		if err := d.Accounts.SetLocalPassword(RequestContext(c), id, req.Password); err != nil {
 			return err
 		}
+		// The store revoked the account's tokens with the new password.
+		s.auth.forgetAll()
 		s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserSetPass, Target: localTarget(id)})
 		writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Password set"})
 		return nil

@@ -102,6 +102,8 @@ func (s *Server) resetPassword(c *fasthttp.RequestCtx, d LocalUsersDeps, token, 
 		}
 		return err
 	}
+	// The store revoked the account's tokens with the new password.
+	s.auth.forgetAll()
 	s.auth.logins.succeed(u.Username)
 	s.auth.logins.succeed(u.Email)
 	s.audit(c, docflow.AuditEntry{Actor: u.Email, Action: docflow.AuditPasswordReset, Target: localTarget(u.ID), Detail: "password changed"})

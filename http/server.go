@@ -75,10 +75,14 @@ type Config struct {
 	Version  string
 	// SessionSecret signs session cookies.
 	SessionSecret string
-	// IsAdmin reports whether a user id has admin rights (tokens inherit
-	// their owner's); nil = only ADMIN_USERNAME. The anonymous single user
-	// is an administrator whatever it says.
-	IsAdmin func(ctx context.Context, userID string) bool
+	// UserState reports what a user id may do now, asked for every
+	// request of a token or a session: a token or session of a user who
+	// may not sign in is refused, and its admin rights are the user's
+	// now, never those it had at sign-in. An error fails the request.
+	// nil (tests of this package alone): everyone may sign in, and only
+	// ADMIN_USERNAME (or a session signed in as an administrator) is one.
+	// The anonymous single user is an administrator whatever it says.
+	UserState func(ctx context.Context, userID string) (docflow.UserState, error)
 	// LocalLogin verifies a local account's password (nil = admin only).
 	LocalLogin func(ctx context.Context, username, password string) (*docflow.User, error)
 	// LocalPasswordStamp fingerprints a local account's current password

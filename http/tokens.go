@@ -111,6 +111,11 @@ func (s *Server) mountTokens() {
 		if err != nil {
 			return err
 		}
+		detail := tokenDetail(t)
+		if t.ExpiresAt != nil {
+			detail += " expires=" + t.ExpiresAt.UTC().Format(time.RFC3339)
+		}
+		s.audit(c, docflow.AuditEntry{Action: docflow.AuditTokenCreate, Target: tokenTarget(t.ID), Detail: detail})
 		writeJSON(c, fasthttp.StatusCreated, t)
 		return nil
 	}
@@ -129,22 +134,7 @@ func (s *Server) mountTokens() {
 		if err != nil {
 			return err
 		}
-		owner := s.tokenOwner(CurrentUser(c))
-		t, err := s.cfg.Tokens.FindTokenByID(RequestContext(c), owner, id)
-		if err != nil {
-			return err
-		}
-		res, err := s.cfg.Tokens.RevokeToken(RequestContext(c), owner, id)
-		if err != nil {
-			return err
-		}
-		s.auth.forget(t.TokenHash)
-		msg := "Token revoked"
-		if res == "deleted" {
-			msg = "Token deleted"
-		}
-		writeJSON(c, fasthttp.StatusOK, Detail{Detail: msg})
-		return nil
+		return s.revokeToken(c, s.tokenOwner(CurrentUser(c)), id)
 	})
 	s.Handle("POST", "/api/api-tokens/{token_id}/reactivate", b, func(c *fasthttp.RequestCtx) error {
 		id, err := pathID(c, "token_id")
@@ -160,7 +150,9 @@ func (s *Server) mountTokens() {
 			return err
 		}
 		s.auth.forget(t.TokenHash)
+		s.audit(c, docflow.AuditEntry{Action: docflow.AuditTokenReactivate, Target: tokenTarget(id), Detail: tokenDetail(t)})
 		writeJSON(c, fasthttp.StatusOK, t)
 		return nil
 	})
+	s.mountAdminTokens()
 }

@@ -2,10 +2,6 @@ package app
 
 import (
 	"context"
-	"sync"
-	"time"
-
-	"github.com/rs/zerolog"
 
 	"docflow"
 	"docflow/internal/passwd"
@@ -13,11 +9,19 @@ import (
 	"docflow/streams"
 )
 
-// startAccounts builds the local account store and the admin check the
-// HTTP server asks on every request of a session or token.
+// startUserStates builds the one check of what a user id may do now
+// (userstate.go), which the HTTP server asks for every token and session
+// and the delivery's fan-out for every hook that sees all: every role
+// builds it.
+func (m *App) startUserStates() {
+	m.userStore = postgres.NewUserStateStore(m.DB)
+	m.users = &userStates{settings: m.Settings, local: m.userStore.LocalUserState, sso: m.ssoUserState,
+		ttl: userStateTTL, cache: map[string]userStateEntry{}}
+}
+
+// startAccounts builds the local account store (serve and api).
 func (m *App) startAccounts() {
 	m.Accounts = postgres.NewAccountService(m.DB, streams.EncodeEvent, passwd.Hasher{}, m.cfg.Now)
-	m.admins = &adminCache{settings: m.Settings, accounts: m.Accounts, ttl: adminCacheTTL, log: m.Log, m: map[string]adminEntry{}}
 }
 
 // localLogin is http.Config.LocalLogin: a local account by user name or
@@ -27,7 +31,7 @@ func (m *App) localLogin(ctx context.Context, login, password string) (*docflow.
 	if err != nil {
 		return nil, err
 	}
-	m.admins.forget(u.Email)
+	m.users.forget(u.Email)
 	name := u.DisplayName
 	if name == "" {
 		name = u.Username
@@ -35,101 +39,25 @@ func (m *App) localLogin(ctx context.Context, login, password string) (*docflow.
 	return &docflow.User{ID: u.Email, DisplayName: name, Email: u.Email, IsAdmin: u.IsAdmin}, nil
 }
 
-// adminCacheTTL is how long an answer of the admin check is reused: a
-// token request asks it every time, and an admin's rights removed (or an
-// account deactivated) apply to its tokens within this time. Sessions of
-// an account that loses its rights are ended by the store at once.
-const adminCacheTTL = 5 * time.Second
-
-const adminCacheMax = 10_000
-
-type adminEntry struct {
-	admin bool
-	at    time.Time
-}
-
-// adminCache answers http.Config.IsAdmin: the ADMIN_USERNAME account, or
-// an active local account with is_admin (IsLocalAdmin). An SSO admin check
-// is ORed in beside it where SSO is wired.
-type adminCache struct {
-	settings docflow.SettingsService
-	accounts *postgres.AccountService
-	ttl      time.Duration
-	log      zerolog.Logger
-	mu       sync.Mutex
-	m        map[string]adminEntry
-}
-
-// isAdmin is http.Config.IsAdmin.
-func (a *adminCache) isAdmin(ctx context.Context, userID string) bool {
-	if userID == "" {
-		return false
-	}
-	if userID == docflow.AdminUserID(a.settings) {
-		return true
-	}
-	now := time.Now()
-	a.mu.Lock()
-	e, ok := a.m[userID]
-	a.mu.Unlock()
-	if ok && now.Sub(e.at) < a.ttl {
-		return e.admin
-	}
-	admin, err := a.accounts.IsLocalAdmin(ctx, userID)
-	if err != nil {
-		// Not cached: the next request asks again.
-		a.log.Warn().Err(err).Msg("admin check")
-		return false
-	}
-	a.mu.Lock()
-	if len(a.m) >= adminCacheMax {
-		clear(a.m)
-	}
-	a.m[userID] = adminEntry{admin: admin, at: now}
-	a.mu.Unlock()
-	return admin
-}
-
-// forget drops userID's answer (after a sign-in, which read it afresh).
-func (a *adminCache) forget(userID string) {
-	a.mu.Lock()
-	delete(a.m, userID)
-	a.mu.Unlock()
-}
-
-// forgetAll drops every answer (an account's rights changed).
-func (a *adminCache) forgetAll() {
-	a.mu.Lock()
-	clear(a.m)
-	a.mu.Unlock()
-}
-
 // accountStore is the account store the HTTP API is handed: a change to
-// an account drops the cached admin answers, so a grant or a removal of
-// rights applies to the next request.
+// an account drops the cached user states, so a grant, a removal of
+// rights or a deactivation applies to the next request.
 type accountStore struct {
 	*postgres.AccountService
-	admins *adminCache
+	users *userStates
+}
+
+func (s accountStore) CreateLocalUser(ctx context.Context, in docflow.LocalUserInput) (*docflow.LocalUser, error) {
+	defer s.users.forgetAll()
+	return s.AccountService.CreateLocalUser(ctx, in)
 }
 
 func (s accountStore) UpdateLocalUser(ctx context.Context, id int64, p docflow.LocalUserPatch) (*docflow.LocalUser, error) {
-	defer s.admins.forgetAll()
+	defer s.users.forgetAll()
 	return s.AccountService.UpdateLocalUser(ctx, id, p)
 }
 
 func (s accountStore) DeleteLocalUser(ctx context.Context, id int64) error {
-	defer s.admins.forgetAll()
+	defer s.users.forgetAll()
 	return s.AccountService.DeleteLocalUser(ctx, id)
-}
-
-// anyAdmin is an admin check that says yes when any of checks does.
-func anyAdmin(checks ...func(context.Context, string) bool) func(context.Context, string) bool {
-	return func(ctx context.Context, userID string) bool {
-		for _, c := range checks {
-			if c(ctx, userID) {
-				return true
-			}
-		}
-		return false
-	}
 }

@@ -99,8 +99,11 @@ type App struct {
 	Relay         *streams.Relay
 	HTTP          *dfhttp.Server
 	// Accounts are the local accounts (serve and api).
-	Accounts    *postgres.AccountService
-	admins      *adminCache
+	Accounts *postgres.AccountService
+	// users answers what a user id may do now (userstate.go); userStore
+	// reads it from the tables of accounts.
+	users       *userStates
+	userStore   *postgres.UserStateStore
 	Brokers     []string
 	Workdir     string
 	Blobs       *blob.Local
@@ -216,6 +219,7 @@ func (m *App) run(ctx context.Context) error {
 		return err
 	}
 	m.Settings.Start(5 * time.Second)
+	m.startUserStates()
 
 	if err := m.startRecorder(ctx); err != nil {
 		return err
@@ -235,6 +239,7 @@ func (m *App) run(ctx context.Context) error {
 	}
 	m.Webhooks = postgres.NewWebhookStore(m.DB, m.cipher, delivery.AttemptMessage)
 	m.Webhooks.AdminEvents = delivery.AdminEvents(m.Settings)
+	m.Webhooks.HookOwnerAdmin = m.users.isAdmin
 	m.Notifier = notify.New(m.Settings, m.Log)
 	mailer := smtp.New(m.Settings)
 	mailer.Recorder = m.Recorder

@@ -44,8 +44,8 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		LocalPasswordStamp: sessions.LocalPasswordStamp,
 		Audit:              postgres.NewAuditLog(m.DB),
 		LocalLogin:         m.localLogin,
-		// ADMIN_USERNAME, an SSO administrator or an active local admin.
-		IsAdmin:      anyAdmin(m.isAdmin(sso), m.admins.isAdmin),
+		// Who may sign in and who is an administrator, read when used.
+		UserState:    m.users.state,
 		Now:          m.cfg.Now,
 		AdminNotices: m.adminNotices,
 	})
@@ -91,7 +91,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountAutomation(dfhttp.AutomationDeps{Hooks: postgres.NewAutomationHookStore(m.DB, m.cipher)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
-	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.admins}, Mailer: m.Notifier.Mailer})
+	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.users}, Mailer: m.Notifier.Mailer})
 	srv.MountAnalytics(dfhttp.AnalyticsDeps{Reports: m.Reports, RecorderStats: m.RecorderStats})
 	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})

@@ -155,25 +155,30 @@ func (s *AccountService) FindLocalUserByLogin(ctx context.Context, login string)
 	return u, nil
 }
 
-// SetLocalPassword stores a new hash; the changed hash ends the
-// account's sessions (SessionService.LocalPasswordStamp).
+// SetLocalPassword stores a new hash and, in the same transaction, ends
+// every other way in: the account's reset links are spent, its API tokens
+// revoked and its sessions deleted (endAccessTx).
 func (s *AccountService) SetLocalPassword(ctx context.Context, id int64, password string) error {
 	hash, err := s.hasher.Hash(password)
 	if err != nil {
 		return err
 	}
-	tag, err := s.db.Pool.Exec(ctx, `UPDATE local_users SET password_hash=$2, updated_at=$3 WHERE id=$1`, id, hash, s.now())
-	if err != nil {
-		return dbErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return docflow.Errorf(docflow.ENOTFOUND, "Local user not found")
-	}
-	return nil
+	err = pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		now := s.now()
+		var email string
+		err := tx.QueryRow(ctx, `UPDATE local_users SET password_hash=$2, updated_at=$3 WHERE id=$1 RETURNING email`, id, hash, now).Scan(&email)
+		if err != nil {
+			return notFound(err, "Local user not found")
+		}
+		return endAccessTx(ctx, tx, id, email, now)
+	})
+	return dbErr(err)
 }
 
-// DeleteLocalUser removes the account (its reset tokens cascade), its
-// profile and its sessions; what it owns stays.
+// DeleteLocalUser removes the account (its reset links cascade), its
+// profile, its sessions and its API tokens; the other things it owns
+// stay. The tokens are deleted, not marked revoked: no one may list or
+// reactivate them any more, even a later account with the same e-mail.
 func (s *AccountService) DeleteLocalUser(ctx context.Context, id int64) error {
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		var email string
@@ -181,6 +186,9 @@ func (s *AccountService) DeleteLocalUser(ctx context.Context, id int64) error {
 			return notFound(err, "Local user not found")
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM user_profiles WHERE user_id=$1`, email); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM api_tokens WHERE owner_id=$1`, email); err != nil {
 			return err
 		}
 		_, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id=$1`, email)
@@ -259,7 +267,8 @@ func (s *AccountService) CreateResetToken(ctx context.Context, id int64) (string
 }
 
 // ResetPassword consumes token and sets the password in one transaction;
-// the account's other reset tokens are spent too.
+// the account's other reset links are spent, its API tokens revoked and
+// its sessions deleted there too (endAccessTx).
 func (s *AccountService) ResetPassword(ctx context.Context, token, password string) (*docflow.LocalUser, error) {
 	invalid := docflow.Errorf(docflow.EBADREQUEST, "Invalid or expired reset token")
 	if token == "" || len(token) > 256 {
@@ -281,11 +290,11 @@ func (s *AccountService) ResetPassword(ctx context.Context, token, password stri
 		if err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, `UPDATE password_resets SET used_at=$2 WHERE local_user_id=$1 AND used_at IS NULL`, id, now); err != nil {
+		u, err = scanLocalUser(tx.QueryRow(ctx, `UPDATE local_users SET password_hash=$2, updated_at=$3 WHERE id=$1 RETURNING `+localUserCols, id, hash, now))
+		if err != nil {
 			return err
 		}
-		u, err = scanLocalUser(tx.QueryRow(ctx, `UPDATE local_users SET password_hash=$2, updated_at=$3 WHERE id=$1 RETURNING `+localUserCols, id, hash, now))
-		return err
+		return endAccessTx(ctx, tx, id, u.Email, now)
 	})
 	if err != nil {
 		return nil, dbErr(err)

@@ -43,6 +43,11 @@ func (s *AccountService) UpdateLocalUser(ctx context.Context, id int64, p docflo
 			if err := s.moveUserTx(ctx, tx, id, old.Email, *p.Email); err != nil {
 				return err
 			}
+			// A link mailed to the old address must not open the account
+			// once it is someone else's address.
+			if err := spendResetsTx(ctx, tx, id, now); err != nil {
+				return err
+			}
 		}
 		u, err = scanLocalUser(tx.QueryRow(ctx, `UPDATE local_users SET
 			email = COALESCE($2, email), display_name = COALESCE($3, display_name),
@@ -54,10 +59,11 @@ func (s *AccountService) UpdateLocalUser(ctx context.Context, id int64, p docflo
 			}
 			return err
 		}
-		// A session keeps the admin flag it signed in with: losing the
-		// rights, or the account, ends the sessions.
-		if (p.IsAdmin != nil && !*p.IsAdmin && old.IsAdmin) || (p.IsActive != nil && !*p.IsActive) {
-			if _, err := tx.Exec(ctx, `DELETE FROM sessions WHERE user_id=$1`, u.Email); err != nil {
+		// Deactivation closes every way in at once. A change of is_admin
+		// needs nothing here: sessions and tokens read the rights when
+		// used.
+		if p.IsActive != nil && !*p.IsActive {
+			if err := endAccessTx(ctx, tx, id, u.Email, now); err != nil {
 				return err
 			}
 		}

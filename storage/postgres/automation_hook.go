@@ -101,13 +101,51 @@ func (s *AutomationHookStore) DeleteHook(ctx context.Context, ownerID string, id
 
 // fanoutHooks records, in tx, one delivery of ev per active hook
 // subscribed to its name, created before it, that may see it: its owner's
-// events (ev.OwnerID), or every event for a hook that sees all.
-func fanoutHooks(ctx context.Context, tx pgx.Tx, ev docflow.Event, body []byte) error {
+// events (ev.OwnerID), or every event for a hook that sees all while its
+// owner is an administrator now (admins: the owners of such hooks that
+// are, from seeAllOwners).
+func fanoutHooks(ctx context.Context, tx pgx.Tx, ev docflow.Event, body []byte, admins []string) error {
+	if admins == nil {
+		admins = []string{}
+	}
 	_, err := tx.Exec(ctx, `INSERT INTO event_deliveries (event_id, subscriber, event_name, event)
 		SELECT $1, 'hook:' || id, $2, $3 FROM automation_hooks
-		WHERE is_active AND $2 = ANY(events) AND created_at <= $4 AND (sees_all OR owner_id = $5)
-		ON CONFLICT (event_id, subscriber) DO NOTHING`, ev.ID, ev.Name, body, ev.Timestamp, ev.OwnerID)
+		WHERE is_active AND $2 = ANY(events) AND created_at <= $4
+			AND (owner_id = $5 OR (sees_all AND owner_id = ANY($6)))
+		ON CONFLICT (event_id, subscriber) DO NOTHING`, ev.ID, ev.Name, body, ev.Timestamp, ev.OwnerID, admins)
 	return err
+}
+
+// seeAllOwners returns the owners, other than ev's, of the active hooks
+// that would see ev because they see all, and that are administrators now
+// as isAdmin says (nil: none is). SQL cannot ask who is an administrator
+// (the local admin account is a setting, SSO rights may come from the
+// provider), so the fan-out asks before its transaction.
+func (s *WebhookStore) seeAllOwners(ctx context.Context, ev docflow.Event) ([]string, error) {
+	if s.HookOwnerAdmin == nil {
+		return nil, nil
+	}
+	rows, err := s.db.Pool.Query(ctx, `SELECT DISTINCT owner_id FROM automation_hooks
+		WHERE is_active AND sees_all AND $1 = ANY(events) AND created_at <= $2 AND owner_id IS DISTINCT FROM $3`,
+		ev.Name, ev.Timestamp, ev.OwnerID)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	owners, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	var admins []string
+	for _, o := range owners {
+		ok, err := s.HookOwnerAdmin(ctx, o)
+		if err != nil {
+			return nil, fmt.Errorf("is hook owner %q an administrator: %w", o, err)
+		}
+		if ok {
+			admins = append(admins, o)
+		}
+	}
+	return admins, nil
 }
 
 // hookTarget reads where hook id's deliveries go now.

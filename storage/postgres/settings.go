@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -177,14 +178,18 @@ func (s *SettingsService) List(ctx context.Context) ([]*docflow.Setting, error) 
 }
 
 // Set stores a database value. EINVALID (a 422 from the settings API)
-// when the service could not use it: the wrong type, or refused by the
-// setting's Check; the message names the setting, the value and why.
+// when the service could not use it: the wrong type, refused by the
+// setting's Check or, with the other settings, by a rule across settings
+// (docflow.SettingRules); the message names the setting, the value and why.
 func (s *SettingsService) Set(ctx context.Context, key, value string) (*docflow.Setting, error) {
 	def, ok := s.defs[key]
 	if !ok {
 		return nil, docflow.Errorf(docflow.ENOTFOUND, "Unknown setting: %s", key)
 	}
 	if err := docflow.ValidateSettingValue(&def, value); err != nil {
+		return nil, err
+	}
+	if err := docflow.CheckSettingRulesFor(key, value, "db", s.valueOf); err != nil {
 		return nil, err
 	}
 	stored := value
@@ -209,10 +214,20 @@ func (s *SettingsService) Set(ctx context.Context, key, value string) (*docflow.
 	return s.effective(key), nil
 }
 
-// Delete removes the database value.
+// Delete removes the database value; EINVALID when the value that then
+// applies (environment or default) breaks a rule across settings.
 func (s *SettingsService) Delete(ctx context.Context, key string) error {
-	if _, ok := s.defs[key]; !ok {
+	def, ok := s.defs[key]
+	if !ok {
 		return docflow.Errorf(docflow.ENOTFOUND, "Unknown setting: %s", key)
+	}
+	// What applies once the database value is gone must pass the rules too.
+	v, src := def.Default, "default"
+	if e := s.getenv(key); e != "" {
+		v, src = e, "env"
+	}
+	if err := docflow.CheckSettingRulesFor(key, v, src, s.valueOf); err != nil {
+		return err
 	}
 	if _, err := s.db.Pool.Exec(ctx, `DELETE FROM settings WHERE key=$1`, key); err != nil {
 		return fmt.Errorf("delete setting %s: %w", key, err)
@@ -226,17 +241,21 @@ func (s *SettingsService) Delete(ctx context.Context, key string) error {
 
 // Validate checks the effective value of every setting (database, then
 // environment, then default) and returns an error naming each one the
-// service cannot use, with its value, its source and why: a process
-// refuses to start with it rather than fail later, obscurely.
+// service cannot use, with its value, its source and why, and each rule
+// across settings that fails (docflow.SettingRules): a process refuses to
+// start with it rather than fail later, obscurely.
 func (s *SettingsService) Validate() error {
 	defs := make([]docflow.SettingDef, 0, len(s.order))
 	for _, k := range s.order {
 		defs = append(defs, s.defs[k])
 	}
-	return docflow.ValidateSettings(defs, func(key string) (string, string) {
-		st := s.effective(key)
-		return st.Value, st.Source
-	})
+	return errors.Join(docflow.ValidateSettings(defs, s.valueOf), docflow.CheckSettingRules(s.valueOf))
+}
+
+// valueOf is key's effective value and its source (db, env, default).
+func (s *SettingsService) valueOf(key string) (string, string) {
+	st := s.effective(key)
+	return st.Value, st.Source
 }
 
 // Keys returns the catalogue keys, sorted (for tests and the settings page).

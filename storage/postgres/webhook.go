@@ -29,6 +29,11 @@ type WebhookStore struct {
 	// channels too (the subscriber "admin"); nil: none does. Set it
 	// before the delivery core starts.
 	AdminEvents func(name string) bool
+	// HookOwnerAdmin tells whether the owner of an automation hook is an
+	// administrator now: a hook that sees all gets every user's events
+	// only while it is. nil: no owner is (such hooks get their owner's
+	// events only). Set it before the delivery core starts.
+	HookOwnerAdmin func(ctx context.Context, userID string) (bool, error)
 }
 
 var _ docflow.WebhookService = (*WebhookStore)(nil)
@@ -160,7 +165,8 @@ func webhookSubscriber(id int64) string {
 
 // Fanout records one delivery of ev per active webhook subscribed to its
 // name, per active automation hook subscribed to it that may see it
-// (fanoutHooks) and, for document.processed, per active device of the
+// (fanoutHooks: a hook that sees all only while HookOwnerAdmin says its
+// owner is an administrator) and, for document.processed, per active device of the
 // document's owner (each created before the event: a new webhook does not
 // receive the history of the topic), plus one to "admin" when AdminEvents
 // takes it, and returns the deliveries whose first attempt is still to be
@@ -168,6 +174,10 @@ func webhookSubscriber(id int64) string {
 // a redelivered event returns only what was not attempted yet.
 func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.EventDelivery, error) {
 	body, err := json.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("fanout %s: %w", ev.ID, err)
+	}
+	admins, err := s.seeAllOwners(ctx, ev)
 	if err != nil {
 		return nil, fmt.Errorf("fanout %s: %w", ev.ID, err)
 	}
@@ -179,7 +189,7 @@ func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.
 			ON CONFLICT (event_id, subscriber) DO NOTHING`, ev.ID, ev.Name, body, ev.Timestamp); err != nil {
 			return err
 		}
-		if err := fanoutHooks(ctx, tx, ev, body); err != nil {
+		if err := fanoutHooks(ctx, tx, ev, body, admins); err != nil {
 			return err
 		}
 		if ev.Name == docflow.EventDocumentProcessed && ev.OwnerID != nil {
