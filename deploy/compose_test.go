@@ -139,7 +139,7 @@ func TestComposePrometheusProfile(t *testing.T) {
 // A missing secret stops `docker compose` with its name, rather than
 // starting a stack with an empty password.
 func TestComposeRequiresSecrets(t *testing.T) {
-	for _, key := range []string{"SESSION_SECRET", "ADMIN_PASSWORD", "CLICKHOUSE_PASSWORD", "GRAFANA_ADMIN_PASSWORD"} {
+	for _, key := range []string{"SESSION_SECRET", "ADMIN_PASSWORD", "CLICKHOUSE_PASSWORD", "GRAFANA_ADMIN_PASSWORD", "METRICS_TOKEN"} {
 		e := map[string]string{}
 		for k, v := range env {
 			if k != key {

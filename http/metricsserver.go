@@ -8,6 +8,7 @@ import (
 	stdlog "log"
 	"net"
 	nethttp "net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -34,13 +35,17 @@ type MetricsServer struct {
 }
 
 // ServeMetrics starts serving g on ln. token, called on each request,
-// returns the bearer token a scraper must send (METRICS_TOKEN); when it
-// returns "" the endpoint is open, so the address should be one only the
-// scraper reaches. Close stops it.
+// returns the bearer token a scraper must send (METRICS_TOKEN). Without
+// one the endpoint answers only on a loopback listener (ListensBeyondLoopback
+// false), and only requests addressed to an IP address or localhost, so a
+// page whose name was re-resolved to 127.0.0.1 (DNS rebinding) reads
+// nothing; on any other listener it answers 401 to everyone. Close stops
+// it.
 func ServeMetrics(ln net.Listener, g prometheus.Gatherer, token func() string, log zerolog.Logger) *MetricsServer {
 	if g == nil || token == nil {
 		panic("http: ServeMetrics needs a Gatherer and a token func")
 	}
+	beyond := ListensBeyondLoopback(ln.Addr())
 	metrics := promhttp.HandlerFor(g, promhttp.HandlerOpts{
 		// Export what was gathered when one collector fails, as GET
 		// /metrics on the API does.
@@ -59,6 +64,14 @@ func ServeMetrics(ln net.Listener, g prometheus.Gatherer, token func() string, l
 				w.WriteHeader(nethttp.StatusUnauthorized)
 				return
 			}
+		} else if beyond {
+			// METRICS_TOKEN was removed after start: nobody is let in.
+			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			w.WriteHeader(nethttp.StatusUnauthorized)
+			return
+		} else if !localHost(r.Host) {
+			w.WriteHeader(nethttp.StatusForbidden)
+			return
 		}
 		w.Header().Set("Cache-Control", "no-store")
 		metrics.ServeHTTP(w, r)
@@ -87,3 +100,21 @@ func (s *MetricsServer) Addr() net.Addr { return s.ln.Addr() }
 // Close stops accepting scrapes and waits for those in flight (until ctx
 // is done).
 func (s *MetricsServer) Close(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+// ListensBeyondLoopback reports whether a listener bound to addr can be
+// reached from other machines: any address but a loopback one (an
+// unspecified address, 0.0.0.0 or [::], listens on every interface).
+func ListensBeyondLoopback(addr net.Addr) bool {
+	if t, ok := addr.(*net.TCPAddr); ok {
+		return !t.IP.IsLoopback()
+	}
+	return true
+}
+
+// localHost reports whether a Host header names an IP address or
+// localhost, which no DNS answer can rebind.
+func localHost(hostport string) bool {
+	host := strings.ToLower((&url.URL{Host: hostport}).Hostname())
+	host = strings.TrimSuffix(host, ".")
+	return net.ParseIP(host) != nil || host == "localhost" || strings.HasSuffix(host, ".localhost")
+}

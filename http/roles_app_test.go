@@ -52,6 +52,9 @@ func newRoleEnv(t *testing.T) *roleEnv {
 	re := &roleEnv{t: t, a: a, tokens: map[string]string{}, search: postgres.NewSearchService(a.DB)}
 	tokens := postgres.NewTokenService(a.DB)
 	for role, id := range roleUsers {
+		if id != docflow.AdminUserID(a.Settings) {
+			a.LocalUser(t, id, false)
+		}
 		plain := dfhttp.NewToken()
 		if err := tokens.CreateToken(context.Background(), &docflow.APIToken{OwnerID: id, Name: role, TokenPrefix: plain[:12],
 			TokenHash: dfhttp.HashToken(plain)}); err != nil {

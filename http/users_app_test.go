@@ -30,6 +30,7 @@ func TestBuiltAPIProfiles(t *testing.T) {
 		}
 		return plain
 	}
+	a.LocalUser(t, "ann@example.com", false)
 	admin, ann := token("admin"), token("ann@example.com")
 	do := func(method, path, tok string, body any) (int, map[string]any, string) {
 		t.Helper()

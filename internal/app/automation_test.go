@@ -254,6 +254,8 @@ func TestAutomationHooksSingleUser(t *testing.T) {
 func TestAutomationHooksScope(t *testing.T) {
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true",
 		"ADMIN_USERNAME": "root", "WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "WEBHOOK_RETRY_DELAYS": "0.1,0.2"}})
+	a.LocalUser(t, "alice@example.com", false)
+	a.LocalUser(t, "bob@example.com", false)
 	alice, bob, admin := apiToken(t, a, "alice@example.com"), apiToken(t, a, "bob@example.com"), apiToken(t, a, "root")
 	ra, rb, radmin := newReceiver(t, ok200), newReceiver(t, ok200), newReceiver(t, ok200)
 	ida := subscribe(t, a, alice, ra.URL, "", "document.uploaded")

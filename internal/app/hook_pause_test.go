@@ -16,6 +16,8 @@ import (
 func TestAutomationHookDeliveryLogAndPause(t *testing.T) {
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true",
 		"ADMIN_USERNAME": "root", "WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "WEBHOOK_RETRY_DELAYS": "0.1,1.5"}})
+	a.LocalUser(t, "alice@example.com", false)
+	a.LocalUser(t, "bob@example.com", false)
 	alice, bob, admin := apiToken(t, a, "alice@example.com"), apiToken(t, a, "bob@example.com"), apiToken(t, a, "root")
 	ra := newReceiver(t, func(n int) int { return map[bool]int{true: 500, false: 200}[n == 1] })
 	rb := newReceiver(t, func(int) int { return 503 })

@@ -14,7 +14,7 @@ import (
 // no HTTP API to carry GET /metrics, on WORKER_METRICS_ADDR when set: the
 // step attempts and durations it records, the consumer lag it sees and its
 // process resources. METRICS_TOKEN, when set, is asked of the scraper as on
-// the API.
+// the API; beyond loopback it must be set, or the worker refuses to start.
 func (m *App) startWorkerMetrics() error {
 	addr := m.Settings.Get("WORKER_METRICS_ADDR")
 	if m.Role != "worker" || addr == "" {
@@ -27,6 +27,11 @@ func (m *App) startWorkerMetrics() error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on WORKER_METRICS_ADDR=%s: %w (is another worker on this host using it?)", addr, err)
+	}
+	if dfhttp.ListensBeyondLoopback(ln.Addr()) && m.Settings.Get("METRICS_TOKEN") == "" {
+		ln.Close()
+		return fmt.Errorf("WORKER_METRICS_ADDR=%s listens beyond loopback (on %s) and METRICS_TOKEN is empty: anyone who reaches it would read this worker's metrics; "+
+			"set METRICS_TOKEN (at least 24 characters, sent by the scraper as a bearer token), or listen on 127.0.0.1", addr, ln.Addr())
 	}
 	srv := dfhttp.ServeMetrics(ln, m.Prom.Registry(), func() string { return m.Settings.Get("METRICS_TOKEN") }, m.Log)
 	m.MetricsServer = srv

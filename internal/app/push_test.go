@@ -211,6 +211,7 @@ func TestPushNotificationsEndToEnd(t *testing.T) {
 	ctx := context.Background()
 	ts := postgres.NewTokenService(a.DB)
 	for _, u := range []string{alice, bob} {
+		a.LocalUser(t, u, false)
 		plain := dfhttp.NewToken()
 		if err := ts.CreateToken(ctx, &docflow.APIToken{OwnerID: u, Name: "phone", TokenPrefix: plain[:12],
 			TokenHash: dfhttp.HashToken(plain)}); err != nil {

@@ -20,6 +20,9 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
 		m.notice("AUTH_ENABLED is false and the server listens on " + addr + ", not a loopback address: anyone who reaches it has full access. Set AUTH_ENABLED=true, or LISTEN_ADDR to 127.0.0.1.")
 	}
+	if err := m.reviewSingleUserLeftovers(ctx); err != nil {
+		return err
+	}
 	m.startAccounts()
 	tokens := postgres.NewTokenService(m.DB)
 	// Tokens made without authentication by earlier versions had no owner;

@@ -149,11 +149,11 @@ func leftoversTx(ctx context.Context, tx pgx.Tx, since *time.Time, now time.Time
 		dst *Leftovers
 		q   string
 	}{
-		{&l.Tokens, `SELECT '"' || name || '" ' || token_prefix || '…, owner ' || owner_id FROM api_tokens
+		{&l.Tokens, `SELECT '#' || id || ' "' || name || '" ' || token_prefix || '…, owner ' || owner_id FROM api_tokens
 			WHERE is_active AND (expires_at IS NULL OR expires_at > $2) AND created_at >= $1 AND created_at < $2 ORDER BY id`},
-		{&l.Hooks, `SELECT target_url || ', owner ' || owner_id || CASE WHEN sees_all THEN ', every user''s events' ELSE '' END
+		{&l.Hooks, `SELECT '#' || id || ' ' || target_url || ', owner ' || owner_id || CASE WHEN sees_all THEN ', every user''s events' ELSE '' END
 			FROM automation_hooks WHERE is_active AND created_at >= $1 AND created_at < $2 ORDER BY sees_all DESC, id`},
-		{&l.Webhooks, `SELECT url FROM webhooks WHERE is_active AND created_at >= $1 AND created_at < $2 ORDER BY id`},
+		{&l.Webhooks, `SELECT '#' || id || ' ' || url FROM webhooks WHERE is_active AND created_at >= $1 AND created_at < $2 ORDER BY id`},
 		{&l.Admins, `SELECT email FROM local_users WHERE is_admin AND is_active
 			AND ((created_at >= $1 AND created_at < $2) OR (updated_at >= $1 AND updated_at < $2)) ORDER BY id`},
 	}

@@ -33,7 +33,8 @@ func CreateBenchDatabase(ctx context.Context, adminURL, name string) (func(), er
 	}, nil
 }
 
-// InsertBenchToken stores an API token owned by "bench" with the given
+// InsertBenchToken stores an API token owned by "bench" (made a local
+// account) with the given
 // prefix and hex SHA-256 hash in the database at dbURL, over a connection
 // of its own (the caller holds no pool on that database).
 func InsertBenchToken(ctx context.Context, dbURL, prefix, hash string) error {
@@ -41,11 +42,19 @@ func InsertBenchToken(ctx context.Context, dbURL, prefix, hash string) error {
 	if err != nil {
 		return err
 	}
-	_, err = conn.Exec(ctx, `INSERT INTO api_tokens (owner_id, name, token_prefix, token_hash) VALUES ('bench', 'bench', $1, $2)`,
-		prefix, hash)
+	_, err = conn.Exec(ctx, benchOwnerSQL, "bench")
+	if err == nil {
+		_, err = conn.Exec(ctx, `INSERT INTO api_tokens (owner_id, name, token_prefix, token_hash) VALUES ('bench', 'bench', $1, $2)`,
+			prefix, hash)
+	}
 	conn.Close(ctx)
 	return err
 }
+
+// benchOwnerSQL makes $1 an active local account that cannot sign in with
+// a password (its hash is no hash): a token works only for someone who
+// may sign in.
+const benchOwnerSQL = `INSERT INTO local_users (email, username, password_hash) VALUES ($1, $1, '!') ON CONFLICT DO NOTHING`
 
 // BackendPIDs returns the process ids of the PostgreSQL backends connected
 // to this database, for reading their CPU time from /proc.
@@ -251,9 +260,12 @@ func (db *DB) SeedSharedListing(ctx context.Context, n, users, perUser int) erro
 	})
 }
 
-// InsertBenchTokenFor stores an API token owned by owner with the given
-// prefix and hex SHA-256 hash.
+// InsertBenchTokenFor stores an API token owned by owner (made a local
+// account when it is none) with the given prefix and hex SHA-256 hash.
 func (db *DB) InsertBenchTokenFor(ctx context.Context, owner, prefix, hash string) error {
+	if _, err := db.Pool.Exec(ctx, benchOwnerSQL, owner); err != nil {
+		return err
+	}
 	_, err := db.Pool.Exec(ctx, `INSERT INTO api_tokens (owner_id, name, token_prefix, token_hash) VALUES ($1, 'bench', $2, $3)`,
 		owner, prefix, hash)
 	return err
