@@ -99,9 +99,12 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 		"RATE_LIMITING_ENABLED": "false",
 	}}
 	maps.Copy(a.env, o.Env)
+	// NOTE: a return with an error has set a to nil by the time this
+	// runs; what was made is released through made.
+	made := a
 	defer func() {
 		if err != nil {
-			a.Close()
+			made.Close()
 			a = nil
 		}
 	}()
