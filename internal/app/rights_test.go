@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -23,7 +24,7 @@ func TestHookSeesAllOnlyWhileItsOwnerIsAnAdmin(t *testing.T) {
 	a.LocalUser(t, "alice@example.com", false)
 	bossTok, alice, root := a.Token(t, "boss@example.com"), a.Token(t, "alice@example.com"), a.Token(t, "root")
 	rboss, rroot := newReceiver(t, ok200), newReceiver(t, ok200)
-	subscribe(t, a, bossTok, rboss.URL, "", "document.uploaded")
+	hookID := subscribe(t, a, bossTok, rboss.URL, "", "document.uploaded")
 	subscribe(t, a, root, rroot.URL, "", "document.uploaded")
 	got := func(r *receiver) map[float64]bool {
 		_, ms, _ := r.got()
@@ -49,6 +50,25 @@ func TestHookSeesAllOnlyWhileItsOwnerIsAnAdmin(t *testing.T) {
 	time.Sleep(time.Second)
 	if got(rboss)[float64(after)] {
 		t.Errorf("the demoted owner's hook got alice's document after the demotion: %v", got(rboss))
+	}
+
+	// The hook's life is in the audit log.
+	hook := fmt.Sprintf("%s/api/automation/hooks/%d", a.URL, hookID)
+	if status, raw := authed(t, bossTok, "PUT", hook, map[string]any{"is_active": false}); status != 200 {
+		t.Fatalf("pause: %d %s", status, raw)
+	}
+	if status, raw := authed(t, bossTok, "DELETE", hook, nil); status != 204 {
+		t.Fatalf("delete: %d %s", status, raw)
+	}
+	target := fmt.Sprintf("hook:%d", hookID)
+	for action, detail := range map[string]string{"automation_hook.subscribe": rboss.URL + " sees_all=true",
+		"automation_hook.update": "paused", "automation_hook.unsubscribe": ""} {
+		status, raw := authed(t, root, "GET", a.URL+"/api/admin/audit-log?action="+action, nil)
+		var log struct{ Entries []struct{ Actor, Target, Detail string } }
+		if status != 200 || json.Unmarshal([]byte(raw), &log) != nil || len(log.Entries) != 1 ||
+			log.Entries[0].Actor != "boss@example.com" || log.Entries[0].Target != target || log.Entries[0].Detail != detail {
+			t.Errorf("audit %s: %d %s", action, status, raw)
+		}
 	}
 }
 
