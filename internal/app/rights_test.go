@@ -64,7 +64,9 @@ func TestHookSeesAllOnlyWhileItsOwnerIsAnAdmin(t *testing.T) {
 	for action, detail := range map[string]string{"automation_hook.subscribe": rboss.URL + " sees_all=true",
 		"automation_hook.update": "paused", "automation_hook.unsubscribe": ""} {
 		status, raw := authed(t, root, "GET", a.URL+"/api/admin/audit-log?action="+action, nil)
-		var log struct{ Entries []struct{ Actor, Target, Detail string } }
+		var log struct {
+			Entries []struct{ Actor, Target, Detail string }
+		}
 		if status != 200 || json.Unmarshal([]byte(raw), &log) != nil || len(log.Entries) != 1 ||
 			log.Entries[0].Actor != "boss@example.com" || log.Entries[0].Target != target || log.Entries[0].Detail != detail {
 			t.Errorf("audit %s: %d %s", action, status, raw)
