@@ -25,7 +25,11 @@ func ParseHostEntry(e string) (HostEntry, error) {
 	if e == "" {
 		return HostEntry{}, fmt.Errorf("empty entry")
 	}
-	if bare := strings.Trim(e, "[]"); net.ParseIP(bare) != nil {
+	bare := e
+	if strings.HasPrefix(e, "[") && strings.HasSuffix(e, "]") {
+		bare = e[1 : len(e)-1]
+	}
+	if net.ParseIP(bare) != nil {
 		return HostEntry{Host: bare}, nil
 	}
 	bad := fmt.Errorf("%q is not a host or host:port (no scheme, path or user)", e)

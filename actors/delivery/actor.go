@@ -11,6 +11,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"docflow"
+	"docflow/integrations/netguard"
 	"docflow/actors"
 )
 
@@ -252,7 +253,7 @@ func (s *Service) attempt(j *job, free func(failed bool)) (failed bool) {
 		r = Result{Err: res.Err}
 	}
 	if r.Err != nil && errors.Is(r.Err, context.DeadlineExceeded) {
-		r.Err = fmt.Errorf("timed out after %v: %w", timeout, r.Err)
+		r.Err = &netguard.Failure{Class: fmt.Sprintf("timed out after %v", timeout), Err: r.Err}
 	}
 	a := docflow.DeliveryAttempt{DeliveryID: d.ID, Attempt: n, StatusCode: r.StatusCode,
 		Duration: time.Since(started), At: started, Status: docflow.DeliveryDelivered}
