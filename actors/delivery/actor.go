@@ -11,8 +11,8 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"docflow"
-	"docflow/integrations/netguard"
 	"docflow/actors"
+	"docflow/integrations/netguard"
 )
 
 // job is one attempt to make: of delivery d, numbered attempt (0: the
