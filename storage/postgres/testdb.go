@@ -158,7 +158,7 @@ func pruneTemplates(ctx context.Context, conn *pgx.Conn, current string) {
 	for _, n := range names {
 		id := pgx.Identifier{n}.Sanitize()
 		conn.Exec(ctx, "ALTER DATABASE "+id+" WITH IS_TEMPLATE false") //nolint:errcheck // best effort
-		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)") //nolint:errcheck // best effort
+		conn.Exec(ctx, "DROP DATABASE IF EXISTS "+id+" WITH (FORCE)")  //nolint:errcheck // best effort
 	}
 }
 
