@@ -127,6 +127,19 @@ func (t Topics) Configs() []kafka.TopicConfig {
 	return cfgs
 }
 
+// EnsureNamedTopics is EnsureTopics for the topics names, each with
+// partitions partitions (DefaultPartitions when 0) and one replica.
+func EnsureNamedTopics(ctx context.Context, brokers []string, partitions int, names ...string) error {
+	if partitions <= 0 {
+		partitions = DefaultPartitions
+	}
+	cfgs := make([]kafka.TopicConfig, 0, len(names))
+	for _, n := range names {
+		cfgs = append(cfgs, kafka.TopicConfig{Topic: n, NumPartitions: partitions, ReplicationFactor: 1})
+	}
+	return EnsureTopics(ctx, brokers, cfgs)
+}
+
 // EnsureTopics creates the topics that do not exist yet on the cluster's
 // controller. Existing topics are left as they are (their partition count is
 // not changed).

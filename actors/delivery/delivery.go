@@ -32,7 +32,6 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/rs/zerolog"
-	"github.com/segmentio/kafka-go"
 
 	"docflow"
 	"docflow/streams"
@@ -250,12 +249,8 @@ func (s *Service) retryTopics() []string {
 }
 
 // Topics lists the topics the service needs besides the events topic.
-func (s *Service) Topics() []kafka.TopicConfig {
-	var out []kafka.TopicConfig
-	for _, n := range append([]string{TopicAttempts}, s.retryTopics()...) {
-		out = append(out, kafka.TopicConfig{Topic: n, NumPartitions: s.cfg.Partitions, ReplicationFactor: 1})
-	}
-	return out
+func (s *Service) Topics() []string {
+	return append([]string{TopicAttempts}, s.retryTopics()...)
 }
 
 // Start creates the topics it lacks and joins the consumer groups.
@@ -267,7 +262,7 @@ func (s *Service) Start(ctx context.Context) error {
 			s.batch.run()
 		}()
 	}
-	if err := streams.EnsureTopics(ctx, s.cfg.Brokers, s.Topics()); err != nil {
+	if err := streams.EnsureNamedTopics(ctx, s.cfg.Brokers, s.cfg.Partitions, s.Topics()...); err != nil {
 		return fmt.Errorf("start delivery: %w", err)
 	}
 	if s.delay != nil {
