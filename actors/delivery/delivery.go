@@ -147,7 +147,7 @@ type Service struct {
 	mu     sync.Mutex
 	actors map[string]*actor.PID
 
-	batch   *batcher // nil: the store records one attempt at a time
+	batch   *attemptWriter // nil: the store records one attempt at a time
 	fanouts chan struct{}
 	targets targetCache
 	// peakQueue is the longest queue any subscriber's actor held.
@@ -209,7 +209,7 @@ func New(cfg Config) (*Service, error) {
 	s.targets.ttl = cfg.TargetTTL
 	s.fanouts = make(chan struct{}, 8)
 	if bs, ok := cfg.Store.(BatchStore); ok {
-		s.batch = newBatcher(s, bs)
+		s.batch = newAttemptWriter(s, bs)
 	}
 	s.relay = streams.NewDelayRelay(s.ctx, cfg.Publisher, s.log, time.Now, "delivery")
 
