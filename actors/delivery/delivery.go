@@ -34,6 +34,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/internal/ttlcache"
 	"docflow/streams"
 )
 
@@ -149,7 +150,7 @@ type Service struct {
 
 	batch   *attemptWriter // nil: the store records one attempt at a time
 	fanouts chan struct{}
-	targets targetCache
+	targets *ttlcache.Cache[docflow.Subscriber, docflow.DeliveryTarget]
 	// peakQueue is the longest queue any subscriber's actor held.
 	peakQueue atomic.Int64
 
@@ -206,7 +207,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, log: cfg.Log.With().Str("component", "delivery").Logger(),
 		tiers: streams.RetryTiersFor(cfg.RetryDelays...), actors: map[string]*actor.PID{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.targets.ttl = cfg.TargetTTL
+	s.targets = ttlcache.New[docflow.Subscriber, docflow.DeliveryTarget](targetCacheSize, cfg.TargetTTL, nil)
 	s.fanouts = make(chan struct{}, 8)
 	if bs, ok := cfg.Store.(BatchStore); ok {
 		s.batch = newAttemptWriter(s, bs)
