@@ -25,7 +25,6 @@ const (
 	TopicFilesIngested = "docflow.files.ingested"
 	TopicDLQ           = "docflow.dlq"
 	TopicEvents        = "docflow.events"
-	TopicMetrics       = "docflow.metrics"
 
 	stepTopicPrefix  = "docflow.steps."
 	retryTopicPrefix = "docflow.retry."
@@ -98,7 +97,7 @@ func (t Topics) Names() []string {
 	for _, r := range t.Retry {
 		names = append(names, r.Topic())
 	}
-	names = append(names, TopicDLQ, TopicEvents, TopicMetrics)
+	names = append(names, TopicDLQ, TopicEvents)
 	seen := make(map[string]bool, len(names))
 	out := names[:0]
 	for _, n := range names {
