@@ -25,8 +25,8 @@ type MentionReach struct {
 	NotNotified []string
 }
 
-// Mentions decides what the @mentions of a comment by author on f do,
-// authorRole being the role a share gives the author on f. A mention by
+// Mentions decides what the @mentions of a comment by author on f do. A
+// mention by
 // someone who may share the file (AccessShare: its owner or an
 // administrator) gives each mentioned user viewer access to an owned file,
 // the way a share by the owner would; the access lasts while a comment
@@ -34,9 +34,10 @@ type MentionReach struct {
 // owner shares the file with them meanwhile. Anyone else's mention
 // reaches only the users who may already see the file; it never gives
 // access.
-func (a FileAccess) Mentions(author *User, f *File, authorRole string, users []Mentioned) MentionReach {
+func (a FileAccess) Mentions(author *User, f *File, users []Mentioned) MentionReach {
 	r := MentionReach{Notified: []string{}, Grant: []string{}, NotNotified: []string{}}
-	grants := a.MultiUser && f != nil && f.OwnerID != nil && a.Authorize(author, f, authorRole, AccessShare) == nil
+	// No share role grants AccessShare: the author's is not needed.
+	grants := a.MultiUser && f != nil && f.OwnerID != nil && a.Authorize(author, f, "", AccessShare) == nil
 	for _, m := range users {
 		u := &User{ID: m.ID, IsAdmin: m.IsAdmin}
 		switch {

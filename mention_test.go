@@ -23,19 +23,18 @@ func TestMentions(t *testing.T) {
 		name                    string
 		a                       FileAccess
 		author                  *User
-		role                    string
 		f                       *File
 		notified, grant, others string
 	}{
-		{"owner", multi, &User{ID: "olga"}, "", owned, "[olga vic ed root sam]", "[vic sam]", "[]"},
-		{"admin", multi, &User{ID: "root", IsAdmin: true}, "", owned, "[olga vic ed root sam]", "[vic sam]", "[]"},
-		{"editor", multi, &User{ID: "ed"}, RoleEditor, owned, "[olga vic ed root]", "[]", "[sam]"},
-		{"admin on an unclaimed file", multi, &User{ID: "root", IsAdmin: true}, "", unclaimed, "[root]", "[]", "[olga vic ed sam]"},
-		{"unclaimed files visible", FileAccess{MultiUser: true, UnclaimedVisible: true}, &User{ID: "root", IsAdmin: true}, "", unclaimed,
+		{"owner", multi, &User{ID: "olga"}, owned, "[olga vic ed root sam]", "[vic sam]", "[]"},
+		{"admin", multi, &User{ID: "root", IsAdmin: true}, owned, "[olga vic ed root sam]", "[vic sam]", "[]"},
+		{"editor", multi, &User{ID: "ed"}, owned, "[olga vic ed root]", "[]", "[sam]"},
+		{"admin on an unclaimed file", multi, &User{ID: "root", IsAdmin: true}, unclaimed, "[root]", "[]", "[olga vic ed sam]"},
+		{"unclaimed files visible", FileAccess{MultiUser: true, UnclaimedVisible: true}, &User{ID: "root", IsAdmin: true}, unclaimed,
 			"[olga vic ed root sam]", "[]", "[]"},
-		{"single-user mode", FileAccess{}, &User{Anonymous: true, IsAdmin: true}, "", owned, "[olga vic ed root sam]", "[]", "[]"},
+		{"single-user mode", FileAccess{}, &User{Anonymous: true, IsAdmin: true}, owned, "[olga vic ed root sam]", "[]", "[]"},
 	} {
-		r := tc.a.Mentions(tc.author, tc.f, tc.role, users)
+		r := tc.a.Mentions(tc.author, tc.f, users)
 		if got := fmt.Sprint(r.Notified); got != tc.notified {
 			t.Errorf("%s: notified %s, want %s", tc.name, got, tc.notified)
 		}

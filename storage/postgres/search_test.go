@@ -183,7 +183,9 @@ func TestSearchDocuments(t *testing.T) {
 	srCode(t, s.PutEmbedding(ctx, &docflow.Embedding{FileID: 999999, Vector: []float32{1}}), docflow.ENOTFOUND)
 
 	// Summaries honour visibility: titled and pending have no owner.
-	who := func(id string, unclaimed bool) *docflow.Visibility { return &docflow.Visibility{UserID: id, Unclaimed: unclaimed} }
+	who := func(id string, unclaimed bool) *docflow.Visibility {
+		return &docflow.Visibility{UserID: id, Unclaimed: unclaimed}
+	}
 	for _, tc := range []struct {
 		who  *docflow.Visibility
 		want int
