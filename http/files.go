@@ -85,23 +85,16 @@ type shareRoles interface {
 // current user and f, looking the user's share role up only when it
 // counts.
 func (s *Server) authorizeFile(c *fasthttp.RequestCtx, shares shareRoles, f *docflow.File, need docflow.Access) error {
-	_, err := s.authorizeFileRole(c, shares, f, need)
-	return err
-}
-
-// authorizeFileRole is authorizeFile that also returns the role a share
-// gives the current user on f, when it was looked up ("" otherwise).
-func (s *Server) authorizeFileRole(c *fasthttp.RequestCtx, shares shareRoles, f *docflow.File, need docflow.Access) (string, error) {
 	access := s.fileAccess()
 	u := CurrentUser(c)
 	role := ""
 	if access.NeedsShareRole(u, f, need) {
 		var err error
 		if role, err = shares.ShareRole(RequestContext(c), f.ID, u.ID); err != nil {
-			return "", err
+			return err
 		}
 	}
-	return role, access.Authorize(u, f, role, need)
+	return access.Authorize(u, f, role, need)
 }
 
 func (h *filesHandlers) file(c *fasthttp.RequestCtx, need docflow.Access) (*docflow.File, error) {
