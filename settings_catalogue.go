@@ -48,6 +48,7 @@ func Catalogue() []SettingDef {
 		// Authentication
 		r(SettingDef{Key: "AUTH_ENABLED", Category: "Authentication", Type: TypeBool, Default: "false", Description: "Require a session or API token (false = single-user mode)"}),
 		r(SettingDef{Key: "MULTI_USER_ENABLED", Category: "Authentication", Type: TypeBool, Default: "false", Description: "Per-user ownership of documents"}),
+		{Key: "UNCLAIMED_FILES_VISIBLE", Category: "Authentication", Type: TypeBool, Default: "false", Description: "In multi-user mode, let every signed-in user see, find and claim the files without an owner (uploaded in single-user mode, from a watch folder or processall); false = administrators only"},
 		r(s(SettingDef{Key: "SESSION_SECRET", Category: "Authentication", Type: TypeString, Description: "Secret for session signing and settings encryption (at least 32 characters)", Check: MinLength(32)})),
 		r(SettingDef{Key: "SESSION_COOKIE_SECURE", Category: "Authentication", Type: TypeBool, Description: "Mark the session cookie Secure (default: true unless BASE_URL is http)"}),
 		r(SettingDef{Key: "SESSION_LIFETIME_DAYS", Category: "Authentication", Type: TypeInt, Default: "30", Description: "Session lifetime in days", Check: IntBetween(1, 3650)}),
