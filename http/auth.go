@@ -216,6 +216,17 @@ func (a *authenticator) forgetAll() {
 	a.mu.Unlock()
 }
 
+// isAdmin reports whether userID is an administrator now; a failed check
+// is no right (logged).
+func (a *authenticator) isAdmin(ctx context.Context, userID string) bool {
+	st, err := a.userState(ctx, userID)
+	if err != nil {
+		a.cfg.Log.Warn().Err(err).Msg("admin check")
+		return false
+	}
+	return st.Admin
+}
+
 // userState is Config.UserState, or without it: everyone may sign in and
 // only ADMIN_USERNAME is an administrator.
 func (a *authenticator) userState(ctx context.Context, userID string) (docflow.UserState, error) {
