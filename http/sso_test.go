@@ -330,7 +330,7 @@ func TestSSOMobileLogin(t *testing.T) {
 	cb := e.loginAtProvider(mb, e.toProvider(mb, "/oauth-login?mobile=1&redirect_uri="+url.QueryEscape("docflow://callback")), "bob", "bob-secret-1")
 	cu, _ := url.Parse(cb)
 	p := mb.do("GET", e.app.URL+"/oauth-callback?error=access_denied&state="+url.QueryEscape(cu.Query().Get("state")), nil, "Accept", "text/html")
-	if p.Status != 401 || !strings.Contains(p.Body, "access_denied") || !strings.Contains(p.Body, want) ||
+	if p.Status != 401 || !strings.Contains(p.Body, "cancelled or refused at the sign-in provider") || !strings.Contains(p.Body, want) ||
 		!strings.Contains(p.Body, `name="redirect_uri" value="docflow://callback"`) {
 		t.Fatalf("refusal page: %d %s", p.Status, p.Body)
 	}
@@ -389,7 +389,7 @@ func TestSSORefusals(t *testing.T) {
 	cb = e.loginAtProvider(b, e.toProvider(b, "/oauth-login"), "bob", "bob-secret-1")
 	cu, _ := url.Parse(cb)
 	refused := e.app.URL + "/oauth-callback?error=access_denied&error_description=User+cancelled&state=" + url.QueryEscape(cu.Query().Get("state"))
-	detail(b.do("GET", refused, nil), 401, "refused the sign-in: access_denied (User cancelled)")
+	detail(b.do("GET", refused, nil), 401, "The sign-in was cancelled or refused at the sign-in provider")
 	// Its state is spent.
 	detail(b.do("GET", cb, nil), 400, "already used")
 
