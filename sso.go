@@ -86,6 +86,9 @@ type SSOUser struct {
 	// user kept by address only (before identities were bound), which the
 	// next sign-in with that verified address binds.
 	Bound bool `json:"bound"`
+	// Linked: the identity signs in as a local account, through an
+	// administrator's link.
+	Linked bool `json:"linked"`
 	// IsAdmin is the admin status the provider gave at VerifiedAt, the
 	// latest sign-in or check with the provider.
 	IsAdmin    bool      `json:"is_admin"`
@@ -158,6 +161,8 @@ func SSOTargetUserID(in SSOSignIn, linked *SSOLocalAccount, bound *SSOUser) stri
 // SSOResolution is the docflow user an SSO sign-in is.
 type SSOResolution struct {
 	UserID string
+	// Linked: the user is a local account, through a link.
+	Linked bool
 	// BindLink is the local account whose link (waiting for its first
 	// sign-in) this sign-in binds to its subject; 0 for none.
 	BindLink int64
@@ -195,7 +200,8 @@ const (
 //   - an identity an administrator linked to a local account is that
 //     account, unless it is deactivated;
 //   - an identity already bound keeps its user id, whatever address it
-//     carries now;
+//     carries now (but one that was a local account whose link or account
+//     is gone is refused);
 //   - otherwise the user id is the verified address, else the subject.
 //
 // Whatever the way, a user id that is a local account's is that account
@@ -217,7 +223,7 @@ func resolveSSOSignIn(in SSOSignIn, f SSOFacts) (SSOResolution, error) {
 		if !l.Active {
 			return SSOResolution{}, refuseSSO(EFORBIDDEN, ssoMsgDeactivated, "linked local account is deactivated")
 		}
-		return SSOResolution{UserID: l.Email}, nil
+		return SSOResolution{UserID: l.Email, Linked: true}, nil
 	}
 	uid := SSOTargetUserID(in, nil, f.Bound)
 	if uid == f.AdminUserID {
@@ -240,9 +246,14 @@ func resolveSSOSignIn(in SSOSignIn, f SSOFacts) (SSOResolution, error) {
 		if in.Email == "" || !strings.EqualFold(in.Email, l.Email) {
 			return SSOResolution{}, refuseSSO(EFORBIDDEN, ssoMsgNeedsLink, "the link waits for a sign-in with the account's verified address")
 		}
-		return SSOResolution{UserID: l.Email, BindLink: l.ID}, nil
+		return SSOResolution{UserID: l.Email, Linked: true, BindLink: l.ID}, nil
 	}
 	if f.Bound != nil {
+		if f.Bound.Linked {
+			// Its local account was deleted (or its link removed).
+			return SSOResolution{}, refuseSSO(EFORBIDDEN, "The account this single sign-on account was linked to no longer exists; ask an administrator",
+				"identity linked to a local account that is gone")
+		}
 		return SSOResolution{UserID: uid}, nil
 	}
 	if h := f.Holder; h != nil && h.Bound && (h.Issuer != in.Issuer || h.Subject != in.Subject) {

@@ -48,6 +48,8 @@ func TestResolveSSOSignIn(t *testing.T) {
 			f: SSOFacts{Local: local(true, &SSOLink{LocalUserID: 7, Issuer: iss, Subject: "s9"})}, refused: true, changed: true},
 		{name: "linked by subject", in: unverified, f: SSOFacts{Linked: local(true, &SSOLink{Issuer: iss, Subject: "s1"})}, want: "Ann@Example.com"},
 		{name: "linked by subject, deactivated", in: in, f: SSOFacts{Linked: local(false, &SSOLink{Issuer: iss, Subject: "s1"})}, refused: true},
+		{name: "bound through a link to an account deleted since", in: in,
+			f: SSOFacts{Bound: &SSOUser{UserID: "Ann@Example.com", Issuer: iss, Subject: "s1", Bound: true, Linked: true}}, refused: true},
 		{name: "bound to a local account's address, unlinked since", in: in,
 			f: SSOFacts{Bound: bound, Holder: bound, Local: local(true, nil)}, refused: true},
 	} {
@@ -58,7 +60,7 @@ func TestResolveSSOSignIn(t *testing.T) {
 			if !errors.As(err, &r) || r.SubjectChanged != c.changed || ErrorCode(err) != EFORBIDDEN || r.UserID == "" || r.Reason == "" {
 				t.Errorf("%s: want a refusal (subject changed %v), got %+v %v", c.name, c.changed, res, err)
 			}
-		case err != nil || res.UserID != c.want || res.BindLink != c.bind:
+		case err != nil || res.UserID != c.want || res.BindLink != c.bind || res.Linked != (c.want == "Ann@Example.com"):
 			t.Errorf("%s: got %+v %v, want %s (bind %d)", c.name, res, err, c.want, c.bind)
 		}
 	}

@@ -183,6 +183,17 @@ func TestSSOLocalAccountNeedsLink(t *testing.T) {
 	if n := e.audited("sso.unlink", "u-boss"); n != 1 {
 		t.Fatalf("unlink audited %d times", n)
 	}
+	// A linked account deleted: its SSO identity does not go on under its id.
+	if p := admin.json("PUT", link, map[string]any{"subject": "u-boss"}); p.Status != 200 {
+		t.Fatalf("link by subject: %d %s", p.Status, p.Body)
+	}
+	if p := e.signIn(newBrowser(t), "/oauth-login", "boss"); p.Status != 303 {
+		t.Fatalf("linked by subject: %d %s", p.Status, p.Body)
+	}
+	if p := admin.do("DELETE", e.app.URL+"/api/admin/users/local/"+strconv.FormatInt(boss, 10), nil); p.Status != 204 {
+		t.Fatalf("delete: %d %s", p.Status, p.Body)
+	}
+	refused("boss", "no longer exists")
 }
 
 // TestSSOSubjectChanged: a second identity of the provider with a known

@@ -73,14 +73,14 @@ func (s *SSOStore) TakeSSOAttempt(ctx context.Context, stateHash string) (*docfl
 	return &a, nil
 }
 
-const ssoUserCols = `user_id, issuer, subject, email, bound_at IS NOT NULL, is_admin, verified_at, refresh_token,
+const ssoUserCols = `user_id, issuer, subject, email, bound_at IS NOT NULL, linked, is_admin, verified_at, refresh_token,
 	disabled_at, disabled_reason, first_sign_in_at, last_sign_in_at`
 
 // scanSSOUser reads ssoUserCols; the refresh token stays sealed.
 func scanSSOUser(row pgx.Row) (*docflow.SSOUser, *string, error) {
 	var u docflow.SSOUser
 	var sealed *string
-	err := row.Scan(&u.UserID, &u.Issuer, &u.Subject, &u.Email, &u.Bound, &u.IsAdmin, &u.VerifiedAt, &sealed,
+	err := row.Scan(&u.UserID, &u.Issuer, &u.Subject, &u.Email, &u.Bound, &u.Linked, &u.IsAdmin, &u.VerifiedAt, &sealed,
 		&u.DisabledAt, &u.DisabledReason, &u.FirstSignInAt, &u.LastSignInAt)
 	if err != nil {
 		return nil, nil, err
@@ -154,14 +154,14 @@ func (s *SSOStore) SignInSSO(ctx context.Context, in docflow.SSOSignIn, adminUse
 			in.Issuer, in.Subject, res.UserID); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO sso_users (user_id, issuer, subject, email, bound_at, is_admin, verified_at, refresh_token,
+		_, err = tx.Exec(ctx, `INSERT INTO sso_users (user_id, issuer, subject, email, bound_at, linked, is_admin, verified_at, refresh_token,
 				disabled_at, disabled_reason, first_sign_in_at, last_sign_in_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $5, $7, NULL, '', $5, $5)
+			VALUES ($1, $2, $3, $4, $5, $8, $6, $5, $7, NULL, '', $5, $5)
 			ON CONFLICT (user_id) DO UPDATE SET issuer = EXCLUDED.issuer, subject = EXCLUDED.subject, email = EXCLUDED.email,
-				bound_at = COALESCE(sso_users.bound_at, EXCLUDED.bound_at), is_admin = EXCLUDED.is_admin,
+				bound_at = COALESCE(sso_users.bound_at, EXCLUDED.bound_at), linked = EXCLUDED.linked, is_admin = EXCLUDED.is_admin,
 				verified_at = EXCLUDED.verified_at, refresh_token = COALESCE(EXCLUDED.refresh_token, sso_users.refresh_token),
 				disabled_at = NULL, disabled_reason = '', last_sign_in_at = EXCLUDED.last_sign_in_at`,
-			res.UserID, in.Issuer, in.Subject, in.Email, in.At, in.IsAdmin, sealed)
+			res.UserID, in.Issuer, in.Subject, in.Email, in.At, in.IsAdmin, sealed, res.Linked)
 		return err
 	})
 	if err != nil {

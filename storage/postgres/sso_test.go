@@ -156,6 +156,9 @@ func TestSSOStoreIdentities(t *testing.T) {
 	if l, err := s.FindSSOLink(ctx, active); err != nil || l.Subject != "u6" || l.BoundAt == nil {
 		t.Fatalf("bound link: %+v %v", l, err)
 	}
+	if u, err := s.FindSSOUser(ctx, "Boss@Example.com"); err != nil || !u.Linked {
+		t.Fatalf("linked identity: %+v %v", u, err)
+	}
 	_, err = sign("u7", "boss@example.com", false, "")
 	refused(err, true)
 	// Bound by subject: any address.

@@ -1,13 +1,15 @@
 -- An SSO identity is the provider's (issuer, subject), not an address.
 -- sso_users keeps one identity per user id: bound_at is set once the user
 -- id belongs to (issuer, subject); rows from before have none and are
--- bound by the next sign-in with their verified address. verified_at is
+-- bound by the next sign-in with their verified address; linked when the
+-- user id is a local account's, through sso_links. verified_at is
 -- when the provider last vouched for the admin status (sign-in or check
 -- with the refresh token, kept sealed); disabled_at when it refused the
 -- user.
 ALTER TABLE sso_users
     ADD COLUMN email           TEXT NOT NULL DEFAULT '',
     ADD COLUMN bound_at        TIMESTAMPTZ,
+    ADD COLUMN linked          BOOLEAN NOT NULL DEFAULT FALSE,
     ADD COLUMN verified_at     TIMESTAMPTZ,
     ADD COLUMN refresh_token   TEXT,
     ADD COLUMN disabled_at     TIMESTAMPTZ,
