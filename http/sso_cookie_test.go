@@ -1,8 +1,10 @@
 package http_test
 
 import (
+	"context"
 	nethttp "net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -111,8 +113,39 @@ func TestSSONotices(t *testing.T) {
 			t.Errorf("notice %q missing: %s", want, body)
 		}
 	}
-	body = home(map[string]string{"OIDC_ALLOWED_DOMAINS": "example.com", "ADMIN_GROUP_NAME": "docflow-admins", "MULTI_USER_ENABLED": "true"})
-	if strings.Contains(body, "Single sign-on") {
+	careful := map[string]string{"OIDC_ALLOWED_DOMAINS": "example.com", "ADMIN_GROUP_NAME": "docflow-admins", "MULTI_USER_ENABLED": "true"}
+	body = home(careful)
+	if strings.Contains(body, "Single sign-on") || strings.Contains(body, "single sign-on") {
 		t.Errorf("notices for a careful configuration: %s", body)
+	}
+}
+
+// TestSSONoticeOfOldMerges: a local account an SSO identity signed in as
+// before identities were bound (kept by address only) is named to the
+// administrators at start, until it is linked or released.
+func TestSSONoticeOfOldMerges(t *testing.T) {
+	env := map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "local-admin-pw", "MULTI_USER_ENABLED": "true",
+		"OIDC_ISSUER": "https://idp.example/", "OIDC_CLIENT_ID": "docflow", "OIDC_ALLOWED_GROUPS": "staff"}
+	first := apptest.New(t, apptest.Options{Role: "api", Env: env})
+	e := &ssoEnv{t: t, app: first}
+	id := e.localAccount(e.admin(), "merged@example.com", true)
+	if _, err := first.DB.Pool.Exec(context.Background(), `INSERT INTO sso_users (user_id, issuer, subject, is_admin, first_sign_in_at, last_sign_in_at, verified_at)
+		VALUES ('merged@example.com', 'https://idp.example/', 'sub-9', FALSE, now(), now(), now())`); err != nil {
+		t.Fatal(err)
+	}
+	restart := func() string {
+		t.Helper()
+		a := apptest.New(t, apptest.Options{Role: "api", Env: env, DB: first.DB})
+		p := (&ssoEnv{t: t, app: a}).admin().do("GET", a.URL+"/", nil, "Accept", "text/html")
+		return p.Body
+	}
+	if body := restart(); !strings.Contains(body, "merged@example.com") || !strings.Contains(body, "sso-link") {
+		t.Fatalf("no notice of the old merge: %s", body)
+	}
+	if p := e.admin().json("PUT", first.URL+"/api/admin/users/local/"+strconv.FormatInt(id, 10)+"/sso-link", map[string]any{}); p.Status != 200 {
+		t.Fatalf("link: %d %s", p.Status, p.Body)
+	}
+	if body := restart(); strings.Contains(body, "merged@example.com") {
+		t.Fatalf("notice of a linked account: %s", body)
 	}
 }

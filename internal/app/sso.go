@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"time"
 
@@ -69,6 +70,19 @@ func (m *App) ssoNotices() {
 	}
 	if !docflow.SettingBool(m.Settings, "MULTI_USER_ENABLED", false) {
 		m.notice("Single sign-on is on while MULTI_USER_ENABLED is false: every SSO user sees, changes and deletes every document. Set MULTI_USER_ENABLED=true.")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if list, err := m.sso.store.UnlinkedLocalSSOUsers(ctx, 6); err != nil {
+		m.Log.Warn().Err(err).Msg("list local accounts signed into through SSO")
+	} else if len(list) > 0 {
+		more := ""
+		if len(list) > 5 {
+			list, more = list[:5], " and others"
+		}
+		m.notice("Local accounts were signed into through single sign-on before SSO identities were bound to the provider's subject: " +
+			strings.Join(list, ", ") + more + ". Their SSO sign-ins are refused until an administrator links each to its SSO identity " +
+			"(PUT /api/admin/users/local/{id}/sso-link) or releases it (DELETE /api/admin/users/{user_id}/sso-identity); review their API tokens.")
 	}
 }
 

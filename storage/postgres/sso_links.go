@@ -143,3 +143,19 @@ func (s *SSOStore) ForgetSSOUser(ctx context.Context, userID string) (*docflow.S
 	}
 	return out, nil
 }
+
+// UnlinkedLocalSSOUsers lists (up to limit) the local accounts whose
+// address an SSO identity signed in as before identities were bound, and
+// that no administrator linked since: their SSO sign-ins are refused.
+func (s *SSOStore) UnlinkedLocalSSOUsers(ctx context.Context, limit int) ([]string, error) {
+	rows, err := s.db.Pool.Query(ctx, `SELECT l.email FROM sso_users s JOIN local_users l ON lower(l.email) = lower(s.user_id)
+		WHERE NOT EXISTS (SELECT 1 FROM sso_links k WHERE k.local_user_id = l.id) ORDER BY l.email LIMIT $1`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("unlinked local sso users: %w", dbErr(err))
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("unlinked local sso users: %w", dbErr(err))
+	}
+	return out, nil
+}
