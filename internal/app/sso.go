@@ -206,7 +206,8 @@ func (m *App) ssoAdmin(ctx context.Context, userID string) bool {
 }
 
 // isAdmin is http.Config.IsAdmin: the local admin account
-// (ADMIN_USERNAME), or an SSO administrator.
+// (ADMIN_USERNAME), or an SSO administrator now (ssoUserState, over the
+// store startSSO built, which the argument names at the call site).
 func (m *App) isAdmin(*postgres.SSOStore) func(ctx context.Context, userID string) bool {
 	return func(ctx context.Context, userID string) bool {
 		if userID != "" && userID == docflow.AdminUserID(m.Settings) {
