@@ -48,6 +48,7 @@ func Catalogue() []SettingDef {
 		// Authentication
 		r(SettingDef{Key: "AUTH_ENABLED", Category: "Authentication", Type: TypeBool, Default: "false", Description: "Require a session or API token (false = single-user mode)"}),
 		r(SettingDef{Key: "MULTI_USER_ENABLED", Category: "Authentication", Type: TypeBool, Default: "false", Description: "Per-user ownership of documents"}),
+		{Key: "UNCLAIMED_FILES_VISIBLE", Category: "Authentication", Type: TypeBool, Default: "false", Description: "In multi-user mode, let every signed-in user see, find and claim the files without an owner (uploaded in single-user mode, from a watch folder or processall); false = administrators only"},
 		r(s(SettingDef{Key: "SESSION_SECRET", Category: "Authentication", Type: TypeString, Description: "Secret for session signing and settings encryption (at least 32 characters)", Check: MinLength(32)})),
 		r(SettingDef{Key: "SESSION_COOKIE_SECURE", Category: "Authentication", Type: TypeBool, Description: "Mark the session cookie Secure (default: true unless BASE_URL is http)"}),
 		r(SettingDef{Key: "SESSION_LIFETIME_DAYS", Category: "Authentication", Type: TypeInt, Default: "30", Description: "Session lifetime in days", Check: IntBetween(1, 3650)}),
@@ -96,7 +97,7 @@ func Catalogue() []SettingDef {
 		r(SettingDef{Key: "BLOB_SWEEP_INTERVAL", Category: "Storage", Type: TypeInt, Default: "21600", Description: "Seconds between sweeps that remove stored files no record references (0 = never); the first runs a few minutes after start, one process sweeps at a time", Check: AtLeast(0)}),
 		{Key: "BLOB_SWEEP_MIN_AGE", Category: "Storage", Type: TypeInt, Default: "86400", Description: "Seconds since a stored file was last stored (or stored again) before a sweep may remove it; at least twice STEP_TIMEOUT (a lower value is raised to that)", Check: AtLeast(0)},
 		{Key: "LOCAL_DESTINATION_DIR", Category: "Storage", Type: TypeString, Description: "Folder the send_to_destinations step copies processed files to; a user's LOCAL integration names a folder inside its subfolder <owner>/"},
-		{Key: "INTEGRATION_ALLOWED_HOSTS", Category: "Storage", Type: TypeList, Description: "Hosts integrations (IMAP sources, destinations, their tests) may connect to even when they resolve to private or loopback addresses (intranet servers, tests)", Check: HostList()},
+		{Key: "INTEGRATION_ALLOWED_HOSTS", Category: "Storage", Type: TypeList, Description: "Hosts integrations (IMAP sources, destinations, their tests) may connect to even when they resolve to private or loopback addresses (intranet servers, tests): host (every port) or host:port (that port only; IPv6 as [addr]:port)", Check: AllowList()},
 		{Key: "LIBREOFFICE_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "120", Description: "Seconds a LibreOffice conversion may take", Check: AtLeast(1)},
 		{Key: "CONVERT_CONCURRENCY", Category: "Processing", Type: TypeInt, Default: "2", Description: "Concurrent LibreOffice conversions", Check: AtLeast(1)},
 		{Key: "TOOL_MEMORY_LIMIT", Category: "Processing", Type: TypeInt, Default: "1073741824", Description: "Address space in bytes each process of an external tool (LibreOffice, Tesseract, poppler, img2pdf) may use; a document that needs more fails, and OCR pages are bounded to a sixteenth of it in pixels (0 = no limit; LibreOffice needs about 512 MiB)", Check: ZeroOrAtLeast(512 << 20)},
@@ -128,7 +129,7 @@ func Catalogue() []SettingDef {
 		// Notifications
 		{Key: "WEBHOOK_TIMEOUT", Category: "Notifications", Type: TypeInt, Default: "10", Description: "Webhook delivery timeout in seconds", Check: AtLeast(1)},
 		r(SettingDef{Key: "WEBHOOK_RETRY_DELAYS", Category: "Notifications", Type: TypeList, Default: "60,300,900", Description: "Retry delays of a failed webhook delivery (jitter ±20 %)", Check: Durations()}),
-		{Key: "WEBHOOK_ALLOWED_HOSTS", Category: "Notifications", Type: TypeList, Description: "Hosts webhooks may be delivered to even when they resolve to private addresses", Check: HostList()},
+		{Key: "WEBHOOK_ALLOWED_HOSTS", Category: "Notifications", Type: TypeList, Description: "Hosts webhooks, automation hooks, the push relay and notification channels may be delivered to even when they resolve to private addresses: host (every port) or host:port (that port only; IPv6 as [addr]:port)", Check: AllowList()},
 		{Key: "PUSH_RELAY_URL", Category: "Notifications", Type: TypeString, Default: "https://exp.host/--/api/v2/push/send", Description: "Push notification relay", Check: URLs("https", "http")},
 		s(SettingDef{Key: "NOTIFICATION_URLS", Category: "Notifications", Type: TypeList, Description: "Admin notification channels, comma-separated, in Apprise URL syntax: mailto, json/jsons, ntfy/ntfys, gotify/gotifys, slack, discord, msteams (tokens in them make the setting secret)", Check: URLList()}),
 		{Key: "INTEGRATION_FAILING_NOTIFY_AFTER", Category: "Notifications", Type: TypeString, Default: "1h", Description: "Send an admin notification, once, when an integration has been failing this long (90s, 30m, 1h); it is sent again only after the integration recovered and failed anew", Check: Duration()},

@@ -74,11 +74,11 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 // mountResources mounts the resource routes on srv.
 func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
-	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake})
+	pipelines := postgres.NewPipelineService(m.DB)
+	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake, Pipelines: pipelines})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
 	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareService(m.DB),
 		Comments: postgres.NewCommentService(m.DB), Annotations: postgres.NewAnnotationService(m.DB)})
-	pipelines := postgres.NewPipelineService(m.DB)
 	srv.MountPipelines(dfhttp.PipelinesDeps{Pipelines: pipelines})
 	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
 	inspector := pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)
