@@ -54,11 +54,15 @@ func Catalogue() []SettingDef {
 		r(SettingDef{Key: "SESSION_LIFETIME_DAYS", Category: "Authentication", Type: TypeInt, Default: "30", Description: "Session lifetime in days", Check: IntBetween(1, 3650)}),
 		r(SettingDef{Key: "ADMIN_USERNAME", Category: "Authentication", Type: TypeString, Default: "admin", Description: "Local admin user name"}),
 		r(s(SettingDef{Key: "ADMIN_PASSWORD", Category: "Authentication", Type: TypeString, Description: "Local admin password (empty disables the local admin login); at least 12 characters while AUTH_ENABLED is true"})),
-		r(SettingDef{Key: "ADMIN_GROUP_NAME", Category: "Authentication", Type: TypeString, Default: "admin", Description: "SSO group whose members are administrators"}),
+		r(SettingDef{Key: "ADMIN_GROUP_NAME", Category: "Authentication", Type: TypeString, Default: "admin", Description: "SSO group whose members are administrators, matched exactly (\"Admins\" or \"/admin\" are other groups); empty = no SSO administrators. Set it to a group only the provider's administrators control"}),
 		r(SettingDef{Key: "OIDC_ISSUER", Category: "Authentication", Type: TypeString, Description: "OpenID Connect issuer URL (SSO)", Check: URLs("https", "http")}),
 		r(SettingDef{Key: "OIDC_CLIENT_ID", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client id"}),
 		r(s(SettingDef{Key: "OIDC_CLIENT_SECRET", Category: "Authentication", Type: TypeString, Description: "OpenID Connect client secret"})),
-		{Key: "OIDC_SCOPES", Category: "Authentication", Type: TypeList, Default: "openid,email,profile", Description: "Scopes asked of the OpenID Connect provider (add groups for providers that send the groups claim only when asked)", Check: OIDCScopes()},
+		{Key: "OIDC_SCOPES", Category: "Authentication", Type: TypeList, Default: "openid,email,profile", Description: "Scopes asked of the OpenID Connect provider (add groups for providers that send the groups claim only when asked, and offline_access for a refresh token, with which SSO administrators are checked again without signing in)", Check: OIDCScopes()},
+		{Key: "OIDC_ALLOWED_DOMAINS", Category: "Authentication", Type: TypeList, Description: "Only SSO users whose verified e-mail address is in one of these domains may sign in (exact domains: list a subdomain on its own); empty = any", Check: HostList()},
+		{Key: "OIDC_ALLOWED_GROUPS", Category: "Authentication", Type: TypeList, Description: "Only SSO users in one of these provider groups (the groups claim, matched exactly) may sign in; with OIDC_ALLOWED_DOMAINS too, both must hold; empty = any"},
+		{Key: "OIDC_TRUST_UNVERIFIED_EMAIL", Category: "Authentication", Type: TypeBool, Default: "false", Description: "Take the e-mail address of an SSO user as verified when the provider sends no email_verified claim (for a provider that never sends it); an explicit false is never taken"},
+		{Key: "SSO_ADMIN_RECHECK", Category: "Authentication", Type: TypeString, Default: "15m", Description: "How long an SSO user's admin status holds after the provider last vouched for it (a sign-in, or a check with the refresh token); after it the provider is asked again, and a user it cannot be asked about is no administrator until it signs in again (90s, 15m, 1h)", Check: Duration()},
 		{Key: "ALLOWED_HOSTS", Category: "Authentication", Type: TypeList, Description: "In single-user mode (AUTH_ENABLED false), host names besides localhost, IP addresses and BASE_URL's host that requests may be addressed to (a guard against DNS rebinding); others are refused with 403"},
 		{Key: "CORS_ALLOWED_ORIGINS", Category: "Authentication", Type: TypeList, Description: "Other sites (origins such as https://app.example.com) whose pages may send state-changing requests and read answers (CORS); any other site's is refused with 403", Check: URLList("http", "https")},
 		{Key: "LOGIN_FAILURES_BEFORE_DELAY", Category: "Authentication", Type: TypeInt, Default: "5", Description: "Failed sign-ins in a row for one user name (from any address) before each further attempt must wait a delay that doubles with every failure (1 s, 2 s, 4 s …)", Check: AtLeast(1)},
@@ -138,6 +142,7 @@ func Catalogue() []SettingDef {
 
 		// Mobile
 		{Key: "MOBILE_DEV_CLIENT_ENABLED", Category: "Mobile", Type: TypeBool, Default: "false", Description: "Let the mobile login hand tokens to the development client (exp:// redirect URIs), and then only on loopback or private-network hosts; docflow:// is always accepted"},
+		{Key: "MOBILE_TOKEN_IN_REDIRECT", Category: "Mobile", Type: TypeBool, Default: "true", Description: "Let the mobile login put an API token in the redirect to the app (?token=, the original app's flow); false: only apps that send a PKCE code_challenge get a one-time code, which they exchange at POST /api/mobile/token"},
 		{Key: "MOBILE_TOKEN_LIFETIME_DAYS", Category: "Mobile", Type: TypeInt, Default: "365", Description: "Days a token handed to the mobile app by the browser login stays valid (1 to 3650)", Check: IntBetween(1, 3650)},
 
 		// Rate limiting

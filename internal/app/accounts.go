@@ -14,6 +14,7 @@ import (
 // and the delivery's fan-out for every hook that sees all: every role
 // builds it.
 func (m *App) startUserStates() {
+	m.startSSO()
 	m.userStore = postgres.NewUserStateStore(m.DB)
 	m.users = &userStates{settings: m.Settings, local: m.userStore.LocalUserState, sso: m.ssoUserState,
 		ttl: userStateTTL, cache: map[string]userStateEntry{}}

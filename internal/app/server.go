@@ -34,7 +34,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		m.Log.Info().Int64("tokens", n).Str("owner", admin).Msg("API tokens without an owner now belong to the admin account")
 	}
 	sessions := postgres.NewSessionService(m.DB)
-	sso := postgres.NewSSOStore(m.DB)
+	sso := m.sso.store
 	srv := dfhttp.NewServer(dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
 		Settings:      m.Settings,

@@ -8,9 +8,9 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// UserStateStore reads what the tables of accounts say about a user id now
-// (local_users, sso_users), for the one check of who may sign in and who
-// is an administrator (internal/app). It changes nothing.
+// UserStateStore reads what the local accounts say about a user id now,
+// for the one check of who may sign in and who is an administrator
+// (internal/app; the SSO side is SSOStore's). It changes nothing.
 type UserStateStore struct{ db *DB }
 
 // NewUserStateStore returns the store on db.
@@ -36,20 +36,4 @@ func (s *UserStateStore) LocalUserState(ctx context.Context, userID string) (fou
 		return false, false, false, fmt.Errorf("local user state: %w", dbErr(err))
 	}
 	return true, active, admin, nil
-}
-
-// SSOUserState reports whether userID has signed in through SSO (a row of
-// sso_users) and whether its latest sign-in made it an administrator.
-func (s *UserStateStore) SSOUserState(ctx context.Context, userID string) (known, admin bool, err error) {
-	if userID == "" {
-		return false, false, nil
-	}
-	err = s.db.Pool.QueryRow(ctx, `SELECT is_admin FROM sso_users WHERE user_id = $1`, userID).Scan(&admin)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, false, nil
-	}
-	if err != nil {
-		return false, false, fmt.Errorf("sso user state: %w", dbErr(err))
-	}
-	return true, admin, nil
 }
