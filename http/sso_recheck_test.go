@@ -83,11 +83,15 @@ func TestSSOAdminRecheck(t *testing.T) {
 		t.Fatal("a member added back is no administrator after the check")
 	}
 
-	// The provider refuses the user.
+	// The provider refuses the user: disabled, its session and its token
+	// stop working.
 	e.op.Disable("u-ann")
 	e.expire()
-	if e.isAdminNow(b) {
-		t.Fatal("a user the provider refused is an administrator")
+	if p := b.do("GET", e.app.URL+"/api/files", nil); p.Status != 401 {
+		t.Fatalf("the session of a user the provider refused: %d %s", p.Status, p.Body)
+	}
+	if st := bearerGet(t, e.app.URL+"/api/files", token); st != 401 {
+		t.Fatalf("the token of a user the provider refused: %d", st)
 	}
 	p := e.admin().do("GET", e.app.URL+"/api/admin/users/"+url.PathEscape("ann@example.com")+"/sso-identity", nil)
 	if p.Status != 200 || strings.Contains(p.Body, `"disabled_at":null`) || !strings.Contains(p.Body, "invalid_grant") {

@@ -17,7 +17,7 @@ func (m *App) startUserStates() {
 	m.startSSO()
 	m.userStore = postgres.NewUserStateStore(m.DB)
 	m.users = &userStates{settings: m.Settings, local: m.userStore.LocalUserState, sso: m.ssoUserState,
-		ttl: userStateTTL, cache: map[string]userStateEntry{}}
+		ttl: userStateTTL, cache: map[string]localState{}}
 }
 
 // startAccounts builds the local account store (serve and api).

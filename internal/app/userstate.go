@@ -8,26 +8,29 @@ import (
 	"docflow"
 )
 
-// userStateTTL is how long an answer of the user-state check is reused.
-// Every request of a token or a session asks it, and the delivery's
+// userStateTTL is how long what the local accounts say of a user id is
+// reused. Every request of a token or a session asks, and the delivery's
 // fan-out for each hook that sees all; a change made through this
 // process's API drops the answers at once (forgetAll), a change made
-// elsewhere (another api process, an SSO sign-in) applies within it.
+// through another process applies within it. The SSO side is asked every
+// time: ssoUserState keeps its own state (when the provider vouched for
+// the user last) in its store.
 const userStateTTL = 5 * time.Second
 
 const userStateMax = 10_000
 
-type userStateEntry struct {
-	st docflow.UserState
-	at time.Time
+// localState is what local_users says of a user id.
+type localState struct {
+	found, active, admin bool
+	at                   time.Time
 }
 
 // userStates is the one check of what a user id may do now
 // (docflow.UserState): the local admin account (ADMIN_USERNAME) may sign
 // in and is an administrator; a local account (by e-mail) may while it is
-// active, and is an administrator while it also has is_admin; an SSO user
-// as ssoUserState says. An inactive local account may not sign in, even
-// if an SSO user has the same id. Everything else may not.
+// active, and is an administrator while it also has is_admin (an SSO
+// identity linked to it signs in as the account, with its rights); any
+// other id is an SSO user or nobody, as ssoUserState says.
 type userStates struct {
 	settings docflow.SettingsService
 	// local reports the local account with e-mail userID.
@@ -37,11 +40,11 @@ type userStates struct {
 	ttl time.Duration
 
 	mu    sync.Mutex
-	cache map[string]userStateEntry
+	cache map[string]localState
 }
 
 // state is http.Config.UserState. A failed lookup is an error, not
-// cached: the request fails (500) rather than passing or signing out.
+// cached: the request fails rather than passing or signing out.
 func (u *userStates) state(ctx context.Context, userID string) (docflow.UserState, error) {
 	if userID == "" {
 		return docflow.UserState{}, nil
@@ -49,42 +52,41 @@ func (u *userStates) state(ctx context.Context, userID string) (docflow.UserStat
 	if userID == docflow.AdminUserID(u.settings) {
 		return docflow.UserState{SignIn: true, Admin: true}, nil
 	}
+	l, err := u.localState(ctx, userID)
+	if err != nil {
+		return docflow.UserState{}, err
+	}
+	if l.found {
+		return docflow.UserState{SignIn: l.active, Admin: l.active && l.admin}, nil
+	}
+	known, active, admin, err := u.sso(ctx, userID)
+	if err != nil {
+		return docflow.UserState{}, err
+	}
+	return docflow.UserState{SignIn: known && active, Admin: known && active && admin}, nil
+}
+
+// localState answers from the cache, or asks the store.
+func (u *userStates) localState(ctx context.Context, userID string) (localState, error) {
 	now := time.Now()
 	u.mu.Lock()
 	e, ok := u.cache[userID]
 	u.mu.Unlock()
 	if ok && now.Sub(e.at) < u.ttl {
-		return e.st, nil
+		return e, nil
 	}
-	st, err := u.lookup(ctx, userID)
+	found, active, admin, err := u.local(ctx, userID)
 	if err != nil {
-		return docflow.UserState{}, err
+		return localState{}, err
 	}
+	e = localState{found: found, active: active, admin: admin, at: now}
 	u.mu.Lock()
 	if len(u.cache) >= userStateMax {
 		clear(u.cache)
 	}
-	u.cache[userID] = userStateEntry{st: st, at: now}
+	u.cache[userID] = e
 	u.mu.Unlock()
-	return st, nil
-}
-
-func (u *userStates) lookup(ctx context.Context, userID string) (docflow.UserState, error) {
-	found, lActive, lAdmin, err := u.local(ctx, userID)
-	if err != nil {
-		return docflow.UserState{}, err
-	}
-	if found && !lActive {
-		return docflow.UserState{}, nil
-	}
-	known, sActive, sAdmin, err := u.sso(ctx, userID)
-	if err != nil {
-		return docflow.UserState{}, err
-	}
-	return docflow.UserState{
-		SignIn: found || (known && sActive),
-		Admin:  (found && lAdmin) || (known && sActive && sAdmin),
-	}, nil
+	return e, nil
 }
 
 // isAdmin is postgres.WebhookStore.HookOwnerAdmin: whether userID is an
