@@ -60,9 +60,9 @@ func Catalogue() []SettingDef {
 		{Key: "OIDC_SCOPES", Category: "Authentication", Type: TypeList, Default: "openid,email,profile", Description: "Scopes asked of the OpenID Connect provider (add groups for providers that send the groups claim only when asked)", Check: OIDCScopes()},
 		{Key: "ALLOWED_HOSTS", Category: "Authentication", Type: TypeList, Description: "In single-user mode (AUTH_ENABLED false), host names besides localhost, IP addresses and BASE_URL's host that requests may be addressed to (a guard against DNS rebinding); others are refused with 403"},
 		{Key: "CORS_ALLOWED_ORIGINS", Category: "Authentication", Type: TypeList, Description: "Other sites (origins such as https://app.example.com) whose pages may send state-changing requests and read answers (CORS); any other site's is refused with 403", Check: URLList("http", "https")},
-		{Key: "LOGIN_FAILURES_BEFORE_DELAY", Category: "Authentication", Type: TypeInt, Default: "5", Description: "Failed sign-ins in a row for one user name (from any address) before each further attempt must wait a delay that doubles with every failure (1 s, 2 s, 4 s …)", Check: AtLeast(1)},
-		{Key: "LOGIN_MAX_DELAY", Category: "Authentication", Type: TypeInt, Default: "900", Description: "Longest wait, in seconds, between sign-in attempts for a user name with failed sign-ins", Check: AtLeast(1)},
-		{Key: "TOKEN_FAILURE_LIMIT", Category: "Authentication", Type: TypeString, Default: "20/minute", Description: "Failed bearer tokens (unknown, revoked, expired) one client address may send; past it the address gets 429 before its tokens are looked up", Check: RateLimit()},
+		{Key: "LOGIN_FAILURES_BEFORE_DELAY", Category: "Authentication", Type: TypeInt, Default: "5", Description: "Failed sign-ins in a row for one user name from one client address (an IPv6 /64 counts as one) before each further attempt for that name from that address must wait a delay that doubles with every failure (1 s, 2 s, 4 s …); the name from other addresses is not delayed", Check: AtLeast(1)},
+		{Key: "LOGIN_MAX_DELAY", Category: "Authentication", Type: TypeInt, Default: "900", Description: "Longest wait, in seconds, between sign-in attempts for a user name from an address with failed sign-ins", Check: AtLeast(1)},
+		{Key: "TOKEN_FAILURE_LIMIT", Category: "Authentication", Type: TypeString, Default: "20/minute", Description: "Failed bearer tokens (unknown, revoked, expired) one client address (an IPv6 /64 counts as one) may send; past it the address gets 429 before its tokens are looked up", Check: RateLimit()},
 		s(SettingDef{Key: "METRICS_TOKEN", Category: "Authentication", Type: TypeString, Description: "Bearer token a Prometheus scraper sends to GET /metrics (at least 24 characters); empty = /metrics asks for an administrator like the admin API", Check: MinLength(24)}),
 		r(SettingDef{Key: "TRUSTED_PROXIES", Category: "Authentication", Type: TypeList, Description: "Proxy addresses or CIDRs whose X-Forwarded-For is honoured", Check: AddressList()}),
 
@@ -143,7 +143,7 @@ func Catalogue() []SettingDef {
 		{Key: "RATE_LIMITING_ENABLED", Category: "Rate limiting", Type: TypeBool, Default: "true", Description: "Enforce the API rate limits: RATE_LIMIT_DEFAULT, RATE_LIMIT_UPLOAD, RATE_LIMIT_AUTH and the per-user upload window (false switches all of them off; a profile's daily upload limit is not a rate limit and stays)"},
 		{Key: "RATE_LIMIT_DEFAULT", Category: "Rate limiting", Type: TypeString, Default: "100/minute", Description: "Default endpoint limit", Check: RateLimit()},
 		{Key: "RATE_LIMIT_UPLOAD", Category: "Rate limiting", Type: TypeString, Default: "600/minute", Description: "Upload endpoint limit", Check: RateLimit()},
-		{Key: "RATE_LIMIT_AUTH", Category: "Rate limiting", Type: TypeString, Default: "10/minute", Description: "Authentication endpoint limit", Check: RateLimit()},
+		{Key: "RATE_LIMIT_AUTH", Category: "Rate limiting", Type: TypeString, Default: "10/minute", Description: "Authentication endpoint limit, per client address (an IPv6 /64 counts as one)", Check: RateLimit()},
 
 		// Storage / destinations
 		{Key: "DROPBOX_API_URL", Category: "Storage", Type: TypeString, Default: "https://api.dropboxapi.com", Description: "Dropbox API base URL", Check: URLs("https", "http")},

@@ -183,17 +183,28 @@ func (s *Server) limitConns(ln net.Listener) net.Listener {
 		logf: func(format string, args ...any) { s.log.Warn().Msg(fmt.Sprintf(format, args...)) }}
 }
 
-// connKey is the address a connection counts against: the peer's IP, or
-// its /64 for IPv6, where one client holds a whole prefix.
+// connKey is the address a connection counts against (addrKey).
 func connKey(addr net.Addr) (string, net.IP) {
 	ta, ok := addr.(*net.TCPAddr)
 	if !ok {
 		return "", nil
 	}
-	if ip4 := ta.IP.To4(); ip4 != nil {
-		return ip4.String(), ip4
+	return addrKey(ta.IP), ta.IP
+}
+
+// addrKey is the client a per-address limit counts against: an IPv4
+// address, or an IPv6 address's /64, since one client (one home line, one
+// server) is handed a whole /64 and can use every address in it. The
+// connection cap, the rate limits, the failed-token limit and the
+// sign-in back-off all key on it.
+func addrKey(ip net.IP) string {
+	if ip4 := ip.To4(); ip4 != nil {
+		return ip4.String()
 	}
-	return ta.IP.Mask(net.CIDRMask(64, 128)).String() + "/64", ta.IP
+	if len(ip) != net.IPv6len {
+		return ip.String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // Accept returns the next connection within the cap; one over it is

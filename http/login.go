@@ -167,7 +167,7 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		}
 	}
 	username = strings.TrimSpace(username)
-	if err := s.loginDelayed(username); err != nil {
+	if err := s.loginDelayed(c, username); err != nil {
 		s.audit(c, docflow.AuditEntry{Actor: auditName(username), Action: docflow.AuditLoginFailed, Detail: "throttled after failed sign-ins"})
 		if isJSON {
 			return err
@@ -181,7 +181,7 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 	user, ok := s.checkPassword(c, username, password)
 	if !ok {
 		if username != "" {
-			s.loginFailed(username)
+			s.loginFailed(c, username)
 		}
 		s.audit(c, docflow.AuditEntry{Actor: auditName(username), Action: docflow.AuditLoginFailed, Detail: "invalid username or password"})
 		if isJSON {
@@ -189,7 +189,7 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		}
 		return s.renderLogin(c, fasthttp.StatusUnauthorized, loginView{Error: "Invalid username or password.", Username: username, Next: next, Mobile: mobile, RedirectURI: redirectURI})
 	}
-	s.auth.logins.succeed(username)
+	s.loginSucceeded(c, username)
 	how := "password"
 	if mobile {
 		how = "password, mobile app"

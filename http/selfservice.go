@@ -102,8 +102,8 @@ func (s *Server) resetPassword(c *fasthttp.RequestCtx, d LocalUsersDeps, token, 
 		}
 		return err
 	}
-	s.auth.logins.succeed(u.Username)
-	s.auth.logins.succeed(u.Email)
+	s.loginSucceeded(c, u.Username)
+	s.loginSucceeded(c, u.Email)
 	s.audit(c, docflow.AuditEntry{Actor: u.Email, Action: docflow.AuditPasswordReset, Target: localTarget(u.ID), Detail: "password changed"})
 	return nil
 }

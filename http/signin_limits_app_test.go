@@ -1,0 +1,148 @@
+package http_test
+
+import (
+	"fmt"
+	"io"
+	nethttp "net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"docflow/internal/app/apptest"
+)
+
+// signInEnv is the API with the env admin, sign-in limits that the tests
+// reach quickly, and X-Forwarded-For honoured from the loopback address,
+// so one test presents many client addresses.
+func signInEnv(t *testing.T, env map[string]string) *apptest.App {
+	t.Helper()
+	all := map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true", "ADMIN_USERNAME": "admin",
+		"ADMIN_PASSWORD": "admin-password", "TRUSTED_PROXIES": "127.0.0.1", "LOGIN_FAILURES_BEFORE_DELAY": "5"}
+	for k, v := range env {
+		all[k] = v
+	}
+	return apptest.New(t, apptest.Options{Role: "api", Env: all})
+}
+
+// signIn posts a JSON sign-in as the client at addr (X-Forwarded-For).
+func signIn(t *testing.T, base, addr, user, pw string) (int, string) {
+	t.Helper()
+	return newClient(t, base).do("POST", "/login", map[string]string{"username": user, "password": pw}, "X-Forwarded-For", addr)
+}
+
+// TestIPv6RotationSharesItsSlash64Budget: a client that rotates through the
+// addresses of its IPv6 /64 has one RATE_LIMIT_AUTH budget and one
+// TOKEN_FAILURE_LIMIT budget, not one per address; another /64 has its own.
+func TestIPv6RotationSharesItsSlash64Budget(t *testing.T) {
+	a := signInEnv(t, map[string]string{"RATE_LIMITING_ENABLED": "true", "RATE_LIMIT_AUTH": "5/minute",
+		"TOKEN_FAILURE_LIMIT": "5/minute"})
+	var statuses []int
+	for i := range 12 {
+		s, _ := signIn(t, a.URL, fmt.Sprintf("2001:db8:1:2::%x", i+1), fmt.Sprintf("nobody-%d", i), "guess")
+		statuses = append(statuses, s)
+	}
+	if statuses[0] != 401 || statuses[len(statuses)-1] != 429 {
+		t.Fatalf("sign-ins from rotating addresses of one /64: %v, want 401s then 429s", statuses)
+	}
+	if s, _ := signIn(t, a.URL, "2001:db8:1:3::1", "nobody", "guess"); s != 401 {
+		t.Fatalf("another /64: %d, want 401", s)
+	}
+
+	c := newClient(t, a.URL)
+	statuses = statuses[:0]
+	for i := range 12 {
+		s, _ := c.do("GET", "/api/api-tokens/", nil, "X-Forwarded-For", fmt.Sprintf("2001:db8:9:9:%x::1", i+1),
+			"Authorization", "Bearer dfl_nosuchtoken00000000000000000000000000")
+		statuses = append(statuses, s)
+	}
+	if statuses[0] != 401 || statuses[len(statuses)-1] != 429 {
+		t.Fatalf("bad tokens from rotating addresses of one /64: %v, want 401s then 429s", statuses)
+	}
+}
+
+// TestOwnerSignsInWhileNameUnderAttack: guesses at a name from one address
+// delay that address only; the name's owner signs in from another address
+// at once.
+func TestOwnerSignsInWhileNameUnderAttack(t *testing.T) {
+	a := signInEnv(t, nil)
+	var last int
+	for i := range 20 {
+		last, _ = signIn(t, a.URL, "203.0.113.7", "admin", fmt.Sprintf("guess-%d", i))
+	}
+	if last != 429 {
+		t.Fatalf("the guesser is not delayed: %d", last)
+	}
+	if s, b := signIn(t, a.URL, "203.0.113.7", "admin", "admin-password"); s != 429 {
+		t.Fatalf("the guesser's address with the right password: %d %s, want 429", s, b)
+	}
+	t0 := time.Now()
+	if s, b := signIn(t, a.URL, "198.51.100.20", "admin", "admin-password"); s != 200 {
+		t.Fatalf("the owner from another address: %d %s", s, b)
+	}
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Fatalf("the owner waited %v", d)
+	}
+}
+
+// TestSprayingNamesKeepsTheDelay: failing more than 100,000 other names
+// (with empty passwords, which cost no hashing) does not make the throttle
+// forget the failures of a name under guessing.
+func TestSprayingNamesKeepsTheDelay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("sends 100,000 sign-ins")
+	}
+	a := signInEnv(t, nil)
+	const attacker = "203.0.113.7"
+	for i := range 6 {
+		signIn(t, a.URL, attacker, "admin", fmt.Sprintf("guess-%d", i))
+	}
+	if s, _ := signIn(t, a.URL, attacker, "admin", "guess"); s != 429 {
+		t.Fatalf("six failures: %d, want 429", s)
+	}
+
+	const names, workers = 100_500, 8
+	hc := &nethttp.Client{Timeout: 30 * time.Second, Transport: &nethttp.Transport{MaxIdleConnsPerHost: workers}}
+	var next, failed atomic.Int64
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > names {
+					return
+				}
+				req, _ := nethttp.NewRequest("POST", a.URL+"/login", strings.NewReader(fmt.Sprintf(`{"username":"spray-%d","password":""}`, i)))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("X-Forwarded-For", attacker)
+				resp, err := hc.Do(req)
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				io.Copy(io.Discard, resp.Body) //nolint:errcheck
+				resp.Body.Close()
+				if resp.StatusCode != 401 {
+					failed.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d names sprayed in %v", names, time.Since(start))
+	if n := failed.Load(); n > 0 {
+		t.Fatalf("%d spray sign-ins were not answered 401", n)
+	}
+	// The spray outlasted the delay of the run's sixth failure, but not the
+	// run: its next failure doubles the delay again, where a forgotten run
+	// would give five free guesses.
+	s1, _ := signIn(t, a.URL, attacker, "admin", "guess-after-1")
+	s2, b := signIn(t, a.URL, attacker, "admin", "guess-after-2")
+	if s1 == 401 && s2 != 429 {
+		t.Fatalf("after the spray: %d then %d %s, want the second delayed (429): the run was forgotten", s1, s2, b)
+	}
+}
