@@ -64,6 +64,8 @@ func Catalogue() []SettingDef {
 		{Key: "LOGIN_MAX_DELAY", Category: "Authentication", Type: TypeInt, Default: "900", Description: "Longest wait, in seconds, between sign-in attempts for a user name from an address with failed sign-ins", Check: AtLeast(1)},
 		{Key: "TOKEN_FAILURE_LIMIT", Category: "Authentication", Type: TypeString, Default: "20/minute", Description: "Failed bearer tokens (unknown, revoked, expired) one client address (an IPv6 /64 counts as one) may send; past it the address gets 429 before its tokens are looked up", Check: RateLimit()},
 		s(SettingDef{Key: "METRICS_TOKEN", Category: "Authentication", Type: TypeString, Description: "Bearer token a Prometheus scraper sends to GET /metrics (at least 24 characters); empty = /metrics asks for an administrator like the admin API", Check: MinLength(24)}),
+		r(SettingDef{Key: "PASSWORD_HASH_CONCURRENCY", Category: "Authentication", Type: TypeInt, Default: "0", Description: "Password hashes and verifications (sign-ins, resets, account changes; about 40 ms of CPU and 19 MiB each) run at once; 0 = the number of cores", Check: AtLeast(0)}),
+		r(SettingDef{Key: "PASSWORD_HASH_QUEUE", Category: "Authentication", Type: TypeInt, Default: "32", Description: "Password hashes and verifications that may wait for a turn beyond those running; one more is refused with 429 and Retry-After (a sign-in under a flood fails fast instead of piling up)", Check: AtLeast(0)}),
 		r(SettingDef{Key: "TRUSTED_PROXIES", Category: "Authentication", Type: TypeList, Description: "Proxy addresses or CIDRs whose X-Forwarded-For is honoured", Check: AddressList()}),
 
 		// Uploads

@@ -167,8 +167,7 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		}
 	}
 	username = strings.TrimSpace(username)
-	if err := s.loginDelayed(c, username); err != nil {
-		s.audit(c, docflow.AuditEntry{Actor: auditName(username), Action: docflow.AuditLoginFailed, Detail: "throttled after failed sign-ins"})
+	tooMany := func(err error) error {
 		if isJSON {
 			return err
 		}
@@ -178,7 +177,19 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		}
 		return s.renderLogin(c, fasthttp.StatusTooManyRequests, loginView{Error: docflow.ErrorMessage(err) + ".", Username: username, Next: next, Mobile: mobile, RedirectURI: redirectURI})
 	}
-	user, ok := s.checkPassword(c, username, password)
+	if err := s.loginDelayed(c, username); err != nil {
+		s.audit(c, docflow.AuditEntry{Actor: auditName(username), Action: docflow.AuditLoginFailed, Detail: "throttled after failed sign-ins"})
+		return tooMany(err)
+	}
+	user, ok, err := s.checkPassword(c, username, password)
+	if docflow.ErrorCode(err) == docflow.ERATELIMIT {
+		// Too many passwords being checked: nothing was, so this is no
+		// failure of the name.
+		return tooMany(err)
+	}
+	if err != nil {
+		return err
+	}
 	if !ok {
 		if username != "" {
 			s.loginFailed(c, username)
@@ -211,23 +222,29 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 }
 
 // checkPassword verifies the local admin (ADMIN_USERNAME/ADMIN_PASSWORD) in
-// constant time, then local accounts when a checker is configured.
-func (s *Server) checkPassword(c *fasthttp.RequestCtx, username, password string) (*docflow.User, bool) {
+// constant time, then local accounts when a checker is configured. An
+// error is ERATELIMIT from a busy hasher (nothing was checked) or a
+// failure of the store; a wrong name or password is only !ok.
+func (s *Server) checkPassword(c *fasthttp.RequestCtx, username, password string) (*docflow.User, bool, error) {
 	adminUser := s.cfg.Settings.Get("ADMIN_USERNAME")
 	adminPass := s.cfg.Settings.Get("ADMIN_PASSWORD")
 	if adminPass != "" && username != "" {
 		uOK := subtle.ConstantTimeCompare([]byte(username), []byte(adminUser))
 		pOK := subtle.ConstantTimeCompare([]byte(password), []byte(adminPass))
 		if uOK&pOK == 1 {
-			return &docflow.User{ID: adminUser, DisplayName: adminUser, IsAdmin: true}, true
+			return &docflow.User{ID: adminUser, DisplayName: adminUser, IsAdmin: true}, true, nil
 		}
 	}
 	if s.cfg.LocalLogin != nil && username != "" && password != "" {
-		if u, err := s.cfg.LocalLogin(RequestContext(c), username, password); err == nil && u != nil {
-			return u, true
+		u, err := s.cfg.LocalLogin(RequestContext(c), username, password)
+		switch code := docflow.ErrorCode(err); {
+		case err == nil && u != nil:
+			return u, true, nil
+		case code == docflow.ERATELIMIT || code == docflow.EUNAVAILABLE || code == docflow.EINTERNAL:
+			return nil, false, err
 		}
 	}
-	return nil, false
+	return nil, false, nil
 }
 
 // auditName is the user name a sign-in tried, as the audit log records it:

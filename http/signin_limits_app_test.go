@@ -146,3 +146,100 @@ func TestSprayingNamesKeepsTheDelay(t *testing.T) {
 		t.Fatalf("after the spray: %d then %d %s, want the second delayed (429): the run was forgotten", s1, s2, b)
 	}
 }
+
+const scrapeToken = "scrape-token-0123456789abcdef"
+
+// passwordHashes reads docflow_password_hashes_total (or another series
+// of the hasher) from /metrics.
+func passwordHashes(t *testing.T, a *apptest.App, name string) float64 {
+	t.Helper()
+	status, mfs := scrape(t, &nethttp.Client{Timeout: 20 * time.Second}, a.URL, "Bearer "+scrapeToken)
+	if status != 200 {
+		t.Fatalf("/metrics: %d", status)
+	}
+	m := find(mfs, name, nil)
+	if m == nil {
+		t.Fatalf("/metrics has no %s", name)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// TestResetWithJunkTokenCostsNoHash: a reset with a token that is no
+// reset token is refused before the new password is hashed; a failed
+// sign-in, for comparison, costs one hash verification.
+func TestResetWithJunkTokenCostsNoHash(t *testing.T) {
+	a := signInEnv(t, map[string]string{"METRICS_TOKEN": scrapeToken})
+	anon := newClient(t, a.URL)
+	before := passwordHashes(t, a, "docflow_password_hashes_total")
+	for i := range 20 {
+		s, b := anon.do("POST", "/api/auth/reset-password", map[string]string{"token": fmt.Sprintf("junk-token-%d", i),
+			"new_password": "a-new-password", "new_password_confirm": "a-new-password"})
+		if s != 400 || !strings.Contains(b, "Invalid or expired reset token") {
+			t.Fatalf("junk token: %d %s", s, b)
+		}
+	}
+	if d := passwordHashes(t, a, "docflow_password_hashes_total") - before; d != 0 {
+		t.Fatalf("20 resets with junk tokens cost %v password hashes, want 0", d)
+	}
+	if s, _ := signIn(t, a.URL, "192.0.2.9", "nobody", "some-password"); s != 401 {
+		t.Fatalf("sign-in of an unknown name: %d", s)
+	}
+	if d := passwordHashes(t, a, "docflow_password_hashes_total") - before; d != 1 {
+		t.Fatalf("a failed sign-in cost %v password hashes, want 1", d)
+	}
+}
+
+// TestHashQueueFullIs429: with one hash at a time and one waiting, a burst
+// of sign-ins gets 429 with Retry-After for those beyond the queue, at
+// once, and 401 for the others.
+func TestHashQueueFullIs429(t *testing.T) {
+	a := signInEnv(t, map[string]string{"METRICS_TOKEN": scrapeToken,
+		"PASSWORD_HASH_CONCURRENCY": "1", "PASSWORD_HASH_QUEUE": "1"})
+	const burst = 40
+	type answer struct {
+		status     int
+		retryAfter string
+		body       string
+	}
+	answers := make(chan answer, burst)
+	var wg sync.WaitGroup
+	for i := range burst {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, _ := nethttp.NewRequest("POST", a.URL+"/login", strings.NewReader(fmt.Sprintf(`{"username":"user-%d","password":"a-password"}`, i)))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Forwarded-For", fmt.Sprintf("192.0.2.%d", i+1))
+			resp, err := (&nethttp.Client{Timeout: 30 * time.Second}).Do(req)
+			if err != nil {
+				answers <- answer{body: err.Error()}
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			answers <- answer{resp.StatusCode, resp.Header.Get("Retry-After"), string(b)}
+		}()
+	}
+	wg.Wait()
+	close(answers)
+	counts := map[int]int{}
+	for ans := range answers {
+		counts[ans.status]++
+		switch ans.status {
+		case 401:
+		case 429:
+			if ans.retryAfter != "1" || !strings.Contains(ans.body, "Too many sign-ins at once") {
+				t.Fatalf("429 without Retry-After or with another detail: %+v", ans)
+			}
+		default:
+			t.Fatalf("unexpected answer %+v", ans)
+		}
+	}
+	t.Logf("a burst of %d sign-ins: %v", burst, counts)
+	if counts[429] == 0 || counts[401] < 2 {
+		t.Fatalf("a burst of %d sign-ins with one hash at a time: %v, want some 429", burst, counts)
+	}
+	if r := passwordHashes(t, a, "docflow_password_hashes_refused_total"); int(r) != counts[429] {
+		t.Fatalf("refused counter %v, %d answered 429", r, counts[429])
+	}
+}

@@ -8,15 +8,28 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/analytics/prom"
 	"docflow/internal/passwd"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
 
 // startAccounts builds the local account store and the admin check the
-// HTTP server asks on every request of a session or token.
+// HTTP server asks on every request of a session or token. Passwords are
+// hashed and verified PASSWORD_HASH_CONCURRENCY at a time (0: one per
+// core), PASSWORD_HASH_QUEUE more waiting; beyond that a sign-in, a reset
+// or an account change is refused with 429. /metrics counts them.
 func (m *App) startAccounts() {
-	m.Accounts = postgres.NewAccountService(m.DB, streams.EncodeEvent, passwd.Hasher{}, m.cfg.Now)
+	hasher := passwd.Limit(passwd.Hasher{}, docflow.SettingInt(m.Settings, "PASSWORD_HASH_CONCURRENCY", 0),
+		docflow.SettingInt(m.Settings, "PASSWORD_HASH_QUEUE", 32))
+	m.Prom.MustRegister(
+		prom.CounterFunc("password_hashes_total", "Password hashes and verifications run (argon2id, about 40 ms of CPU each).",
+			func() float64 { return float64(hasher.Stats().Runs) }),
+		prom.CounterFunc("password_hashes_refused_total", "Password hashes and verifications refused because too many were running and waiting (answered 429).",
+			func() float64 { return float64(hasher.Stats().Refused) }),
+		prom.GaugeFunc("password_hashes_waiting", "Password hashes and verifications waiting for a turn.",
+			func() float64 { return float64(hasher.Stats().Waiting) }))
+	m.Accounts = postgres.NewAccountService(m.DB, streams.EncodeEvent, hasher, m.cfg.Now)
 	m.admins = &adminCache{settings: m.Settings, accounts: m.Accounts, ttl: adminCacheTTL, log: m.Log, m: map[string]adminEntry{}}
 }
 
