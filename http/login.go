@@ -97,14 +97,6 @@ func (s *Server) mobileTokenExpiry() time.Time {
 	return s.cfg.Now().Add(time.Duration(days) * 24 * time.Hour)
 }
 
-// safeNext keeps post-login redirects on this site.
-func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
-		return "/"
-	}
-	return next
-}
-
 func (s *Server) renderLogin(c *fasthttp.RequestCtx, status int, v loginView) error {
 	c.Response.Header.SetContentType("text/html; charset=utf-8")
 	c.SetStatusCode(status)
