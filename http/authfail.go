@@ -2,6 +2,9 @@ package http
 
 import (
 	"container/list"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"math"
 	"strings"
 	"sync"
@@ -194,6 +197,53 @@ func (s *Server) loginFailed(c *fasthttp.RequestCtx, username string) {
 // client.
 func (s *Server) loginSucceeded(c *fasthttp.RequestCtx, username string) {
 	s.auth.logins.succeed(username, s.auth.clientKey(c))
+}
+
+// unknownLogin is the audit log's actor of a failed sign-in whose name is
+// no account's.
+const unknownLogin = "unknown user"
+
+// auditLoginFailed records a failed sign-in (why: the detail). The actor
+// is the account the typed name belongs to (the local admin, or a local
+// account by user name or e-mail: Config.LoginOwner), so an attack on an
+// account shows under it; a name that is no account's is never recorded,
+// since people type their password into the name field: the actor is
+// "unknown user", and the detail carries a key of the name (the first 8
+// hex digits of its HMAC-SHA256 under the session secret) by which
+// repeated tries of one name can be told apart, and which gives nothing
+// of the name to whoever reads the log.
+func (s *Server) auditLoginFailed(c *fasthttp.RequestCtx, username, why string) {
+	actor := s.loginOwner(c, username)
+	if actor == "" {
+		actor = unknownLogin
+		if username != "" {
+			m := hmac.New(sha256.New, []byte(s.cfg.SessionSecret))
+			m.Write([]byte("audit login name\x00" + strings.ToLower(username)))
+			why += "; name key " + hex.EncodeToString(m.Sum(nil))[:8]
+		}
+	}
+	s.audit(c, docflow.AuditEntry{Actor: actor, Action: docflow.AuditLoginFailed, Detail: why})
+}
+
+// loginOwner is the user id of the account username names, or "".
+func (s *Server) loginOwner(c *fasthttp.RequestCtx, username string) string {
+	if username == "" {
+		return ""
+	}
+	if admin := docflow.AdminUserID(s.cfg.Settings); strings.EqualFold(username, admin) && s.cfg.Settings.Get("ADMIN_PASSWORD") != "" {
+		return admin
+	}
+	if s.cfg.LoginOwner == nil {
+		return ""
+	}
+	id, err := s.cfg.LoginOwner(RequestContext(c), username)
+	if err != nil {
+		if docflow.ErrorCode(err) != docflow.ENOTFOUND {
+			s.log.Warn().Err(err).Msg("look up the account of a failed sign-in")
+		}
+		return ""
+	}
+	return id
 }
 
 // tokenFailureRate is TOKEN_FAILURE_LIMIT (default 20/minute).

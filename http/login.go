@@ -170,7 +170,7 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		return s.renderLogin(c, fasthttp.StatusTooManyRequests, loginView{Error: docflow.ErrorMessage(err) + ".", Username: username, Next: next, Mobile: mobile, RedirectURI: redirectURI})
 	}
 	if err := s.loginDelayed(c, username); err != nil {
-		s.audit(c, docflow.AuditEntry{Actor: auditName(username), Action: docflow.AuditLoginFailed, Detail: "throttled after failed sign-ins"})
+		s.auditLoginFailed(c, username, "throttled after failed sign-ins")
 		return tooMany(err)
 	}
 	user, ok, err := s.checkPassword(c, username, password)
@@ -186,7 +186,7 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		if username != "" {
 			s.loginFailed(c, username)
 		}
-		s.audit(c, docflow.AuditEntry{Actor: auditName(username), Action: docflow.AuditLoginFailed, Detail: "invalid username or password"})
+		s.auditLoginFailed(c, username, "invalid username or password")
 		if isJSON {
 			return docflow.Errorf(docflow.EUNAUTHORIZED, "Invalid username or password")
 		}
@@ -237,19 +237,6 @@ func (s *Server) checkPassword(c *fasthttp.RequestCtx, username, password string
 		}
 	}
 	return nil, false, nil
-}
-
-// auditName is the user name a sign-in tried, as the audit log records it:
-// at most 200 characters, and "-" for none (an empty actor would be
-// filled with the current user).
-func auditName(username string) string {
-	if username == "" {
-		return "-"
-	}
-	if r := []rune(username); len(r) > 200 {
-		return string(r[:200]) + "…"
-	}
-	return username
 }
 
 func (s *Server) setSessionCookie(c *fasthttp.RequestCtx, value string, maxAge int) {

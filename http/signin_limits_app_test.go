@@ -1,9 +1,12 @@
 package http_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	nethttp "net/http"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -241,5 +244,77 @@ func TestHashQueueFullIs429(t *testing.T) {
 	}
 	if r := passwordHashes(t, a, "docflow_password_hashes_refused_total"); int(r) != counts[429] {
 		t.Fatalf("refused counter %v, %d answered 429", r, counts[429])
+	}
+}
+
+// TestFailedSignInNameNotAudited: a failed sign-in whose name is no
+// account's (here a password typed into the name field) leaves no trace
+// of the name in the audit log, not even a prefix; it is recorded as an
+// unknown user with a key that is the same for the same name. A failed
+// sign-in for an account is recorded under the account.
+func TestFailedSignInNameNotAudited(t *testing.T) {
+	a := signInEnv(t, nil)
+	admin := newClient(t, a.URL)
+	if s := admin.login("admin", "admin-password"); s != 200 {
+		t.Fatalf("admin sign-in: %d", s)
+	}
+	admin.must(201, "POST", "/api/admin/users/local", map[string]any{"email": "carol@example.com", "username": "carol", "password": "carol-password"})
+
+	const secret = "Tr0ub4dor&3-Horse"
+	for range 2 {
+		if s, _ := signIn(t, a.URL, "192.0.2.50", secret, "whatever"); s != 401 {
+			t.Fatalf("sign-in with a password for a name: %d", s)
+		}
+	}
+	for range 8 { // on into the delay: refused attempts are audited too
+		signIn(t, a.URL, "192.0.2.51", secret+"!", "")
+	}
+	if s, _ := signIn(t, a.URL, "192.0.2.52", "Carol", "wrong-password"); s != 401 {
+		t.Fatalf("wrong password for carol: %d", s)
+	}
+
+	var log struct {
+		Entries []struct {
+			Actor, Action, Detail, Target string
+		} `json:"entries"`
+	}
+	body := admin.must(200, "GET", "/api/admin/audit-log?action=login.failed&per_page=200", nil)
+	if err := json.Unmarshal([]byte(body), &log); err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range []string{secret, secret[:5], "Tr0ub", "4dor", "Horse"} {
+		if strings.Contains(body, part) {
+			t.Fatalf("the audit log holds %q of the name typed:\n%s", part, body)
+		}
+	}
+	var unknown []string
+	carol := 0
+	for _, e := range log.Entries {
+		switch e.Actor {
+		case "unknown user":
+			unknown = append(unknown, e.Detail)
+		case "carol@example.com":
+			carol++
+		default:
+			t.Fatalf("failed sign-in recorded under %q: %+v", e.Actor, e)
+		}
+	}
+	if len(unknown) != 10 || carol != 1 {
+		t.Fatalf("%d entries of an unknown user, %d of carol; want 10 and 1:\n%s", len(unknown), carol, body)
+	}
+	// Newest first: the two tries of the first name carry one key, the
+	// other name another.
+	key := func(detail string) string {
+		if m := regexp.MustCompile(`; name key ([0-9a-f]{8})$`).FindStringSubmatch(detail); m != nil {
+			return m[1]
+		}
+		t.Fatalf("no name key in %q", detail)
+		return ""
+	}
+	if k1, k2, other := key(unknown[len(unknown)-1]), key(unknown[len(unknown)-2]), key(unknown[0]); k1 != k2 || k1 == other {
+		t.Fatalf("keys of the unknown names: %q", unknown)
+	}
+	if !slices.ContainsFunc(unknown, func(d string) bool { return strings.HasPrefix(d, "throttled after failed sign-ins") }) {
+		t.Fatalf("the delayed attempts are not audited: %q", unknown)
 	}
 }

@@ -48,6 +48,16 @@ func (m *App) localLogin(ctx context.Context, login, password string) (*docflow.
 	return &docflow.User{ID: u.Email, DisplayName: name, Email: u.Email, IsAdmin: u.IsAdmin}, nil
 }
 
+// loginOwner is http.Config.LoginOwner: the user id (e-mail) of the local
+// account whose user name or e-mail is login.
+func (m *App) loginOwner(ctx context.Context, login string) (string, error) {
+	u, err := m.Accounts.FindLocalUserByLogin(ctx, login)
+	if err != nil {
+		return "", err
+	}
+	return u.Email, nil
+}
+
 // adminCacheTTL is how long an answer of the admin check is reused: a
 // token request asks it every time, and an admin's rights removed (or an
 // account deactivated) apply to its tokens within this time. Sessions of

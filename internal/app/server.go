@@ -44,6 +44,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		LocalPasswordStamp: sessions.LocalPasswordStamp,
 		Audit:              postgres.NewAuditLog(m.DB),
 		LocalLogin:         m.localLogin,
+		LoginOwner:         m.loginOwner,
 		// ADMIN_USERNAME, an SSO administrator or an active local admin.
 		IsAdmin:      anyAdmin(m.isAdmin(sso), m.admins.isAdmin),
 		Now:          m.cfg.Now,
