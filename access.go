@@ -45,37 +45,68 @@ var roleGrants = map[string][]Access{
 	RoleEditor: {AccessView, AccessComment, AccessEdit},
 }
 
+// FileAccess is the file access rule of a service, the one statement of
+// who may do what with a file. Every route that reaches one file asks
+// Authorize; listings, search, similarity and the bulk routes, which
+// cannot ask per file in their queries, filter by VisibleTo, which states
+// the same view rule as a query filter. Build it with FileAccessFrom on
+// each request: the settings behind it may change while the service runs.
+type FileAccess struct {
+	// MultiUser is MULTI_USER_ENABLED: files have owners who restrict what
+	// others may do with them. Outside it (single-user mode) every request
+	// may do everything with every file, and nothing can be claimed.
+	MultiUser bool
+	// UnclaimedVisible is UNCLAIMED_FILES_VISIBLE: every signed-in user
+	// may see and claim a file without an owner (uploaded in single-user
+	// mode, from a watch folder or processall). Otherwise such files are
+	// for administrators alone.
+	UnclaimedVisible bool
+}
+
+// FileAccessFrom reads the file access rule from the settings.
+func FileAccessFrom(s SettingsService) FileAccess {
+	return FileAccess{
+		MultiUser:        SettingBool(s, "MULTI_USER_ENABLED", false),
+		UnclaimedVisible: SettingBool(s, "UNCLAIMED_FILES_VISIBLE", false),
+	}
+}
+
 // Authorize decides whether u may do need with f, given shareRole, the role
-// a share gives u on f ("" when there is none). It is the one statement of
-// the file access rules in multi-user mode; outside it files have no owner
-// that restricts anyone, and callers do not ask.
+// a share gives u on f ("" when there is none).
 //
-// The rules: administrators may do everything but claim a file someone
-// owns (they reassign it with assign-owner); the owner may do everything;
-// a share grants what its role's row of the spec's table grants; an
-// unclaimed file may be viewed by anyone (that is how a user finds a file
-// to claim) and claimed by any identified user, and all else on it is for
-// administrators.
+// The rules, in multi-user mode: administrators may do everything but
+// claim a file someone owns (they reassign it with assign-owner); the
+// owner may do everything; a share grants what its role's row of the
+// spec's table grants. A file without an owner is an administrator's to
+// see, claim and change; with UnclaimedVisible any identified user may
+// also see and claim it (changing it stays an administrator's). Outside
+// multi-user mode everything is allowed but claiming.
 //
-// Errors: ENOTFOUND for a nil file; EUNAUTHORIZED for a nil or anonymous
-// user; EFORBIDDEN otherwise, also when u may not even view f, as the spec
-// answers a document owned by another user with 403.
-//
-// Listings cannot ask per file: they filter by the same rule in their
-// query (FileFilter.VisibleTo, SearchQuery.VisibleTo: owned or shared).
-func Authorize(u *User, f *File, shareRole string, need Access) error {
+// Errors: ENOTFOUND for a nil file; EBADREQUEST for a claim outside
+// multi-user mode; EUNAUTHORIZED for a nil user, or a claim by an
+// anonymous one; EFORBIDDEN otherwise. A file u may not even view answers
+// EFORBIDDEN "Document is owned by another user", as the spec answers
+// another user's document, whether or not it has an owner: nothing tells
+// a user which files are unclaimed when they may not see them.
+func (a FileAccess) Authorize(u *User, f *File, shareRole string, need Access) error {
 	if f == nil {
 		return Errorf(ENOTFOUND, "File not found")
 	}
-	if u == nil || (need == AccessClaim && (u.Anonymous || u.ID == "")) {
+	if need == AccessClaim && !a.MultiUser {
+		return Errorf(EBADREQUEST, "Multi-user mode is not enabled")
+	}
+	if (u == nil && a.MultiUser) || (need == AccessClaim && (u.Anonymous || u.ID == "")) {
 		return Errorf(EUNAUTHORIZED, "Authentication required")
 	}
+	if !a.MultiUser {
+		return nil
+	}
 	owned := f.OwnerID != nil
-	mine := owned && *f.OwnerID == u.ID
+	mine := owned && u.ID != "" && *f.OwnerID == u.ID
 	if need == AccessClaim {
 		// Claiming a file one owns already changes nothing: allowed, the
 		// caller reports it. Administrators are no exception here.
-		if owned && !mine {
+		if (owned && !mine) || (!owned && !u.IsAdmin && !a.UnclaimedVisible) {
 			return ownedByAnother()
 		}
 		return nil
@@ -84,14 +115,17 @@ func Authorize(u *User, f *File, shareRole string, need Access) error {
 		return nil
 	}
 	if !owned {
+		if !a.UnclaimedVisible {
+			return ownedByAnother()
+		}
 		if need == AccessView {
 			return nil
 		}
 		return Errorf(EFORBIDDEN, "Not the file owner")
 	}
 	grants, shared := roleGrants[shareRole]
-	for _, a := range grants {
-		if a == need {
+	for _, g := range grants {
+		if g == need {
 			return nil
 		}
 	}
@@ -105,16 +139,53 @@ func ownedByAnother() error { return Errorf(EFORBIDDEN, "Document is owned by an
 
 // NeedsShareRole reports whether Authorize's answer for u, f and need
 // depends on the role a share gives u: callers look the role up only then.
-func NeedsShareRole(u *User, f *File, need Access) bool {
-	if u == nil || f == nil || u.IsAdmin || f.OwnerID == nil || *f.OwnerID == u.ID {
+func (a FileAccess) NeedsShareRole(u *User, f *File, need Access) bool {
+	if !a.MultiUser || u == nil || f == nil || u.IsAdmin || f.OwnerID == nil || *f.OwnerID == u.ID {
 		return false
 	}
 	for _, grants := range roleGrants {
-		for _, a := range grants {
-			if a == need {
+		for _, g := range grants {
+			if g == need {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// Visibility is the view rule of FileAccess as a query filter, for the
+// listings, search and similarity queries that cannot ask Authorize per
+// file: the files UserID owns, those shared with UserID, and with
+// Unclaimed the files without an owner. A nil *Visibility means every
+// file. An empty UserID owns nothing (an index's empty owner field is an
+// unclaimed file's, never a user's), and no share is made with it.
+type Visibility struct {
+	UserID    string
+	Unclaimed bool
+}
+
+// VisibleTo returns the files u may see as a query filter: nil (every
+// file) outside multi-user mode and for administrators. For a nil user it
+// is a filter that matches nothing.
+func (a FileAccess) VisibleTo(u *User) *Visibility {
+	if !a.MultiUser || (u != nil && u.IsAdmin) {
+		return nil
+	}
+	if u == nil {
+		return &Visibility{}
+	}
+	return &Visibility{UserID: u.ID, Unclaimed: a.UnclaimedVisible}
+}
+
+// Sees reports whether a file with owner ownerID (nil: unclaimed), on
+// which a share gives the user shareRole, passes the filter: what each
+// query implementation of the filter must select.
+func (v *Visibility) Sees(ownerID *string, shareRole string) bool {
+	switch {
+	case v == nil:
+		return true
+	case ownerID == nil:
+		return v.Unclaimed
+	}
+	return (v.UserID != "" && *ownerID == v.UserID) || ValidShareRole(shareRole)
 }

@@ -130,6 +130,14 @@ func ThreadComments(flat []*Comment) []*Comment {
 	return roots
 }
 
+// MentionGrants are the shares a comment's mentions gave (Granted) and
+// those that ended because no comment's mention holds them any more
+// (Ended).
+type MentionGrants struct {
+	Granted []*Share
+	Ended   []*Share
+}
+
 // CommentStore keeps the comments of files. Comments are looked up within
 // their file: a comment of another file is ENOTFOUND.
 type CommentStore interface {
@@ -137,19 +145,30 @@ type CommentStore interface {
 	ListComments(ctx context.Context, fileID int64) ([]*Comment, error)
 	// FindComment returns one comment of the file.
 	FindComment(ctx context.Context, fileID, id int64) (*Comment, error)
-	// CreateComment stores c (FileID, UserID, ParentID, Body set) after
-	// checking that its parent is a comment of the same file (EINVALID
-	// naming parent_id otherwise). names are ExtractMentions(c.Body): those
-	// that are users (a local account's username or e-mail, or a profile's
-	// user id; not a blocked one) become c.Mentions, as user ids. With
-	// grant, each mentioned user without access gets a viewer share of an
-	// owned file, in the same transaction; those shares are returned.
-	CreateComment(ctx context.Context, c *Comment, names []string, grant bool) ([]*Share, error)
-	// UpdateComment replaces a comment's body and mentions as
-	// CreateComment sets them, granting the same way.
-	UpdateComment(ctx context.Context, fileID, id int64, body string, names []string, grant bool) (*Comment, []*Share, error)
+	// ResolveMentions returns the users names (ExtractMentions of a body)
+	// name, in the order of names, each once: a local account's username
+	// or e-mail gives the account's user id (its e-mail), else a profile's
+	// user id as written; unknown names and blocked users are none. Each
+	// carries the role a share gives them on the file; IsAdmin is left to
+	// the caller.
+	ResolveMentions(ctx context.Context, fileID int64, names []string) ([]Mentioned, error)
+	// CreateComment stores c (FileID, UserID, ParentID, Body, Mentions set)
+	// after checking that its parent is a comment of the same file
+	// (EINVALID naming parent_id otherwise). Each user of grant
+	// (MentionReach.Grant) without a share of the owned file gets a viewer
+	// share held by the comment, in the same transaction; a share an
+	// earlier mention gave is held by this comment too. The shares created
+	// are returned.
+	CreateComment(ctx context.Context, c *Comment, grant []string) ([]*Share, error)
+	// UpdateComment replaces a comment's body and mentions and grants as
+	// CreateComment; the comment stops holding the shares of users it no
+	// longer mentions, and a share no comment holds any more ends, unless
+	// the owner shared the file with the user meanwhile (ShareStore's
+	// PutShare and UpdateShare make a share the owner's).
+	UpdateComment(ctx context.Context, fileID, id int64, body string, mentions, grant []string) (*Comment, MentionGrants, error)
 	// ResolveComment sets is_resolved.
 	ResolveComment(ctx context.Context, fileID, id int64, resolved bool) (*Comment, error)
-	// DeleteComment removes a comment and its replies.
-	DeleteComment(ctx context.Context, fileID, id int64) error
+	// DeleteComment removes a comment and its replies, and returns the
+	// shares that ended because only they held them (as UpdateComment).
+	DeleteComment(ctx context.Context, fileID, id int64) ([]*Share, error)
 }

@@ -98,9 +98,9 @@ type ProcessingLog struct {
 
 // FileFilter selects files for listing. Zero values mean "no filter".
 type FileFilter struct {
-	// Visibility: when OwnerID is set (multi-user mode, non-admin) only files
-	// owned by or shared with that user are returned.
-	VisibleTo *string
+	// VisibleTo keeps the files it lets its user see (FileAccess.VisibleTo);
+	// nil = every file.
+	VisibleTo *Visibility
 	IDs       []int64
 
 	Search   string
@@ -173,6 +173,21 @@ type ClaimSkip struct {
 	Reason string `json:"reason"`
 }
 
+// OwnerChange is a file AssignOwner gave a new owner, and its owner before
+// (nil: it had none).
+type OwnerChange struct {
+	FileID int64
+	From   *string
+}
+
+// Audit actions of files: who took or was given which files, and who
+// deleted which.
+const (
+	AuditFileClaim       = "file.claim"
+	AuditFileAssignOwner = "file.assign_owner"
+	AuditFileDelete      = "file.delete"
+)
+
 // FileRepository is FileService plus the bulk reads and writes of the files
 // API and ownership.
 type FileRepository interface {
@@ -189,11 +204,13 @@ type FileRepository interface {
 	ProcessingStatuses(ctx context.Context, files []*File) (map[int64]ProcessingStatus, error)
 	// FindProcessingLogs returns the file's log in chronological order.
 	FindProcessingLogs(ctx context.Context, fileID int64) ([]*ProcessingLog, error)
-	// ClaimFiles makes owner the owner of every unclaimed file among ids
-	// (Authorize with AccessClaim); the others are skipped with a reason
-	// (not found, owned by another user, already owned). EUNAUTHORIZED for
-	// an empty owner.
-	ClaimFiles(ctx context.Context, owner string, ids []int64) (claimed []int64, skipped []ClaimSkip, err error)
+	// ClaimFiles makes claimant the owner of the files among ids that
+	// access lets them claim (FileAccess.Authorize with AccessClaim),
+	// decided under the rows' locks; the others are skipped with a reason
+	// (not found, owned by another user — also an unclaimed file the
+	// claimant may not see —, already owned by you). The errors of
+	// Authorize for a claim by anyone (EBADREQUEST, EUNAUTHORIZED).
+	ClaimFiles(ctx context.Context, claimant *User, access FileAccess, ids []int64) (claimed []int64, skipped []ClaimSkip, err error)
 	// ShareRole returns the role (viewer, editor) a share gives userID on
 	// the file, or "" when there is none.
 	ShareRole(ctx context.Context, fileID int64, userID string) (string, error)
@@ -201,6 +218,6 @@ type FileRepository interface {
 	// fileIDs, by file id; files without a share are absent.
 	ShareRoles(ctx context.Context, fileIDs []int64, userID string) (map[int64]string, error)
 	// AssignOwner sets owner on the files among ids (nil ids: on every
-	// unclaimed file) and returns how many changed.
-	AssignOwner(ctx context.Context, owner string, ids []int64) (int, error)
+	// unclaimed file) and returns those whose owner changed, in id order.
+	AssignOwner(ctx context.Context, owner string, ids []int64) ([]OwnerChange, error)
 }

@@ -186,10 +186,14 @@ type IngestRecord struct {
 // MailSeen names one attachment of one mail of an IMAP source: the
 // integration, the mail's key (its Message-ID, or UIDVALIDITY and UID when
 // it has none) and the attachment's position among the mail's attachments.
+// Generation is the generation of the integration's settings the source
+// runs under (SourceClaim.Generation): storage refuses the record, with
+// ENOTFOUND, once the integration is inactive, deleted or changed.
 type MailSeen struct {
 	IntegrationID int64
 	MessageKey    string
 	Attachment    int
+	Generation    int64
 }
 
 // WatchSeen is one file a watch folder has taken in (or refused).

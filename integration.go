@@ -11,6 +11,15 @@ const (
 	DirectionDestination = "DESTINATION"
 )
 
+// Audit actions of integrations. Their details name the type, the name
+// and what changed, with endpoint values; never credentials.
+const (
+	AuditIntegrationCreate = "integration.create"
+	AuditIntegrationUpdate = "integration.update"
+	AuditIntegrationDelete = "integration.delete"
+	AuditIntegrationTest   = "integration.test"
+)
+
 // Integration is a user's configured source or destination (interface.md,
 // Integration; decisions.md, Integrations for the keys of each type).
 // Credentials are input only: stores keep them encrypted, and a record read

@@ -1,6 +1,11 @@
 package docflow
 
-import "sort"
+import (
+	"bytes"
+	"encoding/json"
+	"sort"
+	"strings"
+)
 
 // Integration types (decisions.md, Integrations). The API takes them in any
 // case and stores them upper case.
@@ -52,6 +57,11 @@ type IntegrationKey struct {
 	Enum    []string
 	// MaxLen bounds a text value (0 = 4096).
 	MaxLen int
+	// Endpoint marks a config key that says where the integration
+	// connects or whom it trusts there (host, port, URL, security, CA,
+	// host key): a change sends the credentials somewhere new, so it
+	// needs them given again (CheckEndpointChange).
+	Endpoint bool
 }
 
 // IntegrationType is one row of the catalogue.
@@ -94,19 +104,29 @@ func portKey(def int64) IntegrationKey {
 	return IntegrationKey{Name: "port", Kind: KeyPort, Default: def}
 }
 
+func hostKey() IntegrationKey {
+	return IntegrationKey{Name: "host", Kind: KeyHost, Required: true}
+}
+
+func urlKey() IntegrationKey {
+	return IntegrationKey{Name: "url", Kind: KeyURL, Required: true}
+}
+
 func remotePathKey() IntegrationKey {
 	return IntegrationKey{Name: "path", Kind: KeyPath, Default: "/"}
 }
 
 // integrationTypes is decisions.md's table, row by row. The common keys
 // (ca_certificate for TLS types, filename_template for destinations) are
-// added by init.
+// added by init, which also marks every host, port, URL, CA and host-key
+// key as an endpoint key; other keys that choose how the connection is
+// secured (security, tls) are marked here.
 var integrationTypes = []IntegrationType{
 	{Type: IntegrationIMAP, Direction: DirectionSource, TLS: true,
 		Config: []IntegrationKey{
-			{Name: "host", Kind: KeyHost, Required: true},
+			hostKey(),
 			portKey(993),
-			{Name: "security", Kind: KeyEnum, Enum: []string{"tls", "starttls", "none"}, Default: "tls"},
+			{Name: "security", Kind: KeyEnum, Enum: []string{"tls", "starttls", "none"}, Default: "tls", Endpoint: true},
 			{Name: "folder", Kind: KeyFolder, Default: "INBOX"},
 			{Name: "poll_interval", Kind: KeyInt, Min: 10, Max: 86400, Default: int64(60)},
 			{Name: "move_to_folder", Kind: KeyString},
@@ -118,10 +138,10 @@ var integrationTypes = []IntegrationType{
 	{Type: IntegrationLocal, Direction: DirectionDestination,
 		Config: []IntegrationKey{{Name: "path", Kind: KeyLocalPath, Required: true}}},
 	{Type: IntegrationWebDAV, Direction: DirectionDestination, TLS: true,
-		Config:      []IntegrationKey{{Name: "url", Kind: KeyURL, Required: true}, remotePathKey()},
+		Config:      []IntegrationKey{urlKey(), remotePathKey()},
 		Credentials: []IntegrationKey{credKey("username", false), credKey("password", false)}},
 	{Type: IntegrationNextcloud, Direction: DirectionDestination, TLS: true,
-		Config:      []IntegrationKey{{Name: "url", Kind: KeyURL, Required: true}, remotePathKey()},
+		Config:      []IntegrationKey{urlKey(), remotePathKey()},
 		Credentials: []IntegrationKey{credKey("username", true), credKey("password", true)}},
 	{Type: IntegrationS3, Direction: DirectionDestination, TLS: true,
 		Config: []IntegrationKey{
@@ -134,7 +154,7 @@ var integrationTypes = []IntegrationType{
 		Credentials: []IntegrationKey{credKey("access_key_id", true), credKey("secret_access_key", true)}},
 	{Type: IntegrationSFTP, Direction: DirectionDestination,
 		Config: []IntegrationKey{
-			{Name: "host", Kind: KeyHost, Required: true},
+			hostKey(),
 			portKey(22),
 			remotePathKey(),
 			{Name: "host_key_fingerprint", Kind: KeyFingerprint, Required: true},
@@ -144,10 +164,10 @@ var integrationTypes = []IntegrationType{
 		OneOfCredentials: []string{"password", "private_key"}},
 	{Type: IntegrationFTP, Direction: DirectionDestination, TLS: true,
 		Config: []IntegrationKey{
-			{Name: "host", Kind: KeyHost, Required: true},
+			hostKey(),
 			portKey(21),
 			remotePathKey(),
-			{Name: "tls", Kind: KeyEnum, Enum: []string{"explicit", "none"}, Default: "explicit"},
+			{Name: "tls", Kind: KeyEnum, Enum: []string{"explicit", "none"}, Default: "explicit", Endpoint: true},
 		},
 		Credentials: []IntegrationKey{credKey("username", true), credKey("password", true)}},
 	{Type: IntegrationEmail, Direction: DirectionDestination, TLS: true,
@@ -162,7 +182,7 @@ var integrationTypes = []IntegrationType{
 			credKey("smtp_password", false),
 		}},
 	{Type: IntegrationPaperless, Direction: DirectionDestination, TLS: true,
-		Config:      []IntegrationKey{{Name: "url", Kind: KeyURL, Required: true}},
+		Config:      []IntegrationKey{urlKey()},
 		Credentials: []IntegrationKey{credKey("token", true)}},
 	{Type: IntegrationDropbox, Direction: DirectionDestination,
 		Config:      []IntegrationKey{remotePathKey()},
@@ -185,6 +205,14 @@ func init() {
 		}
 		if t.Direction == DirectionDestination {
 			t.Config = append(t.Config, IntegrationKey{Name: "filename_template", Kind: KeyTemplate, Default: DefaultFilenameTemplate, MaxLen: 500})
+		}
+		for j := range t.Config {
+			// Whatever names a server, a port, a URL, a CA or a host key
+			// is an endpoint key in every type, present and future.
+			switch t.Config[j].Kind {
+			case KeyHost, KeyPort, KeyURL, KeyPEM, KeyFingerprint:
+				t.Config[j].Endpoint = true
+			}
 		}
 		integrationTypeIndex[t.Type] = t
 	}
@@ -227,4 +255,42 @@ func (t IntegrationType) CredentialKey(name string) (IntegrationKey, bool) {
 		}
 	}
 	return IntegrationKey{}, false
+}
+
+// ChangedEndpoints returns the endpoint keys of t (IntegrationKey.Endpoint)
+// whose values differ between two checked configs (defaults filled in),
+// in the catalogue's order.
+func (t IntegrationType) ChangedEndpoints(before, after map[string]any) []string {
+	var out []string
+	for _, k := range t.Config {
+		if !k.Endpoint {
+			continue
+		}
+		b, _ := json.Marshal(before[k.Name])
+		a, _ := json.Marshal(after[k.Name])
+		if !bytes.Equal(a, b) {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
+// CheckEndpointChange refuses a change of a stored integration that moves
+// its endpoint (ChangedEndpoints between the stored config and the new
+// one) while it keeps stored credentials: stored credentials go only to
+// the endpoint they were given for. It is EINVALID on the field
+// credentials; nil when nothing moves, the integration has no stored
+// credentials, or the change gives credentials of its own.
+func CheckEndpointChange(t IntegrationType, stored, next map[string]any, hasStored, credentialsGiven bool) error {
+	if !hasStored || credentialsGiven {
+		return nil
+	}
+	keys := t.ChangedEndpoints(stored, next)
+	if len(keys) == 0 {
+		return nil
+	}
+	e := Errorf(EINVALID, "changing config.%s needs the credentials given again: stored credentials are only sent to the server they were given for",
+		strings.Join(keys, ", config."))
+	e.Fields = []FieldError{{Field: "credentials", Message: e.Message}}
+	return e
 }

@@ -15,6 +15,11 @@ type MailCursor struct {
 type SourceClaim struct {
 	Integration *Integration
 	Cursor      MailCursor
+	// Generation is the generation of the integration's settings, moved
+	// in the transaction of every change of its config, credentials or
+	// active flag: mails are taken in only under the current one, so a
+	// change stops the source before the API answers.
+	Generation int64
 }
 
 // SourceReport is what the process running a source records in its row:
@@ -25,4 +30,7 @@ type SourceReport struct {
 	Cursor    MailCursor
 	LastError string
 	UsedAt    *time.Time
+	// Generation is the settings' generation the source ran under: the
+	// report of an older one is not recorded.
+	Generation int64
 }

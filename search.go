@@ -34,9 +34,10 @@ type SearchQuery struct {
 	TextQuality  string // no_text, low, medium, high
 	DateFrom     *time.Time
 	DateTo       *time.Time
-	// VisibleTo restricts results to documents owned by or shared with this
-	// user (multi-user mode); nil = no restriction.
-	VisibleTo *string
+	// VisibleTo keeps the documents it lets its user see
+	// (FileAccess.VisibleTo; an unclaimed document has the empty owner);
+	// nil = no restriction.
+	VisibleTo *Visibility
 	Page      int // from 1
 	PerPage   int
 }
@@ -78,8 +79,9 @@ type SearchIndex interface {
 	Delete(ctx context.Context, ids []int64) error
 	Search(ctx context.Context, q SearchQuery) (*SearchResult, error)
 	// Nearest returns up to k documents closest to vec (excluding the ids
-	// in exclude) with score >= minScore, best first.
-	Nearest(ctx context.Context, vec []float32, k int, minScore float64, visibleTo *string, exclude ...int64) ([]Neighbor, error)
+	// in exclude) with score >= minScore, best first; visibleTo keeps those
+	// it lets its user see, as SearchQuery.VisibleTo.
+	Nearest(ctx context.Context, vec []float32, k int, minScore float64, visibleTo *Visibility, exclude ...int64) ([]Neighbor, error)
 	// Ping reports whether the backend is reachable.
 	Ping(ctx context.Context) error
 	Close() error

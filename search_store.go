@@ -73,8 +73,9 @@ type SimilarityPair struct {
 // SimilarityPairFilter selects a page of stored pairs.
 type SimilarityPairFilter struct {
 	MinScore float64
-	// VisibleTo keeps the pairs whose two files the user may see; nil = all.
-	VisibleTo *string
+	// VisibleTo keeps the pairs whose two files it lets its user see
+	// (FileAccess.VisibleTo); nil = all.
+	VisibleTo *Visibility
 	Page      int // from 1
 	PerPage   int
 }
@@ -125,8 +126,8 @@ type SearchStore interface {
 	// the highest id read (0 when there were none).
 	ScanSearchDocuments(ctx context.Context, afterID int64, limit int) ([]*SearchDocument, int64, error)
 	// FileSummaries returns the files among ids that exist and, when
-	// visibleTo is set, that user owns or has been shared.
-	FileSummaries(ctx context.Context, ids []int64, visibleTo *string) (map[int64]*FileSummary, error)
+	// visibleTo is set, that it lets its user see.
+	FileSummaries(ctx context.Context, ids []int64, visibleTo *Visibility) (map[int64]*FileSummary, error)
 
 	// FindEmbedding returns ENOTFOUND when the file has no embedding.
 	FindEmbedding(ctx context.Context, fileID int64) (*Embedding, error)
@@ -140,11 +141,11 @@ type SearchStore interface {
 	FindSimilarityPairs(ctx context.Context, f SimilarityPairFilter) ([]*SimilarityPair, int, error)
 	// EmbeddingCoverage counts the files (visible to visibleTo, when set)
 	// and those of them with an embedding.
-	EmbeddingCoverage(ctx context.Context, visibleTo *string) (EmbeddingCoverage, error)
+	EmbeddingCoverage(ctx context.Context, visibleTo *Visibility) (EmbeddingCoverage, error)
 	// EmbeddingStatus returns ENOTFOUND when the file does not exist or is
 	// not visible to visibleTo.
-	EmbeddingStatus(ctx context.Context, fileID int64, visibleTo *string) (*EmbeddingStatus, error)
+	EmbeddingStatus(ctx context.Context, fileID int64, visibleTo *Visibility) (*EmbeddingStatus, error)
 	// EmbeddingDiagnostics returns the counts and one page of per-file rows
 	// (newest first).
-	EmbeddingDiagnostics(ctx context.Context, visibleTo *string, page, perPage int) (*EmbeddingDiagnostics, error)
+	EmbeddingDiagnostics(ctx context.Context, visibleTo *Visibility, page, perPage int) (*EmbeddingDiagnostics, error)
 }

@@ -67,10 +67,13 @@ type ShareStore interface {
 	// with their profiles' display names.
 	SharedWith(ctx context.Context, fileID int64) ([]SharedWith, error)
 	// PutShare shares the file with userID under role, for the file's
-	// owner ownerID; a share the user has already gets the role. created
-	// says which happened. ENOTFOUND when the file is gone.
+	// owner ownerID; a share the user has already gets the role, and one a
+	// mention gave becomes the owner's (it no longer ends with the
+	// comments that mention the user). created says which happened.
+	// ENOTFOUND when the file is gone.
 	PutShare(ctx context.Context, fileID int64, ownerID, userID, role string) (s *Share, created bool, err error)
-	// UpdateShare sets the role of a share of the file.
+	// UpdateShare sets the role of a share of the file; one a mention gave
+	// becomes the owner's, as with PutShare.
 	UpdateShare(ctx context.Context, fileID, shareID int64, role string) (*Share, error)
 	// DeleteShare removes a share of the file and returns it.
 	DeleteShare(ctx context.Context, fileID, shareID int64) (*Share, error)

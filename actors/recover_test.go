@@ -108,3 +108,48 @@ func newTestEngine(t *testing.T) *actor.Engine {
 	}
 	return e
 }
+
+// A panic in a goroutine an actor started ends that goroutine, logged,
+// and its deferred report still runs.
+func TestGoRecovers(t *testing.T) {
+	var buf syncBuffer
+	log := zerolog.New(&buf)
+	reported := make(chan bool, 1)
+	Go(log, "test job", func() {
+		defer func() { reported <- true }()
+		panic("boom")
+	})
+	select {
+	case <-reported:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the deferred report did not run")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(buf.String(), "goroutine of an actor panicked") {
+		if time.Now().After(deadline) {
+			t.Fatalf("panic not logged: %q", buf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(buf.String(), "test job") {
+		t.Fatalf("log does not name the goroutine: %q", buf.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

@@ -12,10 +12,11 @@ package analytics
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 )
 
 // Batcher buffers rows of type T and writes them in batches from a
@@ -291,124 +292,23 @@ func (b *Batcher[T]) queuedRows() int {
 	return b.queued
 }
 
-// loop owns the held batches: those taken from the queue and not yet
-// written, a failed one first. Background writes run in goroutines of
-// their own and report to results; Flush and Close write synchronously
-// once the writes in flight have reported.
+// loop owns the held batches (loopState): those taken from the queue and
+// not yet written, a failed one first. Background writes run in
+// goroutines of their own and report to results; Flush and Close write
+// synchronously once the writes in flight have reported.
 func (b *Batcher[T]) loop() {
 	defer close(b.done)
-	var (
-		held     []*batch[T] // waiting to be written, oldest first
-		heldRows int         // rows in held and in flight
-		inflight int
-		ticker   = time.NewTicker(b.opts.FlushInterval)
-		retry    *time.Timer // non-nil while backing off after a failure
-		retryC   <-chan time.Time
-		failures int
-	)
+	l := &loopState[T]{b: b, backoff: retryBackoff(b.opts.RetryMin, b.opts.RetryMax)}
+	ticker := time.NewTicker(b.opts.FlushInterval)
 	defer ticker.Stop()
-
-	// settle books a write's outcome: a written batch leaves held (its
-	// buffer is reused); the unsettled rest of a failed one goes back to
-	// the front, as the same batch when none of it was written, and the
-	// backoff starts.
-	settle := func(r writeResult[T]) {
-		heldRows -= r.done
-		if r.err == nil {
-			b.recycle(r.b.rows)
-			if failures > 0 {
-				// The store answers again: whatever waits is written
-				// now rather than after the backoff.
-				b.opts.Logger.Info().Int("failed_attempts", failures).Msg("analytics writes recovered")
-				failures, retryC = 0, nil
-			}
-			return
-		}
-		again := r.b
-		if r.done > 0 {
-			// A new batch: a retry of the whole must not take the part
-			// that landed for all of it.
-			again = &batch[T]{rows: r.b.rows[r.done:]}
-		}
-		held = append([]*batch[T]{again}, held...)
-		failures++
-		d := backoff(b.opts.RetryMin, b.opts.RetryMax, failures)
-		b.opts.Logger.Warn().Err(r.err).Int("rows", heldRows).
-			Int("attempt", failures).Dur("retry_in", d).Msg("analytics write failed")
-		if retry == nil {
-			retry = time.NewTimer(d)
-		} else {
-			retry.Reset(d)
-		}
-		retryC = retry.C
-	}
-	// start begins background writes of held batches, up to Writers at
-	// once, unless backing off.
-	start := func() {
-		for retryC == nil && inflight < b.opts.Writers && len(held) > 0 {
-			bt := held[0]
-			held[0] = nil
-			held = held[1:]
-			inflight++
-			go func() {
-				ctx, cancel := context.WithTimeout(b.stopCtx, b.opts.WriteTimeout)
-				defer cancel()
-				done, written, err := b.writeBatch(ctx, bt)
-				b.results <- writeResult[T]{bt, done, written, err}
-			}()
-		}
-	}
-	// await books the outcome of every write in flight.
-	await := func() {
-		for ; inflight > 0; inflight-- {
-			r := <-b.results
-			settle(r)
-			b.written.Add(int64(r.written))
-		}
-	}
-	// writeHeld writes the held batches one at a time, in order, stopping
-	// at the first failure.
-	writeHeld := func(ctx context.Context) error {
-		for len(held) > 0 {
-			bt := held[0]
-			held[0] = nil
-			held = held[1:]
-			wctx, cancel := context.WithTimeout(ctx, b.opts.WriteTimeout)
-			done, written, err := b.writeBatch(wctx, bt)
-			cancel()
-			settle(writeResult[T]{bt, done, written, err})
-			b.written.Add(int64(written))
-			if err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	// takeMore takes the full batches queued and starts writes. The batch
-	// being filled is cut only once FlushInterval has passed and a writer
-	// would otherwise be idle: while writes keep the writers busy it grows
-	// into a full batch instead of becoming a small insert of its own
-	// (each insert is a part to merge), and after a failure only whole
-	// batches are taken until a write succeeds, so an outage does not
-	// split the backlog into one small insert per interval.
-	cutDue := false
-	takeMore := func() {
-		b.take(&held, &heldRows, false)
-		if cutDue && failures == 0 && retryC == nil && len(held) == 0 && inflight < b.opts.Writers {
-			b.take(&held, &heldRows, true)
-			cutDue = false
-		}
-		start()
-	}
-
 	for {
 		select {
 		case <-b.kick:
-			takeMore()
+			l.takeMore()
 		case r := <-b.results:
-			inflight--
-			settle(r)
-			takeMore()
+			l.inflight--
+			l.settle(r)
+			l.takeMore()
 			// NOTE: counted as written only now, once the loop has let go
 			// of the rows and taken what waits in the queue: until then
 			// they still hold their place under MaxBuffered, and Buffered
@@ -417,36 +317,20 @@ func (b *Batcher[T]) loop() {
 			// it overfills the queue and drops.
 			b.written.Add(int64(r.written))
 		case <-ticker.C:
-			cutDue = true
-			takeMore()
+			l.cutDue = true
+			l.takeMore()
 			b.logDrops()
-		case <-retryC:
-			retryC = nil
-			takeMore()
+		case <-l.retryC:
+			l.retryC = nil
+			l.takeMore()
 		case req := <-b.flushes:
-			// Every row added before Flush was called is queued by now; write
-			// at least that many, in rounds when they exceed MaxBuffered.
-			await()
-			b.mu.Lock()
-			want := len(b.ready)
-			if len(b.cur) > 0 {
-				want++
-			}
-			b.mu.Unlock()
-			var err error
-			for {
-				want -= b.take(&held, &heldRows, true)
-				if err = writeHeld(req.ctx); err != nil || want <= 0 {
-					break
-				}
-			}
-			req.reply <- err
-			start()
+			req.reply <- l.flush(req.ctx)
+			l.start()
 		case <-b.stop:
-			await()
-			b.err = b.closeFlush(&held, &heldRows, writeHeld)
-			if retry != nil {
-				retry.Stop()
+			l.await()
+			b.err = l.closeFlush()
+			if l.retry != nil {
+				l.retry.Stop()
 			}
 			return
 		}
@@ -464,36 +348,6 @@ func (b *Batcher[T]) writeBatch(ctx context.Context, bt *batch[T]) (int, int, er
 	written := 0
 	done, err := b.writeRows(withBatch(ctx, bt.token, bt.attempt), bt.rows, &written)
 	return done, written, err
-}
-
-// closeFlush writes everything left, retrying with backoff until
-// CloseTimeout; rows it cannot write are counted as dropped.
-func (b *Batcher[T]) closeFlush(held *[]*batch[T], heldRows *int, writeHeld func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), b.opts.CloseTimeout)
-	defer cancel()
-	var err error
-	for attempt := 1; ; attempt++ {
-		b.take(held, heldRows, true)
-		if err = writeHeld(ctx); err == nil && b.queuedRows() == 0 {
-			return nil
-		}
-		if err == nil {
-			continue // more queued rows than MaxBuffered: keep going
-		}
-		t := time.NewTimer(backoff(b.opts.RetryMin, b.opts.RetryMax, attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			b.mu.Lock()
-			lost := int64(*heldRows + b.queued)
-			b.cur, b.ready, b.queued = nil, nil, 0
-			b.mu.Unlock()
-			b.dropped.Add(lost)
-			*held, *heldRows = nil, 0
-			return fmt.Errorf("close: %d rows unwritten: %w", lost, err)
-		case <-t.C:
-		}
-	}
 }
 
 // writeRows writes rows in one write; when the store rejects them for good
@@ -528,13 +382,9 @@ func (b *Batcher[T]) writeRows(ctx context.Context, rows []T, written *int) (int
 	return mid + done, err
 }
 
-// backoff returns min·2^(attempt-1) capped at max, with ±20 % jitter.
-func backoff(lo, hi time.Duration, attempt int) time.Duration {
-	d := lo
-	for i := 1; i < attempt && d < hi; i++ {
-		d *= 2
-	}
-	d = min(d, hi)
-	jitter := time.Duration(float64(d) * 0.2 * (2*rand.Float64() - 1))
-	return d + jitter
+// retryBackoff is the wait before each retry of a failed write: lo,
+// 2·lo, 4·lo… capped at hi, each with ±20 % jitter so that processes
+// that failed together do not retry together.
+func retryBackoff(lo, hi time.Duration) *backoff.ExponentialBackOff {
+	return &backoff.ExponentialBackOff{InitialInterval: lo, Multiplier: 2, RandomizationFactor: 0.2, MaxInterval: hi}
 }

@@ -255,7 +255,12 @@ func TestBatcherFlushHonoursContext(t *testing.T) {
 
 func TestBackoff(t *testing.T) {
 	for attempt, want := range map[int]time.Duration{1: 100, 2: 200, 3: 400, 10: 1000} {
-		got := backoff(100, 1000, attempt)
+		b := retryBackoff(100, 1000)
+		b.Reset()
+		var got time.Duration
+		for range attempt {
+			got = b.NextBackOff()
+		}
 		if got < want*8/10 || got > want*12/10 {
 			t.Errorf("backoff(attempt %d) = %v, want %v ±20%%", attempt, got, want)
 		}

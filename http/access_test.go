@@ -9,7 +9,9 @@ import (
 // TestFileRoutesFollowShareRoles checks the files routes against the
 // spec's share role table through docflow.Authorize: an editor views and
 // edits but does not delete, a viewer only views, another user gets 403,
-// and an unclaimed file is viewed by anyone and changed by admins only.
+// and an unclaimed file is an administrator's (another user gets 403 as
+// for a file someone owns) until UNCLAIMED_FILES_VISIBLE lets anyone view
+// it.
 func TestFileRoutesFollowShareRoles(t *testing.T) {
 	fe := newFilesEnv(t, map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"})
 	ctx := context.Background()
@@ -49,7 +51,8 @@ func TestFileRoutesFollowShareRoles(t *testing.T) {
 		{"stranger views", dave, view, file, 403},
 		{"stranger edits", dave, edit, file, 403},
 		{"owner edits", alice, edit, file, 200},
-		{"anyone views unclaimed", dave, view, free, 200},
+		{"user views unclaimed", dave, view, free, 403},
+		{"admin views unclaimed", admin, view, free, 200},
 		{"user edits unclaimed", dave, edit, free, 403},
 		{"user deletes unclaimed", dave, del, free, 403},
 		{"admin edits unclaimed", admin, edit, free, 200},
@@ -62,4 +65,9 @@ func TestFileRoutesFollowShareRoles(t *testing.T) {
 			t.Errorf("%s: %s %s answered %d, want %d: %s", tc.who, method, path, resp.StatusCode, tc.want, body)
 		}
 	}
+	fe.SetEnv("UNCLAIMED_FILES_VISIBLE", "true")
+	resp, body := fe.do("GET", fmt.Sprintf("/api/files/%d", free), dave, nil)
+	fe.expect(resp, body, 200)
+	resp, body = fe.do("POST", fmt.Sprintf("/api/files/%d/assign-pipeline", free), dave, nil)
+	fe.expect(resp, body, 403)
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"docflow"
-	"docflow/processing/classify"
 )
 
 // ClassificationStore is what the classification rules API needs from the
@@ -56,7 +55,7 @@ func (h *classificationHandlers) categories(c *fasthttp.RequestCtx) error {
 }
 
 func (h *classificationHandlers) ruleTypes(c *fasthttp.RequestCtx) error {
-	writeJSON(c, fasthttp.StatusOK, classify.RuleTypes())
+	writeJSON(c, fasthttp.StatusOK, docflow.ClassificationRuleTypes())
 	return nil
 }
 
@@ -119,7 +118,7 @@ func (h *classificationHandlers) create(c *fasthttp.RequestCtx) error {
 	}
 	r := &docflow.ClassificationRule{OwnerID: ownerOf(CurrentUser(c)), Enabled: true}
 	req.apply(r)
-	if err := classify.ValidateRule(r); err != nil {
+	if err := docflow.CheckClassificationRule(r); err != nil {
 		return err
 	}
 	if err := h.d.Rules.CreateClassificationRule(RequestContext(c), r); err != nil {
@@ -169,7 +168,7 @@ func (h *classificationHandlers) update(c *fasthttp.RequestCtx) error {
 	}
 	out, err := h.d.Rules.UpdateClassificationRule(RequestContext(c), r.ID, func(r *docflow.ClassificationRule) error {
 		req.apply(r)
-		return classify.ValidateRule(r)
+		return docflow.CheckClassificationRule(r)
 	})
 	if err != nil {
 		return err

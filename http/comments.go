@@ -12,7 +12,18 @@ import (
 // editors and administrators write them (the role table's
 // comment/annotate right) and resolve or reopen any comment of the file;
 // only a comment's author edits or deletes it, and still needs the
-// comment right on the file.
+// comment right on the file. What a comment's @mentions do is the file
+// access rule's (docflow.FileAccess.Mentions): the owner's and
+// administrators' give viewer access for as long as the comment mentions
+// the user; anyone else's reach only users who may see the file already,
+// and the answer lists the others as not_notified.
+
+// commentAnswer is a written comment with the mentioned users its
+// mentions did not reach.
+type commentAnswer struct {
+	*docflow.Comment
+	NotNotified []string `json:"not_notified"`
+}
 
 func (h *collabHandlers) listComments(c *fasthttp.RequestCtx) error {
 	f, err := h.file(c, docflow.AccessView)
@@ -37,11 +48,30 @@ func commentBody(body *string) (string, error) {
 	return *body, nil
 }
 
-// auditGrants records the viewer shares a comment's mentions granted.
-func (h *collabHandlers) auditGrants(c *fasthttp.RequestCtx, commentID int64, grants []*docflow.Share) {
-	for _, sh := range grants {
+// auditGrants records the viewer shares a comment's mentions granted and
+// those that ended with it (edited or deleted).
+func (h *collabHandlers) auditGrants(c *fasthttp.RequestCtx, commentID int64, g docflow.MentionGrants, why string) {
+	for _, sh := range g.Granted {
 		h.auditShare(c, docflow.AuditShareCreate, sh, fmt.Sprintf(" (mentioned in comment %d)", commentID))
 	}
+	for _, sh := range g.Ended {
+		h.auditShare(c, docflow.AuditShareDelete, sh, fmt.Sprintf(" (mention grant ended: comment %d %s)", commentID, why))
+	}
+}
+
+// mentions resolves the names body @mentions to users and decides, by the
+// file access rule, whom the current user's comment on f notifies and
+// grants access.
+func (h *collabHandlers) mentions(c *fasthttp.RequestCtx, f *docflow.File, body string) (docflow.MentionReach, error) {
+	ctx := RequestContext(c)
+	users, err := h.d.Comments.ResolveMentions(ctx, f.ID, docflow.ExtractMentions(body))
+	if err != nil {
+		return docflow.MentionReach{}, err
+	}
+	for i := range users {
+		users[i].IsAdmin = h.s.auth.isAdmin(ctx, users[i].ID)
+	}
+	return h.s.fileAccess().Mentions(CurrentUser(c), f, users), nil
 }
 
 func (h *collabHandlers) createComment(c *fasthttp.RequestCtx) error {
@@ -63,13 +93,17 @@ func (h *collabHandlers) createComment(c *fasthttp.RequestCtx) error {
 	if req.ParentID != nil && *req.ParentID <= 0 {
 		return invalid("parent_id", "parent_id must be a comment of this file")
 	}
-	cm := &docflow.Comment{FileID: f.ID, UserID: h.actor(c), ParentID: req.ParentID, Body: body}
-	grants, err := h.d.Comments.CreateComment(RequestContext(c), cm, docflow.ExtractMentions(body), h.s.multiUser())
+	reach, err := h.mentions(c, f, body)
 	if err != nil {
 		return err
 	}
-	h.auditGrants(c, cm.ID, grants)
-	writeJSON(c, fasthttp.StatusCreated, cm)
+	cm := &docflow.Comment{FileID: f.ID, UserID: h.actor(c), ParentID: req.ParentID, Body: body, Mentions: reach.Notified}
+	granted, err := h.d.Comments.CreateComment(RequestContext(c), cm, reach.Grant)
+	if err != nil {
+		return err
+	}
+	h.auditGrants(c, cm.ID, docflow.MentionGrants{Granted: granted}, "")
+	writeJSON(c, fasthttp.StatusCreated, commentAnswer{cm, reach.NotNotified})
 	return nil
 }
 
@@ -109,12 +143,16 @@ func (h *collabHandlers) updateComment(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	updated, grants, err := h.d.Comments.UpdateComment(RequestContext(c), f.ID, cm.ID, body, docflow.ExtractMentions(body), h.s.multiUser())
+	reach, err := h.mentions(c, f, body)
 	if err != nil {
 		return err
 	}
-	h.auditGrants(c, cm.ID, grants)
-	writeJSON(c, fasthttp.StatusOK, updated)
+	updated, g, err := h.d.Comments.UpdateComment(RequestContext(c), f.ID, cm.ID, body, reach.Notified, reach.Grant)
+	if err != nil {
+		return err
+	}
+	h.auditGrants(c, cm.ID, g, "no longer mentions the user")
+	writeJSON(c, fasthttp.StatusOK, commentAnswer{updated, reach.NotNotified})
 	return nil
 }
 
@@ -127,9 +165,11 @@ func (h *collabHandlers) deleteComment(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := h.d.Comments.DeleteComment(RequestContext(c), f.ID, cm.ID); err != nil {
+	ended, err := h.d.Comments.DeleteComment(RequestContext(c), f.ID, cm.ID)
+	if err != nil {
 		return err
 	}
+	h.auditGrants(c, cm.ID, docflow.MentionGrants{Ended: ended}, "deleted")
 	c.SetStatusCode(fasthttp.StatusNoContent)
 	return nil
 }

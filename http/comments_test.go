@@ -1,7 +1,6 @@
 package http
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -123,55 +122,6 @@ func TestCommentBodyLimits(t *testing.T) {
 		}
 	}
 	ce.call("PUT", fmt.Sprintf("%s/comments/%d", base, int64(c["id"].(float64))), alice, map[string]any{"body": full + "x"}, 422)
-}
-
-func TestCommentMentionsGrantViewerAccess(t *testing.T) {
-	ce := newCollabEnv(t, multiUser())
-	ctx := context.Background()
-	alice, bob := ce.token("alice@example.com"), ce.token("bob@example.com")
-	ce.localUser("bob@example.com", "bob")
-	ce.localUser("carol@example.com", "carol")
-	ce.localUser("erin@example.com", "erin")
-	ce.DB.Pool.Exec(ctx, `INSERT INTO user_profiles (user_id, display_name) VALUES ('sso@corp.example', 'S. So'), ('alice@example.com', 'Alice')`) //nolint:errcheck
-	ce.DB.Pool.Exec(ctx, `INSERT INTO user_profiles (user_id, is_blocked) VALUES ('blocked@example.com', true)`)                                   //nolint:errcheck
-	ce.DB.Pool.Exec(ctx, `INSERT INTO local_users (email, username, password_hash) VALUES ('blocked@example.com', 'blk', 'x')`)                    //nolint:errcheck
-	f := ce.file("alice@example.com")
-	base := fmt.Sprintf("/api/files/%d", f)
-	ce.call("POST", base+"/shares", alice, map[string]any{"shared_with_user_id": "bob@example.com", "role": "editor"}, 201)
-
-	body := "@Carol and @sso@corp.example, see p. 2 (cc @bob, @nobody, @blk, @alice@example.com, @ghost@example.com). Mail me: x@y.org."
-	c := ce.call("POST", base+"/comments", bob, map[string]any{"body": body}, 201)
-	got := fmt.Sprint(c["mentions"])
-	if got != "[carol@example.com sso@corp.example bob@example.com alice@example.com]" {
-		t.Fatalf("mentions %s", got)
-	}
-	// Carol and the SSO user got viewer shares; bob keeps his editor share;
-	// the owner gets none.
-	roles := map[string]string{}
-	rows, _ := ce.DB.Pool.Query(ctx, `SELECT shared_with_user_id, role FROM shares WHERE file_id=$1`, f)
-	for rows.Next() {
-		var u, r string
-		rows.Scan(&u, &r) //nolint:errcheck
-		roles[u] = r
-	}
-	rows.Close()
-	if fmt.Sprint(roles) != "map[bob@example.com:editor carol@example.com:viewer sso@corp.example:viewer]" {
-		t.Fatalf("shares %v", roles)
-	}
-	carol := ce.token("carol@example.com")
-	ce.call("GET", base+"/comments", carol, nil, 200)
-	ce.call("POST", base+"/comments", carol, map[string]any{"body": "thanks"}, 403)
-	// An edit that mentions someone new grants them too, audited.
-	ed := ce.call("PUT", fmt.Sprintf("%s/comments/%d", base, int64(c["id"].(float64))), bob, map[string]any{"body": "now @erin"}, 200)
-	if fmt.Sprint(ed["mentions"]) != "[erin@example.com]" {
-		t.Fatalf("edited mentions %v", ed["mentions"])
-	}
-	if n := countRows(ce.testEnv, `SELECT count(*) FROM shares WHERE file_id=$1 AND shared_with_user_id='erin@example.com' AND role='viewer'`, f); n != 1 {
-		t.Fatal("erin got no share")
-	}
-	if n := countRows(ce.testEnv, `SELECT count(*) FROM audit_log WHERE action='share.create' AND actor='bob@example.com' AND detail LIKE '%mentioned in comment%'`); n != 3 {
-		t.Fatalf("%d mention grants audited", n)
-	}
 }
 
 func TestCommentMentionsOutsideMultiUserModeGrantNothing(t *testing.T) {

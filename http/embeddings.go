@@ -76,9 +76,11 @@ func (h *embeddingHandlers) compute(c *fasthttp.RequestCtx) error {
 // (the user's own files when their view is restricted).
 func (h *embeddingHandlers) computeAll(c *fasthttp.RequestCtx) error {
 	ctx := RequestContext(c)
+	// Computing is an edit: a user whose view is restricted computes
+	// their own files' embeddings, not those shared with them or unclaimed.
 	var owner *string
-	if u := h.s.restricted(c); u != nil {
-		owner = &u.ID
+	if v := h.s.visibleTo(c); v != nil {
+		owner = &v.UserID
 	}
 	ids, err := h.d.Queue.FilesMissingEmbedding(ctx, owner)
 	if err != nil {

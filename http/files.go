@@ -20,6 +20,14 @@ type FilesDeps struct {
 	Files  docflow.FileRepository
 	Blobs  docflow.BlobStore
 	Intake docflow.IntakeService
+	// Pipelines finds the pipeline assign-pipeline names.
+	Pipelines pipelineFinder
+}
+
+// pipelineFinder finds a pipeline by id (docflow.PipelineService).
+type pipelineFinder interface {
+	// FindPipelineByID returns the pipeline, or ENOTFOUND.
+	FindPipelineByID(ctx context.Context, id int64) (*docflow.Pipeline, error)
 }
 
 // MaxBulkIDs caps the ids of one bulk request.
@@ -28,8 +36,8 @@ const MaxBulkIDs = 10_000
 // MountFiles registers the files API. Routes address a file as {file_id},
 // the name every /api/files/{…} route of the server must share.
 func (s *Server) MountFiles(d FilesDeps) {
-	if d.Files == nil || d.Blobs == nil || d.Intake == nil {
-		panic("http: MountFiles needs Files, Blobs and Intake")
+	if d.Files == nil || d.Blobs == nil || d.Intake == nil || d.Pipelines == nil {
+		panic("http: MountFiles needs Files, Blobs, Intake and Pipelines")
 	}
 	h := &filesHandlers{s: s, d: d}
 	b := Route{Auth: AuthUser, Limit: LimitDefault}
@@ -54,22 +62,17 @@ type filesHandlers struct {
 	d FilesDeps
 }
 
-func (s *Server) multiUser() bool {
-	return docflow.SettingBool(s.cfg.Settings, "MULTI_USER_ENABLED", false)
-}
+func (s *Server) multiUser() bool { return s.fileAccess().MultiUser }
 
-// restricted returns the user whose view is limited to their own (and
-// shared) files, or nil when everything is visible: single-user mode and
-// administrators.
-func (s *Server) restricted(c *fasthttp.RequestCtx) *docflow.User {
-	if !s.multiUser() {
-		return nil
-	}
-	u := CurrentUser(c)
-	if u == nil || u.IsAdmin {
-		return nil
-	}
-	return u
+// fileAccess is the file access rule as the settings state it now.
+func (s *Server) fileAccess() docflow.FileAccess { return docflow.FileAccessFrom(s.cfg.Settings) }
+
+// visibleTo is the filter of the files the current user may see that
+// listings, search and similarity queries take (docflow.FileAccess's view
+// rule as a query filter); nil when every file is visible (single-user
+// mode, administrators).
+func (s *Server) visibleTo(c *fasthttp.RequestCtx) *docflow.Visibility {
+	return s.fileAccess().VisibleTo(CurrentUser(c))
 }
 
 // shareRoles looks up the role a share gives a user on a file
@@ -78,22 +81,20 @@ type shareRoles interface {
 	ShareRole(ctx context.Context, fileID int64, userID string) (string, error)
 }
 
-// authorizeFile applies docflow.Authorize to the current user and f in
-// multi-user mode, looking the user's share role up only when it counts.
-// Outside multi-user mode files have no owner that restricts anyone.
+// authorizeFile applies the file access rule (docflow.FileAccess) to the
+// current user and f, looking the user's share role up only when it
+// counts.
 func (s *Server) authorizeFile(c *fasthttp.RequestCtx, shares shareRoles, f *docflow.File, need docflow.Access) error {
-	if !s.multiUser() {
-		return nil
-	}
+	access := s.fileAccess()
 	u := CurrentUser(c)
 	role := ""
-	if docflow.NeedsShareRole(u, f, need) {
+	if access.NeedsShareRole(u, f, need) {
 		var err error
 		if role, err = shares.ShareRole(RequestContext(c), f.ID, u.ID); err != nil {
 			return err
 		}
 	}
-	return docflow.Authorize(u, f, role, need)
+	return access.Authorize(u, f, role, need)
 }
 
 func (h *filesHandlers) file(c *fasthttp.RequestCtx, need docflow.Access) (*docflow.File, error) {

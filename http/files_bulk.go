@@ -48,31 +48,30 @@ func parseBulkIDs(c *fasthttp.RequestCtx, allowEmpty bool) ([]int64, error) {
 }
 
 // visibleFiles returns the files among ids the user may act on with need
-// (docflow.Authorize over the share roles, looked up at once); the bulk
+// (the file access rule over the share roles, looked up at once); the bulk
 // routes skip the others as if they did not exist.
 func (h *filesHandlers) visibleFiles(c *fasthttp.RequestCtx, ids []int64, need docflow.Access) ([]*docflow.File, error) {
 	files, err := h.d.Files.FindFilesByIDs(RequestContext(c), ids)
 	if err != nil {
 		return nil, err
 	}
-	u := h.s.restricted(c)
-	if u == nil {
-		return files, nil
-	}
+	access, u := h.s.fileAccess(), CurrentUser(c)
 	// The roles of every file that needs one, in one query.
 	var ask []int64
 	for _, f := range files {
-		if docflow.NeedsShareRole(u, f, need) {
+		if access.NeedsShareRole(u, f, need) {
 			ask = append(ask, f.ID)
 		}
 	}
-	roles, err := h.d.Files.ShareRoles(RequestContext(c), ask, u.ID)
-	if err != nil {
-		return nil, err
+	roles := map[int64]string{}
+	if len(ask) > 0 {
+		if roles, err = h.d.Files.ShareRoles(RequestContext(c), ask, u.ID); err != nil {
+			return nil, err
+		}
 	}
 	out := files[:0]
 	for _, f := range files {
-		if err := docflow.Authorize(u, f, roles[f.ID], need); err == nil {
+		if err := access.Authorize(u, f, roles[f.ID], need); err == nil {
 			out = append(out, f)
 		} else if docflow.ErrorCode(err) != docflow.EFORBIDDEN {
 			return nil, err
@@ -110,6 +109,7 @@ func (h *filesHandlers) delete(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	h.s.auditFile(c, docflow.AuditFileDelete, f.ID, fileLabel(f)+" deleted")
 	h.removeBlobs(ctx, orphans)
 	writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "success", "message": "File deleted", "file_id": f.ID})
 	return nil
@@ -142,6 +142,7 @@ func (h *filesHandlers) bulkDelete(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	h.s.auditFiles(c, docflow.AuditFileDelete, "bulk-delete", deleted)
 	h.removeBlobs(ctx, orphans)
 	writeJSON(c, fasthttp.StatusOK, map[string]any{
 		"status": "success", "message": "Deleted " + strconv.Itoa(len(deleted)) + " files", "deleted_ids": deleted,
@@ -236,6 +237,11 @@ func (h *filesHandlers) bulkReprocess(cloud bool) Handler {
 	}
 }
 
+// assignPipeline sets (or, without pipeline_id, clears) the pipeline a
+// file is processed with. The pipeline must be one the user may use, as
+// for a routing rule's target: their own, a system pipeline, or any for
+// an administrator; another user's private pipeline is 404 like an
+// unknown one.
 func (h *filesHandlers) assignPipeline(c *fasthttp.RequestCtx) error {
 	var pid *int64
 	if v := string(c.QueryArgs().Peek("pipeline_id")); v != "" {
@@ -248,6 +254,14 @@ func (h *filesHandlers) assignPipeline(c *fasthttp.RequestCtx) error {
 	f, err := h.file(c, docflow.AccessEdit)
 	if err != nil {
 		return err
+	}
+	if pid != nil {
+		p, err := h.d.Pipelines.FindPipelineByID(RequestContext(c), *pid)
+		if docflow.ErrorCode(err) == docflow.ENOTFOUND || (err == nil && !canSee(CurrentUser(c), p.OwnerID)) {
+			return docflow.Errorf(docflow.ENOTFOUND, "Pipeline not found")
+		} else if err != nil {
+			return err
+		}
 	}
 	updated, err := h.d.Files.UpdateFile(RequestContext(c), f.ID, func(f *docflow.File) error {
 		f.PipelineID = pid

@@ -103,3 +103,50 @@ func TestListFilesByStorageProvider(t *testing.T) {
 		}
 	}
 }
+
+// TestAssignPipelineChecksThePipeline: a file is assigned only a pipeline
+// its user may use, as a routing rule's target: their own or a system
+// pipeline; another user's private pipeline answers 404 like an unknown
+// one, but for an administrator.
+func TestAssignPipelineChecksThePipeline(t *testing.T) {
+	fe := newFilesEnv(t, map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"})
+	ctx := context.Background()
+	alice, admin := fe.token("alice"), fe.token("admin")
+	resp, m := fe.upload("/api/upload", alice, "alice.pdf", pdf("assign"))
+	if resp.StatusCode != 201 {
+		t.Fatalf("%d %v", resp.StatusCode, m)
+	}
+	file := int64(m["file_id"].(float64))
+	pipelines := postgres.NewPipelineService(fe.DB)
+	pipeline := func(name string, owner *string) int64 {
+		t.Helper()
+		p := &docflow.Pipeline{Name: name, OwnerID: owner, IsActive: true,
+			Steps: []*docflow.PipelineStep{{StepType: docflow.StepOCR, Enabled: true}}}
+		if err := pipelines.CreatePipeline(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		return p.ID
+	}
+	a, b := "alice", "bob"
+	own, bobs, system := pipeline("mine", &a), pipeline("private", &b), pipeline("system", nil)
+	for _, tc := range []struct {
+		who, token string
+		pipeline   int64
+		want       int
+	}{
+		{"alice, her own", alice, own, 200},
+		{"alice, a system pipeline", alice, system, 200},
+		{"alice, bob's", alice, bobs, 404},
+		{"alice, none such", alice, 999999, 404},
+		{"an administrator, bob's", admin, bobs, 200},
+	} {
+		resp, body := fe.do("POST", fmt.Sprintf("/api/files/%d/assign-pipeline?pipeline_id=%d", file, tc.pipeline), tc.token, nil)
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: %d, want %d: %s", tc.who, resp.StatusCode, tc.want, body)
+		}
+	}
+	var got *int64
+	if err := fe.DB.Pool.QueryRow(ctx, `SELECT pipeline_id FROM files WHERE id=$1`, file).Scan(&got); err != nil || got == nil || *got != bobs {
+		t.Fatalf("pipeline_id %v (%v), want the administrator's choice %d", got, err, bobs)
+	}
+}

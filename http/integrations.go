@@ -148,6 +148,8 @@ func (s *Server) MountIntegrations(d IntegrationsDeps) {
 		if err := d.Store.CreateIntegration(RequestContext(c), in, s.integrationExempt(CurrentUser(c))); err != nil {
 			return err
 		}
+		s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationCreate, Target: integrationTarget(in.ID),
+			Detail: integrationCreateDetail(in)})
 		writeJSON(c, fasthttp.StatusCreated, in)
 		return nil
 	})
@@ -167,12 +169,16 @@ func (s *Server) MountIntegrations(d IntegrationsDeps) {
 				return err
 			}
 		}
+		var before docflow.Integration
+		var credsChanged bool
 		out, err := d.Store.UpdateIntegration(RequestContext(c), owner(c), id, s.integrationExempt(CurrentUser(c)), func(cur *docflow.Integration) error {
+			before = *cur
 			next, err := checkIntegrationBody(&req, cur)
 			if err != nil {
 				return err
 			}
 			cur.Config, cur.Credentials = next.Config, next.Credentials
+			credsChanged = next.Credentials != nil
 			if req.Name != nil {
 				cur.Name = name
 			}
@@ -184,6 +190,10 @@ func (s *Server) MountIntegrations(d IntegrationsDeps) {
 		if err != nil {
 			return err
 		}
+		// The store's commit is the fence: from here on no source started
+		// before this change takes mail in (decisions.md, IMAP sources).
+		s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationUpdate, Target: integrationTarget(id),
+			Detail: integrationUpdateDetail(&before, out, credsChanged)})
 		writeJSON(c, fasthttp.StatusOK, out)
 		return nil
 	})
@@ -196,6 +206,7 @@ func (s *Server) MountIntegrations(d IntegrationsDeps) {
 		if err := d.Store.DeleteIntegration(RequestContext(c), owner(c), id); err != nil {
 			return err
 		}
+		s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationDelete, Target: integrationTarget(id)})
 		c.SetStatusCode(fasthttp.StatusNoContent)
 		return nil
 	})
@@ -213,6 +224,9 @@ func (s *Server) MountIntegrations(d IntegrationsDeps) {
 				return err
 			}
 			stored := cur.Credentials
+			// A moved endpoint without credentials is refused here, before
+			// any connection: stored credentials go only where they were
+			// given for.
 			if in, err = checkIntegrationBody(&req, cur); err != nil {
 				return err
 			}
@@ -230,6 +244,8 @@ func (s *Server) MountIntegrations(d IntegrationsDeps) {
 		tctx, cancel := context.WithTimeout(ctx, integrationTestTimeout)
 		defer cancel()
 		ok, msg := d.Testers.Test(tctx, in)
+		s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationTest, Target: integrationTarget(in.ID),
+			Detail: integrationTestDetail(in, ok)})
 		writeJSON(c, fasthttp.StatusOK, map[string]any{"success": ok, "message": msg})
 		return nil
 	})
@@ -258,7 +274,10 @@ func integrationName(v string) (string, error) {
 // credentials count as none. With cur (update, test of a stored one) the
 // type and direction cannot change, config keys of the body are merged
 // into the stored config (null removes a key, so its default applies
-// again) and credentials, when given, replace the stored ones whole.
+// again) and credentials, when given, replace the stored ones whole; a
+// change of an endpoint key (host, port, URL, security, CA…) of an
+// integration with stored credentials needs credentials in the body
+// (docflow.CheckEndpointChange, 422 on credentials).
 // The result carries Direction, IntegrationType, Config and Credentials
 // (nil when the body gave none for an update).
 func checkIntegrationBody(req *integrationBody, cur *docflow.Integration) (*docflow.Integration, error) {
@@ -310,6 +329,11 @@ func checkIntegrationBody(req *integrationBody, cur *docflow.Integration) (*docf
 	checked, err := docflow.CheckIntegration(in)
 	if err != nil {
 		return nil, err
+	}
+	if cur != nil {
+		if err := docflow.CheckEndpointChange(checked.Type, cur.Config, checked.Config, cur.HasCredentials, credsGiven); err != nil {
+			return nil, err
+		}
 	}
 	return &docflow.Integration{Direction: checked.Type.Direction, IntegrationType: checked.Type.Type,
 		Config: checked.Config, Credentials: checked.Credentials}, nil

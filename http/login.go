@@ -27,6 +27,7 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 <label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required>
 <input type="hidden" name="next" value="{{.Next}}">
 {{if .Mobile}}<input type="hidden" name="mobile" value="1"><input type="hidden" name="redirect_uri" value="{{.RedirectURI}}">{{end}}
+{{if .CodeChallenge}}<input type="hidden" name="code_challenge" value="{{.CodeChallenge}}"><input type="hidden" name="code_challenge_method" value="S256">{{end}}
 <button type="submit">Sign in</button>
 {{if .SSOURL}}<p class="sso"><a href="{{.SSOURL}}">Sign in with SSO</a></p>{{end}}
 {{if .Forgot}}<p class="forgot"><a href="/forgot-password">Forgot your password or user name?</a></p>{{end}}
@@ -35,10 +36,27 @@ var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
 type loginView struct {
 	Error, Username, Next, RedirectURI string
 	Mobile                             bool
+	// CodeChallenge is the mobile app's PKCE challenge (signin.go).
+	CodeChallenge string
 	// SSOURL starts single sign-on (oauth.go); empty when not configured.
 	SSOURL string
 	// Forgot links the self-service page (local accounts mounted).
 	Forgot bool
+}
+
+// setMobile makes the page the mobile app's sign-in m (nil: a browser's).
+func (v *loginView) setMobile(m *mobileReq) {
+	if m != nil {
+		v.Mobile, v.RedirectURI, v.CodeChallenge = true, m.RedirectURI, m.Challenge
+	}
+}
+
+// mobile is the mobile app's sign-in the page serves (nil: a browser's).
+func (v *loginView) mobile() *mobileReq {
+	if !v.Mobile {
+		return nil
+	}
+	return &mobileReq{RedirectURI: v.RedirectURI, Challenge: v.CodeChallenge}
 }
 
 // mobileRedirectAllowed says whether the mobile login may hand a token to
@@ -100,7 +118,7 @@ func (s *Server) mobileTokenExpiry() time.Time {
 func (s *Server) renderLogin(c *fasthttp.RequestCtx, status int, v loginView) error {
 	c.Response.Header.SetContentType("text/html; charset=utf-8")
 	c.SetStatusCode(status)
-	v.SSOURL = s.ssoLoginURL(v.Next, v.Mobile, v.RedirectURI)
+	v.SSOURL = s.ssoLoginURL(v.Next, v.mobile())
 	v.Forgot = s.mail != nil && !v.Mobile
 	return loginPage.Execute(c, v)
 }
@@ -109,13 +127,11 @@ func (s *Server) mountLogin() {
 	s.Handle("GET", "/login", Route{Auth: AuthNone}, func(c *fasthttp.RequestCtx) error {
 		q := c.QueryArgs()
 		v := loginView{Next: safeNext(string(q.Peek("next")))}
-		if string(q.Peek("mobile")) == "1" {
-			ru := string(q.Peek("redirect_uri"))
-			if !mobileRedirectAllowed(ru, s.devClientEnabled()) {
-				return s.mobileRedirectError()
-			}
-			v.Mobile, v.RedirectURI = true, ru
+		m, err := s.readMobile(q)
+		if err != nil {
+			return err
 		}
+		v.setMobile(m)
 		return s.renderLogin(c, fasthttp.StatusOK, v)
 	})
 	s.Handle("POST", "/login", Route{Auth: AuthNone, Limit: LimitAuth}, s.handleLogin)
@@ -136,8 +152,8 @@ func (s *Server) mountLogin() {
 }
 
 func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
-	var username, password, next, redirectURI string
-	mobile := false
+	var username, password, next string
+	var mobile *mobileReq
 	isJSON := strings.HasPrefix(string(c.Request.Header.ContentType()), "application/json")
 	if isJSON {
 		var req struct {
@@ -152,10 +168,9 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		args := c.PostArgs()
 		username, password = string(args.Peek("username")), string(args.Peek("password"))
 		next = safeNext(string(args.Peek("next")))
-		mobile = string(args.Peek("mobile")) == "1"
-		redirectURI = string(args.Peek("redirect_uri"))
-		if mobile && !mobileRedirectAllowed(redirectURI, s.devClientEnabled()) {
-			return s.mobileRedirectError()
+		var err error
+		if mobile, err = s.readMobile(args); err != nil {
+			return err
 		}
 	}
 	username = strings.TrimSpace(username)
@@ -167,7 +182,9 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		if errors.As(err, &e) {
 			c.Response.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 		}
-		return s.renderLogin(c, fasthttp.StatusTooManyRequests, loginView{Error: docflow.ErrorMessage(err) + ".", Username: username, Next: next, Mobile: mobile, RedirectURI: redirectURI})
+		v := loginView{Error: docflow.ErrorMessage(err) + ".", Username: username, Next: next}
+		v.setMobile(mobile)
+		return s.renderLogin(c, fasthttp.StatusTooManyRequests, v)
 	}
 	if err := s.loginDelayed(c, username); err != nil {
 		s.auditLoginFailed(c, username, "throttled after failed sign-ins")
@@ -190,11 +207,13 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		if isJSON {
 			return docflow.Errorf(docflow.EUNAUTHORIZED, "Invalid username or password")
 		}
-		return s.renderLogin(c, fasthttp.StatusUnauthorized, loginView{Error: "Invalid username or password.", Username: username, Next: next, Mobile: mobile, RedirectURI: redirectURI})
+		v := loginView{Error: "Invalid username or password.", Username: username, Next: next}
+		v.setMobile(mobile)
+		return s.renderLogin(c, fasthttp.StatusUnauthorized, v)
 	}
 	s.loginSucceeded(c, username)
 	how := "password"
-	if mobile {
+	if mobile != nil {
 		how = "password, mobile app"
 	}
 	s.audit(c, docflow.AuditEntry{Actor: user.ID, Action: docflow.AuditLoginSucceeded, Target: "user:" + user.ID, Detail: how})
@@ -202,8 +221,8 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	if mobile {
-		return s.mobileHandOff(c, user.ID, redirectURI)
+	if mobile != nil {
+		return s.mobileHandOff(c, user.ID, mobile)
 	}
 	if isJSON {
 		writeJSON(c, fasthttp.StatusOK, map[string]any{"user_id": user.ID, "is_admin": user.IsAdmin, "expires_at": sess.ExpiresAt})

@@ -7,6 +7,7 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"io"
 	nethttp "net/http"
 	"net/url"
@@ -36,14 +37,18 @@ type SSOStore interface {
 	// TakeSSOAttempt removes and returns the attempt of a state hash;
 	// ENOTFOUND when unknown, already taken or expired.
 	TakeSSOAttempt(ctx context.Context, stateHash string) (*docflow.SSOAttempt, error)
-	// RecordSSOSignIn keeps a user's latest SSO sign-in (its admin
-	// status included, which the user's API tokens inherit).
-	RecordSSOSignIn(ctx context.Context, in docflow.SSOSignIn) error
+	// SignInSSO records a successful sign-in and says which user it is
+	// (docflow.ResolveSSOSignIn, adminUserID being ADMIN_USERNAME); a
+	// refusal is a *docflow.SSORefusal.
+	SignInSSO(ctx context.Context, in docflow.SSOSignIn, adminUserID string) (*docflow.SSOResolution, error)
 }
 
 // SSODeps are the dependencies of the SSO routes.
 type SSODeps struct {
 	Store SSOStore
+	// Admin serves the administrators' SSO routes (sso_admin.go); nil
+	// mounts none.
+	Admin SSOAdminStore
 	// Signups creates the profile of a user seen for the first time.
 	Signups docflow.Signups
 	// HTTPClient talks to the provider (default: ssoTimeout per request,
@@ -66,8 +71,11 @@ const (
 	// whole timeout.
 	ssoDiscoveryTTL = time.Hour
 	ssoRetryAfter   = 5 * time.Second
-	// ssoCookie binds an attempt to the browser that started it.
-	ssoCookie = "docflow_sso"
+	// ssoCookie binds an attempt to the browser that started it;
+	// ssoSecureCookie is its name when the cookie is Secure: a __Host-
+	// cookie cannot be set by a sibling subdomain or over plain HTTP.
+	ssoCookie       = "docflow_sso"
+	ssoSecureCookie = "__Host-docflow_sso"
 )
 
 // ssoClient is the SSO part of a Server.
@@ -102,6 +110,9 @@ func (s *Server) MountSSO(d SSODeps) {
 	opts := Route{Auth: AuthNone, Limit: LimitAuth, Timeout: 3*d.Timeout + 5*time.Second}
 	s.Handle("GET", "/oauth-login", opts, s.handleSSOLogin)
 	s.Handle("GET", "/oauth-callback", opts, s.handleSSOCallback)
+	if d.Admin != nil {
+		s.mountSSOAdmin(d.Admin)
+	}
 }
 
 // ssoSettings are the provider settings in force.
@@ -116,7 +127,7 @@ func (s *Server) ssoSettings() (ssoSettings, bool) {
 // ssoLoginURL is the address of the login page's SSO button ("" when SSO
 // is not configured): /oauth-login with the page's next and mobile
 // parameters, which the round trip keeps.
-func (s *Server) ssoLoginURL(next string, mobile bool, redirectURI string) string {
+func (s *Server) ssoLoginURL(next string, m *mobileReq) string {
 	if _, ok := s.ssoSettings(); !ok {
 		return ""
 	}
@@ -124,9 +135,13 @@ func (s *Server) ssoLoginURL(next string, mobile bool, redirectURI string) strin
 	if next != "" && next != "/" {
 		q.Set("next", next)
 	}
-	if mobile {
+	if m != nil {
 		q.Set("mobile", "1")
-		q.Set("redirect_uri", redirectURI)
+		q.Set("redirect_uri", m.RedirectURI)
+		if m.Challenge != "" {
+			q.Set("code_challenge", m.Challenge)
+			q.Set("code_challenge_method", "S256")
+		}
 	}
 	if len(q) == 0 {
 		return "/oauth-login"
@@ -188,28 +203,30 @@ func (s *Server) handleSSOLogin(c *fasthttp.RequestCtx) error {
 	}
 	q := c.QueryArgs()
 	next := safeNext(string(q.Peek("next")))
-	redirectURI := ""
-	if string(q.Peek("mobile")) == "1" {
-		redirectURI = string(q.Peek("redirect_uri"))
-		if !mobileRedirectAllowed(redirectURI, s.devClientEnabled()) {
-			return s.mobileRedirectError()
-		}
+	m, err := s.readMobile(q)
+	if err != nil {
+		return err
+	}
+	pending := &docflow.SSOAttempt{Next: next}
+	if m != nil {
+		pending.RedirectURI, pending.CodeChallenge = m.RedirectURI, m.Challenge
 	}
 	ctx := RequestContext(c)
 	p, err := s.sso.discover(ctx, st.issuer)
 	if err != nil {
-		return s.ssoRefuse(c, &docflow.SSOAttempt{Next: next, RedirectURI: redirectURI}, "", "discovery: "+err.Error(),
+		return s.ssoRefuse(c, pending, "", "discovery: "+err.Error(),
 			docflow.Errorf(docflow.EBADGATEWAY, "The sign-in provider cannot be reached; try again later"))
 	}
-	binding := string(c.Request.Header.Cookie(ssoCookie))
-	if len(binding) != 43 {
-		binding = randomToken()
-	}
+	// NOTE: a fresh binding for every attempt, never the cookie the
+	// browser brings: a value planted by someone else (a sibling
+	// subdomain can set cookies here) would bind their attempt to it.
+	binding := randomToken()
 	state, nonce, verifier := randomToken(), randomToken(), oauth2.GenerateVerifier()
 	now := s.cfg.Now()
-	err = s.sso.deps.Store.SaveSSOAttempt(ctx, docflow.SSOAttempt{StateHash: sha256Hex(state), BindingHash: sha256Hex(binding),
-		Nonce: nonce, Verifier: verifier, Issuer: st.issuer, Next: next, RedirectURI: redirectURI,
-		CreatedAt: now, ExpiresAt: now.Add(ssoAttemptTTL)})
+	att := *pending
+	att.StateHash, att.BindingHash, att.Nonce, att.Verifier, att.Issuer = sha256Hex(state), sha256Hex(binding), nonce, verifier, st.issuer
+	att.CreatedAt, att.ExpiresAt = now, now.Add(ssoAttemptTTL)
+	err = s.sso.deps.Store.SaveSSOAttempt(ctx, att)
 	if err != nil {
 		return err
 	}
@@ -236,20 +253,18 @@ func (s *Server) handleSSOCallback(c *fasthttp.RequestCtx) error {
 		}
 		att = a
 	}
-	binding := string(c.Request.Header.Cookie(ssoCookie))
+	binding := string(c.Request.Header.Cookie(s.ssoCookieName()))
 	bound := att != nil && binding != "" && subtle.ConstantTimeCompare([]byte(sha256Hex(binding)), []byte(att.BindingHash)) == 1
 	if pe := string(q.Peek("error")); pe != "" {
 		// The provider refused (the user cancelled, or is not allowed).
-		// Its code and description are shown as text, clipped.
-		msg := "The sign-in provider refused the sign-in: " + clipText(pe, 64)
-		if d := strings.TrimSpace(string(q.Peek("error_description"))); d != "" {
-			msg += " (" + clipText(d, 200) + ")"
-		}
+		// Anyone can send a link with any error text: the page shows a
+		// fixed message per known code, never the provider's words.
+		code, msg := providerError(pe)
 		var mine *docflow.SSOAttempt
 		if bound {
 			mine = att
 		}
-		return s.ssoRefuse(c, mine, "", "provider error: "+clipText(pe, 64), docflow.Errorf(docflow.EUNAUTHORIZED, "%s", msg))
+		return s.ssoRefuse(c, mine, "", "provider error: "+code, docflow.Errorf(docflow.EUNAUTHORIZED, "%s", msg))
 	}
 	if att == nil {
 		return s.ssoRefuse(c, nil, "", "unknown, used or expired state",
@@ -278,42 +293,76 @@ func (s *Server) handleSSOCallback(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return s.ssoRefuse(c, att, "", docflow.ErrorMessage(err), err)
 	}
-	if id.UserID == docflow.AdminUserID(s.cfg.Settings) {
-		// The local admin account signs in with its password only: a
-		// provider user whose e-mail or subject is its name is someone else.
-		return s.ssoRefuse(c, att, id.UserID, "user id of the local admin account",
-			docflow.Errorf(docflow.EFORBIDDEN, "This account cannot sign in through SSO"))
+	who := "subject " + clipText(id.Subject, 200)
+	if id.Email != "" {
+		who += " (" + clipText(id.Email, 320) + ")"
 	}
-	if _, err := s.sso.deps.Signups.EnsureProfile(ctx, id.UserID, id.DisplayName, "sso"); err != nil {
+	if why := s.ssoPolicy().refusal(*id); why != "" {
+		return s.ssoRefuse(c, att, "", who+": "+why, errSSONotAllowed)
+	}
+	res, err := s.sso.deps.Store.SignInSSO(ctx, docflow.SSOSignIn{Issuer: st.issuer, Subject: id.Subject, Email: id.Email,
+		IsAdmin: id.IsAdmin, RefreshToken: id.RefreshToken, At: s.cfg.Now()}, docflow.AdminUserID(s.cfg.Settings))
+	var refused *docflow.SSORefusal
+	if errors.As(err, &refused) {
+		if refused.SubjectChanged {
+			s.audit(c, docflow.AuditEntry{Actor: "-", Action: docflow.AuditSSOSubjectChanged,
+				Target: "user:" + refused.UserID, Detail: clipText(refused.Reason, 1000)})
+		}
+		return s.ssoRefuse(c, att, "", who+" as "+refused.UserID+": "+refused.Reason, refused.Err)
+	}
+	if err != nil {
 		return err
 	}
-	if err := s.sso.deps.Store.RecordSSOSignIn(ctx, docflow.SSOSignIn{UserID: id.UserID, Issuer: st.issuer,
-		Subject: id.Subject, IsAdmin: id.IsAdmin, At: s.cfg.Now()}); err != nil {
+	if _, err := s.sso.deps.Signups.EnsureProfile(ctx, res.UserID, id.DisplayName, "sso"); err != nil {
 		return err
 	}
-	user := &docflow.User{ID: id.UserID, DisplayName: id.DisplayName, Email: id.Email, IsAdmin: id.IsAdmin}
+	// NOTE: the session carries no admin status of its own: an SSO
+	// user's is read from its SSO identity at every request, so a
+	// removal at the provider reaches it (SSO_ADMIN_RECHECK).
+	user := &docflow.User{ID: res.UserID, DisplayName: id.DisplayName, Email: id.Email}
 	if _, err := s.startSession(c, user); err != nil {
 		return err
 	}
 	s.setSSOCookie(c, "", -1)
-	detail := "subject " + clipText(id.Subject, 200)
+	detail := who
 	if id.IsAdmin {
 		detail += ", admin"
+	}
+	if res.BindLink != 0 {
+		detail += ", bound to the linked local account"
 	}
 	if att.RedirectURI != "" {
 		detail += ", mobile"
 	}
-	s.audit(c, docflow.AuditEntry{Actor: id.UserID, Action: docflow.AuditSSOSucceeded, Target: "user:" + id.UserID, Detail: detail})
+	s.audit(c, docflow.AuditEntry{Actor: res.UserID, Action: docflow.AuditSSOSucceeded, Target: "user:" + res.UserID, Detail: detail})
 	if att.RedirectURI != "" {
 		// Checked when the attempt started; checked again in case the
 		// development client was switched off meanwhile.
 		if !mobileRedirectAllowed(att.RedirectURI, s.devClientEnabled()) {
 			return s.mobileRedirectError()
 		}
-		return s.mobileHandOff(c, id.UserID, att.RedirectURI)
+		return s.mobileHandOff(c, res.UserID, &mobileReq{RedirectURI: att.RedirectURI, Challenge: att.CodeChallenge})
 	}
 	s.redirect(c, safeNext(att.Next), fasthttp.StatusSeeOther)
 	return nil
+}
+
+// providerError turns the provider's error code into the code the audit
+// log records (unknown ones as "other") and the fixed message the user
+// reads.
+func providerError(code string) (string, string) {
+	switch code {
+	case "access_denied":
+		return code, "The sign-in was cancelled or refused at the sign-in provider"
+	case "login_required", "interaction_required", "consent_required", "account_selection_required":
+		return code, "The sign-in provider needs you to sign in there first; please sign in again"
+	case "temporarily_unavailable", "server_error":
+		return code, "The sign-in provider cannot sign you in right now; try again later"
+	case "invalid_request", "unauthorized_client", "unsupported_response_type", "invalid_scope",
+		"invalid_request_uri", "invalid_request_object", "request_not_supported", "request_uri_not_supported", "registration_not_supported":
+		return code, "The sign-in provider refused docflow's sign-in request; tell an administrator"
+	}
+	return "other", "The sign-in provider refused the sign-in"
 }
 
 // ssoRefuse records a failed SSO sign-in (actor: the user when known,
@@ -330,23 +379,38 @@ func (s *Server) ssoRefuse(c *fasthttp.RequestCtx, att *docflow.SSOAttempt, acto
 	if att != nil {
 		v.Next = safeNext(att.Next)
 		if att.RedirectURI != "" && mobileRedirectAllowed(att.RedirectURI, s.devClientEnabled()) {
-			v.Mobile, v.RedirectURI = true, att.RedirectURI
+			v.Mobile, v.RedirectURI, v.CodeChallenge = true, att.RedirectURI, att.CodeChallenge
 		}
 	}
 	return s.renderLogin(c, ErrorStatusCode(docflow.ErrorCode(err)), v)
 }
 
+// ssoCookieSecure says whether the SSO cookie is Secure (as the session
+// cookie: SESSION_COOKIE_SECURE, default true unless BASE_URL is http).
+func (s *Server) ssoCookieSecure() bool {
+	return docflow.SettingBool(s.cfg.Settings, "SESSION_COOKIE_SECURE", !strings.HasPrefix(s.BaseURL(), "http://"))
+}
+
+// ssoCookieName is the SSO cookie's name: __Host-docflow_sso when Secure.
+func (s *Server) ssoCookieName() string {
+	if s.ssoCookieSecure() {
+		return ssoSecureCookie
+	}
+	return ssoCookie
+}
+
 func (s *Server) setSSOCookie(c *fasthttp.RequestCtx, value string, maxAge int) {
 	ck := fasthttp.AcquireCookie()
 	defer fasthttp.ReleaseCookie(ck)
-	ck.SetKey(ssoCookie)
+	ck.SetKey(s.ssoCookieName())
 	ck.SetValue(value)
+	// NOTE: Path / and no Domain, as a __Host- cookie must have.
 	ck.SetPath("/")
 	ck.SetHTTPOnly(true)
 	// NOTE: Lax, not Strict: the callback is a top-level navigation from
 	// the provider's site, which must carry the cookie.
 	ck.SetSameSite(fasthttp.CookieSameSiteLaxMode)
-	ck.SetSecure(docflow.SettingBool(s.cfg.Settings, "SESSION_COOKIE_SECURE", !strings.HasPrefix(s.BaseURL(), "http://")))
+	ck.SetSecure(s.ssoCookieSecure())
 	if maxAge < 0 {
 		ck.SetExpire(fasthttp.CookieExpireDelete)
 		ck.SetMaxAge(-1)

@@ -2,25 +2,25 @@ package http
 
 import (
 	"bytes"
-	"context"
-	"crypto/subtle"
 	"encoding/json"
-	"errors"
+	"slices"
 	"strings"
-
-	"github.com/coreos/go-oidc/v3/oidc"
-	"golang.org/x/oauth2"
 
 	"docflow"
 )
 
-// ssoUser is who an SSO sign-in is.
+// ssoUser is who an SSO sign-in is, as the provider says.
 type ssoUser struct {
-	// UserID is the verified e-mail address (lower-cased), else the
-	// provider's subject (decisions.md).
-	UserID, Subject, Email, DisplayName string
-	// IsAdmin: the groups claim holds ADMIN_GROUP_NAME.
+	Subject string
+	// Email is the address the provider verified, lower-cased ("" when
+	// it sent none or did not verify it).
+	Email       string
+	DisplayName string
+	Groups      []string
+	// IsAdmin: the groups claim holds ADMIN_GROUP_NAME exactly.
 	IsAdmin bool
+	// RefreshToken is the provider's refresh token ("" when it gave none).
+	RefreshToken string
 }
 
 // ssoClaims are the claims docflow reads, from the ID token and, for
@@ -53,15 +53,19 @@ func (c *ssoClaims) fill(more ssoClaims) {
 	}
 }
 
-// emailUsable: an e-mail address is the user id unless the provider says
-// it is not verified (email_verified false, as a boolean or a string);
-// providers that do not send email_verified are taken at their word.
-func (c *ssoClaims) emailUsable() bool {
+// emailVerified says whether the provider vouches for the address:
+// email_verified true (a boolean or the string "true"). An absent claim is
+// not a yes, unless trustAbsent (OIDC_TRUST_UNVERIFIED_EMAIL, for a
+// provider that never sends it); false never is.
+func (c *ssoClaims) emailVerified(trustAbsent bool) bool {
 	if c.Email == "" || len(c.Email) > 320 || !strings.Contains(c.Email, "@") {
 		return false
 	}
-	v := strings.Trim(string(bytes.TrimSpace(c.EmailVerified)), `"`)
-	return !strings.EqualFold(v, "false")
+	v := bytes.TrimSpace(c.EmailVerified)
+	if len(v) == 0 || string(v) == "null" {
+		return trustAbsent
+	}
+	return strings.EqualFold(strings.Trim(string(v), `"`), "true")
 }
 
 // groups reads the groups claim: a list of strings or one string; other
@@ -87,12 +91,33 @@ func (c *ssoClaims) groups() []string {
 	return out
 }
 
+// ssoPolicy is what the settings say about who may sign in and who is an
+// administrator.
+type ssoPolicy struct {
+	// adminGroup is ADMIN_GROUP_NAME ("" none), matched exactly.
+	adminGroup string
+	// domains (OIDC_ALLOWED_DOMAINS, lower-cased) and groups
+	// (OIDC_ALLOWED_GROUPS) restrict who may sign in; empty: anyone.
+	domains, groups []string
+	// trustAbsent is OIDC_TRUST_UNVERIFIED_EMAIL.
+	trustAbsent bool
+}
+
+func (s *Server) ssoPolicy() ssoPolicy {
+	p := ssoPolicy{adminGroup: strings.TrimSpace(s.cfg.Settings.Get("ADMIN_GROUP_NAME")),
+		groups:      docflow.SettingList(s.cfg.Settings, "OIDC_ALLOWED_GROUPS"),
+		trustAbsent: docflow.SettingBool(s.cfg.Settings, "OIDC_TRUST_UNVERIFIED_EMAIL", false)}
+	for _, d := range docflow.SettingList(s.cfg.Settings, "OIDC_ALLOWED_DOMAINS") {
+		p.domains = append(p.domains, strings.ToLower(strings.TrimPrefix(d, "@")))
+	}
+	return p
+}
+
 // user makes the docflow user of subject with these claims.
-func (c *ssoClaims) user(subject, adminGroup string) ssoUser {
-	u := ssoUser{UserID: subject, Subject: subject}
-	if c.emailUsable() {
+func (c *ssoClaims) user(subject string, p ssoPolicy) ssoUser {
+	u := ssoUser{Subject: subject, Groups: c.groups()}
+	if c.emailVerified(p.trustAbsent) {
 		u.Email = strings.ToLower(strings.TrimSpace(c.Email))
-		u.UserID = u.Email
 	}
 	for _, n := range []string{c.Name, c.PreferredUsername, u.Email, subject} {
 		if n = strings.TrimSpace(n); n != "" {
@@ -100,76 +125,32 @@ func (c *ssoClaims) user(subject, adminGroup string) ssoUser {
 			break
 		}
 	}
-	if adminGroup != "" {
-		for _, g := range c.groups() {
-			// Some providers (Keycloak's full group path) write "/admin".
-			if g == adminGroup || g == "/"+adminGroup {
-				u.IsAdmin = true
-				break
-			}
-		}
-	}
+	// NOTE: exactly the group's name: "Admins" or "/admin" are other
+	// groups, which on some providers anyone may create.
+	u.IsAdmin = p.adminGroup != "" && slices.Contains(u.Groups, p.adminGroup)
 	return u
 }
 
-// ssoIdentity ends the code flow of att: it exchanges code (with the PKCE
-// verifier) for tokens, verifies the ID token (signature, issuer,
-// audience, expiry) and its nonce, completes the claims from the user
-// info endpoint when the ID token lacks the e-mail or the groups, and
-// says who signed in. Its errors are for the user to read.
-func (s *Server) ssoIdentity(ctx context.Context, p *oidc.Provider, st ssoSettings, att *docflow.SSOAttempt, code string) (*ssoUser, error) {
-	ctx, cancel := s.sso.clientContext(ctx)
-	defer cancel()
-	tok, err := s.oauthConfig(p, st).Exchange(ctx, code, oauth2.VerifierOption(att.Verifier))
-	if err != nil {
-		var re *oauth2.RetrieveError
-		if errors.As(err, &re) {
-			reason := re.ErrorCode
-			if reason == "" && re.Response != nil {
-				reason = re.Response.Status
-			}
-			s.log.Warn().Str("error", reason).Msg("OpenID Connect token exchange refused")
-			return nil, docflow.Errorf(docflow.EBADGATEWAY, "The sign-in provider refused to finish the sign-in: %s", clipText(reason, 64))
+// errSSONotAllowed is what a user outside the allow-lists reads; the
+// lists themselves are not shown.
+var errSSONotAllowed = docflow.Errorf(docflow.EFORBIDDEN, "Your single sign-on account is not allowed to sign in here; ask an administrator")
+
+// refusal says why u may not sign in under p ("" when it may): with
+// OIDC_ALLOWED_DOMAINS, its verified address must be in one of them
+// (exactly: a subdomain is listed on its own); with OIDC_ALLOWED_GROUPS,
+// one of its groups must be listed (exactly). Both apply when both are set.
+func (p ssoPolicy) refusal(u ssoUser) string {
+	if len(p.domains) > 0 {
+		at := strings.LastIndexByte(u.Email, '@')
+		if at < 0 {
+			return "no verified address, and OIDC_ALLOWED_DOMAINS is set"
 		}
-		s.log.Warn().Err(err).Msg("OpenID Connect token exchange failed")
-		return nil, docflow.Errorf(docflow.EBADGATEWAY, "The sign-in provider cannot be reached to finish the sign-in; try again later")
-	}
-	raw, _ := tok.Extra("id_token").(string)
-	if raw == "" {
-		return nil, docflow.Errorf(docflow.EBADGATEWAY, "The sign-in provider sent no ID token")
-	}
-	idt, err := p.Verifier(&oidc.Config{ClientID: st.clientID, Now: s.cfg.Now}).Verify(ctx, raw)
-	if err != nil {
-		s.log.Warn().Err(err).Msg("OpenID Connect ID token refused")
-		return nil, docflow.Errorf(docflow.EUNAUTHORIZED, "The ID token is not valid: %s", clipText(strings.TrimPrefix(err.Error(), "oidc: "), 200))
-	}
-	if subtle.ConstantTimeCompare([]byte(idt.Nonce), []byte(att.Nonce)) != 1 {
-		return nil, docflow.Errorf(docflow.EUNAUTHORIZED, "The ID token was not issued for this sign-in (nonce mismatch)")
-	}
-	if idt.Subject == "" || len(idt.Subject) > 255 {
-		return nil, docflow.Errorf(docflow.EUNAUTHORIZED, "The ID token has no usable subject")
-	}
-	var cl ssoClaims
-	if err := idt.Claims(&cl); err != nil {
-		return nil, docflow.Errorf(docflow.EBADGATEWAY, "The ID token's claims cannot be read")
-	}
-	if !cl.complete() && p.UserInfoEndpoint() != "" {
-		ui, err := p.UserInfo(ctx, oauth2.StaticTokenSource(tok))
-		if err != nil {
-			s.log.Warn().Err(err).Msg("OpenID Connect user info failed")
-			return nil, docflow.Errorf(docflow.EBADGATEWAY, "The sign-in provider's user info cannot be read; try again later")
+		if !slices.Contains(p.domains, u.Email[at+1:]) {
+			return "address domain " + clipText(u.Email[at+1:], 100) + " not in OIDC_ALLOWED_DOMAINS"
 		}
-		// The user info must be about the user of the ID token (OpenID
-		// Connect Core 5.3.2).
-		if ui.Subject != idt.Subject {
-			return nil, docflow.Errorf(docflow.EUNAUTHORIZED, "The sign-in provider's user info is about another user")
-		}
-		var more ssoClaims
-		if err := ui.Claims(&more); err != nil {
-			return nil, docflow.Errorf(docflow.EBADGATEWAY, "The sign-in provider's user info cannot be read")
-		}
-		cl.fill(more)
 	}
-	u := cl.user(idt.Subject, strings.TrimSpace(s.cfg.Settings.Get("ADMIN_GROUP_NAME")))
-	return &u, nil
+	if len(p.groups) > 0 && !slices.ContainsFunc(u.Groups, func(g string) bool { return slices.Contains(p.groups, g) }) {
+		return "no group in OIDC_ALLOWED_GROUPS"
+	}
+	return ""
 }

@@ -13,7 +13,11 @@ import (
 
 func mountSSO(timeout time.Duration) func(*testEnv) {
 	return func(e *testEnv) {
-		e.Server.MountSSO(SSODeps{Store: postgres.NewSSOStore(e.DB), Signups: postgres.NewProfileService(e.DB, streams.EncodeEvent),
+		c, err := postgres.NewCipher(strings.Repeat("k", 40))
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.Server.MountSSO(SSODeps{Store: postgres.NewSSOStore(e.DB, c), Signups: postgres.NewProfileService(e.DB, streams.EncodeEvent),
 			Timeout: timeout})
 	}
 }
@@ -73,35 +77,66 @@ func TestSSOProviderTimeout(t *testing.T) {
 	}
 }
 
-// TestSSOClaims: the user id is the e-mail unless the provider says it is
-// not verified (boolean or string); the groups claim is a list or one
-// string, "/group" (a group path) counts; the display name falls back from
-// name to preferred_username to the address to the subject.
+// TestSSOClaims: the address counts only when the provider says it is
+// verified (true, as a boolean or a string; an absent claim only with
+// OIDC_TRUST_UNVERIFIED_EMAIL); the groups claim is a list or one string,
+// and ADMIN_GROUP_NAME matches exactly ("Admins", "/admins" and a group
+// object do not); the display name falls back from name to
+// preferred_username to the address to the subject.
 func TestSSOClaims(t *testing.T) {
 	for _, c := range []struct {
-		claims   string
-		id, name string
-		admin    bool
+		claims      string
+		trustAbsent bool
+		email, name string
+		admin       bool
 	}{
-		{`{"email":"Ann@Example.com","email_verified":true,"name":"Ann","groups":["x","admins"]}`, "ann@example.com", "Ann", true},
-		{`{"email":"ann@example.com","preferred_username":"ann","groups":"admins"}`, "ann@example.com", "ann", true},
-		{`{"email":"ann@example.com","email_verified":false,"groups":["/admins"]}`, "sub-1", "sub-1", true},
-		{`{"email":"ann@example.com","email_verified":"false","groups":[{"name":"admins"}]}`, "sub-1", "sub-1", false},
-		{`{"email":"not-an-address","groups":["Admins"]}`, "sub-1", "sub-1", false},
-		{`{"email":"bob@example.com"}`, "bob@example.com", "bob@example.com", false},
+		{`{"email":"Ann@Example.com","email_verified":true,"name":"Ann","groups":["x","admins"]}`, false, "ann@example.com", "Ann", true},
+		{`{"email":"ann@example.com","email_verified":"true","preferred_username":"ann","groups":"admins"}`, false, "ann@example.com", "ann", true},
+		{`{"email":"ann@example.com","preferred_username":"ann","groups":"admins"}`, false, "", "ann", true},
+		{`{"email":"ann@example.com","preferred_username":"ann"}`, true, "ann@example.com", "ann", false},
+		{`{"email":"ann@example.com","email_verified":null}`, false, "", "sub-1", false},
+		{`{"email":"ann@example.com","email_verified":false,"groups":["/admins"]}`, true, "", "sub-1", false},
+		{`{"email":"ann@example.com","email_verified":"false","groups":[{"name":"admins"}]}`, true, "", "sub-1", false},
+		{`{"email":"not-an-address","email_verified":true,"groups":["Admins"]}`, false, "", "sub-1", false},
+		{`{"email":"bob@example.com","email_verified":true,"groups":["admins "]}`, false, "bob@example.com", "bob@example.com", false},
 	} {
 		var cl ssoClaims
 		if err := json.Unmarshal([]byte(c.claims), &cl); err != nil {
 			t.Fatal(err)
 		}
-		u := cl.user("sub-1", "admins")
-		if u.UserID != c.id || u.DisplayName != c.name || u.IsAdmin != c.admin || u.Subject != "sub-1" {
-			t.Errorf("%s: %+v", c.claims, u)
+		u := cl.user("sub-1", ssoPolicy{adminGroup: "admins", trustAbsent: c.trustAbsent})
+		if u.Email != c.email || u.DisplayName != c.name || u.IsAdmin != c.admin || u.Subject != "sub-1" {
+			t.Errorf("%s (trust absent %v): %+v", c.claims, c.trustAbsent, u)
 		}
 	}
 	var cl ssoClaims
-	json.Unmarshal([]byte(`{"email":"a@example.com","groups":["admins"]}`), &cl) //nolint:errcheck
-	if u := cl.user("s", ""); u.IsAdmin {
+	json.Unmarshal([]byte(`{"email":"a@example.com","email_verified":true,"groups":["admins"]}`), &cl) //nolint:errcheck
+	if u := cl.user("s", ssoPolicy{}); u.IsAdmin {
 		t.Fatal("an empty ADMIN_GROUP_NAME made an admin")
+	}
+}
+
+// TestSSOAllowLists: OIDC_ALLOWED_DOMAINS wants a verified address in a
+// listed domain (exactly), OIDC_ALLOWED_GROUPS a listed group (exactly);
+// both apply when both are set.
+func TestSSOAllowLists(t *testing.T) {
+	p := ssoPolicy{domains: []string{"example.com"}, groups: []string{"staff"}}
+	for _, c := range []struct {
+		u  ssoUser
+		ok bool
+	}{
+		{ssoUser{Email: "ann@example.com", Groups: []string{"staff"}}, true},
+		{ssoUser{Email: "ann@sub.example.com", Groups: []string{"staff"}}, false},
+		{ssoUser{Email: "ann@example.com.evil.test", Groups: []string{"staff"}}, false},
+		{ssoUser{Email: "", Groups: []string{"staff"}}, false},
+		{ssoUser{Email: "ann@example.com", Groups: []string{"Staff", "/staff"}}, false},
+		{ssoUser{Email: "ann@example.com"}, false},
+	} {
+		if got := p.refusal(c.u) == ""; got != c.ok {
+			t.Errorf("%+v: allowed %v, want %v (%s)", c.u, got, c.ok, p.refusal(c.u))
+		}
+	}
+	if why := (ssoPolicy{}).refusal(ssoUser{Subject: "x"}); why != "" {
+		t.Fatalf("no allow-list refused: %s", why)
 	}
 }

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -14,7 +15,9 @@ type OwnershipDeps struct {
 }
 
 // MountOwnership registers claim, bulk-claim and assign-owner (multi-user
-// mode).
+// mode). Who may claim which file is the file access rule's
+// (docflow.FileAccess: AccessClaim); every claim and owner change is
+// audited.
 func (s *Server) MountOwnership(d OwnershipDeps) {
 	if d.Files == nil {
 		panic("http: MountOwnership needs Files")
@@ -27,30 +30,19 @@ func (s *Server) MountOwnership(d OwnershipDeps) {
 
 var errMultiUserOff = docflow.Errorf(docflow.EBADREQUEST, "Multi-user mode is not enabled")
 
-// claimant is the user who claims: 400 outside multi-user mode, 401
-// without a real identity (the anonymous single user cannot own files).
-func (s *Server) claimant(c *fasthttp.RequestCtx) (*docflow.User, error) {
-	if !s.multiUser() {
-		return nil, errMultiUserOff
-	}
-	u := CurrentUser(c)
-	if u == nil || u.Anonymous || u.ID == "" {
-		return nil, docflow.Errorf(docflow.EUNAUTHORIZED, "Authentication required")
-	}
-	return u, nil
-}
-
 func (s *Server) claim(d OwnershipDeps) Handler {
 	return func(c *fasthttp.RequestCtx) error {
-		u, err := s.claimant(c)
-		if err != nil {
+		access, u := s.fileAccess(), CurrentUser(c)
+		// 400 outside multi-user mode, 401 without a real identity, before
+		// the path is looked at.
+		if err := access.Authorize(u, &docflow.File{}, "", docflow.AccessClaim); docflow.ErrorCode(err) != docflow.EFORBIDDEN && err != nil {
 			return err
 		}
 		id, err := pathID(c, "file_id")
 		if err != nil {
 			return err
 		}
-		claimed, skipped, err := d.Files.ClaimFiles(RequestContext(c), u.ID, []int64{id})
+		claimed, skipped, err := d.Files.ClaimFiles(RequestContext(c), u, access, []int64{id})
 		if err != nil {
 			return err
 		}
@@ -65,6 +57,9 @@ func (s *Server) claim(d OwnershipDeps) Handler {
 				msg = "File already owned by you"
 			}
 		}
+		if len(claimed) == 1 {
+			s.auditFile(c, docflow.AuditFileClaim, id, fmt.Sprintf("file %d claimed; it had no owner", id))
+		}
 		writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "success", "message": msg, "file_id": id, "owner_id": u.ID})
 		return nil
 	}
@@ -72,18 +67,19 @@ func (s *Server) claim(d OwnershipDeps) Handler {
 
 func (s *Server) bulkClaim(d OwnershipDeps) Handler {
 	return func(c *fasthttp.RequestCtx) error {
-		u, err := s.claimant(c)
-		if err != nil {
+		access, u := s.fileAccess(), CurrentUser(c)
+		if err := access.Authorize(u, &docflow.File{}, "", docflow.AccessClaim); docflow.ErrorCode(err) != docflow.EFORBIDDEN && err != nil {
 			return err
 		}
 		ids, err := bulkIDs(c)
 		if err != nil {
 			return err
 		}
-		claimed, skipped, err := d.Files.ClaimFiles(RequestContext(c), u.ID, ids)
+		claimed, skipped, err := d.Files.ClaimFiles(RequestContext(c), u, access, ids)
 		if err != nil {
 			return err
 		}
+		s.auditFiles(c, docflow.AuditFileClaim, "bulk-claim of files that had no owner", claimed)
 		writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "success", "claimed_count": len(claimed),
 			"claimed_ids": claimed, "skipped": skipped, "owner_id": u.ID})
 		return nil
@@ -106,15 +102,40 @@ func (s *Server) assignOwner(d OwnershipDeps) Handler {
 				return err
 			}
 		}
-		n, err := d.Files.AssignOwner(RequestContext(c), owner, ids)
+		changes, err := d.Files.AssignOwner(RequestContext(c), owner, ids)
 		if err != nil {
 			return err
 		}
+		s.auditOwnerChanges(c, owner, changes)
 		msg := "Assigned all unclaimed files"
 		if ids != nil {
 			msg = "Assigned the listed files"
 		}
-		writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "success", "message": msg, "updated_count": n, "owner_id": owner})
+		writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "success", "message": msg, "updated_count": len(changes), "owner_id": owner})
 		return nil
+	}
+}
+
+// auditOwnerChanges records an assign-owner: the files that had no owner,
+// then those taken from each former owner.
+func (s *Server) auditOwnerChanges(c *fasthttp.RequestCtx, owner string, changes []docflow.OwnerChange) {
+	var from []string
+	byOwner := map[string][]int64{}
+	for _, ch := range changes {
+		k := ""
+		if ch.From != nil {
+			k = *ch.From
+		}
+		if _, ok := byOwner[k]; !ok {
+			from = append(from, k)
+		}
+		byOwner[k] = append(byOwner[k], ch.FileID)
+	}
+	for _, k := range from {
+		what := "assigned to " + owner + " files that had no owner"
+		if k != "" {
+			what = "assigned to " + owner + " files owned by " + k
+		}
+		s.auditFiles(c, docflow.AuditFileAssignOwner, what, byOwner[k])
 	}
 }

@@ -66,13 +66,24 @@ func TestOwnershipMultiUser(t *testing.T) {
 	resp, body = fe.do("POST", fmt.Sprintf("/api/files/%d/reprocess", aliceFile), bob, nil)
 	fe.expect(resp, body, 403)
 
-	// Claims.
+	// Claims: unclaimed files are administrators' to claim, and a user's
+	// claim is refused as for another user's file ...
 	resp, body = fe.do("POST", fmt.Sprintf("/api/files/%d/claim", free1), "", nil)
 	fe.expect(resp, body, 401)
 	resp, body = fe.do("POST", fmt.Sprintf("/api/files/%d/claim", aliceFile), bob, nil)
 	fe.expect(resp, body, 403)
 	resp, body = fe.do("POST", "/api/files/999999/claim", bob, nil)
 	fe.expect(resp, body, 404)
+	resp, body = fe.do("POST", fmt.Sprintf("/api/files/%d/claim", free1), bob, nil)
+	fe.expect(resp, body, 403)
+	resp, body = fe.do("POST", "/api/files/bulk-claim", bob, []int64{free1, free2})
+	fe.expect(resp, body, 200)
+	if m := fe.json(body); m["claimed_count"].(float64) != 0 ||
+		fmt.Sprint(m["skipped"]) != fmt.Sprintf("[map[file_id:%d reason:owned by another user] map[file_id:%d reason:owned by another user]]", free1, free2) {
+		t.Fatalf("bulk claim of files bob may not see %v", m)
+	}
+	// ... unless every signed-in user may see and claim them.
+	fe.SetEnv("UNCLAIMED_FILES_VISIBLE", "true")
 	resp, body = fe.do("POST", fmt.Sprintf("/api/files/%d/claim", free1), bob, nil)
 	fe.expect(resp, body, 200)
 	if m := fe.json(body); m["status"] != "success" || m["owner_id"] != "bob" || m["file_id"].(float64) != float64(free1) {

@@ -41,18 +41,6 @@ type searchHandlers struct {
 	files docflow.FileRepository
 }
 
-// visibleTo is the user whose own and shared files a listing, search or
-// similarity query may show in multi-user mode, or nil when every file is
-// visible (single-user mode, admins): the query-filter form of
-// docflow.Authorize's view rule.
-func (s *Server) visibleTo(c *fasthttp.RequestCtx) *string {
-	if u := s.restricted(c); u != nil {
-		id := u.ID
-		return &id
-	}
-	return nil
-}
-
 // Search limits (the spec's Limits table).
 const (
 	searchMaxQuery   = 512

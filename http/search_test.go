@@ -38,7 +38,7 @@ func (b *srchBroken) Search(ctx context.Context, q docflow.SearchQuery) (*docflo
 	return b.SearchIndex.Search(ctx, q)
 }
 
-func (b *srchBroken) Nearest(ctx context.Context, vec []float32, k int, minScore float64, visibleTo *string, exclude ...int64) ([]docflow.Neighbor, error) {
+func (b *srchBroken) Nearest(ctx context.Context, vec []float32, k int, minScore float64, visibleTo *docflow.Visibility, exclude ...int64) ([]docflow.Neighbor, error) {
 	if b.broken.Load() {
 		return nil, errors.New("dial tcp 127.0.0.1:9200: connection refused")
 	}

@@ -117,6 +117,9 @@ type Server struct {
 	mail *mailSender
 	// sso is single sign-on, once MountSSO mounted it (oauth.go).
 	sso *ssoClient
+	// handoff is the mobile hand-off's code flow, once
+	// MountMobileHandOff mounted it (signin.go).
+	handoff *MobileHandOffDeps
 	// life guards srv, ln, closed and the authenticator's start and stop:
 	// Serve runs on its own goroutine and Shutdown may come at any time,
 	// even before Serve.

@@ -32,20 +32,43 @@ var ssoUsers = []oidcop.User{
 }
 
 type ssoEnv struct {
-	t   *testing.T
-	app *apptest.App
-	op  *oidcop.Provider
+	t     *testing.T
+	app   *apptest.App
+	op    *oidcop.Provider
+	users []oidcop.User
+}
+
+// ssoOpts shape an SSO environment.
+type ssoOpts struct {
+	// env overrides the defaults (authentication and multi-user mode
+	// on, ADMIN_PASSWORD local-admin-pw, ADMIN_GROUP_NAME ssoAdminGroup).
+	env map[string]string
+	// users are the provider's (default ssoUsers).
+	users           []oidcop.User
+	claimsInIDToken bool
+	now             func() time.Time
 }
 
 // newSSOEnv starts docflow (authentication on) and a provider whose
 // client is docflow's, then configures SSO.
 func newSSOEnv(t *testing.T, claimsInIDToken ...bool) *ssoEnv {
 	t.Helper()
-	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{
-		"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true", "ADMIN_PASSWORD": "local-admin-pw",
-		"ADMIN_GROUP_NAME": ssoAdminGroup}})
+	return newSSOEnvWith(t, ssoOpts{claimsInIDToken: len(claimsInIDToken) > 0 && claimsInIDToken[0]})
+}
+
+func newSSOEnvWith(t *testing.T, o ssoOpts) *ssoEnv {
+	t.Helper()
+	env := map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true", "ADMIN_PASSWORD": "local-admin-pw",
+		"ADMIN_GROUP_NAME": ssoAdminGroup}
+	for k, v := range o.env {
+		env[k] = v
+	}
+	if o.users == nil {
+		o.users = ssoUsers
+	}
+	a := apptest.New(t, apptest.Options{Role: "api", Env: env, Now: o.now})
 	op, err := oidcop.Start(oidcop.Config{ClientID: "docflow", ClientSecret: "client-secret",
-		RedirectURIs: []string{a.URL + "/oauth-callback"}, Users: ssoUsers, ClaimsInIDToken: len(claimsInIDToken) > 0 && claimsInIDToken[0]})
+		RedirectURIs: []string{a.URL + "/oauth-callback"}, Users: o.users, ClaimsInIDToken: o.claimsInIDToken})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +76,7 @@ func newSSOEnv(t *testing.T, claimsInIDToken ...bool) *ssoEnv {
 	a.SetEnv("OIDC_ISSUER", op.Issuer)
 	a.SetEnv("OIDC_CLIENT_ID", "docflow")
 	a.SetEnv("OIDC_CLIENT_SECRET", "client-secret")
-	return &ssoEnv{t: t, app: a, op: op}
+	return &ssoEnv{t: t, app: a, op: op, users: o.users}
 }
 
 // browser is a client with cookies that follows redirects step by step.
@@ -74,6 +97,7 @@ type page struct {
 	Body   string
 	// Location is where a redirect that was not followed points.
 	Location string
+	Header   nethttp.Header
 }
 
 // do sends one request (form: a POST of it) and reads the answer.
@@ -82,13 +106,17 @@ func (b *browser) do(method, u string, form url.Values, header ...string) page {
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
+		header = append(header, "Content-Type", "application/x-www-form-urlencoded")
 	}
+	return b.send(method, u, body, header...)
+}
+
+// send sends one request with body (nil: none) and reads the answer.
+func (b *browser) send(method, u string, body io.Reader, header ...string) page {
+	b.t.Helper()
 	req, err := nethttp.NewRequest(method, u, body)
 	if err != nil {
 		b.t.Fatal(err)
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
@@ -99,7 +127,7 @@ func (b *browser) do(method, u string, form url.Values, header ...string) page {
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
-	return page{URL: req.URL, Status: resp.StatusCode, Body: string(raw), Location: resp.Header.Get("Location")}
+	return page{URL: req.URL, Status: resp.StatusCode, Body: string(raw), Location: resp.Header.Get("Location"), Header: resp.Header}
 }
 
 // follow requests u and follows redirects (GET) until an answer that is
@@ -153,7 +181,7 @@ func (e *ssoEnv) loginAtProvider(b *browser, authRequestID, username, password s
 func (e *ssoEnv) signIn(b *browser, path, user string) page {
 	e.t.Helper()
 	pw := ""
-	for _, u := range ssoUsers {
+	for _, u := range e.users {
 		if u.Username == user {
 			pw = u.Password
 		}
@@ -330,7 +358,7 @@ func TestSSOMobileLogin(t *testing.T) {
 	cb := e.loginAtProvider(mb, e.toProvider(mb, "/oauth-login?mobile=1&redirect_uri="+url.QueryEscape("docflow://callback")), "bob", "bob-secret-1")
 	cu, _ := url.Parse(cb)
 	p := mb.do("GET", e.app.URL+"/oauth-callback?error=access_denied&state="+url.QueryEscape(cu.Query().Get("state")), nil, "Accept", "text/html")
-	if p.Status != 401 || !strings.Contains(p.Body, "access_denied") || !strings.Contains(p.Body, want) ||
+	if p.Status != 401 || !strings.Contains(p.Body, "cancelled or refused at the sign-in provider") || !strings.Contains(p.Body, want) ||
 		!strings.Contains(p.Body, `name="redirect_uri" value="docflow://callback"`) {
 		t.Fatalf("refusal page: %d %s", p.Status, p.Body)
 	}
@@ -389,7 +417,7 @@ func TestSSORefusals(t *testing.T) {
 	cb = e.loginAtProvider(b, e.toProvider(b, "/oauth-login"), "bob", "bob-secret-1")
 	cu, _ := url.Parse(cb)
 	refused := e.app.URL + "/oauth-callback?error=access_denied&error_description=User+cancelled&state=" + url.QueryEscape(cu.Query().Get("state"))
-	detail(b.do("GET", refused, nil), 401, "refused the sign-in: access_denied (User cancelled)")
+	detail(b.do("GET", refused, nil), 401, "The sign-in was cancelled or refused at the sign-in provider")
 	// Its state is spent.
 	detail(b.do("GET", cb, nil), 400, "already used")
 

@@ -59,7 +59,7 @@ func newFilesEnv(t *testing.T, env map[string]string, opts ...func(*intake.Confi
 			t.Fatal(err)
 		}
 		e.Server.MountUploads(UploadDeps{Intake: fe.Intake})
-		e.Server.MountFiles(FilesDeps{Files: fe.Files, Blobs: fe.Blobs, Intake: fe.Intake})
+		e.Server.MountFiles(FilesDeps{Files: fe.Files, Blobs: fe.Blobs, Intake: fe.Intake, Pipelines: postgres.NewPipelineService(e.DB)})
 		e.Server.MountOwnership(OwnershipDeps{Files: fe.Files})
 	})
 	t.Cleanup(fe.Intake.Close)

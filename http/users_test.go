@@ -46,7 +46,7 @@ func newUsersEnv(t *testing.T, env map[string]string) *usersEnv {
 			t.Fatal(err)
 		}
 		e.Server.MountUploads(UploadDeps{Intake: fe.Intake})
-		e.Server.MountFiles(FilesDeps{Files: fe.Files, Blobs: fe.Blobs, Intake: fe.Intake})
+		e.Server.MountFiles(FilesDeps{Files: fe.Files, Blobs: fe.Blobs, Intake: fe.Intake, Pipelines: postgres.NewPipelineService(e.DB)})
 		e.Server.cfg.Audit = postgres.NewAuditLog(e.DB)
 		e.Server.mountAudit()
 		ue.Profiles = postgres.NewProfileService(e.DB, streams.EncodeEvent)

@@ -146,7 +146,7 @@ func checkEvents(in []string) ([]string, error) {
 
 // checkURL accepts absolute http(s) URLs with a host and no credentials
 // whose host is not a private or internal address (literal or resolved),
-// unless WEBHOOK_ALLOWED_HOSTS names it. The delivery checks every
+// unless WEBHOOK_ALLOWED_HOSTS admits the host on the URL's port. The delivery checks every
 // connection again when it is made, so a DNS answer that changes later
 // gains nothing.
 func (h *webhookHandlers) checkURL(ctx context.Context, raw string) (string, error) {
@@ -170,16 +170,20 @@ func checkTargetURL(ctx context.Context, settings docflow.SettingsService, resol
 	if u.User != nil {
 		return "", invalid(field, "%s must not carry credentials (use the secret to sign deliveries)", field)
 	}
+	port := 443
+	if u.Scheme == "http" {
+		port = 80
+	}
 	if u.Port() != "" {
-		if p, err := strconv.Atoi(u.Port()); err != nil || p < 1 || p > 65535 {
+		p, err := strconv.Atoi(u.Port())
+		if err != nil || p < 1 || p > 65535 {
 			return "", invalid(field, "%s has an invalid port", field)
 		}
+		port = p
 	}
 	host := u.Hostname()
-	for _, a := range docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") {
-		if strings.EqualFold(strings.Trim(strings.TrimSpace(a), "[]"), host) {
-			return u.String(), nil
-		}
+	if docflow.HostsAllow(docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS"), host, port) {
+		return u.String(), nil
 	}
 	private := invalid(field, "access to private or internal addresses is not allowed")
 	guard := ssrf.New(ssrf.WithAnyPort())

@@ -480,14 +480,14 @@ func TestLag(t *testing.T) {
 	p := newProducer(t, brokers)
 	produceN(t, p, topic, 90, strconv.Itoa)
 	ctx := context.Background()
-	lag, err := Lag(ctx, brokers, "g-lag", topic)
+	lag, err := ConsumerLags(ctx, brokers, map[string]string{topic: "g-lag"})
 	if err != nil || lag[topic] != 90 {
 		t.Fatalf("lag before consuming: %v %v", lag, err)
 	}
 	startConsumer(t, ConsumerConfig{Brokers: brokers, GroupID: "g-lag", Topics: []string{topic}, DeadLetters: p,
 		Handler: func(d *Delivery) { d.Ack() }})
 	waitFor(t, 20*time.Second, "lag drained", func() bool {
-		lag, err := Lag(ctx, brokers, "g-lag", topic)
+		lag, err := ConsumerLags(ctx, brokers, map[string]string{topic: "g-lag"})
 		return err == nil && lag[topic] == 0
 	})
 }

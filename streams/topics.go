@@ -25,7 +25,6 @@ const (
 	TopicFilesIngested = "docflow.files.ingested"
 	TopicDLQ           = "docflow.dlq"
 	TopicEvents        = "docflow.events"
-	TopicMetrics       = "docflow.metrics"
 
 	stepTopicPrefix  = "docflow.steps."
 	retryTopicPrefix = "docflow.retry."
@@ -98,7 +97,7 @@ func (t Topics) Names() []string {
 	for _, r := range t.Retry {
 		names = append(names, r.Topic())
 	}
-	names = append(names, TopicDLQ, TopicEvents, TopicMetrics)
+	names = append(names, TopicDLQ, TopicEvents)
 	seen := make(map[string]bool, len(names))
 	out := names[:0]
 	for _, n := range names {
@@ -125,6 +124,19 @@ func (t Topics) Configs() []kafka.TopicConfig {
 		cfgs = append(cfgs, kafka.TopicConfig{Topic: n, NumPartitions: parts, ReplicationFactor: rf})
 	}
 	return cfgs
+}
+
+// EnsureNamedTopics is EnsureTopics for the topics names, each with
+// partitions partitions (DefaultPartitions when 0) and one replica.
+func EnsureNamedTopics(ctx context.Context, brokers []string, partitions int, names ...string) error {
+	if partitions <= 0 {
+		partitions = DefaultPartitions
+	}
+	cfgs := make([]kafka.TopicConfig, 0, len(names))
+	for _, n := range names {
+		cfgs = append(cfgs, kafka.TopicConfig{Topic: n, NumPartitions: partitions, ReplicationFactor: 1})
+	}
+	return EnsureTopics(ctx, brokers, cfgs)
 }
 
 // EnsureTopics creates the topics that do not exist yet on the cluster's

@@ -120,6 +120,9 @@ func (a *alerter) Receive(c *actor.Context) {
 // not hold the actor), unless one is under way or no admin channel is
 // configured: without one there is no one to tell, and the failures wait,
 // unclaimed, for a channel.
+// errClaimPanicked reports a claim that ended in a panic.
+var errClaimPanicked = errors.New("claim of failing integrations panicked")
+
 func (a *alerter) claim(c *actor.Context) {
 	if a.claiming || a.ctx.Err() != nil || len(docflow.SettingList(a.cfg.Settings, "NOTIFICATION_URLS")) == 0 {
 		return
@@ -128,18 +131,21 @@ func (a *alerter) claim(c *actor.Context) {
 	a.claiming = true
 	e, self, store, batch := c.Engine(), c.PID(), a.cfg.Store, a.cfg.Batch
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.Timeout)
-	go func() {
+	actors.Go(a.log, "integration alerts claim", func() {
 		defer cancel()
 		var all []docflow.FailingIntegration
+		// The actor hears of the claim whatever happens, a panic included.
+		err := errClaimPanicked
+		defer func() { e.Send(self, claimed{failing: all, err: err}) }()
 		for {
-			got, err := store.ClaimFailingIntegrations(ctx, after, batch)
+			var got []docflow.FailingIntegration
+			got, err = store.ClaimFailingIntegrations(ctx, after, batch)
 			all = append(all, got...)
 			if err != nil || len(got) < batch {
-				e.Send(self, claimed{failing: all, err: err})
 				return
 			}
 		}
-	}()
+	})
 }
 
 func (a *alerter) report(m claimed) {

@@ -12,6 +12,7 @@ import (
 
 	"docflow"
 	"docflow/actors"
+	"docflow/integrations/netguard"
 )
 
 // job is one attempt to make: of delivery d, numbered attempt (0: the
@@ -77,7 +78,9 @@ type subscriberActor struct {
 	failing bool
 	took    time.Duration // of the latest attempt
 	armed   bool          // a stallCheck is on its way
-	queue   []*job
+	// stallTimer sends the next stallCheck; stopped with the actor.
+	stallTimer *time.Timer
+	queue      []*job
 }
 
 func (a *subscriberActor) Receive(c *actor.Context) {
@@ -93,6 +96,11 @@ func (a *subscriberActor) Receive(c *actor.Context) {
 		a.failing, a.took = m.failed, m.took
 	case stallCheck:
 		a.armed = false
+	case actor.Stopped:
+		if a.stallTimer != nil {
+			a.stallTimer.Stop()
+		}
+		return
 	default:
 		return
 	}
@@ -124,21 +132,23 @@ func (a *subscriberActor) Receive(c *actor.Context) {
 		seq := a.seq
 		a.running[seq] = &runningJob{j: j, at: now}
 		a.s.wg.Add(1)
-		go func() {
+		actors.Go(a.s.log, "delivery attempt", func() {
 			defer a.s.wg.Done()
 			started := time.Now()
 			var once sync.Once
 			free := func(failed bool) {
 				once.Do(func() { engine.Send(self, jobDone{seq: seq, failed: failed, took: time.Since(started)}) })
 			}
+			// A panic in the attempt still frees its place, as a failure.
+			defer free(true)
 			free(a.s.attempt(j, free))
-		}()
+		})
 	}
 	// While attempts run, look again when the oldest would stall (or the
 	// queue's head would have waited StallAfter).
 	if !a.armed && (len(a.running) > 0 || len(a.queue) > 0) {
 		a.armed = true
-		time.AfterFunc(a.s.cfg.StallAfter/2, func() { engine.Send(self, stallCheck{}) })
+		a.stallTimer = time.AfterFunc(a.s.cfg.StallAfter/2, func() { engine.Send(self, stallCheck{}) })
 	}
 }
 
@@ -173,10 +183,10 @@ func (a *subscriberActor) shedQueue(keep int) {
 // shed postpones j to a retry tier on a goroutine of its own.
 func (a *subscriberActor) shed(j *job) {
 	a.s.wg.Add(1)
-	go func() {
+	actors.Go(a.s.log, "delivery postponement", func() {
 		defer a.s.wg.Done()
 		a.s.postpone(j)
-	}()
+	})
 }
 
 // submit hands j to the actor of its subscriber, spawning it the first
@@ -252,7 +262,7 @@ func (s *Service) attempt(j *job, free func(failed bool)) (failed bool) {
 		r = Result{Err: res.Err}
 	}
 	if r.Err != nil && errors.Is(r.Err, context.DeadlineExceeded) {
-		r.Err = fmt.Errorf("timed out after %v: %w", timeout, r.Err)
+		r.Err = &netguard.Failure{Class: fmt.Sprintf("timed out after %v", timeout), Err: r.Err}
 	}
 	a := docflow.DeliveryAttempt{DeliveryID: d.ID, Attempt: n, StatusCode: r.StatusCode,
 		Duration: time.Since(started), At: started, Status: docflow.DeliveryDelivered}
@@ -277,7 +287,7 @@ func (s *Service) attempt(j *job, free func(failed bool)) (failed bool) {
 		return a.Status != docflow.DeliveryDelivered
 	}
 	if a.Unsubscribe {
-		s.targets.forget(d.Subscriber)
+		s.targets.Remove(d.Subscriber)
 	}
 	s.measure(d, a, r)
 	ev := log.Debug()

@@ -2,9 +2,11 @@ package delivery
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"docflow"
+	"docflow/internal/groupcommit"
 )
 
 // BatchStore is a Store that also records attempts in batches
@@ -20,119 +22,82 @@ type BatchStore interface {
 // maxBatch bounds the attempts written together.
 const maxBatch = 256
 
-// recordReq is one attempt waiting for its batch; ok answers whether it
-// was written (false: the service stopped first).
+// recordReq is one attempt waiting for its batch, or (postpone) delivery
+// rec.Attempt.DeliveryID postponed to due with msg.
 type recordReq struct {
-	rec docflow.RecordedAttempt
-	ok  chan bool
-	// postpone: not an attempt but rec.Attempt.DeliveryID postponed to
-	// due with msg.
+	rec      docflow.RecordedAttempt
 	postpone bool
 	due      time.Time
 	msg      docflow.OutboxMessage
 }
 
-// batcher collects the attempts' results and writes them a batch at a
-// time, on one goroutine: while a batch is written the next one gathers,
-// so batches grow with the load and an idle service writes each attempt
-// at once (no lingering).
-type batcher struct {
-	s     *Service
-	store BatchStore
-	in    chan recordReq
+// errStopped answers the requests of a batch the service stopped before
+// writing.
+var errStopped = errors.New("delivery stopped")
+
+// attemptWriter writes the attempts' results a batch at a time, on one
+// flusher: while a batch is written the next one gathers, so batches
+// grow with the load and an idle service writes each attempt at once (no
+// lingering). Two requests of one delivery never share a batch.
+type attemptWriter struct {
+	s      *Service
+	commit *groupcommit.Committer[recordReq, struct{}]
 }
 
-func newBatcher(s *Service, store BatchStore) *batcher {
-	return &batcher{s: s, store: store, in: make(chan recordReq, 4*maxBatch)}
+func newAttemptWriter(s *Service, store BatchStore) *attemptWriter {
+	w := &attemptWriter{s: s}
+	w.commit = groupcommit.New(groupcommit.Config[recordReq, struct{}]{Flushers: 1, Max: maxBatch,
+		Key: func(r recordReq) (any, bool) { return r.rec.Attempt.DeliveryID, true },
+		Flush: func(_ context.Context, batch []recordReq) []groupcommit.Answer[struct{}] {
+			return w.flush(store, batch)
+		}})
+	return w
 }
 
 // record writes rec with the next batch and waits for it: false when the
 // service stopped before (the attempt is then made again by the next
 // owner).
-func (b *batcher) record(rec docflow.RecordedAttempt) bool {
-	return b.send(recordReq{rec: rec, ok: make(chan bool, 1)})
+func (w *attemptWriter) record(rec docflow.RecordedAttempt) bool {
+	_, err := w.commit.Do(w.s.ctx, recordReq{rec: rec})
+	return err == nil
 }
 
 // postpone postpones delivery id to due with m, with the next batch, and
 // waits for it; false when the service stopped first.
-func (b *batcher) postpone(id int64, due time.Time, m docflow.OutboxMessage) bool {
-	r := recordReq{rec: docflow.RecordedAttempt{Attempt: docflow.DeliveryAttempt{DeliveryID: id}},
-		ok: make(chan bool, 1), postpone: true, due: due, msg: m}
-	return b.send(r)
-}
-
-func (b *batcher) send(r recordReq) bool {
-	select {
-	case b.in <- r:
-	case <-b.s.ctx.Done():
-		return false
-	}
-	select {
-	case ok := <-r.ok:
-		return ok
-	case <-b.s.ctx.Done():
-		return false
-	}
+func (w *attemptWriter) postpone(id int64, due time.Time, m docflow.OutboxMessage) bool {
+	r := recordReq{rec: docflow.RecordedAttempt{Attempt: docflow.DeliveryAttempt{DeliveryID: id}}, postpone: true, due: due, msg: m}
+	_, err := w.commit.Do(w.s.ctx, r)
+	return err == nil
 }
 
 // run writes batches until the service stops.
-func (b *batcher) run() {
-	var held []recordReq // a second attempt of a delivery already in the batch
-	for {
-		var batch []recordReq
-		seen := map[int64]bool{}
-		add := func(r recordReq, next *[]recordReq) {
-			if id := r.rec.Attempt.DeliveryID; seen[id] {
-				*next = append(*next, r)
-			} else {
-				seen[id] = true
-				batch = append(batch, r)
-			}
-		}
-		prev := held
-		held = nil
-		for _, r := range prev {
-			add(r, &held)
-		}
-		if len(batch) == 0 {
-			select {
-			case r := <-b.in:
-				add(r, &held)
-			case <-b.s.ctx.Done():
-				return
-			}
-		}
-	gather:
-		for len(batch) < maxBatch {
-			select {
-			case r := <-b.in:
-				add(r, &held)
-			default:
-				break gather
-			}
-		}
-		var recs []docflow.RecordedAttempt
-		var ids []int64
-		var dues []time.Time
-		var msgs []docflow.OutboxMessage
-		for _, r := range batch {
-			if r.postpone {
-				ids, dues, msgs = append(ids, r.rec.Attempt.DeliveryID), append(dues, r.due), append(msgs, r.msg)
-			} else {
-				recs = append(recs, r.rec)
-			}
-		}
-		ok := b.s.retry("record delivery attempts", func(ctx context.Context) error {
-			if err := b.store.PostponeAll(ctx, ids, dues, msgs); err != nil {
-				return err
-			}
-			return b.store.RecordAttempts(ctx, recs)
-		})
-		for _, r := range batch {
-			r.ok <- ok
-		}
-		if !ok {
-			return
+func (w *attemptWriter) run() { w.commit.Run(w.s.ctx) }
+
+// flush writes one batch, retrying while the store is away; every request
+// of the batch gets the same answer.
+func (w *attemptWriter) flush(store BatchStore, batch []recordReq) []groupcommit.Answer[struct{}] {
+	var recs []docflow.RecordedAttempt
+	var ids []int64
+	var dues []time.Time
+	var msgs []docflow.OutboxMessage
+	for _, r := range batch {
+		if r.postpone {
+			ids, dues, msgs = append(ids, r.rec.Attempt.DeliveryID), append(dues, r.due), append(msgs, r.msg)
+		} else {
+			recs = append(recs, r.rec)
 		}
 	}
+	ok := w.s.retry("record delivery attempts", func(ctx context.Context) error {
+		if err := store.PostponeAll(ctx, ids, dues, msgs); err != nil {
+			return err
+		}
+		return store.RecordAttempts(ctx, recs)
+	})
+	out := make([]groupcommit.Answer[struct{}], len(batch))
+	if !ok {
+		for i := range out {
+			out[i].Err = errStopped
+		}
+	}
+	return out
 }

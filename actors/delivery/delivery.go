@@ -32,9 +32,9 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/rs/zerolog"
-	"github.com/segmentio/kafka-go"
 
 	"docflow"
+	"docflow/internal/ttlcache"
 	"docflow/streams"
 )
 
@@ -148,9 +148,9 @@ type Service struct {
 	mu     sync.Mutex
 	actors map[string]*actor.PID
 
-	batch   *batcher // nil: the store records one attempt at a time
+	batch   *attemptWriter // nil: the store records one attempt at a time
 	fanouts chan struct{}
-	targets targetCache
+	targets *ttlcache.Cache[docflow.Subscriber, docflow.DeliveryTarget]
 	// peakQueue is the longest queue any subscriber's actor held.
 	peakQueue atomic.Int64
 
@@ -207,10 +207,10 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, log: cfg.Log.With().Str("component", "delivery").Logger(),
 		tiers: streams.RetryTiersFor(cfg.RetryDelays...), actors: map[string]*actor.PID{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.targets.ttl = cfg.TargetTTL
+	s.targets = ttlcache.New[docflow.Subscriber, docflow.DeliveryTarget](targetCacheSize, cfg.TargetTTL, nil)
 	s.fanouts = make(chan struct{}, 8)
 	if bs, ok := cfg.Store.(BatchStore); ok {
-		s.batch = newBatcher(s, bs)
+		s.batch = newAttemptWriter(s, bs)
 	}
 	s.relay = streams.NewDelayRelay(s.ctx, cfg.Publisher, s.log, time.Now, "delivery")
 
@@ -250,12 +250,8 @@ func (s *Service) retryTopics() []string {
 }
 
 // Topics lists the topics the service needs besides the events topic.
-func (s *Service) Topics() []kafka.TopicConfig {
-	var out []kafka.TopicConfig
-	for _, n := range append([]string{TopicAttempts}, s.retryTopics()...) {
-		out = append(out, kafka.TopicConfig{Topic: n, NumPartitions: s.cfg.Partitions, ReplicationFactor: 1})
-	}
-	return out
+func (s *Service) Topics() []string {
+	return append([]string{TopicAttempts}, s.retryTopics()...)
 }
 
 // Start creates the topics it lacks and joins the consumer groups.
@@ -267,7 +263,7 @@ func (s *Service) Start(ctx context.Context) error {
 			s.batch.run()
 		}()
 	}
-	if err := streams.EnsureTopics(ctx, s.cfg.Brokers, s.Topics()); err != nil {
+	if err := streams.EnsureNamedTopics(ctx, s.cfg.Brokers, s.cfg.Partitions, s.Topics()...); err != nil {
 		return fmt.Errorf("start delivery: %w", err)
 	}
 	if s.delay != nil {

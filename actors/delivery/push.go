@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"docflow"
+	"docflow/integrations/netguard"
 )
 
 // DefaultPushRelayURL is the Expo push service, which the mobile app's
@@ -50,7 +51,7 @@ type pushTicket struct {
 // relay at PUSH_RELAY_URL (read at each attempt): a POST of a JSON array
 // of one message, {to, title, body, data: {file_id}}. The relay's
 // connections follow the webhooks' rule: a private or internal address is
-// refused unless WEBHOOK_ALLOWED_HOSTS names its host. A ticket with
+// refused unless WEBHOOK_ALLOWED_HOSTS admits its host and port. A ticket with
 // DeviceNotRegistered deactivates the device and ends the delivery
 // without a retry; any other error, a non-2xx answer or a network error
 // is retried like a webhook's.
@@ -63,9 +64,7 @@ type PushSender struct {
 // NewPushSender builds the sender.
 func NewPushSender(settings docflow.SettingsService, devices DeviceDeactivator) *PushSender {
 	p := &PushSender{settings: settings, devices: devices}
-	p.client = guardedClient(func(host string) bool {
-		return HostAllowed(docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS"), host)
-	})
+	p.client = guardedClient(settings)
 	return p
 }
 
@@ -106,7 +105,7 @@ func (p *PushSender) Send(ctx context.Context, t docflow.DeliveryTarget, d *docf
 	// decompresses the answer.
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return Result{Err: err}
+		return Result{Err: netguard.Public(err)}
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody))

@@ -8,18 +8,14 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
-	"code.dny.dev/ssrf"
-
 	"docflow"
+	"docflow/integrations/netguard"
 )
 
 // MaxResponseBody is how much of a receiver's answer is read: the status
@@ -28,15 +24,18 @@ import (
 const MaxResponseBody = 64 << 10
 
 // ErrPrivateAddress refuses a receiver on a private or internal address
-// that WEBHOOK_ALLOWED_HOSTS does not name.
-var ErrPrivateAddress = errors.New("access to private or internal addresses is not allowed")
+// that WEBHOOK_ALLOWED_HOSTS does not admit.
+var ErrPrivateAddress = netguard.ErrPrivate
 
 // WebhookSender POSTs events to webhooks: the body {data, event,
 // timestamp} with sorted keys, signed as sent. Every connection is checked
 // when it is made: a receiver (or a DNS answer) on a private or internal
-// address is refused unless its host is in WEBHOOK_ALLOWED_HOSTS.
+// address is refused unless WEBHOOK_ALLOWED_HOSTS admits its host on that
+// port (an entry host admits every port, host:port that port only).
 // Redirects are never followed: a 3xx is a failed attempt (a receiver
-// cannot bounce a signed request to another address).
+// cannot bounce a signed request to another address). A failed
+// connection is recorded in fixed words (netguard.Describe), never with
+// text the receiver sent.
 type WebhookSender struct {
 	settings docflow.SettingsService
 	client   *http.Client
@@ -53,34 +52,21 @@ type WebhookSender struct {
 // (read at each connection).
 func NewWebhookSender(settings docflow.SettingsService) *WebhookSender {
 	w := &WebhookSender{settings: settings, body: WebhookBody, agent: "docflow-webhooks"}
-	w.client = guardedClient(w.allowed)
+	w.client = guardedClient(settings)
 	return w
 }
 
 // guardedClient is an HTTP client that checks every connection when it
-// is made: a host on a private or internal address (literal or resolved)
-// is refused unless allowed names it. No proxy, no redirects followed;
-// the attempt's context bounds each request.
-func guardedClient(allowed func(host string) bool) *http.Client {
-	guard := ssrf.New(ssrf.WithAnyPort())
-	checked := &net.Dialer{Timeout: 10 * time.Second, Control: guard.Safe}
-	plain := &net.Dialer{Timeout: 10 * time.Second}
+// is made (netguard.Dialer): a host on a private or internal address
+// (literal or resolved) is refused unless WEBHOOK_ALLOWED_HOSTS admits it
+// on the connection's port. No proxy, no redirects followed; the
+// attempt's context bounds each request.
+func guardedClient(settings docflow.SettingsService) *http.Client {
+	dialer := netguard.Dialer{Timeout: 10 * time.Second,
+		Allowed: func() []string { return docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") }}
 	tr := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			host, _, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
-			}
-			if allowed(host) {
-				return plain.DialContext(ctx, network, addr)
-			}
-			c, err := checked.DialContext(ctx, network, addr)
-			if err != nil && isSSRF(err) {
-				return nil, fmt.Errorf("%s: %w", host, ErrPrivateAddress)
-			}
-			return c, err
-		},
+		Proxy:                 nil,
+		DialContext:           dialer.DialContext,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   256, // a burst to one receiver reuses its connections
 		IdleConnTimeout:       60 * time.Second,
@@ -89,30 +75,6 @@ func guardedClient(allowed func(host string) bool) *http.Client {
 	}
 	return &http.Client{Transport: tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
-func isSSRF(err error) bool {
-	for _, e := range []error{ssrf.ErrProhibitedIP, ssrf.ErrProhibitedNetwork, ssrf.ErrProhibitedPort, ssrf.ErrInvalidHostPort} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	return false
-}
-
-func (w *WebhookSender) allowed(host string) bool {
-	return HostAllowed(docflow.SettingList(w.settings, "WEBHOOK_ALLOWED_HOSTS"), host)
-}
-
-// HostAllowed reports whether list (WEBHOOK_ALLOWED_HOSTS) names host.
-func HostAllowed(list []string, host string) bool {
-	host = strings.Trim(host, "[]")
-	for _, h := range list {
-		if strings.EqualFold(strings.Trim(strings.TrimSpace(h), "[]"), host) {
-			return true
-		}
-	}
-	return false
 }
 
 // WebhookBody is the body of a webhook delivery: {data, event, timestamp}
@@ -170,7 +132,7 @@ func (w *WebhookSender) Send(ctx context.Context, t docflow.DeliveryTarget, d *d
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return Result{Err: err}
+		return Result{Err: netguard.Public(err)}
 	}
 	defer resp.Body.Close()
 	// Read a bounded amount (so a keep-alive connection can be reused when
@@ -178,7 +140,7 @@ func (w *WebhookSender) Send(ctx context.Context, t docflow.DeliveryTarget, d *d
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxResponseBody))
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		return Result{StatusCode: resp.StatusCode,
-			Err: fmt.Errorf("receiver answered %d (redirect to %q not followed)", resp.StatusCode, resp.Header.Get("Location"))}
+			Err: fmt.Errorf("receiver answered %d (redirects are not followed)", resp.StatusCode)}
 	}
 	if resp.StatusCode == http.StatusGone && w.goneUnsubscribes {
 		return Result{StatusCode: resp.StatusCode, Unsubscribe: true}

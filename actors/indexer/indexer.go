@@ -157,7 +157,7 @@ func New(cfg Config) (*Indexer, error) {
 // Start spawns the batching actor, joins the consumer group and starts
 // indexing.
 func (x *Indexer) Start() error {
-	x.pid = x.cfg.Actors.Spawn(func() actor.Receiver { return &batcher{x: x} }, "indexer",
+	x.pid = x.cfg.Actors.Spawn(func() actor.Receiver { return &indexActor{x: x} }, "indexer",
 		actors.SpawnOpts(x.log, actor.WithID(x.cfg.GroupID))...)
 	if err := x.consumer.Start(); err != nil {
 		x.cancel()
@@ -266,12 +266,12 @@ func (x *Indexer) batchSize() int {
 	return min(max(docflow.SettingInt(x.cfg.Settings, "SEARCH_INDEXER_BATCH", 200), 1), 5000)
 }
 
-// batcher is the indexer's actor. It collects events into batches: once it
+// indexActor is the indexer's actor. It collects events into batches: once it
 // holds one, it takes what else arrives within FlushInterval, up to the
 // batch size. Items waiting for a retry join the first batch after they
 // are due. A batch is written in the receive (x.process): the events that
 // arrive meanwhile wait in the inbox, as they waited in a channel before.
-type batcher struct {
+type indexActor struct {
 	x       *Indexer
 	pending []*item // arrived or due, not yet written
 	retry   []*item // waiting until due
@@ -280,13 +280,13 @@ type batcher struct {
 	wakeAt  time.Time
 }
 
-// Timer messages of the batcher.
+// Timer messages of the indexer's actor.
 type (
 	flushNow struct{}
 	retryDue struct{}
 )
 
-func (b *batcher) Receive(c *actor.Context) {
+func (b *indexActor) Receive(c *actor.Context) {
 	x := b.x
 	switch m := c.Message().(type) {
 	case *item:
@@ -319,7 +319,7 @@ func (b *batcher) Receive(c *actor.Context) {
 
 // armFlush has the timer send flushNow FlushInterval after the first
 // pending item.
-func (b *batcher) armFlush(c *actor.Context) {
+func (b *indexActor) armFlush(c *actor.Context) {
 	if b.flush != nil || len(b.pending) == 0 {
 		return
 	}
@@ -328,7 +328,7 @@ func (b *batcher) armFlush(c *actor.Context) {
 }
 
 // armRetry has the timer send retryDue when the earliest retry is due.
-func (b *batcher) armRetry(c *actor.Context) {
+func (b *indexActor) armRetry(c *actor.Context) {
 	var next time.Time
 	for _, it := range b.retry {
 		if next.IsZero() || it.due.Before(next) {
@@ -346,7 +346,7 @@ func (b *batcher) armRetry(c *actor.Context) {
 }
 
 // takeDue moves the retries that are due to pending.
-func (b *batcher) takeDue() {
+func (b *indexActor) takeDue() {
 	now := time.Now()
 	keep := b.retry[:0]
 	for _, it := range b.retry {
@@ -362,7 +362,7 @@ func (b *batcher) takeDue() {
 
 // write writes batches of the pending items until fewer than a batch are
 // left, then arms the flush for the rest.
-func (b *batcher) write(c *actor.Context) {
+func (b *indexActor) write(c *actor.Context) {
 	x := b.x
 	if b.flush != nil {
 		b.flush.Stop()

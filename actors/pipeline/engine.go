@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/internal/groupcommit"
 	"docflow/streams"
 )
 
@@ -26,7 +27,7 @@ const (
 	DelayGroup  = "docflow.retry"
 )
 
-// Group commit of step claims and results (see batcher): transactions of
+// Group commit of step claims and results (groupcommit.go): transactions of
 // each kind in progress at once, and requests per transaction.
 const (
 	groupFlushers = 2
@@ -116,8 +117,8 @@ type Engine struct {
 	router    *router
 	steps     []*stepConsumer
 	direct    *streams.WriteThrough
-	results   *batcher[docflow.StepCompletion, *docflow.RunWrite]
-	claims    *batcher[docflow.StepClaimRequest, *docflow.StepClaim]
+	results   *groupcommit.Committer[docflow.StepCompletion, *docflow.RunWrite]
+	claims    *groupcommit.Committer[docflow.StepClaimRequest, *docflow.StepClaim]
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -240,8 +241,8 @@ func NewEngine(cfg Config) (*Engine, error) {
 		cancel:        cancel,
 	}
 	e.direct = streams.NewWriteThrough(cfg.Publisher, store, e.log)
-	e.results = resultBatcher(store, e.log, groupFlushers, groupMax)
-	e.claims = claimBatcher(store, groupFlushers, groupMax)
+	e.results = resultCommit(store, e.log, groupFlushers, groupMax)
+	e.claims = claimCommit(store, groupFlushers, groupMax)
 	return e, nil
 }
 
@@ -339,8 +340,8 @@ func (e *Engine) start(ctx context.Context) error {
 	}
 	e.wg.Add(3 + 2*groupFlushers)
 	for range groupFlushers {
-		go func() { defer e.wg.Done(); e.results.run(e.ctx) }()
-		go func() { defer e.wg.Done(); e.claims.run(e.ctx) }()
+		go func() { defer e.wg.Done(); e.results.Run(e.ctx) }()
+		go func() { defer e.wg.Done(); e.claims.Run(e.ctx) }()
 	}
 	go func() { defer e.wg.Done(); e.direct.Run(e.ctx, 20*time.Millisecond) }()
 	go e.stallLoop()
@@ -382,10 +383,10 @@ type GroupStats struct {
 
 // GroupStats returns the counts of the engine's shared transactions.
 func (e *Engine) GroupStats() GroupStats {
-	return GroupStats{
-		ClaimBatches: e.claims.batches.Load(), Claims: e.claims.requests.Load(),
-		ResultBatches: e.results.batches.Load(), Results: e.results.requests.Load(),
-	}
+	var g GroupStats
+	g.ClaimBatches, g.Claims = e.claims.Stats()
+	g.ResultBatches, g.Results = e.results.Stats()
+	return g
 }
 
 // InFlight is the number of unresolved deliveries over all consumers.

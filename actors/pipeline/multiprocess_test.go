@@ -25,6 +25,7 @@ import (
 
 	"docflow"
 	"docflow/storage/postgres"
+	"docflow/streams"
 )
 
 // proc is a docflow process started by a test.
@@ -389,15 +390,15 @@ func drillState(ctx context.Context, db *postgres.DB, broker string) string {
 			}
 		}
 		if len(topics) > 0 {
-			lags, err := partitionLags(ctx, []string{broker}, topics)
+			lags, err := streams.PartitionLags(ctx, []string{broker}, topics)
 			if err != nil {
 				fmt.Fprintf(&b, " {lag: %v}", err)
 			}
 			lag, behind := map[string]int64{}, map[string]int{}
 			for _, l := range lags {
-				if l.lag > 0 {
-					lag[l.topic] += l.lag
-					behind[l.topic]++
+				if l.Lag > 0 {
+					lag[l.Topic] += l.Lag
+					behind[l.Topic]++
 				}
 			}
 			for topic, n := range lag {

@@ -2,11 +2,7 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
-	"sort"
 	"time"
-
-	"github.com/segmentio/kafka-go"
 
 	"docflow"
 	"docflow/streams"
@@ -72,7 +68,7 @@ func (i *Inspector) Lags(ctx context.Context) (map[string]int64, error) {
 	for _, t := range types {
 		groups[streams.StepTopic(t)] = StepGroup(t)
 	}
-	return ConsumerLags(ctx, i.Brokers, groups)
+	return streams.ConsumerLags(ctx, i.Brokers, groups)
 }
 
 // PartitionLags samples the consumer lag of the router topic and each
@@ -86,91 +82,13 @@ func (i *Inspector) PartitionLags(ctx context.Context) ([]docflow.Metric, error)
 	for _, t := range types {
 		groups[streams.StepTopic(t)] = StepGroup(t)
 	}
-	parts, err := partitionLags(ctx, i.Brokers, groups)
+	parts, err := streams.PartitionLags(ctx, i.Brokers, groups)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]docflow.Metric, 0, len(parts))
 	for _, p := range parts {
-		out = append(out, docflow.Metric{Kind: docflow.MetricLag, Topic: p.topic, Partition: p.partition, Lag: p.lag, Worker: groups[p.topic]})
+		out = append(out, docflow.Metric{Kind: docflow.MetricLag, Topic: p.Topic, Partition: p.Partition, Lag: p.Lag, Worker: p.Group})
 	}
-	return out, nil
-}
-
-// ConsumerLags returns, for each topic → group, the sum over partitions of
-// the last offset minus the group's committed offset (from the first
-// offset when the group has committed nothing).
-func ConsumerLags(ctx context.Context, brokers []string, groups map[string]string) (map[string]int64, error) {
-	parts, err := partitionLags(ctx, brokers, groups)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]int64{}
-	for _, p := range parts {
-		out[p.topic] += p.lag
-	}
-	return out, nil
-}
-
-type partLag struct {
-	topic     string
-	partition int
-	lag       int64
-}
-
-// partitionLags returns each partition's lag (every partition of a topic
-// that exists, 0 when caught up).
-func partitionLags(ctx context.Context, brokers []string, groups map[string]string) ([]partLag, error) {
-	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 5 * time.Second}
-	topics := make([]string, 0, len(groups))
-	for t := range groups {
-		topics = append(topics, t)
-	}
-	meta, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
-	if err != nil {
-		return nil, fmt.Errorf("consumer lags: metadata: %w", err)
-	}
-	parts := map[string][]int{}
-	req := &kafka.ListOffsetsRequest{Topics: map[string][]kafka.OffsetRequest{}}
-	for _, t := range meta.Topics {
-		if t.Error != nil {
-			continue
-		}
-		for _, p := range t.Partitions {
-			parts[t.Name] = append(parts[t.Name], p.ID)
-			req.Topics[t.Name] = append(req.Topics[t.Name], kafka.FirstOffsetOf(p.ID), kafka.LastOffsetOf(p.ID))
-		}
-	}
-	offs, err := cl.ListOffsets(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("consumer lags: list offsets: %w", err)
-	}
-	var out []partLag
-	for topic, ps := range parts {
-		committed, err := cl.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: groups[topic], Topics: map[string][]int{topic: ps}})
-		if err != nil {
-			return nil, fmt.Errorf("consumer lags: offset fetch %s: %w", groups[topic], err)
-		}
-		cm := map[int]int64{}
-		for _, p := range committed.Topics[topic] {
-			cm[p.Partition] = p.CommittedOffset
-		}
-		for _, po := range offs.Topics[topic] {
-			if po.Error != nil {
-				continue
-			}
-			from := po.FirstOffset
-			if c, ok := cm[po.Partition]; ok && c >= 0 {
-				from = c
-			}
-			out = append(out, partLag{topic: topic, partition: po.Partition, lag: max(po.LastOffset-from, 0)})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].topic != out[j].topic {
-			return out[i].topic < out[j].topic
-		}
-		return out[i].partition < out[j].partition
-	})
 	return out, nil
 }

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"docflow"
 	"docflow/actors"
+	"docflow/internal/ttlcache"
 	"docflow/streams"
 )
 
@@ -209,26 +209,27 @@ func (r *router) choose(ctx context.Context, msg streams.FileIngested, st *docfl
 // uploads is routed without reading the same pipeline once per document.
 // A change to a pipeline or rule applies to files routed after ttl (runs
 // copy their pipeline's steps when routed, so a cached pipeline is never
-// half-applied).
+// half-applied). Values and ENOTFOUND answers are kept, other errors not.
 type routeCache struct {
-	e   *Engine
-	ttl time.Duration
-
-	mu        sync.Mutex
-	pipelines map[int64]cached[*docflow.Pipeline]
-	ruleSets  map[string]cached[[]*docflow.RoutingRule]
-	defaults  map[string]cached[*docflow.Pipeline]
+	e         *Engine
+	pipelines *ttlcache.Cache[int64, cached[*docflow.Pipeline]]
+	ruleSets  *ttlcache.Cache[string, cached[[]*docflow.RoutingRule]]
+	defaults  *ttlcache.Cache[string, cached[*docflow.Pipeline]]
 }
 
 type cached[T any] struct {
 	v   T
 	err error
-	at  time.Time
 }
 
+// routeCacheSize bounds each of the route cache's maps.
+const routeCacheSize = 10_000
+
 func newRouteCache(e *Engine, ttl time.Duration) *routeCache {
-	return &routeCache{e: e, ttl: ttl, pipelines: map[int64]cached[*docflow.Pipeline]{},
-		ruleSets: map[string]cached[[]*docflow.RoutingRule]{}, defaults: map[string]cached[*docflow.Pipeline]{}}
+	return &routeCache{e: e,
+		pipelines: ttlcache.New[int64, cached[*docflow.Pipeline]](routeCacheSize, ttl, e.now),
+		ruleSets:  ttlcache.New[string, cached[[]*docflow.RoutingRule]](routeCacheSize, ttl, e.now),
+		defaults:  ttlcache.New[string, cached[*docflow.Pipeline]](routeCacheSize, ttl, e.now)}
 }
 
 func ownerKey(owner *string) string {
@@ -238,34 +239,25 @@ func ownerKey(owner *string) string {
 	return *owner
 }
 
-// lookup returns m[k] when fresh, else loads, caching values and ENOTFOUND.
-func lookup[K comparable, T any](c *routeCache, m map[K]cached[T], k K, load func() (T, error)) (T, error) {
-	now := c.e.now()
-	c.mu.Lock()
-	if v, ok := m[k]; ok && now.Sub(v.at) < c.ttl {
-		c.mu.Unlock()
+// lookup returns k's fresh entry in m, else loads, caching values and
+// ENOTFOUND.
+func lookup[K comparable, T any](c *routeCache, m *ttlcache.Cache[K, cached[T]], k K, load func() (T, error)) (T, error) {
+	if v, ok := m.Get(k); ok {
 		return v.v, v.err
 	}
-	c.mu.Unlock()
+	at := c.e.now()
 	v, err := load()
 	if err != nil && docflow.ErrorCode(err) != docflow.ENOTFOUND {
 		return v, err
 	}
-	c.mu.Lock()
-	if len(m) > 10000 {
-		clear(m)
-	}
-	m[k] = cached[T]{v: v, err: err, at: now}
-	c.mu.Unlock()
+	m.AddAt(k, cached[T]{v: v, err: err}, at)
 	return v, err
 }
 
 func (c *routeCache) clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	clear(c.pipelines)
-	clear(c.ruleSets)
-	clear(c.defaults)
+	c.pipelines.Purge()
+	c.ruleSets.Purge()
+	c.defaults.Purge()
 }
 
 func (c *routeCache) pipeline(ctx context.Context, id int64) (*docflow.Pipeline, error) {

@@ -30,7 +30,7 @@ import (
 // acknowledges the offset. The actor takes its next task meanwhile: the
 // pool size bounds leasing and running, and nothing else does. Claims and
 // successful results of concurrent tasks share statements and commits
-// (see batcher).
+// (groupcommit.go).
 type stepConsumer struct {
 	e        *Engine
 	stepType string
@@ -123,7 +123,7 @@ func (sc *stepConsumer) receive(_ context.Context, t *stepTask) (struct{}, error
 	var claim *docflow.StepClaim
 	err := e.withDB("claim step", func(ctx context.Context) error {
 		var err error
-		claim, err = e.claims.do(ctx, docflow.StepClaimRequest{RunID: task.RunID, Position: task.Position,
+		claim, err = e.claims.Do(ctx, docflow.StepClaimRequest{RunID: task.RunID, Position: task.Position,
 			Attempt: task.Attempt, Worker: e.cfg.WorkerID, TTL: e.leaseTTL, DeadAfter: 5 * e.cfg.Heartbeat})
 		return err
 	})
@@ -291,7 +291,7 @@ func (sc *stepConsumer) recordSuccess(rec docflow.StepRecord, claim *docflow.Ste
 	var w *docflow.RunWrite
 	err := e.withDB("record step", func(ctx context.Context) error {
 		var err error
-		w, err = e.results.do(ctx, completion(rec, msgs))
+		w, err = e.results.Do(ctx, completion(rec, msgs))
 		return err
 	})
 	if err != nil {

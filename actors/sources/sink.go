@@ -14,6 +14,9 @@ type sink struct {
 	store  Store
 	intake Intake
 	in     *docflow.Integration
+	// generation is the settings' generation the source runs under: its
+	// records are refused once the integration changed (ENOTFOUND).
+	generation int64
 	// bytes counts the attachment bytes read during the poll (its
 	// integration metric). A poll ingests several attachments at once
 	// (integrations/imap), each counting here.
@@ -27,7 +30,7 @@ func (k *sink) MailSeen(ctx context.Context, key string) (bool, []int, error) {
 }
 
 func (k *sink) MailsDone(ctx context.Context, keys []string) error {
-	return k.store.MailsDone(ctx, k.in.ID, keys)
+	return k.store.MailsDone(ctx, k.in.ID, k.generation, keys)
 }
 
 // Ingest takes a in as the integration's owner, on channel email, with the
@@ -48,7 +51,7 @@ func (k *sink) Ingest(ctx context.Context, a *imap.Attachment) error {
 		User:     &docflow.User{ID: k.in.OwnerID},
 		Channel:  docflow.ChannelEmail,
 		Metadata: map[string]any{"email": meta},
-	}, docflow.MailSeen{IntegrationID: k.in.ID, MessageKey: a.MessageKey, Attachment: a.Index})
+	}, docflow.MailSeen{IntegrationID: k.in.ID, MessageKey: a.MessageKey, Attachment: a.Index, Generation: k.generation})
 	// The intake service records the document's intake metric (channel
 	// email, type, bytes, outcome).
 	return err

@@ -20,14 +20,18 @@ import (
 // which it asks to poll by Call. Its receive never waits: polls run on the
 // integration actor, reports are written from a goroutine.
 type source struct {
-	cfg    Config
-	log    zerolog.Logger
-	in     *docflow.Integration
-	imap   imap.Config
-	cfgErr error
-	cursor docflow.MailCursor
-	status docflow.IntegrationStatus
-	lastEr string
+	cfg Config
+	log zerolog.Logger
+	sup *actor.PID // the supervisor, asked to scan when the settings changed
+	in  *docflow.Integration
+	// generation is the settings' generation of the claim: storage takes
+	// mail in only under the current one.
+	generation int64
+	imap       imap.Config
+	cfgErr     error
+	cursor     docflow.MailCursor
+	status     docflow.IntegrationStatus
+	lastEr     string
 
 	self  *actor.PID
 	e     *actor.Engine
@@ -60,8 +64,8 @@ type (
 	saved struct{ err error }
 )
 
-func newSource(cfg Config, cl docflow.SourceClaim) *source {
-	s := &source{cfg: cfg, log: cfg.Log.With().Int64("integration", cl.Integration.ID).Logger()}
+func newSource(cfg Config, cl docflow.SourceClaim, sup *actor.PID) *source {
+	s := &source{cfg: cfg, sup: sup, log: cfg.Log.With().Int64("integration", cl.Integration.ID).Logger()}
 	s.load(cl)
 	return s
 }
@@ -70,6 +74,7 @@ func newSource(cfg Config, cl docflow.SourceClaim) *source {
 // cursor.
 func (s *source) load(cl docflow.SourceClaim) {
 	s.in = cl.Integration
+	s.generation = cl.Generation
 	s.cursor = cl.Cursor
 	s.status = cl.Integration.Status
 	s.imap, s.cfgErr = imap.ParseConfig(cl.Integration)
@@ -111,7 +116,8 @@ func (s *source) Receive(c *actor.Context) {
 	case stateChanged:
 		s.status.State = string(m.state)
 		if m.err != nil {
-			s.lastEr = m.err.Error()
+			// The integration actor logs the cause; users see its class.
+			s.lastEr = imap.Describe(m.err)
 		}
 		if m.state == actors.IntegrationConnected {
 			s.lastEr = ""
@@ -184,7 +190,7 @@ func (s *source) poll() {
 	s.busy, s.again = true, false
 	e, self, gen, cur := s.e, s.self, s.gen, s.cursor
 	budget, log := s.cfg.PollBudget, s.log
-	sk := &sink{store: s.cfg.Store, intake: s.cfg.Intake, in: s.in}
+	sk := &sink{store: s.cfg.Store, intake: s.cfg.Intake, in: s.in, generation: s.generation}
 	var res imap.PollResult
 	rec, target := s.cfg.Recorder, strconv.FormatInt(s.in.ID, 10)
 	s.e.Send(s.conn, &actors.Call[*imap.Client]{
@@ -225,11 +231,18 @@ func (s *source) donePoll(m polled) {
 	}
 	s.cursor = m.res.Cursor
 	if m.err != nil {
-		s.lastEr = m.err.Error()
-		s.log.Warn().Err(m.err).Msg("sources: poll failed")
 		if docflow.ErrorCode(m.err) == docflow.ENOTFOUND {
-			return // the integration is gone: the supervisor stops this source
+			// The integration is gone, inactive or changed: storage took
+			// nothing in, and the supervisor stops or reconfigures this
+			// source at the scan asked for now.
+			s.log.Info().Err(m.err).Msg("sources: settings changed; mail left for the source that runs under them")
+			if s.sup != nil {
+				s.e.Send(s.sup, rescan{})
+			}
+			return
 		}
+		s.lastEr = imap.Describe(m.err)
+		s.log.Warn().Err(m.err).Msg("sources: poll failed")
 	} else {
 		s.lastEr = ""
 	}
@@ -248,7 +261,7 @@ func (s *source) save() {
 	}
 	s.saving, s.dirty = true, false
 	id, owner, store := s.in.ID, s.cfg.Owner, s.cfg.Store
-	r := docflow.SourceReport{Status: s.status, Cursor: s.cursor, LastError: s.lastEr, UsedAt: s.usedAt}
+	r := docflow.SourceReport{Status: s.status, Cursor: s.cursor, LastError: s.lastEr, UsedAt: s.usedAt, Generation: s.generation}
 	s.usedAt = nil
 	e, self := s.e, s.self
 	go func() {

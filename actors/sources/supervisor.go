@@ -35,17 +35,22 @@ type Store interface {
 	// MailSeen reports whether a mail is finished and which of its
 	// attachments were taken in.
 	MailSeen(ctx context.Context, integrationID int64, key string) (done bool, attachments []int, err error)
-	// MailsDone records finished mails.
-	MailsDone(ctx context.Context, integrationID int64, keys []string) error
+	// MailsDone records finished mails under the settings' generation
+	// the source runs under; ENOTFOUND (nothing recorded) once the
+	// integration is gone, inactive or changed.
+	MailsDone(ctx context.Context, integrationID, generation int64, keys []string) error
 	// SaveSourceReport records a source's status, cursor and last error
-	// while owner holds its lease.
+	// while owner holds its lease and the settings are still of the
+	// report's generation.
 	SaveSourceReport(ctx context.Context, integrationID int64, owner string, r docflow.SourceReport) error
 }
 
 // Intake is the one intake path (intake.Service).
 type Intake interface {
 	// IngestMail takes one mail attachment in and records seen with it;
-	// ECONFLICT when it was taken in before.
+	// ECONFLICT when it was taken in before; ENOTFOUND, with nothing
+	// recorded, once the integration is gone, inactive or changed since
+	// seen.Generation.
 	IngestMail(ctx context.Context, u docflow.Upload, seen docflow.MailSeen) (*docflow.IntakeResult, error)
 }
 
@@ -127,14 +132,18 @@ type supervisor struct {
 }
 
 type child struct {
-	pid     *actor.PID
-	updated time.Time
+	pid        *actor.PID
+	updated    time.Time
+	generation int64
 }
 
 // Supervisor messages.
 type (
 	scanTick struct{}
-	scanned  struct {
+	// rescan asks for a scan now, out of the timer's turn: a source found
+	// its integration changed or gone.
+	rescan  struct{}
+	scanned struct {
 		claims []docflow.SourceClaim
 		err    error
 	}
@@ -145,8 +154,12 @@ func (s *supervisor) Receive(c *actor.Context) {
 	case actor.Started:
 		s.ctx, s.cancel = context.WithCancel(context.Background())
 		s.lastOK = time.Now()
+		s.schedule(c)
 		s.scan(c)
 	case scanTick:
+		s.schedule(c)
+		s.scan(c)
+	case rescan:
 		s.scan(c)
 	case scanned:
 		s.scanning = false
@@ -167,11 +180,16 @@ func (s *supervisor) Receive(c *actor.Context) {
 	}
 }
 
-// scan claims the leases off the actor (a query must not hold it) and
-// schedules the next scan.
-func (s *supervisor) scan(c *actor.Context) {
+// schedule sends the next scanTick after the scan interval.
+func (s *supervisor) schedule(c *actor.Context) {
 	e, pid := c.Engine(), c.PID()
 	time.AfterFunc(s.cfg.Scan, func() { e.Send(pid, scanTick{}) })
+}
+
+// scan claims the leases off the actor (a query must not hold it); a scan
+// under way makes it a no-op.
+func (s *supervisor) scan(c *actor.Context) {
+	e, pid := c.Engine(), c.PID()
 	if s.scanning || s.stopped {
 		return
 	}
@@ -207,12 +225,13 @@ func (s *supervisor) apply(c *actor.Context, m scanned) {
 		ch, ok := s.children[in.ID]
 		switch {
 		case !ok:
-			pid := c.Engine().Spawn(func() actor.Receiver { return newSource(s.cfg, cl) },
+			sup := c.PID()
+			pid := c.Engine().Spawn(func() actor.Receiver { return newSource(s.cfg, cl, sup) },
 				"source", actors.SpawnOpts(s.log, actor.WithID(strconv.FormatInt(in.ID, 10)))...)
-			s.children[in.ID] = &child{pid: pid, updated: in.UpdatedAt}
+			s.children[in.ID] = &child{pid: pid, updated: in.UpdatedAt, generation: cl.Generation}
 			s.log.Info().Int64("integration", in.ID).Msg("sources: source started")
-		case !ch.updated.Equal(in.UpdatedAt):
-			ch.updated = in.UpdatedAt
+		case !ch.updated.Equal(in.UpdatedAt) || ch.generation != cl.Generation:
+			ch.updated, ch.generation = in.UpdatedAt, cl.Generation
 			c.Engine().Send(ch.pid, reconfigure{claim: cl})
 			s.log.Info().Int64("integration", in.ID).Msg("sources: source reconfigured")
 		}

@@ -12,6 +12,8 @@ import (
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
+
+	"docflow/integrations/netguard"
 )
 
 // Client is one IMAP source's connection (an actors.Connector). It is not
@@ -98,24 +100,37 @@ func (k *Client) Connect(ctx context.Context) error {
 		opts.TLSConfig = tc
 		if c, err = imapclient.NewStartTLS(conn, opts); err != nil {
 			raw.Close()
+			var ie *imap.Error
+			if errors.As(err, &ie) {
+				// Never a fall back to plain text: the login is not sent.
+				return &netguard.Failure{Class: FailStartTLS, Err: fmt.Errorf("starttls with %s: %w", addr, err)}
+			}
 			return connErr(fmt.Errorf("starttls with %s: %w", addr, certErr(err)))
 		}
 	default:
 		c = imapclient.New(conn, opts)
 	}
-	fail := func(err error) error {
+	// fail sorts a failed command: the connection's failures wrap
+	// ErrConnection; the server's refusal is the class given; anything
+	// else is an answer the client did not understand (not an IMAP
+	// server, or a broken one).
+	fail := func(class string, err error) error {
 		c.Close()
-		if isNetErr(err) || ctx.Err() != nil {
+		var ie *imap.Error
+		switch {
+		case isNetErr(err) || ctx.Err() != nil:
 			return connErr(err)
+		case errors.As(err, &ie):
+			return &netguard.Failure{Class: class, Err: err}
 		}
-		return err
+		return &netguard.Failure{Class: netguard.FailProtocol, Err: err}
 	}
 	if err := c.Login(k.cfg.Username, k.cfg.Password).Wait(); err != nil {
-		return fail(fmt.Errorf("login refused: %w", err))
+		return fail(FailLogin, fmt.Errorf("login refused: %w", err))
 	}
 	sel, err := c.Select(k.cfg.Folder, &imap.SelectOptions{}).Wait()
 	if err != nil {
-		return fail(fmt.Errorf("select folder %q: %w", k.cfg.Folder, err))
+		return fail(fmt.Sprintf("could not open folder %q", k.cfg.Folder), fmt.Errorf("select folder %q: %w", k.cfg.Folder, err))
 	}
 	k.conn, k.c, k.uidValidity = conn, c, sel.UIDValidity
 	// A connection the server closes wakes the owner, whose next command
@@ -161,7 +176,7 @@ func (k *Client) Idle(ctx context.Context) error {
 	defer stop()
 	cmd, err := k.c.Idle()
 	if err != nil {
-		return k.cmdErr(err)
+		return k.cmdErr("IDLE", err)
 	}
 	k.idle = cmd
 	k.conn.setIdle(true)
@@ -180,7 +195,7 @@ func (k *Client) stopIdle() error {
 		return connErr(err)
 	}
 	if err := cmd.Wait(); err != nil {
-		return k.cmdErr(err)
+		return k.cmdErr("IDLE", err)
 	}
 	return nil
 }
@@ -208,17 +223,18 @@ func (k *Client) Close(ctx context.Context) error {
 	return err
 }
 
-// cmdErr classifies a command's error: the connection's failures wrap
-// ErrConnection; the server's NO and BAD answers are returned as they are.
-func (k *Client) cmdErr(err error) error {
+// cmdErr classifies the error of the command op: the connection's
+// failures wrap ErrConnection; the server's NO and BAD answers are the
+// server refusing op (its text kept for the log only).
+func (k *Client) cmdErr(op string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var ie *imap.Error
 	if errors.As(err, &ie) {
-		return err
+		return refused(op, err)
 	}
-	return connErr(err)
+	return connErr(fmt.Errorf("%s: %w", op, err))
 }
 
 // certErr says in plain words that the server's certificate failed
@@ -230,7 +246,7 @@ func certErr(err error) error {
 	}
 	var hostErr x509.HostnameError
 	if errors.As(err, &hostErr) {
-		return fmt.Errorf("the server's certificate is not valid for this host: %w", err)
+		return &netguard.Failure{Class: FailWrongHost, Err: err}
 	}
-	return fmt.Errorf("the server's certificate is not trusted (set ca_certificate to the certificate of the CA that signed it): %w", err)
+	return &netguard.Failure{Class: FailUntrusted, Err: err}
 }

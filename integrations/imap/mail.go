@@ -111,7 +111,7 @@ func (k *Client) readMail(ctx context.Context, uid imap.UID, r *trackReader, sin
 		}
 		finished, taken, err := sink.MailSeen(ctx, p.key)
 		if err != nil {
-			return false, err
+			return false, sinkErr(err)
 		}
 		had = map[int]bool{}
 		for _, i := range taken {
@@ -129,7 +129,7 @@ func (k *Client) readMail(ctx context.Context, uid imap.UID, r *trackReader, sin
 		case docflow.EBADREQUEST, docflow.ETOOLARGE:
 			log.Warn().Err(err).Str("filename", name).Msg("imap: attachment refused")
 		default:
-			return err
+			return sinkErr(err)
 		}
 		return nil
 	}
@@ -277,12 +277,12 @@ func (k *Client) finish(uids []imap.UID) error {
 	switch {
 	case k.cfg.MoveToFolder != "":
 		if _, err := k.c.Move(set, k.cfg.MoveToFolder).Wait(); err != nil {
-			return k.cmdErr(fmt.Errorf("move to %q: %w", k.cfg.MoveToFolder, err))
+			return k.cmdErr(fmt.Sprintf("moving mail to %q", k.cfg.MoveToFolder), err)
 		}
 	case k.cfg.DeleteAfterProcess:
 		flags := &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen, imap.FlagDeleted}}
 		if err := k.c.Store(set, flags, nil).Close(); err != nil {
-			return k.cmdErr(fmt.Errorf("flag deleted: %w", err))
+			return k.cmdErr("flagging mail deleted", err)
 		}
 		var err error
 		if k.c.Caps().Has(imap.CapUIDPlus) || k.c.Caps().Has(imap.CapIMAP4rev2) {
@@ -291,12 +291,12 @@ func (k *Client) finish(uids []imap.UID) error {
 			err = k.c.Expunge().Close()
 		}
 		if err != nil {
-			return k.cmdErr(fmt.Errorf("expunge: %w", err))
+			return k.cmdErr("EXPUNGE", err)
 		}
 	default:
 		flags := &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}
 		if err := k.c.Store(set, flags, nil).Close(); err != nil {
-			return k.cmdErr(fmt.Errorf("flag seen: %w", err))
+			return k.cmdErr("flagging mail seen", err)
 		}
 	}
 	return nil

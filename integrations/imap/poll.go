@@ -86,7 +86,7 @@ func (k *Client) Poll(ctx context.Context, cur docflow.MailCursor, sink Sink, bu
 		NotFlag: []imap.Flag{imap.FlagSeen, imap.FlagDeleted},
 	}, nil).Wait()
 	if err != nil {
-		return res, k.cmdErr(fmt.Errorf("search: %w", err))
+		return res, k.cmdErr("SEARCH", err)
 	}
 	var uids []imap.UID
 	for _, u := range sd.AllUIDs() {
@@ -136,7 +136,7 @@ func (k *Client) Poll(ctx context.Context, cur docflow.MailCursor, sink Sink, bu
 	}
 	if len(keys) > 0 {
 		if err := sink.MailsDone(ctx, keys); err != nil {
-			return res, errors.Join(perr, err)
+			return res, errors.Join(perr, sinkErr(err))
 		}
 	}
 	res.Seen = len(done)
@@ -215,7 +215,7 @@ msgs:
 		return out, terr
 	}
 	if err := cmd.Close(); err != nil && terr == nil {
-		terr = k.cmdErr(fmt.Errorf("fetch mails: %w", err))
+		terr = k.cmdErr("FETCH", err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].uid < out[j].uid })
 	if terr == nil && len(alone) > 0 {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"docflow"
 )
 
@@ -16,14 +18,17 @@ type Tester struct {
 	Timeout time.Duration
 	// Dial, when set, opens the connection (Config.Dial).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Log hears the cause of a failed test (the server's own words, which
+	// the message never carries); nil logs nothing.
+	Log *zerolog.Logger
 }
 
 var _ docflow.IntegrationTester = Tester{}
 
 // TestIntegration connects with in's configuration, logs in and selects
-// the folder; on failure the message carries the server's reason (a
-// refused login says what the server answered). It never returns the
-// credentials.
+// the folder; on failure the message says what failed in fixed words
+// (Describe: could not connect, timed out, certificate not trusted,
+// authentication failed…), never the server's text nor the credentials.
 func (t Tester) TestIntegration(ctx context.Context, in *docflow.Integration) (bool, string) {
 	cfg, err := ParseConfig(in)
 	if err != nil {
@@ -41,10 +46,14 @@ func (t Tester) TestIntegration(ctx context.Context, in *docflow.Integration) (b
 		return false, err.Error()
 	}
 	if err := k.Connect(ctx); err != nil {
+		if t.Log != nil {
+			t.Log.Info().Err(err).Int64("integration", in.ID).Str("host", cfg.Host).Int("port", cfg.Port).
+				Msg("imap: integration test failed")
+		}
 		if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil {
 			return false, fmt.Sprintf("No answer from %s:%d within %v", cfg.Host, cfg.Port, timeout)
 		}
-		return false, err.Error()
+		return false, Describe(err)
 	}
 	idle := ""
 	if k.CanIdle() {

@@ -1,10 +1,13 @@
-// Package netguard is how integrations connect out: the hosts and URLs in
-// an integration's config are user input, so the connection is refused
+// Package netguard is how integrations and events going out connect: the
+// hosts and URLs they reach are user input, so the connection is refused
 // when the host resolves to a private, loopback, link-local or otherwise
-// internal address (the rule of process-url), unless the host is named in
-// INTEGRATION_ALLOWED_HOSTS (intranet servers; loopback for tests). The
-// host is resolved once and the connection goes to exactly the address
-// that was checked, so a second DNS answer cannot change it.
+// internal address (the rule of process-url), unless an allow-list
+// (INTEGRATION_ALLOWED_HOSTS, WEBHOOK_ALLOWED_HOSTS) admits the host on
+// that port: an entry host admits every port, host:port that port only.
+// The host is resolved once and the connection goes to exactly the
+// address that was checked, so a second DNS answer cannot change it.
+// Describe turns a failed connection into a fixed class of words, so what
+// users see never carries text from the far side (see errors.go).
 package netguard
 
 import (
@@ -18,6 +21,8 @@ import (
 	"time"
 
 	"code.dny.dev/ssrf"
+
+	"docflow"
 )
 
 // ErrPrivate is the refusal of an internal address; its text is the spec's
@@ -26,7 +31,8 @@ var ErrPrivate = errors.New("access to private or internal addresses is not allo
 
 // Dialer dials under the private-address rule.
 type Dialer struct {
-	// Allowed returns INTEGRATION_ALLOWED_HOSTS (read at each dial).
+	// Allowed returns the allow-list's entries (read at each dial;
+	// docflow.ParseHostEntry).
 	Allowed func() []string
 	// Timeout bounds the connect (default 15 s).
 	Timeout time.Duration
@@ -44,13 +50,13 @@ func (d Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn
 	if timeout <= 0 {
 		timeout = 15 * time.Second
 	}
-	if d.allowed(host) {
-		plain := net.Dialer{Timeout: timeout}
-		return plain.DialContext(ctx, network, addr)
-	}
 	port, err := strconv.ParseUint(portText, 10, 16)
 	if err != nil || port == 0 {
 		return nil, fmt.Errorf("port %q is not a port", portText)
+	}
+	if d.allowed(host, int(port)) {
+		plain := net.Dialer{Timeout: timeout}
+		return plain.DialContext(ctx, network, addr)
 	}
 	guard := ssrf.New(ssrf.WithAnyPort())
 	var addrs []netip.Addr
@@ -94,15 +100,6 @@ func (d Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn
 	return nil, last
 }
 
-func (d Dialer) allowed(host string) bool {
-	if d.Allowed == nil {
-		return false
-	}
-	host = strings.Trim(host, "[]")
-	for _, h := range d.Allowed() {
-		if strings.EqualFold(strings.Trim(strings.TrimSpace(h), "[]"), host) {
-			return true
-		}
-	}
-	return false
+func (d Dialer) allowed(host string, port int) bool {
+	return d.Allowed != nil && docflow.HostsAllow(d.Allowed(), host, port)
 }

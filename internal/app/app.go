@@ -133,6 +133,8 @@ type App struct {
 	cipher *postgres.Cipher
 	// notices are shown to administrators on the home page (notices.go).
 	notices notices
+	// sso is single sign-on's state (sso.go), once the HTTP API is built.
+	sso *ssoState
 
 	listener net.Listener
 	closers  []func(ctx context.Context) error

@@ -27,6 +27,6 @@ func (m *App) integrationDialer() netguard.Dialer {
 func (m *App) IntegrationTesters() docflow.IntegrationTesters {
 	return docflow.IntegrationTesters{
 		docflow.IntegrationLocal: local.Tester{Root: func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") }},
-		docflow.IntegrationIMAP:  imap.Tester{Dial: m.integrationDialer().DialContext},
+		docflow.IntegrationIMAP:  imap.Tester{Dial: m.integrationDialer().DialContext, Log: &m.Log},
 	}
 }

@@ -31,7 +31,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		m.Log.Info().Int64("tokens", n).Str("owner", admin).Msg("API tokens without an owner now belong to the admin account")
 	}
 	sessions := postgres.NewSessionService(m.DB)
-	sso := postgres.NewSSOStore(m.DB)
+	sso := m.startSSO()
 	srv := dfhttp.NewServer(dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
 		Settings:      m.Settings,
@@ -75,11 +75,11 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 // mountResources mounts the resource routes on srv.
 func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
-	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake})
+	pipelines := postgres.NewPipelineService(m.DB)
+	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake, Pipelines: pipelines})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
 	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareService(m.DB),
 		Comments: postgres.NewCommentService(m.DB), Annotations: postgres.NewAnnotationService(m.DB)})
-	pipelines := postgres.NewPipelineService(m.DB)
 	srv.MountPipelines(dfhttp.PipelinesDeps{Pipelines: pipelines})
 	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
 	inspector := pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)

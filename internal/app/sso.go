@@ -2,6 +2,11 @@ package app
 
 import (
 	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"docflow"
 	dfhttp "docflow/http"
@@ -9,38 +14,205 @@ import (
 	"docflow/streams"
 )
 
-// mountSSO mounts single sign-on (GET /oauth-login, /oauth-callback):
-// attempts and sign-ins in the SSO store, first sign-ins creating the
-// profile with user.signup.
-func (m *App) mountSSO(srv *dfhttp.Server, sso *postgres.SSOStore) {
-	srv.MountSSO(dfhttp.SSODeps{Store: sso, Signups: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
+// ssoState is what a process knows of single sign-on beyond its store:
+// the provider check of SSO users (the HTTP server's, once built), one
+// check per user at a time, and the users whose check failed lately.
+type ssoState struct {
+	store *postgres.SSOStore
+	check func(ctx context.Context, u docflow.SSOUser) (*dfhttp.SSOCheck, error)
+
+	group singleflight.Group
+	mu    sync.Mutex
+	// failed holds when a user's check with the provider last failed for
+	// want of an answer: until ssoRetryAfter later it is not asked again
+	// (and the user is no admin meanwhile).
+	failed map[string]time.Time
 }
 
-// ssoAdmin reports whether userID's latest SSO sign-in put it in
-// ADMIN_GROUP_NAME, so that its API tokens are an administrator's too. A
-// failed lookup is no admin right.
-func (m *App) ssoAdmin(sso *postgres.SSOStore) func(ctx context.Context, userID string) bool {
-	return func(ctx context.Context, userID string) bool {
-		if userID == "" {
-			return false
+// ssoRetryAfter is how long a check that found the provider unreachable
+// is remembered, so that an outage does not hold each request of the
+// user for a whole provider timeout.
+const ssoRetryAfter = 30 * time.Second
+
+// startSSO builds the SSO store (refresh tokens sealed with the settings'
+// cipher) and this process's SSO state.
+func (m *App) startSSO() *postgres.SSOStore {
+	store := postgres.NewSSOStore(m.DB, m.cipher)
+	m.sso = &ssoState{store: store, failed: map[string]time.Time{}}
+	return store
+}
+
+// mountSSO mounts single sign-on (GET /oauth-login, /oauth-callback, the
+// administrators' SSO routes) and the mobile hand-off's code exchange,
+// lets the SSO state check users with the provider through srv, and
+// notices the risky SSO configurations.
+func (m *App) mountSSO(srv *dfhttp.Server, sso *postgres.SSOStore) {
+	srv.MountSSO(dfhttp.SSODeps{Store: sso, Admin: sso, Signups: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
+	srv.MountMobileHandOff(dfhttp.MobileHandOffDeps{Codes: postgres.NewMobileCodeStore(m.DB)})
+	m.sso.check = srv.CheckSSOUser
+	m.ssoNotices()
+}
+
+// ssoNotices warns, at every start, about SSO turned on (OIDC_ISSUER and
+// OIDC_CLIENT_ID set) in a way that lets too many people in or make
+// themselves administrators.
+func (m *App) ssoNotices() {
+	if m.Settings.Get("OIDC_ISSUER") == "" || m.Settings.Get("OIDC_CLIENT_ID") == "" {
+		return
+	}
+	if len(docflow.SettingList(m.Settings, "OIDC_ALLOWED_DOMAINS")) == 0 && len(docflow.SettingList(m.Settings, "OIDC_ALLOWED_GROUPS")) == 0 {
+		m.notice("Single sign-on is on with no allow-list: every account at the provider " + m.Settings.Get("OIDC_ISSUER") +
+			" can sign in. Set OIDC_ALLOWED_DOMAINS or OIDC_ALLOWED_GROUPS.")
+	}
+	if m.Settings.Get("ADMIN_GROUP_NAME") == "admin" {
+		m.notice("Single sign-on makes every member of a provider group named \"admin\" an administrator (ADMIN_GROUP_NAME's default). " +
+			"Where users can create groups, set ADMIN_GROUP_NAME to a group only the provider's administrators control, or empty for no SSO administrators.")
+	}
+	if !docflow.SettingBool(m.Settings, "MULTI_USER_ENABLED", false) {
+		m.notice("Single sign-on is on while MULTI_USER_ENABLED is false: every SSO user sees, changes and deletes every document. Set MULTI_USER_ENABLED=true.")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if list, err := m.sso.store.UnlinkedLocalSSOUsers(ctx, 6); err != nil {
+		m.Log.Warn().Err(err).Msg("list local accounts signed into through SSO")
+	} else if len(list) > 0 {
+		more := ""
+		if len(list) > 5 {
+			list, more = list[:5], " and others"
 		}
-		admin, err := sso.IsSSOAdmin(ctx, userID)
-		if err != nil {
-			m.Log.Warn().Err(err).Msg("check SSO admin")
-			return false
-		}
-		return admin
+		m.notice("Local accounts were signed into through single sign-on before SSO identities were bound to the provider's subject: " +
+			strings.Join(list, ", ") + more + ". Their SSO sign-ins are refused until an administrator links each to its SSO identity " +
+			"(PUT /api/admin/users/local/{id}/sso-link) or releases it (DELETE /api/admin/users/{user_id}/sso-identity); review their API tokens.")
 	}
 }
 
+// ssoUserState says what userID is as an SSO user now: known (it has an
+// SSO identity), active (not refused by the provider) and admin (the
+// provider's admin status, still vouched for).
+//
+// The admin status stored at the last verification with the provider (a
+// sign-in, or a check) holds for SSO_ADMIN_RECHECK (default 15 min).
+// After it, the provider is asked again with the refresh token kept at
+// sign-in, once per user at a time: its answer is stored and holds for
+// the next SSO_ADMIN_RECHECK. When it cannot be asked (no refresh token,
+// another issuer, unreachable) the user is no admin until it can be, or
+// until the next sign-in; when it refuses the user (the refresh token
+// refused, or the user no longer allowed) the user is disabled: not
+// active, no admin, until its next successful SSO sign-in. A user who
+// is not an administrator and has no refresh token is not asked (there is
+// nothing to take away but what the provider refuses at sign-in).
+//
+// err is for a failed lookup; the caller treats it as no rights.
+func (m *App) ssoUserState(ctx context.Context, userID string) (known, active, admin bool, err error) {
+	if userID == "" || m.sso == nil {
+		return false, false, false, nil
+	}
+	u, err := m.sso.store.FindSSOUser(ctx, userID)
+	if docflow.ErrorCode(err) == docflow.ENOTFOUND {
+		return false, false, false, nil
+	}
+	if err != nil {
+		return false, false, false, err
+	}
+	if u.DisabledAt != nil {
+		return true, false, false, nil
+	}
+	now := m.now()
+	recheck := docflow.SettingDuration(m.Settings, "SSO_ADMIN_RECHECK", 15*time.Minute)
+	if now.Sub(u.VerifiedAt) < recheck {
+		return true, true, u.IsAdmin, nil
+	}
+	if u.RefreshToken == "" || m.sso.check == nil || m.sso.recentlyFailed(userID, now) {
+		return true, true, false, nil
+	}
+	// NOTE: not the first caller's cancellation: the others wait on it.
+	cctx := context.WithoutCancel(ctx)
+	v, err, _ := m.sso.group.Do(userID, func() (any, error) { return m.recheckSSOUser(cctx, u) })
+	if err != nil {
+		return false, false, false, err
+	}
+	st := v.(ssoCheckResult)
+	return true, st.active, st.admin, nil
+}
+
+type ssoCheckResult struct{ active, admin bool }
+
+// recheckSSOUser asks the provider about u again and stores the answer.
+func (m *App) recheckSSOUser(ctx context.Context, u *docflow.SSOUser) (ssoCheckResult, error) {
+	res, err := m.sso.check(ctx, *u)
+	now := m.now()
+	switch docflow.ErrorCode(err) {
+	case "":
+		if _, err := m.sso.store.RecordSSOCheck(ctx, u.UserID, u.VerifiedAt, res.IsAdmin, res.RefreshToken, now); err != nil {
+			return ssoCheckResult{}, err
+		}
+		if res.IsAdmin != u.IsAdmin {
+			m.Log.Info().Str("user", u.UserID).Bool("admin", res.IsAdmin).Msg("SSO admin status changed at the provider")
+		}
+		return ssoCheckResult{active: true, admin: res.IsAdmin}, nil
+	case docflow.EFORBIDDEN:
+		// Another process may have used the refresh token just before
+		// (providers that rotate refresh tokens refuse the old one): its
+		// answer, if recorded, stands.
+		if now2, err := m.sso.store.FindSSOUser(ctx, u.UserID); err == nil && !now2.VerifiedAt.Equal(u.VerifiedAt) {
+			return ssoCheckResult{active: now2.DisabledAt == nil, admin: now2.DisabledAt == nil && now2.IsAdmin}, nil
+		}
+		why := docflow.ErrorMessage(err)
+		if _, err := m.sso.store.DisableSSOUser(ctx, u.UserID, u.VerifiedAt, why, now); err != nil {
+			return ssoCheckResult{}, err
+		}
+		m.Log.Warn().Str("user", u.UserID).Str("why", why).Msg("SSO user refused by the provider: disabled until its next sign-in")
+		return ssoCheckResult{active: false}, nil
+	default:
+		m.Log.Warn().Err(err).Str("user", u.UserID).Msg("SSO user cannot be checked with the provider: no admin rights meanwhile")
+		m.sso.mu.Lock()
+		if len(m.sso.failed) > 10_000 {
+			clear(m.sso.failed)
+		}
+		m.sso.failed[u.UserID] = now
+		m.sso.mu.Unlock()
+		return ssoCheckResult{active: true}, nil
+	}
+}
+
+func (s *ssoState) recentlyFailed(userID string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.failed[userID]
+	if ok && now.Sub(at) >= ssoRetryAfter {
+		delete(s.failed, userID)
+		return false
+	}
+	return ok
+}
+
+// now is the process's clock (Config.Now, else the real one).
+func (m *App) now() time.Time {
+	if m.cfg.Now != nil {
+		return m.cfg.Now()
+	}
+	return time.Now()
+}
+
+// ssoAdmin reports whether userID is an SSO administrator now
+// (ssoUserState). A failed lookup is no admin right.
+func (m *App) ssoAdmin(ctx context.Context, userID string) bool {
+	_, active, admin, err := m.ssoUserState(ctx, userID)
+	if err != nil {
+		m.Log.Warn().Err(err).Msg("check SSO admin")
+		return false
+	}
+	return active && admin
+}
+
 // isAdmin is http.Config.IsAdmin: the local admin account
-// (ADMIN_USERNAME), or an SSO administrator.
-func (m *App) isAdmin(sso *postgres.SSOStore) func(ctx context.Context, userID string) bool {
-	ssoAdmin := m.ssoAdmin(sso)
+// (ADMIN_USERNAME), or an SSO administrator now (ssoUserState, over the
+// store startSSO built, which the argument names at the call site).
+func (m *App) isAdmin(*postgres.SSOStore) func(ctx context.Context, userID string) bool {
 	return func(ctx context.Context, userID string) bool {
 		if userID != "" && userID == docflow.AdminUserID(m.Settings) {
 			return true
 		}
-		return ssoAdmin(ctx, userID)
+		return m.ssoAdmin(ctx, userID)
 	}
 }

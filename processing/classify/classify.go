@@ -28,34 +28,8 @@ const (
 	MaxConfidence   = 100
 )
 
-// Priority bounds of a classification rule.
-const (
-	MinPriority = 0
-	MaxPriority = 1000
-)
-
-// MaxPatternLength bounds a rule pattern; RE2 cannot backtrack, but a huge
-// pattern still costs memory on every evaluation.
-const MaxPatternLength = 2000
-
 // Unknown is the category when nothing matches.
 const Unknown = "unknown"
-
-// RuleTypeInfo describes a rule type for GET /api/classification-rules/rule-types.
-type RuleTypeInfo struct {
-	Type        string `json:"type"`
-	Label       string `json:"label"`
-	Description string `json:"description"`
-}
-
-// RuleTypes lists the rule types with a label and a description.
-func RuleTypes() []RuleTypeInfo {
-	return []RuleTypeInfo{
-		{docflow.RuleFilenamePattern, "Filename pattern", "Regular expression matched against the original filename"},
-		{docflow.RuleContentKeyword, "Content keyword", "Keywords separated by | ; the rule matches when the text contains any of them"},
-		{docflow.RuleMetadataMatch, "Metadata match", "field=value; matches when the extracted metadata field equals the value"},
-	}
-}
 
 // Label returns the label of a category: the built-in label, else the key
 // itself (custom categories).
@@ -64,88 +38,6 @@ func Label(category string) string {
 		return l
 	}
 	return category
-}
-
-// ValidateRule checks a rule before it is stored. It returns EBADREQUEST for
-// an unknown rule type and EINVALID for a missing field, an invalid regex, a
-// metadata pattern that is not field=value, or a priority outside 0–1000.
-func ValidateRule(r *docflow.ClassificationRule) error {
-	if r == nil {
-		return docflow.Errorf(docflow.EINVALID, "rule is required")
-	}
-	switch r.RuleType {
-	case docflow.RuleFilenamePattern, docflow.RuleContentKeyword, docflow.RuleMetadataMatch:
-	default:
-		return docflow.Errorf(docflow.EBADREQUEST, "unknown rule type %q: use filename_pattern, content_keyword or metadata_match", r.RuleType)
-	}
-	var fields []docflow.FieldError
-	if strings.TrimSpace(r.Name) == "" {
-		fields = append(fields, docflow.FieldError{Field: "name", Message: "name is required"})
-	}
-	if strings.TrimSpace(r.Category) == "" {
-		fields = append(fields, docflow.FieldError{Field: "category", Message: "category is required"})
-	}
-	if r.Priority < MinPriority || r.Priority > MaxPriority {
-		fields = append(fields, docflow.FieldError{Field: "priority", Message: fmt.Sprintf("priority must be between %d and %d", MinPriority, MaxPriority)})
-	}
-	if msg := patternProblem(r); msg != "" {
-		fields = append(fields, docflow.FieldError{Field: "pattern", Message: msg})
-	}
-	if len(fields) == 0 {
-		return nil
-	}
-	e := docflow.Errorf(docflow.EINVALID, "%s", fields[0].Message)
-	e.Fields = fields
-	return e
-}
-
-func patternProblem(r *docflow.ClassificationRule) string {
-	p := r.Pattern
-	if strings.TrimSpace(p) == "" {
-		return "pattern is required"
-	}
-	if len(p) > MaxPatternLength {
-		return fmt.Sprintf("pattern is longer than %d characters", MaxPatternLength)
-	}
-	switch r.RuleType {
-	case docflow.RuleFilenamePattern:
-		if _, err := regexp.Compile(p); err != nil {
-			return fmt.Sprintf("invalid regular expression: %v", err)
-		}
-	case docflow.RuleContentKeyword:
-		if len(keywords(p, true)) == 0 {
-			return "pattern must contain at least one keyword (separate keywords with |)"
-		}
-	case docflow.RuleMetadataMatch:
-		if _, _, ok := splitMetadataPattern(p); !ok {
-			return "metadata pattern must have the form field=value"
-		}
-	}
-	return ""
-}
-
-func splitMetadataPattern(p string) (field, value string, ok bool) {
-	field, value, found := strings.Cut(p, "=")
-	field, value = strings.TrimSpace(field), strings.TrimSpace(value)
-	if !found || field == "" || value == "" {
-		return "", "", false
-	}
-	return field, value, true
-}
-
-func keywords(p string, caseSensitive bool) []string {
-	var out []string
-	for _, k := range strings.Split(p, "|") {
-		k = strings.TrimSpace(k)
-		if k == "" {
-			continue
-		}
-		if !caseSensitive {
-			k = strings.ToLower(k)
-		}
-		out = append(out, k)
-	}
-	return out
 }
 
 // Classify evaluates the rules (plus the built-in rules when useBuiltin) on a
@@ -253,7 +145,7 @@ var builtinCompiled = func() []*compiledRule {
 // compileRule prepares one rule; ok is false for a rule that does not
 // validate or has no category.
 func compileRule(r *docflow.ClassificationRule) (*compiledRule, bool) {
-	if patternProblem(r) != "" || r.Category == "" {
+	if docflow.ClassificationPatternProblem(r) != "" || r.Category == "" {
 		return nil, false
 	}
 	c := &compiledRule{r: r, builtin: isBuiltin(r)}
@@ -269,9 +161,9 @@ func compileRule(r *docflow.ClassificationRule) (*compiledRule, bool) {
 		}
 		c.re = re
 	case docflow.RuleContentKeyword:
-		c.keywords = keywords(r.Pattern, r.CaseSensitive)
+		c.keywords = docflow.ClassificationKeywords(r.Pattern, r.CaseSensitive)
 	case docflow.RuleMetadataMatch:
-		c.field, c.value, _ = splitMetadataPattern(r.Pattern)
+		c.field, c.value, _ = docflow.SplitMetadataPattern(r.Pattern)
 	default:
 		return nil, false
 	}

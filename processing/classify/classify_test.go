@@ -103,7 +103,7 @@ func TestBuiltinWordStart(t *testing.T) {
 
 func TestValidateRule(t *testing.T) {
 	ok := rule("n", "invoice", docflow.RuleFilenamePattern, `^inv_\d+`, 10)
-	if err := ValidateRule(ok); err != nil {
+	if err := docflow.CheckClassificationRule(ok); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
@@ -120,13 +120,13 @@ func TestValidateRule(t *testing.T) {
 		{rule("", "invoice", docflow.RuleContentKeyword, "a", 0), docflow.EINVALID},
 	}
 	for i, c := range cases {
-		err := ValidateRule(c.r)
+		err := docflow.CheckClassificationRule(c.r)
 		if got := docflow.ErrorCode(err); got != c.code {
 			t.Errorf("case %d: code %q (%v), want %q", i, got, err, c.code)
 		}
 	}
 	for _, r := range BuiltinRules() {
-		if err := ValidateRule(r); err != nil {
+		if err := docflow.CheckClassificationRule(r); err != nil {
 			t.Errorf("builtin %s: %v", r.Name, err)
 		}
 	}

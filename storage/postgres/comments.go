@@ -60,61 +60,8 @@ func (s *CommentService) FindComment(ctx context.Context, fileID, id int64) (*do
 	return c, nil
 }
 
-// resolveMentions turns @mentioned names into user ids, in the order of
-// names, each once: a local account's username or e-mail gives its
-// e-mail, else a profile's user id matches as it is written. Unknown
-// names and blocked users are no mentions.
-func resolveMentions(ctx context.Context, tx pgx.Tx, names []string) ([]string, error) {
-	out := []string{}
-	if len(names) == 0 {
-		return out, nil
-	}
-	rows, err := tx.Query(ctx, `SELECT DISTINCT ON (m.ord) m.uid FROM (
-			SELECT n.ord, lu.email AS uid, 1 AS pref
-			FROM unnest($1::text[]) WITH ORDINALITY AS n(name, ord)
-			JOIN local_users lu ON lower(lu.username) = lower(n.name) OR lower(lu.email) = lower(n.name)
-			UNION ALL
-			SELECT n.ord, up.user_id, 2
-			FROM unnest($1::text[]) WITH ORDINALITY AS n(name, ord)
-			JOIN user_profiles up ON up.user_id = n.name
-		) m
-		WHERE NOT EXISTS (SELECT 1 FROM user_profiles b WHERE b.user_id = m.uid AND b.is_blocked)
-		ORDER BY m.ord, m.pref`, names)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	seen := map[string]bool{}
-	for rows.Next() {
-		var uid string
-		if err := rows.Scan(&uid); err != nil {
-			return nil, err
-		}
-		if !seen[uid] {
-			seen[uid] = true
-			out = append(out, uid)
-		}
-	}
-	return out, rows.Err()
-}
-
-// mentionGrants grants viewer shares to the mentioned users other than
-// the author, when grant is set.
-func (s *CommentService) mentionGrants(ctx context.Context, tx pgx.Tx, c *docflow.Comment, grant bool) ([]*docflow.Share, error) {
-	if !grant {
-		return []*docflow.Share{}, nil
-	}
-	var users []string
-	for _, u := range c.Mentions {
-		if u != c.UserID {
-			users = append(users, u)
-		}
-	}
-	return grantViewers(ctx, tx, c.FileID, users, c.UpdatedAt)
-}
-
-// CreateComment stores c with its resolved mentions and their grants.
-func (s *CommentService) CreateComment(ctx context.Context, c *docflow.Comment, names []string, grant bool) ([]*docflow.Share, error) {
+// CreateComment stores c with its mentions and the grants of grant.
+func (s *CommentService) CreateComment(ctx context.Context, c *docflow.Comment, grant []string) ([]*docflow.Share, error) {
 	var grants []*docflow.Share
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		if c.ParentID != nil {
@@ -128,9 +75,8 @@ func (s *CommentService) CreateComment(ctx context.Context, c *docflow.Comment, 
 				return err
 			}
 		}
-		var err error
-		if c.Mentions, err = resolveMentions(ctx, tx, names); err != nil {
-			return err
+		if c.Mentions == nil {
+			c.Mentions = []string{}
 		}
 		now := s.db.Now()
 		c.IsResolved = false
@@ -139,7 +85,8 @@ func (s *CommentService) CreateComment(ctx context.Context, c *docflow.Comment, 
 			c.FileID, c.UserID, c.ParentID, c.Body, c.Mentions, now).Scan(&c.ID, &c.CreatedAt, &c.UpdatedAt); err != nil {
 			return err
 		}
-		grants, err = s.mentionGrants(ctx, tx, c, grant)
+		var err error
+		grants, err = grantViewers(ctx, tx, c.FileID, c.ID, grant, c.UpdatedAt)
 		return err
 	})
 	if err != nil {
@@ -165,15 +112,17 @@ func commentErr(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// UpdateComment replaces a comment's body and mentions.
-func (s *CommentService) UpdateComment(ctx context.Context, fileID, id int64, body string, names []string, grant bool) (*docflow.Comment, []*docflow.Share, error) {
+// UpdateComment replaces a comment's body and mentions, grants as
+// CreateComment, and ends the comment's grants to users it no longer
+// mentions.
+func (s *CommentService) UpdateComment(ctx context.Context, fileID, id int64, body string, mentions, grant []string) (*docflow.Comment, docflow.MentionGrants, error) {
 	var c *docflow.Comment
-	var grants []*docflow.Share
+	var g docflow.MentionGrants
+	if mentions == nil {
+		mentions = []string{}
+	}
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
-		mentions, err := resolveMentions(ctx, tx, names)
-		if err != nil {
-			return err
-		}
+		var err error
 		c, err = scanComment(tx.QueryRow(ctx, `UPDATE comments SET body=$3, mentions=$4, updated_at=$5
 			WHERE id=$1 AND file_id=$2 RETURNING `+commentCols, id, fileID, body, mentions, s.db.Now()))
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -181,14 +130,17 @@ func (s *CommentService) UpdateComment(ctx context.Context, fileID, id int64, bo
 		} else if err != nil {
 			return err
 		}
-		grants, err = s.mentionGrants(ctx, tx, c, grant)
+		if g.Granted, err = grantViewers(ctx, tx, fileID, id, grant, c.UpdatedAt); err != nil {
+			return err
+		}
+		g.Ended, err = endMentionGrants(ctx, tx, fileID, []int64{id}, mentions)
 		return err
 	})
 	if err != nil {
-		return nil, nil, commentErr("update comment", err)
+		return nil, g, commentErr("update comment", err)
 	}
 	c.Replies = []*docflow.Comment{}
-	return c, grants, nil
+	return c, g, nil
 }
 
 // ResolveComment sets is_resolved.
@@ -204,14 +156,38 @@ func (s *CommentService) ResolveComment(ctx context.Context, fileID, id int64, r
 	return c, nil
 }
 
-// DeleteComment removes a comment of the file and, by cascade, its replies.
-func (s *CommentService) DeleteComment(ctx context.Context, fileID, id int64) error {
-	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM comments WHERE id=$1 AND file_id=$2`, id, fileID)
+// DeleteComment removes a comment of the file and, by cascade, its
+// replies, and ends the access their mentions alone gave.
+func (s *CommentService) DeleteComment(ctx context.Context, fileID, id int64) ([]*docflow.Share, error) {
+	var ended []*docflow.Share
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		// The comment and its replies, at any depth.
+		rows, err := tx.Query(ctx, `WITH RECURSIVE thread AS (
+				SELECT id FROM comments WHERE id=$1 AND file_id=$2
+				UNION ALL
+				SELECT c.id FROM comments c JOIN thread t ON c.parent_id = t.id)
+			SELECT id FROM thread`, id, fileID)
+		if err != nil {
+			return err
+		}
+		thread, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return err
+		}
+		if len(thread) == 0 {
+			return commentNotFound()
+		}
+		if ended, err = endMentionGrants(ctx, tx, fileID, thread, nil); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, `DELETE FROM comments WHERE id=$1 AND file_id=$2`, id, fileID)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("delete comment: %w", dbErr(err))
+		if docflow.ErrorCode(err) == docflow.ENOTFOUND {
+			return nil, err
+		}
+		return nil, fmt.Errorf("delete comment: %w", dbErr(err))
 	}
-	if tag.RowsAffected() == 0 {
-		return commentNotFound()
-	}
-	return nil
+	return ended, nil
 }

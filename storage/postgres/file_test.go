@@ -347,7 +347,7 @@ func TestFindFilesSearchWithOtherFilters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ann := "ann"
+	ann := docflow.Visibility{UserID: "ann"}
 	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 	filter := docflow.FileFilter{Search: "report_1", Status: "completed", DateFrom: &from, VisibleTo: &ann, PerPage: 200, Page: 1}
 	files, total, err := s.FindFiles(ctx, filter)
@@ -380,7 +380,7 @@ func TestFindFilesSearchWithEveryFilter(t *testing.T) {
 	}
 	var id int64
 	db.Pool.QueryRow(ctx, `SELECT id FROM files`).Scan(&id)
-	ann := "ann"
+	ann := docflow.Visibility{UserID: "ann"}
 	from, to := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 12, 31, 0, 0, 0, 0, time.UTC)
 	for _, sort := range []string{"id", "original_filename", "file_size", "mime_type", "created_at"} {
 		filter := docflow.FileFilter{VisibleTo: &ann, IDs: []int64{id}, Search: "invoice", MimeType: "application/pdf",

@@ -84,7 +84,7 @@ func TestFindFilesSearchWithEachFilter(t *testing.T) {
 		SELECT 'h' || i, CASE WHEN i % 2 = 0 THEN 'Invoice-' ELSE 'Memo-' END || i || '.pdf', i || '.pdf', 1000 - i,
 		       CASE WHEN i % 3 = 0 THEN 'image/png' ELSE 'application/pdf' END,
 		       CASE WHEN i % 4 = 0 THEN 'failed' ELSE 'completed' END,
-		       CASE WHEN i % 5 = 0 THEN 'bob' ELSE 'ann' END,
+		       CASE WHEN i % 5 = 0 THEN 'bob' WHEN i % 11 = 0 THEN NULL ELSE 'ann' END,
 		       CASE WHEN i % 6 = 0 THEN '{s3}'::text[] WHEN i % 9 = 0 THEN '{local,webdav}' ELSE '{}' END,
 		       CASE WHEN i % 7 = 0 THEN '{"tags":["paid"]}'::jsonb ELSE '{}' END,
 		       CASE WHEN i % 8 = 0 THEN 40 WHEN i % 8 = 1 THEN 95 END,
@@ -93,7 +93,7 @@ func TestFindFilesSearchWithEachFilter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ann := "ann"
+	ann := docflow.Visibility{UserID: "ann"}
 	from, to := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2024, 10, 31, 0, 0, 0, 0, time.UTC)
 	filters := []struct {
 		name  string
@@ -105,6 +105,10 @@ func TestFindFilesSearchWithEachFilter(t *testing.T) {
 		{"dates", func(f *docflow.FileFilter) { f.DateFrom, f.DateTo = &from, &to },
 			"created_at >= '2024-03-01' AND created_at < '2024-11-01'"},
 		{"visible", func(f *docflow.FileFilter) { f.VisibleTo = &ann }, "owner_id = 'ann'"},
+		{"visible with unclaimed", func(f *docflow.FileFilter) { f.VisibleTo = &docflow.Visibility{UserID: "ann", Unclaimed: true} },
+			"(owner_id = 'ann' OR owner_id IS NULL)"},
+		{"unclaimed only", func(f *docflow.FileFilter) { f.VisibleTo = &docflow.Visibility{Unclaimed: true} }, "owner_id IS NULL"},
+		{"nobody", func(f *docflow.FileFilter) { f.VisibleTo = &docflow.Visibility{} }, "FALSE"},
 		{"mime", func(f *docflow.FileFilter) { f.MimeType = "image/png" }, "mime_type = 'image/png'"},
 		{"provider", func(f *docflow.FileFilter) { f.StorageProviders = []string{"s3"} }, "'s3' = ANY(storage_providers)"},
 		{"providers", func(f *docflow.FileFilter) { f.StorageProviders = []string{"s3", "webdav"} },

@@ -85,7 +85,7 @@ func (s *SourceStore) ClaimSources(ctx context.Context, owner string, ttl time.D
 		WHERE `+activeSource+`
 		  AND (lease_owner=$1 OR (id IN (SELECT id FROM pick) AND (lease_owner IS NULL OR lease_expires_at < now())))
 		RETURNING id, owner_id, name, config, credentials, is_active, last_error, last_used_at,
-		          COALESCE(state->'status', '{}'), COALESCE(state->'imap', '{}'), created_at, updated_at`,
+		          COALESCE(state->'status', '{}'), COALESCE(state->'imap', '{}'), created_at, updated_at, generation`,
 		owner, secs, share)
 	if err != nil {
 		return nil, fmt.Errorf("claim sources: %w", err)
@@ -96,11 +96,11 @@ func (s *SourceStore) ClaimSources(ctx context.Context, owner string, ttl time.D
 		in := &docflow.Integration{Direction: docflow.DirectionSource, IntegrationType: "IMAP"}
 		var config, status, cursor []byte
 		var creds string
+		c := docflow.SourceClaim{Integration: in}
 		if err := rows.Scan(&in.ID, &in.OwnerID, &in.Name, &config, &creds, &in.IsActive, &in.LastError, &in.LastUsedAt,
-			&status, &cursor, &in.CreatedAt, &in.UpdatedAt); err != nil {
+			&status, &cursor, &in.CreatedAt, &in.UpdatedAt, &c.Generation); err != nil {
 			return nil, fmt.Errorf("claim sources: %w", err)
 		}
-		c := docflow.SourceClaim{Integration: in}
 		if err := json.Unmarshal(config, &in.Config); err != nil {
 			return nil, fmt.Errorf("claim sources: integration %d config: %w", in.ID, err)
 		}
@@ -181,10 +181,12 @@ func (s *SourceStore) MailSeen(ctx context.Context, integrationID int64, key str
 }
 
 // MailsDone records that the mails keys of the integration are finished,
-// in one statement. ENOTFOUND when the integration is gone.
-func (s *SourceStore) MailsDone(ctx context.Context, integrationID int64, keys []string) error {
-	_, err := s.db.Pool.Exec(ctx, `INSERT INTO integration_mail_seen (integration_id, message_key, attachment)
-		SELECT $1, k, -1 FROM unnest($2::text[]) k ON CONFLICT DO NOTHING`, integrationID, keys)
+// in one statement, under the settings' generation the source runs
+// under. ENOTFOUND when the integration is gone, inactive or changed
+// since (then nothing is recorded: the mails stay unseen).
+func (s *SourceStore) MailsDone(ctx context.Context, integrationID, generation int64, keys []string) error {
+	_, err := s.db.Pool.Exec(ctx, `INSERT INTO integration_mail_seen (integration_id, message_key, attachment, generation)
+		SELECT $1, k, -1, $3 FROM unnest($2::text[]) k ON CONFLICT DO NOTHING`, integrationID, keys, generation)
 	if err != nil {
 		if e := mailSeenError(err); e != nil {
 			return e
@@ -195,10 +197,12 @@ func (s *SourceStore) MailsDone(ctx context.Context, integrationID int64, keys [
 }
 
 // SaveSourceReport records the status, cursor and last error of a source
-// while owner holds its lease (a process that lost it records nothing),
-// without touching updated_at: that stamp marks changes of the
-// configuration, which the supervisors watch. ENOTFOUND when the row is
-// gone or leased to another process.
+// while owner holds its lease (a process that lost it records nothing)
+// and the integration's settings are still those of r.Generation (a
+// source stopped by a change records nothing after it), without touching
+// updated_at: that stamp marks changes of the configuration, which the
+// supervisors watch. ENOTFOUND when the row is gone, leased to another
+// process or changed.
 func (s *SourceStore) SaveSourceReport(ctx context.Context, integrationID int64, owner string, r docflow.SourceReport) error {
 	st, err := json.Marshal(r.Status)
 	if err != nil {
@@ -215,33 +219,39 @@ func (s *SourceStore) SaveSourceReport(ctx context.Context, integrationID int64,
 	tag, err := s.db.Pool.Exec(ctx, `UPDATE integrations
 		SET state = state || jsonb_build_object('status', $3::jsonb, 'imap', $4::jsonb),
 		    last_error = $5, last_used_at = COALESCE($6, last_used_at)
-		WHERE id=$1 AND lease_owner=$2`, integrationID, owner, st, cur, lastErr, r.UsedAt)
+		WHERE id=$1 AND lease_owner=$2 AND generation=$7`, integrationID, owner, st, cur, lastErr, r.UsedAt, r.Generation)
 	if err != nil {
 		return fmt.Errorf("save source report: %w", err)
 	}
 	if tag.RowsAffected() == 0 {
-		return docflow.Errorf(docflow.ENOTFOUND, "Integration not found or leased to another process")
+		return docflow.Errorf(docflow.ENOTFOUND, "Integration not found, leased to another process or changed")
 	}
 	return nil
 }
 
+// sqlStateSourceFenced is the fence trigger's refusal (migration 0580).
+const sqlStateSourceFenced = "DF001"
+
 // mailSeenInsert remembers a mail attachment (or, with attachment -1, a
 // finished mail), with the arguments of mailSeenArgs. Without ON CONFLICT:
 // a second record of one attachment must fail its transaction.
-const mailSeenInsert = `INSERT INTO integration_mail_seen (integration_id, message_key, attachment, file_id)
-	VALUES ($1, $2, $3, $4)`
+// The fence trigger (migration 0580) refuses the row unless the
+// integration is active under m.Generation.
+const mailSeenInsert = `INSERT INTO integration_mail_seen (integration_id, message_key, attachment, file_id, generation)
+	VALUES ($1, $2, $3, $4, $5)`
 
 func mailSeenArgs(m docflow.MailSeen, fileID int64) []any {
 	var id *int64
 	if fileID > 0 {
 		id = &fileID
 	}
-	return []any{m.IntegrationID, m.MessageKey, m.Attachment, id}
+	return []any{m.IntegrationID, m.MessageKey, m.Attachment, id, m.Generation}
 }
 
 // mailSeenError maps the errors of mailSeenInsert that mean something to
 // the source: the attachment was taken in already (ECONFLICT), the
-// integration is gone (ENOTFOUND). Others give nil.
+// integration is gone, inactive or changed since the source started
+// (ENOTFOUND). Others give nil.
 func mailSeenError(err error) error {
 	var pgErr *pgconn.PgError
 	if !errors.As(err, &pgErr) {
@@ -252,6 +262,8 @@ func mailSeenError(err error) error {
 		return docflow.Errorf(docflow.ECONFLICT, "Mail attachment already taken in")
 	case pgErr.Code == "23503" && pgErr.ConstraintName == "integration_mail_seen_integration_id_fkey":
 		return docflow.Errorf(docflow.ENOTFOUND, "Integration not found")
+	case pgErr.Code == sqlStateSourceFenced:
+		return docflow.Errorf(docflow.ENOTFOUND, "Integration changed, stopped or deleted since its source started")
 	}
 	return nil
 }

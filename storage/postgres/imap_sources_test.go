@@ -33,7 +33,7 @@ func TestIngestMailAttachmentExactlyOnce(t *testing.T) {
 	ctx := context.Background()
 	db, s := openFiles(t)
 	ss, in := sourceFixture(t, db)
-	seen := docflow.MailSeen{IntegrationID: in.ID, MessageKey: "<m@x>", Attachment: 0}
+	seen := docflow.MailSeen{IntegrationID: in.ID, MessageKey: "<m@x>", Attachment: 0, Generation: 1}
 	rec := func(hash, owner string, limit int) docflow.IngestRecord {
 		id, err := s.NewFileID(ctx)
 		if err != nil {
@@ -77,10 +77,10 @@ func TestIngestMailAttachmentExactlyOnce(t *testing.T) {
 	if err != nil || done || len(atts) != 1 || atts[0] != 0 {
 		t.Fatalf("seen = %v %v %v", done, atts, err)
 	}
-	if err := ss.MailsDone(ctx, in.ID, []string{"<m@x>", "<n@x>"}); err != nil {
+	if err := ss.MailsDone(ctx, in.ID, 1, []string{"<m@x>", "<n@x>"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := ss.MailsDone(ctx, in.ID, []string{"<m@x>"}); err != nil {
+	if err := ss.MailsDone(ctx, in.ID, 1, []string{"<m@x>"}); err != nil {
 		t.Fatal(err)
 	}
 	if done, _, _ := ss.MailSeen(ctx, in.ID, "<n@x>"); !done {
@@ -108,11 +108,11 @@ func TestSourceLeases(t *testing.T) {
 	if b, err := ss.ClaimSources(ctx, "b", time.Second); err != nil || len(b) != 0 {
 		t.Fatalf("b took a's lease: %+v, %v", b, err)
 	}
-	if err := ss.SaveSourceReport(ctx, in.ID, "b", docflow.SourceReport{}); docflow.ErrorCode(err) != docflow.ENOTFOUND {
+	if err := ss.SaveSourceReport(ctx, in.ID, "b", docflow.SourceReport{Generation: a[0].Generation}); docflow.ErrorCode(err) != docflow.ENOTFOUND {
 		t.Fatalf("report without the lease = %v", err)
 	}
 	st := docflow.IntegrationStatus{State: "connected", MessagesSeen: 3}
-	if err := ss.SaveSourceReport(ctx, in.ID, "a", docflow.SourceReport{Status: st, Cursor: docflow.MailCursor{UIDValidity: 7, LastUID: 9}, LastError: "x"}); err != nil {
+	if err := ss.SaveSourceReport(ctx, in.ID, "a", docflow.SourceReport{Status: st, Cursor: docflow.MailCursor{UIDValidity: 7, LastUID: 9}, LastError: "x", Generation: a[0].Generation}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(400 * time.Millisecond)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -245,8 +246,12 @@ func (s *IntegrationService) CreateIntegration(ctx context.Context, in *docflow.
 // UpdateIntegration changes one of owner's integrations: fn gets the
 // stored record (Credentials nil) and changes it; a Credentials map it
 // sets replaces the stored credentials (an empty one removes them),
-// nil keeps them. Owner, direction and type do not change here. Turning an
-// inactive integration active counts against the quota like a create.
+// nil keeps them, unless fn moved the endpoint (EINVALID on credentials,
+// docflow.CheckEndpointChange). Owner, direction and type do not change
+// here. Turning an inactive integration active counts against the quota
+// like a create. A change of config, credentials or the active flag
+// moves the settings' generation in this transaction, which stops the
+// sources started before it (migration 0580).
 func (s *IntegrationService) UpdateIntegration(ctx context.Context, owner string, id int64, exempt bool, fn func(*docflow.Integration) error) (_ *docflow.Integration, err error) {
 	defer mapDBError(&err)
 	var out *docflow.Integration
@@ -263,9 +268,16 @@ func (s *IntegrationService) UpdateIntegration(ctx context.Context, owner string
 		}
 		wasActive := cur.IsActive
 		next := *cur
+		next.Config = maps.Clone(cur.Config)
 		next.Credentials = nil
 		if err := fn(&next); err != nil {
 			return err
+		}
+		// Whoever calls, stored credentials stay with their endpoint.
+		if t, ok := docflow.LookupIntegrationType(cur.IntegrationType); ok {
+			if err := docflow.CheckEndpointChange(t, cur.Config, next.Config, cur.HasCredentials, next.Credentials != nil); err != nil {
+				return err
+			}
 		}
 		if next.IsActive && !wasActive && !exempt {
 			if err := checkIntegrationQuotaTx(ctx, tx, owner, cur.Direction); err != nil {

@@ -101,6 +101,17 @@ func TestIntegrationCRUDScopedAndSealed(t *testing.T) {
 	if full, _ := s.IntegrationWithCredentials(ctx, "ann", in.ID); full.Credentials["password"] != "new" {
 		t.Fatal("credentials not replaced")
 	}
+	// Moving the endpoint keeps no stored credentials: without new ones
+	// the update is refused, whoever calls.
+	if _, err := s.UpdateIntegration(ctx, "ann", in.ID, false, func(x *docflow.Integration) error {
+		x.Config["host"] = "imap.attacker.example"
+		return nil
+	}); docflow.ErrorCode(err) != docflow.EINVALID {
+		t.Fatalf("host moved without credentials: %v", err)
+	}
+	if got, _ := s.GetIntegration(ctx, "ann", in.ID); got.Config["host"] == "imap.attacker.example" {
+		t.Fatal("the refused move was stored")
+	}
 	// Filters.
 	if err := s.CreateIntegration(ctx, localRecord("ann", true), false); err != nil {
 		t.Fatal(err)

@@ -19,14 +19,26 @@ func fileWhereAfter(f docflow.FileFilter, args []any) (string, []any) {
 		args = append(args, v)
 		return "$" + strconv.Itoa(len(args))
 	}
-	if f.VisibleTo != nil {
-		p := arg(*f.VisibleTo)
+	if v := f.VisibleTo; v != nil {
 		// NOTE: as an OR of the owner and an EXISTS over shares, the
 		// condition could only be checked row by row: a selective listing
 		// read the whole table (68 ms of database CPU at 100,000 records).
-		// As a set of ids, both halves come from their indexes.
-		conds = append(conds, `f.id IN (SELECT fo.id FROM files fo WHERE fo.owner_id = `+p+
-			` UNION ALL SELECT sh.file_id FROM shares sh WHERE sh.shared_with_user_id = `+p+`)`)
+		// As a set of ids, each part comes from its index (unclaimed files
+		// from files_owner_created's NULL entries).
+		var sets []string
+		if v.UserID != "" {
+			p := arg(v.UserID)
+			sets = append(sets, `SELECT fo.id FROM files fo WHERE fo.owner_id = `+p,
+				`SELECT sh.file_id FROM shares sh WHERE sh.shared_with_user_id = `+p)
+		}
+		if v.Unclaimed {
+			sets = append(sets, `SELECT fu.id FROM files fu WHERE fu.owner_id IS NULL`)
+		}
+		if len(sets) == 0 {
+			conds = append(conds, `false`)
+		} else {
+			conds = append(conds, `f.id IN (`+strings.Join(sets, ` UNION ALL `)+`)`)
+		}
 	}
 	if f.IDs != nil {
 		conds = append(conds, `f.id = ANY(`+arg(f.IDs)+`)`)

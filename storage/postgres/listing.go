@@ -101,7 +101,7 @@ func findPage[T any](ctx context.Context, s *FileService, filter docflow.FileFil
 		page = 1
 	}
 	if visibleOnly(filter, col) && page*per <= maxSortInMemory {
-		files, total, err := findVisible(ctx, s, r, *filter.VisibleTo, dir, per, (page-1)*per)
+		files, total, err := findVisible(ctx, s, r, filter.VisibleTo.UserID, dir, per, (page-1)*per)
 		if err != nil || len(files) > 0 {
 			return files, total, err
 		}

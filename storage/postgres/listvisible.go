@@ -31,9 +31,12 @@ import (
 const listVisible = listSkip + 1
 
 // visibleOnly reports whether f lists what one user may see by creation
-// date and nothing else.
+// date and nothing else. file_access has no rows for unclaimed files: a
+// listing that shows them (UNCLAIMED_FILES_VISIBLE) takes the generic
+// plan.
 func visibleOnly(f docflow.FileFilter, col string) bool {
-	return f.VisibleTo != nil && col == "f.created_at" && f.IDs == nil && f.Search == "" && f.MimeType == "" &&
+	return f.VisibleTo != nil && f.VisibleTo.UserID != "" && !f.VisibleTo.Unclaimed && col == "f.created_at" &&
+		f.IDs == nil && f.Search == "" && f.MimeType == "" &&
 		f.Status == "" && f.DateFrom == nil && f.DateTo == nil && len(f.StorageProviders) == 0 && len(f.Tags) == 0 &&
 		f.OCRQuality == ""
 }

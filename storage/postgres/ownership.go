@@ -1,12 +1,13 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"docflow"
 )
@@ -14,12 +15,17 @@ import (
 // This file holds who may see or change a file: claims, shares and
 // assigned owners.
 
-// ClaimFiles gives the unclaimed files among ids to owner, deciding each
-// by docflow.Authorize's claim rule under the rows' locks.
-func (s *FileService) ClaimFiles(ctx context.Context, owner string, ids []int64) ([]int64, []docflow.ClaimSkip, error) {
+// ClaimFiles gives the files among ids that access lets claimant claim to
+// claimant, deciding each by access.Authorize's claim rule under the rows'
+// locks.
+func (s *FileService) ClaimFiles(ctx context.Context, claimant *docflow.User, access docflow.FileAccess, ids []int64) ([]int64, []docflow.ClaimSkip, error) {
 	claimed := []int64{}
 	skipped := []docflow.ClaimSkip{}
-	claimant := &docflow.User{ID: owner}
+	// Whoever may claim nothing at all is refused before any row is read.
+	if err := access.Authorize(claimant, &docflow.File{}, "", docflow.AccessClaim); docflow.ErrorCode(err) == docflow.EBADREQUEST ||
+		docflow.ErrorCode(err) == docflow.EUNAUTHORIZED {
+		return nil, nil, err
+	}
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		claimed, skipped = claimed[:0], skipped[:0]
 		rows, err := tx.Query(ctx, `SELECT id, owner_id FROM files WHERE id = ANY($1) ORDER BY id FOR UPDATE`, ids)
@@ -51,7 +57,7 @@ func (s *FileService) ClaimFiles(ctx context.Context, owner string, ids []int64)
 				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "not found"})
 				continue
 			}
-			err := docflow.Authorize(claimant, &docflow.File{ID: id, OwnerID: o}, "", docflow.AccessClaim)
+			err := access.Authorize(claimant, &docflow.File{ID: id, OwnerID: o}, "", docflow.AccessClaim)
 			switch {
 			case docflow.ErrorCode(err) == docflow.EFORBIDDEN:
 				skipped = append(skipped, docflow.ClaimSkip{FileID: id, Reason: "owned by another user"})
@@ -66,7 +72,7 @@ func (s *FileService) ClaimFiles(ctx context.Context, owner string, ids []int64)
 		if len(claimed) == 0 {
 			return nil
 		}
-		_, err = tx.Exec(ctx, `UPDATE files SET owner_id=$1, updated_at=$3 WHERE id = ANY($2)`, owner, claimed, s.db.Now())
+		_, err = tx.Exec(ctx, `UPDATE files SET owner_id=$1, updated_at=$3 WHERE id = ANY($2)`, claimant.ID, claimed, s.db.Now())
 		return err
 	})
 	if err != nil {
@@ -75,20 +81,34 @@ func (s *FileService) ClaimFiles(ctx context.Context, owner string, ids []int64)
 	return claimed, skipped, nil
 }
 
-// AssignOwner sets owner on ids, or on every unclaimed file when ids is nil.
-func (s *FileService) AssignOwner(ctx context.Context, owner string, ids []int64) (int, error) {
-	var tag pgconn.CommandTag
-	var err error
-	if ids == nil {
-		tag, err = s.db.Pool.Exec(ctx, `UPDATE files SET owner_id=$1, updated_at=$2 WHERE owner_id IS NULL`, owner, s.db.Now())
-	} else {
-		tag, err = s.db.Pool.Exec(ctx, `UPDATE files SET owner_id=$1, updated_at=$3
-			WHERE id = ANY($2) AND owner_id IS DISTINCT FROM $1`, owner, ids, s.db.Now())
+// AssignOwner sets owner on ids, or on every unclaimed file when ids is
+// nil, and returns the files it changed with their former owners.
+func (s *FileService) AssignOwner(ctx context.Context, owner string, ids []int64) ([]docflow.OwnerChange, error) {
+	// NOTE: the former owner is read from the rows locked for the update
+	// (FOR UPDATE in the subquery), so a concurrent change cannot slip
+	// between what is reported and what is replaced.
+	pick := `SELECT id, owner_id FROM files WHERE owner_id IS NULL ORDER BY id FOR UPDATE`
+	args := []any{owner, s.db.Now()}
+	if ids != nil {
+		pick = `SELECT id, owner_id FROM files WHERE id = ANY($3) AND owner_id IS DISTINCT FROM $1 ORDER BY id FOR UPDATE`
+		args = append(args, ids)
 	}
+	rows, err := s.db.Pool.Query(ctx, `WITH old AS (`+pick+`)
+		UPDATE files f SET owner_id=$1, updated_at=$2 FROM old WHERE f.id = old.id
+		RETURNING f.id, old.owner_id`, args...)
 	if err != nil {
-		return 0, fmt.Errorf("assign owner: %w", err)
+		return nil, fmt.Errorf("assign owner: %w", err)
 	}
-	return int(tag.RowsAffected()), nil
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (docflow.OwnerChange, error) {
+		var c docflow.OwnerChange
+		err := r.Scan(&c.FileID, &c.From)
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("assign owner: %w", err)
+	}
+	slices.SortFunc(out, func(a, b docflow.OwnerChange) int { return cmp.Compare(a.FileID, b.FileID) })
+	return out, nil
 }
 
 // ShareRole returns the role a share gives userID on the file ("" = none).

@@ -8,6 +8,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -33,10 +34,23 @@ func NewSearchService(db *DB) *SearchService {
 	return &SearchService{db: db, counts: newCountCache(db.Now, countTTL)}
 }
 
-// visibleCond is the multi-user visibility condition on files alias a for
-// the user in placeholder p.
-func visibleCond(a, p string) string {
-	return `(` + a + `.owner_id = ` + p + ` OR EXISTS (SELECT 1 FROM shares sh WHERE sh.file_id = ` + a + `.id AND sh.shared_with_user_id = ` + p + `))`
+// visibleCond is the condition on files alias a of the files v lets its
+// user see (docflow.Visibility.Sees), with its parameter appended to
+// args.
+func visibleCond(a string, v *docflow.Visibility, args []any) (string, []any) {
+	var or []string
+	if v.UserID != "" {
+		args = append(args, v.UserID)
+		p := "$" + strconv.Itoa(len(args))
+		or = append(or, a+`.owner_id = `+p, `EXISTS (SELECT 1 FROM shares sh WHERE sh.file_id = `+a+`.id AND sh.shared_with_user_id = `+p+`)`)
+	}
+	if v.Unclaimed {
+		or = append(or, a+`.owner_id IS NULL`)
+	}
+	if len(or) == 0 {
+		return `false`, args
+	}
+	return `(` + strings.Join(or, ` OR `) + `)`, args
 }
 
 // ---- Saved searches -------------------------------------------------------
@@ -278,7 +292,7 @@ func (s *SearchService) MaxFileID(ctx context.Context) (int64, error) {
 }
 
 // FileSummaries returns the existing (and visible) files among ids.
-func (s *SearchService) FileSummaries(ctx context.Context, ids []int64, visibleTo *string) (map[int64]*docflow.FileSummary, error) {
+func (s *SearchService) FileSummaries(ctx context.Context, ids []int64, visibleTo *docflow.Visibility) (map[int64]*docflow.FileSummary, error) {
 	out := make(map[int64]*docflow.FileSummary, len(ids))
 	if len(ids) == 0 {
 		return out, nil
@@ -286,8 +300,9 @@ func (s *SearchService) FileSummaries(ctx context.Context, ids []int64, visibleT
 	q := `SELECT f.id, f.original_filename, f.document_title, f.mime_type, f.created_at FROM files f WHERE f.id = ANY($1)`
 	args := []any{ids}
 	if visibleTo != nil {
-		q += ` AND ` + visibleCond("f", "$2")
-		args = append(args, *visibleTo)
+		var cond string
+		cond, args = visibleCond("f", visibleTo, args)
+		q += ` AND ` + cond
 	}
 	rows, err := s.db.Pool.Query(ctx, q, args...)
 	if err != nil {
@@ -412,9 +427,12 @@ func (s *SearchService) FindSimilarityPairs(ctx context.Context, f docflow.Simil
 	where := ` WHERE p.score >= $1`
 	args := []any{f.MinScore}
 	if f.VisibleTo != nil {
-		args = append(args, *f.VisibleTo)
-		where += ` AND EXISTS (SELECT 1 FROM files fa WHERE fa.id = p.file_a AND ` + visibleCond("fa", "$2") + `)` +
-			` AND EXISTS (SELECT 1 FROM files fb WHERE fb.id = p.file_b AND ` + visibleCond("fb", "$2") + `)`
+		// Both conditions take the same parameter.
+		cb, _ := visibleCond("fb", f.VisibleTo, []any{f.MinScore})
+		var ca string
+		ca, args = visibleCond("fa", f.VisibleTo, args)
+		where += ` AND EXISTS (SELECT 1 FROM files fa WHERE fa.id = p.file_a AND ` + ca + `)` +
+			` AND EXISTS (SELECT 1 FROM files fb WHERE fb.id = p.file_b AND ` + cb + `)`
 	}
 	key := "pairs" + cacheKey(where, args)
 	total, cached := s.counts.get(key)
@@ -464,11 +482,13 @@ func (s *SearchService) FindSimilarityPairs(ctx context.Context, f docflow.Simil
 }
 
 // EmbeddingCoverage counts files and files with an embedding.
-func (s *SearchService) EmbeddingCoverage(ctx context.Context, visibleTo *string) (docflow.EmbeddingCoverage, error) {
+func (s *SearchService) EmbeddingCoverage(ctx context.Context, visibleTo *docflow.Visibility) (docflow.EmbeddingCoverage, error) {
 	var c docflow.EmbeddingCoverage
 	where, args := "", []any{}
 	if visibleTo != nil {
-		where, args = ` WHERE `+visibleCond("f", "$1"), []any{*visibleTo}
+		var cond string
+		cond, args = visibleCond("f", visibleTo, args)
+		where = ` WHERE ` + cond
 	}
 	key := "coverage" + cacheKey(where, args)
 	if v, ok := s.counts.get(key + "/total"); ok {
@@ -499,13 +519,14 @@ func (s *SearchService) EmbeddingCoverage(ctx context.Context, visibleTo *string
 }
 
 // EmbeddingStatus reports one file's OCR text and embedding.
-func (s *SearchService) EmbeddingStatus(ctx context.Context, fileID int64, visibleTo *string) (*docflow.EmbeddingStatus, error) {
+func (s *SearchService) EmbeddingStatus(ctx context.Context, fileID int64, visibleTo *docflow.Visibility) (*docflow.EmbeddingStatus, error) {
 	q := `SELECT f.id, char_length(f.ocr_text), COALESCE(e.dimensions, 0), e.file_id IS NOT NULL
 		FROM files f LEFT JOIN file_embeddings e ON e.file_id = f.id WHERE f.id = $1`
 	args := []any{fileID}
 	if visibleTo != nil {
-		q += ` AND ` + visibleCond("f", "$2")
-		args = append(args, *visibleTo)
+		var cond string
+		cond, args = visibleCond("f", visibleTo, args)
+		q += ` AND ` + cond
 	}
 	var st docflow.EmbeddingStatus
 	err := s.db.Pool.QueryRow(ctx, q, args...).Scan(&st.FileID, &st.OCRTextLength, &st.EmbeddingDimensions, &st.HasEmbedding)
@@ -522,14 +543,16 @@ func (s *SearchService) EmbeddingStatus(ctx context.Context, fileID int64, visib
 // EmbeddingDiagnostics returns the coverage counts and a page of files,
 // newest first. files_missing_embedding counts the files that have OCR text
 // but no embedding (what compute-all-embeddings would queue).
-func (s *SearchService) EmbeddingDiagnostics(ctx context.Context, visibleTo *string, page, perPage int) (*docflow.EmbeddingDiagnostics, error) {
+func (s *SearchService) EmbeddingDiagnostics(ctx context.Context, visibleTo *docflow.Visibility, page, perPage int) (*docflow.EmbeddingDiagnostics, error) {
 	page = max(page, 1)
 	if perPage <= 0 {
 		perPage = 100
 	}
 	where, args := "", []any{}
 	if visibleTo != nil {
-		where, args = ` WHERE `+visibleCond("f", "$1"), []any{*visibleTo}
+		var cond string
+		cond, args = visibleCond("f", visibleTo, args)
+		where = ` WHERE ` + cond
 	}
 	out := &docflow.EmbeddingDiagnostics{Files: []*docflow.EmbeddingFileStatus{}}
 	n := len(args)

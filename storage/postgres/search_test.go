@@ -182,12 +182,15 @@ func TestSearchDocuments(t *testing.T) {
 	srCode(t, err, docflow.ENOTFOUND)
 	srCode(t, s.PutEmbedding(ctx, &docflow.Embedding{FileID: 999999, Vector: []float32{1}}), docflow.ENOTFOUND)
 
-	// Summaries honour visibility.
-	alice, bob, eve := "alice", "bob", "eve"
+	// Summaries honour visibility: titled and pending have no owner.
+	who := func(id string, unclaimed bool) *docflow.Visibility {
+		return &docflow.Visibility{UserID: id, Unclaimed: unclaimed}
+	}
 	for _, tc := range []struct {
-		who  *string
+		who  *docflow.Visibility
 		want int
-	}{{nil, 3}, {&alice, 1}, {&bob, 1}, {&eve, 0}} {
+	}{{nil, 3}, {who("alice", false), 1}, {who("bob", false), 1}, {who("eve", false), 0},
+		{who("eve", true), 2}, {who("alice", true), 3}, {who("", true), 2}, {who("", false), 0}} {
 		m, err := s.FileSummaries(ctx, []int64{done, titled, pending}, tc.who)
 		if err != nil || len(m) != tc.want {
 			t.Fatalf("summaries for %v: %d %v", tc.who, len(m), err)
@@ -238,8 +241,8 @@ func TestSimilarityPairsAndCoverage(t *testing.T) {
 		t.Fatalf("past the end %+v %d", pairs, total)
 	}
 	// Alice does not see the pair with Bob's file.
-	alice := "alice"
-	_, total, _ = s.FindSimilarityPairs(ctx, docflow.SimilarityPairFilter{MinScore: 0.5, VisibleTo: &alice})
+	alice := &docflow.Visibility{UserID: "alice"}
+	_, total, _ = s.FindSimilarityPairs(ctx, docflow.SimilarityPairFilter{MinScore: 0.5, VisibleTo: alice})
 	if total != 2 {
 		t.Fatalf("alice's total %d", total)
 	}
@@ -268,7 +271,7 @@ func TestSimilarityPairsAndCoverage(t *testing.T) {
 	if err != nil || cov.TotalFiles != 5 || cov.FilesWithEmbedding != 3 {
 		t.Fatalf("coverage %+v %v", cov, err)
 	}
-	cov, _ = s.EmbeddingCoverage(ctx, &alice)
+	cov, _ = s.EmbeddingCoverage(ctx, alice)
 	if cov.TotalFiles != 4 || cov.FilesWithEmbedding != 3 {
 		t.Fatalf("alice coverage %+v", cov)
 	}
@@ -281,8 +284,7 @@ func TestSimilarityPairsAndCoverage(t *testing.T) {
 	if st.HasEmbedding || st.EmbeddingDimensions != 0 || st.HasOCRText {
 		t.Fatalf("status %+v", st)
 	}
-	bob := "bob"
-	_, err = s.EmbeddingStatus(ctx, a, &bob)
+	_, err = s.EmbeddingStatus(ctx, a, &docflow.Visibility{UserID: "bob"})
 	srCode(t, err, docflow.ENOTFOUND)
 
 	diag, err := s.EmbeddingDiagnostics(ctx, nil, 1, 2)

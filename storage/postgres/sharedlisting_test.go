@@ -38,7 +38,7 @@ func TestSharedListingFixture(t *testing.T) {
 	}
 	files := postgres.NewFileService(db)
 	who := postgres.SharedListingUser(3)
-	page, total, err := files.FindFiles(ctx, docflow.FileFilter{VisibleTo: &who, PerPage: 25})
+	page, total, err := files.FindFiles(ctx, docflow.FileFilter{VisibleTo: &docflow.Visibility{UserID: who}, PerPage: 25})
 	if err != nil || total != n/users+per || len(page) != 25 {
 		t.Fatalf("listing: %d rows of %d, %v", len(page), total, err)
 	}
@@ -73,7 +73,7 @@ func TestSharedListingFixture(t *testing.T) {
 		}
 		var got []int64
 		for p := 1; ; p++ {
-			page, total, err := files.ListFiles(ctx, docflow.FileFilter{VisibleTo: &who, PerPage: 40, Page: p, SortBy: "created_at", SortOrder: order}, nil)
+			page, total, err := files.ListFiles(ctx, docflow.FileFilter{VisibleTo: &docflow.Visibility{UserID: who}, PerPage: 40, Page: p, SortBy: "created_at", SortOrder: order}, nil)
 			if err != nil || total != len(want) {
 				t.Fatalf("%s page %d: total %d (want %d) %v", order, p, total, len(want), err)
 			}
@@ -88,7 +88,7 @@ func TestSharedListingFixture(t *testing.T) {
 			t.Fatalf("%s: %d ids, want %d; first %v want %v", order, len(got), len(want), got[:3], want[:3])
 		}
 		// The generic plan (another filter) agrees on what is visible.
-		_, total, err := files.FindFiles(ctx, docflow.FileFilter{VisibleTo: &who, Status: "failed", PerPage: 5, SortOrder: order})
+		_, total, err := files.FindFiles(ctx, docflow.FileFilter{VisibleTo: &docflow.Visibility{UserID: who}, Status: "failed", PerPage: 5, SortOrder: order})
 		var failed int
 		db.Pool.QueryRow(ctx, `SELECT count(*) FROM files WHERE status = 'failed' AND id = ANY($1)`, want).Scan(&failed) //nolint:errcheck
 		if err != nil || total != failed {

@@ -70,15 +70,20 @@ func (s *ShareService) SharedWith(ctx context.Context, fileID int64) ([]docflow.
 	return out, dbErr(rows.Err())
 }
 
-// PutShare creates the share or sets the role of the one the user has.
+// PutShare creates the share or sets the role of the one the user has; a
+// share a mention gave becomes the owner's (it no longer ends with the
+// comments that mention the user).
 func (s *ShareService) PutShare(ctx context.Context, fileID int64, ownerID, userID, role string) (*docflow.Share, bool, error) {
 	var sh docflow.Share
 	var created bool
-	err := s.db.Pool.QueryRow(ctx, `INSERT INTO shares (file_id, owner_id, shared_with_user_id, role, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $5)
-		ON CONFLICT (file_id, shared_with_user_id) DO UPDATE SET role = EXCLUDED.role, owner_id = EXCLUDED.owner_id,
-			updated_at = EXCLUDED.updated_at
-		RETURNING `+shareCols+`, xmax = 0`, fileID, ownerID, userID, role, s.db.Now()).
+	err := s.db.Pool.QueryRow(ctx, `WITH sh AS (
+			INSERT INTO shares (file_id, owner_id, shared_with_user_id, role, created_at, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $5)
+			ON CONFLICT (file_id, shared_with_user_id) DO UPDATE SET role = EXCLUDED.role, owner_id = EXCLUDED.owner_id,
+				updated_at = EXCLUDED.updated_at
+			RETURNING `+shareCols+`, xmax = 0 AS created),
+		owned AS (DELETE FROM share_mentions WHERE share_id IN (SELECT id FROM sh))
+		SELECT * FROM sh`, fileID, ownerID, userID, role, s.db.Now()).
 		Scan(&sh.ID, &sh.FileID, &sh.OwnerID, &sh.SharedWithUserID, &sh.Role, &sh.CreatedAt, &sh.UpdatedAt, &created)
 	if err != nil {
 		err = dbErr(err)
@@ -90,10 +95,13 @@ func (s *ShareService) PutShare(ctx context.Context, fileID int64, ownerID, user
 	return &sh, created, nil
 }
 
-// UpdateShare sets the role of a share of the file.
+// UpdateShare sets the role of a share of the file; a share a mention
+// gave becomes the owner's, as with PutShare.
 func (s *ShareService) UpdateShare(ctx context.Context, fileID, shareID int64, role string) (*docflow.Share, error) {
-	sh, err := scanShare(s.db.Pool.QueryRow(ctx, `UPDATE shares SET role=$3, updated_at=$4 WHERE id=$1 AND file_id=$2
-		RETURNING `+shareCols, shareID, fileID, role, s.db.Now()))
+	sh, err := scanShare(s.db.Pool.QueryRow(ctx, `WITH sh AS (
+			UPDATE shares SET role=$3, updated_at=$4 WHERE id=$1 AND file_id=$2 RETURNING `+shareCols+`),
+		owned AS (DELETE FROM share_mentions WHERE share_id IN (SELECT id FROM sh))
+		SELECT * FROM sh`, shareID, fileID, role, s.db.Now()))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, shareNotFound()
 	} else if err != nil {
@@ -111,34 +119,4 @@ func (s *ShareService) DeleteShare(ctx context.Context, fileID, shareID int64) (
 		return nil, fmt.Errorf("delete share: %w", dbErr(err))
 	}
 	return sh, nil
-}
-
-// grantViewers gives each of users without access a viewer share of the
-// file inside tx, for the file's owner; users who own the file or have a
-// share already are left as they are. It returns the shares it created.
-// An unclaimed or missing file grants nothing: unclaimed files are seen
-// by everyone.
-func grantViewers(ctx context.Context, tx pgx.Tx, fileID int64, users []string, now any) ([]*docflow.Share, error) {
-	out := []*docflow.Share{}
-	if len(users) == 0 {
-		return out, nil
-	}
-	rows, err := tx.Query(ctx, `INSERT INTO shares (file_id, owner_id, shared_with_user_id, role, created_at, updated_at)
-		SELECT f.id, f.owner_id, u, 'viewer', $3, $3
-		FROM files f, unnest($2::text[]) AS u
-		WHERE f.id = $1 AND f.owner_id IS NOT NULL AND f.owner_id <> u
-		ON CONFLICT (file_id, shared_with_user_id) DO NOTHING
-		RETURNING `+shareCols, fileID, users, now)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		sh, err := scanShare(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sh)
-	}
-	return out, rows.Err()
 }

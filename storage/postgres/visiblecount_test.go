@@ -58,7 +58,7 @@ func TestVisibleListingFollowsEveryWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			page, total, err := files.ListFiles(ctx, docflow.FileFilter{VisibleTo: &who, PerPage: 100}, nil)
+			page, total, err := files.ListFiles(ctx, docflow.FileFilter{VisibleTo: &docflow.Visibility{UserID: who}, PerPage: 100}, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +168,7 @@ func TestVisibleCountsUnderConcurrentWrites(t *testing.T) {
 	for _, who := range []string{"u0", "u1", "u2"} {
 		var want int
 		db.Pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM files WHERE owner_id = $1) + (SELECT count(*) FROM shares WHERE shared_with_user_id = $1 AND owner_id <> $1)`, who).Scan(&want) //nolint:errcheck
-		_, total, err := files.ListFiles(ctx, docflow.FileFilter{VisibleTo: &who, PerPage: 25}, nil)
+		_, total, err := files.ListFiles(ctx, docflow.FileFilter{VisibleTo: &docflow.Visibility{UserID: who}, PerPage: 25}, nil)
 		if err != nil || total != want {
 			t.Fatalf("%s: total %d, want %d (%v)", who, total, want, err)
 		}

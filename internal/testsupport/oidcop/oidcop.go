@@ -1,7 +1,12 @@
 // Package oidcop runs a real OpenID Connect provider on 127.0.0.1 for
 // tests: zitadel/oidc's example provider (exampleop, an OpenID-certified
 // library behind a username-and-password form), with our own users, one
-// web client, and a groups claim in the ID token and the user info.
+// web client, and a groups claim in the ID token and the user info. The
+// users' claims can be crafted (an unverified address, no email_verified
+// at all, any address or group) and changed while it runs (SetGroups,
+// AddUser), and a user can be refused (Disable): no more sign-in, and its
+// refresh tokens answer invalid_grant. Refresh tokens are issued when the
+// client asks for offline_access, and rotated at each use.
 package oidcop
 
 import (
@@ -29,6 +34,9 @@ type User struct {
 	GivenName, FamilyName string
 	Email                 string
 	EmailVerified         bool
+	// NoEmailVerified sends no email_verified claim at all (as Entra ID
+	// and some self-hosted providers do), whatever EmailVerified says.
+	NoEmailVerified bool
 	// Groups is sent as the groups claim (absent when empty).
 	Groups []string
 }
@@ -55,6 +63,30 @@ type Provider struct {
 	done     chan struct{}
 	once     sync.Once
 	userInfo atomic.Int64
+	refresh  atomic.Int64
+	users    *userStore
+}
+
+// RefreshCalls counts the refresh token grants asked of the token
+// endpoint.
+func (p *Provider) RefreshCalls() int64 { return p.refresh.Load() }
+
+// AddUser adds u, or replaces the user with its ID.
+func (p *Provider) AddUser(u User) { p.users.put(u) }
+
+// SetGroups changes the groups of the user with subject id.
+func (p *Provider) SetGroups(id string, groups ...string) {
+	p.users.mu.Lock()
+	defer p.users.mu.Unlock()
+	p.users.groups[id] = groups
+}
+
+// Disable refuses the user with subject id from now on: its sign-ins fail
+// and its refresh tokens are invalid_grant.
+func (p *Provider) Disable(id string) {
+	p.users.mu.Lock()
+	defer p.users.mu.Unlock()
+	p.users.disabled[id] = true
 }
 
 // UserInfoCalls counts the requests to the user info endpoint.
@@ -70,11 +102,10 @@ func Start(cfg Config) (*Provider, error) {
 		return nil, err
 	}
 	issuer := fmt.Sprintf("http://%s/", ln.Addr())
-	users := userStore{byID: map[string]*storage.User{}, groups: map[string][]string{}}
+	users := &userStore{byID: map[string]*storage.User{}, groups: map[string][]string{}, noVerified: map[string]bool{},
+		disabled: map[string]bool{}}
 	for _, u := range cfg.Users {
-		users.byID[u.ID] = &storage.User{ID: u.ID, Username: u.Username, Password: u.Password, FirstName: u.GivenName,
-			LastName: u.FamilyName, Email: u.Email, EmailVerified: u.EmailVerified}
-		users.groups[u.ID] = u.Groups
+		users.put(u)
 	}
 	// NOTE: a client map of its own: storage.NewStorage shares a
 	// package-wide one between providers.
@@ -82,10 +113,13 @@ func Start(cfg Config) (*Provider, error) {
 	st := &groupsStorage{Storage: storage.NewStorageWithClients(users, clients), users: users, claimsInIDToken: cfg.ClaimsInIDToken}
 	// A nil logger leaves the process's default logger alone.
 	router := exampleop.SetupServer(issuer, st, nil, false)
-	p := &Provider{Issuer: issuer, done: make(chan struct{})}
+	p := &Provider{Issuer: issuer, done: make(chan struct{}), users: users}
 	p.srv = &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/userinfo" {
 			p.userInfo.Add(1)
+		}
+		if r.URL.Path == "/oauth/token" && r.Method == http.MethodPost && r.ParseForm() == nil && r.PostForm.Get("grant_type") == "refresh_token" {
+			p.refresh.Add(1)
 		}
 		router.ServeHTTP(w, r)
 	})}
@@ -108,29 +142,78 @@ func (p *Provider) Close() {
 }
 
 type userStore struct {
-	byID   map[string]*storage.User
-	groups map[string][]string
+	mu         sync.Mutex
+	byID       map[string]*storage.User
+	groups     map[string][]string
+	noVerified map[string]bool
+	disabled   map[string]bool
 }
 
-func (u userStore) GetUserByID(id string) *storage.User { return u.byID[id] }
+func (u *userStore) put(x User) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.byID[x.ID] = &storage.User{ID: x.ID, Username: x.Username, Password: x.Password, FirstName: x.GivenName,
+		LastName: x.FamilyName, Email: x.Email, EmailVerified: x.EmailVerified}
+	u.groups[x.ID] = x.Groups
+	u.noVerified[x.ID] = x.NoEmailVerified
+	delete(u.disabled, x.ID)
+}
 
-func (u userStore) GetUserByUsername(name string) *storage.User {
+func (u *userStore) GetUserByID(id string) *storage.User {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.disabled[id] {
+		return nil
+	}
+	return u.byID[id]
+}
+
+func (u *userStore) GetUserByUsername(name string) *storage.User {
+	u.mu.Lock()
+	defer u.mu.Unlock()
 	for _, x := range u.byID {
-		if x.Username == name {
+		if x.Username == name && !u.disabled[x.ID] {
 			return x
 		}
 	}
 	return nil
 }
 
-func (u userStore) ExampleClientID() string { return storage.ServiceUserID }
+func (u *userStore) ExampleClientID() string { return storage.ServiceUserID }
+
+// claims returns the groups of subject and whether to leave out
+// email_verified.
+func (u *userStore) claims(subject string) ([]string, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.groups[subject], u.noVerified[subject]
+}
+
+func (u *userStore) isDisabled(subject string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.disabled[subject]
+}
 
 // groupsStorage is the example storage with a groups claim and an
 // explicit email_verified false.
 type groupsStorage struct {
 	*storage.Storage
-	users           userStore
+	users           *userStore
 	claimsInIDToken bool
+}
+
+// TokenRequestByRefreshToken refuses the refresh tokens of a disabled
+// user (the provider answers invalid_grant).
+func (s *groupsStorage) TokenRequestByRefreshToken(ctx context.Context, refreshToken string) (op.RefreshTokenRequest, error) {
+	r, err := s.Storage.TokenRequestByRefreshToken(ctx, refreshToken)
+	if err != nil {
+		return nil, err
+	}
+	if s.users.isDisabled(r.GetSubject()) {
+		return nil, errors.New("user disabled")
+	}
+	return r, nil
 }
 
 // GetClientByClientID returns the client, asserting the user info claims
@@ -166,11 +249,16 @@ func (s *groupsStorage) SetUserinfoFromToken(ctx context.Context, ui *oidc.UserI
 }
 
 // addClaims adds the groups claim and, for an address that is not
-// verified, email_verified false, which the example leaves out (as most
-// providers do not).
+// verified, email_verified false, which the example leaves out; for a
+// user with NoEmailVerified, no email_verified at all.
 func (s *groupsStorage) addClaims(ui *oidc.UserInfo, subject string) {
-	if g := s.users.groups[subject]; len(g) > 0 {
-		ui.AppendClaims("groups", g)
+	groups, noVerified := s.users.claims(subject)
+	if len(groups) > 0 {
+		ui.AppendClaims("groups", groups)
+	}
+	if noVerified {
+		ui.EmailVerified = false
+		return
 	}
 	if ui.Email != "" && !bool(ui.EmailVerified) {
 		ui.AppendClaims("email_verified", false)

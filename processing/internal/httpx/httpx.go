@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/cenkalti/backoff/v5"
 )
 
 // MaxResponseBytes bounds what is read from a provider reply.
@@ -48,36 +50,47 @@ func IsPermanent(err error) bool {
 // used up or ctx ends. The last error is returned, unwrapped from Permanent.
 func (r Retry) Do(ctx context.Context, fn func(ctx context.Context) error) error {
 	attempts := max(r.Attempts, 1)
-	var err error
-	for i := 0; i < attempts; i++ {
-		if i > 0 {
-			wait := r.Backoff << (i - 1)
-			t := time.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
-			case <-t.C:
-			}
-		}
+	tries, stopped := 0, false
+	var last error
+	op := func() (struct{}, error) {
+		tries++
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if r.Timeout > 0 {
 			actx, cancel = context.WithTimeout(ctx, r.Timeout)
 		}
-		err = fn(actx)
+		err := fn(actx)
 		cancel()
-		if err == nil {
-			return nil
+		switch {
+		case err == nil:
+			return struct{}{}, nil
+		case IsPermanent(err):
+			stopped = true
+			return struct{}{}, backoff.Permanent(errors.Unwrap(err))
+		case ctx.Err() != nil:
+			stopped = true
+			return struct{}{}, backoff.Permanent(err)
 		}
-		if IsPermanent(err) {
-			return errors.Unwrap(err)
+		if tries < attempts && errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("attempt %d timed out after %s: %w", tries, r.Timeout, err)
 		}
-		if ctx.Err() != nil {
-			return err
-		}
-		if i+1 < attempts && errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("attempt %d timed out after %s: %w", i+1, r.Timeout, err)
-		}
+		last = err
+		return struct{}{}, err
+	}
+	// Backoff, 2×Backoff, … with no jitter and no cap below the last wait.
+	exp := &backoff.ExponentialBackOff{InitialInterval: r.Backoff, Multiplier: 2,
+		MaxInterval: r.Backoff << min(attempts, 30)}
+	_, err := backoff.Retry(ctx, op, backoff.WithBackOff(exp),
+		backoff.WithMaxTries(uint(attempts)), backoff.WithMaxElapsedTime(0))
+	var perm *backoff.PermanentError
+	switch {
+	case err == nil:
+		return nil
+	case stopped && errors.As(err, &perm):
+		return perm.Unwrap()
+	case stopped:
+		return err
+	case ctx.Err() != nil && tries < attempts:
+		return fmt.Errorf("%w (last error: %v)", ctx.Err(), last)
 	}
 	return fmt.Errorf("after %d attempts: %w", attempts, err)
 }

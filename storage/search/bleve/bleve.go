@@ -290,7 +290,7 @@ func (x *Index) Delete(ctx context.Context, ids []int64) error {
 
 // Nearest returns up to k documents whose embeddings are closest to vec by
 // cosine similarity (clamped to [0,1]), best first, with score >= minScore.
-func (x *Index) Nearest(ctx context.Context, vec []float32, k int, minScore float64, visibleTo *string, exclude ...int64) ([]docflow.Neighbor, error) {
+func (x *Index) Nearest(ctx context.Context, vec []float32, k int, minScore float64, visibleTo *docflow.Visibility, exclude ...int64) ([]docflow.Neighbor, error) {
 	if x.closed.Load() {
 		return nil, errClosed
 	}

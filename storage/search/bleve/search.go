@@ -458,15 +458,33 @@ func filterQueries(q docflow.SearchQuery) ([]query.Query, error) {
 		out = append(out, dq)
 	}
 	if q.VisibleTo != nil {
-		owner := query.NewTermQuery(*q.VisibleTo)
-		owner.SetField(fOwner)
-		owner.SetBoost(0)
-		shared := query.NewTermQuery(*q.VisibleTo)
-		shared.SetField(fSharedWith)
-		shared.SetBoost(0)
-		out = append(out, query.NewDisjunctionQuery([]query.Query{owner, shared}))
+		out = append(out, visibility(q.VisibleTo))
 	}
 	return out, nil
+}
+
+// visibility is the query of the documents v lets its user see
+// (docflow.Visibility.Sees): owned by the user, shared with them, or with
+// v.Unclaimed of no owner (an unclaimed document's owner field is the
+// empty term).
+func visibility(v *docflow.Visibility) query.Query {
+	term := func(field, value string) query.Query {
+		t := query.NewTermQuery(value)
+		t.SetField(field)
+		t.SetBoost(0)
+		return t
+	}
+	var or []query.Query
+	if v.UserID != "" {
+		or = append(or, term(fOwner, v.UserID), term(fSharedWith, v.UserID))
+	}
+	if v.Unclaimed {
+		or = append(or, term(fOwner, ""))
+	}
+	if len(or) == 0 {
+		return query.NewMatchNoneQuery()
+	}
+	return query.NewDisjunctionQuery(or)
 }
 
 // qualityBand maps a text_quality value to its OCR text length band [lo, hi)

@@ -107,7 +107,7 @@ func TestTieredTotalCap(t *testing.T) {
 	defer x.Close()
 	tierCorpus(t, x)
 	ctx := context.Background()
-	ann := "ann"
+	ann := docflow.Visibility{UserID: "ann"}
 	// Broad text, broad filter: counted up to the cap.
 	res, err := x.Search(ctx, docflow.SearchQuery{Text: "kestrel", VisibleTo: &ann, PerPage: 50})
 	if err != nil {
@@ -134,7 +134,7 @@ func TestTieredTotalCap(t *testing.T) {
 		t.Errorf("total %d capped %v, want 36 (kestrel in the text) capped", res.Total, res.TotalCapped)
 	}
 	// A selective filter makes the query exact again: cat owns one document.
-	cat := "cat"
+	cat := docflow.Visibility{UserID: "cat"}
 	res, err = x.Search(ctx, docflow.SearchQuery{Text: "kestrel plain", VisibleTo: &cat})
 	if err != nil {
 		t.Fatal(err)

@@ -482,7 +482,7 @@ func (t *topK) push(c candidate) {
 }
 
 // nearest scans every vector (exact kNN) split across GOMAXPROCS goroutines.
-func (s *vectorStore) nearest(vec []float32, k int, minScore float64, visibleTo *string, exclude []int64) ([]docflow.Neighbor, error) {
+func (s *vectorStore) nearest(vec []float32, k int, minScore float64, visibleTo *docflow.Visibility, exclude []int64) ([]docflow.Neighbor, error) {
 	if k <= 0 {
 		return nil, nil
 	}
@@ -535,7 +535,7 @@ func (s *vectorStore) nearest(vec []float32, k int, minScore float64, visibleTo 
 					continue
 				}
 			}
-			if visibleTo != nil && s.owners[i] != *visibleTo && !slices.Contains(s.shared[i], *visibleTo) {
+			if visibleTo != nil && !sees(visibleTo, s.owners[i], s.shared[i]) {
 				continue
 			}
 			t.push(candidate{score: sc, id: id})
@@ -573,4 +573,13 @@ func (s *vectorStore) nearest(vec []float32, k int, minScore float64, visibleTo 
 		out = append(out, docflow.Neighbor{FileID: c.id, Score: score})
 	}
 	return out, nil
+}
+
+// sees is docflow.Visibility.Sees over a vector's owner ("" = unclaimed)
+// and the users its document is shared with.
+func sees(v *docflow.Visibility, owner string, shared []string) bool {
+	if owner == "" {
+		return v.Unclaimed
+	}
+	return v.UserID != "" && (owner == v.UserID || slices.Contains(shared, v.UserID))
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 	"testing"
+
+	"docflow"
 )
 
 func randVec(rng *rand.Rand, dims int) []float32 {
@@ -75,8 +77,7 @@ func TestNearestMatchesBruteForce(t *testing.T) {
 		all = append(all, scored{p.id, float64(dot(qn, p.vec))})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].score > all[j].score })
-	b := "b"
-	got, err := s.nearest(q, 10, 0, &b, []int64{2})
+	got, err := s.nearest(q, 10, 0, &docflow.Visibility{UserID: "b"}, []int64{2})
 	if err != nil {
 		t.Fatal(err)
 	}

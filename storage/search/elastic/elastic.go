@@ -467,19 +467,31 @@ func filters(q docflow.SearchQuery) ([]any, error) {
 		out = append(out, map[string]any{"range": map[string]any{"created_at": r}})
 	}
 	if q.VisibleTo != nil {
-		out = append(out, visibility(*q.VisibleTo))
+		out = append(out, visibility(q.VisibleTo))
 	}
 	return out, nil
 }
 
-func visibility(user string) map[string]any {
-	return map[string]any{"bool": map[string]any{
-		"should": []any{
-			map[string]any{"term": map[string]any{"owner_id": user}},
-			map[string]any{"term": map[string]any{"shared_with": user}},
-		},
-		"minimum_should_match": 1,
-	}}
+// visibility is the filter of the documents v lets its user see
+// (docflow.Visibility.Sees): owned by the user, shared with them, or with
+// v.Unclaimed of no owner (owner_id empty, or absent from a document
+// written without it).
+func visibility(v *docflow.Visibility) map[string]any {
+	var should []any
+	if v.UserID != "" {
+		should = append(should,
+			map[string]any{"term": map[string]any{"owner_id": v.UserID}},
+			map[string]any{"term": map[string]any{"shared_with": v.UserID}})
+	}
+	if v.Unclaimed {
+		should = append(should,
+			map[string]any{"term": map[string]any{"owner_id": ""}},
+			map[string]any{"bool": map[string]any{"must_not": []any{map[string]any{"exists": map[string]any{"field": "owner_id"}}}}})
+	}
+	if len(should) == 0 {
+		return map[string]any{"match_none": map[string]any{}}
+	}
+	return map[string]any{"bool": map[string]any{"should": should, "minimum_should_match": 1}}
 }
 
 // searchBody builds the _search request for q; from and size are the page.
@@ -626,7 +638,7 @@ func first(v []string, fallback string) string {
 // Nearest runs an approximate kNN search (HNSW) over the embeddings; with
 // num_candidates well above k it returns the exact neighbours for all but
 // adversarial data.
-func (x *Index) Nearest(ctx context.Context, vec []float32, k int, minScore float64, visibleTo *string, exclude ...int64) ([]docflow.Neighbor, error) {
+func (x *Index) Nearest(ctx context.Context, vec []float32, k int, minScore float64, visibleTo *docflow.Visibility, exclude ...int64) ([]docflow.Neighbor, error) {
 	if k <= 0 {
 		return nil, nil
 	}
@@ -659,7 +671,7 @@ func (x *Index) Nearest(ctx context.Context, vec []float32, k int, minScore floa
 	return out, nil
 }
 
-func knnBody(vec []float32, k int, minScore float64, visibleTo *string, exclude []int64) map[string]any {
+func knnBody(vec []float32, k int, minScore float64, visibleTo *docflow.Visibility, exclude []int64) map[string]any {
 	knn := map[string]any{
 		"field":          "embedding",
 		"query_vector":   vec,
@@ -672,7 +684,7 @@ func knnBody(vec []float32, k int, minScore float64, visibleTo *string, exclude 
 	}
 	var filter []any
 	if visibleTo != nil {
-		filter = append(filter, visibility(*visibleTo))
+		filter = append(filter, visibility(visibleTo))
 	}
 	if len(exclude) > 0 {
 		filter = append(filter, map[string]any{"bool": map[string]any{

@@ -337,7 +337,7 @@ func TestSearchRequestAndResponse(t *testing.T) {
 	f, x := newFake(t, func(r request) (int, string) { return 200, searchResponseBody })
 	from := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	to := time.Date(2024, 12, 31, 23, 59, 59, 0, time.UTC)
-	alice := "alice"
+	alice := docflow.Visibility{UserID: "alice"}
 	text := `invoice AND title:"x* (y`
 	res, err := x.Search(context.Background(), docflow.SearchQuery{
 		Text: text, MimeType: "application/pdf", DocumentType: "invoice", Language: "de", Tag: "tax",
@@ -457,7 +457,7 @@ func TestSearchErrorStatus(t *testing.T) {
 
 func TestNearestRequestAndResponse(t *testing.T) {
 	f, x := newFake(t, func(r request) (int, string) { return 200, knnResponseBody })
-	bob := "bob"
+	bob := docflow.Visibility{UserID: "bob", Unclaimed: true}
 	vec := []float32{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}
 	got, err := x.Nearest(context.Background(), vec, 5, 0.5, &bob, 1, 2)
 	if err != nil {
@@ -479,7 +479,8 @@ func TestNearestRequestAndResponse(t *testing.T) {
 		t.Errorf("query_vector / size = %v / %v", knn["query_vector"], body["size"])
 	}
 	filter, _ := json.Marshal(knn["filter"])
-	for _, want := range []string{`{"term":{"owner_id":"bob"}}`, `{"must_not":[{"terms":{"file_id":[1,2]}}]}`} {
+	for _, want := range []string{`{"term":{"owner_id":"bob"}}`, `{"term":{"owner_id":""}}`, `{"must_not":[{"exists":{"field":"owner_id"}}]}`,
+		`{"must_not":[{"terms":{"file_id":[1,2]}}]}`} {
 		if !strings.Contains(string(filter), want) {
 			t.Errorf("knn filter %s lacks %s", filter, want)
 		}

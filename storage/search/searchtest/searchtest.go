@@ -394,11 +394,18 @@ func testVisibility(t *testing.T, x docflow.SearchIndex) {
 	c.OwnerID = "carol"
 	u := doc(4, "gecko") // unclaimed
 	mustIndex(t, x, a, b, c, u)
-	who := func(s string) *string { return &s }
+	who := func(s string) *docflow.Visibility { return &docflow.Visibility{UserID: s} }
+	withUnclaimed := func(s string) *docflow.Visibility { return &docflow.Visibility{UserID: s, Unclaimed: true} }
 	expectIDs(t, x, docflow.SearchQuery{Text: "gecko"}, 1, 2, 3, 4)
 	expectIDs(t, x, docflow.SearchQuery{Text: "gecko", VisibleTo: who("alice")}, 1, 2)
 	expectIDs(t, x, docflow.SearchQuery{Text: "gecko", VisibleTo: who("carol")}, 2, 3)
 	expectIDs(t, x, docflow.SearchQuery{Text: "gecko", VisibleTo: who("dave")})
+	// Unclaimed documents (an empty owner) for whoever may see them, and
+	// for nobody else: an empty user id is nobody's.
+	expectIDs(t, x, docflow.SearchQuery{Text: "gecko", VisibleTo: withUnclaimed("alice")}, 1, 2, 4)
+	expectIDs(t, x, docflow.SearchQuery{Text: "gecko", VisibleTo: withUnclaimed("dave")}, 4)
+	expectIDs(t, x, docflow.SearchQuery{Text: "gecko", VisibleTo: withUnclaimed("")}, 4)
+	expectIDs(t, x, docflow.SearchQuery{Text: "gecko", VisibleTo: who("")})
 
 	// Revoking a share is a re-index with the new list.
 	b.SharedWith = []string{"carol"}
@@ -501,7 +508,7 @@ func neighbourIDs(n []docflow.Neighbor) []int64 {
 	return out
 }
 
-func nearest(t *testing.T, x docflow.SearchIndex, v []float32, k int, min float64, visibleTo *string, exclude ...int64) []docflow.Neighbor {
+func nearest(t *testing.T, x docflow.SearchIndex, v []float32, k int, min float64, visibleTo *docflow.Visibility, exclude ...int64) []docflow.Neighbor {
 	t.Helper()
 	got, err := x.Nearest(ctx(t), v, k, min, visibleTo, exclude...)
 	if err != nil {
@@ -573,6 +580,7 @@ func testNearestFilters(t *testing.T, x docflow.SearchIndex) {
 	docs := vectorDocs()
 	docs[1].OwnerID = "bob"                                        // document 2
 	docs[2].OwnerID, docs[2].SharedWith = "bob", []string{"alice"} // document 3
+	docs[3].OwnerID = ""                                           // document 4: unclaimed
 	mustIndex(t, x, docs...)
 	q := vec(1, 0, 0)
 	if got := nearest(t, x, q, 2, 0, nil, 1); !slices.Equal(neighbourIDs(got), []int64{2, 3}) {
@@ -581,13 +589,24 @@ func testNearestFilters(t *testing.T, x docflow.SearchIndex) {
 	if got := nearest(t, x, q, 3, 0.5, nil, 1, 2); !slices.Equal(neighbourIDs(got), []int64{3}) {
 		t.Errorf("Nearest excluding 1, 2 = %v, want 3", got)
 	}
-	alice := "alice"
-	if got := nearest(t, x, q, 3, 0.5, &alice); !slices.Equal(neighbourIDs(got), []int64{1, 3}) {
+	alice := &docflow.Visibility{UserID: "alice"}
+	if got := nearest(t, x, q, 3, 0.5, alice); !slices.Equal(neighbourIDs(got), []int64{1, 3}) {
 		t.Errorf("Nearest visible to alice = %v, want 1, 3", got)
 	}
-	bob := "bob"
-	if got := nearest(t, x, q, 3, 0.5, &bob); !slices.Equal(neighbourIDs(got), []int64{2, 3}) {
+	bob := &docflow.Visibility{UserID: "bob"}
+	if got := nearest(t, x, q, 3, 0.5, bob); !slices.Equal(neighbourIDs(got), []int64{2, 3}) {
 		t.Errorf("Nearest visible to bob = %v, want 2, 3", got)
+	}
+	// Document 4 (orthogonal to q) is the unclaimed one.
+	q4 := vec(0, 0, 1)
+	if got := nearest(t, x, q4, 1, 0.5, alice); len(got) != 0 {
+		t.Errorf("Nearest unclaimed, visible to alice = %v, want none", got)
+	}
+	if got := nearest(t, x, q4, 1, 0.5, &docflow.Visibility{UserID: "carol", Unclaimed: true}); !slices.Equal(neighbourIDs(got), []int64{4}) {
+		t.Errorf("Nearest unclaimed, unclaimed visible to carol = %v, want 4", got)
+	}
+	if got := nearest(t, x, q, 5, 0, &docflow.Visibility{}); len(got) != 0 {
+		t.Errorf("Nearest visible to nobody = %v, want none", got)
 	}
 }
 
@@ -625,8 +644,7 @@ func testPersistence(t *testing.T, x docflow.SearchIndex) {
 	if !slices.Equal(neighbourIDs(got), []int64{1, 2}) {
 		t.Errorf("Nearest after reopen = %v, want 1, 2", got)
 	}
-	alice := "alice"
-	if got := nearest(t, y, vec(1, 0, 0), 1, 0, &alice); !slices.Equal(neighbourIDs(got), []int64{1}) {
+	if got := nearest(t, y, vec(1, 0, 0), 1, 0, &docflow.Visibility{UserID: "alice"}); !slices.Equal(neighbourIDs(got), []int64{1}) {
 		t.Errorf("Nearest visible to alice after reopen = %v, want 1", got)
 	}
 }
