@@ -123,7 +123,9 @@ func invalidFields(errs []FieldError) error {
 
 // PasswordHasher hashes and verifies passwords (internal/passwd:
 // argon2id). Verify compares in constant time; NeedsRehash says a hash
-// was made with older parameters and should be replaced.
+// was made with older parameters and should be replaced. Hash and Verify
+// may refuse with ERATELIMIT (RetryAfter set) when too many run at once:
+// the caller passes that on, it says nothing of the password.
 type PasswordHasher interface {
 	Hash(password string) (string, error)
 	Verify(password, hash string) (bool, error)
@@ -167,7 +169,7 @@ type AccountStore interface {
 	// is login when password is its password; EUNAUTHORIZED otherwise
 	// (unknown, wrong password or inactive alike). It costs one hash
 	// verification either way, and upgrades a hash made with older
-	// parameters.
+	// parameters. ERATELIMIT when the hasher is busy (nothing was checked).
 	Authenticate(ctx context.Context, login, password string) (*LocalUser, error)
 	// CreateResetToken makes a single-use password-reset token for the
 	// account, valid ResetTokenTTL; only its hash is stored. ENOTFOUND for
@@ -177,7 +179,9 @@ type AccountStore interface {
 	// caller) in one transaction, which also spends the account's other
 	// reset links, revokes its API tokens and deletes its sessions;
 	// EBADREQUEST "Invalid or expired reset token" for an unknown, used
-	// or expired token.
+	// or expired token, found before the password is hashed (a guessed
+	// token costs no hashing). ERATELIMIT when the hasher is busy; the
+	// token is then not spent.
 	ResetPassword(ctx context.Context, token, password string) (*LocalUser, error)
 	// IsLocalAdmin reports whether userID (an e-mail) is an active local
 	// account with is_admin.

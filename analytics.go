@@ -15,8 +15,9 @@ const (
 	// MetricIntake: one document offered at intake. Channel, Type (content
 	// type), Bytes, Status (an Intake* outcome), Duration, FileID, OwnerID.
 	MetricIntake = "intake"
-	// MetricRequest: one HTTP request. Method, Route (the route pattern),
-	// HTTPStatus, Status (the status as text), Duration, OwnerID.
+	// MetricRequest: one HTTP request. Method (MetricMethod), Route (the
+	// route pattern, MetricOther when no route matched), HTTPStatus,
+	// Status (the status as text), Duration, OwnerID.
 	MetricRequest = "request"
 	// MetricDocument: a pipeline run that ended. Status (completed/failed),
 	// Duration (end to end: intake to the run's end), Pipeline, FileID,
@@ -145,4 +146,20 @@ type MetricStats interface {
 	StepStats(ctx context.Context, from, to time.Time) ([]StepStat, error)
 	RequestStats(ctx context.Context, from, to time.Time) ([]RequestStat, error)
 	IntakeStats(ctx context.Context, from, to time.Time) ([]IntakeStat, error)
+}
+
+// MetricOther is a request metric's Method for a method outside the
+// standard ones, and its Route for a request no route matched (404, 405):
+// the client chooses both, and every distinct value recorded would be a
+// series of its own, without end.
+const MetricOther = "other"
+
+// MetricMethod is method as a request metric records it: GET, HEAD, POST,
+// PUT, PATCH, DELETE or OPTIONS, else MetricOther.
+func MetricMethod(method string) string {
+	switch method {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS":
+		return method
+	}
+	return MetricOther
 }

@@ -136,16 +136,16 @@ func bearerToken(c *fasthttp.RequestCtx) string {
 }
 
 // userFromToken resolves a bearer token. Failed tokens are counted per
-// client address, and an address that reached TOKEN_FAILURE_LIMIT is
+// client address (an IPv6 /64 as one), and an address that reached TOKEN_FAILURE_LIMIT is
 // refused before its token is looked up.
 func (a *authenticator) userFromToken(ctx context.Context, c *fasthttp.RequestCtx, token string) (*docflow.User, error) {
-	ip := a.clientIP(c)
-	if err := a.tokenFailuresBlocked(ip); err != nil {
+	key := a.clientKey(c)
+	if err := a.tokenFailuresBlocked(key); err != nil {
 		return nil, err
 	}
 	u, err := a.tokenUser(ctx, c, token)
 	if err == errInvalidToken {
-		a.tokenFailed(ip)
+		a.tokenFailed(key)
 	}
 	return u, err
 }
@@ -315,13 +315,21 @@ func (a *authenticator) passwordStamp(ctx context.Context, userID string) (strin
 	return "", nil
 }
 
-// clientIP is the peer address, or the X-Forwarded-For client when the peer
-// is a trusted proxy.
-func (a *authenticator) clientIP(c *fasthttp.RequestCtx) string {
+// clientIP is the client's address as the audit log and the request log
+// record it (clientAddr).
+func (a *authenticator) clientIP(c *fasthttp.RequestCtx) string { return a.clientAddr(c).String() }
+
+// clientKey is what per-address limits count the client against: its
+// address, or its IPv6 /64 (addrKey).
+func (a *authenticator) clientKey(c *fasthttp.RequestCtx) string { return addrKey(a.clientAddr(c)) }
+
+// clientAddr is the peer address, or the X-Forwarded-For client when the
+// peer is a trusted proxy.
+func (a *authenticator) clientAddr(c *fasthttp.RequestCtx) net.IP {
 	ip := c.RemoteIP()
 	proxies := docflow.SettingList(a.cfg.Settings, "TRUSTED_PROXIES")
 	if len(proxies) == 0 || !ipIn(ip, proxies) {
-		return ip.String()
+		return ip
 	}
 	xff := string(c.Request.Header.Peek("X-Forwarded-For"))
 	parts := strings.Split(xff, ",")
@@ -332,10 +340,10 @@ func (a *authenticator) clientIP(c *fasthttp.RequestCtx) string {
 			break
 		}
 		if !ipIn(p, proxies) {
-			return p.String()
+			return p
 		}
 	}
-	return ip.String()
+	return ip
 }
 
 func ipIn(ip net.IP, list []string) bool {

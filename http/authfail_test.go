@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	nethttp "net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,11 +92,12 @@ func TestFailedTokensLimitedPerAddress(t *testing.T) {
 	}
 }
 
-// TestLoginDelayPerUsername: failed sign-ins for one user name, from any
-// address, make its next attempts wait a delay that doubles with each
-// failure, up to LOGIN_MAX_DELAY; a success ends the run; other names are
+// TestLoginDelayPerUsernameAndAddress: failed sign-ins for one user name
+// from one address make that address's next attempts for the name wait a
+// delay that doubles with each failure, up to LOGIN_MAX_DELAY; a success
+// ends the run; other names, and the same name from another address, are
 // not delayed.
-func TestLoginDelayPerUsername(t *testing.T) {
+func TestLoginDelayPerUsernameAndAddress(t *testing.T) {
 	var mu sync.Mutex
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -104,28 +106,73 @@ func TestLoginDelayPerUsername(t *testing.T) {
 		"LOGIN_FAILURES_BEFORE_DELAY": "3", "LOGIN_MAX_DELAY": "3"}, func(e *testEnv) {
 		e.Server.auth.logins.now = clock
 	})
-	addrs := []string{"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"}
-	attempt := func(i int, user, pw string, status int, retryAfter string) {
+	attempt := func(i int, addr, user, pw string, status int, retryAfter string) {
 		t.Helper()
-		resp, body := doFrom(e, addrs[i%len(addrs)], "POST", "/login", "", `{"username":"`+user+`","password":"`+pw+`"}`)
+		resp, body := doFrom(e, addr, "POST", "/login", "", `{"username":"`+user+`","password":"`+pw+`"}`)
 		if resp.StatusCode != status || resp.Header.Get("Retry-After") != retryAfter {
-			t.Fatalf("attempt %d for %s: %d Retry-After %q %s; want %d %q", i, user, resp.StatusCode, resp.Header.Get("Retry-After"), body, status, retryAfter)
+			t.Fatalf("attempt %d for %s from %s: %d Retry-After %q %s; want %d %q", i, user, addr, resp.StatusCode, resp.Header.Get("Retry-After"), body, status, retryAfter)
 		}
 	}
+	const guesser, owner = "127.0.0.2", "127.0.0.3"
 	for i := 0; i < 3; i++ {
-		attempt(i, "admin", "wrong", 401, "")
+		attempt(i, guesser, "admin", "wrong", 401, "")
 	}
-	attempt(3, "Admin", "pw", 429, "1") // the right password waits too
-	attempt(4, "bob", "wrong", 401, "") // another name is not delayed
+	attempt(3, guesser, "Admin", "pw", 429, "1") // the right password waits too
+	attempt(4, guesser, "bob", "wrong", 401, "") // another name is not delayed
+	attempt(5, owner, "admin", "wrong", 401, "") // nor the name from elsewhere
 	advance(time.Second)
-	attempt(5, "admin", "wrong", 401, "")
-	attempt(6, "admin", "wrong", 429, "2")
+	attempt(6, guesser, "admin", "wrong", 401, "")
+	attempt(7, guesser, "admin", "wrong", 429, "2")
 	advance(2 * time.Second)
-	attempt(7, "admin", "wrong", 401, "")
-	attempt(8, "admin", "pw", 429, "3") // 4 s, capped at LOGIN_MAX_DELAY
+	attempt(8, guesser, "admin", "wrong", 401, "")
+	attempt(9, guesser, "admin", "pw", 429, "3") // 4 s, capped at LOGIN_MAX_DELAY
+	attempt(10, owner, "admin", "pw", 200, "")
 	advance(3 * time.Second)
-	attempt(9, "admin", "pw", 200, "")
+	attempt(11, guesser, "admin", "pw", 200, "")
 	// A success ends the run.
-	attempt(10, "admin", "wrong", 401, "")
-	attempt(11, "admin", "pw", 200, "")
+	attempt(12, guesser, "admin", "wrong", 401, "")
+	attempt(13, guesser, "admin", "pw", 200, "")
+}
+
+// TestLoginThrottleEvictsFreeRunsFirst: a full throttle forgets the runs
+// still in their free failures, oldest first, before any run that delays
+// attempts, so failing many names does not end a delay.
+func TestLoginThrottleEvictsFreeRunsFirst(t *testing.T) {
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	th := newLoginThrottle(func() time.Time { return now })
+	th.max = 100
+	const maxDelay = 15 * time.Minute
+	for range 6 {
+		th.fail("victim", "203.0.113.7", 5, maxDelay)
+	}
+	if th.wait("victim", "203.0.113.7") <= 0 {
+		t.Fatal("six failures do not delay")
+	}
+	for i := range 1000 {
+		now = now.Add(time.Millisecond)
+		th.fail("spray-"+strconv.Itoa(i), "203.0.113.7", 5, maxDelay)
+	}
+	if len(th.m) > th.max {
+		t.Fatalf("%d runs kept, at most %d", len(th.m), th.max)
+	}
+	if th.wait("victim", "203.0.113.7") <= 0 {
+		t.Fatal("spraying names ended the victim's delay")
+	}
+	// The newest free runs are kept, the oldest went.
+	if th.m[loginKey("spray-999", "203.0.113.7")] == nil || th.m[loginKey("spray-0", "203.0.113.7")] != nil {
+		t.Fatal("eviction is not oldest first")
+	}
+	// Only delaying runs left: the oldest of them goes.
+	th.max = 2
+	th.fail("other", "203.0.113.8", 0, maxDelay)
+	th.fail("third", "203.0.113.8", 0, maxDelay)
+	if len(th.m) != 2 || th.m[loginKey("victim", "203.0.113.7")] != nil || th.m[loginKey("third", "203.0.113.8")] == nil {
+		t.Fatalf("runs after shrinking: %d, victim kept: %v", len(th.m), th.m[loginKey("victim", "203.0.113.7")] != nil)
+	}
+	// Runs end after maxDelay (at least 15 minutes) without a failure.
+	now = now.Add(16 * time.Minute)
+	th.fail("late", "203.0.113.9", 5, maxDelay)
+	if len(th.m) != 1 {
+		t.Fatalf("%d runs after they ended, want 1", len(th.m))
+	}
 }

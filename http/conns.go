@@ -26,6 +26,10 @@ import (
 //     stops reading is dropped. A streamed body (a download, a ZIP) only
 //     has to keep being taken: each write of it moves the deadline on
 //     (writeProgress), so a large file on a slow line is not cut off.
+//     It must be taken at HTTP_MIN_WRITE_RATE bytes a second at least,
+//     averaged over each HTTP_MIN_WRITE_RATE_WINDOW (a minute): a client
+//     taking a few bytes now and then would otherwise hold a connection,
+//     a goroutine and an open file for days.
 //   - HTTP_IDLE_TIMEOUT closes a kept-alive connection with no next request.
 //   - HTTP_MAX_CONNS_PER_IP caps the connections open at once from one
 //     client address (an IPv6 /64 counts as one); the next is answered 429
@@ -39,6 +43,10 @@ type connSettings struct {
 	header, body, write, idle time.Duration
 	perIP                     int
 	trusted                   []string // TRUSTED_PROXIES (restart required)
+	// minRate is HTTP_MIN_WRITE_RATE in bytes a second (0: none),
+	// averaged over rateWindow.
+	minRate    int64
+	rateWindow time.Duration
 }
 
 func (s *Server) connSettings() connSettings {
@@ -51,12 +59,14 @@ func (s *Server) connSettings() connSettings {
 	}
 	perIP := docflow.SettingInt(s.cfg.Settings, "HTTP_MAX_CONNS_PER_IP", 128)
 	return connSettings{
-		header:  secs("HTTP_READ_HEADER_TIMEOUT", 20),
-		body:    secs("HTTP_BODY_TIMEOUT", 60),
-		write:   secs("HTTP_WRITE_TIMEOUT", 60),
-		idle:    secs("HTTP_IDLE_TIMEOUT", 60),
-		perIP:   max(perIP, 0),
-		trusted: docflow.SettingList(s.cfg.Settings, "TRUSTED_PROXIES"),
+		header:     secs("HTTP_READ_HEADER_TIMEOUT", 20),
+		body:       secs("HTTP_BODY_TIMEOUT", 60),
+		write:      secs("HTTP_WRITE_TIMEOUT", 60),
+		idle:       secs("HTTP_IDLE_TIMEOUT", 60),
+		perIP:      max(perIP, 0),
+		trusted:    docflow.SettingList(s.cfg.Settings, "TRUSTED_PROXIES"),
+		minRate:    max(docflow.SettingInt64(s.cfg.Settings, "HTTP_MIN_WRITE_RATE", 1024), 0),
+		rateWindow: secs("HTTP_MIN_WRITE_RATE_WINDOW", 60),
 	}
 }
 
@@ -103,64 +113,6 @@ func (p *progressReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-// writeProgress moves a connection's write deadline on as a streamed
-// response body makes progress: fasthttp sets HTTP_WRITE_TIMEOUT once
-// before the response, and a body read (or written, for a stream writer)
-// only after the previous part went out, so each part gets the whole
-// timeout again. conn is the request's connection, taken in the handler:
-// a stream writer runs after it returned.
-type writeProgress struct {
-	conn    net.Conn
-	timeout time.Duration
-	moved   time.Time
-}
-
-func (s *Server) writeProgress(c *fasthttp.RequestCtx) *writeProgress {
-	return &writeProgress{conn: c.Conn(), timeout: s.conns.write}
-}
-
-// move gives the connection another timeout, a few times per timeout at
-// most (each move costs a timer update).
-func (w *writeProgress) move() {
-	if w.timeout <= 0 || w.conn == nil {
-		return
-	}
-	if now := time.Now(); now.Sub(w.moved) >= w.timeout/8 {
-		w.moved = now
-		w.conn.SetWriteDeadline(now.Add(w.timeout)) //nolint:errcheck // a closed connection fails the write itself
-	}
-}
-
-// reader is r moving the deadline on each read.
-func (w *writeProgress) reader(r io.ReadCloser) io.ReadCloser {
-	return progressStream{ReadCloser: r, w: w}
-}
-
-type progressStream struct {
-	io.ReadCloser
-	w *writeProgress
-}
-
-func (p progressStream) Read(b []byte) (int, error) {
-	p.w.move()
-	return p.ReadCloser.Read(b)
-}
-
-// writer is dst moving the deadline before each write.
-func (w *writeProgress) writer(dst io.Writer) io.Writer {
-	return progressWriter{dst: dst, w: w}
-}
-
-type progressWriter struct {
-	dst io.Writer
-	w   *writeProgress
-}
-
-func (p progressWriter) Write(b []byte) (int, error) {
-	p.w.move()
-	return p.dst.Write(b)
-}
-
 // connLimitListener caps the connections open at once per client address.
 // NOTE: fasthttp's MaxConnsPerIP would count a trusted proxy's
 // connections as one client's; this one lets those through.
@@ -183,17 +135,28 @@ func (s *Server) limitConns(ln net.Listener) net.Listener {
 		logf: func(format string, args ...any) { s.log.Warn().Msg(fmt.Sprintf(format, args...)) }}
 }
 
-// connKey is the address a connection counts against: the peer's IP, or
-// its /64 for IPv6, where one client holds a whole prefix.
+// connKey is the address a connection counts against (addrKey).
 func connKey(addr net.Addr) (string, net.IP) {
 	ta, ok := addr.(*net.TCPAddr)
 	if !ok {
 		return "", nil
 	}
-	if ip4 := ta.IP.To4(); ip4 != nil {
-		return ip4.String(), ip4
+	return addrKey(ta.IP), ta.IP
+}
+
+// addrKey is the client a per-address limit counts against: an IPv4
+// address, or an IPv6 address's /64, since one client (one home line, one
+// server) is handed a whole /64 and can use every address in it. The
+// connection cap, the rate limits, the failed-token limit and the
+// sign-in back-off all key on it.
+func addrKey(ip net.IP) string {
+	if ip4 := ip.To4(); ip4 != nil {
+		return ip4.String()
 	}
-	return ta.IP.Mask(net.CIDRMask(64, 128)).String() + "/64", ta.IP
+	if len(ip) != net.IPv6len {
+		return ip.String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // Accept returns the next connection within the cap; one over it is
@@ -254,6 +217,15 @@ type limitedConn struct {
 func (c *limitedConn) Close() error {
 	c.once.Do(c.release)
 	return c.Conn.Close()
+}
+
+// SetLinger is the TCP connection's (writeProgress resets a connection
+// it cuts off).
+func (c *limitedConn) SetLinger(sec int) error {
+	if l, ok := c.Conn.(interface{ SetLinger(int) error }); ok {
+		return l.SetLinger(sec)
+	}
+	return nil
 }
 
 // ReadFrom keeps the TCP connection's sendfile path for file responses.

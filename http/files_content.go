@@ -163,6 +163,7 @@ func (h *filesHandlers) bulkDownload(c *fasthttp.RequestCtx) error {
 	// NOTE: the writer runs after the handler returned, when the request
 	// context is already cancelled: it gets its own deadline.
 	c.SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer progress.finish()
 		ctx, cancel := context.WithTimeout(context.Background(), bulkDownloadTimeout)
 		defer cancel()
 		zw := zip.NewWriter(progress.writer(w))

@@ -23,6 +23,20 @@ func (s *Server) AddHealthCheck(h HealthCheck) { s.health = append(s.health, h) 
 // readiness probe.
 const publicCheckDetail = "check failed; see /api/diagnostic/health"
 
+// userCheckDetail stands for a failed check's detail for a user who is no
+// administrator: a driver's message names the database user, host and
+// database, and the services' addresses.
+const userCheckDetail = "check failed; the details are shown to administrators"
+
+// hideDetails replaces each failed check's detail with text.
+func hideDetails(checks map[string]checkResult, text string) {
+	for name, r := range checks {
+		if r.Status != "ok" {
+			checks[name] = checkResult{Status: r.Status, Detail: text}
+		}
+	}
+}
+
 type checkResult struct {
 	Status string `json:"status"`
 	Detail string `json:"detail,omitempty"`
@@ -72,12 +86,8 @@ func (s *Server) mountHealth() {
 		checks, critOK, _ := s.runChecks(RequestContext(c))
 		// Anyone may ask: the answer says ok or error per check and nothing
 		// of what failed (a driver's message names the database user, host
-		// and database). The details are in the log and behind auth.
-		for name, r := range checks {
-			if r.Status != "ok" {
-				checks[name] = checkResult{Status: r.Status, Detail: publicCheckDetail}
-			}
-		}
+		// and database). The details are in the log and for administrators.
+		hideDetails(checks, publicCheckDetail)
 		if !critOK {
 			writeJSON(c, fasthttp.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks})
 			return nil
@@ -87,6 +97,9 @@ func (s *Server) mountHealth() {
 	})
 	s.Handle("GET", "/api/diagnostic/health", Route{Auth: AuthUser, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
 		checks, critOK, allOK := s.runChecks(RequestContext(c))
+		if u := CurrentUser(c); u == nil || !u.IsAdmin {
+			hideDetails(checks, userCheckDetail)
+		}
 		status, code := healthStatus(critOK, allOK)
 		writeJSON(c, code, map[string]any{
 			"status": status, "version": s.cfg.Version,

@@ -58,8 +58,8 @@ var homePage = template.Must(template.New("home").Parse(pageHead + `<title>docfl
 {{end}}<section aria-labelledby="health">
 <h2 id="health">Health: {{.Status}}</h2>
 <div class="table-wrap"><table>
-<thead><tr><th scope="col">Check</th><th scope="col">Status</th><th scope="col">Detail</th></tr></thead>
-<tbody>{{range .Checks}}<tr><td>{{.Name}}</td><td class="status-{{.Status}}">{{.Status}}</td><td>{{.Detail}}</td></tr>
+<thead><tr><th scope="col">Check</th><th scope="col">Status</th>{{if .Admin}}<th scope="col">Detail</th>{{end}}</tr></thead>
+<tbody>{{range .Checks}}<tr><td>{{.Name}}</td><td class="status-{{.Status}}">{{.Status}}</td>{{if $.Admin}}<td>{{.Detail}}</td>{{end}}</tr>
 {{else}}<tr><td colspan="3">No checks configured.</td></tr>{{end}}</tbody>
 </table></div>
 <p class="muted">docflow {{.Version}} · <a href="/api/diagnostic/health">health as JSON</a></p>
@@ -139,7 +139,13 @@ func (s *Server) home(c *fasthttp.RequestCtx) error {
 		v.Notices = s.cfg.AdminNotices(RequestContext(c))
 	}
 	for name, r := range checks {
-		v.Checks = append(v.Checks, checkRow{Name: name, Status: r.Status, Detail: r.Detail})
+		row := checkRow{Name: name, Status: r.Status}
+		// What failed (a driver's message names the database user and
+		// host) is for administrators.
+		if u.IsAdmin {
+			row.Detail = r.Detail
+		}
+		v.Checks = append(v.Checks, row)
 	}
 	sort.Slice(v.Checks, func(i, j int) bool { return v.Checks[i].Name < v.Checks[j].Name })
 	return renderPage(c, homePage, v)

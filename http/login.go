@@ -115,14 +115,6 @@ func (s *Server) mobileTokenExpiry() time.Time {
 	return s.cfg.Now().Add(time.Duration(days) * 24 * time.Hour)
 }
 
-// safeNext keeps post-login redirects on this site.
-func safeNext(next string) string {
-	if next == "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.Contains(next, "\\") {
-		return "/"
-	}
-	return next
-}
-
 func (s *Server) renderLogin(c *fasthttp.RequestCtx, status int, v loginView) error {
 	c.Response.Header.SetContentType("text/html; charset=utf-8")
 	c.SetStatusCode(status)
@@ -182,8 +174,7 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		}
 	}
 	username = strings.TrimSpace(username)
-	if err := s.loginDelayed(username); err != nil {
-		s.audit(c, docflow.AuditEntry{Actor: auditName(username), Action: docflow.AuditLoginFailed, Detail: "throttled after failed sign-ins"})
+	tooMany := func(err error) error {
 		if isJSON {
 			return err
 		}
@@ -195,12 +186,24 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		v.setMobile(mobile)
 		return s.renderLogin(c, fasthttp.StatusTooManyRequests, v)
 	}
-	user, ok := s.checkPassword(c, username, password)
+	if err := s.loginDelayed(c, username); err != nil {
+		s.auditLoginFailed(c, username, "throttled after failed sign-ins")
+		return tooMany(err)
+	}
+	user, ok, err := s.checkPassword(c, username, password)
+	if docflow.ErrorCode(err) == docflow.ERATELIMIT {
+		// Too many passwords being checked: nothing was, so this is no
+		// failure of the name.
+		return tooMany(err)
+	}
+	if err != nil {
+		return err
+	}
 	if !ok {
 		if username != "" {
-			s.loginFailed(username)
+			s.loginFailed(c, username)
 		}
-		s.audit(c, docflow.AuditEntry{Actor: auditName(username), Action: docflow.AuditLoginFailed, Detail: "invalid username or password"})
+		s.auditLoginFailed(c, username, "invalid username or password")
 		if isJSON {
 			return docflow.Errorf(docflow.EUNAUTHORIZED, "Invalid username or password")
 		}
@@ -208,7 +211,7 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 		v.setMobile(mobile)
 		return s.renderLogin(c, fasthttp.StatusUnauthorized, v)
 	}
-	s.auth.logins.succeed(username)
+	s.loginSucceeded(c, username)
 	how := "password"
 	if mobile != nil {
 		how = "password, mobile app"
@@ -230,36 +233,29 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 }
 
 // checkPassword verifies the local admin (ADMIN_USERNAME/ADMIN_PASSWORD) in
-// constant time, then local accounts when a checker is configured.
-func (s *Server) checkPassword(c *fasthttp.RequestCtx, username, password string) (*docflow.User, bool) {
+// constant time, then local accounts when a checker is configured. An
+// error is ERATELIMIT from a busy hasher (nothing was checked) or a
+// failure of the store; a wrong name or password is only !ok.
+func (s *Server) checkPassword(c *fasthttp.RequestCtx, username, password string) (*docflow.User, bool, error) {
 	adminUser := s.cfg.Settings.Get("ADMIN_USERNAME")
 	adminPass := s.cfg.Settings.Get("ADMIN_PASSWORD")
 	if adminPass != "" && username != "" {
 		uOK := subtle.ConstantTimeCompare([]byte(username), []byte(adminUser))
 		pOK := subtle.ConstantTimeCompare([]byte(password), []byte(adminPass))
 		if uOK&pOK == 1 {
-			return &docflow.User{ID: adminUser, DisplayName: adminUser, IsAdmin: true}, true
+			return &docflow.User{ID: adminUser, DisplayName: adminUser, IsAdmin: true}, true, nil
 		}
 	}
 	if s.cfg.LocalLogin != nil && username != "" && password != "" {
-		if u, err := s.cfg.LocalLogin(RequestContext(c), username, password); err == nil && u != nil {
-			return u, true
+		u, err := s.cfg.LocalLogin(RequestContext(c), username, password)
+		switch code := docflow.ErrorCode(err); {
+		case err == nil && u != nil:
+			return u, true, nil
+		case code == docflow.ERATELIMIT || code == docflow.EUNAVAILABLE || code == docflow.EINTERNAL:
+			return nil, false, err
 		}
 	}
-	return nil, false
-}
-
-// auditName is the user name a sign-in tried, as the audit log records it:
-// at most 200 characters, and "-" for none (an empty actor would be
-// filled with the current user).
-func auditName(username string) string {
-	if username == "" {
-		return "-"
-	}
-	if r := []rune(username); len(r) > 200 {
-		return string(r[:200]) + "…"
-	}
-	return username
+	return nil, false, nil
 }
 
 func (s *Server) setSessionCookie(c *fasthttp.RequestCtx, value string, maxAge int) {

@@ -145,11 +145,14 @@ func (s *Server) logRequest(c *fasthttp.RequestCtx, pattern string, start time.T
 	d := time.Since(start)
 	status := c.Response.StatusCode()
 	if s.cfg.Recorder != nil {
+		// NOTE: the pattern registered, never the request's path, and one
+		// series for every request no route matched: both are the
+		// client's to choose.
 		route := pattern
 		if route == "" {
-			route = "unmatched"
+			route = docflow.MetricOther
 		}
-		m := docflow.Metric{Kind: docflow.MetricRequest, Time: start, Method: string(c.Method()), Route: route,
+		m := docflow.Metric{Kind: docflow.MetricRequest, Time: start, Method: docflow.MetricMethod(string(c.Method())), Route: route,
 			HTTPStatus: status, Duration: d, Status: strconv.Itoa(status)}
 		if u := CurrentUser(c); u != nil {
 			m.OwnerID = u.ID

@@ -125,7 +125,7 @@ func (l *rateLimiter) sweep(m map[string]*window, now time.Time, period time.Dur
 }
 
 // rateLimit applies the route's class: per user when authenticated, per
-// client address otherwise.
+// client address otherwise (an IPv6 /64 counts as one address: addrKey).
 func (s *Server) rateLimit(c *fasthttp.RequestCtx, class Limit, user *docflow.User) error {
 	if class == LimitNone || !docflow.SettingBool(s.cfg.Settings, "RATE_LIMITING_ENABLED", true) {
 		return nil
@@ -147,7 +147,7 @@ func (s *Server) rateLimit(c *fasthttp.RequestCtx, class Limit, user *docflow.Us
 	if user != nil && !user.Anonymous {
 		key = name + "|u|" + user.ID
 	} else {
-		key = name + "|ip|" + s.auth.clientIP(c)
+		key = name + "|ip|" + s.auth.clientKey(c)
 	}
 	if ok, retry := s.limiter.allow(key, r); !ok {
 		e := docflow.Errorf(docflow.ERATELIMIT, "Rate limit exceeded: %d per %s", r.N, r.Unit)

@@ -1,7 +1,9 @@
 package http
 
 import (
+	"errors"
 	"html/template"
+	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -80,6 +82,10 @@ func (s *Server) mountSelfService(d LocalUsersDeps) {
 			if status >= 500 {
 				return err
 			}
+			var e *docflow.Error
+			if errors.As(err, &e) && e.RetryAfter > 0 {
+				c.Response.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
+			}
 			return s.renderReset(c, status, resetView{Token: token, Error: docflow.ErrorMessage(err) + "."})
 		}
 		return s.renderReset(c, fasthttp.StatusOK, resetView{Done: true})
@@ -87,7 +93,8 @@ func (s *Server) mountSelfService(d LocalUsersDeps) {
 }
 
 // resetPassword checks the two passwords (422) and consumes the token
-// (400 when invalid, used or expired).
+// (400 when invalid, used or expired; 429 when too many passwords are
+// being hashed, the token then kept).
 func (s *Server) resetPassword(c *fasthttp.RequestCtx, d LocalUsersDeps, token, pw, confirm string) error {
 	if err := docflow.CheckPassword("new_password", pw); err != nil {
 		return err
@@ -104,8 +111,8 @@ func (s *Server) resetPassword(c *fasthttp.RequestCtx, d LocalUsersDeps, token, 
 	}
 	// The store revoked the account's tokens with the new password.
 	s.auth.forgetAll()
-	s.auth.logins.succeed(u.Username)
-	s.auth.logins.succeed(u.Email)
+	s.loginSucceeded(c, u.Username)
+	s.loginSucceeded(c, u.Email)
 	s.audit(c, docflow.AuditEntry{Actor: u.Email, Action: docflow.AuditPasswordReset, Target: localTarget(u.ID), Detail: "password changed"})
 	return nil
 }

@@ -85,6 +85,10 @@ type Config struct {
 	UserState func(ctx context.Context, userID string) (docflow.UserState, error)
 	// LocalLogin verifies a local account's password (nil = admin only).
 	LocalLogin func(ctx context.Context, username, password string) (*docflow.User, error)
+	// LoginOwner returns the user id of the local account whose user name
+	// or e-mail is login, or ENOTFOUND: a failed sign-in is audited under
+	// the account, never under a typed name that is none (nil = none).
+	LoginOwner func(ctx context.Context, login string) (string, error)
 	// LocalPasswordStamp fingerprints a local account's current password
 	// ("" for none); a session signed in under another stamp is over
 	// (nil = no local accounts).

@@ -13,9 +13,10 @@ import (
 )
 
 // TestThousandFailedSignIns: 1,000 failed sign-ins in a row for one local
-// account are slowed by the per-user-name delay, every one is in the audit
-// log with its client address, and another user signs in at once; past
-// RATE_LIMIT_AUTH an address is refused while another address is not.
+// account from one address are slowed by the per-user-name delay, every
+// one is in the audit log under the account with its client address, and
+// another user signs in at once; past RATE_LIMIT_AUTH an address is
+// refused while another address is not.
 func TestThousandFailedSignIns(t *testing.T) {
 	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{
 		"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true", "ADMIN_USERNAME": "admin", "ADMIN_PASSWORD": "admin-password",
@@ -63,7 +64,9 @@ func TestThousandFailedSignIns(t *testing.T) {
 			Detail   string `json:"detail"`
 		} `json:"entries"`
 	}
-	body := admin.must(200, "GET", "/api/admin/audit-log?actor=victim&action=login.failed&per_page=200", nil)
+	// Under the account's user id (its e-mail), as its successful
+	// sign-ins are.
+	body := admin.must(200, "GET", "/api/admin/audit-log?actor=victim@example.com&action=login.failed&per_page=200", nil)
 	json.Unmarshal([]byte(body), &log) //nolint:errcheck
 	if log.Total != 1000 || log.Entries[0].ClientIP != "203.0.113.7" {
 		t.Fatalf("audit: %d entries, first %+v", log.Total, log.Entries[0])

@@ -69,7 +69,7 @@ func New() *Recorder {
 		Help: "Integration operations and webhook deliveries, by kind, type, direction and status."},
 		[]string{"kind", "type", "direction", "status"})
 	r.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "http_requests_total",
-		Help: "HTTP requests by method, route pattern and status."}, []string{"method", "route", "status"})
+		Help: "HTTP requests by method (other for a non-standard one), route pattern (other when none matched) and status."}, []string{"method", "route", "status"})
 	r.reqDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "http_request_duration_seconds",
 		Help: "HTTP request duration by route pattern.", Buckets: prometheus.DefBuckets}, []string{"route"})
 	r.reg.MustRegister(r.ingested, r.ingestedB, r.steps, r.stepDuration, r.stepBytes, r.queueWait, r.documents, r.docDuration,
@@ -114,7 +114,7 @@ func (r *Recorder) Record(m docflow.Metric) {
 		r.operations.WithLabelValues(m.Kind, label(m.Type), label(m.Direction), label(m.Status)).Inc()
 	case docflow.MetricRequest:
 		route := label(m.Route)
-		r.requests.WithLabelValues(label(m.Method), route, strconv.Itoa(m.HTTPStatus)).Inc()
+		r.requests.WithLabelValues(docflow.MetricMethod(m.Method), route, strconv.Itoa(m.HTTPStatus)).Inc()
 		r.reqDuration.WithLabelValues(route).Observe(m.Duration.Seconds())
 	}
 }

@@ -14,7 +14,8 @@ import (
 )
 
 // TestRecordKinds: each kind of metric lands in its series, with label
-// values kept short and never empty; samples (lag, process) are left to the
+// values kept short and never empty (a request's method one of the
+// standard ones or other); samples (lag, process) are left to the
 // collectors.
 func TestRecordKinds(t *testing.T) {
 	r := prom.New()
@@ -26,6 +27,8 @@ func TestRecordKinds(t *testing.T) {
 		{Kind: docflow.MetricIntegration, Type: "s3", Direction: "out", Status: docflow.OutcomeOK},
 		{Kind: docflow.MetricDelivery, Type: "document.processed", Status: docflow.OutcomeFailed},
 		{Kind: docflow.MetricRequest, Method: "GET", Route: "/api/files", HTTPStatus: 503},
+		{Kind: docflow.MetricRequest, Method: "X-INVENTED-1", Route: "other", HTTPStatus: 404},
+		{Kind: docflow.MetricRequest, Method: "X-INVENTED-2", Route: "other", HTTPStatus: 404},
 		{Kind: docflow.MetricLag, Topic: "t", Lag: 9},
 		{Kind: docflow.MetricProcess, Process: "p", RSS: 1},
 	} {
@@ -45,9 +48,10 @@ docflow_documents_ingested_total{channel="none",outcome="duplicate"} 1
 # TYPE docflow_integration_operations_total counter
 docflow_integration_operations_total{direction="none",kind="delivery",status="failed",type="document.processed"} 1
 docflow_integration_operations_total{direction="out",kind="integration",status="ok",type="s3"} 1
-# HELP docflow_http_requests_total HTTP requests by method, route pattern and status.
+# HELP docflow_http_requests_total HTTP requests by method (other for a non-standard one), route pattern (other when none matched) and status.
 # TYPE docflow_http_requests_total counter
 docflow_http_requests_total{method="GET",route="/api/files",status="503"} 1
+docflow_http_requests_total{method="other",route="other",status="404"} 2
 `
 	names := []string{"docflow_step_attempts_total", "docflow_documents_processed_total", "docflow_documents_ingested_total",
 		"docflow_integration_operations_total", "docflow_http_requests_total"}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"docflow"
+	"docflow/analytics/prom"
 	"docflow/internal/passwd"
 	"docflow/storage/postgres"
 	"docflow/streams"
@@ -21,8 +22,21 @@ func (m *App) startUserStates() {
 }
 
 // startAccounts builds the local account store (serve and api).
+// Passwords are hashed and verified PASSWORD_HASH_CONCURRENCY at a time
+// (0: one per core), PASSWORD_HASH_QUEUE more waiting; beyond that a
+// sign-in, a reset or an account change is refused with 429. /metrics
+// counts them.
 func (m *App) startAccounts() {
-	m.Accounts = postgres.NewAccountService(m.DB, streams.EncodeEvent, passwd.Hasher{}, m.cfg.Now)
+	hasher := passwd.Limit(passwd.Hasher{}, docflow.SettingInt(m.Settings, "PASSWORD_HASH_CONCURRENCY", 0),
+		docflow.SettingInt(m.Settings, "PASSWORD_HASH_QUEUE", 32))
+	m.Prom.MustRegister(
+		prom.CounterFunc("password_hashes_total", "Password hashes and verifications run (argon2id, about 40 ms of CPU each).",
+			func() float64 { return float64(hasher.Stats().Runs) }),
+		prom.CounterFunc("password_hashes_refused_total", "Password hashes and verifications refused because too many were running and waiting (answered 429).",
+			func() float64 { return float64(hasher.Stats().Refused) }),
+		prom.GaugeFunc("password_hashes_waiting", "Password hashes and verifications waiting for a turn.",
+			func() float64 { return float64(hasher.Stats().Waiting) }))
+	m.Accounts = postgres.NewAccountService(m.DB, streams.EncodeEvent, hasher, m.cfg.Now)
 }
 
 // localLogin is http.Config.LocalLogin: a local account by user name or
@@ -38,6 +52,16 @@ func (m *App) localLogin(ctx context.Context, login, password string) (*docflow.
 		name = u.Username
 	}
 	return &docflow.User{ID: u.Email, DisplayName: name, Email: u.Email, IsAdmin: u.IsAdmin}, nil
+}
+
+// loginOwner is http.Config.LoginOwner: the user id (e-mail) of the local
+// account whose user name or e-mail is login.
+func (m *App) loginOwner(ctx context.Context, login string) (string, error) {
+	u, err := m.Accounts.FindLocalUserByLogin(ctx, login)
+	if err != nil {
+		return "", err
+	}
+	return u.Email, nil
 }
 
 // accountStore is the account store the HTTP API is handed: a change to

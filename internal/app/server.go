@@ -47,6 +47,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		LocalPasswordStamp: sessions.LocalPasswordStamp,
 		Audit:              postgres.NewAuditLog(m.DB),
 		LocalLogin:         m.localLogin,
+		LoginOwner:         m.loginOwner,
 		// Who may sign in and who is an administrator, read when used.
 		UserState:    m.users.state,
 		Now:          m.cfg.Now,

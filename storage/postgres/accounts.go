@@ -205,10 +205,16 @@ func (s *AccountService) Authenticate(ctx context.Context, login, password strin
 		return nil, err
 	}
 	if u == nil {
-		s.hasher.Verify(password, s.dummy) //nolint:errcheck // same cost as a wrong password
+		// Same cost as a wrong password.
+		if _, err := s.hasher.Verify(password, s.dummy); docflow.ErrorCode(err) == docflow.ERATELIMIT {
+			return nil, err
+		}
 		return nil, bad
 	}
 	ok, err := s.hasher.Verify(password, u.PasswordHash)
+	if docflow.ErrorCode(err) == docflow.ERATELIMIT {
+		return nil, err
+	}
 	if err != nil || !ok || !u.IsActive {
 		return nil, bad
 	}
@@ -268,10 +274,20 @@ func (s *AccountService) CreateResetToken(ctx context.Context, id int64) (string
 
 // ResetPassword consumes token and sets the password in one transaction;
 // the account's other reset links are spent, its API tokens revoked and
-// its sessions deleted there too (endAccessTx).
+// its sessions deleted there too (endAccessTx). The token is looked up
+// before the password is hashed, so a guessed token costs a query, not a
+// hash; the transaction takes it again, in case it was spent meanwhile.
 func (s *AccountService) ResetPassword(ctx context.Context, token, password string) (*docflow.LocalUser, error) {
 	invalid := docflow.Errorf(docflow.EBADREQUEST, "Invalid or expired reset token")
 	if token == "" || len(token) > 256 {
+		return nil, invalid
+	}
+	var valid bool
+	if err := s.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM password_resets
+		WHERE token_hash=$1 AND used_at IS NULL AND expires_at > $2)`, hashResetToken(token), s.now()).Scan(&valid); err != nil {
+		return nil, dbErr(err)
+	}
+	if !valid {
 		return nil, invalid
 	}
 	hash, err := s.hasher.Hash(password)
