@@ -100,6 +100,9 @@ func TestMobileCodeExchange(t *testing.T) {
 	if st := bearerGet(t, e.app.URL+"/api/admin/audit-log", tok.Token); st != 200 {
 		t.Fatalf("the admin's token: %d", st)
 	}
+	if n := e.count(`SELECT count(*) FROM audit_log WHERE action = 'api_token.create' AND detail LIKE '%Mobile App – Pixel 9%'`); n != 1 {
+		t.Fatalf("the exchange's token in the audit log %d times, want once", n)
+	}
 	if p := e.exchange(code, verifier); p.Status != 400 {
 		t.Fatalf("a code used twice: %d %s", p.Status, p.Body)
 	}

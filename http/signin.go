@@ -176,6 +176,7 @@ func (s *Server) mobileHandOff(c *fasthttp.RequestCtx, userID string, m *mobileR
 		if err != nil {
 			return err
 		}
+		s.auditTokenCreate(c, t, userID)
 		param = "token=" + url.QueryEscape(t.Token)
 	}
 	sep := "?"
@@ -231,6 +232,7 @@ func (s *Server) handleMobileToken(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	s.auditTokenCreate(c, t, m.UserID)
 	writeJSON(c, fasthttp.StatusCreated, map[string]any{"token": t.Token, "token_id": t.ID, "name": t.Name,
 		"created_at": t.CreatedAt, "expires_at": t.ExpiresAt})
 	return nil

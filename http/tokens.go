@@ -21,6 +21,16 @@ func NewToken() string {
 	return docflow.TokenPrefix + base64.RawURLEncoding.EncodeToString(b)
 }
 
+// auditTokenCreate records the creation of t (never the token itself);
+// actor "" is the request's user.
+func (s *Server) auditTokenCreate(c *fasthttp.RequestCtx, t *docflow.APIToken, actor string) {
+	detail := tokenDetail(t)
+	if t.ExpiresAt != nil {
+		detail += " expires=" + t.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	s.audit(c, docflow.AuditEntry{Actor: actor, Action: docflow.AuditTokenCreate, Target: tokenTarget(t.ID), Detail: detail})
+}
+
 // IssueToken creates and stores a token for owner; the plaintext is in the
 // returned record's Token field (shown once).
 func IssueToken(c *fasthttp.RequestCtx, tokens docflow.TokenService, owner, name string, expires *time.Time) (*docflow.APIToken, error) {
@@ -111,11 +121,7 @@ func (s *Server) mountTokens() {
 		if err != nil {
 			return err
 		}
-		detail := tokenDetail(t)
-		if t.ExpiresAt != nil {
-			detail += " expires=" + t.ExpiresAt.UTC().Format(time.RFC3339)
-		}
-		s.audit(c, docflow.AuditEntry{Action: docflow.AuditTokenCreate, Target: tokenTarget(t.ID), Detail: detail})
+		s.auditTokenCreate(c, t, "")
 		writeJSON(c, fasthttp.StatusCreated, t)
 		return nil
 	}
