@@ -64,7 +64,7 @@ type FileAccess struct {
 }
 
 // FileAccessFrom reads the file access rule from the settings.
-func FileAccessFrom(s SettingsService) FileAccess {
+func FileAccessFrom(s SettingsStore) FileAccess {
 	return FileAccess{
 		MultiUser:        SettingBool(s, "MULTI_USER_ENABLED", false),
 		UnclaimedVisible: SettingBool(s, "UNCLAIMED_FILES_VISIBLE", false),

@@ -25,10 +25,10 @@ type AutomationHook struct {
 	UpdatedAt   time.Time `json:"updated_at"`
 }
 
-// AutomationHookService stores automation hooks. Every call is scoped to
+// AutomationHookStore stores automation hooks. Every call is scoped to
 // the owner: another user's hook is ENOTFOUND (an administrator's
 // HookViewer reaches every hook).
-type AutomationHookService interface {
+type AutomationHookStore interface {
 	CreateHook(ctx context.Context, h *AutomationHook) error
 	FindHooks(ctx context.Context, ownerID string) ([]*AutomationHook, error)
 	DeleteHook(ctx context.Context, ownerID string, id int64) error

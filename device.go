@@ -34,8 +34,8 @@ type MobileDevice struct {
 	CreatedAt        time.Time `json:"created_at"`
 }
 
-// DeviceService stores the devices registered for push notifications.
-type DeviceService interface {
+// DeviceStore stores the devices registered for push notifications.
+type DeviceStore interface {
 	// RegisterDevice stores d for d.OwnerID; a push token the owner
 	// registered already returns that device, reactivated and renamed
 	// (created false). The same token registered by another user before

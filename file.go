@@ -57,7 +57,7 @@ type File struct {
 	Processing *ProcessingStatus `json:"-"`
 }
 
-// FileListing is a file as a listing shows it (FileService.ListFiles).
+// FileListing is a file as a listing shows it (FileStore.ListFiles).
 type FileListing struct {
 	ID               int64     `json:"id"`
 	OriginalFilename string    `json:"original_filename"`
@@ -79,7 +79,7 @@ type ProcessingStatus struct {
 	// PipelineID and PipelineName name the pipeline the current run
 	// follows: nil before the run is routed, when it runs the built-in
 	// standard steps, or when the pipeline was deleted since. Only
-	// FileRepository.ProcessingStatuses fills them; listings leave them
+	// FileStore.ProcessingStatuses fills them; listings leave them
 	// out, and the file record's own PipelineID stays the assigned one.
 	PipelineID   *int64  `json:"-"`
 	PipelineName *string `json:"-"`
@@ -129,27 +129,6 @@ type FileFilter struct {
 // FileSortFields lists the allowed FileFilter.SortBy values.
 var FileSortFields = []string{"id", "original_filename", "file_size", "mime_type", "created_at"}
 
-// FileService stores file records.
-type FileService interface {
-	// FindFileByID returns ENOTFOUND if the file does not exist.
-	FindFileByID(ctx context.Context, id int64) (*File, error)
-	// FindFiles returns a page of files and the total count.
-	FindFiles(ctx context.Context, filter FileFilter) ([]*File, int, error)
-	// ListFiles appends a page of files as a listing shows them to dst and
-	// returns it with the total count: FindFiles with WithProcessingStatus,
-	// for less (a caller may reuse dst from one listing to the next).
-	ListFiles(ctx context.Context, filter FileFilter, dst []FileListing) ([]FileListing, int, error)
-	// FindFileByHash returns the oldest non-duplicate file with that hash, or
-	// ENOTFOUND.
-	FindFileByHash(ctx context.Context, hash string) (*File, error)
-	// UpdateFile runs fn on the file inside one transaction and saves it.
-	// Returns ENOTFOUND if the file does not exist.
-	UpdateFile(ctx context.Context, id int64, fn func(*File) error) (*File, error)
-	// DeleteFile removes the record; returns the blob keys no other file
-	// still references, so the caller can remove them. ENOTFOUND if missing.
-	DeleteFile(ctx context.Context, id int64) (orphanBlobs []string, err error)
-}
-
 // Metadata is the AI/rules metadata extracted from a document.
 // Stored in File.AIMetadata as a JSON object with these keys.
 type Metadata struct {
@@ -188,10 +167,26 @@ const (
 	AuditFileDelete      = "file.delete"
 )
 
-// FileRepository is FileService plus the bulk reads and writes of the files
-// API and ownership.
-type FileRepository interface {
-	FileService
+// FileStore stores file records: one by one, and the bulk reads and
+// writes of the files API and ownership.
+type FileStore interface {
+	// FindFileByID returns ENOTFOUND if the file does not exist.
+	FindFileByID(ctx context.Context, id int64) (*File, error)
+	// FindFiles returns a page of files and the total count.
+	FindFiles(ctx context.Context, filter FileFilter) ([]*File, int, error)
+	// ListFiles appends a page of files as a listing shows them to dst and
+	// returns it with the total count: FindFiles with WithProcessingStatus,
+	// for less (a caller may reuse dst from one listing to the next).
+	ListFiles(ctx context.Context, filter FileFilter, dst []FileListing) ([]FileListing, int, error)
+	// FindFileByHash returns the oldest non-duplicate file with that hash, or
+	// ENOTFOUND.
+	FindFileByHash(ctx context.Context, hash string) (*File, error)
+	// UpdateFile runs fn on the file inside one transaction and saves it.
+	// Returns ENOTFOUND if the file does not exist.
+	UpdateFile(ctx context.Context, id int64, fn func(*File) error) (*File, error)
+	// DeleteFile removes the record; returns the blob keys no other file
+	// still references, so the caller can remove them. ENOTFOUND if missing.
+	DeleteFile(ctx context.Context, id int64) (orphanBlobs []string, err error)
 	// FindFilesByIDs returns the files that exist among ids, in id order.
 	FindFilesByIDs(ctx context.Context, ids []int64) ([]*File, error)
 	// DeleteFiles removes the records that exist among ids and returns

@@ -148,8 +148,8 @@ type Classification struct {
 	MatchedRules []string `json:"matched_rules"`
 }
 
-// PipelineService stores pipelines and their steps.
-type PipelineService interface {
+// PipelineStore stores pipelines and their steps.
+type PipelineStore interface {
 	// FindPipelineByID returns the pipeline with its steps, or ENOTFOUND.
 	FindPipelineByID(ctx context.Context, id int64) (*Pipeline, error)
 	// FindPipelines returns the owner's and the system pipelines, with their
@@ -368,8 +368,8 @@ func MatchRules(ctx context.Context, rules []*RoutingRule, in RoutingInput,
 	return nil, nil, nil
 }
 
-// RoutingService stores routing rules and applies them.
-type RoutingService interface {
+// RoutingStore stores routing rules and applies them.
+type RoutingStore interface {
 	// FindRuleByID returns ENOTFOUND for unknown ids.
 	FindRuleByID(ctx context.Context, id int64) (*RoutingRule, error)
 	// FindRules returns the owner's rules then the system rules, each by

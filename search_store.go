@@ -26,8 +26,8 @@ type SavedSearch struct {
 	UpdatedAt time.Time      `json:"updated_at"`
 }
 
-// SavedSearchService stores saved searches.
-type SavedSearchService interface {
+// SavedSearchStore stores saved searches.
+type SavedSearchStore interface {
 	// FindSavedSearches returns the owner's saved searches, oldest first.
 	FindSavedSearches(ctx context.Context, owner string) ([]*SavedSearch, error)
 	// CreateSavedSearch stores s (ID and timestamps are set). Returns
@@ -115,7 +115,7 @@ type EmbeddingDiagnostics struct {
 // SearchStore is what search, the indexer and similarity read from and
 // write to the system of record.
 type SearchStore interface {
-	SavedSearchService
+	SavedSearchStore
 
 	// SearchDocuments returns the index documents (with embedding and
 	// shares) of the completed files among ids, by id. Files that do not

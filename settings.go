@@ -48,9 +48,9 @@ type Setting struct {
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 }
 
-// SettingsService resolves effective values: database, then environment,
+// SettingsStore resolves effective values: database, then environment,
 // then the catalogue default.
-type SettingsService interface {
+type SettingsStore interface {
 	// Get returns the effective value of key ("" for unknown keys).
 	Get(key string) string
 	// Lookup returns the effective setting; ENOTFOUND for keys outside the catalogue.
@@ -64,7 +64,7 @@ type SettingsService interface {
 }
 
 // SettingInt parses an integer setting, falling back to def.
-func SettingInt(s SettingsService, key string, def int) int {
+func SettingInt(s SettingsStore, key string, def int) int {
 	v, err := strconv.Atoi(strings.TrimSpace(s.Get(key)))
 	if err != nil {
 		return def
@@ -73,7 +73,7 @@ func SettingInt(s SettingsService, key string, def int) int {
 }
 
 // SettingInt64 parses an int64 setting, falling back to def.
-func SettingInt64(s SettingsService, key string, def int64) int64 {
+func SettingInt64(s SettingsStore, key string, def int64) int64 {
 	v, err := strconv.ParseInt(strings.TrimSpace(s.Get(key)), 10, 64)
 	if err != nil {
 		return def
@@ -82,7 +82,7 @@ func SettingInt64(s SettingsService, key string, def int64) int64 {
 }
 
 // SettingFloat parses a float setting, falling back to def.
-func SettingFloat(s SettingsService, key string, def float64) float64 {
+func SettingFloat(s SettingsStore, key string, def float64) float64 {
 	v, err := strconv.ParseFloat(strings.TrimSpace(s.Get(key)), 64)
 	if err != nil {
 		return def
@@ -91,7 +91,7 @@ func SettingFloat(s SettingsService, key string, def float64) float64 {
 }
 
 // SettingBool parses a boolean setting (true/1/yes/on), falling back to def.
-func SettingBool(s SettingsService, key string, def bool) bool {
+func SettingBool(s SettingsStore, key string, def bool) bool {
 	b, ok := ParseBool(s.Get(key))
 	if !ok {
 		return def
@@ -101,7 +101,7 @@ func SettingBool(s SettingsService, key string, def bool) bool {
 
 // SettingDuration parses a duration setting ("90", "90s", "1h30m"; bare
 // numbers are seconds), falling back to def when unset or unusable.
-func SettingDuration(s SettingsService, key string, def time.Duration) time.Duration {
+func SettingDuration(s SettingsStore, key string, def time.Duration) time.Duration {
 	v := strings.TrimSpace(s.Get(key))
 	if v == "" {
 		return def
@@ -114,7 +114,7 @@ func SettingDuration(s SettingsService, key string, def time.Duration) time.Dura
 }
 
 // SettingList splits a comma-separated setting, dropping empty items.
-func SettingList(s SettingsService, key string) []string {
+func SettingList(s SettingsStore, key string) []string {
 	var out []string
 	for _, p := range strings.Split(s.Get(key), ",") {
 		if p = strings.TrimSpace(p); p != "" {

@@ -171,9 +171,9 @@ type Run struct {
 	Steps      []*RunStep     `json:"steps,omitempty"`
 }
 
-// RunService reads the recorded runs. (The processing status and log of a
+// RunStore reads the recorded runs. (The processing status and log of a
 // file are derived from them by the file store.)
-type RunService interface {
+type RunStore interface {
 	// FindRun returns the run with its steps, or ENOTFOUND.
 	FindRun(ctx context.Context, runID string) (*Run, error)
 	// PendingCount counts runs queued or in progress.

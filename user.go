@@ -36,7 +36,7 @@ type UserState struct {
 
 // AdminUserID is the local admin account's user id: ADMIN_USERNAME, or
 // "admin" when it is empty. Tokens made in single-user mode are its.
-func AdminUserID(s SettingsService) string {
+func AdminUserID(s SettingsStore) string {
 	if id := strings.TrimSpace(s.Get("ADMIN_USERNAME")); id != "" {
 		return id
 	}
@@ -116,8 +116,8 @@ type Session struct {
 	ExpiresAt     time.Time
 }
 
-// TokenService manages API tokens.
-type TokenService interface {
+// TokenStore manages API tokens.
+type TokenStore interface {
 	// CreateToken stores t (TokenHash and TokenPrefix set by the caller).
 	CreateToken(ctx context.Context, t *APIToken) error
 	// FindTokenByHash returns ENOTFOUND for unknown hashes.
@@ -142,8 +142,8 @@ type TokenUse struct {
 	IP string
 }
 
-// SessionService stores browser sessions.
-type SessionService interface {
+// SessionStore stores browser sessions.
+type SessionStore interface {
 	CreateSession(ctx context.Context, s *Session) error
 	// FindSession returns ENOTFOUND for unknown or expired sessions.
 	FindSession(ctx context.Context, id string) (*Session, error)

@@ -161,8 +161,8 @@ type WebhookPatch struct {
 	Description *string
 }
 
-// WebhookService stores webhooks and their delivery log.
-type WebhookService interface {
+// WebhookStore stores webhooks and their delivery log.
+type WebhookStore interface {
 	FindWebhooks(ctx context.Context) ([]*Webhook, error)
 	FindWebhook(ctx context.Context, id int64) (*Webhook, error)
 	CreateWebhook(ctx context.Context, w *Webhook) error

@@ -46,7 +46,7 @@ type Options struct {
 // intake, on the test twin's database and broker.
 type Stack struct {
 	*apptest.App
-	Rules  *postgres.ClassificationService
+	Rules  *postgres.ClassificationStore
 	Embeds *steps.EmbeddingRuns
 }
 
@@ -68,7 +68,7 @@ func Start(ctx context.Context, o Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Stack{App: a, Rules: postgres.NewClassificationService(a.DB), Embeds: a.Embeddings}, nil
+	return &Stack{App: a, Rules: postgres.NewClassificationStore(a.DB), Embeds: a.Embeddings}, nil
 }
 
 // Ingest uploads a file through intake (the path of every upload channel)

@@ -46,13 +46,13 @@ func doFrom(e *testEnv, ip, method, path, token, body string) (*nethttp.Response
 
 // countingTokens counts the token lookups by hash.
 type countingTokens struct {
-	docflow.TokenService
+	docflow.TokenStore
 	lookups atomic.Int64
 }
 
 func (c *countingTokens) FindTokenByHash(ctx context.Context, hash string) (*docflow.APIToken, error) {
 	c.lookups.Add(1)
-	return c.TokenService.FindTokenByHash(ctx, hash)
+	return c.TokenStore.FindTokenByHash(ctx, hash)
 }
 
 // TestFailedTokensLimitedPerAddress: after TOKEN_FAILURE_LIMIT failed bearer
@@ -62,7 +62,7 @@ func (c *countingTokens) FindTokenByHash(ctx context.Context, hash string) (*doc
 func TestFailedTokensLimitedPerAddress(t *testing.T) {
 	counter := &countingTokens{}
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "TOKEN_FAILURE_LIMIT": "5/minute"}, func(e *testEnv) {
-		counter.TokenService = e.Tokens
+		counter.TokenStore = e.Tokens
 		e.Server.auth.cfg.Tokens = counter
 	})
 	good := e.token("alice")

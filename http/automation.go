@@ -14,7 +14,7 @@ import (
 
 // AutomationDeps is what the automation hooks API needs.
 type AutomationDeps struct {
-	Hooks docflow.AutomationHookService
+	Hooks docflow.AutomationHookStore
 	// Resolver resolves a hook's host to check its addresses (default
 	// net.DefaultResolver).
 	Resolver *net.Resolver

@@ -10,7 +10,7 @@ import (
 )
 
 // ClassificationStore is what the classification rules API needs from the
-// system of record (storage/postgres.ClassificationService).
+// system of record (storage/postgres.ClassificationStore).
 type ClassificationStore interface {
 	// FindClassificationRuleByID returns ENOTFOUND for unknown ids.
 	FindClassificationRuleByID(ctx context.Context, id int64) (*docflow.ClassificationRule, error)

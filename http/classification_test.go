@@ -9,7 +9,7 @@ import (
 )
 
 func mountClassification(e *testEnv) {
-	e.Server.MountClassification(ClassificationDeps{Rules: postgres.NewClassificationService(e.DB)})
+	e.Server.MountClassification(ClassificationDeps{Rules: postgres.NewClassificationStore(e.DB)})
 }
 
 func (e *testEnv) classRule(token string, r map[string]any) int64 {

@@ -23,8 +23,8 @@ func newCollabEnv(t *testing.T, env map[string]string) *collabEnv {
 	ce.testEnv = newTestEnv(t, env, func(e *testEnv) {
 		ce.audit = postgres.NewAuditLog(e.DB)
 		e.Server.cfg.Audit = ce.audit
-		e.Server.MountCollab(CollabDeps{Files: postgres.NewFileService(e.DB), Shares: postgres.NewShareService(e.DB),
-			Comments: postgres.NewCommentService(e.DB), Annotations: postgres.NewAnnotationService(e.DB)})
+		e.Server.MountCollab(CollabDeps{Files: postgres.NewFileStore(e.DB), Shares: postgres.NewShareStore(e.DB),
+			Comments: postgres.NewCommentStore(e.DB), Annotations: postgres.NewAnnotationStore(e.DB)})
 	})
 	return ce
 }

@@ -21,7 +21,7 @@ type EmbeddingQueue interface {
 
 // EmbeddingsDeps is what the embedding computation endpoints need.
 type EmbeddingsDeps struct {
-	Files docflow.FileRepository
+	Files docflow.FileStore
 	Queue EmbeddingQueue
 }
 

@@ -10,7 +10,7 @@ import (
 )
 
 func mountEmbeddings(e *testEnv) {
-	e.Server.MountEmbeddings(EmbeddingsDeps{Files: postgres.NewFileService(e.DB),
+	e.Server.MountEmbeddings(EmbeddingsDeps{Files: postgres.NewFileStore(e.DB),
 		Queue: steps.NewEmbeddingRuns(postgres.NewEmbeddingStore(e.DB))})
 }
 

@@ -17,14 +17,14 @@ import (
 
 // FilesDeps are the dependencies of the files API.
 type FilesDeps struct {
-	Files  docflow.FileRepository
+	Files  docflow.FileStore
 	Blobs  docflow.BlobStore
 	Intake docflow.IntakeService
 	// Pipelines finds the pipeline assign-pipeline names.
 	Pipelines pipelineFinder
 }
 
-// pipelineFinder finds a pipeline by id (docflow.PipelineService).
+// pipelineFinder finds a pipeline by id (docflow.PipelineStore).
 type pipelineFinder interface {
 	// FindPipelineByID returns the pipeline, or ENOTFOUND.
 	FindPipelineByID(ctx context.Context, id int64) (*docflow.Pipeline, error)
@@ -76,7 +76,7 @@ func (s *Server) visibleTo(c *fasthttp.RequestCtx) *docflow.Visibility {
 }
 
 // shareRoles looks up the role a share gives a user on a file
-// (docflow.FileRepository.ShareRole).
+// (docflow.FileStore.ShareRole).
 type shareRoles interface {
 	ShareRole(ctx context.Context, fileID int64, userID string) (string, error)
 }

@@ -46,7 +46,7 @@ func TestFileRecordNamesTheRunsPipeline(t *testing.T) {
 	// pipeline, the file was never assigned one.
 	p := &docflow.Pipeline{Name: "Invoices", IsActive: true,
 		Steps: []*docflow.PipelineStep{{StepType: docflow.StepOCR, Enabled: true}}}
-	if err := postgres.NewPipelineService(fe.DB).CreatePipeline(ctx, p); err != nil {
+	if err := postgres.NewPipelineStore(fe.DB).CreatePipeline(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	w, err := postgres.NewRunStore(fe.DB).StartRun(ctx, f.TaskID, id, &p.ID, p.Steps, "routing rule")
@@ -117,7 +117,7 @@ func TestAssignPipelineChecksThePipeline(t *testing.T) {
 		t.Fatalf("%d %v", resp.StatusCode, m)
 	}
 	file := int64(m["file_id"].(float64))
-	pipelines := postgres.NewPipelineService(fe.DB)
+	pipelines := postgres.NewPipelineStore(fe.DB)
 	pipeline := func(name string, owner *string) int64 {
 		t.Helper()
 		p := &docflow.Pipeline{Name: name, OwnerID: owner, IsActive: true,

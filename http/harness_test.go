@@ -26,9 +26,9 @@ import (
 type testEnv struct {
 	t        *testing.T
 	DB       *postgres.DB
-	Settings *postgres.SettingsService
-	Tokens   *postgres.TokenService
-	Sessions *postgres.SessionService
+	Settings *postgres.SettingsStore
+	Tokens   *postgres.TokenStore
+	Sessions *postgres.SessionStore
 	Server   *Server
 	URL      string
 	env      map[string]string
@@ -58,12 +58,12 @@ func newTestEnv(t *testing.T, env map[string]string, mount ...func(*testEnv)) *t
 	if os.Getenv("TEST_LOG") != "" {
 		log = zerolog.New(zerolog.NewConsoleWriter())
 	}
-	e.Settings, err = postgres.NewSettingsService(ctx, db, c, func(k string) string { return e.env[k] }, log)
+	e.Settings, err = postgres.NewSettingsStore(ctx, db, c, func(k string) string { return e.env[k] }, log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Tokens = postgres.NewTokenService(db)
-	e.Sessions = postgres.NewSessionService(db)
+	e.Tokens = postgres.NewTokenStore(db)
+	e.Sessions = postgres.NewSessionStore(db)
 	e.Server = NewServer(Config{Log: log, Settings: e.Settings, Tokens: e.Tokens, Sessions: e.Sessions,
 		Version: "test", SessionSecret: secret})
 	e.Server.AddHealthCheck(HealthCheck{Name: "database", Critical: true, Check: db.Ping})

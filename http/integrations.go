@@ -14,7 +14,7 @@ import (
 )
 
 // IntegrationStore is what the integrations API asks of storage
-// (storage/postgres.IntegrationService). Every method is scoped to owner.
+// (storage/postgres.IntegrationStore). Every method is scoped to owner.
 // exempt lifts the quota (administrators, single-user mode).
 type IntegrationStore interface {
 	ListIntegrations(ctx context.Context, owner string, f docflow.IntegrationFilter) ([]*docflow.Integration, error)

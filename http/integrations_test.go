@@ -45,7 +45,7 @@ func newIntegrationsEnv(t *testing.T, env map[string]string) *integrationsEnv {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.Server.MountIntegrations(IntegrationsDeps{Store: postgres.NewIntegrationService(e.DB, c), Testers: docflow.IntegrationTesters{
+		e.Server.MountIntegrations(IntegrationsDeps{Store: postgres.NewIntegrationStore(e.DB, c), Testers: docflow.IntegrationTesters{
 			docflow.IntegrationLocal: local.Tester{Root: func() string { return e.Settings.Get("LOCAL_DESTINATION_DIR") }},
 			docflow.IntegrationIMAP:  ie.imap,
 		}})

@@ -11,7 +11,7 @@ import (
 // MobileDeps is what the device registration of the Mobile namespace
 // needs.
 type MobileDeps struct {
-	Devices docflow.DeviceService
+	Devices docflow.DeviceStore
 }
 
 // MountMobile registers the push-device routes of the Mobile namespace:

@@ -17,7 +17,7 @@ func mountSSO(timeout time.Duration) func(*testEnv) {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		e.Server.MountSSO(SSODeps{Store: postgres.NewSSOStore(e.DB, c), Signups: postgres.NewProfileService(e.DB, streams.EncodeEvent),
+		e.Server.MountSSO(SSODeps{Store: postgres.NewSSOStore(e.DB, c), Signups: postgres.NewProfileStore(e.DB, streams.EncodeEvent),
 			Timeout: timeout})
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 // OwnershipDeps are the dependencies of the ownership routes.
 type OwnershipDeps struct {
-	Files docflow.FileRepository
+	Files docflow.FileStore
 }
 
 // MountOwnership registers claim, bulk-claim and assign-owner (multi-user

@@ -14,7 +14,7 @@ import (
 
 // PipelinesDeps is what the pipelines API needs.
 type PipelinesDeps struct {
-	Pipelines docflow.PipelineService
+	Pipelines docflow.PipelineStore
 	// StepTypes is the catalogue users may build pipelines from; nil =
 	// docflow.StepCatalogue().
 	StepTypes map[string]docflow.StepTypeInfo

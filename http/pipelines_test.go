@@ -11,8 +11,8 @@ import (
 )
 
 func mountPipelines(e *testEnv) {
-	e.Server.MountPipelines(PipelinesDeps{Pipelines: postgres.NewPipelineService(e.DB)})
-	e.Server.MountRouting(RoutingDeps{Rules: postgres.NewRoutingService(e.DB), Pipelines: postgres.NewPipelineService(e.DB)})
+	e.Server.MountPipelines(PipelinesDeps{Pipelines: postgres.NewPipelineStore(e.DB)})
+	e.Server.MountRouting(RoutingDeps{Rules: postgres.NewRoutingStore(e.DB), Pipelines: postgres.NewPipelineStore(e.DB)})
 }
 
 func (e *testEnv) id(m map[string]any) int64 {

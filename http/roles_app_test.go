@@ -43,14 +43,14 @@ type roleEnv struct {
 	t      *testing.T
 	a      *apptest.App
 	tokens map[string]string
-	search *postgres.SearchService
+	search *postgres.SearchStore
 	seq    int
 }
 
 func newRoleEnv(t *testing.T) *roleEnv {
 	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"}})
-	re := &roleEnv{t: t, a: a, tokens: map[string]string{}, search: postgres.NewSearchService(a.DB)}
-	tokens := postgres.NewTokenService(a.DB)
+	re := &roleEnv{t: t, a: a, tokens: map[string]string{}, search: postgres.NewSearchStore(a.DB)}
+	tokens := postgres.NewTokenStore(a.DB)
 	for role, id := range roleUsers {
 		if id != docflow.AdminUserID(a.Settings) {
 			a.LocalUser(t, id, false)

@@ -10,8 +10,8 @@ import (
 
 // RoutingDeps is what the routing rules API needs.
 type RoutingDeps struct {
-	Rules     docflow.RoutingService
-	Pipelines docflow.PipelineService
+	Rules     docflow.RoutingStore
+	Pipelines docflow.PipelineStore
 }
 
 // MountRouting registers the Routing rules section of the API.

@@ -14,7 +14,7 @@ import (
 // savedSearchMaxName bounds a saved search's name.
 const savedSearchMaxName = 200
 
-func (s *Server) mountSavedSearches(store docflow.SavedSearchService) {
+func (s *Server) mountSavedSearches(store docflow.SavedSearchStore) {
 	b := Route{Auth: AuthUser}
 	owner := func(c *fasthttp.RequestCtx) string { return CurrentUser(c).ID }
 

@@ -17,7 +17,7 @@ type SearchDeps struct {
 	Index docflow.SearchIndex
 	Store docflow.SearchStore
 	// Files finds the file a similarity route names, for docflow.Authorize.
-	Files docflow.FileRepository
+	Files docflow.FileStore
 }
 
 // MountSearch registers GET /api/search, the saved-search routes and the
@@ -38,7 +38,7 @@ type searchHandlers struct {
 	s     *Server
 	index docflow.SearchIndex
 	store docflow.SearchStore
-	files docflow.FileRepository
+	files docflow.FileStore
 }
 
 // Search limits (the spec's Limits table).

@@ -22,7 +22,7 @@ type srchEnv struct {
 	*testEnv
 	index docflow.SearchIndex
 	bleve *searchbleve.Index
-	store *postgres.SearchService
+	store *postgres.SearchStore
 }
 
 // srchBroken wraps an index and fails every call while broken is set.
@@ -55,8 +55,8 @@ func newSrchEnv(t *testing.T, env map[string]string) (*srchEnv, *srchBroken) {
 	broken := &srchBroken{SearchIndex: idx}
 	se := &srchEnv{index: broken, bleve: idx}
 	se.testEnv = newTestEnv(t, env, func(e *testEnv) {
-		se.store = postgres.NewSearchService(e.DB)
-		e.Server.MountSearch(SearchDeps{Index: broken, Store: se.store, Files: postgres.NewFileService(e.DB)})
+		se.store = postgres.NewSearchStore(e.DB)
+		e.Server.MountSearch(SearchDeps{Index: broken, Store: se.store, Files: postgres.NewFileStore(e.DB)})
 	})
 	return se, broken
 }

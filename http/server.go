@@ -68,9 +68,9 @@ type Route struct {
 // Config is what the server needs from outside.
 type Config struct {
 	Log      zerolog.Logger
-	Settings docflow.SettingsService
-	Tokens   docflow.TokenService
-	Sessions docflow.SessionService
+	Settings docflow.SettingsStore
+	Tokens   docflow.TokenStore
+	Sessions docflow.SessionStore
 	Recorder docflow.Recorder // optional
 	Version  string
 	// SessionSecret signs session cookies.

@@ -11,7 +11,7 @@ import (
 
 // CollabDeps are the dependencies of sharing, comments and annotations.
 type CollabDeps struct {
-	Files       docflow.FileRepository
+	Files       docflow.FileStore
 	Shares      docflow.ShareStore
 	Comments    docflow.CommentStore
 	Annotations docflow.AnnotationStore

@@ -33,7 +33,7 @@ func (s *Server) auditTokenCreate(c *fasthttp.RequestCtx, t *docflow.APIToken, a
 
 // IssueToken creates and stores a token for owner; the plaintext is in the
 // returned record's Token field (shown once).
-func IssueToken(c *fasthttp.RequestCtx, tokens docflow.TokenService, owner, name string, expires *time.Time) (*docflow.APIToken, error) {
+func IssueToken(c *fasthttp.RequestCtx, tokens docflow.TokenStore, owner, name string, expires *time.Time) (*docflow.APIToken, error) {
 	plain := NewToken()
 	t := &docflow.APIToken{OwnerID: owner, Name: name, TokenPrefix: plain[:12], TokenHash: HashToken(plain), ExpiresAt: expires}
 	if err := tokens.CreateToken(RequestContext(c), t); err != nil {

@@ -34,7 +34,7 @@ import (
 // mounted on a real PostgreSQL database and a real blob store.
 type filesEnv struct {
 	*testEnv
-	Files  *postgres.FileService
+	Files  *postgres.FileStore
 	Blobs  *blob.Local
 	Intake *intake.Service
 }
@@ -48,7 +48,7 @@ func newFilesEnv(t *testing.T, env map[string]string, opts ...func(*intake.Confi
 		if err != nil {
 			t.Fatal(err)
 		}
-		fe.Files = postgres.NewFileService(e.DB)
+		fe.Files = postgres.NewFileStore(e.DB)
 		cfg := intake.Config{Files: fe.Files, Blobs: fe.Blobs, Settings: e.Settings, Log: zerolog.Nop(), WorkDir: t.TempDir(),
 			LoadPerCPU: func() float64 { return 0 }}
 		for _, o := range opts {
@@ -59,7 +59,7 @@ func newFilesEnv(t *testing.T, env map[string]string, opts ...func(*intake.Confi
 			t.Fatal(err)
 		}
 		e.Server.MountUploads(UploadDeps{Intake: fe.Intake})
-		e.Server.MountFiles(FilesDeps{Files: fe.Files, Blobs: fe.Blobs, Intake: fe.Intake, Pipelines: postgres.NewPipelineService(e.DB)})
+		e.Server.MountFiles(FilesDeps{Files: fe.Files, Blobs: fe.Blobs, Intake: fe.Intake, Pipelines: postgres.NewPipelineStore(e.DB)})
 		e.Server.MountOwnership(OwnershipDeps{Files: fe.Files})
 	})
 	t.Cleanup(fe.Intake.Close)

@@ -21,7 +21,7 @@ func TestBuiltAPIProfiles(t *testing.T) {
 	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{
 		"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true", "ADMIN_USERNAME": "admin", "ADMIN_PASSWORD": "correct horse battery",
 	}})
-	tokens := postgres.NewTokenService(a.DB)
+	tokens := postgres.NewTokenStore(a.DB)
 	token := func(owner string) string {
 		plain := dfhttp.NewToken()
 		if err := tokens.CreateToken(context.Background(), &docflow.APIToken{OwnerID: owner, Name: "t", TokenPrefix: plain[:12],

@@ -23,7 +23,7 @@ import (
 // administrator.
 type usersEnv struct {
 	*filesEnv
-	Profiles *postgres.ProfileService
+	Profiles *postgres.ProfileStore
 }
 
 func newUsersEnv(t *testing.T, env map[string]string) *usersEnv {
@@ -39,17 +39,17 @@ func newUsersEnv(t *testing.T, env map[string]string) *usersEnv {
 		if fe.Blobs, err = blob.Open(t.TempDir(), blob.Options{NoSync: true}); err != nil {
 			t.Fatal(err)
 		}
-		fe.Files = postgres.NewFileService(e.DB)
+		fe.Files = postgres.NewFileStore(e.DB)
 		fe.Intake, err = intake.New(intake.Config{Files: fe.Files, Blobs: fe.Blobs, Settings: e.Settings, Log: zerolog.Nop(),
 			WorkDir: t.TempDir(), LoadPerCPU: func() float64 { return 0 }})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.Server.MountUploads(UploadDeps{Intake: fe.Intake})
-		e.Server.MountFiles(FilesDeps{Files: fe.Files, Blobs: fe.Blobs, Intake: fe.Intake, Pipelines: postgres.NewPipelineService(e.DB)})
+		e.Server.MountFiles(FilesDeps{Files: fe.Files, Blobs: fe.Blobs, Intake: fe.Intake, Pipelines: postgres.NewPipelineStore(e.DB)})
 		e.Server.cfg.Audit = postgres.NewAuditLog(e.DB)
 		e.Server.mountAudit()
-		ue.Profiles = postgres.NewProfileService(e.DB, streams.EncodeEvent)
+		ue.Profiles = postgres.NewProfileStore(e.DB, streams.EncodeEvent)
 		e.Server.MountUsers(UsersDeps{Profiles: ue.Profiles})
 	})
 	t.Cleanup(fe.Intake.Close)
@@ -58,7 +58,7 @@ func newUsersEnv(t *testing.T, env map[string]string) *usersEnv {
 
 func TestUsersRoutesCoexistWithLocalAccounts(t *testing.T) {
 	e := newTestEnv(t, nil, func(e *testEnv) {
-		e.Server.MountUsers(UsersDeps{Profiles: postgres.NewProfileService(e.DB, streams.EncodeEvent)})
+		e.Server.MountUsers(UsersDeps{Profiles: postgres.NewProfileStore(e.DB, streams.EncodeEvent)})
 		// The local accounts' routes, as their resource mounts them.
 		a := Route{Auth: AuthAdmin}
 		local := func(name string) Handler {

@@ -20,7 +20,7 @@ import (
 
 // WebhooksDeps is what the webhooks API needs.
 type WebhooksDeps struct {
-	Webhooks docflow.WebhookService
+	Webhooks docflow.WebhookStore
 	// Resolver resolves a webhook's host to check its addresses (default
 	// net.DefaultResolver).
 	Resolver *net.Resolver
@@ -155,7 +155,7 @@ func (h *webhookHandlers) checkURL(ctx context.Context, raw string) (string, err
 
 // checkTargetURL is checkURL for any receiver's URL (webhooks, automation
 // hooks); field names it in errors.
-func checkTargetURL(ctx context.Context, settings docflow.SettingsService, resolver *net.Resolver, field, raw string) (string, error) {
+func checkTargetURL(ctx context.Context, settings docflow.SettingsStore, resolver *net.Resolver, field, raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return "", invalid(field, "%s is required", field)

@@ -29,7 +29,7 @@ func (m mapSettings) Delete(context.Context, string) error { return nil }
 
 func newTestService(t *testing.T, db *postgres.DB, blobs docflow.BlobStore, settings mapSettings) *Service {
 	t.Helper()
-	s, err := New(Config{Files: postgres.NewFileService(db), Blobs: blobs, Settings: settings, Log: zerolog.Nop()})
+	s, err := New(Config{Files: postgres.NewFileStore(db), Blobs: blobs, Settings: settings, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ import (
 const sniffLen = 3072
 
 // Store is what intake reads and writes in storage
-// (postgres.FileService). Intake decides; the store records what it is
+// (postgres.FileStore). Intake decides; the store records what it is
 // handed, as data, and enforces the decisions atomically.
 type Store interface {
 	// NewFileID draws the id of a file about to be ingested.
@@ -59,7 +59,7 @@ type Store interface {
 type Config struct {
 	Files    Store
 	Blobs    docflow.BlobStore
-	Settings docflow.SettingsService
+	Settings docflow.SettingsStore
 	Log      zerolog.Logger
 	// WorkDir is WORKDIR, the parent of the default processall folder.
 	WorkDir string

@@ -41,7 +41,7 @@ func TestIntakeIsMeasured(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := &memRecorder{}
-	s, err := New(Config{Files: postgres.NewFileService(db), Blobs: blobs, Settings: mapSettings{}, Log: zerolog.Nop(), Recorder: rec})
+	s, err := New(Config{Files: postgres.NewFileStore(db), Blobs: blobs, Settings: mapSettings{}, Log: zerolog.Nop(), Recorder: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ type Store interface {
 // Config configures the alerts actor.
 type Config struct {
 	Store    Store
-	Settings docflow.SettingsService
+	Settings docflow.SettingsStore
 	// Tick is how often it looks (default one minute: a failure is
 	// notified at most a tick after its threshold).
 	Tick time.Duration

@@ -69,7 +69,7 @@ func TestAlertsActorTicks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	integrations := postgres.NewIntegrationService(db, cipher)
+	integrations := postgres.NewIntegrationStore(db, cipher)
 	in := &docflow.Integration{OwnerID: "ann", Direction: docflow.DirectionDestination, IntegrationType: "LOCAL",
 		Name: "archive", Config: map[string]any{"path": "out"}, IsActive: true}
 	if err := integrations.CreateIntegration(ctx, in, true); err != nil {

@@ -81,7 +81,7 @@ func AdminNotification(ev docflow.Event) docflow.Notification {
 // channels: none while NOTIFICATION_URLS is empty; user.payment_issue
 // always; document.failed when NOTIFY_ON_DOCUMENT_FAILED is on. Settings
 // are read at each event.
-func AdminEvents(settings docflow.SettingsService) func(name string) bool {
+func AdminEvents(settings docflow.SettingsStore) func(name string) bool {
 	return func(name string) bool {
 		if len(docflow.SettingList(settings, "NOTIFICATION_URLS")) == 0 {
 			return false

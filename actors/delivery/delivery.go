@@ -92,7 +92,7 @@ type Config struct {
 	Actors      *actor.Engine
 	Brokers     []string
 	Store       Store
-	Settings    docflow.SettingsService
+	Settings    docflow.SettingsStore
 	Senders     map[string]Sender // by subscriber kind
 	Publisher   streams.Publisher // dead letters and the delay relay's publishes
 	Log         zerolog.Logger

@@ -26,7 +26,7 @@ type env struct {
 	db       *postgres.DB
 	store    *postgres.WebhookStore
 	outbox   *postgres.Outbox
-	settings *postgres.SettingsService
+	settings *postgres.SettingsStore
 	brokers  []string
 	producer *streams.Producer
 	log      zerolog.Logger
@@ -55,7 +55,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"}
-	e.settings, err = postgres.NewSettingsService(ctx, db, c, func(k string) string { return vars[k] }, e.log)
+	e.settings, err = postgres.NewSettingsStore(ctx, db, c, func(k string) string { return vars[k] }, e.log)
 	if err != nil {
 		t.Fatal(err)
 	}

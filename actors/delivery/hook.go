@@ -9,7 +9,7 @@ import (
 // NewHookSender builds the sender of automation hooks: the same client,
 // address checks, headers and signatures as webhooks (WebhookSender), the
 // flat body of HookBody, and a 410 Gone that unsubscribes the hook.
-func NewHookSender(settings docflow.SettingsService) *WebhookSender {
+func NewHookSender(settings docflow.SettingsStore) *WebhookSender {
 	w := NewWebhookSender(settings)
 	w.body, w.agent, w.goneUnsubscribes = HookBody, "docflow-hooks", true
 	return w

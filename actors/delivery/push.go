@@ -56,13 +56,13 @@ type pushTicket struct {
 // without a retry; any other error, a non-2xx answer or a network error
 // is retried like a webhook's.
 type PushSender struct {
-	settings docflow.SettingsService
+	settings docflow.SettingsStore
 	devices  DeviceDeactivator
 	client   *http.Client
 }
 
 // NewPushSender builds the sender.
-func NewPushSender(settings docflow.SettingsService, devices DeviceDeactivator) *PushSender {
+func NewPushSender(settings docflow.SettingsStore, devices DeviceDeactivator) *PushSender {
 	p := &PushSender{settings: settings, devices: devices}
 	p.client = guardedClient(settings)
 	return p

@@ -37,7 +37,7 @@ var ErrPrivateAddress = netguard.ErrPrivate
 // connection is recorded in fixed words (netguard.Describe), never with
 // text the receiver sent.
 type WebhookSender struct {
-	settings docflow.SettingsService
+	settings docflow.SettingsStore
 	client   *http.Client
 	// body builds a delivery's body (WebhookBody, or HookBody for
 	// automation hooks); agent is the User-Agent.
@@ -50,7 +50,7 @@ type WebhookSender struct {
 
 // NewWebhookSender builds the sender; settings gives WEBHOOK_ALLOWED_HOSTS
 // (read at each connection).
-func NewWebhookSender(settings docflow.SettingsService) *WebhookSender {
+func NewWebhookSender(settings docflow.SettingsStore) *WebhookSender {
 	w := &WebhookSender{settings: settings, body: WebhookBody, agent: "docflow-webhooks"}
 	w.client = guardedClient(settings)
 	return w
@@ -61,7 +61,7 @@ func NewWebhookSender(settings docflow.SettingsService) *WebhookSender {
 // (literal or resolved) is refused unless WEBHOOK_ALLOWED_HOSTS admits it
 // on the connection's port. No proxy, no redirects followed; the
 // attempt's context bounds each request.
-func guardedClient(settings docflow.SettingsService) *http.Client {
+func guardedClient(settings docflow.SettingsStore) *http.Client {
 	dialer := netguard.Dialer{Timeout: 10 * time.Second,
 		Allowed: func() []string { return docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") }}
 	tr := &http.Transport{

@@ -33,7 +33,7 @@ import (
 const DefaultGroupID = "docflow-indexer"
 
 // Store is what the indexer reads and writes in Postgres
-// (postgres.SearchService).
+// (postgres.SearchStore).
 type Store interface {
 	// SearchDocuments returns the documents of the completed files among
 	// ids; the others are removed from the index.
@@ -49,7 +49,7 @@ type Config struct {
 	GroupID     string // DefaultGroupID when empty
 	Index       docflow.SearchIndex
 	Store       Store
-	Settings    docflow.SettingsService
+	Settings    docflow.SettingsStore
 	DeadLetters streams.Publisher
 	Log         zerolog.Logger
 
@@ -496,7 +496,7 @@ func (x *Indexer) apply(ctx context.Context, ids []int64, lastChance map[int64]b
 // above SIMILARITY_PAIR_THRESHOLD, at most SIMILARITY_PAIR_LIMIT of them.
 // A document without an embedding gets none (its old pairs go). Documents
 // whose lookup fails are added to failed.
-func pairs(ctx context.Context, idx docflow.SearchIndex, settings docflow.SettingsService, docs []*docflow.SearchDocument, failed map[int64]error) (map[int64][]docflow.Neighbor, error) {
+func pairs(ctx context.Context, idx docflow.SearchIndex, settings docflow.SettingsStore, docs []*docflow.SearchDocument, failed map[int64]error) (map[int64][]docflow.Neighbor, error) {
 	threshold := min(max(docflow.SettingFloat(settings, "SIMILARITY_PAIR_THRESHOLD", 0.5), 0), 1)
 	limit := min(max(docflow.SettingInt(settings, "SIMILARITY_PAIR_LIMIT", 20), 1), 200)
 	out := make(map[int64][]docflow.Neighbor, len(docs))

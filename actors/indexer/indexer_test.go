@@ -25,8 +25,8 @@ import (
 type env struct {
 	t        *testing.T
 	db       *postgres.DB
-	store    *postgres.SearchService
-	settings *postgres.SettingsService
+	store    *postgres.SearchStore
+	settings *postgres.SettingsStore
 	index    *searchbleve.Index
 	brokers  []string
 	producer *streams.Producer
@@ -48,12 +48,12 @@ func newEnv(t *testing.T, vars map[string]string) *env {
 		t.Fatalf("open test db: %v", err)
 	}
 	t.Cleanup(cleanup)
-	e := &env{t: t, db: db, store: postgres.NewSearchService(db), log: testLog()}
+	e := &env{t: t, db: db, store: postgres.NewSearchStore(db), log: testLog()}
 	c, err := postgres.NewCipher(strings.Repeat("s", 40))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.settings, err = postgres.NewSettingsService(ctx, db, c, func(k string) string { return vars[k] }, e.log)
+	e.settings, err = postgres.NewSettingsStore(ctx, db, c, func(k string) string { return vars[k] }, e.log)
 	if err != nil {
 		t.Fatal(err)
 	}

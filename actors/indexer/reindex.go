@@ -11,7 +11,7 @@ import (
 	"docflow"
 )
 
-// ReindexStore is what a rebuild reads (postgres.SearchService).
+// ReindexStore is what a rebuild reads (postgres.SearchStore).
 type ReindexStore interface {
 	Store
 	// ScanSearchDocuments reads the next limit files after afterID and
@@ -30,7 +30,7 @@ type ReindexOptions struct {
 	// nearest-neighbour scan per document with an embedding). Postgres
 	// keeps the pairs, so a rebuild of the index alone does not need it.
 	Pairs    bool
-	Settings docflow.SettingsService // SIMILARITY_PAIR_* (and the batch size); optional
+	Settings docflow.SettingsStore // SIMILARITY_PAIR_* (and the batch size); optional
 	Log      zerolog.Logger
 	// Progress, when set, is called after each batch.
 	Progress func(ReindexStats)

@@ -49,7 +49,7 @@ func TestDeliveredDocumentsRecordTheirProviders(t *testing.T) {
 	if s := e.waitTerminal(20*time.Second, id)[id]; s != docflow.StatusCompleted {
 		t.Fatalf("status %s logs %+v", s, e.logs(id))
 	}
-	files := postgres.NewFileService(e.DB)
+	files := postgres.NewFileStore(e.DB)
 	f, err := files.FindFileByID(e.ctx, id)
 	if err != nil {
 		t.Fatal(err)

@@ -64,7 +64,7 @@ type Config struct {
 	Registry  *Registry
 	// Settings (optional): STEP_TIMEOUT, STEP_RETRY_DELAYS, STEP_POOL_SIZES,
 	// STALLED_RUN_TIMEOUT, KAFKA_PARTITIONS.
-	Settings docflow.SettingsService
+	Settings docflow.SettingsStore
 	Recorder docflow.Recorder  // optional: step metrics
 	Blobs    docflow.BlobStore // handed to steps
 	Log      zerolog.Logger

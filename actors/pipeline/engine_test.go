@@ -95,7 +95,7 @@ func TestRoutingAtIntake(t *testing.T) {
 	invoices := e.pipeline("invoices", map[string]any{"title": "routed"})
 	other := e.pipeline("other", map[string]any{"title": "assigned"})
 	empty := e.pipeline("empty")
-	rules := postgres.NewRoutingService(e.DB)
+	rules := postgres.NewRoutingStore(e.DB)
 	if err := rules.CreateRule(e.ctx, &docflow.RoutingRule{Name: "inv", Position: -1, Field: "filename", Operator: "regex",
 		Value: `inv-\d+\.pdf`, TargetPipelineID: invoices.ID, IsActive: true}); err != nil {
 		t.Fatal(err)

@@ -48,7 +48,7 @@ type env struct {
 	Engine  *Engine
 	Blobs   *blob.Local
 	Store   *postgres.RunStore
-	Pipes   *postgres.PipelineService
+	Pipes   *postgres.PipelineStore
 	Metrics *captureRecorder
 	log     zerolog.Logger
 	port    int
@@ -104,7 +104,7 @@ func newEnv(t testing.TB, cfg func(*Config)) *env {
 	t.Cleanup(cleanup)
 	e := &env{t: t, ctx: ctx, DB: db, log: testLog(t), cfg: cfg, Metrics: &captureRecorder{}}
 	e.Store = postgres.NewRunStore(db)
-	e.Pipes = postgres.NewPipelineService(db)
+	e.Pipes = postgres.NewPipelineStore(db)
 	e.Blobs, err = blob.Open(t.TempDir(), blob.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -147,7 +147,7 @@ func (e *env) startEngine() {
 		e.t.Fatal(err)
 	}
 	cfg := Config{
-		Store: postgres.NewRunStore(e.DB).WithDirectOutbox(DefaultDirectGrace), Pipelines: e.Pipes, Rules: postgres.NewRoutingService(e.DB),
+		Store: postgres.NewRunStore(e.DB).WithDirectOutbox(DefaultDirectGrace), Pipelines: e.Pipes, Rules: postgres.NewRoutingStore(e.DB),
 		Brokers: e.Brokers, Publisher: e.Prod, Actors: e.Actors,
 		Registry: NewRegistry(teststep.New(), steps.CheckDuplicates(e.Store, nil),
 			steps.SendToDestinations(steps.LocalDestinations(e.getDestDir))),

@@ -218,7 +218,7 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 		p.Steps = append(p.Steps, &docflow.PipelineStep{StepType: docflow.StepTest, Label: fmt.Sprint("drill ", i), Enabled: true,
 			Config: map[string]any{"sleep_ms": 150.0}})
 	}
-	if err := postgres.NewPipelineService(db).CreatePipeline(ctx, p); err != nil {
+	if err := postgres.NewPipelineStore(db).CreatePipeline(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 

@@ -20,11 +20,11 @@ func TestRecoveryAnnouncesARunAsIntakeDid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	settings, err := postgres.NewSettingsService(e.ctx, e.DB, cipher, func(string) string { return "" }, e.log)
+	settings, err := postgres.NewSettingsStore(e.ctx, e.DB, cipher, func(string) string { return "" }, e.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in, err := intake.New(intake.Config{Files: postgres.NewFileService(e.DB), Blobs: e.Blobs, Settings: settings, Log: e.log,
+	in, err := intake.New(intake.Config{Files: postgres.NewFileStore(e.DB), Blobs: e.Blobs, Settings: settings, Log: e.log,
 		LoadPerCPU: func() float64 { return 0 }})
 	if err != nil {
 		t.Fatal(err)

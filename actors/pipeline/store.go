@@ -129,7 +129,7 @@ type QueueStore interface {
 }
 
 // Pipelines finds the pipelines and routing rules the router picks from
-// (storage/postgres.PipelineService and RoutingService). Errors carry
+// (storage/postgres.PipelineStore and RoutingStore). Errors carry
 // docflow codes as Store's do.
 type Pipelines interface {
 	// FindPipelineByID returns the pipeline with its steps, or ENOTFOUND.

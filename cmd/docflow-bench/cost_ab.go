@@ -99,7 +99,7 @@ func runCostChild(spec costChildSpec, in io.Reader, out io.Writer) (costChildRes
 	}
 	pg0 := b.backendCPU(ctx, nil)
 	proc0, gc0 := processCPU(), gcCPU()
-	files := postgres.NewFileService(b.db)
+	files := postgres.NewFileStore(b.db)
 	var runs []string
 	for end := wallStart.Add(spec.Window); time.Now().Before(end); {
 		open, err := files.CountUnfinishedRuns(ctx)

@@ -134,7 +134,7 @@ func newFanoutBench(ctx context.Context) (*fanoutBench, error) {
 		return nil, err
 	}
 	vars := map[string]string{"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"}
-	settings, err := postgres.NewSettingsService(ctx, db, c, func(k string) string { return vars[k] }, log)
+	settings, err := postgres.NewSettingsStore(ctx, db, c, func(k string) string { return vars[k] }, log)
 	if err != nil {
 		return nil, err
 	}

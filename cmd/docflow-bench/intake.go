@@ -59,7 +59,7 @@ func benchIntake(ctx context.Context, r *Report) error {
 // bench's directory.
 type benchEnv struct {
 	db    *postgres.DB
-	files *postgres.FileService
+	files *postgres.FileStore
 	blobs *blob.Local
 	url   string
 	stop  func()

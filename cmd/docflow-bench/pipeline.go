@@ -113,7 +113,7 @@ func newPipeBenchEnv(ctx context.Context, env ...string) (*pipeBenchEnv, error) 
 	for i := range pipelineBenchSteps {
 		p.Steps = append(p.Steps, &docflow.PipelineStep{StepType: docflow.StepTest, Label: fmt.Sprintf("noop %d", i+1), Enabled: true})
 	}
-	if err := postgres.NewPipelineService(b.db).CreatePipeline(ctx, p); err != nil {
+	if err := postgres.NewPipelineStore(b.db).CreatePipeline(ctx, p); err != nil {
 		return fail(err)
 	}
 	b.pipeline = p
@@ -164,7 +164,7 @@ func (b *pipeBenchEnv) ingestN(ctx context.Context, n int) []string {
 // mentioning from the engine it measures (finish times come from the
 // database's clock, not from the poll).
 func (b *pipeBenchEnv) waitDone(ctx context.Context, runs []string, timeout time.Duration) error {
-	files := postgres.NewFileService(b.db)
+	files := postgres.NewFileStore(b.db)
 	deadline := time.Now().Add(timeout)
 	every := 2 * time.Millisecond
 	if len(runs) > 100 {

@@ -84,7 +84,7 @@ func benchSearchAPIWith(ctx context.Context, r *Report, cfg searchAPIBenchConfig
 
 	// Build the index the way `docflow reindex` does, then reopen it as a
 	// server would.
-	store := postgres.NewSearchService(db)
+	store := postgres.NewSearchStore(db)
 	path := dir + "/search"
 	bulk, err := searchbleve.Open(path, searchbleve.Options{Dims: cfg.Dims, NoSync: true})
 	if err != nil {

@@ -178,7 +178,7 @@ another process is sweeping.
 		return fmt.Errorf("open blob store: %w", err)
 	}
 	defer blobs.Close()
-	st, ran, err := app.SweepBlobs(ctx, blobs, postgres.NewFileService(m.DB), m.Settings, m.Log)
+	st, ran, err := app.SweepBlobs(ctx, blobs, postgres.NewFileStore(m.DB), m.Settings, m.Log)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ Flags:
 	defer idx.Close()
 	fmt.Fprintf(stdout, "reindexing into %s…\n", kind)
 	start := time.Now()
-	stats, err := indexer.Reindex(ctx, postgres.NewSearchService(m.DB), idx, indexer.ReindexOptions{
+	stats, err := indexer.Reindex(ctx, postgres.NewSearchStore(m.DB), idx, indexer.ReindexOptions{
 		BatchSize: *batch, Pairs: *pairs, Settings: m.Settings, Log: m.Log,
 		Progress: func(s indexer.ReindexStats) {
 			fmt.Fprintf(stdout, "\r  %d indexed, %d removed, %d failed (%s)", s.Indexed, s.Removed, s.Failed, time.Since(start).Round(time.Second))

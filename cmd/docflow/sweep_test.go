@@ -66,7 +66,7 @@ func TestSweepBlobsCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	unlock, ok, err := postgres.NewFileService(db).TryLockBlobSweep(ctx)
+	unlock, ok, err := postgres.NewFileStore(db).TryLockBlobSweep(ctx)
 	if err != nil || !ok {
 		t.Fatalf("lock: %v %v", ok, err)
 	}

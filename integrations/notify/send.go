@@ -33,7 +33,7 @@ const (
 // Notifier sends notifications through the channels of NOTIFICATION_URLS,
 // read at each call (a changed setting applies at once).
 type Notifier struct {
-	settings docflow.SettingsService
+	settings docflow.SettingsStore
 	client   *http.Client
 	log      zerolog.Logger
 	// Mailer sends the mailto channels' mail (the application's
@@ -55,7 +55,7 @@ type Notifier struct {
 // New builds a Notifier over settings. Its HTTP connections go through
 // netguard with WEBHOOK_ALLOWED_HOSTS as the exceptions; redirects are
 // never followed. Set Mailer for mailto channels.
-func New(settings docflow.SettingsService, log zerolog.Logger) *Notifier {
+func New(settings docflow.SettingsStore, log zerolog.Logger) *Notifier {
 	dialer := netguard.Dialer{Timeout: 10 * time.Second,
 		Allowed: func() []string { return docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") }}
 	tr := &http.Transport{

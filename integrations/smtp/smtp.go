@@ -30,7 +30,7 @@ const DefaultTimeout = 20 * time.Second
 // Mailer implements docflow.Mailer with the SMTP settings, read at each
 // Send so a change applies to the next mail.
 type Mailer struct {
-	settings docflow.SettingsService
+	settings docflow.SettingsStore
 	// Timeout bounds the dial and each command (default DefaultTimeout).
 	Timeout time.Duration
 	// TLSConfig verifies the server's certificate for STARTTLS (nil: the
@@ -47,7 +47,7 @@ type Mailer struct {
 var _ docflow.Mailer = (*Mailer)(nil)
 
 // New returns a Mailer reading the SMTP settings from settings.
-func New(settings docflow.SettingsService) *Mailer {
+func New(settings docflow.SettingsStore) *Mailer {
 	if settings == nil {
 		panic("smtp: New needs settings")
 	}

@@ -36,7 +36,7 @@ func (m *App) startAccounts() {
 			func() float64 { return float64(hasher.Stats().Refused) }),
 		prom.GaugeFunc("password_hashes_waiting", "Password hashes and verifications waiting for a turn.",
 			func() float64 { return float64(hasher.Stats().Waiting) }))
-	m.Accounts = postgres.NewAccountService(m.DB, streams.EncodeEvent, hasher, m.cfg.Now)
+	m.Accounts = postgres.NewAccountStore(m.DB, streams.EncodeEvent, hasher, m.cfg.Now)
 }
 
 // localLogin is http.Config.LocalLogin: a local account by user name or
@@ -68,21 +68,21 @@ func (m *App) loginOwner(ctx context.Context, login string) (string, error) {
 // an account drops the cached user states, so a grant, a removal of
 // rights or a deactivation applies to the next request.
 type accountStore struct {
-	*postgres.AccountService
+	*postgres.AccountStore
 	users *userStates
 }
 
 func (s accountStore) CreateLocalUser(ctx context.Context, in docflow.LocalUserInput) (*docflow.LocalUser, error) {
 	defer s.users.forgetAll()
-	return s.AccountService.CreateLocalUser(ctx, in)
+	return s.AccountStore.CreateLocalUser(ctx, in)
 }
 
 func (s accountStore) UpdateLocalUser(ctx context.Context, id int64, p docflow.LocalUserPatch) (*docflow.LocalUser, error) {
 	defer s.users.forgetAll()
-	return s.AccountService.UpdateLocalUser(ctx, id, p)
+	return s.AccountStore.UpdateLocalUser(ctx, id, p)
 }
 
 func (s accountStore) DeleteLocalUser(ctx context.Context, id int64) error {
 	defer s.users.forgetAll()
-	return s.AccountService.DeleteLocalUser(ctx, id)
+	return s.AccountStore.DeleteLocalUser(ctx, id)
 }

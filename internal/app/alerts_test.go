@@ -32,7 +32,7 @@ func TestIntegrationFailingNotifiesOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := postgres.NewIntegrationService(a.DB, cipher)
+	store := postgres.NewIntegrationStore(a.DB, cipher)
 	ctx := context.Background()
 	fail := func(msg string) {
 		t.Helper()

@@ -97,7 +97,7 @@ func TestClickHouseOutageDuringABurst(t *testing.T) {
 	ctx := context.Background()
 	p := &docflow.Pipeline{Name: "one test step", IsDefault: true, IsActive: true,
 		Steps: []*docflow.PipelineStep{{StepType: docflow.StepTest, Label: "drill", Enabled: true}}}
-	if err := postgres.NewPipelineService(a.DB).CreatePipeline(ctx, p); err != nil {
+	if err := postgres.NewPipelineStore(a.DB).CreatePipeline(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	stats := a.RecorderStats

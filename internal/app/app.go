@@ -83,7 +83,7 @@ type App struct {
 
 	Log      zerolog.Logger
 	DB       *postgres.DB
-	Settings *postgres.SettingsService
+	Settings *postgres.SettingsStore
 	Recorder docflow.Recorder
 	// Reports answers the analytics API (the recorder's store).
 	Reports docflow.Analytics
@@ -99,7 +99,7 @@ type App struct {
 	Relay         *streams.Relay
 	HTTP          *dfhttp.Server
 	// Accounts are the local accounts (serve and api).
-	Accounts *postgres.AccountService
+	Accounts *postgres.AccountStore
 	// users answers what a user id may do now (userstate.go); userStore
 	// reads it from the tables of accounts.
 	users       *userStates
@@ -107,11 +107,11 @@ type App struct {
 	Brokers     []string
 	Workdir     string
 	Blobs       *blob.Local
-	Files       *postgres.FileService
+	Files       *postgres.FileStore
 	Intake      *intake.Service
 	Runs        *postgres.RunStore
 	Index       docflow.SearchIndex
-	SearchStore *postgres.SearchService
+	SearchStore *postgres.SearchStore
 	Embeddings  *steps.EmbeddingRuns
 	Steps       *steps.Steps
 	Registry    *pipeline.Registry
@@ -317,7 +317,7 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 		}
 		m.onClose(func(context.Context) error { m.DB.Close(); return nil })
 	}
-	m.Settings, err = postgres.NewSettingsService(ctx, m.DB, cipher, m.cfg.Getenv, m.Log)
+	m.Settings, err = postgres.NewSettingsStore(ctx, m.DB, cipher, m.cfg.Getenv, m.Log)
 	if err != nil {
 		return "", err
 	}
@@ -364,7 +364,7 @@ func (m *App) startCore(ctx context.Context) error {
 		return fmt.Errorf("open blob store: %w", err)
 	}
 	m.onClose(func(context.Context) error { return m.Blobs.Close() })
-	m.Files = postgres.NewFileService(m.DB)
+	m.Files = postgres.NewFileStore(m.DB)
 	m.Files.SetListConcurrency(docflow.SettingInt(m.Settings, "LIST_QUERY_CONCURRENCY", 0))
 	m.Runs = postgres.NewRunStore(m.DB)
 	m.Embeddings = steps.NewEmbeddingRuns(postgres.NewEmbeddingStore(m.DB))
@@ -400,7 +400,7 @@ func (m *App) startEngine(ctx context.Context) error {
 		return err
 	}
 	ecfg := pipeline.Config{Store: postgres.NewRunStore(m.DB).WithDirectOutbox(pipeline.DefaultDirectGrace),
-		Pipelines: postgres.NewPipelineService(m.DB), Rules: postgres.NewRoutingService(m.DB), Brokers: m.Brokers, Publisher: m.Producer, Actors: m.Actors,
+		Pipelines: postgres.NewPipelineStore(m.DB), Rules: postgres.NewRoutingStore(m.DB), Brokers: m.Brokers, Publisher: m.Producer, Actors: m.Actors,
 		Registry: m.Registry, Settings: m.Settings, Recorder: m.Recorder, Blobs: m.Blobs, Log: m.Log}
 	if m.cfg.Engine != nil {
 		m.cfg.Engine(&ecfg)
@@ -423,7 +423,7 @@ func (m *App) startEngine(ctx context.Context) error {
 // registry every engine of this process runs. ENABLE_TEST_STEP adds the
 // test step (fault drills, multi-process tests, benchmarks).
 func (m *App) startSteps() error {
-	st, err := steps.New(steps.Deps{Settings: m.Settings, Rules: postgres.NewClassificationService(m.DB), Originals: m.Runs,
+	st, err := steps.New(steps.Deps{Settings: m.Settings, Rules: postgres.NewClassificationStore(m.DB), Originals: m.Runs,
 		Recorder: m.Recorder, Log: m.Log.With().Str("component", "steps").Logger(), TempDir: filepath.Join(m.Workdir, "tmp"), WorkDir: m.Workdir})
 	if err != nil {
 		return err

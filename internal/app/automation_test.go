@@ -68,7 +68,7 @@ func ok200(int) int { return 200 }
 func apiToken(t *testing.T, a *apptest.App, owner string) string {
 	t.Helper()
 	plain := dfhttp.NewToken()
-	if err := postgres.NewTokenService(a.DB).CreateToken(context.Background(), &docflow.APIToken{OwnerID: owner,
+	if err := postgres.NewTokenStore(a.DB).CreateToken(context.Background(), &docflow.APIToken{OwnerID: owner,
 		Name: "automation", TokenPrefix: plain[:12], TokenHash: dfhttp.HashToken(plain)}); err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 
 // integrationStore returns the integrations store, sealing credentials
 // with the settings' cipher.
-func (m *App) integrationStore() *postgres.IntegrationService {
-	return postgres.NewIntegrationService(m.DB, m.cipher)
+func (m *App) integrationStore() *postgres.IntegrationStore {
+	return postgres.NewIntegrationStore(m.DB, m.cipher)
 }
 
 // integrationDialer is how integrations connect out: internal addresses

@@ -82,7 +82,7 @@ func TestAdminNotifiedOfFailedDocuments(t *testing.T) {
 	p := &docflow.Pipeline{Name: "failing", IsDefault: true, IsActive: true,
 		Steps: []*docflow.PipelineStep{{StepType: docflow.StepTest, Label: "drill", Enabled: true,
 			Config: map[string]any{"mode": "fail"}}}}
-	if err := postgres.NewPipelineService(a.DB).CreatePipeline(ctx, p); err != nil {
+	if err := postgres.NewPipelineStore(a.DB).CreatePipeline(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	failed := func(id int64) func() bool {

@@ -209,7 +209,7 @@ func TestPushNotificationsEndToEnd(t *testing.T) {
 		"PUSH_RELAY_URL": relay.URL + "/--/api/v2/push/send"}})
 	e := &pushEnv{t: t, a: a, tokens: map[string]string{}}
 	ctx := context.Background()
-	ts := postgres.NewTokenService(a.DB)
+	ts := postgres.NewTokenStore(a.DB)
 	for _, u := range []string{alice, bob} {
 		a.LocalUser(t, u, false)
 		plain := dfhttp.NewToken()
@@ -221,7 +221,7 @@ func TestPushNotificationsEndToEnd(t *testing.T) {
 	}
 	p := &docflow.Pipeline{Name: "one test step", IsDefault: true, IsActive: true,
 		Steps: []*docflow.PipelineStep{{StepType: docflow.StepTest, Label: "drill", Enabled: true}}}
-	if err := postgres.NewPipelineService(a.DB).CreatePipeline(ctx, p); err != nil {
+	if err := postgres.NewPipelineStore(a.DB).CreatePipeline(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 

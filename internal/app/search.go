@@ -16,7 +16,7 @@ import (
 // the embedded Bleve index under WORKDIR/search, and names the backend.
 // NOTE: a Bleve directory can be opened by one process only, so with Bleve
 // the index (and its indexer) lives in the serve or api process.
-func OpenSearchIndex(ctx context.Context, s docflow.SettingsService, workdir string) (docflow.SearchIndex, string, error) {
+func OpenSearchIndex(ctx context.Context, s docflow.SettingsStore, workdir string) (docflow.SearchIndex, string, error) {
 	if u := s.Get("ELASTICSEARCH_URL"); u != "" {
 		dims := docflow.SettingInt(s, "EMBEDDING_DIMENSIONS", 384)
 		idx, err := elastic.New(ctx, elastic.Config{Addresses: splitList(u), APIKey: s.Get("ELASTICSEARCH_API_KEY"), Dims: dims})
@@ -41,7 +41,7 @@ func (m *App) startSearch(ctx context.Context) error {
 	}
 	m.Index = idx
 	m.onClose(func(context.Context) error { return idx.Close() })
-	m.SearchStore = postgres.NewSearchService(m.DB)
+	m.SearchStore = postgres.NewSearchStore(m.DB)
 	icfg := indexer.Config{Actors: m.Actors, Brokers: m.Brokers, Index: idx, Store: m.SearchStore,
 		Settings: m.Settings, DeadLetters: m.Producer, Log: m.Log.With().Str("component", "indexer").Logger()}
 	if m.cfg.Indexer != nil {

@@ -24,7 +24,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		return err
 	}
 	m.startAccounts()
-	tokens := postgres.NewTokenService(m.DB)
+	tokens := postgres.NewTokenStore(m.DB)
 	// Tokens made without authentication by earlier versions had no owner;
 	// they are the admin account's, like those made now.
 	admin := docflow.AdminUserID(m.Settings)
@@ -33,7 +33,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 	} else if n > 0 {
 		m.Log.Info().Int64("tokens", n).Str("owner", admin).Msg("API tokens without an owner now belong to the admin account")
 	}
-	sessions := postgres.NewSessionService(m.DB)
+	sessions := postgres.NewSessionStore(m.DB)
 	sso := m.sso.store
 	srv := dfhttp.NewServer(dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
@@ -78,17 +78,17 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 // mountResources mounts the resource routes on srv.
 func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
-	pipelines := postgres.NewPipelineService(m.DB)
+	pipelines := postgres.NewPipelineStore(m.DB)
 	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake, Pipelines: pipelines})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
-	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareService(m.DB),
-		Comments: postgres.NewCommentService(m.DB), Annotations: postgres.NewAnnotationService(m.DB)})
+	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareStore(m.DB),
+		Comments: postgres.NewCommentStore(m.DB), Annotations: postgres.NewAnnotationStore(m.DB)})
 	srv.MountPipelines(dfhttp.PipelinesDeps{Pipelines: pipelines})
-	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingService(m.DB), Pipelines: pipelines})
+	srv.MountRouting(dfhttp.RoutingDeps{Rules: postgres.NewRoutingStore(m.DB), Pipelines: pipelines})
 	inspector := pipeline.NewInspector(m.Brokers, m.Runs, docflow.StandardSteps)
 	srv.MountQueue(dfhttp.QueueDeps{Queue: inspector})
 	m.Prom.MustRegister(prom.LagCollector(inspector.Lags))
-	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationService(m.DB)})
+	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationStore(m.DB)})
 	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
 	srv.MountNotifications(dfhttp.NotificationsDeps{Notifier: m.Notifier})
 	srv.MountMobile(dfhttp.MobileDeps{Devices: m.Devices})
@@ -98,7 +98,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountLocalUsers(dfhttp.LocalUsersDeps{Accounts: accountStore{m.Accounts, m.users}, Mailer: m.Notifier.Mailer})
 	srv.MountAnalytics(dfhttp.AnalyticsDeps{Reports: m.Reports, RecorderStats: m.RecorderStats})
 	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
-	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
+	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 }
 

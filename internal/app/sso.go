@@ -49,7 +49,7 @@ func (m *App) startSSO() *postgres.SSOStore {
 // lets the SSO state check users with the provider through srv, and
 // notices the risky SSO configurations.
 func (m *App) mountSSO(srv *dfhttp.Server, sso *postgres.SSOStore) {
-	srv.MountSSO(dfhttp.SSODeps{Store: sso, Admin: sso, Signups: postgres.NewProfileService(m.DB, streams.EncodeEvent)})
+	srv.MountSSO(dfhttp.SSODeps{Store: sso, Admin: sso, Signups: postgres.NewProfileStore(m.DB, streams.EncodeEvent)})
 	srv.MountMobileHandOff(dfhttp.MobileHandOffDeps{Codes: postgres.NewMobileCodeStore(m.DB)})
 	m.sso.check = srv.CheckSSOUser
 	m.ssoNotices()

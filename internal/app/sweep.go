@@ -56,7 +56,7 @@ func (m *App) startBlobSweep(ctx context.Context) {
 // SweepBlobs runs one sweep of blobs under the sweep lock, so one process
 // sweeps at a time, and logs its counts. ran is false when another process
 // holds the lock: the round is skipped.
-func SweepBlobs(ctx context.Context, blobs *blob.Local, files *postgres.FileService, settings docflow.SettingsService, log zerolog.Logger) (st blob.SweepStats, ran bool, err error) {
+func SweepBlobs(ctx context.Context, blobs *blob.Local, files *postgres.FileStore, settings docflow.SettingsStore, log zerolog.Logger) (st blob.SweepStats, ran bool, err error) {
 	unlock, ok, err := files.TryLockBlobSweep(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
@@ -90,7 +90,7 @@ func SweepBlobs(ctx context.Context, blobs *blob.Local, files *postgres.FileServ
 // blobSweepMinAge is BLOB_SWEEP_MIN_AGE, raised to twice STEP_TIMEOUT: a
 // step stores its output before the transaction that names it commits,
 // and a blob that young may be about to be referenced.
-func blobSweepMinAge(settings docflow.SettingsService, log zerolog.Logger) time.Duration {
+func blobSweepMinAge(settings docflow.SettingsStore, log zerolog.Logger) time.Duration {
 	age := time.Duration(docflow.SettingInt(settings, "BLOB_SWEEP_MIN_AGE", 86400)) * time.Second
 	step := docflow.SettingInt(settings, "STEP_TIMEOUT", 600)
 	if step <= 0 {

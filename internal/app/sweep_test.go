@@ -18,7 +18,7 @@ import (
 
 // mapSettings answers Get from a map (the rest of the interface is unused).
 type mapSettings struct {
-	docflow.SettingsService
+	docflow.SettingsStore
 	m map[string]string
 }
 
@@ -76,7 +76,7 @@ func reference(t *testing.T, db *postgres.DB, key string) {
 	}
 }
 
-func openSweepDeps(t *testing.T) (*postgres.DB, *postgres.FileService, *blob.Local) {
+func openSweepDeps(t *testing.T) (*postgres.DB, *postgres.FileStore, *blob.Local) {
 	t.Helper()
 	db, cleanup, err := postgres.OpenTestDB(context.Background(), "cmd_sweep")
 	if err != nil {
@@ -88,7 +88,7 @@ func openSweepDeps(t *testing.T) (*postgres.DB, *postgres.FileService, *blob.Loc
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { l.Close() })
-	return db, postgres.NewFileService(db), l
+	return db, postgres.NewFileStore(db), l
 }
 
 // A sweep while another process holds the sweep lock is skipped; once the
@@ -103,7 +103,7 @@ func TestBlobSweepSkipsWhileLocked(t *testing.T) {
 	log := zerolog.New(&logs)
 	settings := mapSettings{m: map[string]string{}}
 
-	unlock, ok, err := postgres.NewFileService(db).TryLockBlobSweep(ctx)
+	unlock, ok, err := postgres.NewFileStore(db).TryLockBlobSweep(ctx)
 	if err != nil || !ok {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
@@ -160,7 +160,7 @@ func TestBlobSweepSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	newMain := func(env map[string]string) (*App, *syncBuffer) {
-		settings, err := postgres.NewSettingsService(ctx, db, cipher, func(k string) string { return env[k] }, zerolog.Nop())
+		settings, err := postgres.NewSettingsStore(ctx, db, cipher, func(k string) string { return env[k] }, zerolog.Nop())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -32,7 +32,7 @@ type localState struct {
 // identity linked to it signs in as the account, with its rights); any
 // other id is an SSO user or nobody, as ssoUserState says.
 type userStates struct {
-	settings docflow.SettingsService
+	settings docflow.SettingsStore
 	// local reports the local account with e-mail userID.
 	local func(ctx context.Context, userID string) (found, active, admin bool, err error)
 	// sso reports the SSO user userID (App.ssoUserState).

@@ -104,7 +104,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	p := &docflow.Pipeline{Name: "one test step", IsDefault: true, IsActive: true,
 		Steps: []*docflow.PipelineStep{{StepType: docflow.StepTest, Label: "drill", Enabled: true,
 			Config: map[string]any{"title": "The quokka report"}}}}
-	if err := postgres.NewPipelineService(a.DB).CreatePipeline(ctx, p); err != nil {
+	if err := postgres.NewPipelineStore(a.DB).CreatePipeline(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 	fileID := upload(t, a.URL, "hooked.txt", "a document\n")

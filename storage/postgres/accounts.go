@@ -17,10 +17,10 @@ import (
 	"docflow"
 )
 
-// AccountService implements docflow.AccountStore on the local_users and
+// AccountStore implements docflow.AccountStore on the local_users and
 // password_resets tables. The user.signup event of a new account is
 // written to the outbox in the transaction that creates it.
-type AccountService struct {
+type AccountStore struct {
 	db     *DB
 	events docflow.EventEncoder
 	hasher docflow.PasswordHasher
@@ -30,14 +30,14 @@ type AccountService struct {
 	dummy string
 }
 
-var _ docflow.AccountStore = (*AccountService)(nil)
+var _ docflow.AccountStore = (*AccountStore)(nil)
 
-// NewAccountService returns the local account store on db. events encodes
+// NewAccountStore returns the local account store on db. events encodes
 // user.signup (streams.EncodeEvent), hasher hashes passwords
 // (internal/passwd), now is the clock of token expiry (nil: db.Now).
-func NewAccountService(db *DB, events docflow.EventEncoder, hasher docflow.PasswordHasher, now func() time.Time) *AccountService {
+func NewAccountStore(db *DB, events docflow.EventEncoder, hasher docflow.PasswordHasher, now func() time.Time) *AccountStore {
 	if db == nil || events == nil || hasher == nil {
-		panic("postgres: NewAccountService needs a DB, an EventEncoder and a PasswordHasher")
+		panic("postgres: NewAccountStore needs a DB, an EventEncoder and a PasswordHasher")
 	}
 	if now == nil {
 		now = func() time.Time { return db.Now() }
@@ -46,7 +46,7 @@ func NewAccountService(db *DB, events docflow.EventEncoder, hasher docflow.Passw
 	if err != nil {
 		panic(fmt.Sprintf("postgres: hash the dummy password: %v", err))
 	}
-	return &AccountService{db: db, events: events, hasher: hasher, now: now, dummy: dummy}
+	return &AccountStore{db: db, events: events, hasher: hasher, now: now, dummy: dummy}
 }
 
 const localUserCols = `id, email, username, display_name, password_hash, is_admin, is_active, created_at, updated_at`
@@ -77,7 +77,7 @@ func takenError(constraint string) error {
 }
 
 // CreateLocalUser creates the account, its profile and user.signup.
-func (s *AccountService) CreateLocalUser(ctx context.Context, in docflow.LocalUserInput) (*docflow.LocalUser, error) {
+func (s *AccountStore) CreateLocalUser(ctx context.Context, in docflow.LocalUserInput) (*docflow.LocalUser, error) {
 	hash, err := s.hasher.Hash(in.Password)
 	if err != nil {
 		return nil, err
@@ -114,7 +114,7 @@ func (s *AccountService) CreateLocalUser(ctx context.Context, in docflow.LocalUs
 }
 
 // ListLocalUsers returns every account, oldest first.
-func (s *AccountService) ListLocalUsers(ctx context.Context) ([]*docflow.LocalUser, error) {
+func (s *AccountStore) ListLocalUsers(ctx context.Context) ([]*docflow.LocalUser, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+localUserCols+` FROM local_users ORDER BY id`)
 	if err != nil {
 		return nil, dbErr(err)
@@ -132,7 +132,7 @@ func (s *AccountService) ListLocalUsers(ctx context.Context) ([]*docflow.LocalUs
 }
 
 // FindLocalUser returns the account id, or ENOTFOUND.
-func (s *AccountService) FindLocalUser(ctx context.Context, id int64) (*docflow.LocalUser, error) {
+func (s *AccountStore) FindLocalUser(ctx context.Context, id int64) (*docflow.LocalUser, error) {
 	u, err := scanLocalUser(s.db.Pool.QueryRow(ctx, `SELECT `+localUserCols+` FROM local_users WHERE id=$1`, id))
 	if err != nil {
 		return nil, notFound(err, "Local user not found")
@@ -141,7 +141,7 @@ func (s *AccountService) FindLocalUser(ctx context.Context, id int64) (*docflow.
 }
 
 // FindLocalUserByLogin matches the e-mail first, then the user name.
-func (s *AccountService) FindLocalUserByLogin(ctx context.Context, login string) (*docflow.LocalUser, error) {
+func (s *AccountStore) FindLocalUserByLogin(ctx context.Context, login string) (*docflow.LocalUser, error) {
 	login = strings.TrimSpace(login)
 	if login == "" {
 		return nil, docflow.Errorf(docflow.ENOTFOUND, "Local user not found")
@@ -158,7 +158,7 @@ func (s *AccountService) FindLocalUserByLogin(ctx context.Context, login string)
 // SetLocalPassword stores a new hash and, in the same transaction, ends
 // every other way in: the account's reset links are spent, its API tokens
 // revoked and its sessions deleted (endAccessTx).
-func (s *AccountService) SetLocalPassword(ctx context.Context, id int64, password string) error {
+func (s *AccountStore) SetLocalPassword(ctx context.Context, id int64, password string) error {
 	hash, err := s.hasher.Hash(password)
 	if err != nil {
 		return err
@@ -179,7 +179,7 @@ func (s *AccountService) SetLocalPassword(ctx context.Context, id int64, passwor
 // profile, its sessions and its API tokens; the other things it owns
 // stay. The tokens are deleted, not marked revoked: no one may list or
 // reactivate them any more, even a later account with the same e-mail.
-func (s *AccountService) DeleteLocalUser(ctx context.Context, id int64) error {
+func (s *AccountStore) DeleteLocalUser(ctx context.Context, id int64) error {
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		var email string
 		if err := tx.QueryRow(ctx, `DELETE FROM local_users WHERE id=$1 RETURNING email`, id).Scan(&email); err != nil {
@@ -198,7 +198,7 @@ func (s *AccountService) DeleteLocalUser(ctx context.Context, id int64) error {
 }
 
 // Authenticate verifies login's password; see docflow.AccountStore.
-func (s *AccountService) Authenticate(ctx context.Context, login, password string) (*docflow.LocalUser, error) {
+func (s *AccountStore) Authenticate(ctx context.Context, login, password string) (*docflow.LocalUser, error) {
 	bad := docflow.Errorf(docflow.EUNAUTHORIZED, "Invalid username or password")
 	u, err := s.FindLocalUserByLogin(ctx, login)
 	if err != nil && docflow.ErrorCode(err) != docflow.ENOTFOUND {
@@ -231,7 +231,7 @@ func (s *AccountService) Authenticate(ctx context.Context, login, password strin
 }
 
 // IsLocalAdmin reports whether userID is an active local admin.
-func (s *AccountService) IsLocalAdmin(ctx context.Context, userID string) (bool, error) {
+func (s *AccountStore) IsLocalAdmin(ctx context.Context, userID string) (bool, error) {
 	if userID == "" {
 		return false, nil
 	}
@@ -246,7 +246,7 @@ func hashResetToken(token string) string {
 }
 
 // CreateResetToken stores the hash of a new random token.
-func (s *AccountService) CreateResetToken(ctx context.Context, id int64) (string, time.Time, error) {
+func (s *AccountStore) CreateResetToken(ctx context.Context, id int64) (string, time.Time, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", time.Time{}, err
@@ -277,7 +277,7 @@ func (s *AccountService) CreateResetToken(ctx context.Context, id int64) (string
 // its sessions deleted there too (endAccessTx). The token is looked up
 // before the password is hashed, so a guessed token costs a query, not a
 // hash; the transaction takes it again, in case it was spent meanwhile.
-func (s *AccountService) ResetPassword(ctx context.Context, token, password string) (*docflow.LocalUser, error) {
+func (s *AccountStore) ResetPassword(ctx context.Context, token, password string) (*docflow.LocalUser, error) {
 	invalid := docflow.Errorf(docflow.EBADREQUEST, "Invalid or expired reset token")
 	if token == "" || len(token) > 256 {
 		return nil, invalid

@@ -16,7 +16,7 @@ import (
 func TestAccountChangesEndAccess(t *testing.T) {
 	ctx := context.Background()
 	s, db, _ := newAccounts(t)
-	tokens, sessions := postgres.NewTokenService(db), postgres.NewSessionService(db)
+	tokens, sessions := postgres.NewTokenStore(db), postgres.NewSessionStore(db)
 	u, err := s.CreateLocalUser(ctx, docflow.LocalUserInput{Email: "kim@example.com", Username: "kim", Password: "kim-password"})
 	if err != nil {
 		t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"docflow/streams"
 )
 
-func newAccounts(t *testing.T) (*postgres.AccountService, *postgres.DB, *atomic.Int64) {
+func newAccounts(t *testing.T) (*postgres.AccountStore, *postgres.DB, *atomic.Int64) {
 	t.Helper()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "accounts")
@@ -22,7 +22,7 @@ func newAccounts(t *testing.T) (*postgres.AccountService, *postgres.DB, *atomic.
 	t.Cleanup(cleanup)
 	var skew atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
-	return postgres.NewAccountService(db, streams.EncodeEvent, passwd.Hasher{}, now), db, &skew
+	return postgres.NewAccountStore(db, streams.EncodeEvent, passwd.Hasher{}, now), db, &skew
 }
 
 func TestAccountCreateFindAuthenticate(t *testing.T) {
@@ -141,7 +141,7 @@ func TestAccountEmailChangeMovesOwnership(t *testing.T) {
 	if _, err := s.UpdateLocalUser(ctx, a.ID, docflow.LocalUserPatch{Email: &taken}); docflow.ErrorCode(err) != docflow.ECONFLICT {
 		t.Fatalf("taken e-mail: %v", err)
 	}
-	if _, err := postgres.NewProfileService(db, streams.EncodeEvent).EnsureProfile(ctx, "sso@example.com", "", "sso"); err != nil {
+	if _, err := postgres.NewProfileStore(db, streams.EncodeEvent).EnsureProfile(ctx, "sso@example.com", "", "sso"); err != nil {
 		t.Fatal(err)
 	}
 	sso := "sso@example.com"

@@ -30,7 +30,7 @@ var ownerColumns = []struct{ table, column string }{
 }
 
 // UpdateLocalUser applies p; a new e-mail moves what the old id owned.
-func (s *AccountService) UpdateLocalUser(ctx context.Context, id int64, p docflow.LocalUserPatch) (*docflow.LocalUser, error) {
+func (s *AccountStore) UpdateLocalUser(ctx context.Context, id int64, p docflow.LocalUserPatch) (*docflow.LocalUser, error) {
 	var u *docflow.LocalUser
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		now := s.now()
@@ -81,7 +81,7 @@ func (s *AccountService) UpdateLocalUser(ctx context.Context, id int64, p docflo
 // moveUserTx gives the account id the user id to instead of from: its
 // profile and everything the old id owned, authored or was shared; the
 // old id's sessions end (they would act as a user that no longer exists).
-func (s *AccountService) moveUserTx(ctx context.Context, tx pgx.Tx, id int64, from, to string) error {
+func (s *AccountStore) moveUserTx(ctx context.Context, tx pgx.Tx, id int64, from, to string) error {
 	var taken bool
 	err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM local_users WHERE lower(email)=lower($1) AND id<>$2)
 		OR EXISTS (SELECT 1 FROM user_profiles WHERE lower(user_id)=lower($1) AND user_id<>$3)

@@ -10,12 +10,12 @@ import (
 	"docflow"
 )
 
-// AnnotationService keeps the annotations of files
+// AnnotationStore keeps the annotations of files
 // (docflow.AnnotationStore).
-type AnnotationService struct{ db *DB }
+type AnnotationStore struct{ db *DB }
 
-// NewAnnotationService returns the annotation store.
-func NewAnnotationService(db *DB) *AnnotationService { return &AnnotationService{db: db} }
+// NewAnnotationStore returns the annotation store.
+func NewAnnotationStore(db *DB) *AnnotationStore { return &AnnotationStore{db: db} }
 
 const annotationCols = `id, file_id, user_id, page, x, y, width, height, content, annotation_type, color, created_at, updated_at`
 
@@ -31,7 +31,7 @@ func scanAnnotation(row pgx.Row) (*docflow.Annotation, error) {
 func annotationNotFound() error { return docflow.Errorf(docflow.ENOTFOUND, "Annotation not found") }
 
 // ListAnnotations returns the file's annotations by page, then creation.
-func (s *AnnotationService) ListAnnotations(ctx context.Context, fileID int64) ([]*docflow.Annotation, error) {
+func (s *AnnotationStore) ListAnnotations(ctx context.Context, fileID int64) ([]*docflow.Annotation, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+annotationCols+` FROM annotations WHERE file_id=$1
 		ORDER BY page, created_at, id`, fileID)
 	if err != nil {
@@ -50,7 +50,7 @@ func (s *AnnotationService) ListAnnotations(ctx context.Context, fileID int64) (
 }
 
 // FindAnnotation returns one annotation of the file.
-func (s *AnnotationService) FindAnnotation(ctx context.Context, fileID, id int64) (*docflow.Annotation, error) {
+func (s *AnnotationStore) FindAnnotation(ctx context.Context, fileID, id int64) (*docflow.Annotation, error) {
 	a, err := scanAnnotation(s.db.Pool.QueryRow(ctx, `SELECT `+annotationCols+` FROM annotations WHERE id=$1 AND file_id=$2`, id, fileID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, annotationNotFound()
@@ -61,7 +61,7 @@ func (s *AnnotationService) FindAnnotation(ctx context.Context, fileID, id int64
 }
 
 // CreateAnnotation stores a.
-func (s *AnnotationService) CreateAnnotation(ctx context.Context, a *docflow.Annotation) error {
+func (s *AnnotationStore) CreateAnnotation(ctx context.Context, a *docflow.Annotation) error {
 	now := s.db.Now()
 	err := s.db.Pool.QueryRow(ctx, `INSERT INTO annotations
 		(file_id, user_id, page, x, y, width, height, content, annotation_type, color, created_at, updated_at)
@@ -78,7 +78,7 @@ func (s *AnnotationService) CreateAnnotation(ctx context.Context, a *docflow.Ann
 }
 
 // UpdateAnnotation writes a's editable fields.
-func (s *AnnotationService) UpdateAnnotation(ctx context.Context, a *docflow.Annotation) error {
+func (s *AnnotationStore) UpdateAnnotation(ctx context.Context, a *docflow.Annotation) error {
 	err := s.db.Pool.QueryRow(ctx, `UPDATE annotations SET page=$3, x=$4, y=$5, width=$6, height=$7, content=$8,
 			annotation_type=$9, color=$10, updated_at=$11
 		WHERE id=$1 AND file_id=$2 RETURNING updated_at`,
@@ -92,7 +92,7 @@ func (s *AnnotationService) UpdateAnnotation(ctx context.Context, a *docflow.Ann
 }
 
 // DeleteAnnotation removes one annotation of the file.
-func (s *AnnotationService) DeleteAnnotation(ctx context.Context, fileID, id int64) error {
+func (s *AnnotationStore) DeleteAnnotation(ctx context.Context, fileID, id int64) error {
 	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM annotations WHERE id=$1 AND file_id=$2`, id, fileID)
 	if err != nil {
 		return fmt.Errorf("delete annotation: %w", dbErr(err))

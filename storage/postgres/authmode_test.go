@@ -22,7 +22,7 @@ func TestAuthModeLeftovers(t *testing.T) {
 	}
 	t.Cleanup(cleanup)
 	s := postgres.NewAuthModeStore(db)
-	tokens := postgres.NewTokenService(db)
+	tokens := postgres.NewTokenStore(db)
 	token := func(name string) {
 		t.Helper()
 		if err := tokens.CreateToken(ctx, &docflow.APIToken{OwnerID: "admin", Name: name, TokenPrefix: "dfl_" + name, TokenHash: name}); err != nil {
@@ -66,7 +66,7 @@ func TestAuthModeLeftovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup2)
-	if err := postgres.NewTokenService(db2).CreateToken(ctx, &docflow.APIToken{OwnerID: "admin", Name: "x", TokenPrefix: "dfl_x", TokenHash: "x"}); err != nil {
+	if err := postgres.NewTokenStore(db2).CreateToken(ctx, &docflow.APIToken{OwnerID: "admin", Name: "x", TokenPrefix: "dfl_x", TokenHash: "x"}); err != nil {
 		t.Fatal(err)
 	}
 	if l, err := postgres.NewAuthModeStore(db2).RecordStart(ctx, true, time.Now().Add(time.Second)); err != nil || l == nil || l.Tokens.Count != 1 {

@@ -9,7 +9,7 @@ import (
 	"docflow"
 )
 
-// AutomationHookStore implements docflow.AutomationHookService on the
+// AutomationHookStore implements docflow.AutomationHookStore on the
 // automation_hooks table. Secrets are encrypted at rest with the settings'
 // cipher. The delivery core reaches hooks through WebhookStore (Fanout,
 // Target, RecordAttempt), which reads the same table.
@@ -18,7 +18,7 @@ type AutomationHookStore struct {
 	cipher *Cipher
 }
 
-var _ docflow.AutomationHookService = (*AutomationHookStore)(nil)
+var _ docflow.AutomationHookStore = (*AutomationHookStore)(nil)
 
 // NewAutomationHookStore returns the store.
 func NewAutomationHookStore(db *DB, c *Cipher) *AutomationHookStore {

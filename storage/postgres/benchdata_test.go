@@ -116,7 +116,7 @@ func TestBenchRunMeasurements(t *testing.T) {
 	t.Cleanup(cleanup)
 	p := &docflow.Pipeline{Name: "bench", IsActive: true,
 		Steps: []*docflow.PipelineStep{{StepType: docflow.StepTest, Label: "noop", Enabled: true}}}
-	if err := postgres.NewPipelineService(db).CreatePipeline(ctx, p); err != nil {
+	if err := postgres.NewPipelineStore(db).CreatePipeline(ctx, p); err != nil {
 		t.Fatal(err)
 	}
 
@@ -140,7 +140,7 @@ func TestBenchRunMeasurements(t *testing.T) {
 	if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox WHERE topic = 'bench'`).Scan(&outbox); err != nil || outbox != 3 {
 		t.Fatalf("outbox rows = %d, %v; want 3", outbox, err)
 	}
-	if open, err := postgres.NewFileService(db).CountUnfinishedRuns(ctx); err != nil || open != 3 {
+	if open, err := postgres.NewFileStore(db).CountUnfinishedRuns(ctx); err != nil || open != 3 {
 		t.Fatalf("unfinished runs = %d, %v; want 3", open, err)
 	}
 

@@ -24,7 +24,7 @@ func blobUsed(expr string) string {
 }
 
 // BlobInUse reports whether any file references key.
-func (s *FileService) BlobInUse(ctx context.Context, key string) (bool, error) {
+func (s *FileStore) BlobInUse(ctx context.Context, key string) (bool, error) {
 	used, err := s.BlobsInUse(ctx, []string{key})
 	if err != nil {
 		return false, err
@@ -36,7 +36,7 @@ var blobsInUseQuery = `SELECT b, ` + blobUsed("b") + ` FROM unnest($1::text[]) A
 
 // BlobsInUse reports, for each of keys, whether any file references it,
 // in one statement (the blob sweep asks a few hundred keys at a time).
-func (s *FileService) BlobsInUse(ctx context.Context, keys []string) (map[string]bool, error) {
+func (s *FileStore) BlobsInUse(ctx context.Context, keys []string) (map[string]bool, error) {
 	out := make(map[string]bool, len(keys))
 	if len(keys) == 0 {
 		return out, nil
@@ -66,7 +66,7 @@ const blobSweepLock = 7_245_003
 // connection of its own, without waiting. ok is false when another session
 // holds it. Otherwise the caller sweeps and then calls unlock, which
 // releases the lock and the connection.
-func (s *FileService) TryLockBlobSweep(ctx context.Context) (unlock func(), ok bool, err error) {
+func (s *FileStore) TryLockBlobSweep(ctx context.Context) (unlock func(), ok bool, err error) {
 	conn, err := s.db.Pool.Acquire(ctx)
 	if err != nil {
 		return nil, false, fmt.Errorf("blob sweep lock: %w", err)

@@ -13,10 +13,10 @@ import (
 	"docflow/storage/blob"
 )
 
-func openBlobFiles(t *testing.T) (*DB, *FileService) {
+func openBlobFiles(t *testing.T) (*DB, *FileStore) {
 	t.Helper()
 	db := openTest(t)
-	return db, NewFileService(db)
+	return db, NewFileStore(db)
 }
 
 // insertRefs records one file per row of refs: original, processed and
@@ -255,7 +255,7 @@ func TestTryLockBlobSweep(t *testing.T) {
 	if err != nil || !ok {
 		t.Fatalf("first lock: %v %v", ok, err)
 	}
-	other := NewFileService(db)
+	other := NewFileStore(db)
 	if _, ok2, err := other.TryLockBlobSweep(ctx); err != nil || ok2 {
 		t.Fatalf("second lock while held: %v %v", ok2, err)
 	}

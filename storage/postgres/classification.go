@@ -9,16 +9,16 @@ import (
 	"docflow"
 )
 
-// ClassificationService stores classification rules: system rules (owner
+// ClassificationStore stores classification rules: system rules (owner
 // NULL) and each user's own.
-type ClassificationService struct{ db *DB }
+type ClassificationStore struct{ db *DB }
 
-// NewClassificationService returns a ClassificationService on db.
-func NewClassificationService(db *DB) *ClassificationService {
+// NewClassificationStore returns a ClassificationStore on db.
+func NewClassificationStore(db *DB) *ClassificationStore {
 	if db == nil {
-		panic("postgres: NewClassificationService needs a DB")
+		panic("postgres: NewClassificationStore needs a DB")
 	}
-	return &ClassificationService{db: db}
+	return &ClassificationStore{db: db}
 }
 
 const classRuleCols = `id, owner_id, name, category, rule_type, pattern, priority, case_sensitive, enabled, created_at, updated_at`
@@ -35,7 +35,7 @@ func scanClassRule(row pgx.Row) (*docflow.ClassificationRule, error) {
 const classRuleOrder = ` ORDER BY priority DESC, owner_id IS NULL, id`
 
 // FindClassificationRuleByID returns ENOTFOUND for unknown ids.
-func (s *ClassificationService) FindClassificationRuleByID(ctx context.Context, id int64) (*docflow.ClassificationRule, error) {
+func (s *ClassificationStore) FindClassificationRuleByID(ctx context.Context, id int64) (*docflow.ClassificationRule, error) {
 	r, err := scanClassRule(s.db.Pool.QueryRow(ctx, `SELECT `+classRuleCols+` FROM classification_rules WHERE id=$1`, id))
 	if err != nil {
 		return nil, wrapErr("find classification rule", notFound(err, "Classification rule not found"))
@@ -46,7 +46,7 @@ func (s *ClassificationService) FindClassificationRuleByID(ctx context.Context, 
 // FindClassificationRules returns the system rules plus ownerID's own (only
 // the system rules for a nil ownerID), highest priority first. enabledOnly
 // leaves out disabled rules (what the classify step evaluates).
-func (s *ClassificationService) FindClassificationRules(ctx context.Context, ownerID *string, enabledOnly bool) ([]*docflow.ClassificationRule, error) {
+func (s *ClassificationStore) FindClassificationRules(ctx context.Context, ownerID *string, enabledOnly bool) ([]*docflow.ClassificationRule, error) {
 	q := `SELECT ` + classRuleCols + ` FROM classification_rules WHERE (owner_id IS NULL OR owner_id = $1)`
 	if enabledOnly {
 		q += ` AND enabled`
@@ -76,7 +76,7 @@ func classConflict(err error, name string) error {
 
 // CreateClassificationRule inserts r (ID and timestamps are set). ECONFLICT
 // when the owner already has a rule of that name.
-func (s *ClassificationService) CreateClassificationRule(ctx context.Context, r *docflow.ClassificationRule) error {
+func (s *ClassificationStore) CreateClassificationRule(ctx context.Context, r *docflow.ClassificationRule) error {
 	now := s.db.Now()
 	err := s.db.Pool.QueryRow(ctx, `INSERT INTO classification_rules
 		(owner_id, name, category, rule_type, pattern, priority, case_sensitive, enabled, created_at, updated_at)
@@ -89,7 +89,7 @@ func (s *ClassificationService) CreateClassificationRule(ctx context.Context, r 
 // UpdateClassificationRule runs fn on the rule inside one transaction and
 // saves it; the owner cannot change. ENOTFOUND, ECONFLICT on a taken name,
 // or fn's error.
-func (s *ClassificationService) UpdateClassificationRule(ctx context.Context, id int64, fn func(*docflow.ClassificationRule) error) (*docflow.ClassificationRule, error) {
+func (s *ClassificationStore) UpdateClassificationRule(ctx context.Context, id int64, fn func(*docflow.ClassificationRule) error) (*docflow.ClassificationRule, error) {
 	var out *docflow.ClassificationRule
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		r, err := scanClassRule(tx.QueryRow(ctx, `SELECT `+classRuleCols+` FROM classification_rules WHERE id=$1 FOR UPDATE`, id))
@@ -118,7 +118,7 @@ func (s *ClassificationService) UpdateClassificationRule(ctx context.Context, id
 }
 
 // DeleteClassificationRule removes a rule. ENOTFOUND.
-func (s *ClassificationService) DeleteClassificationRule(ctx context.Context, id int64) error {
+func (s *ClassificationStore) DeleteClassificationRule(ctx context.Context, id int64) error {
 	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM classification_rules WHERE id=$1`, id)
 	if err != nil {
 		return fmt.Errorf("delete classification rule: %w", err)

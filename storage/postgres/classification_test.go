@@ -10,7 +10,7 @@ import (
 func TestClassificationRules(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	s := NewClassificationService(db)
+	s := NewClassificationStore(db)
 	alice, bob := "alice", "bob"
 
 	mk := func(owner *string, name string, prio int, enabled bool) *docflow.ClassificationRule {

@@ -10,11 +10,11 @@ import (
 	"docflow"
 )
 
-// CommentService keeps the comments of files (docflow.CommentStore).
-type CommentService struct{ db *DB }
+// CommentStore keeps the comments of files (docflow.CommentStore).
+type CommentStore struct{ db *DB }
 
-// NewCommentService returns the comment store.
-func NewCommentService(db *DB) *CommentService { return &CommentService{db: db} }
+// NewCommentStore returns the comment store.
+func NewCommentStore(db *DB) *CommentStore { return &CommentStore{db: db} }
 
 const commentCols = `id, file_id, user_id, parent_id, body, mentions, is_resolved, created_at, updated_at`
 
@@ -32,7 +32,7 @@ func scanComment(row pgx.Row) (*docflow.Comment, error) {
 func commentNotFound() error { return docflow.Errorf(docflow.ENOTFOUND, "Comment not found") }
 
 // ListComments returns the file's comments in creation order.
-func (s *CommentService) ListComments(ctx context.Context, fileID int64) ([]*docflow.Comment, error) {
+func (s *CommentStore) ListComments(ctx context.Context, fileID int64) ([]*docflow.Comment, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+commentCols+` FROM comments WHERE file_id=$1 ORDER BY created_at, id`, fileID)
 	if err != nil {
 		return nil, fmt.Errorf("list comments: %w", dbErr(err))
@@ -50,7 +50,7 @@ func (s *CommentService) ListComments(ctx context.Context, fileID int64) ([]*doc
 }
 
 // FindComment returns one comment of the file.
-func (s *CommentService) FindComment(ctx context.Context, fileID, id int64) (*docflow.Comment, error) {
+func (s *CommentStore) FindComment(ctx context.Context, fileID, id int64) (*docflow.Comment, error) {
 	c, err := scanComment(s.db.Pool.QueryRow(ctx, `SELECT `+commentCols+` FROM comments WHERE id=$1 AND file_id=$2`, id, fileID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, commentNotFound()
@@ -61,7 +61,7 @@ func (s *CommentService) FindComment(ctx context.Context, fileID, id int64) (*do
 }
 
 // CreateComment stores c with its mentions and the grants of grant.
-func (s *CommentService) CreateComment(ctx context.Context, c *docflow.Comment, grant []string) ([]*docflow.Share, error) {
+func (s *CommentStore) CreateComment(ctx context.Context, c *docflow.Comment, grant []string) ([]*docflow.Share, error) {
 	var grants []*docflow.Share
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		if c.ParentID != nil {
@@ -115,7 +115,7 @@ func commentErr(op string, err error) error {
 // UpdateComment replaces a comment's body and mentions, grants as
 // CreateComment, and ends the comment's grants to users it no longer
 // mentions.
-func (s *CommentService) UpdateComment(ctx context.Context, fileID, id int64, body string, mentions, grant []string) (*docflow.Comment, docflow.MentionGrants, error) {
+func (s *CommentStore) UpdateComment(ctx context.Context, fileID, id int64, body string, mentions, grant []string) (*docflow.Comment, docflow.MentionGrants, error) {
 	var c *docflow.Comment
 	var g docflow.MentionGrants
 	if mentions == nil {
@@ -144,7 +144,7 @@ func (s *CommentService) UpdateComment(ctx context.Context, fileID, id int64, bo
 }
 
 // ResolveComment sets is_resolved.
-func (s *CommentService) ResolveComment(ctx context.Context, fileID, id int64, resolved bool) (*docflow.Comment, error) {
+func (s *CommentStore) ResolveComment(ctx context.Context, fileID, id int64, resolved bool) (*docflow.Comment, error) {
 	c, err := scanComment(s.db.Pool.QueryRow(ctx, `UPDATE comments SET is_resolved=$3, updated_at=$4
 		WHERE id=$1 AND file_id=$2 RETURNING `+commentCols, id, fileID, resolved, s.db.Now()))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -158,7 +158,7 @@ func (s *CommentService) ResolveComment(ctx context.Context, fileID, id int64, r
 
 // DeleteComment removes a comment of the file and, by cascade, its
 // replies, and ends the access their mentions alone gave.
-func (s *CommentService) DeleteComment(ctx context.Context, fileID, id int64) ([]*docflow.Share, error) {
+func (s *CommentStore) DeleteComment(ctx context.Context, fileID, id int64) ([]*docflow.Share, error) {
 	var ended []*docflow.Share
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		// The comment and its replies, at any depth.

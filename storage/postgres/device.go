@@ -8,12 +8,12 @@ import (
 	"docflow"
 )
 
-// DeviceStore implements docflow.DeviceService on mobile_devices; the
+// DeviceStore implements docflow.DeviceStore on mobile_devices; the
 // push sender deactivates through it the devices the relay reports
 // unregistered.
 type DeviceStore struct{ db *DB }
 
-var _ docflow.DeviceService = (*DeviceStore)(nil)
+var _ docflow.DeviceStore = (*DeviceStore)(nil)
 
 // NewDeviceStore returns the store.
 func NewDeviceStore(db *DB) *DeviceStore { return &DeviceStore{db: db} }

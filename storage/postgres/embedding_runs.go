@@ -10,16 +10,16 @@ import (
 // EmbeddingStore is the storage of runs made of the compute_embedding step
 // alone (actors/pipeline/steps.EmbeddingRuns).
 type EmbeddingStore struct {
-	files *FileService
+	files *FileStore
 	runs  *RunStore
 }
 
 // NewEmbeddingStore returns an EmbeddingStore on db.
 func NewEmbeddingStore(db *DB) *EmbeddingStore {
-	return &EmbeddingStore{files: NewFileService(db), runs: NewRunStore(db)}
+	return &EmbeddingStore{files: NewFileStore(db), runs: NewRunStore(db)}
 }
 
-// RequeueFiles is FileService.RequeueFiles.
+// RequeueFiles is FileStore.RequeueFiles.
 func (s *EmbeddingStore) RequeueFiles(ctx context.Context, items []docflow.Requeue) ([]*docflow.File, []int64, error) {
 	return s.files.RequeueFiles(ctx, items)
 }

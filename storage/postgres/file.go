@@ -15,9 +15,9 @@ import (
 	"docflow"
 )
 
-// FileService implements docflow.FileRepository and the transactional
+// FileStore implements docflow.FileStore and the transactional
 // intake writes (file + run + outbox in one transaction).
-type FileService struct {
+type FileStore struct {
 	db     *DB
 	counts *listCache
 	waker  *outboxWaker
@@ -26,14 +26,14 @@ type FileService struct {
 	texts  listTexts
 }
 
-var _ docflow.FileRepository = (*FileService)(nil)
+var _ docflow.FileStore = (*FileStore)(nil)
 
-// NewFileService returns a FileService on db.
-func NewFileService(db *DB) *FileService {
+// NewFileStore returns a FileStore on db.
+func NewFileStore(db *DB) *FileStore {
 	if db == nil {
-		panic("postgres: NewFileService needs a DB")
+		panic("postgres: NewFileStore needs a DB")
 	}
-	s := &FileService{db: db, counts: newListCache(db.Now), waker: &outboxWaker{db: db}, names: newNameIndex(db),
+	s := &FileStore{db: db, counts: newListCache(db.Now), waker: &outboxWaker{db: db}, names: newNameIndex(db),
 		texts: listTexts{m: map[listText]string{}}}
 	s.SetListConcurrency(0)
 	return s
@@ -96,7 +96,7 @@ func decodeMetadata(f *docflow.File, meta []byte) error {
 }
 
 // FindFileByID returns ENOTFOUND if the file does not exist.
-func (s *FileService) FindFileByID(ctx context.Context, id int64) (*docflow.File, error) {
+func (s *FileStore) FindFileByID(ctx context.Context, id int64) (*docflow.File, error) {
 	f, err := scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileColsText+` FROM files f WHERE f.id=$1`, id), true)
 	if err != nil {
 		return nil, notFound(err, "File not found")
@@ -105,7 +105,7 @@ func (s *FileService) FindFileByID(ctx context.Context, id int64) (*docflow.File
 }
 
 // FindFileByHash returns the original (non-duplicate) file with that hash.
-func (s *FileService) FindFileByHash(ctx context.Context, hash string) (*docflow.File, error) {
+func (s *FileStore) FindFileByHash(ctx context.Context, hash string) (*docflow.File, error) {
 	f, err := scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileColsText+` FROM files f
 		WHERE f.filehash=$1 AND f.status <> 'duplicate' AND f.duplicate_of IS NULL ORDER BY f.id LIMIT 1`, hash), true)
 	if err != nil {
@@ -115,7 +115,7 @@ func (s *FileService) FindFileByHash(ctx context.Context, hash string) (*docflow
 }
 
 // FindFilesByIDs returns the existing files among ids, in id order.
-func (s *FileService) FindFilesByIDs(ctx context.Context, ids []int64) ([]*docflow.File, error) {
+func (s *FileStore) FindFilesByIDs(ctx context.Context, ids []int64) ([]*docflow.File, error) {
 	if len(ids) == 0 {
 		return []*docflow.File{}, nil
 	}
@@ -133,7 +133,7 @@ func (s *FileService) FindFilesByIDs(ctx context.Context, ids []int64) ([]*docfl
 // UpdateFile runs fn on the locked file and saves the fields a client or a
 // step may change (the tags column follows the AI metadata's by trigger,
 // migration 0300). ENOTFOUND for a missing file or pipeline.
-func (s *FileService) UpdateFile(ctx context.Context, id int64, fn func(*docflow.File) error) (*docflow.File, error) {
+func (s *FileStore) UpdateFile(ctx context.Context, id int64, fn func(*docflow.File) error) (*docflow.File, error) {
 	var out *docflow.File
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		f, err := scanFile(tx.QueryRow(ctx, `SELECT `+fileColsText+` FROM files f WHERE f.id=$1 FOR UPDATE`, id), true)
@@ -180,7 +180,7 @@ func providers(p []string) []string {
 }
 
 // DeleteFile removes one record; see DeleteFiles.
-func (s *FileService) DeleteFile(ctx context.Context, id int64) ([]string, error) {
+func (s *FileStore) DeleteFile(ctx context.Context, id int64) ([]string, error) {
 	deleted, orphans, err := s.DeleteFiles(ctx, []int64{id})
 	if err != nil {
 		return nil, err
@@ -193,7 +193,7 @@ func (s *FileService) DeleteFile(ctx context.Context, id int64) ([]string, error
 
 // DeleteFiles removes the existing records among ids in one statement and
 // returns the blob keys that no remaining record references.
-func (s *FileService) DeleteFiles(ctx context.Context, ids []int64) ([]int64, []string, error) {
+func (s *FileStore) DeleteFiles(ctx context.Context, ids []int64) ([]int64, []string, error) {
 	if len(ids) == 0 {
 		return []int64{}, nil, nil
 	}
@@ -248,7 +248,7 @@ func (s *FileService) DeleteFiles(ctx context.Context, ids []int64) ([]int64, []
 
 // ProcessingStatuses summarises the current run of each file from its
 // recorded steps, with the pipeline the run was routed to.
-func (s *FileService) ProcessingStatuses(ctx context.Context, files []*docflow.File) (map[int64]docflow.ProcessingStatus, error) {
+func (s *FileStore) ProcessingStatuses(ctx context.Context, files []*docflow.File) (map[int64]docflow.ProcessingStatus, error) {
 	out := make(map[int64]docflow.ProcessingStatus, len(files))
 	ids := make([]int64, 0, len(files))
 	for _, f := range files {
@@ -285,7 +285,7 @@ func (s *FileService) ProcessingStatuses(ctx context.Context, files []*docflow.F
 }
 
 // FindProcessingLogs returns the file's log chronologically.
-func (s *FileService) FindProcessingLogs(ctx context.Context, fileID int64) ([]*docflow.ProcessingLog, error) {
+func (s *FileStore) FindProcessingLogs(ctx context.Context, fileID int64) ([]*docflow.ProcessingLog, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT id, file_id, task_id, step_name, status, message, timestamp
 		FROM processing_logs WHERE file_id=$1 ORDER BY timestamp, id`, fileID)
 	if err != nil {
@@ -304,7 +304,7 @@ func (s *FileService) FindProcessingLogs(ctx context.Context, fileID int64) ([]*
 }
 
 // PipelineExists reports whether a pipeline id exists.
-func (s *FileService) PipelineExists(ctx context.Context, id int64) (bool, error) {
+func (s *FileStore) PipelineExists(ctx context.Context, id int64) (bool, error) {
 	var ok bool
 	if err := s.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pipelines WHERE id=$1)`, id).Scan(&ok); err != nil {
 		return false, fmt.Errorf("pipeline exists: %w", err)
@@ -313,7 +313,7 @@ func (s *FileService) PipelineExists(ctx context.Context, id int64) (bool, error
 }
 
 // CountUnfinishedRuns is the queue depth used to tighten upload limits.
-func (s *FileService) CountUnfinishedRuns(ctx context.Context) (int, error) {
+func (s *FileStore) CountUnfinishedRuns(ctx context.Context) (int, error) {
 	var n int
 	err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM runs WHERE status IN ('pending', 'processing')`).Scan(&n)
 	if err != nil {

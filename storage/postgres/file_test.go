@@ -22,16 +22,16 @@ func newFile(hash, owner string) *docflow.File {
 	return f
 }
 
-// openFiles returns a FileService on a fresh migrated database, dropped
+// openFiles returns a FileStore on a fresh migrated database, dropped
 // when the test ends.
-func openFiles(t *testing.T) (*postgres.DB, *postgres.FileService) {
+func openFiles(t *testing.T) (*postgres.DB, *postgres.FileStore) {
 	t.Helper()
 	db, cleanup, err := postgres.OpenTestDB(context.Background(), "files")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	return db, postgres.NewFileService(db)
+	return db, postgres.NewFileStore(db)
 }
 
 func TestIngestRacesAndDailyLimit(t *testing.T) {

@@ -18,7 +18,7 @@ import (
 // leases that give each source to one process, the sources' status and
 // cursors (integrations.state: "status" as docflow.IntegrationStatus,
 // "imap" as docflow.MailCursor), and the mails taken in
-// (integration_mail_seen; attachments are recorded by FileService.Ingest
+// (integration_mail_seen; attachments are recorded by FileStore.Ingest
 // with their file).
 type SourceStore struct {
 	db     *DB

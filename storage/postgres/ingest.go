@@ -18,7 +18,7 @@ import (
 // NewFileID draws the next file id from the sequence, for
 // docflow.IngestRecord.ID: intake draws it while the upload is still being
 // stored, so it costs the upload no time of its own.
-func (s *FileService) NewFileID(ctx context.Context) (int64, error) {
+func (s *FileStore) NewFileID(ctx context.Context) (int64, error) {
 	var id int64
 	if err := s.db.Pool.QueryRow(ctx, `SELECT nextval('files_id_seq')`).Scan(&id); err != nil {
 		return 0, fmt.Errorf("file id: %w", err)
@@ -35,7 +35,7 @@ const maxIngestAttempts = 3
 // record. It returns the original when the file is an exact duplicate.
 // Concurrent identical uploads race on the unique index of originals: the
 // loser retries and finds the winner as its original.
-func (s *FileService) Ingest(ctx context.Context, rec docflow.IngestRecord) (dupOf *docflow.File, err error) {
+func (s *FileStore) Ingest(ctx context.Context, rec docflow.IngestRecord) (dupOf *docflow.File, err error) {
 	if rec.File == nil {
 		return nil, errors.New("ingest: File is required")
 	}
@@ -73,7 +73,7 @@ func (s *FileService) Ingest(ctx context.Context, rec docflow.IngestRecord) (dup
 // of originals refuses the row and the caller takes the transactional path
 // that looks the original up. That check-by-insert saves the lookup for the
 // common case, new content.
-func (s *FileService) ingestNew(ctx context.Context, rec docflow.IngestRecord) (bool, error) {
+func (s *FileStore) ingestNew(ctx context.Context, rec docflow.IngestRecord) (bool, error) {
 	f := rec.File
 	id := rec.ID
 	if id == 0 {
@@ -210,7 +210,7 @@ func (w *outboxWaker) run() {
 
 // ingestOnce is the transactional path: it looks the original up, applies
 // the daily limit and writes the record as rec asks.
-func (s *FileService) ingestOnce(ctx context.Context, rec docflow.IngestRecord) (*docflow.File, error) {
+func (s *FileStore) ingestOnce(ctx context.Context, rec docflow.IngestRecord) (*docflow.File, error) {
 	f := rec.File
 	var dupOf *docflow.File
 	var id *int64
@@ -345,7 +345,7 @@ func secondsToMidnight(now time.Time) int {
 // sets it pending and enqueues the item's messages, all in one
 // transaction. Files that vanished meanwhile are returned in missing (their
 // messages are dropped).
-func (s *FileService) RequeueFiles(ctx context.Context, items []docflow.Requeue) (done []*docflow.File, missing []int64, err error) {
+func (s *FileStore) RequeueFiles(ctx context.Context, items []docflow.Requeue) (done []*docflow.File, missing []int64, err error) {
 	err = pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		done, missing = nil, nil
 		now := s.db.Now()

@@ -14,23 +14,23 @@ import (
 	"docflow"
 )
 
-// IntegrationService owns the integrations table for the API: each owner's
+// IntegrationStore owns the integrations table for the API: each owner's
 // records (every method is scoped to the owner: another owner's id is not
 // found), the quota by subscription tier, and the status the process
 // running an integration reports. Credentials are stored as
 // AES-256-GCM-sealed JSON under the key of the sensitive settings (Cipher)
 // and never leave this store except through IntegrationWithCredentials.
-type IntegrationService struct {
+type IntegrationStore struct {
 	db     *DB
 	cipher *Cipher
 }
 
-// NewIntegrationService returns the store on db, sealing credentials with c.
-func NewIntegrationService(db *DB, c *Cipher) *IntegrationService {
+// NewIntegrationStore returns the store on db, sealing credentials with c.
+func NewIntegrationStore(db *DB, c *Cipher) *IntegrationStore {
 	if db == nil || c == nil {
-		panic("postgres: NewIntegrationService needs a DB and a Cipher")
+		panic("postgres: NewIntegrationStore needs a DB and a Cipher")
 	}
-	return &IntegrationService{db: db, cipher: c}
+	return &IntegrationStore{db: db, cipher: c}
 }
 
 const integrationColumns = `id, owner_id, direction, integration_type, name, config, credentials <> '',
@@ -65,7 +65,7 @@ func errIntegrationNotFound() error {
 }
 
 // ListIntegrations returns owner's integrations, oldest first.
-func (s *IntegrationService) ListIntegrations(ctx context.Context, owner string, f docflow.IntegrationFilter) (out []*docflow.Integration, err error) {
+func (s *IntegrationStore) ListIntegrations(ctx context.Context, owner string, f docflow.IntegrationFilter) (out []*docflow.Integration, err error) {
 	defer mapDBError(&err)
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+integrationColumns+` FROM integrations
 		WHERE owner_id = $1 AND ($2 = '' OR direction = $2) AND ($3 = '' OR integration_type = $3)
@@ -86,7 +86,7 @@ func (s *IntegrationService) ListIntegrations(ctx context.Context, owner string,
 }
 
 // GetIntegration returns one of owner's integrations, without credentials.
-func (s *IntegrationService) GetIntegration(ctx context.Context, owner string, id int64) (_ *docflow.Integration, err error) {
+func (s *IntegrationStore) GetIntegration(ctx context.Context, owner string, id int64) (_ *docflow.Integration, err error) {
 	defer mapDBError(&err)
 	in, err := scanIntegration(s.db.Pool.QueryRow(ctx, `SELECT `+integrationColumns+` FROM integrations
 		WHERE owner_id = $1 AND id = $2`, owner, id))
@@ -100,7 +100,7 @@ func (s *IntegrationService) GetIntegration(ctx context.Context, owner string, i
 // credentials decrypted, for the code that connects with them (the test
 // endpoint). Credentials sealed under another SESSION_SECRET are EINVALID:
 // the owner must enter them again.
-func (s *IntegrationService) IntegrationWithCredentials(ctx context.Context, owner string, id int64) (_ *docflow.Integration, err error) {
+func (s *IntegrationStore) IntegrationWithCredentials(ctx context.Context, owner string, id int64) (_ *docflow.Integration, err error) {
 	defer mapDBError(&err)
 	var sealed string
 	row := s.db.Pool.QueryRow(ctx, `SELECT credentials, `+integrationColumns+` FROM integrations
@@ -128,7 +128,7 @@ func (r integrationScanFirst) Scan(dest ...any) error {
 }
 
 // seal encrypts credentials; none (nil or empty) is "".
-func (s *IntegrationService) seal(creds map[string]string) (string, error) {
+func (s *IntegrationStore) seal(creds map[string]string) (string, error) {
 	if len(creds) == 0 {
 		return "", nil
 	}
@@ -139,7 +139,7 @@ func (s *IntegrationService) seal(creds map[string]string) (string, error) {
 	return s.cipher.Encrypt(string(raw))
 }
 
-func (s *IntegrationService) open(sealed string) (map[string]string, error) {
+func (s *IntegrationStore) open(sealed string) (map[string]string, error) {
 	creds := map[string]string{}
 	if sealed == "" {
 		return creds, nil
@@ -183,7 +183,7 @@ func integrationUsageTx(ctx context.Context, q interface {
 }
 
 // IntegrationUsage returns owner's tier and active integrations.
-func (s *IntegrationService) IntegrationUsage(ctx context.Context, owner string) (_ docflow.IntegrationUsage, err error) {
+func (s *IntegrationStore) IntegrationUsage(ctx context.Context, owner string) (_ docflow.IntegrationUsage, err error) {
 	defer mapDBError(&err)
 	return integrationUsageTx(ctx, s.db.Pool, owner)
 }
@@ -208,7 +208,7 @@ func checkIntegrationQuotaTx(ctx context.Context, tx pgx.Tx, owner, direction st
 // active integration counts against the owner's quota, checked in the
 // same transaction under the owner's lock; exempt owners (administrators,
 // single-user mode) have none.
-func (s *IntegrationService) CreateIntegration(ctx context.Context, in *docflow.Integration, exempt bool) (err error) {
+func (s *IntegrationStore) CreateIntegration(ctx context.Context, in *docflow.Integration, exempt bool) (err error) {
 	defer mapDBError(&err)
 	sealed, err := s.seal(in.Credentials)
 	if err != nil {
@@ -252,7 +252,7 @@ func (s *IntegrationService) CreateIntegration(ctx context.Context, in *docflow.
 // like a create. A change of config, credentials or the active flag
 // moves the settings' generation in this transaction, which stops the
 // sources started before it (migration 0580).
-func (s *IntegrationService) UpdateIntegration(ctx context.Context, owner string, id int64, exempt bool, fn func(*docflow.Integration) error) (_ *docflow.Integration, err error) {
+func (s *IntegrationStore) UpdateIntegration(ctx context.Context, owner string, id int64, exempt bool, fn func(*docflow.Integration) error) (_ *docflow.Integration, err error) {
 	defer mapDBError(&err)
 	var out *docflow.Integration
 	err = pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
@@ -303,7 +303,7 @@ func (s *IntegrationService) UpdateIntegration(ctx context.Context, owner string
 }
 
 // DeleteIntegration removes one of owner's integrations.
-func (s *IntegrationService) DeleteIntegration(ctx context.Context, owner string, id int64) (err error) {
+func (s *IntegrationStore) DeleteIntegration(ctx context.Context, owner string, id int64) (err error) {
 	defer mapDBError(&err)
 	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM integrations WHERE owner_id = $1 AND id = $2`, owner, id)
 	if err != nil {
@@ -322,7 +322,7 @@ func (s *IntegrationService) DeleteIntegration(ctx context.Context, owner string
 // stored ones, last_error set (or cleared by "") when given. It does not
 // touch updated_at, which tells when the owner last changed the record.
 // ENOTFOUND when the integration is gone (deleted while running).
-func (s *IntegrationService) RecordIntegrationStatus(ctx context.Context, id int64, u docflow.IntegrationStatusUpdate) (err error) {
+func (s *IntegrationStore) RecordIntegrationStatus(ctx context.Context, id int64, u docflow.IntegrationStatusUpdate) (err error) {
 	defer mapDBError(&err)
 	var state *string
 	if u.State != nil {
@@ -353,12 +353,12 @@ func (s *IntegrationService) RecordIntegrationStatus(ctx context.Context, id int
 
 // SetIntegrationError records msg as integration id's last_error ("" clears
 // it); shorthand for RecordIntegrationStatus.
-func (s *IntegrationService) SetIntegrationError(ctx context.Context, id int64, msg string) error {
+func (s *IntegrationStore) SetIntegrationError(ctx context.Context, id int64, msg string) error {
 	return s.RecordIntegrationStatus(ctx, id, docflow.IntegrationStatusUpdate{Error: &msg})
 }
 
 // MarkIntegrationUsed sets integration id's last_used_at to at.
-func (s *IntegrationService) MarkIntegrationUsed(ctx context.Context, id int64, at time.Time) error {
+func (s *IntegrationStore) MarkIntegrationUsed(ctx context.Context, id int64, at time.Time) error {
 	return s.RecordIntegrationStatus(ctx, id, docflow.IntegrationStatusUpdate{UsedAt: &at})
 }
 

@@ -11,7 +11,7 @@ import (
 	"docflow/storage/postgres"
 )
 
-func newIntegrationStore(t *testing.T) (*postgres.IntegrationService, *postgres.DB) {
+func newIntegrationStore(t *testing.T) (*postgres.IntegrationStore, *postgres.DB) {
 	t.Helper()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "integrations")
@@ -23,7 +23,7 @@ func newIntegrationStore(t *testing.T) (*postgres.IntegrationService, *postgres.
 	if err != nil {
 		t.Fatal(err)
 	}
-	return postgres.NewIntegrationService(db, c), db
+	return postgres.NewIntegrationStore(db, c), db
 }
 
 func imapRecord(owner string) *docflow.Integration {

@@ -15,7 +15,7 @@ import (
 func TestFindFilesWaitsItsTurn(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	s := NewFileService(db)
+	s := NewFileStore(db)
 	if got := cap(*s.gate.Load()); got != runtime.GOMAXPROCS(0) {
 		t.Fatalf("default concurrency %d", got)
 	}

@@ -35,20 +35,20 @@ import (
 //
 // At most the list concurrency (SetListConcurrency) of listings run at
 // once; the others wait in arrival order.
-func (s *FileService) FindFiles(ctx context.Context, filter docflow.FileFilter) ([]*docflow.File, int, error) {
+func (s *FileStore) FindFiles(ctx context.Context, filter docflow.FileFilter) ([]*docflow.File, int, error) {
 	return listPage(ctx, s, filter, filePages(filter.WithProcessingStatus))
 }
 
 // ListFiles returns one page of files as a listing shows them, with their
 // current run's summary, and the total; as FindFiles otherwise.
-func (s *FileService) ListFiles(ctx context.Context, filter docflow.FileFilter, dst []docflow.FileListing) ([]docflow.FileListing, int, error) {
+func (s *FileStore) ListFiles(ctx context.Context, filter docflow.FileFilter, dst []docflow.FileListing) ([]docflow.FileListing, int, error) {
 	r := summaryPages
 	r.dst = dst
 	return listPage(ctx, s, filter, r)
 }
 
 // listPage runs findPage once the list concurrency lets it.
-func listPage[T any](ctx context.Context, s *FileService, filter docflow.FileFilter, r pageReader[T]) ([]T, int, error) {
+func listPage[T any](ctx context.Context, s *FileStore, filter docflow.FileFilter, r pageReader[T]) ([]T, int, error) {
 	gate := s.gate.Load()
 	select {
 	case *gate <- struct{}{}:
@@ -74,7 +74,7 @@ func listPage[T any](ctx context.Context, s *FileService, filter docflow.FileFil
 // The price: while the slots hold slow listings (a search without any
 // trigram over millions of names), quick ones wait. A database on its
 // own, bigger machine wants a higher limit.
-func (s *FileService) SetListConcurrency(n int) {
+func (s *FileStore) SetListConcurrency(n int) {
 	if n <= 0 {
 		n = runtime.GOMAXPROCS(0)
 	}
@@ -83,7 +83,7 @@ func (s *FileService) SetListConcurrency(n int) {
 }
 
 // findPage is FindFiles and ListFiles, reading rows with r.
-func findPage[T any](ctx context.Context, s *FileService, filter docflow.FileFilter, r pageReader[T]) ([]T, int, error) {
+func findPage[T any](ctx context.Context, s *FileStore, filter docflow.FileFilter, r pageReader[T]) ([]T, int, error) {
 	col, ok := sortColumns[filter.SortBy]
 	if !ok {
 		col = "f.created_at"
@@ -276,7 +276,7 @@ const maxSortInMemory = 10_000
 // with a window (count(*) OVER ()) cost 10–20 % more of the whole
 // statement, as the window stores every match and then evaluates itself
 // on each.
-func findSorted[T any](ctx context.Context, s *FileService, r pageReader[T], col, order, matches, outer string, args []any, limit, offset int) ([]T, int, error) {
+func findSorted[T any](ctx context.Context, s *FileStore, r pageReader[T], col, order, matches, outer string, args []any, limit, offset int) ([]T, int, error) {
 	key := listText{kind: listSorted, from: matches, where: outer, order: order, cols: r.cols, status: r.status, limit: limit, offset: offset}
 	q := s.texts.get(key, func() string {
 		keys := `f.id`
@@ -305,7 +305,7 @@ func findSorted[T any](ctx context.Context, s *FileService, r pageReader[T], col
 
 // anchors returns the sort key of every anchorStep-th row (1-based rows
 // anchorStep, 2·anchorStep, …) of a listing, cached like totals.
-func (s *FileService) anchors(ctx context.Context, key, col, order, where string, args []any) ([]anchor, error) {
+func (s *FileStore) anchors(ctx context.Context, key, col, order, where string, args []any) ([]anchor, error) {
 	v, err := s.counts.get(ctx, "anchors\x00"+col+order+"\x00"+key, func(ctx context.Context) (any, error) {
 		rows, err := s.db.Pool.Query(ctx, `SELECT v, id FROM (SELECT `+col+` AS v, f.id, row_number() OVER (ORDER BY `+order+`) AS rn
 			FROM files f`+where+`) a WHERE rn % `+strconv.Itoa(anchorStep)+` = 0 ORDER BY rn`, args...)

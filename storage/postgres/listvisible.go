@@ -44,7 +44,7 @@ func visibleOnly(f docflow.FileFilter, col string) bool {
 // findVisible returns one page of what user may see, newest (dir DESC) or
 // oldest first, and the total; no rows when the page is past the end
 // (total then unknown, 0).
-func findVisible[T any](ctx context.Context, s *FileService, r pageReader[T], user, dir string, per, offset int) ([]T, int, error) {
+func findVisible[T any](ctx context.Context, s *FileStore, r pageReader[T], user, dir string, per, offset int) ([]T, int, error) {
 	order := "f.created_at " + dir + ", f.id " + dir
 	q := s.texts.get(listText{kind: listVisible, order: order, cols: r.cols, status: r.status, limit: per, offset: offset}, func() string {
 		total := `(SELECT COALESCE(sum(c.n), 0)::bigint FROM visible_file_counts c WHERE c.user_id = $1)`

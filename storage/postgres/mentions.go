@@ -19,7 +19,7 @@ import (
 // e-mail, else a profile's user id matches as it is written. Unknown
 // names and blocked users are no mentions. Each comes with the role a
 // share gives them on the file.
-func (s *CommentService) ResolveMentions(ctx context.Context, fileID int64, names []string) ([]docflow.Mentioned, error) {
+func (s *CommentStore) ResolveMentions(ctx context.Context, fileID int64, names []string) ([]docflow.Mentioned, error) {
 	out := []docflow.Mentioned{}
 	if len(names) == 0 {
 		return out, nil

@@ -112,7 +112,7 @@ func TestFindFilesSearchByRarePart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := NewFileService(db)
+	s := NewFileStore(db)
 	searches := []string{"invoice-12", "INVOICE-2", "zebra_1", "%.pdf", "_5", "e-1", "ab", "1", "ice-29", "Zebra", "nothing"}
 	check := func(when string) {
 		for _, search := range searches {

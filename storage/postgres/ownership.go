@@ -18,7 +18,7 @@ import (
 // ClaimFiles gives the files among ids that access lets claimant claim to
 // claimant, deciding each by access.Authorize's claim rule under the rows'
 // locks.
-func (s *FileService) ClaimFiles(ctx context.Context, claimant *docflow.User, access docflow.FileAccess, ids []int64) ([]int64, []docflow.ClaimSkip, error) {
+func (s *FileStore) ClaimFiles(ctx context.Context, claimant *docflow.User, access docflow.FileAccess, ids []int64) ([]int64, []docflow.ClaimSkip, error) {
 	claimed := []int64{}
 	skipped := []docflow.ClaimSkip{}
 	// Whoever may claim nothing at all is refused before any row is read.
@@ -83,7 +83,7 @@ func (s *FileService) ClaimFiles(ctx context.Context, claimant *docflow.User, ac
 
 // AssignOwner sets owner on ids, or on every unclaimed file when ids is
 // nil, and returns the files it changed with their former owners.
-func (s *FileService) AssignOwner(ctx context.Context, owner string, ids []int64) ([]docflow.OwnerChange, error) {
+func (s *FileStore) AssignOwner(ctx context.Context, owner string, ids []int64) ([]docflow.OwnerChange, error) {
 	// NOTE: the former owner is read from the rows locked for the update
 	// (FOR UPDATE in the subquery), so a concurrent change cannot slip
 	// between what is reported and what is replaced.
@@ -112,7 +112,7 @@ func (s *FileService) AssignOwner(ctx context.Context, owner string, ids []int64
 }
 
 // ShareRole returns the role a share gives userID on the file ("" = none).
-func (s *FileService) ShareRole(ctx context.Context, fileID int64, userID string) (string, error) {
+func (s *FileStore) ShareRole(ctx context.Context, fileID int64, userID string) (string, error) {
 	var role string
 	err := s.db.Pool.QueryRow(ctx, `SELECT role FROM shares WHERE file_id=$1 AND shared_with_user_id=$2`, fileID, userID).Scan(&role)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -125,7 +125,7 @@ func (s *FileService) ShareRole(ctx context.Context, fileID int64, userID string
 
 // ShareRoles returns the roles shares give userID on the files among
 // fileIDs, by file id (one query for a bulk request's files).
-func (s *FileService) ShareRoles(ctx context.Context, fileIDs []int64, userID string) (map[int64]string, error) {
+func (s *FileStore) ShareRoles(ctx context.Context, fileIDs []int64, userID string) (map[int64]string, error) {
 	out := make(map[int64]string)
 	if len(fileIDs) == 0 {
 		return out, nil

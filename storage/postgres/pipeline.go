@@ -11,17 +11,17 @@ import (
 	"docflow"
 )
 
-// PipelineService implements docflow.PipelineService.
-type PipelineService struct{ db *DB }
+// PipelineStore implements docflow.PipelineStore.
+type PipelineStore struct{ db *DB }
 
-var _ docflow.PipelineService = (*PipelineService)(nil)
+var _ docflow.PipelineStore = (*PipelineStore)(nil)
 
-// NewPipelineService returns a PipelineService on db.
-func NewPipelineService(db *DB) *PipelineService {
+// NewPipelineStore returns a PipelineStore on db.
+func NewPipelineStore(db *DB) *PipelineStore {
 	if db == nil {
-		panic("postgres: NewPipelineService needs a DB")
+		panic("postgres: NewPipelineStore needs a DB")
 	}
-	return &PipelineService{db: db}
+	return &PipelineStore{db: db}
 }
 
 const pipelineCols = `id, owner_id, name, description, is_default, is_active, created_at, updated_at`
@@ -101,14 +101,14 @@ func findPipeline(ctx context.Context, q querier, id int64, lock bool) (*docflow
 
 // FindPipelineByID returns the pipeline with its steps, or ENOTFOUND;
 // EUNAVAILABLE while the database is unreachable.
-func (s *PipelineService) FindPipelineByID(ctx context.Context, id int64) (*docflow.Pipeline, error) {
+func (s *PipelineStore) FindPipelineByID(ctx context.Context, id int64) (*docflow.Pipeline, error) {
 	p, err := findPipeline(ctx, s.db.Pool, id, false)
 	return p, dbErr(err)
 }
 
 // FindPipelines returns the owner's and the system pipelines with steps,
 // system ones first, each by name.
-func (s *PipelineService) FindPipelines(ctx context.Context, ownerID *string, all bool) ([]*docflow.Pipeline, error) {
+func (s *PipelineStore) FindPipelines(ctx context.Context, ownerID *string, all bool) ([]*docflow.Pipeline, error) {
 	var rows pgx.Rows
 	var err error
 	order := ` ORDER BY owner_id IS NOT NULL, lower(name), id`
@@ -159,7 +159,7 @@ func clearDefault(ctx context.Context, tx pgx.Tx, ownerID *string, except int64)
 }
 
 // CreatePipeline inserts p and its steps.
-func (s *PipelineService) CreatePipeline(ctx context.Context, p *docflow.Pipeline) error {
+func (s *PipelineStore) CreatePipeline(ctx context.Context, p *docflow.Pipeline) error {
 	if len(p.Steps) > docflow.MaxPipelineSteps {
 		return docflow.Errorf(docflow.EINVALID, "A pipeline has at most %d steps", docflow.MaxPipelineSteps)
 	}
@@ -201,7 +201,7 @@ func (s *PipelineService) CreatePipeline(ctx context.Context, p *docflow.Pipelin
 }
 
 // UpdatePipeline runs fn on the pipeline and saves its own fields.
-func (s *PipelineService) UpdatePipeline(ctx context.Context, id int64, fn func(*docflow.Pipeline) error) (*docflow.Pipeline, error) {
+func (s *PipelineStore) UpdatePipeline(ctx context.Context, id int64, fn func(*docflow.Pipeline) error) (*docflow.Pipeline, error) {
 	var out *docflow.Pipeline
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		p, err := findPipeline(ctx, tx, id, true)
@@ -232,7 +232,7 @@ func (s *PipelineService) UpdatePipeline(ctx context.Context, id int64, fn func(
 
 // DeletePipeline removes the pipeline (its steps and the rules targeting it
 // go with it; files and runs keep going without it).
-func (s *PipelineService) DeletePipeline(ctx context.Context, id int64) error {
+func (s *PipelineStore) DeletePipeline(ctx context.Context, id int64) error {
 	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM pipelines WHERE id=$1`, id)
 	if err != nil {
 		return fmt.Errorf("delete pipeline: %w", err)
@@ -244,7 +244,7 @@ func (s *PipelineService) DeletePipeline(ctx context.Context, id int64) error {
 }
 
 // AddStep appends s to the pipeline.
-func (s *PipelineService) AddStep(ctx context.Context, pipelineID int64, st *docflow.PipelineStep) error {
+func (s *PipelineStore) AddStep(ctx context.Context, pipelineID int64, st *docflow.PipelineStep) error {
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		var n int
 		if err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM pipeline_steps WHERE pipeline_id=p.id)
@@ -269,7 +269,7 @@ func (s *PipelineService) AddStep(ctx context.Context, pipelineID int64, st *doc
 }
 
 // UpdateStep runs fn on a step and saves it (position is not changed here).
-func (s *PipelineService) UpdateStep(ctx context.Context, pipelineID, stepID int64, fn func(*docflow.PipelineStep) error) (*docflow.PipelineStep, error) {
+func (s *PipelineStore) UpdateStep(ctx context.Context, pipelineID, stepID int64, fn func(*docflow.PipelineStep) error) (*docflow.PipelineStep, error) {
 	var out *docflow.PipelineStep
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		st, err := scanStep(tx.QueryRow(ctx, `SELECT `+stepCols+` FROM pipeline_steps WHERE id=$1 AND pipeline_id=$2 FOR UPDATE`, stepID, pipelineID))
@@ -299,7 +299,7 @@ func (s *PipelineService) UpdateStep(ctx context.Context, pipelineID, stepID int
 }
 
 // DeleteStep removes a step and renumbers the rest.
-func (s *PipelineService) DeleteStep(ctx context.Context, pipelineID, stepID int64) error {
+func (s *PipelineStore) DeleteStep(ctx context.Context, pipelineID, stepID int64) error {
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT 1 FROM pipelines WHERE id=$1 FOR UPDATE`, pipelineID); err != nil {
 			return err
@@ -323,7 +323,7 @@ func (s *PipelineService) DeleteStep(ctx context.Context, pipelineID, stepID int
 }
 
 // ReorderSteps assigns positions in the order of ids.
-func (s *PipelineService) ReorderSteps(ctx context.Context, pipelineID int64, ids []int64) ([]*docflow.PipelineStep, error) {
+func (s *PipelineStore) ReorderSteps(ctx context.Context, pipelineID int64, ids []int64) ([]*docflow.PipelineStep, error) {
 	var out []*docflow.PipelineStep
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		p, err := findPipeline(ctx, tx, pipelineID, true)
@@ -383,7 +383,7 @@ func checkPermutation(ids []int64, n int, existing func(int) int64, what string)
 
 // DefaultPipeline returns the owner's active default, else the system's;
 // EUNAVAILABLE while the database is unreachable.
-func (s *PipelineService) DefaultPipeline(ctx context.Context, ownerID *string) (_ *docflow.Pipeline, err error) {
+func (s *PipelineStore) DefaultPipeline(ctx context.Context, ownerID *string) (_ *docflow.Pipeline, err error) {
 	defer mapDBError(&err)
 	var id int64
 	err = s.db.Pool.QueryRow(ctx, `SELECT id FROM pipelines WHERE is_default AND is_active

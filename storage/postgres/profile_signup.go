@@ -10,28 +10,28 @@ import (
 	"docflow"
 )
 
-// ProfileService owns the user_profiles table: profiles, their statistics
+// ProfileStore owns the user_profiles table: profiles, their statistics
 // and the user events their changes emit, written to the outbox through
 // the docflow.EventEncoder it is handed (storage builds no messages).
-type ProfileService struct {
+type ProfileStore struct {
 	db     *DB
 	events docflow.EventEncoder
 }
 
-var _ docflow.Signups = (*ProfileService)(nil)
+var _ docflow.Signups = (*ProfileStore)(nil)
 
-// NewProfileService returns the profile store on db; events encodes the
+// NewProfileStore returns the profile store on db; events encodes the
 // user events it writes (streams.EncodeEvent).
-func NewProfileService(db *DB, events docflow.EventEncoder) *ProfileService {
+func NewProfileStore(db *DB, events docflow.EventEncoder) *ProfileStore {
 	if db == nil || events == nil {
-		panic("postgres: NewProfileService needs a DB and an EventEncoder")
+		panic("postgres: NewProfileStore needs a DB and an EventEncoder")
 	}
-	return &ProfileService{db: db, events: events}
+	return &ProfileStore{db: db, events: events}
 }
 
 // EnsureProfile creates userID's profile when missing and emits
 // user.signup in the same transaction.
-func (p *ProfileService) EnsureProfile(ctx context.Context, userID, displayName, source string) (bool, error) {
+func (p *ProfileStore) EnsureProfile(ctx context.Context, userID, displayName, source string) (bool, error) {
 	var created bool
 	err := pgx.BeginFunc(ctx, p.db.Pool, func(tx pgx.Tx) error {
 		var err error

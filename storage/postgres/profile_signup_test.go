@@ -16,7 +16,7 @@ func TestEnsureProfileEmitsSignupOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cleanup()
-	p := postgres.NewProfileService(db, streams.EncodeEvent)
+	p := postgres.NewProfileStore(db, streams.EncodeEvent)
 	for i, want := range []bool{true, false} {
 		created, err := p.EnsureProfile(ctx, "ann@example.com", "Ann", "sso")
 		if err != nil || created != want {

@@ -11,11 +11,11 @@ import (
 	"docflow"
 )
 
-// This file is the admin side of ProfileService: the users list, a
+// This file is the admin side of ProfileStore: the users list, a
 // user's detail and statistics, and the profile changes with the user
 // events they emit.
 
-var _ docflow.ProfileStore = (*ProfileService)(nil)
+var _ docflow.ProfileStore = (*ProfileStore)(nil)
 
 // ownersCTE lists the distinct owners of documents with a loose index
 // scan of files_owner_created: one index probe per owner rather than a
@@ -66,7 +66,7 @@ func scanProfile(row pgx.Row, p *docflow.UserProfile) error {
 // ListProfiles returns a page of users by user id and the total; their
 // document counts and last uploads come from one grouped query over the
 // page's users.
-func (p *ProfileService) ListProfiles(ctx context.Context, f docflow.ProfileFilter) ([]docflow.UserProfile, int, error) {
+func (p *ProfileStore) ListProfiles(ctx context.Context, f docflow.ProfileFilter) ([]docflow.UserProfile, int, error) {
 	per := f.PerPage
 	if per <= 0 {
 		per = docflow.ProfilesPerPageDefault
@@ -105,7 +105,7 @@ func (p *ProfileService) ListProfiles(ctx context.Context, f docflow.ProfileFilt
 
 // addDocumentCounts fills document_count and last_upload of users with
 // one grouped query (files_owner_created answers it).
-func (p *ProfileService) addDocumentCounts(ctx context.Context, users []docflow.UserProfile) error {
+func (p *ProfileStore) addDocumentCounts(ctx context.Context, users []docflow.UserProfile) error {
 	if len(users) == 0 {
 		return nil
 	}
@@ -136,7 +136,7 @@ func (p *ProfileService) addDocumentCounts(ctx context.Context, users []docflow.
 
 // ProfileDetail returns userID's profile (or the defaults for an owner of
 // documents without one) with its statistics.
-func (p *ProfileService) ProfileDetail(ctx context.Context, userID string) (*docflow.ProfileDetail, error) {
+func (p *ProfileStore) ProfileDetail(ctx context.Context, userID string) (*docflow.ProfileDetail, error) {
 	d := &docflow.ProfileDetail{Statistics: docflow.ProfileStats{ByStatus: map[string]int{}}}
 	err := scanProfile(p.db.Pool.QueryRow(ctx, `SELECT `+profileCols+` FROM user_profiles WHERE user_id = $1`, userID), &d.UserProfile)
 	switch {
@@ -190,7 +190,7 @@ func (p *ProfileService) ProfileDetail(ctx context.Context, userID string) (*doc
 
 // PutProfile creates or updates userID's profile, with its events, in one
 // transaction.
-func (p *ProfileService) PutProfile(ctx context.Context, userID string, u docflow.ProfileUpdate) (*docflow.UserProfile, bool, error) {
+func (p *ProfileStore) PutProfile(ctx context.Context, userID string, u docflow.ProfileUpdate) (*docflow.UserProfile, bool, error) {
 	var out docflow.UserProfile
 	var created bool
 	err := pgx.BeginFunc(ctx, p.db.Pool, func(tx pgx.Tx) error {
@@ -245,7 +245,7 @@ func (p *ProfileService) PutProfile(ctx context.Context, userID string, u docflo
 }
 
 // DeleteProfile removes userID's profile; documents are kept.
-func (p *ProfileService) DeleteProfile(ctx context.Context, userID string) error {
+func (p *ProfileStore) DeleteProfile(ctx context.Context, userID string) error {
 	tag, err := p.db.Pool.Exec(ctx, `DELETE FROM user_profiles WHERE user_id = $1`, userID)
 	if err != nil {
 		return fmt.Errorf("delete profile: %w", err)
@@ -259,7 +259,7 @@ func (p *ProfileService) DeleteProfile(ctx context.Context, userID string) error
 // ReportPaymentIssue writes user.payment_issue to the outbox, under a
 // share lock on the profile so a concurrent delete cannot slip between
 // the check and the event.
-func (p *ProfileService) ReportPaymentIssue(ctx context.Context, userID, issue string) (*docflow.UserProfile, error) {
+func (p *ProfileStore) ReportPaymentIssue(ctx context.Context, userID, issue string) (*docflow.UserProfile, error) {
 	var out docflow.UserProfile
 	err := pgx.BeginFunc(ctx, p.db.Pool, func(tx pgx.Tx) error {
 		err := scanProfile(tx.QueryRow(ctx, `SELECT `+profileCols+` FROM user_profiles WHERE user_id = $1 FOR SHARE`, userID), &out)

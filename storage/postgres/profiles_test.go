@@ -10,14 +10,14 @@ import (
 	"docflow/streams"
 )
 
-func openProfiles(t *testing.T) (*postgres.DB, *postgres.ProfileService) {
+func openProfiles(t *testing.T) (*postgres.DB, *postgres.ProfileStore) {
 	t.Helper()
 	db, cleanup, err := postgres.OpenTestDB(context.Background(), "profiles")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	return db, postgres.NewProfileService(db, streams.EncodeEvent)
+	return db, postgres.NewProfileStore(db, streams.EncodeEvent)
 }
 
 // seedOwned records n files of owner (size bytes each) with status.

@@ -9,20 +9,20 @@ import (
 	"docflow"
 )
 
-// RoutingService implements docflow.RoutingService.
-type RoutingService struct {
+// RoutingStore implements docflow.RoutingStore.
+type RoutingStore struct {
 	db        *DB
-	pipelines *PipelineService
+	pipelines *PipelineStore
 }
 
-var _ docflow.RoutingService = (*RoutingService)(nil)
+var _ docflow.RoutingStore = (*RoutingStore)(nil)
 
-// NewRoutingService returns a RoutingService on db.
-func NewRoutingService(db *DB) *RoutingService {
+// NewRoutingStore returns a RoutingStore on db.
+func NewRoutingStore(db *DB) *RoutingStore {
 	if db == nil {
-		panic("postgres: NewRoutingService needs a DB")
+		panic("postgres: NewRoutingStore needs a DB")
 	}
-	return &RoutingService{db: db, pipelines: NewPipelineService(db)}
+	return &RoutingStore{db: db, pipelines: NewPipelineStore(db)}
 }
 
 const ruleCols = `id, owner_id, name, position, field, operator, value, target_pipeline_id, is_active, created_at, updated_at`
@@ -51,7 +51,7 @@ func collectRules(rows pgx.Rows, err error) ([]*docflow.RoutingRule, error) {
 }
 
 // FindRuleByID returns ENOTFOUND for unknown ids.
-func (s *RoutingService) FindRuleByID(ctx context.Context, id int64) (*docflow.RoutingRule, error) {
+func (s *RoutingStore) FindRuleByID(ctx context.Context, id int64) (*docflow.RoutingRule, error) {
 	r, err := scanRule(s.db.Pool.QueryRow(ctx, `SELECT `+ruleCols+` FROM routing_rules WHERE id=$1`, id))
 	if err != nil {
 		return nil, notFound(err, "Routing rule not found")
@@ -63,7 +63,7 @@ func (s *RoutingService) FindRuleByID(ctx context.Context, id int64) (*docflow.R
 const ruleOrder = ` ORDER BY owner_id IS NULL, owner_id, position, id`
 
 // FindRules returns the owner's then the system rules.
-func (s *RoutingService) FindRules(ctx context.Context, ownerID *string, all bool) ([]*docflow.RoutingRule, error) {
+func (s *RoutingStore) FindRules(ctx context.Context, ownerID *string, all bool) ([]*docflow.RoutingRule, error) {
 	var out []*docflow.RoutingRule
 	var err error
 	switch {
@@ -88,7 +88,7 @@ func lockOwnerRules(ctx context.Context, tx pgx.Tx, ownerID *string) error {
 
 // CreateRule inserts r. Position < 0 appends; otherwise the owner's rules at
 // or after that position move down one.
-func (s *RoutingService) CreateRule(ctx context.Context, r *docflow.RoutingRule) error {
+func (s *RoutingStore) CreateRule(ctx context.Context, r *docflow.RoutingRule) error {
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		if err := lockOwnerRules(ctx, tx, r.OwnerID); err != nil {
 			return err
@@ -114,7 +114,7 @@ func (s *RoutingService) CreateRule(ctx context.Context, r *docflow.RoutingRule)
 
 // UpdateRule runs fn on the rule and saves it; a changed position moves the
 // owner's other rules to make room.
-func (s *RoutingService) UpdateRule(ctx context.Context, id int64, fn func(*docflow.RoutingRule) error) (*docflow.RoutingRule, error) {
+func (s *RoutingStore) UpdateRule(ctx context.Context, id int64, fn func(*docflow.RoutingRule) error) (*docflow.RoutingRule, error) {
 	var out *docflow.RoutingRule
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		r, err := scanRule(tx.QueryRow(ctx, `SELECT `+ruleCols+` FROM routing_rules WHERE id=$1`, id))
@@ -161,7 +161,7 @@ func (s *RoutingService) UpdateRule(ctx context.Context, id int64, fn func(*docf
 }
 
 // DeleteRule removes a rule and closes the gap in positions.
-func (s *RoutingService) DeleteRule(ctx context.Context, id int64) error {
+func (s *RoutingStore) DeleteRule(ctx context.Context, id int64) error {
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		var owner *string
 		var pos int
@@ -179,7 +179,7 @@ func (s *RoutingService) DeleteRule(ctx context.Context, id int64) error {
 }
 
 // ReorderRules assigns positions in the order of ids (all of the owner's rules).
-func (s *RoutingService) ReorderRules(ctx context.Context, ownerID *string, ids []int64) ([]*docflow.RoutingRule, error) {
+func (s *RoutingStore) ReorderRules(ctx context.Context, ownerID *string, ids []int64) ([]*docflow.RoutingRule, error) {
 	var out []*docflow.RoutingRule
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		if err := lockOwnerRules(ctx, tx, ownerID); err != nil {
@@ -209,7 +209,7 @@ func (s *RoutingService) ReorderRules(ctx context.Context, ownerID *string, ids 
 // target pipeline is active: the owner's first, then the system's, each by
 // position (the order Route evaluates them in). EUNAVAILABLE while the
 // database is unreachable.
-func (s *RoutingService) ActiveRules(ctx context.Context, ownerID *string) ([]*docflow.RoutingRule, error) {
+func (s *RoutingStore) ActiveRules(ctx context.Context, ownerID *string) ([]*docflow.RoutingRule, error) {
 	rules, err := collectRules(s.db.Pool.Query(ctx, `SELECT `+prefixed("r.", ruleCols)+` FROM routing_rules r
 		JOIN pipelines p ON p.id = r.target_pipeline_id AND p.is_active
 		WHERE r.is_active AND (r.owner_id IS NULL OR r.owner_id = $1)
@@ -222,7 +222,7 @@ func (s *RoutingService) ActiveRules(ctx context.Context, ownerID *string) ([]*d
 
 // Route evaluates the active rules whose target pipeline is active: the
 // owner's first, then the system's, each by position; the first match wins.
-func (s *RoutingService) Route(ctx context.Context, ownerID *string, in docflow.RoutingInput) (*docflow.RoutingRule, *docflow.Pipeline, error) {
+func (s *RoutingStore) Route(ctx context.Context, ownerID *string, in docflow.RoutingInput) (*docflow.RoutingRule, *docflow.Pipeline, error) {
 	rules, err := s.ActiveRules(ctx, ownerID)
 	if err != nil {
 		return nil, nil, err

@@ -23,7 +23,7 @@ type RunStore struct {
 	direct time.Duration
 }
 
-var _ docflow.RunService = (*RunStore)(nil)
+var _ docflow.RunStore = (*RunStore)(nil)
 
 // NewRunStore returns a RunStore on db.
 func NewRunStore(db *DB) *RunStore {

@@ -97,9 +97,9 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 	_, recErr := s.CompleteStep(qctx, docflow.StepRecord{RunID: "run-u", Position: 0, Attempt: 1, Worker: "w", FileID: fileID,
 		StepType: "test", Status: docflow.StepSucceeded})
 	_, routeErr := s.RunForRouting(qctx, "run-u")
-	_, pipeErr := NewPipelineService(db).FindPipelineByID(qctx, 1)
-	_, defErr := NewPipelineService(db).DefaultPipeline(qctx, nil)
-	_, rulesErr := NewRoutingService(db).ActiveRules(qctx, nil)
+	_, pipeErr := NewPipelineStore(db).FindPipelineByID(qctx, 1)
+	_, defErr := NewPipelineStore(db).DefaultPipeline(qctx, nil)
+	_, rulesErr := NewRoutingStore(db).ActiveRules(qctx, nil)
 	for name, err := range map[string]error{"claim": claim[0].Err, "complete": recErr, "run for routing": routeErr,
 		"heartbeat": s.Heartbeat(qctx, docflow.WorkerBeat{ID: "w"}), "find pipeline": pipeErr, "default pipeline": defErr,
 		"active rules": rulesErr} {

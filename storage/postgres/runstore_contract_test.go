@@ -16,7 +16,7 @@ import (
 type runBackend struct {
 	*postgres.RunStore
 	db    *postgres.DB
-	files *postgres.FileService
+	files *postgres.FileStore
 }
 
 var _ pipeline.Store = (*postgres.RunStore)(nil)
@@ -28,7 +28,7 @@ func TestRunStoreContract(t *testing.T) {
 			t.Fatalf("open test db: %v", err)
 		}
 		t.Cleanup(cleanup)
-		return &runBackend{RunStore: postgres.NewRunStore(db).WithDirectOutbox(time.Minute), db: db, files: postgres.NewFileService(db)}
+		return &runBackend{RunStore: postgres.NewRunStore(db).WithDirectOutbox(time.Minute), db: db, files: postgres.NewFileStore(db)}
 	})
 }
 

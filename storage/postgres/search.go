@@ -16,22 +16,22 @@ import (
 	"docflow"
 )
 
-// SearchService implements docflow.SearchStore: saved searches, the
+// SearchStore implements docflow.SearchStore: saved searches, the
 // documents the indexer feeds the search index, stored embeddings and
 // similarity pairs.
-type SearchService struct {
+type SearchStore struct {
 	db     *DB
 	counts *countCache
 }
 
-var _ docflow.SearchStore = (*SearchService)(nil)
+var _ docflow.SearchStore = (*SearchStore)(nil)
 
-// NewSearchService returns a SearchService on db.
-func NewSearchService(db *DB) *SearchService {
+// NewSearchStore returns a SearchStore on db.
+func NewSearchStore(db *DB) *SearchStore {
 	if db == nil {
-		panic("postgres: NewSearchService needs a DB")
+		panic("postgres: NewSearchStore needs a DB")
 	}
-	return &SearchService{db: db, counts: newCountCache(db.Now, countTTL)}
+	return &SearchStore{db: db, counts: newCountCache(db.Now, countTTL)}
 }
 
 // visibleCond is the condition on files alias a of the files v lets its
@@ -73,7 +73,7 @@ func scanSaved(row pgx.Row) (*docflow.SavedSearch, error) {
 }
 
 // FindSavedSearches returns the owner's saved searches, oldest first.
-func (s *SearchService) FindSavedSearches(ctx context.Context, owner string) ([]*docflow.SavedSearch, error) {
+func (s *SearchStore) FindSavedSearches(ctx context.Context, owner string) ([]*docflow.SavedSearch, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+savedCols+` FROM saved_searches WHERE owner_id=$1 ORDER BY created_at, id`, owner)
 	if err != nil {
 		return nil, fmt.Errorf("find saved searches: %w", err)
@@ -102,7 +102,7 @@ func lockOwner(ctx context.Context, tx pgx.Tx, owner string) error {
 }
 
 // CreateSavedSearch stores ss; ECONFLICT at the limit or on a taken name.
-func (s *SearchService) CreateSavedSearch(ctx context.Context, ss *docflow.SavedSearch) error {
+func (s *SearchStore) CreateSavedSearch(ctx context.Context, ss *docflow.SavedSearch) error {
 	filters, err := json.Marshal(ss.Filters)
 	if err != nil {
 		return fmt.Errorf("create saved search: filters: %w", err)
@@ -133,7 +133,7 @@ func (s *SearchService) CreateSavedSearch(ctx context.Context, ss *docflow.Saved
 }
 
 // UpdateSavedSearch runs fn on the owner's saved search and saves it.
-func (s *SearchService) UpdateSavedSearch(ctx context.Context, owner string, id int64, fn func(*docflow.SavedSearch) error) (*docflow.SavedSearch, error) {
+func (s *SearchStore) UpdateSavedSearch(ctx context.Context, owner string, id int64, fn func(*docflow.SavedSearch) error) (*docflow.SavedSearch, error) {
 	var out *docflow.SavedSearch
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		ss, err := scanSaved(tx.QueryRow(ctx, `SELECT `+savedCols+` FROM saved_searches WHERE id=$1 AND owner_id=$2 FOR UPDATE`, id, owner))
@@ -168,7 +168,7 @@ func (s *SearchService) UpdateSavedSearch(ctx context.Context, owner string, id 
 }
 
 // DeleteSavedSearch removes the owner's saved search.
-func (s *SearchService) DeleteSavedSearch(ctx context.Context, owner string, id int64) error {
+func (s *SearchStore) DeleteSavedSearch(ctx context.Context, owner string, id int64) error {
 	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM saved_searches WHERE id=$1 AND owner_id=$2`, id, owner)
 	if err != nil {
 		return fmt.Errorf("delete saved search %d: %w", id, err)
@@ -226,7 +226,7 @@ func scanSearchDoc(row pgx.Row) (*docflow.SearchDocument, string, error) {
 }
 
 // SearchDocuments returns the index documents of the completed files among ids.
-func (s *SearchService) SearchDocuments(ctx context.Context, ids []int64) (map[int64]*docflow.SearchDocument, error) {
+func (s *SearchStore) SearchDocuments(ctx context.Context, ids []int64) (map[int64]*docflow.SearchDocument, error) {
 	out := make(map[int64]*docflow.SearchDocument, len(ids))
 	if len(ids) == 0 {
 		return out, nil
@@ -252,7 +252,7 @@ func (s *SearchService) SearchDocuments(ctx context.Context, ids []int64) (map[i
 }
 
 // ScanSearchDocuments reads the next limit files after afterID.
-func (s *SearchService) ScanSearchDocuments(ctx context.Context, afterID int64, limit int) ([]*docflow.SearchDocument, int64, error) {
+func (s *SearchStore) ScanSearchDocuments(ctx context.Context, afterID int64, limit int) ([]*docflow.SearchDocument, int64, error) {
 	if limit <= 0 {
 		limit = 500
 	}
@@ -282,7 +282,7 @@ func (s *SearchService) ScanSearchDocuments(ctx context.Context, afterID int64, 
 // MaxFileID returns the highest id the files sequence has handed out (0
 // when none), so a rebuild can clear index documents of files deleted
 // after the last one still present.
-func (s *SearchService) MaxFileID(ctx context.Context) (int64, error) {
+func (s *SearchStore) MaxFileID(ctx context.Context) (int64, error) {
 	var n int64
 	err := s.db.Pool.QueryRow(ctx, `SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM files_id_seq`).Scan(&n)
 	if err != nil {
@@ -292,7 +292,7 @@ func (s *SearchService) MaxFileID(ctx context.Context) (int64, error) {
 }
 
 // FileSummaries returns the existing (and visible) files among ids.
-func (s *SearchService) FileSummaries(ctx context.Context, ids []int64, visibleTo *docflow.Visibility) (map[int64]*docflow.FileSummary, error) {
+func (s *SearchStore) FileSummaries(ctx context.Context, ids []int64, visibleTo *docflow.Visibility) (map[int64]*docflow.FileSummary, error) {
 	out := make(map[int64]*docflow.FileSummary, len(ids))
 	if len(ids) == 0 {
 		return out, nil
@@ -325,7 +325,7 @@ func (s *SearchService) FileSummaries(ctx context.Context, ids []int64, visibleT
 // ---- Embeddings and pairs -------------------------------------------------
 
 // FindEmbedding returns ENOTFOUND when the file has no embedding.
-func (s *SearchService) FindEmbedding(ctx context.Context, fileID int64) (*docflow.Embedding, error) {
+func (s *SearchStore) FindEmbedding(ctx context.Context, fileID int64) (*docflow.Embedding, error) {
 	var e docflow.Embedding
 	err := s.db.Pool.QueryRow(ctx, `SELECT file_id, dimensions, model, vector, updated_at FROM file_embeddings WHERE file_id=$1`, fileID).
 		Scan(&e.FileID, &e.Dimensions, &e.Model, &e.Vector, &e.UpdatedAt)
@@ -339,7 +339,7 @@ func (s *SearchService) FindEmbedding(ctx context.Context, fileID int64) (*docfl
 }
 
 // PutEmbedding stores or replaces a file's embedding.
-func (s *SearchService) PutEmbedding(ctx context.Context, e *docflow.Embedding) error {
+func (s *SearchStore) PutEmbedding(ctx context.Context, e *docflow.Embedding) error {
 	if len(e.Vector) == 0 {
 		return docflow.Errorf(docflow.EINVALID, "Embedding of file %d is empty", e.FileID)
 	}
@@ -370,7 +370,7 @@ func RoundScore(v float64) float64 {
 // ReplaceSimilarityPairs replaces the stored pairs of every file of the map
 // with its neighbours, in one transaction. Pairs naming a file that no
 // longer exists are skipped.
-func (s *SearchService) ReplaceSimilarityPairs(ctx context.Context, neighbours map[int64][]docflow.Neighbor) error {
+func (s *SearchStore) ReplaceSimilarityPairs(ctx context.Context, neighbours map[int64][]docflow.Neighbor) error {
 	if len(neighbours) == 0 {
 		return nil
 	}
@@ -418,7 +418,7 @@ func (s *SearchService) ReplaceSimilarityPairs(ctx context.Context, neighbours m
 }
 
 // FindSimilarityPairs returns a page of pairs with score >= MinScore.
-func (s *SearchService) FindSimilarityPairs(ctx context.Context, f docflow.SimilarityPairFilter) ([]*docflow.SimilarityPair, int, error) {
+func (s *SearchStore) FindSimilarityPairs(ctx context.Context, f docflow.SimilarityPairFilter) ([]*docflow.SimilarityPair, int, error) {
 	per := f.PerPage
 	if per <= 0 {
 		per = 50
@@ -482,7 +482,7 @@ func (s *SearchService) FindSimilarityPairs(ctx context.Context, f docflow.Simil
 }
 
 // EmbeddingCoverage counts files and files with an embedding.
-func (s *SearchService) EmbeddingCoverage(ctx context.Context, visibleTo *docflow.Visibility) (docflow.EmbeddingCoverage, error) {
+func (s *SearchStore) EmbeddingCoverage(ctx context.Context, visibleTo *docflow.Visibility) (docflow.EmbeddingCoverage, error) {
 	var c docflow.EmbeddingCoverage
 	where, args := "", []any{}
 	if visibleTo != nil {
@@ -519,7 +519,7 @@ func (s *SearchService) EmbeddingCoverage(ctx context.Context, visibleTo *docflo
 }
 
 // EmbeddingStatus reports one file's OCR text and embedding.
-func (s *SearchService) EmbeddingStatus(ctx context.Context, fileID int64, visibleTo *docflow.Visibility) (*docflow.EmbeddingStatus, error) {
+func (s *SearchStore) EmbeddingStatus(ctx context.Context, fileID int64, visibleTo *docflow.Visibility) (*docflow.EmbeddingStatus, error) {
 	q := `SELECT f.id, char_length(f.ocr_text), COALESCE(e.dimensions, 0), e.file_id IS NOT NULL
 		FROM files f LEFT JOIN file_embeddings e ON e.file_id = f.id WHERE f.id = $1`
 	args := []any{fileID}
@@ -543,7 +543,7 @@ func (s *SearchService) EmbeddingStatus(ctx context.Context, fileID int64, visib
 // EmbeddingDiagnostics returns the coverage counts and a page of files,
 // newest first. files_missing_embedding counts the files that have OCR text
 // but no embedding (what compute-all-embeddings would queue).
-func (s *SearchService) EmbeddingDiagnostics(ctx context.Context, visibleTo *docflow.Visibility, page, perPage int) (*docflow.EmbeddingDiagnostics, error) {
+func (s *SearchStore) EmbeddingDiagnostics(ctx context.Context, visibleTo *docflow.Visibility, page, perPage int) (*docflow.EmbeddingDiagnostics, error) {
 	page = max(page, 1)
 	if perPage <= 0 {
 		perPage = 100

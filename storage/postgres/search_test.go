@@ -59,7 +59,7 @@ func srCode(t *testing.T, err error, code string) {
 func TestSavedSearches(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	s := NewSearchService(db)
+	s := NewSearchStore(db)
 
 	a := &docflow.SavedSearch{OwnerID: "alice", Name: "Invoices", Filters: map[string]any{"q": "invoice", "tags": "tax"}}
 	if err := s.CreateSavedSearch(ctx, a); err != nil {
@@ -104,7 +104,7 @@ func TestSavedSearches(t *testing.T) {
 func TestSavedSearchLimitUnderConcurrency(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	s := NewSearchService(db)
+	s := NewSearchStore(db)
 	var wg sync.WaitGroup
 	errs := make([]error, 70)
 	for i := range errs {
@@ -132,7 +132,7 @@ func TestSavedSearchLimitUnderConcurrency(t *testing.T) {
 func TestSearchDocuments(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	s := NewSearchService(db)
+	s := NewSearchStore(db)
 	done := srInsert(t, db, srFile{name: "a.pdf", owner: "alice", text: "hello world",
 		meta: `{"title":"Meta title","document_type":"invoice","sender":"Acme","tags":["tax","home"],"language":"de"}`})
 	titled := srInsert(t, db, srFile{name: "b.pdf", title: "Column title", text: "x"})
@@ -201,7 +201,7 @@ func TestSearchDocuments(t *testing.T) {
 func TestSimilarityPairsAndCoverage(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	s := NewSearchService(db)
+	s := NewSearchStore(db)
 	var ids []int64
 	for i := range 5 {
 		owner := "alice"

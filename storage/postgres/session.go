@@ -10,21 +10,21 @@ import (
 	"docflow"
 )
 
-// SessionService implements docflow.SessionService.
-type SessionService struct{ db *DB }
+// SessionStore implements docflow.SessionStore.
+type SessionStore struct{ db *DB }
 
-var _ docflow.SessionService = (*SessionService)(nil)
+var _ docflow.SessionStore = (*SessionStore)(nil)
 
-// NewSessionService returns a SessionService on db.
-func NewSessionService(db *DB) *SessionService {
+// NewSessionStore returns a SessionStore on db.
+func NewSessionStore(db *DB) *SessionStore {
 	if db == nil {
-		panic("postgres: NewSessionService needs a DB")
+		panic("postgres: NewSessionStore needs a DB")
 	}
-	return &SessionService{db: db}
+	return &SessionStore{db: db}
 }
 
 // CreateSession stores s.
-func (s *SessionService) CreateSession(ctx context.Context, sess *docflow.Session) error {
+func (s *SessionStore) CreateSession(ctx context.Context, sess *docflow.Session) error {
 	if sess.Data == nil {
 		sess.Data = map[string]string{}
 	}
@@ -37,7 +37,7 @@ func (s *SessionService) CreateSession(ctx context.Context, sess *docflow.Sessio
 }
 
 // FindSession returns ENOTFOUND for unknown or expired sessions.
-func (s *SessionService) FindSession(ctx context.Context, id string) (*docflow.Session, error) {
+func (s *SessionStore) FindSession(ctx context.Context, id string) (*docflow.Session, error) {
 	var sess docflow.Session
 	err := s.db.Pool.QueryRow(ctx, `SELECT id, user_id, is_admin, data, created_at, expires_at, password_stamp
 		FROM sessions WHERE id=$1 AND expires_at > $2`, id, s.db.Now()).
@@ -49,7 +49,7 @@ func (s *SessionService) FindSession(ctx context.Context, id string) (*docflow.S
 }
 
 // DeleteSession removes a session; unknown ids are not an error.
-func (s *SessionService) DeleteSession(ctx context.Context, id string) error {
+func (s *SessionStore) DeleteSession(ctx context.Context, id string) error {
 	_, err := s.db.Pool.Exec(ctx, `DELETE FROM sessions WHERE id=$1`, id)
 	return err
 }
@@ -58,7 +58,7 @@ func (s *SessionService) DeleteSession(ctx context.Context, id string) error {
 // user name): its password hash, which changes with the password (a new
 // salt each time), and whether it is active. "" when there is no such
 // account. Sessions signed in with an older stamp are over.
-func (s *SessionService) LocalPasswordStamp(ctx context.Context, userID string) (string, error) {
+func (s *SessionStore) LocalPasswordStamp(ctx context.Context, userID string) (string, error) {
 	var stamp string
 	err := s.db.Pool.QueryRow(ctx, `SELECT encode(sha256(convert_to(password_hash || CASE WHEN is_active THEN '' ELSE ':inactive' END, 'UTF8')), 'hex')
 		FROM local_users WHERE lower(email)=lower($1) OR lower(username)=lower($1) ORDER BY id LIMIT 1`, userID).Scan(&stamp)
@@ -72,7 +72,7 @@ func (s *SessionService) LocalPasswordStamp(ctx context.Context, userID string) 
 }
 
 // DeleteExpiredSessions removes sessions past their expiry.
-func (s *SessionService) DeleteExpiredSessions(ctx context.Context) (int64, error) {
+func (s *SessionStore) DeleteExpiredSessions(ctx context.Context) (int64, error) {
 	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM sessions WHERE expires_at <= $1`, s.db.Now())
 	return tag.RowsAffected(), err
 }

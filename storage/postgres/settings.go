@@ -14,10 +14,10 @@ import (
 	"docflow"
 )
 
-// SettingsService implements docflow.SettingsService: database values (kept
+// SettingsStore implements docflow.SettingsStore: database values (kept
 // in memory and refreshed periodically so several processes agree), then the
 // environment, then the catalogue default.
-type SettingsService struct {
+type SettingsStore struct {
 	db     *DB
 	cipher *Cipher
 	getenv func(string) string
@@ -34,17 +34,17 @@ type SettingsService struct {
 	done chan struct{}
 }
 
-var _ docflow.SettingsService = (*SettingsService)(nil)
+var _ docflow.SettingsStore = (*SettingsStore)(nil)
 
-// NewSettingsService loads the database values. getenv nil = os.Getenv.
-func NewSettingsService(ctx context.Context, db *DB, c *Cipher, getenv func(string) string, log zerolog.Logger) (*SettingsService, error) {
+// NewSettingsStore loads the database values. getenv nil = os.Getenv.
+func NewSettingsStore(ctx context.Context, db *DB, c *Cipher, getenv func(string) string, log zerolog.Logger) (*SettingsStore, error) {
 	if db == nil || c == nil {
-		panic("postgres: NewSettingsService needs a DB and a Cipher")
+		panic("postgres: NewSettingsStore needs a DB and a Cipher")
 	}
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	s := &SettingsService{db: db, cipher: c, getenv: getenv, log: log, defs: map[string]docflow.SettingDef{}}
+	s := &SettingsStore{db: db, cipher: c, getenv: getenv, log: log, defs: map[string]docflow.SettingDef{}}
 	for _, d := range docflow.Catalogue() {
 		s.defs[d.Key] = d
 		s.order = append(s.order, d.Key)
@@ -56,7 +56,7 @@ func NewSettingsService(ctx context.Context, db *DB, c *Cipher, getenv func(stri
 }
 
 // Reload reads every database value.
-func (s *SettingsService) Reload(ctx context.Context) error {
+func (s *SettingsStore) Reload(ctx context.Context) error {
 	rows, err := s.db.Pool.Query(ctx, `SELECT key, value, encrypted, updated_at FROM settings`)
 	if err != nil {
 		return fmt.Errorf("load settings: %w", err)
@@ -92,7 +92,7 @@ func (s *SettingsService) Reload(ctx context.Context) error {
 }
 
 // Start refreshes the cached database values every interval until Close.
-func (s *SettingsService) Start(interval time.Duration) {
+func (s *SettingsStore) Start(interval time.Duration) {
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(s.done)
@@ -114,7 +114,7 @@ func (s *SettingsService) Start(interval time.Duration) {
 }
 
 // Close stops the refresher.
-func (s *SettingsService) Close() {
+func (s *SettingsStore) Close() {
 	if s.stop != nil {
 		close(s.stop)
 		<-s.done
@@ -123,7 +123,7 @@ func (s *SettingsService) Close() {
 }
 
 // Get returns the effective value of key.
-func (s *SettingsService) Get(key string) string {
+func (s *SettingsStore) Get(key string) string {
 	s.mu.RLock()
 	v, ok := s.values[key]
 	s.mu.RUnlock()
@@ -136,7 +136,7 @@ func (s *SettingsService) Get(key string) string {
 	return s.defs[key].Default
 }
 
-func (s *SettingsService) effective(key string) *docflow.Setting {
+func (s *SettingsStore) effective(key string) *docflow.Setting {
 	def := s.defs[key]
 	st := &docflow.Setting{SettingDef: def}
 	if def.Options == nil {
@@ -161,7 +161,7 @@ func (s *SettingsService) effective(key string) *docflow.Setting {
 }
 
 // Lookup returns one setting with its effective value.
-func (s *SettingsService) Lookup(ctx context.Context, key string) (*docflow.Setting, error) {
+func (s *SettingsStore) Lookup(ctx context.Context, key string) (*docflow.Setting, error) {
 	if _, ok := s.defs[key]; !ok {
 		return nil, docflow.Errorf(docflow.ENOTFOUND, "Unknown setting: %s", key)
 	}
@@ -169,7 +169,7 @@ func (s *SettingsService) Lookup(ctx context.Context, key string) (*docflow.Sett
 }
 
 // List returns every setting in catalogue order.
-func (s *SettingsService) List(ctx context.Context) ([]*docflow.Setting, error) {
+func (s *SettingsStore) List(ctx context.Context) ([]*docflow.Setting, error) {
 	out := make([]*docflow.Setting, 0, len(s.order))
 	for _, k := range s.order {
 		out = append(out, s.effective(k))
@@ -181,7 +181,7 @@ func (s *SettingsService) List(ctx context.Context) ([]*docflow.Setting, error) 
 // when the service could not use it: the wrong type, refused by the
 // setting's Check or, with the other settings, by a rule across settings
 // (docflow.SettingRules); the message names the setting, the value and why.
-func (s *SettingsService) Set(ctx context.Context, key, value string) (*docflow.Setting, error) {
+func (s *SettingsStore) Set(ctx context.Context, key, value string) (*docflow.Setting, error) {
 	def, ok := s.defs[key]
 	if !ok {
 		return nil, docflow.Errorf(docflow.ENOTFOUND, "Unknown setting: %s", key)
@@ -216,7 +216,7 @@ func (s *SettingsService) Set(ctx context.Context, key, value string) (*docflow.
 
 // Delete removes the database value; EINVALID when the value that then
 // applies (environment or default) breaks a rule across settings.
-func (s *SettingsService) Delete(ctx context.Context, key string) error {
+func (s *SettingsStore) Delete(ctx context.Context, key string) error {
 	def, ok := s.defs[key]
 	if !ok {
 		return docflow.Errorf(docflow.ENOTFOUND, "Unknown setting: %s", key)
@@ -244,7 +244,7 @@ func (s *SettingsService) Delete(ctx context.Context, key string) error {
 // service cannot use, with its value, its source and why, and each rule
 // across settings that fails (docflow.SettingRules): a process refuses to
 // start with it rather than fail later, obscurely.
-func (s *SettingsService) Validate() error {
+func (s *SettingsStore) Validate() error {
 	defs := make([]docflow.SettingDef, 0, len(s.order))
 	for _, k := range s.order {
 		defs = append(defs, s.defs[k])
@@ -253,13 +253,13 @@ func (s *SettingsService) Validate() error {
 }
 
 // valueOf is key's effective value and its source (db, env, default).
-func (s *SettingsService) valueOf(key string) (string, string) {
+func (s *SettingsStore) valueOf(key string) (string, string) {
 	st := s.effective(key)
 	return st.Value, st.Source
 }
 
 // Keys returns the catalogue keys, sorted (for tests and the settings page).
-func (s *SettingsService) Keys() []string {
+func (s *SettingsStore) Keys() []string {
 	out := append([]string(nil), s.order...)
 	sort.Strings(out)
 	return out

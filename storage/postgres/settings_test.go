@@ -29,7 +29,7 @@ func TestSettingsPrecedenceAndEncryption(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"MAX_UPLOAD_SIZE": "2048"}
-	s, err := NewSettingsService(ctx, db, c, func(k string) string { return env[k] }, zerolog.Nop())
+	s, err := NewSettingsStore(ctx, db, c, func(k string) string { return env[k] }, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestSettingsPrecedenceAndEncryption(t *testing.T) {
 	if !enc || strings.Contains(raw, "sk-secret") {
 		t.Fatalf("stored in clear: %q", raw)
 	}
-	s2, err := NewSettingsService(ctx, db, c, func(string) string { return "" }, zerolog.Nop())
+	s2, err := NewSettingsStore(ctx, db, c, func(string) string { return "" }, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestSettingsPrecedenceAndEncryption(t *testing.T) {
 	}
 	// Another SESSION_SECRET cannot read it: env/default applies instead.
 	other, _ := NewCipher(strings.Repeat("x", 32))
-	s3, err := NewSettingsService(ctx, db, other, func(string) string { return "" }, zerolog.Nop())
+	s3, err := NewSettingsStore(ctx, db, other, func(string) string { return "" }, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestSettingsRefuseValuesTheServiceCannotUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"STEP_RETRY_DELAYS": "1,1"}
-	s, err := NewSettingsService(ctx, db, c, func(k string) string { return env[k] }, zerolog.Nop())
+	s, err := NewSettingsStore(ctx, db, c, func(k string) string { return env[k] }, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

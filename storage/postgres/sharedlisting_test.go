@@ -36,7 +36,7 @@ func TestSharedListingFixture(t *testing.T) {
 	if bad != 0 {
 		t.Fatalf("%d users without %d own files and %d shares", bad, n/users, per)
 	}
-	files := postgres.NewFileService(db)
+	files := postgres.NewFileStore(db)
 	who := postgres.SharedListingUser(3)
 	page, total, err := files.FindFiles(ctx, docflow.FileFilter{VisibleTo: &docflow.Visibility{UserID: who}, PerPage: 25})
 	if err != nil || total != n/users+per || len(page) != 25 {

@@ -10,13 +10,13 @@ import (
 	"docflow"
 )
 
-// ShareService keeps the shares of files (docflow.ShareStore). Adding or
+// ShareStore keeps the shares of files (docflow.ShareStore). Adding or
 // removing a share re-announces a completed file (trigger shares_changed,
 // migration 0003), so the search index learns who may now find it.
-type ShareService struct{ db *DB }
+type ShareStore struct{ db *DB }
 
-// NewShareService returns the share store.
-func NewShareService(db *DB) *ShareService { return &ShareService{db: db} }
+// NewShareStore returns the share store.
+func NewShareStore(db *DB) *ShareStore { return &ShareStore{db: db} }
 
 const shareCols = `id, file_id, owner_id, shared_with_user_id, role, created_at, updated_at`
 
@@ -31,7 +31,7 @@ func scanShare(row pgx.Row) (*docflow.Share, error) {
 func shareNotFound() error { return docflow.Errorf(docflow.ENOTFOUND, "Share not found") }
 
 // ListShares returns the file's shares, oldest first.
-func (s *ShareService) ListShares(ctx context.Context, fileID int64) ([]*docflow.Share, error) {
+func (s *ShareStore) ListShares(ctx context.Context, fileID int64) ([]*docflow.Share, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+shareCols+` FROM shares WHERE file_id=$1 ORDER BY created_at, id`, fileID)
 	if err != nil {
 		return nil, fmt.Errorf("list shares: %w", dbErr(err))
@@ -50,7 +50,7 @@ func (s *ShareService) ListShares(ctx context.Context, fileID int64) ([]*docflow
 
 // SharedWith returns whom the file is shared with, with the display names
 // of their profiles (the user id when there is none).
-func (s *ShareService) SharedWith(ctx context.Context, fileID int64) ([]docflow.SharedWith, error) {
+func (s *ShareStore) SharedWith(ctx context.Context, fileID int64) ([]docflow.SharedWith, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT sh.id, sh.shared_with_user_id,
 			COALESCE(NULLIF(btrim(up.display_name), ''), sh.shared_with_user_id), sh.role
 		FROM shares sh LEFT JOIN user_profiles up ON up.user_id = sh.shared_with_user_id
@@ -73,7 +73,7 @@ func (s *ShareService) SharedWith(ctx context.Context, fileID int64) ([]docflow.
 // PutShare creates the share or sets the role of the one the user has; a
 // share a mention gave becomes the owner's (it no longer ends with the
 // comments that mention the user).
-func (s *ShareService) PutShare(ctx context.Context, fileID int64, ownerID, userID, role string) (*docflow.Share, bool, error) {
+func (s *ShareStore) PutShare(ctx context.Context, fileID int64, ownerID, userID, role string) (*docflow.Share, bool, error) {
 	var sh docflow.Share
 	var created bool
 	err := s.db.Pool.QueryRow(ctx, `WITH sh AS (
@@ -97,7 +97,7 @@ func (s *ShareService) PutShare(ctx context.Context, fileID int64, ownerID, user
 
 // UpdateShare sets the role of a share of the file; a share a mention
 // gave becomes the owner's, as with PutShare.
-func (s *ShareService) UpdateShare(ctx context.Context, fileID, shareID int64, role string) (*docflow.Share, error) {
+func (s *ShareStore) UpdateShare(ctx context.Context, fileID, shareID int64, role string) (*docflow.Share, error) {
 	sh, err := scanShare(s.db.Pool.QueryRow(ctx, `WITH sh AS (
 			UPDATE shares SET role=$3, updated_at=$4 WHERE id=$1 AND file_id=$2 RETURNING `+shareCols+`),
 		owned AS (DELETE FROM share_mentions WHERE share_id IN (SELECT id FROM sh))
@@ -111,7 +111,7 @@ func (s *ShareService) UpdateShare(ctx context.Context, fileID, shareID int64, r
 }
 
 // DeleteShare removes a share of the file.
-func (s *ShareService) DeleteShare(ctx context.Context, fileID, shareID int64) (*docflow.Share, error) {
+func (s *ShareStore) DeleteShare(ctx context.Context, fileID, shareID int64) (*docflow.Share, error) {
 	sh, err := scanShare(s.db.Pool.QueryRow(ctx, `DELETE FROM shares WHERE id=$1 AND file_id=$2 RETURNING `+shareCols, shareID, fileID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, shareNotFound()

@@ -17,7 +17,7 @@ func TestPutShareOfAMissingFileIsNotFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cleanup()
-	_, _, err = postgres.NewShareService(db).PutShare(ctx, 424242, "alice", "bob", docflow.RoleViewer)
+	_, _, err = postgres.NewShareStore(db).PutShare(ctx, 424242, "alice", "bob", docflow.RoleViewer)
 	if docflow.ErrorCode(err) != docflow.ENOTFOUND {
 		t.Fatalf("share of a missing file: %v", err)
 	}

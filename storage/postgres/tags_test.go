@@ -28,7 +28,7 @@ func fileTags(t *testing.T, db *DB, id int64) []string {
 func TestTagsFollowTheMetadata(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	s := NewFileService(db)
+	s := NewFileStore(db)
 	ingest := func(hash string, owner *string, meta map[string]any) int64 {
 		t.Helper()
 		f := &docflow.File{FileHash: hash, OriginalFilename: hash + ".pdf", StoredFilename: hash + ".pdf", FileSize: 1,

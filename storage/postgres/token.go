@@ -11,17 +11,17 @@ import (
 	"docflow"
 )
 
-// TokenService implements docflow.TokenService.
-type TokenService struct{ db *DB }
+// TokenStore implements docflow.TokenStore.
+type TokenStore struct{ db *DB }
 
-var _ docflow.TokenService = (*TokenService)(nil)
+var _ docflow.TokenStore = (*TokenStore)(nil)
 
-// NewTokenService returns a TokenService on db.
-func NewTokenService(db *DB) *TokenService {
+// NewTokenStore returns a TokenStore on db.
+func NewTokenStore(db *DB) *TokenStore {
 	if db == nil {
-		panic("postgres: NewTokenService needs a DB")
+		panic("postgres: NewTokenStore needs a DB")
 	}
-	return &TokenService{db: db}
+	return &TokenStore{db: db}
 }
 
 const tokenCols = `id, owner_id, name, token_prefix, token_hash, is_active, last_used_at, last_used_ip, created_at, revoked_at, expires_at, last_revoked_at`
@@ -34,7 +34,7 @@ func scanToken(row pgx.Row) (*docflow.APIToken, error) {
 }
 
 // CreateToken inserts t and fills its id and created_at.
-func (s *TokenService) CreateToken(ctx context.Context, t *docflow.APIToken) error {
+func (s *TokenStore) CreateToken(ctx context.Context, t *docflow.APIToken) error {
 	err := s.db.Pool.QueryRow(ctx, `INSERT INTO api_tokens (owner_id, name, token_prefix, token_hash, is_active, expires_at, created_at)
 		VALUES ($1, $2, $3, $4, TRUE, $5, $6) RETURNING id, created_at`,
 		t.OwnerID, t.Name, t.TokenPrefix, t.TokenHash, t.ExpiresAt, s.db.Now()).Scan(&t.ID, &t.CreatedAt)
@@ -46,7 +46,7 @@ func (s *TokenService) CreateToken(ctx context.Context, t *docflow.APIToken) err
 }
 
 // FindTokenByHash returns ENOTFOUND for unknown hashes.
-func (s *TokenService) FindTokenByHash(ctx context.Context, hash string) (*docflow.APIToken, error) {
+func (s *TokenStore) FindTokenByHash(ctx context.Context, hash string) (*docflow.APIToken, error) {
 	t, err := scanToken(s.db.Pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE token_hash=$1`, hash))
 	if err != nil {
 		return nil, notFound(err, "Token not found")
@@ -55,7 +55,7 @@ func (s *TokenService) FindTokenByHash(ctx context.Context, hash string) (*docfl
 }
 
 // FindTokenByID returns the owner's token or ENOTFOUND.
-func (s *TokenService) FindTokenByID(ctx context.Context, ownerID string, id int64) (*docflow.APIToken, error) {
+func (s *TokenStore) FindTokenByID(ctx context.Context, ownerID string, id int64) (*docflow.APIToken, error) {
 	t, err := scanToken(s.db.Pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE id=$1 AND owner_id=$2`, id, ownerID))
 	if err != nil {
 		return nil, notFound(err, "Token not found")
@@ -64,7 +64,7 @@ func (s *TokenService) FindTokenByID(ctx context.Context, ownerID string, id int
 }
 
 // FindToken returns any owner's token by id, or ENOTFOUND.
-func (s *TokenService) FindToken(ctx context.Context, id int64) (*docflow.APIToken, error) {
+func (s *TokenStore) FindToken(ctx context.Context, id int64) (*docflow.APIToken, error) {
 	t, err := scanToken(s.db.Pool.QueryRow(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE id=$1`, id))
 	if err != nil {
 		return nil, notFound(err, "Token not found")
@@ -75,7 +75,7 @@ func (s *TokenService) FindToken(ctx context.Context, id int64) (*docflow.APITok
 // AdoptOwnerlessTokens gives tokens without an owner (made without
 // authentication by versions before tokens belonged to the admin) to owner,
 // the admin account, and returns how many it changed.
-func (s *TokenService) AdoptOwnerlessTokens(ctx context.Context, owner string) (int64, error) {
+func (s *TokenStore) AdoptOwnerlessTokens(ctx context.Context, owner string) (int64, error) {
 	if owner == "" {
 		return 0, fmt.Errorf("adopt ownerless tokens: no owner")
 	}
@@ -87,7 +87,7 @@ func (s *TokenService) AdoptOwnerlessTokens(ctx context.Context, owner string) (
 }
 
 // ListTokens returns the owner's tokens, newest first.
-func (s *TokenService) ListTokens(ctx context.Context, ownerID string) ([]*docflow.APIToken, error) {
+func (s *TokenStore) ListTokens(ctx context.Context, ownerID string) ([]*docflow.APIToken, error) {
 	rows, err := s.db.Pool.Query(ctx, `SELECT `+tokenCols+` FROM api_tokens WHERE owner_id=$1 ORDER BY id DESC`, ownerID)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
@@ -105,7 +105,7 @@ func (s *TokenService) ListTokens(ctx context.Context, ownerID string) ([]*docfl
 }
 
 // RevokeToken revokes an active token or deletes a revoked one.
-func (s *TokenService) RevokeToken(ctx context.Context, ownerID string, id int64) (string, error) {
+func (s *TokenStore) RevokeToken(ctx context.Context, ownerID string, id int64) (string, error) {
 	var result string
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		var active bool
@@ -127,7 +127,7 @@ func (s *TokenService) RevokeToken(ctx context.Context, ownerID string, id int64
 
 // ReactivateToken makes a revoked token active again: EBADREQUEST if it is
 // already active, ENOTFOUND if it is not the owner's.
-func (s *TokenService) ReactivateToken(ctx context.Context, ownerID string, id int64) (*docflow.APIToken, error) {
+func (s *TokenStore) ReactivateToken(ctx context.Context, ownerID string, id int64) (*docflow.APIToken, error) {
 	t, err := scanToken(s.db.Pool.QueryRow(ctx, `UPDATE api_tokens SET is_active=TRUE, revoked_at=NULL
 		WHERE id=$1 AND owner_id=$2 AND NOT is_active RETURNING `+tokenCols, id, ownerID))
 	if err == nil {
@@ -143,7 +143,7 @@ func (s *TokenService) ReactivateToken(ctx context.Context, ownerID string, id i
 }
 
 // TouchTokens records the last use of several tokens in one statement.
-func (s *TokenService) TouchTokens(ctx context.Context, uses map[int64]docflow.TokenUse) error {
+func (s *TokenStore) TouchTokens(ctx context.Context, uses map[int64]docflow.TokenUse) error {
 	if len(uses) == 0 {
 		return nil
 	}

@@ -18,8 +18,8 @@ import (
 func TestListingsFollowTheVisibility(t *testing.T) {
 	ctx := context.Background()
 	db, files := openFiles(t)
-	search := postgres.NewSearchService(db)
-	shares := postgres.NewShareService(db)
+	search := postgres.NewSearchStore(db)
+	shares := postgres.NewShareStore(db)
 	type file struct {
 		id    int64
 		owner *string

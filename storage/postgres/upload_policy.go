@@ -11,7 +11,7 @@ import (
 // UploadPolicy reads the user's profile flags and today's upload count in
 // one round trip. A user without a profile is neither blocked nor limited
 // beyond the global default.
-func (s *FileService) UploadPolicy(ctx context.Context, userID string) (docflow.UploadPolicy, error) {
+func (s *FileStore) UploadPolicy(ctx context.Context, userID string) (docflow.UploadPolicy, error) {
 	var p docflow.UploadPolicy
 	day := s.db.Now().UTC().Format("2006-01-02")
 	err := s.db.Pool.QueryRow(ctx, `SELECT COALESCE(p.is_blocked, FALSE), p.daily_upload_limit, COALESCE(c.count, 0)
@@ -27,7 +27,7 @@ func (s *FileService) UploadPolicy(ctx context.Context, userID string) (docflow.
 
 // WatchSeenExists reports whether the watch folder already took in this
 // exact file (same name, size and modification time).
-func (s *FileService) WatchSeenExists(ctx context.Context, w docflow.WatchSeen) (bool, error) {
+func (s *FileStore) WatchSeenExists(ctx context.Context, w docflow.WatchSeen) (bool, error) {
 	var ok bool
 	err := s.db.Pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM watch_folder_seen
 		WHERE folder=$1 AND name=$2 AND size=$3 AND mtime=$4)`,
@@ -55,7 +55,7 @@ func watchSeenArgs(w docflow.WatchSeen, fileID int64) []any {
 
 // RecordWatchSeen remembers a watch-folder file that was refused (a file
 // taken in is remembered by Ingest, with its record).
-func (s *FileService) RecordWatchSeen(ctx context.Context, w docflow.WatchSeen) error {
+func (s *FileStore) RecordWatchSeen(ctx context.Context, w docflow.WatchSeen) error {
 	if _, err := s.db.Pool.Exec(ctx, watchSeenInsert, watchSeenArgs(w, 0)...); err != nil {
 		return fmt.Errorf("record watch seen: %w", err)
 	}

@@ -20,7 +20,7 @@ func lowerQuery(q string) string { return strings.ToLower(strings.TrimSpace(q)) 
 // display name, or their local account's e-mail or username; the users
 // are those of the admin list (profiles and owners of documents) and the
 // local accounts. A local account's user id is its e-mail.
-func (p *ProfileService) SearchUsers(ctx context.Context, q string, limit int) ([]string, error) {
+func (p *ProfileStore) SearchUsers(ctx context.Context, q string, limit int) ([]string, error) {
 	if limit <= 0 {
 		limit = docflow.UserSearchDefault
 	}
@@ -44,7 +44,7 @@ func (p *ProfileService) SearchUsers(ctx context.Context, q string, limit int) (
 
 // Mentionable returns the non-blocked profiles by display name (the user
 // id for those without one), at most docflow.MentionableMax.
-func (p *ProfileService) Mentionable(ctx context.Context) ([]docflow.Mentionable, error) {
+func (p *ProfileStore) Mentionable(ctx context.Context) ([]docflow.Mentionable, error) {
 	rows, err := p.db.Pool.Query(ctx, `SELECT user_id, display_name FROM user_profiles WHERE NOT is_blocked
 		ORDER BY lower(COALESCE(NULLIF(display_name, ''), user_id)), user_id LIMIT $1`, docflow.MentionableMax)
 	if err != nil {

@@ -25,7 +25,7 @@ func TestVisibleListingFollowsEveryWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	files, shares := postgres.NewFileService(db), postgres.NewShareService(db)
+	files, shares := postgres.NewFileStore(db), postgres.NewShareStore(db)
 	const alice, bob, carol = "alice", "bob", "carol"
 	n := 0
 	upload := func(owner string) int64 {
@@ -141,7 +141,7 @@ func TestVisibleCountsUnderConcurrentWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(cleanup)
-	files, shares := postgres.NewFileService(db), postgres.NewShareService(db)
+	files, shares := postgres.NewFileStore(db), postgres.NewShareStore(db)
 	errs := make(chan error, 8)
 	for w := 0; w < 8; w++ {
 		go func() {

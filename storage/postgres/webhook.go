@@ -17,7 +17,7 @@ import (
 // AttemptMessage): storage writes it without knowing the topics.
 type AttemptEncoder func(deliveryID int64, attempt int) (docflow.OutboxMessage, error)
 
-// WebhookStore implements docflow.WebhookService and the delivery core's
+// WebhookStore implements docflow.WebhookStore and the delivery core's
 // store on the webhooks, event_deliveries and event_delivery_attempts
 // tables. Secrets are encrypted at rest with the settings' cipher.
 type WebhookStore struct {
@@ -36,7 +36,7 @@ type WebhookStore struct {
 	HookOwnerAdmin func(ctx context.Context, userID string) (bool, error)
 }
 
-var _ docflow.WebhookService = (*WebhookStore)(nil)
+var _ docflow.WebhookStore = (*WebhookStore)(nil)
 
 // NewWebhookStore returns the store; attempt builds redelivery messages.
 func NewWebhookStore(db *DB, c *Cipher, attempt AttemptEncoder) *WebhookStore {

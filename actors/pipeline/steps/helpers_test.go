@@ -15,7 +15,7 @@ import (
 	"docflow/storage/blob"
 )
 
-// mapSettings is a SettingsService over a map, falling back to the
+// mapSettings is a SettingsStore over a map, falling back to the
 // catalogue defaults.
 type mapSettings struct {
 	mu sync.Mutex

@@ -60,7 +60,7 @@ const toolTimeout = 5 * time.Minute
 
 // poolSize is the step's pool from STEP_POOL_SIZES (ocr=N), else the core
 // count: the Tesseract processes that run at once.
-func poolSize(st docflow.SettingsService, stepType string) int {
+func poolSize(st docflow.SettingsStore, stepType string) int {
 	for _, part := range strings.Split(st.Get("STEP_POOL_SIZES"), ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if ok && strings.TrimSpace(k) == stepType {

@@ -4,7 +4,7 @@
 // classify, embed metadata, compute embedding); check_duplicates and
 // send_to_destinations ask a storage interface and the destinations. New
 // builds all eight, and internal/app registers them (the test step lives
-// apart, in teststep). A step reads its settings through docflow.SettingsService on every
+// apart, in teststep). A step reads its settings through docflow.SettingsStore on every
 // run, so a changed setting applies to the next document without a
 // restart.
 //
@@ -31,7 +31,7 @@ import (
 )
 
 // RuleSource gives the classify step the stored rules
-// (storage/postgres.ClassificationService).
+// (storage/postgres.ClassificationStore).
 type RuleSource interface {
 	// FindClassificationRules returns the system rules plus ownerID's own
 	// (only the system rules for nil), highest priority first.
@@ -40,7 +40,7 @@ type RuleSource interface {
 
 // Deps is what the steps need.
 type Deps struct {
-	Settings docflow.SettingsService
+	Settings docflow.SettingsStore
 	Rules    RuleSource
 	// Originals finds the original of a duplicate (check_duplicates).
 	Originals Originals
@@ -116,7 +116,7 @@ func (s *Steps) Close() error { return s.convert.close() }
 
 // toolMemoryLimit applies TOOL_MEMORY_LIMIT to the external tools started
 // from now on and returns it (0: no limit).
-func toolMemoryLimit(st docflow.SettingsService) int64 {
+func toolMemoryLimit(st docflow.SettingsStore) int64 {
 	n := max(docflow.SettingInt64(st, "TOOL_MEMORY_LIMIT", proc.DefaultMemoryLimit), 0)
 	proc.SetMemoryLimit(n)
 	return n

@@ -17,7 +17,7 @@ import (
 // in, so a test acting as a user makes the user first.
 func (a *App) LocalUser(t testing.TB, email string, admin bool) *docflow.LocalUser {
 	t.Helper()
-	accounts := postgres.NewAccountService(a.DB, streams.EncodeEvent, passwd.Hasher{}, nil)
+	accounts := postgres.NewAccountStore(a.DB, streams.EncodeEvent, passwd.Hasher{}, nil)
 	u, err := accounts.CreateLocalUser(context.Background(), docflow.LocalUserInput{Email: email, Username: email,
 		DisplayName: email, Password: Password(email), IsAdmin: admin})
 	if err != nil {
@@ -33,7 +33,7 @@ func Password(email string) string { return "password of " + email }
 func (a *App) Token(t testing.TB, owner string) string {
 	t.Helper()
 	plain := dfhttp.NewToken()
-	if err := postgres.NewTokenService(a.DB).CreateToken(context.Background(), &docflow.APIToken{OwnerID: owner,
+	if err := postgres.NewTokenStore(a.DB).CreateToken(context.Background(), &docflow.APIToken{OwnerID: owner,
 		Name: "test", TokenPrefix: plain[:12], TokenHash: dfhttp.HashToken(plain)}); err != nil {
 		t.Fatalf("create token of %s: %v", owner, err)
 	}
