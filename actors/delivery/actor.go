@@ -12,7 +12,7 @@ import (
 
 	"docflow"
 	"docflow/actors"
-	"docflow/integrations/netguard"
+	"docflow/internal/netguard"
 )
 
 // job is one attempt to make: of delivery d, numbered attempt (0: the

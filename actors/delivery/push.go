@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 
 	"docflow"
-	"docflow/integrations/netguard"
+	"docflow/internal/netguard"
 )
 
 // DefaultPushRelayURL is the Expo push service, which the mobile app's

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"docflow"
-	"docflow/integrations/netguard"
+	"docflow/internal/netguard"
 )
 
 // MaxResponseBody is how much of a receiver's answer is read: the status

@@ -13,7 +13,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 
-	"docflow/integrations/netguard"
+	"docflow/internal/netguard"
 )
 
 // Client is one IMAP source's connection (an actors.Connector). It is not

@@ -7,7 +7,7 @@ import (
 	"github.com/emersion/go-imap/v2"
 
 	"docflow"
-	"docflow/integrations/netguard"
+	"docflow/internal/netguard"
 )
 
 // Words of the IMAP failures users see, beside netguard's classes. They

@@ -11,7 +11,7 @@ import (
 	"docflow"
 	"docflow/integrations/imap"
 	"docflow/integrations/imap/imaptest"
-	"docflow/integrations/netguard"
+	"docflow/internal/netguard"
 )
 
 func trapIntegration(addr, security string) *docflow.Integration {

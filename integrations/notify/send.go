@@ -17,7 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
-	"docflow/integrations/netguard"
+	"docflow/internal/netguard"
 )
 
 // MaxResponseBody is how much of a channel's answer is read: enough for

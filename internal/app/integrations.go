@@ -4,7 +4,7 @@ import (
 	"docflow"
 	"docflow/integrations/imap"
 	"docflow/integrations/local"
-	"docflow/integrations/netguard"
+	"docflow/internal/netguard"
 	"docflow/storage/postgres"
 )
 

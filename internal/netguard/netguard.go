@@ -1,4 +1,4 @@
-// Package netguard is how integrations and events going out connect: the
+// Package netguard is how docflow connects to the outside: the
 // hosts and URLs they reach are user input, so the connection is refused
 // when the host resolves to a private, loopback, link-local or otherwise
 // internal address (the rule of process-url), unless an allow-list
@@ -34,6 +34,11 @@ type Dialer struct {
 	// Allowed returns the allow-list's entries (read at each dial;
 	// docflow.ParseHostEntry).
 	Allowed func() []string
+	// AllowPrivate admits every address: for endpoints an operator
+	// configured (the OIDC issuer, an AI provider's URL), which may be
+	// private by policy. The host is still resolved once and the
+	// connection goes to the address resolved.
+	AllowPrivate bool
 	// Timeout bounds the connect (default 15 s).
 	Timeout time.Duration
 	// Resolver looks names up (default net.DefaultResolver).
@@ -54,7 +59,7 @@ func (d Dialer) DialContext(ctx context.Context, network, addr string) (net.Conn
 	if err != nil || port == 0 {
 		return nil, fmt.Errorf("port %q is not a port", portText)
 	}
-	if d.allowed(host, int(port)) {
+	if d.AllowPrivate || d.allowed(host, int(port)) {
 		plain := net.Dialer{Timeout: timeout}
 		return plain.DialContext(ctx, network, addr)
 	}
