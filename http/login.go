@@ -124,31 +124,35 @@ func (s *Server) renderLogin(c *fasthttp.RequestCtx, status int, v loginView) er
 }
 
 func (s *Server) mountLogin() {
-	s.Handle("GET", "/login", Route{Auth: AuthNone}, func(c *fasthttp.RequestCtx) error {
-		q := c.QueryArgs()
-		v := loginView{Next: safeNext(string(q.Peek("next")))}
-		m, err := s.readMobile(q)
-		if err != nil {
+	s.Handle("GET", "/login", Route{Auth: AuthNone}, s.handleLoginPage)
+	s.Handle("POST", "/login", Route{Auth: AuthNone, Limit: LimitAuth}, s.handleLogin)
+	s.Handle("POST", "/logout", Route{Auth: AuthNone}, s.handleLogout)
+}
+
+func (s *Server) handleLoginPage(c *fasthttp.RequestCtx) error {
+	q := c.QueryArgs()
+	v := loginView{Next: safeNext(string(q.Peek("next")))}
+	m, err := s.readMobile(q)
+	if err != nil {
+		return err
+	}
+	v.setMobile(m)
+	return s.renderLogin(c, fasthttp.StatusOK, v)
+}
+
+func (s *Server) handleLogout(c *fasthttp.RequestCtx) error {
+	if sid := s.auth.sessionID(c); sid != "" {
+		if err := s.cfg.Sessions.DeleteSession(RequestContext(c), sid); err != nil {
 			return err
 		}
-		v.setMobile(m)
-		return s.renderLogin(c, fasthttp.StatusOK, v)
-	})
-	s.Handle("POST", "/login", Route{Auth: AuthNone, Limit: LimitAuth}, s.handleLogin)
-	s.Handle("POST", "/logout", Route{Auth: AuthNone}, func(c *fasthttp.RequestCtx) error {
-		if sid := s.auth.sessionID(c); sid != "" {
-			if err := s.cfg.Sessions.DeleteSession(RequestContext(c), sid); err != nil {
-				return err
-			}
-		}
-		s.setSessionCookie(c, "", -1)
-		if strings.Contains(string(c.Request.Header.Peek("Accept")), "text/html") {
-			s.redirect(c, "/login", fasthttp.StatusSeeOther)
-			return nil
-		}
-		writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Logged out"})
+	}
+	s.setSessionCookie(c, "", -1)
+	if strings.Contains(string(c.Request.Header.Peek("Accept")), "text/html") {
+		s.redirect(c, "/login", fasthttp.StatusSeeOther)
 		return nil
-	})
+	}
+	writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Logged out"})
+	return nil
 }
 
 func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
