@@ -262,16 +262,35 @@ func (s *Server) checkPassword(c *fasthttp.RequestCtx, username, password string
 	return nil, false, nil
 }
 
+// setSessionCookie sets the session cookie for maxAge seconds, or
+// deletes it when maxAge is negative.
 func (s *Server) setSessionCookie(c *fasthttp.RequestCtx, value string, maxAge int) {
+	s.setCookie(c, SessionCookie, value, maxAge)
+}
+
+// cookieSecure says whether the server's cookies (session and SSO) are
+// Secure: SESSION_COOKIE_SECURE, default true unless BASE_URL is http.
+func (s *Server) cookieSecure() bool {
+	return docflow.SettingBool(s.cfg.Settings, "SESSION_COOKIE_SECURE", !strings.HasPrefix(s.BaseURL(), "http://"))
+}
+
+// setCookie sets one of the server's cookies for maxAge seconds, or
+// deletes it when maxAge is negative. Every cookie is the whole site's
+// (Path /, no Domain, as a __Host- cookie must be), HttpOnly, Secure per
+// cookieSecure, and SameSite Lax.
+//
+// NOTE: Lax, not Strict: the SSO callback is a top-level navigation from
+// the provider's site, which must carry the SSO cookie, and a link into
+// docflow from elsewhere must find the user signed in.
+func (s *Server) setCookie(c *fasthttp.RequestCtx, name, value string, maxAge int) {
 	ck := fasthttp.AcquireCookie()
 	defer fasthttp.ReleaseCookie(ck)
-	ck.SetKey(SessionCookie)
+	ck.SetKey(name)
 	ck.SetValue(value)
 	ck.SetPath("/")
 	ck.SetHTTPOnly(true)
 	ck.SetSameSite(fasthttp.CookieSameSiteLaxMode)
-	secure := docflow.SettingBool(s.cfg.Settings, "SESSION_COOKIE_SECURE", !strings.HasPrefix(s.BaseURL(), "http://"))
-	ck.SetSecure(secure)
+	ck.SetSecure(s.cookieSecure())
 	if maxAge < 0 {
 		ck.SetExpire(fasthttp.CookieExpireDelete)
 		ck.SetMaxAge(-1)
