@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,5 +217,54 @@ func TestSourcesRecordIntegrationMetrics(t *testing.T) {
 			m.Status != docflow.OutcomeOK || m.ErrorClass != "" || m.Duration <= 0 || m.Time.IsZero() {
 			t.Errorf("poll metric %+v", m)
 		}
+	}
+}
+
+// panickyStore is the sources' store whose first lease claim and first
+// status write panic.
+type panickyStore struct {
+	sources.Store
+	claims, saves atomic.Int32
+}
+
+func (p *panickyStore) ClaimSources(ctx context.Context, owner string, ttl time.Duration) ([]docflow.SourceClaim, error) {
+	if p.claims.Add(1) == 1 {
+		panic("claim exploded")
+	}
+	return p.Store.ClaimSources(ctx, owner, ttl)
+}
+
+func (p *panickyStore) SaveSourceReport(ctx context.Context, integrationID int64, owner string, r docflow.SourceReport) error {
+	if p.saves.Add(1) == 1 {
+		panic("save exploded")
+	}
+	return p.Store.SaveSourceReport(ctx, integrationID, owner, r)
+}
+
+// TestSourcesRecoverFromPanickingStore checks that a lease claim and a
+// status write that panic are reported to their actors: the supervisor
+// claims again and the source writes its status again.
+func TestSourcesRecoverFromPanickingStore(t *testing.T) {
+	ctx := context.Background()
+	addr := imaptest.MemServer(t, "alice", "secret", false)
+	ps := &panickyStore{}
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", NoRelay: true,
+		Env:     map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"},
+		Sources: func(c *sources.Config) { ps.Store, c.Store = c.Store, ps }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	store := sourceStore(t, a.DB)
+	in := imapIntegration(addr, nil)
+	if err := store.AddSourceFixture(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the source's status after a poll", func() bool {
+		st, _, owner, _ := store.SourceRow(ctx, in.ID)
+		return owner != nil && st.LastPollAt != nil && st.State == "connected"
+	})
+	if n, m := ps.claims.Load(), ps.saves.Load(); n < 2 || m < 2 {
+		t.Fatalf("%d claims and %d status writes, want a panicked one and more of each", n, m)
 	}
 }
