@@ -114,7 +114,7 @@ func (c *Call[K]) reply(err error) {
 	}
 }
 
-// SpawnIntegration spawns the supervised, long-lived actor of one
+// SpawnIntegration spawns the recovered, long-lived actor of one
 // configured integration: it alone owns the client and its connection, paces
 // Calls by the rate limit, and reconnects with jittered exponential backoff
 // when Connect fails or an action reports Disconnected. A panic in a Call

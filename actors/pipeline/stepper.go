@@ -15,7 +15,7 @@ import (
 )
 
 // stepConsumer is one step type: a consumer group feeds its tasks to a
-// kind of supervised actors ("step-<type>/0" … "step-<type>/<n-1>", n =
+// kind of recovered actors ("step-<type>/0" … "step-<type>/<n-1>", n =
 // the pool size), each running one task at a time.
 //
 // A task's path: the consumer's fetch goroutine decodes the delivery and
