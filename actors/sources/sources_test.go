@@ -107,16 +107,21 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stats []docflow.IntakeStat
+	var stats []docflow.IntakeTypeTotal
 	waitFor(t, 10*time.Second, "10 intake metrics", func() bool {
 		if err := a.Recorder.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		stats, err = q.IntakeStats(ctx, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
-		return err != nil || len(stats) > 1 || len(stats) == 1 && stats[0].Count >= 10
+		now := time.Now().Truncate(time.Minute)
+		rep, err := q.Intake(ctx, docflow.AnalyticsQuery{From: now.Add(-time.Hour), To: now.Add(time.Hour), Interval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats = rep.Totals.Channels
+		return len(stats) > 1 || len(stats) == 1 && stats[0].Count >= 10
 	})
-	if err != nil || len(stats) != 1 || stats[0].Channel != docflow.ChannelEmail || stats[0].Count != 10 {
-		t.Fatalf("intake stats = %+v, %v", stats, err)
+	if len(stats) != 1 || stats[0].Channel != docflow.ChannelEmail || stats[0].Count != 10 {
+		t.Fatalf("intake stats = %+v", stats)
 	}
 	waitFor(t, 10*time.Second, "status", func() bool {
 		st, _, _, _ := store.SourceRow(ctx, in.ID)
