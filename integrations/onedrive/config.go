@@ -43,7 +43,7 @@ type Config struct {
 	Folder string
 	// Tenant is the directory the app signs in at: common (default),
 	// organizations, consumers, or a tenant id or domain.
-	Tenant                                string
+	Tenant                               string
 	RefreshToken, ClientID, ClientSecret string
 }
 

@@ -152,7 +152,7 @@ func TestBadCredentials(t *testing.T) {
 	srv := onedrivetest.New(t)
 	for cfg, code := range map[onedrive.Config]string{
 		{RefreshToken: "wrong", ClientID: onedrivetest.ClientID, ClientSecret: onedrivetest.ClientSecret}: "invalid_grant",
-		{RefreshToken: onedrivetest.RefreshToken, ClientID: onedrivetest.ClientID, ClientSecret: "x"}:      "invalid_client",
+		{RefreshToken: onedrivetest.RefreshToken, ClientID: onedrivetest.ClientID, ClientSecret: "x"}:     "invalid_client",
 	} {
 		c, err := onedrive.New(cfg, options(srv))
 		if err != nil {

@@ -117,7 +117,7 @@ func (s *Server) commit(w http.ResponseWriter, p string, data []byte, conflict s
 
 func item(id, p string, size int64, childCount *int) map[string]any {
 	m := map[string]any{"id": id, "name": path.Base(p), "size": size,
-		"parentReference": map[string]string{"driveId": "b!test", "path": "/drive/root:" + strings.TrimSuffix(path.Dir(p), "/")},
+		"parentReference":      map[string]string{"driveId": "b!test", "path": "/drive/root:" + strings.TrimSuffix(path.Dir(p), "/")},
 		"lastModifiedDateTime": time.Now().UTC().Format(time.RFC3339)}
 	if childCount != nil {
 		m["folder"] = map[string]int{"childCount": *childCount}

@@ -152,7 +152,11 @@ func (s *Server) Paths() []string {
 }
 
 // Recycled lists the paths of deleted files (the recycle bin).
-func (s *Server) Recycled() []string { s.mu.Lock(); defer s.mu.Unlock(); return append([]string(nil), s.recycled...) }
+func (s *Server) Recycled() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.recycled...)
+}
 
 // Calls is how many times call was made.
 func (s *Server) Calls(call string) int { s.mu.Lock(); defer s.mu.Unlock(); return s.calls[call] }
@@ -161,7 +165,11 @@ func (s *Server) Calls(call string) int { s.mu.Lock(); defer s.mu.Unlock(); retu
 func (s *Server) Refreshes() int { s.mu.Lock(); defer s.mu.Unlock(); return s.refreshes }
 
 // Tenants lists the tenants tokens were asked of, in order.
-func (s *Server) Tenants() []string { s.mu.Lock(); defer s.mu.Unlock(); return append([]string(nil), s.tenants...) }
+func (s *Server) Tenants() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.tenants...)
+}
 
 // MkdirAll records a folder and its parents.
 func (s *Server) MkdirAll(p string) { s.mu.Lock(); s.mkdirLocked(p); s.mu.Unlock() }
