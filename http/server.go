@@ -1,6 +1,3 @@
-// Package http is docflow's fasthttp front end: router, middleware and one
-// file per resource. Handlers are func(*fasthttp.RequestCtx) error; one
-// adapter turns errors and panics into {"detail": …} responses.
 package http
 
 import (
