@@ -1,12 +1,3 @@
-// Package analytics batches metric rows off the hot path and hands them to a
-// store (analytics/postgres, analytics/clickhouse) in batches.
-//
-// The core is Batcher: Add never blocks for I/O; a background loop writes a
-// batch when BatchSize rows are buffered or FlushInterval has passed, and
-// keeps taking rows while writes (up to Writers at once) run; a failed
-// write is retried with exponential backoff while rows stay buffered up to
-// MaxBuffered, after which the queue fills and new rows are dropped and
-// counted.
 package analytics
 
 import (

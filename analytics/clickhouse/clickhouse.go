@@ -1,9 +1,3 @@
-// Package clickhouse records metrics in ClickHouse over the native protocol
-// and answers the dashboard queries from it.
-//
-// The SQL here runs on ClickHouse 18.16 (the smoke target available to tests)
-// as well as on current releases: DateTime rather than DateTime64, no TTL,
-// and INSERTs that name their columns.
 package clickhouse
 
 import (

@@ -1,5 +1,8 @@
 // Package postgres records metrics in PostgreSQL, the default analytics store
-// when no ClickHouse is configured. Rows go in with COPY, in batches.
+// when no ClickHouse is configured: the metrics table, each batch written
+// with its token in metric_batches in one statement (a retried batch that
+// had landed is stored once), reports by query (reports.go) and retention
+// by batched deletes (retention.go).
 package postgres
 
 import (
