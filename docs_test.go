@@ -145,3 +145,18 @@ func TestDocLinks(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigurationDocumentsEverySetting keeps docs/configuration.md
+// complete: every setting of the catalogue is in it, written `KEY`.
+func TestConfigurationDocumentsEverySetting(t *testing.T) {
+	b, err := os.ReadFile("docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(b)
+	for _, d := range Catalogue() {
+		if !strings.Contains(page, "`"+d.Key+"`") {
+			t.Errorf("docs/configuration.md does not mention %s: add it to the table of its topic (default %q: %s)", d.Key, d.Default, d.Description)
+		}
+	}
+}
