@@ -55,8 +55,8 @@ type Batcher[T any] struct {
 // least capacity a new one starts with; it starts with the length of the
 // last batch and a quarter more when that is more, so that a flow that
 // varies a little fills it without growing it: growing copies every row
-// once more into a fresh buffer, which the runtime zeroes first (in the
-// pipeline benchmark, growing was nine tenths of what Add cost).
+// once more into a fresh buffer, which the runtime zeroes first, and was
+// most of what Add cost.
 //
 // NOTE: the collector scans a buffer of metrics (they hold strings) over
 // its whole capacity, used or not, at every cycle: buffers sized for a

@@ -31,12 +31,10 @@ const (
 // the server more CPU than the rows themselves. Every 5 s (the sampling
 // period and the /ops page's refresh) cuts that about five times.
 //
-// NOTE: measured on 18.16 (system.query_log of the recording-cost bench),
-// an insert of a few thousand rows costs its thread about 65 ms of CPU
-// whatever its size, mostly system time: it writes a part to each table
-// the views feed, with a 1 MB buffer per column file (some 230 MB
-// allocated per insert), and the parts are merged later. That, not the
-// client, is what recording costs a machine that runs the server too.
+// NOTE: an insert costs the server about the same whatever its size (a
+// part written to each table the views feed, merged later), so fewer,
+// larger inserts are what keep recording cheap on a machine that runs the
+// server too (docs/benchmarks.md, "Analytics recording").
 const DefaultFlushInterval = 5 * time.Second
 
 // DefaultWriters is the ClickHouse recorder's analytics.Options Writers
