@@ -68,6 +68,8 @@
 //   - integration_metric.go: the metric of one integration operation and
 //     its error classes.
 //   - mail_source.go: what an IMAP source claims, reports and remembers.
+//   - destination.go: DestinationClient, what every destination type
+//     implements, and the classes of its failures.
 //   - allowlist.go: the outbound allow-lists' entries (host or host:port).
 //
 // Settings:
