@@ -63,12 +63,13 @@ test: deps services imports web
 
 # The import map: ARCHITECTURE.md's package table says what each package may
 # import, and TestImportsFollowTheMap holds the code to it (go test, no tools
-# needed); the links between the Markdown pages are checked beside it. The
+# needed); beside it, the root doc.go's file index, the links between the
+# Markdown pages and the settings in docs/configuration.md are checked. The
 # shared check-imports beside the clone runs too when it is there.
 CHECK_IMPORTS ?= ../shared/tools/check-imports
 imports:
 	@echo "==> import map and documentation links"
-	$(GO) test -count=1 -run 'TestImportsFollowTheMap|TestImportMapRules|TestDocLinks' .
+	$(GO) test -count=1 -run 'TestImportsFollowTheMap|TestImportMapRules|TestRootDocIndexesEveryFile|TestDocLinks|TestConfigurationDocumentsEverySetting' .
 	@if [ -x "$(CHECK_IMPORTS)" ]; then "$(CHECK_IMPORTS)"; fi
 
 lint: imports
