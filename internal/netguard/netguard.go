@@ -25,8 +25,8 @@ import (
 	"docflow"
 )
 
-// ErrPrivate is the refusal of an internal address; its text is the spec's
-// private-address detail.
+// ErrPrivate is the refusal of an internal address; its text is the
+// detail API clients get.
 var ErrPrivate = errors.New("access to private or internal addresses is not allowed")
 
 // Dialer dials under the private-address rule.
