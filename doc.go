@@ -70,6 +70,11 @@
 //   - mail_source.go: what an IMAP source claims, reports and remembers.
 //   - destination.go: DestinationClient, what every destination type
 //     implements, and the classes of its failures.
+//   - destination_name.go: filename_template's placeholders and the
+//     check of a name a destination stores.
+//   - destination_tester.go: DestinationTester, the test of any
+//     destination type through its client's probe.
+//   - cloud_folders.go: CloudFolder, what the cloud folder browser lists.
 //   - allowlist.go: the outbound allow-lists' entries (host or host:port).
 //
 // Settings:
