@@ -490,7 +490,7 @@ func checkDocIndex(t *testing.T, dir string) {
 		}
 	}
 	for name := range listed {
-		if !have[name] {
+		if !have[name] && name != "doc.go" {
 			t.Errorf("%s names %s, which is not a file of its package: fix the index", filepath.Join(dir, "doc.go"), name)
 		}
 	}
