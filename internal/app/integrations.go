@@ -4,6 +4,7 @@ import (
 	"docflow"
 	"docflow/integrations/imap"
 	"docflow/integrations/local"
+	"docflow/integrations/webdav"
 	"docflow/internal/netguard"
 	"docflow/storage/postgres"
 )
@@ -29,6 +30,12 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 	return docflow.DestinationFactories{
 		docflow.IntegrationLocal: func(in *docflow.Integration) (docflow.DestinationClient, error) {
 			return local.NewClient(func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") }, in)
+		},
+		docflow.IntegrationWebDAV: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return webdav.NewIntegration(in, m.integrationDialer())
+		},
+		docflow.IntegrationNextcloud: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return webdav.NewIntegration(in, m.integrationDialer())
 		},
 	}
 }
