@@ -4,6 +4,7 @@ import (
 	"docflow"
 	"docflow/integrations/imap"
 	"docflow/integrations/local"
+	"docflow/integrations/s3"
 	"docflow/integrations/webdav"
 	"docflow/internal/netguard"
 	"docflow/storage/postgres"
@@ -36,6 +37,9 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 		},
 		docflow.IntegrationNextcloud: func(in *docflow.Integration) (docflow.DestinationClient, error) {
 			return webdav.NewIntegration(in, m.integrationDialer())
+		},
+		docflow.IntegrationS3: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return s3.NewIntegration(in, m.integrationDialer())
 		},
 	}
 }
