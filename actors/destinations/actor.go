@@ -116,10 +116,14 @@ func newDestinationActor(s *Service, id int64) actor.Producer {
 
 func (a *destinationActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
+	case actor.Initialized:
+		a.e, a.self = c.Engine(), c.PID()
+		return
 	case actor.Started:
 		a.e, a.self = c.Engine(), c.PID()
 	case actor.Stopped:
 		a.stop()
+		return
 	case *job:
 		a.watch(m.d.Owned())
 		if m.msg.Kind == kindChanged {

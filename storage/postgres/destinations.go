@@ -167,7 +167,7 @@ func (s *DestinationStore) SendFileTo(ctx context.Context, fileID int64, owner s
 		err = tx.QueryRow(ctx, `
 			INSERT INTO file_destinations AS d (file_id, destination, integration_id, integration_type, name, status,
 				created_at, updated_at)
-			SELECT f.id, $2::text, $2, $3, $4, 'queued', $5, $5 FROM files f WHERE f.id = $1
+			SELECT f.id, ($2::bigint)::text, $2::bigint, $3, $4, 'queued', $5, $5 FROM files f WHERE f.id = $1
 			ON CONFLICT (file_id, destination) DO UPDATE SET status = 'queued', request = d.request + 1,
 				integration_id = EXCLUDED.integration_id, name = EXCLUDED.name,
 				attempts = 0, error = NULL, next_attempt_at = NULL, updated_at = EXCLUDED.updated_at
