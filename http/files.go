@@ -22,6 +22,9 @@ type FilesDeps struct {
 	Intake docflow.IntakeService
 	// Pipelines finds the pipeline assign-pipeline names.
 	Pipelines pipelineFinder
+	// Destinations, when set, gives a file's record its deliveries to
+	// storage destinations and serves send-to.
+	Destinations docflow.DestinationStore
 }
 
 // pipelineFinder finds a pipeline by id (docflow.PipelineStore).
@@ -55,6 +58,9 @@ func (s *Server) MountFiles(d FilesDeps) {
 	s.Handle("POST", "/api/files/bulk-reprocess-cloud-ocr", b, h.bulkReprocess(true))
 	s.Handle("POST", "/api/files/bulk-download", stream, h.bulkDownload)
 	s.Handle("POST", "/api/files/{file_id}/assign-pipeline", b, h.assignPipeline)
+	if d.Destinations != nil {
+		s.Handle("POST", "/api/files/{file_id}/send-to/{integration_id}", b, h.sendTo)
+	}
 }
 
 type filesHandlers struct {
@@ -329,7 +335,14 @@ func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
 			return err
 		}
 	}
+	dests := []docflow.FileDestination{}
+	if h.d.Destinations != nil {
+		if dests, err = h.d.Destinations.FileDestinations(ctx, f.ID); err != nil {
+			return err
+		}
+	}
 	writeJSON(c, fasthttp.StatusOK, map[string]any{
+		"destinations": dests,
 		"file": fileRecord{ID: f.ID, FileHash: f.FileHash, OriginalFilename: f.OriginalFilename, StoredFilename: f.StoredFilename,
 			FileSize: f.FileSize, MimeType: f.MimeType, CreatedAt: f.CreatedAt, OwnerID: f.OwnerID, PipelineID: f.PipelineID,
 			DocumentTitle: f.DocumentTitle, OCRQualityScore: f.OCRQualityScore, AIMetadata: f.AIMetadata,
