@@ -42,7 +42,12 @@ require (
 	golang.org/x/time v0.16.0
 )
 
-require github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+require (
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+	github.com/jlaffaye/ftp v0.2.4 // indirect
+	github.com/kr/fs v0.1.0 // indirect
+	github.com/pkg/sftp v1.13.12 // indirect
+)
 
 require (
 	github.com/ClickHouse/ch-go v0.75.0 // indirect

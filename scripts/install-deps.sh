@@ -21,7 +21,9 @@ done
 command -v npm >/dev/null 2>&1 || want npm
 if [ "$profile" = "test" ]; then
   # prometheus brings promtool, which checks deploy/prometheus's rules.
-  for p in clickhouse-server clickhouse-client wrk dovecot-core dovecot-imapd chromium prometheus; do
+  # openssh-server and vsftpd serve the SFTP and FTP destinations' tests.
+  for p in clickhouse-server clickhouse-client wrk dovecot-core dovecot-imapd chromium prometheus \
+           openssh-server vsftpd; do
     want "$p"
   done
 fi

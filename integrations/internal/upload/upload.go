@@ -1,0 +1,177 @@
+// Package upload holds what the file-transfer destinations (SFTP, FTP)
+// share: a connection whose every read and write has an idle deadline
+// and which a context can cut, the temporary name an upload is written
+// under before it is renamed over the target, and the checks of the
+// names and folders they write to.
+package upload
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net"
+	"path"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultIdle is how long a read or write may make no progress before the
+// connection is taken as lost.
+const DefaultIdle = 60 * time.Second
+
+// Conn is a net.Conn whose reads and writes each get a deadline Idle from
+// their start, so a stalled server fails a transfer of any length while a
+// slow one does not; Bind lets a context cut it.
+type Conn struct {
+	net.Conn
+	idle time.Duration
+
+	mu      sync.Mutex
+	aborted error
+}
+
+// Wrap returns c with an idle deadline of idle (DefaultIdle when <= 0)
+// on every read and write.
+func Wrap(c net.Conn, idle time.Duration) *Conn {
+	if idle <= 0 {
+		idle = DefaultIdle
+	}
+	return &Conn{Conn: c, idle: idle}
+}
+
+func (c *Conn) Read(b []byte) (int, error) {
+	if err := c.arm(c.Conn.SetReadDeadline); err != nil {
+		return 0, err
+	}
+	return c.Conn.Read(b)
+}
+
+func (c *Conn) Write(b []byte) (int, error) {
+	if err := c.arm(c.Conn.SetWriteDeadline); err != nil {
+		return 0, err
+	}
+	return c.Conn.Write(b)
+}
+
+// arm sets the next deadline, unless a context already cut the
+// connection (its deadline then stays in the past).
+func (c *Conn) arm(set func(time.Time) error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.aborted != nil {
+		return c.aborted
+	}
+	return set(time.Now().Add(c.idle))
+}
+
+// Bind makes ctx's end cut the connection: every read and write then
+// fails at once with ctx's error. The returned func stops watching ctx;
+// call it when the operation ends.
+func (c *Conn) Bind(ctx context.Context) (stop func() bool) {
+	return context.AfterFunc(ctx, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.aborted == nil {
+			c.aborted = ctx.Err()
+			c.Conn.SetDeadline(time.Unix(1, 0)) //nolint:errcheck // the connection is being given up
+		}
+	})
+}
+
+// Aborted is the error of the context that cut the connection, or nil.
+func (c *Conn) Aborted() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.aborted
+}
+
+// TempName is a fresh name to upload under, in the target's folder, before
+// the finished file is renamed over the target: a reader of the folder
+// never sees a half-written file under the real name. It starts with a dot
+// (hidden in listings) and is short whatever the target's length.
+func TempName() string {
+	var b [8]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read does not fail
+	return ".docflow-upload-" + hex.EncodeToString(b[:]) + ".part"
+}
+
+// ProbeName is a fresh name for a destination test's probe file.
+func ProbeName() string {
+	var b [8]byte
+	rand.Read(b[:]) //nolint:errcheck // crypto/rand.Read does not fail
+	return ".docflow-probe-" + hex.EncodeToString(b[:])
+}
+
+// ErrBadName is a document name that cannot be a file name in the folder.
+var ErrBadName = errors.New("the file name is empty, a dot name, or holds a path separator or control character")
+
+// CheckName refuses a name that is not one file name: empty, "." or "..",
+// or holding a slash, a backslash, NUL or another control character. The
+// delivery engine makes names safe before they reach a client; this is
+// the client's own guard, so a name can never leave the folder.
+func CheckName(name string) error {
+	if name == "" || name == "." || name == ".." {
+		return ErrBadName
+	}
+	for _, r := range name {
+		if r == '/' || r == '\\' || r < 0x20 || r == 0x7f {
+			return ErrBadName
+		}
+	}
+	return nil
+}
+
+// Folder cleans a configured remote folder: "" stays "" (the login
+// folder), anything else is path.Clean'ed ("/" the server's root, "docs"
+// relative to the login folder).
+func Folder(p string) string {
+	p = strings.TrimSpace(p)
+	if p == "" || p == "." {
+		return ""
+	}
+	return path.Clean(p)
+}
+
+// Join is name inside folder (Folder's form).
+func Join(folder, name string) string {
+	if folder == "" {
+		return name
+	}
+	return path.Join(folder, name)
+}
+
+// Int reads the whole number m[k] (a JSON number, an int or its text),
+// def when absent.
+func Int(m map[string]any, k string, def int) (int, error) {
+	switch v := m[k].(type) {
+	case nil:
+		return def, nil
+	case float64:
+		if v != float64(int(v)) {
+			return 0, errors.New(k + " must be a whole number")
+		}
+		return int(v), nil
+	case int:
+		return v, nil
+	case int64:
+		return int(v), nil
+	case string:
+		var n int
+		for _, r := range strings.TrimSpace(v) {
+			if r < '0' || r > '9' || n > 1e8 {
+				return 0, errors.New(k + " must be a whole number")
+			}
+			n = n*10 + int(r-'0')
+		}
+		return n, nil
+	}
+	return 0, errors.New(k + " must be a whole number")
+}
+
+// String reads the text m[k], trimmed ("" when absent or not text).
+func String(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return strings.TrimSpace(s)
+}
