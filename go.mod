@@ -21,8 +21,11 @@ require (
 	github.com/fasthttp/router v1.5.4
 	github.com/gabriel-vasile/mimetype v1.4.16
 	github.com/google/uuid v1.6.0
+	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/jackc/pgx/v5 v5.12.0
+	github.com/jlaffaye/ftp v0.2.4
 	github.com/pdfcpu/pdfcpu v0.15.0
+	github.com/pkg/sftp v1.13.12
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.73.1
@@ -42,12 +45,7 @@ require (
 	golang.org/x/time v0.16.0
 )
 
-require (
-	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
-	github.com/jlaffaye/ftp v0.2.4 // indirect
-	github.com/kr/fs v0.1.0 // indirect
-	github.com/pkg/sftp v1.13.12 // indirect
-)
+require github.com/kr/fs v0.1.0 // indirect
 
 require (
 	github.com/ClickHouse/ch-go v0.75.0 // indirect

@@ -10,6 +10,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"io"
 	"net"
 	"path"
 	"strings"
@@ -27,6 +28,9 @@ const DefaultIdle = 60 * time.Second
 type Conn struct {
 	net.Conn
 	idle time.Duration
+	// drain: Close first ends the sending side and reads what the far
+	// side still sends (see Drain).
+	drain bool
 
 	mu      sync.Mutex
 	aborted error
@@ -39,6 +43,32 @@ func Wrap(c net.Conn, idle time.Duration) *Conn {
 		idle = DefaultIdle
 	}
 	return &Conn{Conn: c, idle: idle}
+}
+
+// Drain makes Close end the sending side first (TCP FIN), then read and
+// discard what the far side still sends until it closes too (at most
+// DrainWait), and only then close. Closing a socket with unread data in
+// it resets the connection, and a reset can destroy data the far side
+// has received but not yet read: an FTP server that sent a TLS session
+// ticket on an upload's data connection, which the uploader never reads,
+// would lose the upload's last bytes.
+func (c *Conn) Drain() *Conn {
+	c.drain = true
+	return c
+}
+
+// DrainWait bounds how long Close waits for the far side to close.
+const DrainWait = 10 * time.Second
+
+// Close closes the connection, after draining it when Drain was called.
+func (c *Conn) Close() error {
+	if c.drain && c.Aborted() == nil {
+		if hc, ok := c.Conn.(interface{ CloseWrite() error }); ok && hc.CloseWrite() == nil {
+			c.Conn.SetReadDeadline(time.Now().Add(DrainWait))  //nolint:errcheck // a failed drain still closes
+			io.Copy(io.Discard, io.LimitReader(c.Conn, 1<<20)) //nolint:errcheck // read until the far side closes
+		}
+	}
+	return c.Conn.Close()
 }
 
 func (c *Conn) Read(b []byte) (int, error) {

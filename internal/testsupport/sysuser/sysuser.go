@@ -35,12 +35,18 @@ func Ensure(t testing.TB, name, password string) Account {
 	}
 	u, err := user.Lookup(name)
 	if err != nil {
-		// No home and /bin/sh: the servers chroot the user elsewhere, and
-		// pam_shells wants a shell listed in /etc/shells.
-		out, err := exec.Command("useradd", "--no-create-home", "--home-dir", "/nonexistent",
+		// Home "/" (vsftpd enters the home before its local_root, sshd
+		// chroots elsewhere) and /bin/sh (pam_shells wants a shell listed
+		// in /etc/shells).
+		out, err := exec.Command("useradd", "--no-create-home", "--home-dir", "/",
 			"--shell", "/bin/sh", "--comment", "docflow test server account", name).CombinedOutput()
 		if u, _ = user.Lookup(name); u == nil {
 			t.Fatalf("useradd %s: %v: %s", name, err, out)
+		}
+	}
+	if u.HomeDir != "/" {
+		if out, err := exec.Command("usermod", "--home", "/", name).CombinedOutput(); err != nil {
+			t.Fatalf("usermod %s: %v: %s", name, err, out)
 		}
 	}
 	cmd := exec.Command("chpasswd")
