@@ -33,7 +33,10 @@ type Client struct {
 	stops []func() bool
 }
 
-var _ docflow.DestinationClient = (*Client)(nil)
+var (
+	_ docflow.DestinationClient   = (*Client)(nil)
+	_ docflow.DestinationLocation = (*Client)(nil)
+)
 
 // New returns the client of an FTP integration, connecting through dial.
 // Its error is a DestInvalid DestinationError when the config or the
@@ -286,3 +289,6 @@ type sourceError struct{ err error }
 
 func (e *sourceError) Error() string { return "read the document: " + e.err.Error() }
 func (e *sourceError) Unwrap() error { return e.err }
+
+// Location implements docflow.DestinationLocation.
+func (c *Client) Location() string { return upload.Location("ftp", c.cfg.addr(), c.cfg.Folder) }

@@ -383,3 +383,17 @@ func TestConfigRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFullDisk: vsftpd answers a write on a full disk with 451, a local
+// error: retried as unavailable, with the server's reason, and nothing
+// is left under the name nor beside it.
+func TestFullDisk(t *testing.T) {
+	s := vsftpd.Start(t, vsftpd.Options{TLS: true})
+	folder := s.FullFolder(t, "full")
+	c := client(t, integration(s, folder, nil), allowLoopback)
+	_, err := deliver(t, c, "a.pdf", bytes.Repeat([]byte("x"), 64<<10))
+	wantClass(t, err, docflow.DestUnavailable, "451 ")
+	if n := names(t, filepath.Join(s.Root, "full")); len(n) != 1 || n[0] != "filler" {
+		t.Fatalf("full holds %q", n)
+	}
+}

@@ -29,7 +29,10 @@ type Client struct {
 	algos []string
 }
 
-var _ docflow.DestinationClient = (*Client)(nil)
+var (
+	_ docflow.DestinationClient   = (*Client)(nil)
+	_ docflow.DestinationLocation = (*Client)(nil)
+)
 
 // New returns the client of an SFTP integration, connecting through dial.
 // Its error is a DestInvalid DestinationError when the config or the
@@ -210,6 +213,10 @@ func (c *Client) run(ctx context.Context, op func() error) error {
 	if err == nil {
 		return nil
 	}
+	var full errDiskFull
+	if !errors.As(err, &full) && c.diskFull(err) {
+		err = errDiskFull{err}
+	}
 	de := classify(ctx, err)
 	if docflow.DestinationFailureOf(de) == docflow.DestUnavailable || c.conn.Aborted() != nil {
 		c.Close(ctx) //nolint:errcheck // the connection is given up
@@ -250,10 +257,42 @@ func (c *Client) store(ctx context.Context, target string, body io.Reader, size 
 		err = c.replace(tmp, target)
 	}
 	if err != nil {
+		if c.diskFull(err) {
+			err = errDiskFull{err}
+		}
 		c.sftp.Remove(tmp) //nolint:errcheck // best effort; the first error is the one to report
 	}
 	return err
 }
+
+// diskFull reports whether a generic failure of a write (SSH_FX_FAILURE,
+// which is how OpenSSH answers a full disk) came with no space left in
+// the folder's file system, as the server's statvfs extension says.
+func (c *Client) diskFull(err error) bool {
+	var st *sftp.StatusError
+	if !errors.As(err, &st) || st.Code != 4 {
+		return false
+	}
+	if _, ok := c.sftp.HasExtension("statvfs@openssh.com"); !ok {
+		return false
+	}
+	dir := c.cfg.Folder
+	if dir == "" {
+		dir = "."
+	}
+	vfs, serr := c.sftp.StatVFS(dir)
+	return serr == nil && vfs.Bavail*vfs.Frsize < fullBelow
+}
+
+// fullBelow is the free space under which a failed write is taken as a
+// full disk.
+const fullBelow = 1 << 20
+
+// errDiskFull is a write that failed on a full disk.
+type errDiskFull struct{ err error }
+
+func (e errDiskFull) Error() string { return "disk full: " + e.err.Error() }
+func (e errDiskFull) Unwrap() error { return e.err }
 
 // replace renames tmp over target: in one step where the server has
 // OpenSSH's posix-rename, else by removing target first (plain SFTP
@@ -300,3 +339,6 @@ type subsystemError struct{ err error }
 
 func (e *subsystemError) Error() string { return "open the sftp subsystem: " + e.err.Error() }
 func (e *subsystemError) Unwrap() error { return e.err }
+
+// Location implements docflow.DestinationLocation.
+func (c *Client) Location() string { return upload.Location("sftp", c.cfg.addr(), c.cfg.Folder) }

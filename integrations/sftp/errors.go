@@ -46,10 +46,11 @@ var statusWords = map[uint32]struct {
 // and a failure of the document's own reader as what it is.
 func classify(ctx context.Context, err error) error {
 	var (
-		de  *docflow.DestinationError
-		st  *sftp.StatusError
-		src *sourceError
-		sub *subsystemError
+		de   *docflow.DestinationError
+		st   *sftp.StatusError
+		src  *sourceError
+		sub  *subsystemError
+		full errDiskFull
 	)
 	switch {
 	case err == nil:
@@ -66,6 +67,8 @@ func classify(ctx context.Context, err error) error {
 		return docflow.DestFail(docflow.DestAuth, FailAuth, err)
 	case errors.As(err, &sub) && netguard.Describe(sub.err) == netguard.FailOther:
 		return docflow.DestFail(docflow.DestInvalid, FailSubsystem, err)
+	case errors.As(err, &full):
+		return docflow.DestFail(docflow.DestFull, "no space left on the server's disk (SSH_FX_FAILURE, and statvfs shows the disk full)", err)
 	case errors.Is(err, os.ErrPermission):
 		return docflow.DestFail(docflow.DestForbidden, statusWords[3].words, err)
 	case errors.Is(err, os.ErrNotExist):

@@ -2,8 +2,10 @@ package app
 
 import (
 	"docflow"
+	"docflow/integrations/ftp"
 	"docflow/integrations/imap"
 	"docflow/integrations/local"
+	"docflow/integrations/sftp"
 	"docflow/internal/netguard"
 	"docflow/storage/postgres"
 )
@@ -29,6 +31,12 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 	return docflow.DestinationFactories{
 		docflow.IntegrationLocal: func(in *docflow.Integration) (docflow.DestinationClient, error) {
 			return local.NewClient(func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") }, in)
+		},
+		docflow.IntegrationSFTP: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return sftp.New(in, m.integrationDialer())
+		},
+		docflow.IntegrationFTP: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return ftp.New(in, m.integrationDialer())
 		},
 	}
 }

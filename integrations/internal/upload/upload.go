@@ -29,8 +29,8 @@ type Conn struct {
 	net.Conn
 	idle time.Duration
 	// drain: Close first ends the sending side and reads what the far
-	// side still sends (see Drain).
-	drain bool
+	// side still sends (see Drain); wrote: a Write sent something.
+	drain, wrote bool
 
 	mu      sync.Mutex
 	aborted error
@@ -45,9 +45,9 @@ func Wrap(c net.Conn, idle time.Duration) *Conn {
 	return &Conn{Conn: c, idle: idle}
 }
 
-// Drain makes Close end the sending side first (TCP FIN), then read and
-// discard what the far side still sends until it closes too (at most
-// DrainWait), and only then close. Closing a socket with unread data in
+// Drain makes Close of a connection that sent something end the sending
+// side first (TCP FIN), then read and discard what the far side still
+// sends until it closes too (at most DrainWait), and only then close. Closing a socket with unread data in
 // it resets the connection, and a reset can destroy data the far side
 // has received but not yet read: an FTP server that sent a TLS session
 // ticket on an upload's data connection, which the uploader never reads,
@@ -62,7 +62,10 @@ const DrainWait = 10 * time.Second
 
 // Close closes the connection, after draining it when Drain was called.
 func (c *Conn) Close() error {
-	if c.drain && c.Aborted() == nil {
+	c.mu.Lock()
+	drain := c.drain && c.wrote && c.aborted == nil
+	c.mu.Unlock()
+	if drain {
 		if hc, ok := c.Conn.(interface{ CloseWrite() error }); ok && hc.CloseWrite() == nil {
 			c.Conn.SetReadDeadline(time.Now().Add(DrainWait))  //nolint:errcheck // a failed drain still closes
 			io.Copy(io.Discard, io.LimitReader(c.Conn, 1<<20)) //nolint:errcheck // read until the far side closes
@@ -82,7 +85,13 @@ func (c *Conn) Write(b []byte) (int, error) {
 	if err := c.arm(c.Conn.SetWriteDeadline); err != nil {
 		return 0, err
 	}
-	return c.Conn.Write(b)
+	n, err := c.Conn.Write(b)
+	if n > 0 && c.drain {
+		c.mu.Lock()
+		c.wrote = true
+		c.mu.Unlock()
+	}
+	return n, err
 }
 
 // arm sets the next deadline, unless a context already cut the
@@ -204,4 +213,17 @@ func Int(m map[string]any, k string, def int) (int, error) {
 func String(m map[string]any, k string) string {
 	s, _ := m[k].(string)
 	return strings.TrimSpace(s)
+}
+
+// Location is where a file-transfer destination delivers, for messages:
+// scheme://host:port/folder, or the folder named apart when it is
+// relative to the login folder. Never credentials.
+func Location(scheme, addr, folder string) string {
+	switch {
+	case folder == "":
+		return scheme + "://" + addr + " (the login folder)"
+	case strings.HasPrefix(folder, "/"):
+		return scheme + "://" + addr + folder
+	}
+	return scheme + "://" + addr + " (folder " + folder + " of the login folder)"
 }

@@ -58,3 +58,35 @@ func Ensure(t testing.TB, name, password string) Account {
 	gid, _ := strconv.Atoi(u.Gid)
 	return Account{Name: name, Password: password, UID: uid, GID: gid}
 }
+
+// MountFull mounts a tmpfs of 256 KiB on dir (made when missing), owned by
+// acct, fills it to the last block, and unmounts it when the test ends: a
+// folder whose disk is full, for a server to meet for real. It skips the
+// test when mounting is not possible here.
+func MountFull(t testing.TB, dir string, acct Account) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o",
+		fmt.Sprintf("size=256k,mode=0755,uid=%d,gid=%d", acct.UID, acct.GID), "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		t.Skipf("cannot mount a tmpfs here: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			t.Logf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	f, err := os.Create(dir + "/filler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for {
+		if _, err := f.Write(buf); err != nil {
+			return
+		}
+	}
+}

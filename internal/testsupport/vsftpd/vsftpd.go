@@ -111,6 +111,14 @@ func Start(t testing.TB, opts Options) *Server {
 	return s
 }
 
+// FullFolder makes the folder name in the chroot (writable by the user)
+// a full disk, and returns its path as the user sees it ("/name").
+func (s *Server) FullFolder(t testing.TB, name string) string {
+	t.Helper()
+	sysuser.MountFull(t, filepath.Join(s.Root, name), s.User)
+	return "/" + name
+}
+
 // Addr is host:port.
 func (s *Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
 
