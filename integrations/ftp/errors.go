@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/textproto"
-	"strconv"
-	"strings"
-	"unicode"
 
 	"docflow"
+	"docflow/integrations/internal/upload"
 	"docflow/internal/netguard"
 )
 
@@ -55,30 +53,7 @@ func replyCode(err error) int {
 
 func isReply(err error) bool { return replyCode(err) != 0 }
 
-// reply is a server's refusal as users see it: its code and the first
-// line of its text, printable and at most 120 characters (the reason a
-// server gives for a refusal, not a banner).
-func reply(code int, msg string) string {
-	if msg = clean(msg); msg == "" {
-		return strconv.Itoa(code)
-	}
-	return strconv.Itoa(code) + " " + msg
-}
-
-// clean is the first line of msg, printable and at most 120 characters.
-func clean(msg string) string {
-	msg, _, _ = strings.Cut(msg, "\n")
-	msg = strings.Map(func(r rune) rune {
-		if !unicode.IsPrint(r) {
-			return -1
-		}
-		return r
-	}, strings.TrimSpace(msg))
-	if r := []rune(msg); len(r) > 120 {
-		msg = string(r[:120]) + "…"
-	}
-	return msg
-}
+func reply(code int, msg string) string { return upload.Reply(code, msg) }
 
 // loginError is a refused login.
 type loginError struct{ err error }
@@ -126,7 +101,7 @@ func (c *Client) classify(ctx context.Context, err error) error {
 	case errors.As(err, &login) && netguard.Describe(login.err) == netguard.FailOther:
 		// The library reports an unexpected answer to USER by its text
 		// alone.
-		return docflow.DestFail(docflow.DestAuth, FailLogin+": "+clean(login.err.Error()), err)
+		return docflow.DestFail(docflow.DestAuth, FailLogin+": "+upload.Reply(0, login.err.Error()), err)
 	}
 	return docflow.DestFail(docflow.DestUnavailable, netguard.Describe(err), err)
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"docflow"
+	"docflow/integrations/email"
 	"docflow/integrations/ftp"
 	"docflow/integrations/imap"
 	"docflow/integrations/local"
@@ -37,6 +38,9 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 		},
 		docflow.IntegrationFTP: func(in *docflow.Integration) (docflow.DestinationClient, error) {
 			return ftp.New(in, m.integrationDialer())
+		},
+		docflow.IntegrationEmail: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return email.New(in, m.integrationDialer(), m.Settings)
 		},
 	}
 }

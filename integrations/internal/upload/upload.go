@@ -1,8 +1,9 @@
-// Package upload holds what the file-transfer destinations (SFTP, FTP)
-// share: a connection whose every read and write has an idle deadline
-// and which a context can cut, the temporary name an upload is written
-// under before it is renamed over the target, and the checks of the
-// names and folders they write to.
+// Package upload holds what the destinations that speak a protocol of
+// their own over one connection (SFTP, FTP, EMAIL) share: a connection
+// whose every read and write has an idle deadline and which a context
+// can cut, the temporary name an upload is written under before it is
+// renamed over the target, the checks of the names and folders they
+// write to, and the form in which a server's refusal is shown.
 package upload
 
 import (
@@ -13,9 +14,11 @@ import (
 	"io"
 	"net"
 	"path"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 )
 
 // DefaultIdle is how long a read or write may make no progress before the
@@ -226,4 +229,27 @@ func Location(scheme, addr, folder string) string {
 		return scheme + "://" + addr + folder
 	}
 	return scheme + "://" + addr + " (folder " + folder + " of the login folder)"
+}
+
+// Reply is a server's refusal as users see it: its reply code and the
+// first line of its text, printable and at most 120 characters. It is the
+// reason a server gives for refusing a command, never its greeting.
+func Reply(code int, msg string) string {
+	msg, _, _ = strings.Cut(msg, "\n")
+	msg = strings.Map(func(r rune) rune {
+		if !unicode.IsPrint(r) {
+			return -1
+		}
+		return r
+	}, strings.TrimSpace(msg))
+	if r := []rune(msg); len(r) > 120 {
+		msg = string(r[:120]) + "…"
+	}
+	switch {
+	case code == 0:
+		return msg
+	case msg == "":
+		return strconv.Itoa(code)
+	}
+	return strconv.Itoa(code) + " " + msg
 }
