@@ -164,3 +164,12 @@ func (c *Client) Probe(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Open returns the client of a stored integration: ParseConfig, then New.
+func Open(in *docflow.Integration, o Options) (*Client, error) {
+	cfg, err := ParseConfig(in)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, o)
+}

@@ -187,3 +187,12 @@ func truncate(s string, n int) string {
 	}
 	return s
 }
+
+// Open returns the client of a stored integration: ParseConfig, then New.
+func Open(in *docflow.Integration, o Options) (*Client, error) {
+	cfg, err := ParseConfig(in)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, o)
+}
