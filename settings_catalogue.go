@@ -84,7 +84,7 @@ func Catalogue() []SettingDef {
 		{Key: "UPLOAD_RATE_LIMIT_WINDOW", Category: "Uploads", Type: TypeInt, Default: "60", Description: "Per-user upload window in seconds", Check: AtLeast(1)},
 		{Key: "DEFAULT_DAILY_UPLOAD_LIMIT", Category: "Uploads", Type: TypeInt, Default: "0", Description: "Daily uploads per user when the profile sets none (0 = unlimited)", Check: AtLeast(0)},
 		{Key: "URL_FETCH_TIMEOUT", Category: "Uploads", Type: TypeInt, Default: "30", Description: "Total timeout in seconds for process-url downloads", Check: AtLeast(1)},
-		{Key: "URL_FETCH_ALLOWED_HOSTS", Category: "Uploads", Type: TypeList, Description: "Hosts process-url may fetch even when they resolve to private addresses", Check: HostList()},
+		{Key: "URL_FETCH_ALLOWED_HOSTS", Category: "Uploads", Type: TypeList, Description: "Hosts process-url may fetch even when they resolve to private addresses: host (every port) or host:port (that port only; IPv6 as [addr]:port)", Check: AllowList()},
 		{Key: "PROCESSALL_DIR", Category: "Uploads", Type: TypeString, Description: "Folder processall reads PDFs from (default WORKDIR/processall)"},
 		{Key: "PROCESSALL_THROTTLE_THRESHOLD", Category: "Uploads", Type: TypeInt, Default: "20", Description: "File count above which processall staggers tasks", Check: AtLeast(0)},
 		{Key: "PROCESSALL_THROTTLE_DELAY", Category: "Uploads", Type: TypeInt, Default: "3", Description: "Seconds of delay per task index when throttled", Check: AtLeast(0)},

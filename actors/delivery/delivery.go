@@ -1,7 +1,9 @@
 // Package delivery delivers docflow's events to their subscribers:
-// webhooks, automation hooks (WebhookSender, HookSender) and push devices
-// (PushSender) today; the admin channels plug in as a further subscriber
-// kind with a Sender of its own.
+// webhooks and automation hooks (integrations/webhook), push devices
+// (integrations/expo) and the admin channels (AdminSender, over
+// integrations/notify), each subscriber kind through the Sender it is
+// handed; this package decides when and to whom, the senders make the
+// attempts.
 //
 // A consumer group on the events topic fans each deliverable event out:
 // the store records one delivery per (event id, subscriber) in PostgreSQL,
@@ -66,20 +68,9 @@ type Store interface {
 	Postpone(ctx context.Context, id int64, due time.Time, m docflow.OutboxMessage) error
 }
 
-// Result is the outcome of one attempt: a 2xx StatusCode with a nil Err
-// is a delivery; anything else is retried, unless Unsubscribe: the
-// receiver asked to be removed (410 Gone to an automation hook), so the
-// delivery fails at once and the subscriber is deleted with the attempt.
-type Result struct {
-	StatusCode int
-	Err        error
-	// Final ends a failed delivery without a retry (the receiver is gone
-	// for good: a push token the relay reports unregistered).
-	Final bool
-	// Unsubscribe ends the subscription: an automation hook's receiver
-	// answered 410 Gone.
-	Unsubscribe bool
-}
+// Result is the outcome of one attempt (docflow.DeliveryResult, which the
+// senders in integrations/ return).
+type Result = docflow.DeliveryResult
 
 // Sender makes one attempt of a delivery to its target. It must return
 // once ctx is done.
