@@ -77,7 +77,7 @@ func (c *Client) Deliver(ctx context.Context, doc docflow.DestinationDoc, body i
 		c.buf = make([]byte, c.o.ChunkSize)
 	}
 	buf := c.buf
-	n, last, err := httpdest.ReadChunk(body, buf)
+	n, last, err := httpdest.ReadChunk(ctx, body, buf)
 	if err != nil {
 		return "", fmt.Errorf("read document: %w", err)
 	}
@@ -97,7 +97,7 @@ func (c *Client) Deliver(ctx context.Context, doc docflow.DestinationDoc, body i
 	}
 	cur := cursor{SessionID: start.SessionID, Offset: int64(n)}
 	for {
-		n, last, err = httpdest.ReadChunk(body, buf)
+		n, last, err = httpdest.ReadChunk(ctx, body, buf)
 		if err != nil {
 			return "", fmt.Errorf("read document: %w", err)
 		}

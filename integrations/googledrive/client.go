@@ -111,14 +111,13 @@ func (c *Client) Deliver(ctx context.Context, doc docflow.DestinationDoc, body i
 	if c.buf == nil {
 		c.buf = make([]byte, c.o.ChunkSize)
 	}
-	n, last, err := httpdest.ReadChunk(body, c.buf)
+	n, last, err := httpdest.ReadChunk(ctx, body, c.buf)
 	if err != nil {
 		return "", fmt.Errorf("read document: %w", err)
 	}
 	if !last && doc.Size == int64(n) {
-		var one [1]byte
-		if k, _ := io.ReadFull(body, one[:]); k == 0 {
-			last = true
+		if last, err = httpdest.Ends(ctx, body); err != nil {
+			return "", fmt.Errorf("read document: %w", err)
 		}
 	}
 	if last {
@@ -194,7 +193,7 @@ func (c *Client) resumable(ctx context.Context, id, name, mimeType string, total
 		}
 		offset = end
 		var last bool
-		if n, last, err = httpdest.ReadChunk(body, c.buf); err != nil {
+		if n, last, err = httpdest.ReadChunk(ctx, body, c.buf); err != nil {
 			return "", fmt.Errorf("read document: %w", err)
 		}
 		if last && offset+int64(n) < total {

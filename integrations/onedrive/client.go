@@ -80,15 +80,14 @@ func (c *Client) Deliver(ctx context.Context, doc docflow.DestinationDoc, body i
 	if c.buf == nil {
 		c.buf = make([]byte, c.o.ChunkSize)
 	}
-	n, last, err := httpdest.ReadChunk(body, c.buf)
+	n, last, err := httpdest.ReadChunk(ctx, body, c.buf)
 	if err != nil {
 		return "", fmt.Errorf("read document: %w", err)
 	}
 	if !last && doc.Size == int64(n) {
 		// A body of exactly one chunk: it must end here.
-		var one [1]byte
-		if k, _ := io.ReadFull(body, one[:]); k == 0 {
-			last = true
+		if last, err = httpdest.Ends(ctx, body); err != nil {
+			return "", fmt.Errorf("read document: %w", err)
 		}
 	}
 	if last {
@@ -137,7 +136,7 @@ func (c *Client) session(ctx context.Context, target string, total int64, body i
 		}
 		offset = end
 		var last bool
-		if n, last, err = httpdest.ReadChunk(body, c.buf); err != nil {
+		if n, last, err = httpdest.ReadChunk(ctx, body, c.buf); err != nil {
 			return fmt.Errorf("read document: %w", err)
 		}
 		if last && offset+int64(n) < total {

@@ -18,6 +18,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,7 +39,16 @@ type Document struct {
 	OriginalFilename string
 	MimeType         string
 	Checksum         string
-	Data             []byte
+	Size             int64
+	// Data is the content, read from disk by Server.Documents.
+	Data []byte
+	disk string
+}
+
+// TB is what the server needs of a test.
+type TB interface {
+	Cleanup(func())
+	TempDir() string
 }
 
 type object struct {
@@ -75,6 +85,8 @@ type Server struct {
 	maxUpload     int64
 	lastChunked   bool
 	lastUploadLen int64
+	anyType       bool
+	dir           string
 }
 
 type fault struct {
@@ -86,14 +98,14 @@ type fault struct {
 
 // New starts a server, closed when the test ends. Its user may add
 // documents, tags and correspondents.
-func New(t interface{ Cleanup(func()) }) *Server { return start(t, false) }
+func New(t TB) *Server { return start(t, false) }
 
 // NewTLS is New over HTTPS, with httptest's certificate
 // (Server.Certificate).
-func NewTLS(t interface{ Cleanup(func()) }) *Server { return start(t, true) }
+func NewTLS(t TB) *Server { return start(t, true) }
 
-func start(t interface{ Cleanup(func()) }, useTLS bool) *Server {
-	s := &Server{objects: map[string][]object{}, tasks: map[string]*taskRecord{}, calls: map[string]int{}, noCreate: map[string]bool{},
+func start(t TB, useTLS bool) *Server {
+	s := &Server{objects: map[string][]object{}, tasks: map[string]*taskRecord{}, calls: map[string]int{}, noCreate: map[string]bool{}, dir: t.TempDir(),
 		permissions: []string{"view_document", "add_document", "change_document", "view_tag", "add_tag", "view_correspondent", "add_correspondent", "view_uisettings"}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /api/documents/post_document/", s.api("post_document", s.postDocument))
@@ -167,14 +179,46 @@ func (s *Server) ObjectName(kind string, id int64) string {
 	return ""
 }
 
-// Documents lists the consumed documents.
+// AcceptAnyType makes consumption take any file (Paperless itself refuses
+// what its parsers do not read: empty files, unknown binary data), for
+// suites that deliver such bytes.
+func (s *Server) AcceptAnyType() { s.mu.Lock(); s.anyType = true; s.mu.Unlock() }
+
+// Documents lists the consumed documents, with their content.
 func (s *Server) Documents() []Document {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	out := make([]Document, 0, len(s.documents))
 	for _, d := range s.documents {
 		out = append(out, *d)
 	}
+	s.mu.Unlock()
+	for i := range out {
+		out[i].Data, _ = os.ReadFile(out[i].disk)
+	}
+	return out
+}
+
+// Open reads the original file of document id.
+func (s *Server) Open(id int64) (io.ReadCloser, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, d := range s.documents {
+		if d.ID == id {
+			return os.Open(d.disk)
+		}
+	}
+	return nil, os.ErrNotExist
+}
+
+// Names lists the documents' original file names.
+func (s *Server) Names() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, d := range s.documents {
+		out = append(out, d.OriginalFilename)
+	}
+	sort.Strings(out)
 	return out
 }
 
@@ -370,26 +414,25 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "<html><body><h1>413 Request Entity Too Large</h1></body></html>") //nolint:errcheck
 		return
 	}
-	if err := r.ParseMultipartForm(32 << 20); err != nil {
+	form, doc, err := s.readUpload(r)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string][]string{"document": {"The submitted data was not a file. Check the encoding type on the form."}})
+		return
+	}
+	if doc == nil {
 		writeJSON(w, http.StatusBadRequest, map[string][]string{"document": {"No file was submitted."}})
 		return
 	}
-	defer r.MultipartForm.RemoveAll() //nolint:errcheck
-	file, hdr, err := r.FormFile("document")
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string][]string{"document": {"No file was submitted."}})
-		return
-	}
-	data, err := io.ReadAll(file)
-	file.Close()
-	if err != nil {
-		return
-	}
-	doc := &Document{Title: r.FormValue("title"), Created: r.FormValue("created"), OriginalFilename: hdr.Filename,
-		MimeType: hdr.Header.Get("Content-Type"), Data: data}
+	keep := false
+	defer func() {
+		if !keep {
+			os.Remove(doc.disk)
+		}
+	}()
+	doc.Title, doc.Created = first(form["title"]), first(form["created"])
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if v := r.FormValue("correspondent"); v != "" {
+	if v := first(form["correspondent"]); v != "" {
 		id, _ := strconv.ParseInt(v, 10, 64)
 		if !s.objectExists("correspondents", id) {
 			writeJSON(w, http.StatusBadRequest, map[string][]string{"correspondent": {fmt.Sprintf("Invalid pk \"%s\" - object does not exist.", v)}})
@@ -397,7 +440,7 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 		}
 		doc.Correspondent = id
 	}
-	for _, v := range r.MultipartForm.Value["tags"] {
+	for _, v := range form["tags"] {
 		id, _ := strconv.ParseInt(v, 10, 64)
 		if !s.objectExists("tags", id) {
 			writeJSON(w, http.StatusBadRequest, map[string][]string{"tags": {fmt.Sprintf("Invalid pk \"%s\" - object does not exist.", v)}})
@@ -413,33 +456,79 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 	}
 	s.seq++
 	id := fmt.Sprintf("%08x-1111-4222-8333-%012x", s.seq, s.seq)
-	t := &taskRecord{id: id, file: hdr.Filename, doneAt: time.Now().Add(s.consumeDelay), status: "SUCCESS"}
-	s.consume(t, doc)
+	t := &taskRecord{id: id, file: doc.OriginalFilename, doneAt: time.Now().Add(s.consumeDelay), status: "SUCCESS"}
+	keep = s.consume(t, doc)
 	s.tasks[id] = t
 	writeJSON(w, http.StatusOK, id)
 }
 
-// consume decides the task's outcome as Paperless's consumer would.
-// Called locked.
-func (s *Server) consume(t *taskRecord, doc *Document) {
-	sum := md5.Sum(doc.Data)
-	doc.Checksum = hex.EncodeToString(sum[:])
+// readUpload streams the multipart upload: the document part to a file
+// of the server's (hashing it as it goes), the other fields in memory.
+func (s *Server) readUpload(r *http.Request) (map[string][]string, *Document, error) {
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return nil, nil, err
+	}
+	form := map[string][]string{}
+	var doc *Document
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			return form, doc, nil
+		}
+		if err != nil {
+			if doc != nil {
+				os.Remove(doc.disk)
+			}
+			return nil, nil, err
+		}
+		if p.FormName() == "document" && p.FileName() != "" && doc == nil {
+			f, err := os.CreateTemp(s.dir, "doc-*")
+			if err != nil {
+				return nil, nil, err
+			}
+			h := md5.New()
+			n, err := io.Copy(io.MultiWriter(f, h), p)
+			f.Close()
+			doc = &Document{OriginalFilename: p.FileName(), MimeType: p.Header.Get("Content-Type"), Size: n,
+				Checksum: hex.EncodeToString(h.Sum(nil)), disk: f.Name()}
+			if err != nil {
+				os.Remove(doc.disk)
+				return nil, nil, err
+			}
+			continue
+		}
+		b, _ := io.ReadAll(io.LimitReader(p, 1<<20))
+		form[p.FormName()] = append(form[p.FormName()], string(b))
+	}
+}
+
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+// consume decides the task's outcome as Paperless's consumer would, and
+// reports whether it kept the document. Called locked.
+func (s *Server) consume(t *taskRecord, doc *Document) bool {
 	for _, d := range s.documents {
 		if d.Checksum == doc.Checksum {
 			t.status = "FAILURE"
 			t.result = fmt.Sprintf("%s: Not consuming %s: It is a duplicate of %s (#%d).", t.file, t.file, d.Title, d.ID)
-			return
+			return false
 		}
 	}
 	if s.diskFull {
 		t.status = "FAILURE"
 		t.result = fmt.Sprintf("%s: The following error occurred while storing document %s after parsing: [Errno 28] No space left on device", t.file, t.file)
-		return
+		return false
 	}
-	if !strings.HasPrefix(string(doc.Data), "%PDF") && !strings.HasPrefix(doc.MimeType, "text/") {
+	if !s.anyType && !s.readable(doc) {
 		t.status = "FAILURE"
 		t.result = fmt.Sprintf("%s: Unsupported mime type application/octet-stream", t.file)
-		return
+		return false
 	}
 	s.seq++
 	doc.ID = s.seq
@@ -449,6 +538,23 @@ func (s *Server) consume(t *taskRecord, doc *Document) {
 	s.documents = append(s.documents, doc)
 	t.document = doc.ID
 	t.result = fmt.Sprintf("Success. New document id %d created", doc.ID)
+	return true
+}
+
+// readable is the fake's stand-in for Paperless's parsers: a PDF (by its
+// first bytes) or a text file.
+func (s *Server) readable(doc *Document) bool {
+	if strings.HasPrefix(doc.MimeType, "text/") {
+		return true
+	}
+	f, err := os.Open(doc.disk)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	head := make([]byte, 4)
+	n, _ := io.ReadFull(f, head)
+	return string(head[:n]) == "%PDF"
 }
 
 func (s *Server) getTasks(w http.ResponseWriter, r *http.Request) {
