@@ -29,7 +29,7 @@ const (
 	ChunkUnit = 256 << 10
 	// DefaultChunkSize is one chunk of a resumable upload, and the largest
 	// document sent in a single request.
-	DefaultChunkSize = 32 * ChunkUnit
+	DefaultChunkSize = 16 * ChunkUnit
 	// MaxChunkSize bounds the chunk held in memory.
 	MaxChunkSize = 256 * ChunkUnit
 )
