@@ -28,7 +28,18 @@ type Client struct {
 	buf    []byte
 }
 
-var _ docflow.DestinationClient = (*Client)(nil)
+var (
+	_ docflow.DestinationClient   = (*Client)(nil)
+	_ docflow.DestinationLocation = (*Client)(nil)
+)
+
+// Location implements docflow.DestinationLocation.
+func (c *Client) Location() string {
+	if c.cfg.FolderID == "root" {
+		return "Google Drive folder My Drive"
+	}
+	return "Google Drive folder " + c.cfg.FolderID
+}
 
 // New returns the client of cfg. It connects nowhere yet.
 func New(cfg Config, o Options) (*Client, error) {
@@ -53,9 +64,10 @@ func (c *Client) Connect(ctx context.Context) error {
 	return err
 }
 
-// Close releases the chunk buffer.
+// Close releases the chunk buffer and idle connections.
 func (c *Client) Close(context.Context) error {
 	c.buf = nil
+	c.o.HTTP.CloseIdleConnections()
 	return nil
 }
 
@@ -99,7 +111,11 @@ func (c *Client) find(ctx context.Context, name string) (string, error) {
 // file of that name if there is one, else a new file. It returns the
 // file's id.
 func (c *Client) Deliver(ctx context.Context, doc docflow.DestinationDoc, body io.Reader) (string, error) {
-	name := httpdest.SafeName(doc.Name)
+	if err := docflow.CheckDestinationName(doc.Name); err != nil {
+		return "", docflow.DestFail(docflow.DestInvalid, err.Error(), err)
+	}
+	// Drive takes any name; CheckDestinationName keeps it one path element.
+	name := doc.Name
 	mimeType := doc.MimeType
 	if mimeType == "" {
 		mimeType = "application/octet-stream"

@@ -29,7 +29,13 @@ type Client struct {
 	ids map[string]int64
 }
 
-var _ docflow.DestinationClient = (*Client)(nil)
+var (
+	_ docflow.DestinationClient   = (*Client)(nil)
+	_ docflow.DestinationLocation = (*Client)(nil)
+)
+
+// Location implements docflow.DestinationLocation: the server's address.
+func (c *Client) Location() string { return "Paperless-ngx " + strings.TrimSuffix(c.base, "api/") }
 
 // New returns the client of cfg. It connects nowhere yet.
 func New(cfg Config, o Options) (*Client, error) {
@@ -79,6 +85,9 @@ func (c *Client) documentURL(id int64) string {
 // API, so a document delivered again with other bytes (reprocessed) is
 // added as another document.
 func (c *Client) Deliver(ctx context.Context, doc docflow.DestinationDoc, body io.Reader) (string, error) {
+	if err := docflow.CheckDestinationName(doc.Name); err != nil {
+		return "", docflow.DestFail(docflow.DestInvalid, err.Error(), err)
+	}
 	var fields [][2]string
 	if t := strings.TrimSpace(doc.Title); t != "" {
 		fields = append(fields, [2]string{"title", truncate(t, 128)})

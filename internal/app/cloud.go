@@ -4,12 +4,10 @@ import (
 	"net/http"
 	"time"
 
-	"docflow"
 	dfhttp "docflow/http"
 	"docflow/integrations/dropbox"
 	"docflow/integrations/googledrive"
 	"docflow/integrations/onedrive"
-	"docflow/integrations/paperless"
 	"docflow/internal/netguard"
 )
 
@@ -44,29 +42,8 @@ func (m *App) cloudFolders() map[string]dfhttp.CloudFolderLister {
 	}
 }
 
-// DestinationOpener opens the client of one destination integration.
-type DestinationOpener func(in *docflow.Integration) (docflow.DestinationClient, error)
-
-// cloudDestinations opens the clients of PAPERLESS, DROPBOX, GOOGLE_DRIVE
-// and ONEDRIVE integrations, with the settings of the moment they are
-// opened. Paperless is a server a user names: its connections follow
-// INTEGRATION_ALLOWED_HOSTS.
-func (m *App) cloudDestinations() map[string]DestinationOpener {
-	// NOTE: no overall timeout: a large upload takes as long as it takes;
-	// the delivery's context bounds it.
-	hc := cloudClient(0)
-	return map[string]DestinationOpener{
-		docflow.IntegrationDropbox: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return dropbox.Open(in, m.dropboxOptions(hc))
-		},
-		docflow.IntegrationOneDrive: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return onedrive.Open(in, m.oneDriveOptions(hc))
-		},
-		docflow.IntegrationGoogleDrive: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return googledrive.Open(in, m.googleDriveOptions(hc))
-		},
-		docflow.IntegrationPaperless: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return paperless.Open(in, paperless.Options{Dialer: m.integrationDialer()})
-		},
-	}
-}
+// cloudUploads is the HTTP client of one cloud destination's client: its
+// own connections, which the integration's actor holds and its Close
+// releases. No overall timeout: a large upload takes as long as it takes,
+// and the delivery's context bounds it.
+func (m *App) cloudUploads() *http.Client { return cloudClient(0) }

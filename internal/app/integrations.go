@@ -2,8 +2,12 @@ package app
 
 import (
 	"docflow"
+	"docflow/integrations/dropbox"
+	"docflow/integrations/googledrive"
 	"docflow/integrations/imap"
 	"docflow/integrations/local"
+	"docflow/integrations/onedrive"
+	"docflow/integrations/paperless"
 	"docflow/internal/netguard"
 	"docflow/storage/postgres"
 )
@@ -29,6 +33,21 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 	return docflow.DestinationFactories{
 		docflow.IntegrationLocal: func(in *docflow.Integration) (docflow.DestinationClient, error) {
 			return local.NewClient(func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") }, in)
+		},
+		// Paperless is a server a user names: its connections follow
+		// INTEGRATION_ALLOWED_HOSTS. The cloud drives' API URLs are the
+		// operator's settings (cloudClient), read when a client is made.
+		docflow.IntegrationPaperless: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return paperless.Open(in, paperless.Options{Dialer: m.integrationDialer()})
+		},
+		docflow.IntegrationDropbox: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return dropbox.Open(in, m.dropboxOptions(m.cloudUploads()))
+		},
+		docflow.IntegrationOneDrive: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return onedrive.Open(in, m.oneDriveOptions(m.cloudUploads()))
+		},
+		docflow.IntegrationGoogleDrive: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return googledrive.Open(in, m.googleDriveOptions(m.cloudUploads()))
 		},
 	}
 }

@@ -29,7 +29,7 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-func TestStatusClass(t *testing.T) {
+func TestFail(t *testing.T) {
 	for _, tc := range []struct {
 		status int
 		wait   time.Duration
@@ -39,13 +39,16 @@ func TestStatusClass(t *testing.T) {
 		{503, time.Second, docflow.DestRateLimited}, {503, 0, docflow.DestUnavailable}, {500, 0, docflow.DestUnavailable},
 		{408, 0, docflow.DestUnavailable}, {507, 0, docflow.DestFull}, {400, 0, docflow.DestInvalid}, {413, 0, docflow.DestInvalid},
 	} {
-		if got := StatusClass(tc.status, tc.wait); got != tc.want {
-			t.Errorf("%d: %s, want %s", tc.status, got, tc.want)
+		if got := Fail("Box", Answer{Status: tc.status, RetryAfter: tc.wait}, ""); got.Class != tc.want {
+			t.Errorf("%d: %s, want %s", tc.status, got.Class, tc.want)
 		}
 	}
 	e := Fail("Box", Answer{Status: 429, Code: "slow_down", RetryAfter: 5 * time.Second}, "")
 	if e.Reason != "Box answered HTTP 429 (slow_down)" || e.RetryAfter != 5*time.Second {
 		t.Fatalf("%+v", e)
+	}
+	if e := Fail("Box", Answer{Status: 403, Code: "quota", RetryAfter: time.Second}, docflow.DestFull); e.Class != docflow.DestFull || e.RetryAfter != 0 {
+		t.Fatalf("override: %+v", e)
 	}
 }
 
