@@ -94,5 +94,6 @@
 //     statuses (http/errors.go for HTTP).
 //   - rate.go: Rate, a "100/minute" rate, and ParseRate.
 //
-// The test TestRootDocIndexesEveryFile keeps this list complete.
+// TestDocIndexesEveryFile keeps this index, and every package doc.go's
+// index of its files, complete.
 package docflow

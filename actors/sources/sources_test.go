@@ -18,6 +18,7 @@ import (
 	pganalytics "docflow/analytics/postgres"
 	"docflow/integrations/imap/imaptest"
 	"docflow/internal/app/apptest"
+	"docflow/internal/netguard"
 	"docflow/storage/postgres"
 )
 
@@ -127,7 +128,8 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := sources.Spawn(e, sources.Config{Store: store, Intake: a.Intake, Owner: "other", Scan: 100 * time.Millisecond, LeaseTTL: 3 * time.Second})
+	other, err := sources.Spawn(e, sources.Config{Store: store, Intake: a.Intake, Owner: "other", Scan: 100 * time.Millisecond, LeaseTTL: 3 * time.Second,
+		Dial: netguard.Dialer{Allowed: func() []string { return []string{"127.0.0.1"} }}.DialContext})
 	if err != nil {
 		t.Fatal(err)
 	}
