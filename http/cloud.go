@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"strconv"
 	"strings"
@@ -28,12 +29,12 @@ type CloudFolderLister interface {
 	ListFolders(ctx context.Context, accessToken, path string) (docflow.CloudFolderPage, error)
 }
 
-// DeliveryQueue queues one document's delivery to one destination
-// integration of its caller, as POST /api/files/{id}/send-to/{integration_id}
-// does, and returns the delivery's task id. ENOTFOUND when the file or the
-// integration is gone.
-type DeliveryQueue interface {
-	QueueDelivery(ctx context.Context, fileID, integrationID int64) (taskID string, err error)
+// DestinationSender queues one document's delivery to one of owner's
+// destination integrations: the delivery engine's send-to
+// (docflow.DestinationStore.SendFileTo). ENOTFOUND when the integration is
+// not owner's; EINVALID when it is not an active destination.
+type DestinationSender interface {
+	SendFileTo(ctx context.Context, fileID int64, owner string, integrationID int64) error
 }
 
 // CloudFiles is what the send-to routes ask of the files store.
@@ -60,7 +61,7 @@ type CloudDeps struct {
 	// are mounted only with Deliveries.
 	Files        CloudFiles
 	Integrations cloudIntegrations
-	Deliveries   DeliveryQueue
+	Deliveries   DestinationSender
 }
 
 type cloudHandlers struct {
@@ -72,7 +73,9 @@ type cloudHandlers struct {
 const maxAccessToken = 8 << 10
 
 // MountCloud mounts the cloud folder browser, POST /api/<provider>/list-folders,
-// and the spec's send-to routes, POST /send_to_<provider>/.
+// and the spec's send-to routes, POST /send_to_<provider>/ (answering
+// task_id "send:<file id>:<integration id>", the delivery the file record
+// lists).
 func (s *Server) MountCloud(d CloudDeps) {
 	h := cloudHandlers{s: s, d: d}
 	b := Route{Auth: AuthUser, Limit: LimitDefault}
@@ -197,10 +200,12 @@ func (h cloudHandlers) sendTo(typ string) Handler {
 		if err != nil {
 			return err
 		}
-		task, err := h.d.Deliveries.QueueDelivery(ctx, f.ID, in.ID)
-		if err != nil {
+		if err := h.d.Deliveries.SendFileTo(ctx, f.ID, in.OwnerID, in.ID); err != nil {
 			return err
 		}
+		// The delivery is the file's to this integration: its state shows
+		// in the file record's destinations.
+		task := fmt.Sprintf("send:%d:%d", f.ID, in.ID)
 		h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditFileSendToCloud, Target: "file:" + strconv.FormatInt(f.ID, 10),
 			Detail: "to integration " + strconv.FormatInt(in.ID, 10) + " (" + typ + ")"})
 		writeJSON(c, fasthttp.StatusOK, map[string]any{"task_id": task, "status": "queued", "file_id": f.ID, "integration_id": in.ID})

@@ -28,11 +28,14 @@ type queuedDeliveries struct {
 	got [][2]int64
 }
 
-func (q *queuedDeliveries) QueueDelivery(_ context.Context, fileID, integrationID int64) (string, error) {
+func (q *queuedDeliveries) SendFileTo(_ context.Context, fileID int64, owner string, integrationID int64) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if owner != "ann" {
+		return docflow.Errorf(docflow.ENOTFOUND, "not %s's", owner)
+	}
 	q.got = append(q.got, [2]int64{fileID, integrationID})
-	return fmt.Sprintf("delivery-%d-%d", fileID, integrationID), nil
+	return nil
 }
 
 type cloudEnv struct {
@@ -183,7 +186,7 @@ func TestCloudSendTo(t *testing.T) {
 		resp, body = e.do("POST", "/send_to_dropbox/", ann, map[string]string{"file_path": fp})
 		e.expect(resp, body, 200)
 		got := e.json(body)
-		if got["status"] != "queued" || got["task_id"] != fmt.Sprintf("delivery-%d-%d", mine.ID, first) {
+		if got["status"] != "queued" || got["task_id"] != fmt.Sprintf("send:%d:%d", mine.ID, first) {
 			t.Fatalf("%q: %s", fp, body)
 		}
 	}
