@@ -47,6 +47,7 @@ func New(cfg Config, o Options) (*Client, error) {
 	tokens := httpdest.NewTokens(httpdest.TokenOptions{
 		Service: service, TokenURL: o.APIURL + "/oauth2/token",
 		ClientID: cfg.AppKey, ClientSecret: cfg.AppSecret, RefreshToken: cfg.RefreshToken, HTTP: o.HTTP,
+		OnRotate: o.OnRefreshToken,
 	})
 	return &Client{cfg: cfg, o: o, tokens: tokens, api: api{o: o, auth: tokens}}, nil
 }

@@ -79,6 +79,9 @@ type Options struct {
 	// ChunkSize is the size of one upload-session request (default
 	// DefaultChunkSize, at most MaxChunkSize).
 	ChunkSize int
+	// OnRefreshToken receives a refresh token Dropbox issued in place of
+	// the configured one, so the caller may keep it.
+	OnRefreshToken func(string)
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -53,6 +53,7 @@ func New(cfg Config, o Options) (*Client, error) {
 	tokens := httpdest.NewTokens(httpdest.TokenOptions{
 		Service: service, TokenURL: o.TokenURL,
 		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, RefreshToken: cfg.RefreshToken, HTTP: o.HTTP,
+		OnRotate: o.OnRefreshToken,
 	})
 	return &Client{cfg: cfg, o: o, tokens: tokens, api: api{o: o, auth: tokens}}, nil
 }

@@ -74,6 +74,9 @@ type Options struct {
 	// ChunkSize is one chunk of a resumable upload: a multiple of
 	// 256 KiB, default DefaultChunkSize, at most MaxChunkSize.
 	ChunkSize int
+	// OnRefreshToken receives a refresh token Google issued in place of
+	// the configured one, so the caller may keep it.
+	OnRefreshToken func(string)
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -1,9 +1,11 @@
 package app
 
 import (
+	"context"
 	"net/http"
 	"time"
 
+	"docflow"
 	dfhttp "docflow/http"
 	"docflow/integrations/dropbox"
 	"docflow/integrations/googledrive"
@@ -47,3 +49,28 @@ func (m *App) cloudFolders() map[string]dfhttp.CloudFolderLister {
 // releases. No overall timeout: a large upload takes as long as it takes,
 // and the delivery's context bounds it.
 func (m *App) cloudUploads() *http.Client { return cloudClient(0) }
+
+// keepRefreshToken stores a refresh token a provider issued in place of
+// the integration's (Microsoft rotates them), so the integration still
+// signs in after a restart; a token the owner entered meanwhile stays.
+// An unsaved integration (a test) keeps nothing.
+func (m *App) keepRefreshToken(in *docflow.Integration) func(string) {
+	if in.ID == 0 {
+		return nil
+	}
+	prev := in.Credentials["refresh_token"]
+	return func(next string) {
+		// NOTE: the client calls this under its token lock, one refresh at
+		// a time, so prev needs no lock of its own.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ok, err := m.integrationStore().RotateIntegrationCredential(ctx, in.ID, "refresh_token", prev, next)
+		if err != nil {
+			m.Log.Warn().Err(err).Int64("integration", in.ID).Msg("could not keep the refresh token the provider issued")
+			return
+		}
+		if ok {
+			prev = next
+		}
+	}
+}

@@ -41,13 +41,19 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 			return paperless.Open(in, paperless.Options{Dialer: m.integrationDialer()})
 		},
 		docflow.IntegrationDropbox: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return dropbox.Open(in, m.dropboxOptions(m.cloudUploads()))
+			o := m.dropboxOptions(m.cloudUploads())
+			o.OnRefreshToken = m.keepRefreshToken(in)
+			return dropbox.Open(in, o)
 		},
 		docflow.IntegrationOneDrive: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return onedrive.Open(in, m.oneDriveOptions(m.cloudUploads()))
+			o := m.oneDriveOptions(m.cloudUploads())
+			o.OnRefreshToken = m.keepRefreshToken(in)
+			return onedrive.Open(in, o)
 		},
 		docflow.IntegrationGoogleDrive: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return googledrive.Open(in, m.googleDriveOptions(m.cloudUploads()))
+			o := m.googleDriveOptions(m.cloudUploads())
+			o.OnRefreshToken = m.keepRefreshToken(in)
+			return googledrive.Open(in, o)
 		},
 	}
 }
