@@ -25,9 +25,10 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultTaskWait is how long Deliver follows the consumption task
-	// before it takes the queued upload as delivered.
-	DefaultTaskWait = 30 * time.Second
+	// DefaultTaskWait is how long Deliver follows a consumption task that
+	// has not started (Paperless's queue is busy) before it takes the
+	// queued upload as delivered.
+	DefaultTaskWait = 10 * time.Second
 	// DefaultPollInterval is the pause between two looks at the task.
 	DefaultPollInterval = time.Second
 	// DefaultTimeout bounds each request but the upload.

@@ -122,6 +122,16 @@ func TestConsumptionPending(t *testing.T) {
 	if err != nil || !strings.HasPrefix(got, "task ") || srv.Calls("tasks") < 2 {
 		t.Fatalf("pending: %q %v, task looks %d", got, err, srv.Calls("tasks"))
 	}
+	// A task that started (past Paperless's checks) is not waited for.
+	srv.SetConsumeDelay(0)
+	srv.SetRunTime(time.Hour)
+	c, _ = paperless.New(paperless.Config{URL: srv.URL, Token: paperlesstest.Token},
+		paperless.Options{Dialer: loopback(), PollInterval: 5 * time.Millisecond, TaskWait: time.Hour})
+	start := time.Now()
+	got, err = deliver(t, c, docflow.DestinationDoc{}, pdf("long OCR"))
+	if err != nil || !strings.HasPrefix(got, "task ") || time.Since(start) > 5*time.Second {
+		t.Fatalf("running: %q %v after %v", got, err, time.Since(start))
+	}
 }
 
 // Refusals keep their class, in Paperless's status and field names, never

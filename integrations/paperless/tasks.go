@@ -92,15 +92,19 @@ var (
 	fullRE      = regexp.MustCompile(`(?i)no space left on device|errno 28|disk quota exceeded`)
 )
 
-// follow watches the consumption task until it ends or Options.TaskWait
-// passes. A task still running then, or a task list Paperless does not
-// answer, leaves the upload queued in Paperless: delivered, "task <id>".
+// follow watches the consumption task until it ends, until it has been
+// running for a poll interval (Paperless's checks, the duplicate check
+// among them, come first: what is left is parsing, which may take
+// minutes), or until Options.TaskWait passes. A task still queued or
+// running then, or a task list Paperless does not answer, leaves the
+// upload in Paperless's hands: delivered, "task <id>".
 func (c *Client) follow(ctx context.Context, id string) (string, error) {
 	queued := "task " + id
 	if c.o.TaskWait < 0 || id == "" {
 		return queued, nil
 	}
 	deadline := time.Now().Add(c.o.TaskWait)
+	running := 0
 	for {
 		tasks, err := c.tasks(ctx, id)
 		if err != nil {
@@ -119,6 +123,10 @@ func (c *Client) follow(ctx context.Context, id string) (string, error) {
 				return queued, nil
 			case "FAILURE", "REVOKED":
 				return c.failed(id, t)
+			case "STARTED":
+				if running++; running > 1 {
+					return queued, nil
+				}
 			}
 		}
 		if time.Now().Add(c.o.PollInterval).After(deadline) {

@@ -59,6 +59,7 @@ type object struct {
 type taskRecord struct {
 	id       string
 	file     string
+	startAt  time.Time
 	doneAt   time.Time
 	status   string
 	result   string
@@ -82,6 +83,7 @@ type Server struct {
 	noCreate      map[string]bool
 	diskFull      bool
 	consumeDelay  time.Duration
+	runTime       time.Duration
 	maxUpload     int64
 	lastChunked   bool
 	lastUploadLen int64
@@ -139,8 +141,13 @@ func (s *Server) NoCreate(kind string) { s.mu.Lock(); s.noCreate[kind] = true; s
 // DiskFull makes consumption fail as on a full disk.
 func (s *Server) DiskFull(full bool) { s.mu.Lock(); s.diskFull = full; s.mu.Unlock() }
 
-// SetConsumeDelay keeps new tasks PENDING this long.
+// SetConsumeDelay keeps new tasks PENDING this long (Paperless's queue
+// is busy).
 func (s *Server) SetConsumeDelay(d time.Duration) { s.mu.Lock(); s.consumeDelay = d; s.mu.Unlock() }
+
+// SetRunTime keeps new tasks STARTED this long after they leave PENDING
+// (a long OCR).
+func (s *Server) SetRunTime(d time.Duration) { s.mu.Lock(); s.runTime = d; s.mu.Unlock() }
 
 // SetMaxUpload answers uploads larger than n bytes 413, as a proxy in
 // front of Paperless does.
@@ -456,7 +463,8 @@ func (s *Server) postDocument(w http.ResponseWriter, r *http.Request) {
 	}
 	s.seq++
 	id := fmt.Sprintf("%08x-1111-4222-8333-%012x", s.seq, s.seq)
-	t := &taskRecord{id: id, file: doc.OriginalFilename, doneAt: time.Now().Add(s.consumeDelay), status: "SUCCESS"}
+	start := time.Now().Add(s.consumeDelay)
+	t := &taskRecord{id: id, file: doc.OriginalFilename, startAt: start, doneAt: start.Add(s.runTime), status: "SUCCESS"}
 	keep = s.consume(t, doc)
 	s.tasks[id] = t
 	writeJSON(w, http.StatusOK, id)
@@ -564,8 +572,10 @@ func (s *Server) getTasks(w http.ResponseWriter, r *http.Request) {
 	out := []map[string]any{}
 	if t, ok := s.tasks[id]; ok {
 		status, result, related := t.status, t.result, any(nil)
-		if time.Now().Before(t.doneAt) {
+		if now := time.Now(); now.Before(t.startAt) {
 			status, result = "PENDING", ""
+		} else if now.Before(t.doneAt) {
+			status, result = "STARTED", ""
 		} else if t.document > 0 {
 			related = strconv.FormatInt(t.document, 10)
 		}
