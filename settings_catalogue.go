@@ -158,8 +158,12 @@ func Catalogue() []SettingDef {
 		{Key: "RATE_LIMIT_AUTH", Category: "Rate limiting", Type: TypeString, Default: "10/minute", Description: "Authentication endpoint limit, per client address (an IPv6 /64 counts as one)", Check: RateLimit()},
 
 		// Storage / destinations
-		{Key: "DROPBOX_API_URL", Category: "Storage", Type: TypeString, Default: "https://api.dropboxapi.com", Description: "Dropbox API base URL", Check: URLs("https", "http")},
-		{Key: "ONEDRIVE_API_URL", Category: "Storage", Type: TypeString, Default: "https://graph.microsoft.com/v1.0", Description: "OneDrive (Microsoft Graph) API base URL", Check: URLs("https", "http")},
+		{Key: "DROPBOX_API_URL", Category: "Storage", Type: TypeString, Default: "https://api.dropboxapi.com", Description: "Dropbox API base URL (RPC calls and the token endpoint, <url>/oauth2/token)", Check: URLs("https", "http")},
+		{Key: "DROPBOX_CONTENT_URL", Category: "Storage", Type: TypeString, Default: "https://content.dropboxapi.com", Description: "Dropbox content base URL (uploads)", Check: URLs("https", "http")},
+		{Key: "ONEDRIVE_API_URL", Category: "Storage", Type: TypeString, Default: "https://graph.microsoft.com/v1.0", Description: "OneDrive (Microsoft Graph) API base URL, with its version", Check: URLs("https", "http")},
+		{Key: "ONEDRIVE_LOGIN_URL", Category: "Storage", Type: TypeString, Default: "https://login.microsoftonline.com", Description: "Microsoft identity platform of OneDrive's tokens (<url>/<tenant>/oauth2/v2.0/token); login.microsoftonline.us or login.chinacloudapi.cn for sovereign clouds", Check: URLs("https", "http")},
+		{Key: "GOOGLE_DRIVE_API_URL", Category: "Storage", Type: TypeString, Default: "https://www.googleapis.com", Description: "Google Drive API base URL (the host of /drive/v3 and /upload/drive/v3)", Check: URLs("https", "http")},
+		{Key: "GOOGLE_OAUTH_TOKEN_URL", Category: "Storage", Type: TypeString, Default: "https://oauth2.googleapis.com/token", Description: "Google's OAuth token endpoint (Google Drive's tokens)", Check: URLs("https", "http")},
 
 		// Advanced
 		r(SettingDef{Key: "LIST_QUERY_CONCURRENCY", Category: "Advanced", Type: TypeInt, Default: "0", Description: "File listings one process runs in the database at once; the others wait their turn (0 = the number of cores)", Check: AtLeast(0)}),

@@ -7,10 +7,14 @@ import (
 
 	"docflow"
 	"docflow/actors/destinations"
+	"docflow/integrations/dropbox"
 	"docflow/integrations/email"
 	"docflow/integrations/ftp"
+	"docflow/integrations/googledrive"
 	"docflow/integrations/imap"
 	"docflow/integrations/local"
+	"docflow/integrations/onedrive"
+	"docflow/integrations/paperless"
 	"docflow/integrations/s3"
 	"docflow/integrations/sftp"
 	"docflow/integrations/webdav"
@@ -57,6 +61,27 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 		},
 		docflow.IntegrationEmail: func(in *docflow.Integration) (docflow.DestinationClient, error) {
 			return email.New(in, m.integrationDialer(), m.Settings)
+		},
+		// Paperless is a server a user names: its connections follow
+		// INTEGRATION_ALLOWED_HOSTS. The cloud drives' API URLs are the
+		// operator's settings (cloudClient), read when a client is made.
+		docflow.IntegrationPaperless: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return paperless.Open(in, paperless.Options{Dialer: m.integrationDialer()})
+		},
+		docflow.IntegrationDropbox: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			o := m.dropboxOptions(m.cloudUploads())
+			o.OnRefreshToken = m.keepRefreshToken(in)
+			return dropbox.Open(in, o)
+		},
+		docflow.IntegrationOneDrive: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			o := m.oneDriveOptions(m.cloudUploads())
+			o.OnRefreshToken = m.keepRefreshToken(in)
+			return onedrive.Open(in, o)
+		},
+		docflow.IntegrationGoogleDrive: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			o := m.googleDriveOptions(m.cloudUploads())
+			o.OnRefreshToken = m.keepRefreshToken(in)
+			return googledrive.Open(in, o)
 		},
 	}
 }

@@ -101,6 +101,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
+	srv.MountCloud(dfhttp.CloudDeps{Folders: m.cloudFolders()})
 }
 
 // startPrometheus puts the Prometheus series beside the analytics store:
