@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"docflow"
+	"docflow/internal/testsupport"
 	"docflow/streams"
 )
 
@@ -107,7 +108,7 @@ func TestBurstWithDeadReceiverDoesNotDelayOthers(t *testing.T) {
 	}
 	peakHeld := 0
 	progress := time.Now()
-	waitFor(t, 300*time.Second, "every live receiver's deliveries", func() bool {
+	testsupport.WaitFor(t, 300*time.Second, "every live receiver's deliveries", func() bool {
 		if h := held(); h > peakHeld {
 			peakHeld = h
 		}

@@ -16,7 +16,9 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"docflow"
+	"docflow/internal/testsupport"
 	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 // A receiver answering 500 twice then 200 gets the event three times,
@@ -40,8 +42,8 @@ func TestDeliveredOnThirdAttemptSigned(t *testing.T) {
 	e.start(func(c *Config) { c.Metrics = metrics })
 	id := e.emit(42)
 
-	waitFor(t, 15*time.Second, "three requests", func() bool { return len(rc.requests()) >= 3 })
-	waitFor(t, 5*time.Second, "delivery recorded", func() bool {
+	testsupport.WaitFor(t, 15*time.Second, "three requests", func() bool { return len(rc.requests()) >= 3 })
+	testsupport.WaitFor(t, 5*time.Second, "delivery recorded", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered
 	})
@@ -161,11 +163,11 @@ func TestHangingReceiverTimesOutWithoutDelayingOthers(t *testing.T) {
 	for i := range 5 {
 		e.emit(int64(100 + i))
 	}
-	waitFor(t, 10*time.Second, "the fast receiver's 5 deliveries", func() bool { return len(fast.requests()) == 5 })
+	testsupport.WaitFor(t, 10*time.Second, "the fast receiver's 5 deliveries", func() bool { return len(fast.requests()) == 5 })
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the fast receiver waited %v behind the hanging one", took)
 	}
-	waitFor(t, 20*time.Second, "the hanging deliveries given up", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "the hanging deliveries given up", func() bool {
 		l := e.deliveries(wh)
 		if len(l) != 5 {
 			return false
@@ -215,7 +217,7 @@ func TestRedirectAndPrivateAddressRefused(t *testing.T) {
 	e.start(func(c *Config) { c.RetryDelays = []time.Duration{} })
 	e.emit(7)
 	for _, w := range []*docflow.Webhook{wr, wp} {
-		waitFor(t, 10*time.Second, "given up", func() bool {
+		testsupport.WaitFor(t, 10*time.Second, "given up", func() bool {
 			l := e.deliveries(w)
 			return len(l) == 1 && l[0].Status == docflow.DeliveryFailed
 		})
@@ -258,7 +260,7 @@ func TestHugeResponseReadUpToTheBound(t *testing.T) {
 	w := e.webhook(big.URL, "", docflow.EventDocumentUploaded)
 	e.start(nil)
 	e.emit(9)
-	waitFor(t, 10*time.Second, "delivered", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "delivered", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered
 	})
@@ -284,8 +286,8 @@ func TestDeletedWebhookDropsQueuedDeliveries(t *testing.T) {
 	e.start(func(c *Config) { c.RetryDelays = []time.Duration{time.Second} })
 	e.emit(11)
 	e.emit(12)
-	waitFor(t, 10*time.Second, "first attempts", func() bool { return len(rc.requests()) == 2 })
-	waitFor(t, 5*time.Second, "first attempts recorded", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "first attempts", func() bool { return len(rc.requests()) == 2 })
+	testsupport.WaitFor(t, 5*time.Second, "first attempts recorded", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 2 && l[0].Attempt == 1 && l[1].Attempt == 1
 	})
@@ -293,7 +295,7 @@ func TestDeletedWebhookDropsQueuedDeliveries(t *testing.T) {
 	if err := e.store.DeleteWebhook(context.Background(), w.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "dropped", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "dropped", func() bool {
 		var n int
 		_ = e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM event_deliveries
 			WHERE subscriber = $1 AND status = 'dropped' AND last_error = 'subscriber deleted'`, "webhook:"+itoa(w.ID)).Scan(&n)
@@ -324,13 +326,13 @@ func TestStoppedWithDeliveryInFlightDeliversAfterRestart(t *testing.T) {
 	w := e.webhook(rc.URL, "secret", docflow.EventDocumentUploaded)
 	_, stop := e.start(func(c *Config) { c.Timeout = 30 * time.Second })
 	id := e.emit(21)
-	waitFor(t, 10*time.Second, "the first request", func() bool { return len(rc.requests()) == 1 })
+	testsupport.WaitFor(t, 10*time.Second, "the first request", func() bool { return len(rc.requests()) == 1 })
 	stop(300 * time.Millisecond)
 	if l := e.deliveries(w); len(l) != 1 || l[0].Attempt != 0 || l[0].Status != docflow.DeliveryPending {
 		t.Fatalf("after the stop: %+v", l)
 	}
 	e.start(nil)
-	waitFor(t, 20*time.Second, "delivered after the restart", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "delivered after the restart", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered
 	})
@@ -352,7 +354,7 @@ func TestRedeliver(t *testing.T) {
 	w := e.webhook(rc.URL, "", docflow.EventDocumentUploaded)
 	e.start(nil)
 	e.emit(31)
-	waitFor(t, 10*time.Second, "delivered", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "delivered", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered
 	})
@@ -360,7 +362,7 @@ func TestRedeliver(t *testing.T) {
 	if err := e.store.Redeliver(context.Background(), w.ID, d.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "redelivered", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "redelivered", func() bool {
 		l := e.deliveries(w)
 		return l[0].Status == docflow.DeliveryDelivered && l[0].Attempt == 2
 	})
@@ -390,7 +392,7 @@ func TestFailingFor24HoursIsFlagged(t *testing.T) {
 	}
 	e.start(nil)
 	e.emit(51)
-	waitFor(t, 10*time.Second, "the flag cleared by a success", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "the flag cleared by a success", func() bool {
 		got, _ := e.store.FindWebhook(ctx, w.ID)
 		return !got.Failing && got.FailingSince == nil
 	})
@@ -419,7 +421,7 @@ func TestDeadReceiverBacklogDoesNotHoldOthers(t *testing.T) {
 		c.PerSubscriber = 1
 		c.MaxQueue = 2
 		c.Consumer = func(cc *streams.ConsumerConfig) {
-			fastGroup(cc)
+			streamstest.FastGroup(cc)
 			cc.MaxInFlight = 8
 		}
 	})
@@ -428,7 +430,7 @@ func TestDeadReceiverBacklogDoesNotHoldOthers(t *testing.T) {
 	for i := range n {
 		e.emit(int64(200 + i))
 	}
-	waitFor(t, 15*time.Second, "the live receiver's deliveries", func() bool { return len(live.requests()) == n })
+	testsupport.WaitFor(t, 15*time.Second, "the live receiver's deliveries", func() bool { return len(live.requests()) == n })
 	if took := time.Since(start); took > 8*time.Second {
 		t.Errorf("the live receiver waited %v", took)
 	}

@@ -12,6 +12,7 @@ import (
 	"docflow"
 	"docflow/storage/postgres"
 	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 // failedAfterRetries checks a file that failed on its test step after every
@@ -142,7 +143,7 @@ func TestPoisonMessagesAreDeadLettered(t *testing.T) {
 			t.Fatalf("file %d: %s", id, s)
 		}
 	}
-	dls := readTopic(t, e.Brokers, streams.TopicDLQ, 4, 2, 10*time.Second)
+	dls := streamstest.ReadTopic(t, e.Brokers, streams.TopicDLQ, 4, 2, 10*time.Second)
 	if len(dls) != 2 {
 		t.Fatalf("%d dead letters", len(dls))
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"docflow/storage/blob"
+	"docflow/storage/blob/blobtest"
 )
 
 func openBlobFiles(t *testing.T) (*DB, *FileStore) {
@@ -115,26 +116,12 @@ type sweepStore struct {
 
 func (s sweepStore) put(data string, ago time.Duration) string {
 	s.t.Helper()
-	info, err := s.Put(context.Background(), strings.NewReader(data), 0)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if ago > 0 {
-		p, _ := s.Path(context.Background(), info.Key)
-		old := time.Now().Add(-ago)
-		if err := os.Chtimes(p, old, old); err != nil {
-			s.t.Fatal(err)
-		}
-	}
-	return info.Key
+	return blobtest.PutAged(s.t, s.Local, data, ago)
 }
 
 func (s sweepStore) exists(key string) bool {
-	ok, err := s.Exists(context.Background(), key)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return ok
+	s.t.Helper()
+	return blobtest.Exists(s.t, s.Local, key)
 }
 
 func openSweepStore(t *testing.T, dir string) sweepStore {
