@@ -9,6 +9,7 @@ import (
 // TestSafeNext: every trick becomes "/"; ordinary paths are kept as they
 // are.
 func TestSafeNext(t *testing.T) {
+	t.Parallel()
 	for _, next := range redirects.Tricks {
 		if got := safeNext(next); got != "/" {
 			t.Errorf("safeNext(%q) = %q, want /", next, got)

@@ -23,6 +23,7 @@ import (
 	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
 	"docflow/actors/sources"
+	dfhttp "docflow/http"
 	"docflow/intake"
 	"docflow/internal/app"
 	"docflow/storage/blob"
@@ -73,6 +74,8 @@ type Options struct {
 	// Alerts adjusts the integration-failure alerts after the twin's
 	// quick tick (every 200 ms).
 	Alerts func(*alerts.Config)
+	// HTTP adjusts the HTTP server's configuration (app.Config.HTTP).
+	HTTP func(*dfhttp.Config)
 }
 
 // App is a running docflow process built by app.Build, with what the twin
@@ -189,6 +192,7 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 		},
 		Blobs: o.Blobs,
 		Now:   o.Now,
+		HTTP:  o.HTTP,
 		Delivery: func(c *delivery.Config) {
 			if !o.ProductionTimings {
 				c.Consumer = streamstest.FastGroup
