@@ -16,6 +16,7 @@ import (
 // only, and a receiver that answers in another protocol leaves its text
 // out of the delivery log: the error is a fixed class.
 func TestAllowListPortsAndFailuresInFixedWords(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const mark = "BANNER-7f3a intranet-db-01"
 	listed := newReceiver(t, status(http.StatusOK))

@@ -26,6 +26,7 @@ import (
 // every attempt is in the log. A webhook subscribed to other events gets
 // nothing.
 func TestDeliveredOnThirdAttemptSigned(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
 		if n <= 2 {
@@ -142,6 +143,8 @@ func (l *metricLog) all() []docflow.Metric {
 // A receiver that hangs times out, is retried after each tier and given
 // up; meanwhile another webhook's deliveries are not delayed.
 func TestHangingReceiverTimesOutWithoutDelayingOthers(t *testing.T) {
+	// Serial: it times the other receivers' deliveries (within 3 s); other
+	// tests on the CPU would blur that.
 	e := newEnv(t)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -206,6 +209,7 @@ func deref(s *string) string {
 // receiver on a private address that WEBHOOK_ALLOWED_HOSTS does not name
 // is refused when the connection is made.
 func TestRedirectAndPrivateAddressRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	redirect := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
@@ -241,6 +245,7 @@ func TestRedirectAndPrivateAddressRefused(t *testing.T) {
 // A receiver answering 2 GB is read only up to the bound: the attempt
 // ends at once and counts as delivered.
 func TestHugeResponseReadUpToTheBound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sent := make(chan int64, 1)
 	big := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
@@ -280,6 +285,7 @@ func TestHugeResponseReadUpToTheBound(t *testing.T) {
 // A webhook deleted while its deliveries wait for a retry: they are
 // dropped and the log says why.
 func TestDeletedWebhookDropsQueuedDeliveries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, status(http.StatusServiceUnavailable))
 	w := e.webhook(rc.URL, "", docflow.EventDocumentUploaded)
@@ -301,7 +307,7 @@ func TestDeletedWebhookDropsQueuedDeliveries(t *testing.T) {
 			WHERE subscriber = $1 AND status = 'dropped' AND last_error = 'subscriber deleted'`, "webhook:"+itoa(w.ID)).Scan(&n)
 		return n == 2
 	})
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // no request after the drop
 	if n := len(rc.requests()); n != 2 {
 		t.Errorf("receiver got %d requests after the delete, want none (2 in all)", n-2)
 	}
@@ -310,6 +316,7 @@ func TestDeletedWebhookDropsQueuedDeliveries(t *testing.T) {
 // A process stopped with a delivery in flight acknowledged nothing: the
 // next one delivers it, with the same event id.
 func TestStoppedWithDeliveryInFlightDeliversAfterRestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	hold := make(chan struct{})
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
@@ -349,6 +356,7 @@ func TestStoppedWithDeliveryInFlightDeliversAfterRestart(t *testing.T) {
 
 // Redeliver makes a delivered delivery again, as a new attempt.
 func TestRedeliver(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, status(http.StatusOK))
 	w := e.webhook(rc.URL, "", docflow.EventDocumentUploaded)
@@ -379,6 +387,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // A webhook whose every delivery failed for 24 h is flagged, not
 // disabled; a success clears the flag.
 func TestFailingFor24HoursIsFlagged(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, status(http.StatusOK))
 	w := e.webhook(rc.URL, "", docflow.EventDocumentUploaded)
@@ -403,6 +412,8 @@ func TestFailingFor24HoursIsFlagged(t *testing.T) {
 // the other webhook gets every event at once; the dead one's deliveries
 // are all still pending or failed, none lost.
 func TestDeadReceiverBacklogDoesNotHoldOthers(t *testing.T) {
+	// Serial: it times the live receiver's deliveries (within 8 s); other
+	// tests on the CPU would blur that.
 	e := newEnv(t)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })

@@ -161,6 +161,8 @@ func uploadText(t *testing.T, url, name, content string) {
 // log level (default info) and DOCFLOW_TEST_LOG_DIR keeps their whole
 // logs there.
 func TestBrokerAPIAndTwoWorkers(t *testing.T) {
+	// Serial: it picks free ports for the processes it starts before they
+	// listen on them, which a test starting meanwhile could take.
 	if testing.Short() {
 		t.Skip("builds and runs four docflow processes")
 	}

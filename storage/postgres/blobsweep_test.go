@@ -40,6 +40,7 @@ func insertRefs(t *testing.T, db *DB, refs ...[3]string) {
 }
 
 func TestBlobsInUse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openBlobFiles(t)
 	insertRefs(t, db, [3]string{"orig", "proc", "side"}, [3]string{"orig2", "", ""})
@@ -69,6 +70,7 @@ func TestBlobsInUse(t *testing.T) {
 // Each reference is looked up on its index, whatever the table's size: a
 // sweep asks about every stored blob, a batch at a time.
 func TestBlobsInUseReadsIndexes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := openBlobFiles(t)
 	conn, err := db.Pool.Acquire(ctx)
@@ -138,6 +140,7 @@ func openSweepStore(t *testing.T, dir string) sweepStore {
 // processed version or sidecar), young blobs, blobs stored again and temp
 // files, and removes the rest.
 func TestSweepAgainstRecords(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const minAge = 24 * time.Hour
 	db, s := openBlobFiles(t)
@@ -182,6 +185,7 @@ func TestSweepAgainstRecords(t *testing.T) {
 // Two sweeps at once (two processes on one directory, without the lock)
 // neither fail nor remove anything referenced, and remove each orphan once.
 func TestConcurrentSweeps(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const minAge = time.Hour
 	db, s := openBlobFiles(t)
@@ -236,6 +240,7 @@ func TestConcurrentSweeps(t *testing.T) {
 // One session at a time holds the sweep lock; unlocking gives it and the
 // connection back.
 func TestTryLockBlobSweep(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openBlobFiles(t)
 	unlock, ok, err := s.TryLockBlobSweep(ctx)

@@ -91,6 +91,7 @@ const relayTopic = "outbox.test"
 // TestOutboxOrderPerKey commits rows in many transactions while the relay
 // runs: every row is published once, in order per key.
 func TestOutboxOrderPerKey(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	const parts, keys, perKey = 4, 20, 100
 	sb := streamstest.StartBroker(t, parts, relayTopic)
@@ -139,6 +140,7 @@ func TestOutboxOrderPerKey(t *testing.T) {
 
 // TestOutboxRollback publishes nothing for a rolled-back transaction.
 func TestOutboxRollback(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	sb := streamstest.StartBroker(t, 1, relayTopic)
 	brokers, p := sb.Brokers, sb.Producer
@@ -186,6 +188,7 @@ func (c crashAfterPublish) RelayDue(ctx context.Context, limit int, skip []int64
 // acknowledged but before the rows were marked leaves them unsent; the next
 // relay publishes them again (at-least-once, nothing lost).
 func TestOutboxCrashBetweenPublishAndMark(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	sb := streamstest.StartBroker(t, 1, relayTopic)
 	brokers, p := sb.Brokers, sb.Producer
@@ -225,6 +228,7 @@ func TestOutboxCrashBetweenPublishAndMark(t *testing.T) {
 // TestOutboxTwoRelays runs two relays (two workers each) over one backlog:
 // no row is published twice and keys stay in order.
 func TestOutboxTwoRelays(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	const parts, n = 4, 3000
 	sb := streamstest.StartBroker(t, parts, relayTopic)
@@ -257,6 +261,7 @@ func TestOutboxTwoRelays(t *testing.T) {
 
 // TestOutboxDelayed publishes a row only once its available_at has passed.
 func TestOutboxDelayed(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	sb := streamstest.StartBroker(t, 1, relayTopic)
 	brokers, p := sb.Brokers, sb.Producer
@@ -275,6 +280,7 @@ func TestOutboxDelayed(t *testing.T) {
 
 // TestOutboxCleanup deletes sent rows older than the retention only.
 func TestOutboxCleanup(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	ctx := context.Background()
 	enqueueTx(t, db,
@@ -312,6 +318,7 @@ func (nopPublisher) Publish(context.Context, ...streams.Message) error { return 
 // have fails alone; rows of other topics (and other keys) flow, and the
 // failed row goes out once its topic exists.
 func TestOutboxUnknownTopicDoesNotBlock(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	const good, missing = "outbox.good", "outbox.missing"
 	sb := streamstest.StartBroker(t, 1, good)
@@ -345,6 +352,7 @@ func TestOutboxUnknownTopicDoesNotBlock(t *testing.T) {
 // never publishes them; rows it could not publish are left to the relay
 // once their grace has passed.
 func TestOutboxWriteThrough(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	const missing = "outbox.later"
 	sb := streamstest.StartBroker(t, 1, relayTopic)
