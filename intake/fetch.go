@@ -102,7 +102,7 @@ func (s *Service) FetchURL(ctx context.Context, user *docflow.User, rawURL, file
 	return res, nil
 }
 
-// fetchError maps a failed request to the spec's statuses.
+// fetchError maps a failed request to the API's statuses.
 func fetchError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, netguard.ErrPrivate):

@@ -1,8 +1,3 @@
-// Package app builds a docflow process: every dependency of the serve,
-// api and worker roles, built once in Build and released by Close in
-// reverse order. cmd/docflow is a thin layer over it; its test twin
-// (apptest) builds the same graph on a throwaway database and an embedded
-// broker for the end-to-end tests, the HTTP tests and the benchmarks.
 package app
 
 import (

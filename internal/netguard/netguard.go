@@ -31,8 +31,8 @@ import (
 	"code.dny.dev/ssrf"
 )
 
-// ErrPrivate is the refusal of an internal address; its text is the spec's
-// private-address detail.
+// ErrPrivate is the refusal of an internal address; its text is the
+// detail API clients get.
 var ErrPrivate = errors.New("access to private or internal addresses is not allowed")
 
 // guard holds the address rule: code.dny.dev/ssrf's lists of the
