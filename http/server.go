@@ -100,6 +100,10 @@ type Config struct {
 	// settings, leftovers of single-user mode); the home page shows them
 	// to administrators only. nil = none.
 	AdminNotices func(ctx context.Context) []string
+	// LoginThrottleRuns bounds the runs of failed sign-ins the sign-in
+	// throttle remembers (authfail.go); 0 = 100,000. Tests set a small
+	// bound to reach it with few requests.
+	LoginThrottleRuns int
 }
 
 // Server is the HTTP front end.
@@ -142,14 +146,8 @@ func NewServer(cfg Config) *Server {
 	s.limiter = newRateLimiter(cfg.Now)
 	s.conns = s.connSettings()
 	s.auth = newAuthenticator(cfg)
-	s.router.NotFound = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
-		return docflow.Errorf(docflow.ENOTFOUND, "Not Found")
-	})
-	s.router.MethodNotAllowed = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
-		c.SetStatusCode(fasthttp.StatusMethodNotAllowed)
-		writeJSON(c, fasthttp.StatusMethodNotAllowed, Detail{Detail: "Method Not Allowed"})
-		return nil
-	})
+	s.router.NotFound = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, handleNotFound)
+	s.router.MethodNotAllowed = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, handleMethodNotAllowed)
 	s.router.HandleOPTIONS = false
 	s.router.RedirectTrailingSlash = false
 	s.mountHealth()
@@ -158,6 +156,16 @@ func NewServer(cfg Config) *Server {
 	s.mountAudit()
 	s.mountHome()
 	return s
+}
+
+func handleNotFound(c *fasthttp.RequestCtx) error {
+	return docflow.Errorf(docflow.ENOTFOUND, "Not Found")
+}
+
+func handleMethodNotAllowed(c *fasthttp.RequestCtx) error {
+	c.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+	writeJSON(c, fasthttp.StatusMethodNotAllowed, Detail{Detail: "Method Not Allowed"})
+	return nil
 }
 
 // BaseURL is BASE_URL, or http:// + LISTEN_ADDR when unset.

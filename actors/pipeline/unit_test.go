@@ -7,12 +7,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"docflow"
 	"docflow/actors"
 	"docflow/actors/pipeline/steps/teststep"
 )
 
 func TestRetryPolicyTiersAndJitter(t *testing.T) {
+	t.Parallel()
 	p := NewRetryPolicy([]time.Duration{60 * time.Second, 300 * time.Second, 900 * time.Second}, 0.2)
 	if p.MaxAttempts() != 4 {
 		t.Fatalf("max attempts %d", p.MaxAttempts())
@@ -38,6 +41,7 @@ func TestRetryPolicyTiersAndJitter(t *testing.T) {
 }
 
 func TestParseSettings(t *testing.T) {
+	t.Parallel()
 	d, err := ParseDelays("60s, 300, 1.5m,250ms")
 	if err != nil || len(d) != 4 || d[0] != time.Minute || d[1] != 5*time.Minute || d[2] != 90*time.Second || d[3] != 250*time.Millisecond {
 		t.Fatalf("%v %v", d, err)
@@ -58,6 +62,7 @@ func TestParseSettings(t *testing.T) {
 }
 
 func TestErrorClassification(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err       error
 		class     string
@@ -77,6 +82,7 @@ func TestErrorClassification(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
+	t.Parallel()
 	r := NewRegistry(teststep.New())
 	if _, ok := r.Lookup(docflow.StepTest); !ok {
 		t.Fatal("lookup")
@@ -91,6 +97,7 @@ func TestRegistry(t *testing.T) {
 }
 
 func TestMetricsMiddleware(t *testing.T) {
+	t.Parallel()
 	rec := &captureRecorder{}
 	clock := time.Unix(1000, 0)
 	now := func() time.Time { clock = clock.Add(10 * time.Millisecond); return clock }
@@ -126,6 +133,7 @@ func TestMetricsMiddleware(t *testing.T) {
 // The engine waits for the database only when the store says it is away
 // (EUNAVAILABLE); it reads no driver error codes.
 func TestTransientDBReadsTheCode(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err  error
 		want bool
@@ -140,5 +148,27 @@ func TestTransientDBReadsTheCode(t *testing.T) {
 		if got := transientDB(c.err); got != c.want {
 			t.Errorf("transientDB(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// A goroutine the engine spawns (a step's recording) that panics is
+// recovered: the process goes on, its deferred work runs, and Stop's wait
+// for the engine's goroutines still ends; once stopping, spawn drops its
+// work.
+func TestSpawnRecoversAndIsWaitedFor(t *testing.T) {
+	e := &Engine{log: zerolog.Nop()}
+	deferred := make(chan struct{})
+	e.spawn("test", func() {
+		defer close(deferred)
+		panic("recording exploded")
+	})
+	<-deferred
+	e.wg.Wait()
+	e.stopping = true
+	ran := false
+	e.spawn("test", func() { ran = true })
+	e.wg.Wait()
+	if ran {
+		t.Fatal("spawned while stopping")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"docflow/integrations/imap/imaptest"
 	"docflow/internal/app/apptest"
 	"docflow/internal/netguard"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
@@ -41,17 +43,6 @@ func imapIntegration(addr string, extra map[string]any) *docflow.Integration {
 	}
 	return &docflow.Integration{OwnerID: "user-1", Direction: docflow.DirectionSource, IntegrationType: "IMAP",
 		Name: "inbox", Config: cfg, IsActive: true, Credentials: map[string]string{"username": "alice", "password": "secret"}}
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // TestSourcesIngestLeaseAndFollowTheTable runs a worker (outbox unpublished:
@@ -79,7 +70,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := imaptest.Append(ctx, addr, "alice", "secret", "INBOX", mails...); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "10 documents", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "10 documents", func() bool {
 		n, _, _ := store.CountMailFiles(ctx, in.ID)
 		return n == 10
 	})
@@ -107,18 +98,23 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stats []docflow.IntakeStat
-	waitFor(t, 10*time.Second, "10 intake metrics", func() bool {
+	var stats []docflow.IntakeTypeTotal
+	testsupport.WaitFor(t, 10*time.Second, "10 intake metrics", func() bool {
 		if err := a.Recorder.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		stats, err = q.IntakeStats(ctx, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
-		return err != nil || len(stats) > 1 || len(stats) == 1 && stats[0].Count >= 10
+		now := time.Now().Truncate(time.Minute)
+		rep, err := q.Intake(ctx, docflow.AnalyticsQuery{From: now.Add(-time.Hour), To: now.Add(time.Hour), Interval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats = rep.Totals.Channels
+		return len(stats) > 1 || len(stats) == 1 && stats[0].Count >= 10
 	})
-	if err != nil || len(stats) != 1 || stats[0].Channel != docflow.ChannelEmail || stats[0].Count != 10 {
-		t.Fatalf("intake stats = %+v, %v", stats, err)
+	if len(stats) != 1 || stats[0].Channel != docflow.ChannelEmail || stats[0].Count != 10 {
+		t.Fatalf("intake stats = %+v", stats)
 	}
-	waitFor(t, 10*time.Second, "status", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "status", func() bool {
 		st, _, _, _ := store.SourceRow(ctx, in.ID)
 		return st.DocumentsIngested == 10 && st.MessagesSeen == 10 && st.LastPollAt != nil && st.State == "connected"
 	})
@@ -158,7 +154,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := store.UpdateSourceFixture(ctx, in, false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the late mail", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "the late mail", func() bool {
 		n, _, _ := store.CountMailFiles(ctx, in.ID)
 		return n == 11
 	})
@@ -169,7 +165,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := store.AddSourceFixture(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the login error", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "the login error", func() bool {
 		st, le, _, _ := store.SourceRow(ctx, bad.ID)
 		return le != nil && strings.Contains(*le, "login refused") && st.State == string(actors.IntegrationBackingOff)
 	})
@@ -205,7 +201,7 @@ func TestSourcesRecordIntegrationMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := strconv.FormatInt(in.ID, 10)
-	waitFor(t, 20*time.Second, "a poll that took the attachment in", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "a poll that took the attachment in", func() bool {
 		for _, m := range rec.Metrics(docflow.MetricIntegration) {
 			if m.Target == target && m.Bytes == int64(len(pdf)) {
 				return true
@@ -218,5 +214,54 @@ func TestSourcesRecordIntegrationMetrics(t *testing.T) {
 			m.Status != docflow.OutcomeOK || m.ErrorClass != "" || m.Duration <= 0 || m.Time.IsZero() {
 			t.Errorf("poll metric %+v", m)
 		}
+	}
+}
+
+// panickyStore is the sources' store whose first lease claim and first
+// status write panic.
+type panickyStore struct {
+	sources.Store
+	claims, saves atomic.Int32
+}
+
+func (p *panickyStore) ClaimSources(ctx context.Context, owner string, ttl time.Duration) ([]docflow.SourceClaim, error) {
+	if p.claims.Add(1) == 1 {
+		panic("claim exploded")
+	}
+	return p.Store.ClaimSources(ctx, owner, ttl)
+}
+
+func (p *panickyStore) SaveSourceReport(ctx context.Context, integrationID int64, owner string, r docflow.SourceReport) error {
+	if p.saves.Add(1) == 1 {
+		panic("save exploded")
+	}
+	return p.Store.SaveSourceReport(ctx, integrationID, owner, r)
+}
+
+// TestSourcesRecoverFromPanickingStore checks that a lease claim and a
+// status write that panic are reported to their actors: the supervisor
+// claims again and the source writes its status again.
+func TestSourcesRecoverFromPanickingStore(t *testing.T) {
+	ctx := context.Background()
+	addr := imaptest.MemServer(t, "alice", "secret", false)
+	ps := &panickyStore{}
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", NoRelay: true,
+		Env:     map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"},
+		Sources: func(c *sources.Config) { ps.Store, c.Store = c.Store, ps }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	store := sourceStore(t, a.DB)
+	in := imapIntegration(addr, nil)
+	if err := store.AddSourceFixture(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, 20*time.Second, "the source's status after a poll", func() bool {
+		st, _, owner, _ := store.SourceRow(ctx, in.ID)
+		return owner != nil && st.LastPollAt != nil && st.State == "connected"
+	})
+	if n, m := ps.claims.Load(), ps.saves.Load(); n < 2 || m < 2 {
+		t.Fatalf("%d claims and %d status writes, want a panicked one and more of each", n, m)
 	}
 }
