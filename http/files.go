@@ -22,6 +22,9 @@ type FilesDeps struct {
 	Intake docflow.IntakeService
 	// Pipelines finds the pipeline assign-pipeline names.
 	Pipelines pipelineFinder
+	// Destinations, when set, gives a file's record its deliveries to
+	// storage destinations and serves send-to.
+	Destinations docflow.DestinationStore
 }
 
 // pipelineFinder finds a pipeline by id (docflow.PipelineStore).
@@ -55,6 +58,9 @@ func (s *Server) MountFiles(d FilesDeps) {
 	s.Handle("POST", "/api/files/bulk-reprocess-cloud-ocr", b, h.bulkReprocess(true))
 	s.Handle("POST", "/api/files/bulk-download", stream, h.bulkDownload)
 	s.Handle("POST", "/api/files/{file_id}/assign-pipeline", b, h.assignPipeline)
+	if d.Destinations != nil {
+		s.Handle("POST", "/api/files/{file_id}/send-to/{integration_id}", b, h.sendTo)
+	}
 }
 
 type filesHandlers struct {
@@ -100,24 +106,31 @@ func (s *Server) fileFor(c *fasthttp.RequestCtx, files fileLoader, need docflow.
 
 // fileByID is fileFor for a file id the route has read already.
 func (s *Server) fileByID(c *fasthttp.RequestCtx, files fileLoader, id int64, need docflow.Access) (*docflow.File, error) {
-	ctx := RequestContext(c)
-	f, err := files.FindFileByID(ctx, id)
+	f, err := files.FindFileByID(RequestContext(c), id)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.authorizeFile(c, files, f, need); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// authorizeFile checks that the current user may do need with f, a file
+// the route found otherwise (by its stored name, say): the file access
+// rule's refusal, or nil.
+func (s *Server) authorizeFile(c *fasthttp.RequestCtx, files fileLoader, f *docflow.File, need docflow.Access) error {
 	access := s.fileAccess()
 	u := CurrentUser(c)
 	role := ""
 	// The share role is looked up only when it counts.
 	if access.NeedsShareRole(u, f, need) {
-		if role, err = files.ShareRole(ctx, f.ID, u.ID); err != nil {
-			return nil, err
+		var err error
+		if role, err = files.ShareRole(RequestContext(c), f.ID, u.ID); err != nil {
+			return err
 		}
 	}
-	if err := access.Authorize(u, f, role, need); err != nil {
-		return nil, err
-	}
-	return f, nil
+	return access.Authorize(u, f, role, need)
 }
 
 type pagination struct {
@@ -329,7 +342,14 @@ func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
 			return err
 		}
 	}
+	dests := []docflow.FileDestination{}
+	if h.d.Destinations != nil {
+		if dests, err = h.d.Destinations.FileDestinations(ctx, f.ID); err != nil {
+			return err
+		}
+	}
 	writeJSON(c, fasthttp.StatusOK, map[string]any{
+		"destinations": dests,
 		"file": fileRecord{ID: f.ID, FileHash: f.FileHash, OriginalFilename: f.OriginalFilename, StoredFilename: f.StoredFilename,
 			FileSize: f.FileSize, MimeType: f.MimeType, CreatedAt: f.CreatedAt, OwnerID: f.OwnerID, PipelineID: f.PipelineID,
 			DocumentTitle: f.DocumentTitle, OCRQualityScore: f.OCRQualityScore, AIMetadata: f.AIMetadata,

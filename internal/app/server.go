@@ -35,7 +35,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 	}
 	sessions := postgres.NewSessionStore(m.DB)
 	sso := m.sso.store
-	srv := dfhttp.NewServer(dfhttp.Config{
+	hcfg := dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
 		Settings:      m.Settings,
 		Tokens:        tokens,
@@ -52,7 +52,11 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		UserState:    m.users.state,
 		Now:          m.cfg.Now,
 		AdminNotices: m.adminNotices,
-	})
+	}
+	if m.cfg.HTTP != nil {
+		m.cfg.HTTP(&hcfg)
+	}
+	srv := dfhttp.NewServer(hcfg)
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "search", Check: m.Index.Ping})
@@ -79,7 +83,8 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
 	pipelines := postgres.NewPipelineStore(m.DB)
-	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake, Pipelines: pipelines})
+	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake, Pipelines: pipelines,
+		Destinations: m.DestinationStore})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
 	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareStore(m.DB),
 		Comments: postgres.NewCommentStore(m.DB), Annotations: postgres.NewAnnotationStore(m.DB)})
@@ -100,6 +105,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
+	srv.MountCloud(dfhttp.CloudDeps{Folders: m.cloudFolders()})
 }
 
 // startPrometheus puts the Prometheus series beside the analytics store:
