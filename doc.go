@@ -74,6 +74,11 @@
 //     check of a name a destination stores.
 //   - destination_tester.go: DestinationTester, the test of any
 //     destination type through its client's probe.
+//   - destination_delivery.go: a file's deliveries to destinations
+//     (FileDestination, DeliveryTask, DeliveryOutcome), DestinationStore and
+//     the filename_template's values of a file.
+//   - integration_tls.go: IntegrationTLS, the TLS configuration of an
+//     integration (config.ca_certificate or the system's roots).
 //   - cloud_folders.go: CloudFolder, what the cloud folder browser lists.
 //   - allowlist.go: the outbound allow-lists' entries (host or host:port).
 //

@@ -1,13 +1,20 @@
 package app
 
 import (
+	"context"
+	"fmt"
+	"time"
+
 	"docflow"
+	"docflow/actors/destinations"
 	"docflow/integrations/dropbox"
 	"docflow/integrations/googledrive"
 	"docflow/integrations/imap"
 	"docflow/integrations/local"
 	"docflow/integrations/onedrive"
 	"docflow/integrations/paperless"
+	"docflow/integrations/s3"
+	"docflow/integrations/webdav"
 	"docflow/internal/netguard"
 	"docflow/storage/postgres"
 )
@@ -55,6 +62,15 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 			o.OnRefreshToken = m.keepRefreshToken(in)
 			return googledrive.Open(in, o)
 		},
+		docflow.IntegrationWebDAV: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return webdav.NewIntegration(in, m.integrationDialer())
+		},
+		docflow.IntegrationNextcloud: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return webdav.NewIntegration(in, m.integrationDialer())
+		},
+		docflow.IntegrationS3: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return s3.NewIntegration(in, m.integrationDialer())
+		},
 	}
 }
 
@@ -74,4 +90,28 @@ func (m *App) IntegrationTesters() docflow.IntegrationTesters {
 		}}
 	}
 	return t
+}
+
+// startDestinations starts the delivery to storage destinations (serve
+// and worker): every such process joins the destinations' consumer group,
+// and the process that owns an integration's partition runs its actor.
+func (m *App) startDestinations(ctx context.Context) error {
+	cfg := destinations.Config{Actors: m.Actors, Brokers: m.Brokers, Store: m.DestinationStore, Blobs: m.Blobs,
+		Factories: m.DestinationFactories(), Settings: m.Settings, Publisher: m.Producer, Log: m.Log,
+		Metrics: m.Recorder, Partitions: docflow.SettingInt(m.Settings, "KAFKA_PARTITIONS", 0)}
+	if m.cfg.Destinations != nil {
+		m.cfg.Destinations(&cfg)
+	}
+	d, err := destinations.New(cfg)
+	if err != nil {
+		return err
+	}
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := d.Start(sctx); err != nil {
+		return fmt.Errorf("start destinations: %w", err)
+	}
+	m.Destinations = d
+	m.onClose(d.Close)
+	return nil
 }
