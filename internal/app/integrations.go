@@ -8,12 +8,15 @@ import (
 	"docflow"
 	"docflow/actors/destinations"
 	"docflow/integrations/dropbox"
+	"docflow/integrations/email"
+	"docflow/integrations/ftp"
 	"docflow/integrations/googledrive"
 	"docflow/integrations/imap"
 	"docflow/integrations/local"
 	"docflow/integrations/onedrive"
 	"docflow/integrations/paperless"
 	"docflow/integrations/s3"
+	"docflow/integrations/sftp"
 	"docflow/integrations/webdav"
 	"docflow/internal/netguard"
 	"docflow/storage/postgres"
@@ -41,6 +44,24 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 		docflow.IntegrationLocal: func(in *docflow.Integration) (docflow.DestinationClient, error) {
 			return local.NewClient(func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") }, in)
 		},
+		docflow.IntegrationWebDAV: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return webdav.NewIntegration(in, m.integrationDialer())
+		},
+		docflow.IntegrationNextcloud: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return webdav.NewIntegration(in, m.integrationDialer())
+		},
+		docflow.IntegrationS3: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return s3.NewIntegration(in, m.integrationDialer())
+		},
+		docflow.IntegrationSFTP: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return sftp.New(in, m.integrationDialer())
+		},
+		docflow.IntegrationFTP: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return ftp.New(in, m.integrationDialer())
+		},
+		docflow.IntegrationEmail: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return email.New(in, m.integrationDialer(), m.Settings)
+		},
 		// Paperless is a server a user names: its connections follow
 		// INTEGRATION_ALLOWED_HOSTS. The cloud drives' API URLs are the
 		// operator's settings (cloudClient), read when a client is made.
@@ -61,15 +82,6 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 			o := m.googleDriveOptions(m.cloudUploads())
 			o.OnRefreshToken = m.keepRefreshToken(in)
 			return googledrive.Open(in, o)
-		},
-		docflow.IntegrationWebDAV: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return webdav.NewIntegration(in, m.integrationDialer())
-		},
-		docflow.IntegrationNextcloud: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return webdav.NewIntegration(in, m.integrationDialer())
-		},
-		docflow.IntegrationS3: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return s3.NewIntegration(in, m.integrationDialer())
 		},
 	}
 }
