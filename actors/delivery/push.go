@@ -14,10 +14,6 @@ import (
 	"docflow/internal/netguard"
 )
 
-// DefaultPushRelayURL is the Expo push service, which the mobile app's
-// push tokens belong to.
-const DefaultPushRelayURL = "https://exp.host/--/api/v2/push/send"
-
 // DeviceNotRegistered is the ticket error with which the relay reports a
 // token no longer valid (the app was uninstalled or its notifications
 // turned off).
@@ -86,9 +82,11 @@ func PushFor(token string, ev docflow.Event) PushMessage {
 
 // Send pushes d's event to the device t.
 func (p *PushSender) Send(ctx context.Context, t docflow.DeliveryTarget, d *docflow.EventDelivery) Result {
-	url := p.settings.Get("PUSH_RELAY_URL")
+	url := docflow.PushRelayURL.Get(p.settings)
 	if url == "" {
-		url = DefaultPushRelayURL
+		// The default is the Expo push service, which the mobile app's
+		// push tokens belong to.
+		url = docflow.PushRelayURL.Default()
 	}
 	body, err := json.Marshal([]PushMessage{PushFor(t.PushToken, d.Event)})
 	if err != nil {

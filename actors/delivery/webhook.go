@@ -63,7 +63,7 @@ func NewWebhookSender(settings docflow.SettingsStore) *WebhookSender {
 // attempt's context bounds each request.
 func guardedClient(settings docflow.SettingsStore) *http.Client {
 	dialer := netguard.Dialer{Timeout: 10 * time.Second,
-		Allowed: func() []string { return docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") }}
+		Allowed: func() []string { return docflow.WebhookAllowedHosts.Get(settings) }}
 	tr := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dialer.DialContext,
