@@ -103,6 +103,15 @@ func (h Handle[T]) Validate(s SettingsReader) error {
 	return ValidateSettingValue(h.def, s.Get(h.def.Key))
 }
 
+// Positive is h's value in s, or its default when the value is not above
+// zero: for a consumer to which zero would mean "never" or "none".
+func Positive[T int | int64 | float64 | time.Duration](h Handle[T], s SettingsReader) T {
+	if v := h.Get(s); v > 0 {
+		return v
+	}
+	return h.Default()
+}
+
 // catalogue is every setting's entry, in the order of declaration: each
 // handle adds its own while the package is initialised, and nothing
 // changes it after.

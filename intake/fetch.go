@@ -63,7 +63,7 @@ func newFetchClient(s *Service) *http.Client {
 
 // allowedHost reports whether URL_FETCH_ALLOWED_HOSTS names host.
 func (s *Service) allowedHost(host string) bool {
-	for _, h := range docflow.SettingList(s.cfg.Settings, "URL_FETCH_ALLOWED_HOSTS") {
+	for _, h := range docflow.URLFetchAllowedHosts.Get(s.cfg.Settings) {
 		if strings.EqualFold(strings.Trim(h, "[]"), host) {
 			return true
 		}
@@ -218,11 +218,7 @@ func (s *Service) FetchURL(ctx context.Context, user *docflow.User, rawURL, file
 	if err != nil {
 		return nil, err
 	}
-	secs := docflow.SettingInt(s.cfg.Settings, "URL_FETCH_TIMEOUT", 30)
-	if secs <= 0 {
-		secs = 30
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, docflow.Positive(docflow.URLFetchTimeout, s.cfg.Settings))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

@@ -172,10 +172,10 @@ func NewEngine(cfg Config) (*Engine, error) {
 		cfg.RetryJitter = 0
 	}
 	if cfg.StepTimeout <= 0 {
-		cfg.StepTimeout = positive(docflow.StepTimeout, cfg.Settings)
+		cfg.StepTimeout = docflow.Positive(docflow.StepTimeout, cfg.Settings)
 	}
 	if cfg.StallTimeout <= 0 {
-		cfg.StallTimeout = positive(docflow.StalledRunTimeout, cfg.Settings)
+		cfg.StallTimeout = docflow.Positive(docflow.StalledRunTimeout, cfg.Settings)
 	}
 	if cfg.StallInterval <= 0 {
 		cfg.StallInterval = min(cfg.StallTimeout/10, time.Minute)
@@ -500,11 +500,3 @@ func (nopRecorder) Record(docflow.Metric)       {}
 func (nopRecorder) Flush(context.Context) error { return nil }
 func (nopRecorder) Ping(context.Context) error  { return nil }
 func (nopRecorder) Close() error                { return nil }
-
-// positive is h's value in s, or its default when that is not above zero.
-func positive(h docflow.DurationSetting, s docflow.SettingsReader) time.Duration {
-	if d := h.Get(s); d > 0 {
-		return d
-	}
-	return h.Default()
-}

@@ -57,7 +57,7 @@ type Notifier struct {
 // never followed. Set Mailer for mailto channels.
 func New(settings docflow.SettingsStore, log zerolog.Logger) *Notifier {
 	dialer := netguard.Dialer{Timeout: 10 * time.Second,
-		Allowed: func() []string { return docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") }}
+		Allowed: func() []string { return docflow.WebhookAllowedHosts.Get(settings) }}
 	tr := &http.Transport{
 		Proxy:               nil,
 		DialContext:         dialer.DialContext,
@@ -73,7 +73,7 @@ func New(settings docflow.SettingsStore, log zerolog.Logger) *Notifier {
 // Channels parses NOTIFICATION_URLS in its order: for each entry either
 // its channel or, when it is invalid, its failed result.
 func (n *Notifier) Channels() ([]*Channel, []*docflow.NotificationResult) {
-	entries := docflow.SettingList(n.settings, "NOTIFICATION_URLS")
+	entries := docflow.NotificationURLs.Get(n.settings)
 	chans := make([]*Channel, len(entries))
 	bad := make([]*docflow.NotificationResult, len(entries))
 	for i, e := range entries {
@@ -97,7 +97,7 @@ func (n *Notifier) Notify(ctx context.Context, note docflow.Notification) docflo
 	results := make([]docflow.NotificationResult, len(chans))
 	timeout := n.Timeout
 	if timeout <= 0 {
-		timeout = time.Duration(docflow.SettingInt(n.settings, "WEBHOOK_TIMEOUT", 10)) * time.Second
+		timeout = docflow.WebhookTimeout.Get(n.settings)
 	}
 	var wg sync.WaitGroup
 	for i, c := range chans {

@@ -17,7 +17,7 @@ func (m *App) integrationStore() *postgres.IntegrationStore {
 // integrationDialer is how integrations connect out: internal addresses
 // are refused unless named in INTEGRATION_ALLOWED_HOSTS.
 func (m *App) integrationDialer() netguard.Dialer {
-	return netguard.Dialer{Allowed: func() []string { return docflow.SettingList(m.Settings, "INTEGRATION_ALLOWED_HOSTS") }}
+	return netguard.Dialer{Allowed: func() []string { return docflow.IntegrationAllowedHosts.Get(m.Settings) }}
 }
 
 // IntegrationTesters is the one registry of POST /api/integrations/test:
@@ -26,7 +26,7 @@ func (m *App) integrationDialer() netguard.Dialer {
 // tester answers "testing <TYPE> is not supported yet".
 func (m *App) IntegrationTesters() docflow.IntegrationTesters {
 	return docflow.IntegrationTesters{
-		docflow.IntegrationLocal: local.Tester{Root: func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") }},
+		docflow.IntegrationLocal: local.Tester{Root: func() string { return docflow.LocalDestinationDir.Get(m.Settings) }},
 		docflow.IntegrationIMAP:  imap.Tester{Dial: m.integrationDialer().DialContext, Log: &m.Log},
 	}
 }

@@ -59,18 +59,18 @@ func (m *App) mountSSO(srv *dfhttp.Server, sso *postgres.SSOStore) {
 // OIDC_CLIENT_ID set) in a way that lets too many people in or make
 // themselves administrators.
 func (m *App) ssoNotices() {
-	if m.Settings.Get("OIDC_ISSUER") == "" || m.Settings.Get("OIDC_CLIENT_ID") == "" {
+	if docflow.OIDCIssuer.Get(m.Settings) == "" || docflow.OIDCClientID.Get(m.Settings) == "" {
 		return
 	}
-	if len(docflow.SettingList(m.Settings, "OIDC_ALLOWED_DOMAINS")) == 0 && len(docflow.SettingList(m.Settings, "OIDC_ALLOWED_GROUPS")) == 0 {
-		m.notice("Single sign-on is on with no allow-list: every account at the provider " + m.Settings.Get("OIDC_ISSUER") +
+	if len(docflow.OIDCAllowedDomains.Get(m.Settings)) == 0 && len(docflow.OIDCAllowedGroups.Get(m.Settings)) == 0 {
+		m.notice("Single sign-on is on with no allow-list: every account at the provider " + docflow.OIDCIssuer.Get(m.Settings) +
 			" can sign in. Set OIDC_ALLOWED_DOMAINS or OIDC_ALLOWED_GROUPS.")
 	}
-	if m.Settings.Get("ADMIN_GROUP_NAME") == "admin" {
+	if docflow.AdminGroupName.Get(m.Settings) == "admin" {
 		m.notice("Single sign-on makes every member of a provider group named \"admin\" an administrator (ADMIN_GROUP_NAME's default). " +
 			"Where users can create groups, set ADMIN_GROUP_NAME to a group only the provider's administrators control, or empty for no SSO administrators.")
 	}
-	if !docflow.SettingBool(m.Settings, "MULTI_USER_ENABLED", false) {
+	if !docflow.MultiUserEnabled.Get(m.Settings) {
 		m.notice("Single sign-on is on while MULTI_USER_ENABLED is false: every SSO user sees, changes and deletes every document. Set MULTI_USER_ENABLED=true.")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -120,7 +120,7 @@ func (m *App) ssoUserState(ctx context.Context, userID string) (known, active, a
 		return true, false, false, nil
 	}
 	now := m.now()
-	recheck := docflow.SettingDuration(m.Settings, "SSO_ADMIN_RECHECK", 15*time.Minute)
+	recheck := docflow.SSOAdminRecheck.Get(m.Settings)
 	if now.Sub(u.VerifiedAt) < recheck {
 		return true, true, u.IsAdmin, nil
 	}
