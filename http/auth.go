@@ -62,7 +62,7 @@ var errInvalidToken = docflow.Errorf(docflow.EUNAUTHORIZED, "Invalid or expired 
 var errAdminRequired = docflow.Errorf(docflow.EFORBIDDEN, "Admin access required")
 
 func (a *authenticator) authEnabled() bool {
-	return docflow.SettingBool(a.cfg.Settings, "AUTH_ENABLED", false)
+	return docflow.AuthEnabled.Get(a.cfg.Settings)
 }
 
 // authenticate returns the user for the route's auth level, or an error.
@@ -72,7 +72,7 @@ func (a *authenticator) authenticate(c *fasthttp.RequestCtx, level Auth) (*docfl
 	if level == AuthMetrics {
 		// Checked before the token look-up, so a scraper's token is never
 		// counted as a failed API token.
-		if tok := a.cfg.Settings.Get("METRICS_TOKEN"); tok != "" && bearer != "" &&
+		if tok := docflow.MetricsToken.Get(a.cfg.Settings); tok != "" && bearer != "" &&
 			subtle.ConstantTimeCompare([]byte(bearer), []byte(tok)) == 1 {
 			return nil, nil
 		}
@@ -303,7 +303,7 @@ func (a *authenticator) userFromSession(ctx context.Context, sid string) *docflo
 // keeps the stamp it signed in under, so changing the password ends it.
 func (a *authenticator) passwordStamp(ctx context.Context, userID string) (string, error) {
 	if userID == docflow.AdminUserID(a.cfg.Settings) {
-		if pw := a.cfg.Settings.Get("ADMIN_PASSWORD"); pw != "" {
+		if pw := docflow.AdminPassword.Get(a.cfg.Settings); pw != "" {
 			m := hmac.New(sha256.New, []byte(a.cfg.SessionSecret))
 			m.Write([]byte("ADMIN_PASSWORD\x00" + pw))
 			return "admin:" + hex.EncodeToString(m.Sum(nil))[:32], nil
@@ -327,7 +327,7 @@ func (a *authenticator) clientKey(c *fasthttp.RequestCtx) string { return addrKe
 // peer is a trusted proxy.
 func (a *authenticator) clientAddr(c *fasthttp.RequestCtx) net.IP {
 	ip := c.RemoteIP()
-	proxies := docflow.SettingList(a.cfg.Settings, "TRUSTED_PROXIES")
+	proxies := docflow.TrustedProxies.Get(a.cfg.Settings)
 	if len(proxies) == 0 || !ipIn(ip, proxies) {
 		return ip
 	}

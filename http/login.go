@@ -102,13 +102,13 @@ func (s *Server) mobileRedirectError() error {
 }
 
 func (s *Server) devClientEnabled() bool {
-	return docflow.SettingBool(s.cfg.Settings, "MOBILE_DEV_CLIENT_ENABLED", false)
+	return docflow.MobileDevClientEnabled.Get(s.cfg.Settings)
 }
 
 // mobileTokenExpiry is when a token handed to the app expires
 // (MOBILE_TOKEN_LIFETIME_DAYS, 1 to 3650, default 365).
 func (s *Server) mobileTokenExpiry() time.Time {
-	days := docflow.SettingInt(s.cfg.Settings, "MOBILE_TOKEN_LIFETIME_DAYS", 365)
+	days := docflow.MobileTokenLifetimeDays.Get(s.cfg.Settings)
 	if days < 1 || days > 3650 {
 		days = 365
 	}
@@ -237,8 +237,8 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 // error is ERATELIMIT from a busy hasher (nothing was checked) or a
 // failure of the store; a wrong name or password is only !ok.
 func (s *Server) checkPassword(c *fasthttp.RequestCtx, username, password string) (*docflow.User, bool, error) {
-	adminUser := s.cfg.Settings.Get("ADMIN_USERNAME")
-	adminPass := s.cfg.Settings.Get("ADMIN_PASSWORD")
+	adminUser := docflow.AdminUsername.Get(s.cfg.Settings)
+	adminPass := docflow.AdminPassword.Get(s.cfg.Settings)
 	if adminPass != "" && username != "" {
 		uOK := subtle.ConstantTimeCompare([]byte(username), []byte(adminUser))
 		pOK := subtle.ConstantTimeCompare([]byte(password), []byte(adminPass))
@@ -266,8 +266,7 @@ func (s *Server) setSessionCookie(c *fasthttp.RequestCtx, value string, maxAge i
 	ck.SetPath("/")
 	ck.SetHTTPOnly(true)
 	ck.SetSameSite(fasthttp.CookieSameSiteLaxMode)
-	secure := docflow.SettingBool(s.cfg.Settings, "SESSION_COOKIE_SECURE", !strings.HasPrefix(s.BaseURL(), "http://"))
-	ck.SetSecure(secure)
+	ck.SetSecure(s.sessionCookieSecure())
 	if maxAge < 0 {
 		ck.SetExpire(fasthttp.CookieExpireDelete)
 		ck.SetMaxAge(-1)
@@ -275,4 +274,14 @@ func (s *Server) setSessionCookie(c *fasthttp.RequestCtx, value string, maxAge i
 		ck.SetMaxAge(maxAge)
 	}
 	c.Response.Header.SetCookie(ck)
+}
+
+// sessionCookieSecure says whether the session cookie is Secure:
+// SESSION_COOKIE_SECURE, or when it is not set, true unless BASE_URL is
+// http.
+func (s *Server) sessionCookieSecure() bool {
+	if v, ok := docflow.SessionCookieSecure.Lookup(s.cfg.Settings); ok {
+		return v
+	}
+	return !strings.HasPrefix(s.BaseURL(), "http://")
 }

@@ -119,8 +119,8 @@ func (s *Server) MountSSO(d SSODeps) {
 type ssoSettings struct{ issuer, clientID, secret string }
 
 func (s *Server) ssoSettings() (ssoSettings, bool) {
-	st := ssoSettings{issuer: strings.TrimSpace(s.cfg.Settings.Get("OIDC_ISSUER")),
-		clientID: strings.TrimSpace(s.cfg.Settings.Get("OIDC_CLIENT_ID")), secret: s.cfg.Settings.Get("OIDC_CLIENT_SECRET")}
+	st := ssoSettings{issuer: strings.TrimSpace(docflow.OIDCIssuer.Get(s.cfg.Settings)),
+		clientID: strings.TrimSpace(docflow.OIDCClientID.Get(s.cfg.Settings)), secret: docflow.OIDCClientSecret.Get(s.cfg.Settings)}
 	return st, s.sso != nil && st.issuer != "" && st.clientID != ""
 }
 
@@ -152,7 +152,7 @@ func (s *Server) ssoLoginURL(next string, m *mobileReq) string {
 // oauthConfig is the OAuth 2 client of the provider.
 func (s *Server) oauthConfig(p *oidc.Provider, st ssoSettings) *oauth2.Config {
 	return &oauth2.Config{ClientID: st.clientID, ClientSecret: st.secret, Endpoint: p.Endpoint(),
-		RedirectURL: s.BaseURL() + "/oauth-callback", Scopes: docflow.SettingList(s.cfg.Settings, "OIDC_SCOPES")}
+		RedirectURL: s.BaseURL() + "/oauth-callback", Scopes: docflow.OIDCScopes.Get(s.cfg.Settings)}
 }
 
 // discover returns the provider of issuer, read once and kept for
@@ -387,9 +387,7 @@ func (s *Server) ssoRefuse(c *fasthttp.RequestCtx, att *docflow.SSOAttempt, acto
 
 // ssoCookieSecure says whether the SSO cookie is Secure (as the session
 // cookie: SESSION_COOKIE_SECURE, default true unless BASE_URL is http).
-func (s *Server) ssoCookieSecure() bool {
-	return docflow.SettingBool(s.cfg.Settings, "SESSION_COOKIE_SECURE", !strings.HasPrefix(s.BaseURL(), "http://"))
-}
+func (s *Server) ssoCookieSecure() bool { return s.sessionCookieSecure() }
 
 // ssoCookieName is the SSO cookie's name: __Host-docflow_sso when Secure.
 func (s *Server) ssoCookieName() string {

@@ -182,7 +182,7 @@ func checkTargetURL(ctx context.Context, settings docflow.SettingsStore, resolve
 		port = p
 	}
 	host := u.Hostname()
-	if docflow.HostsAllow(docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS"), host, port) {
+	if docflow.HostsAllow(docflow.WebhookAllowedHosts.Get(settings), host, port) {
 		return u.String(), nil
 	}
 	private := invalid(field, "access to private or internal addresses is not allowed")
