@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"docflow"
+	"docflow/internal/ttlcache"
 )
 
 // SessionCookie is the name of the browser session cookie.
@@ -24,18 +25,19 @@ const SessionCookie = "session"
 // this process drops the entry at once; other processes see it within the TTL.
 const tokenCacheTTL = 2 * time.Second
 
-type cachedToken struct {
-	tok *docflow.APIToken
-	at  time.Time
-}
+// tokenCacheSize bounds the tokens whose lookup is kept; beyond it the
+// least recently used one is read again when next sent.
+const tokenCacheSize = 100_000
 
 // authenticator resolves the user of a request.
 type authenticator struct {
 	cfg Config
 
-	mu    sync.Mutex
-	cache map[string]cachedToken
-	uses  map[int64]docflow.TokenUse
+	// cache holds token lookups by hash.
+	cache *ttlcache.Cache[string, *docflow.APIToken]
+
+	mu   sync.Mutex
+	uses map[int64]docflow.TokenUse
 
 	stopc chan struct{}
 	done  chan struct{}
@@ -47,7 +49,8 @@ type authenticator struct {
 }
 
 func newAuthenticator(cfg Config) *authenticator {
-	return &authenticator{cfg: cfg, cache: map[string]cachedToken{}, uses: map[int64]docflow.TokenUse{},
+	return &authenticator{cfg: cfg, cache: ttlcache.New[string, *docflow.APIToken](tokenCacheSize, tokenCacheTTL, cfg.Now),
+		uses:     map[int64]docflow.TokenUse{},
 		failures: newRateLimiter(cfg.Now), logins: newLoginThrottle(cfg.Now)}
 }
 
@@ -156,13 +159,8 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 	}
 	hash := HashToken(token)
 	now := a.cfg.Now()
-	a.mu.Lock()
-	ct, ok := a.cache[hash]
-	a.mu.Unlock()
-	var tok *docflow.APIToken
-	if ok && now.Sub(ct.at) < tokenCacheTTL {
-		tok = ct.tok
-	} else {
+	tok, ok := a.cache.Get(hash)
+	if !ok {
 		t, err := a.cfg.Tokens.FindTokenByHash(ctx, hash)
 		if err != nil {
 			if docflow.ErrorCode(err) == docflow.ENOTFOUND {
@@ -171,12 +169,7 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 			return nil, err
 		}
 		tok = t
-		a.mu.Lock()
-		if len(a.cache) > 100_000 {
-			a.cache = map[string]cachedToken{}
-		}
-		a.cache[hash] = cachedToken{tok: t, at: now}
-		a.mu.Unlock()
+		a.cache.AddAt(hash, t, now)
 	}
 	// The lookup was by hash; compare again in constant time.
 	if subtle.ConstantTimeCompare([]byte(tok.TokenHash), []byte(hash)) != 1 {
@@ -202,19 +195,11 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 }
 
 // forget drops a token from the cache (after revoke or reactivate).
-func (a *authenticator) forget(hash string) {
-	a.mu.Lock()
-	delete(a.cache, hash)
-	a.mu.Unlock()
-}
+func (a *authenticator) forget(hash string) { a.cache.Remove(hash) }
 
 // forgetAll drops every cached token (an account's tokens were revoked
 // together), so the next request of each reads it again.
-func (a *authenticator) forgetAll() {
-	a.mu.Lock()
-	clear(a.cache)
-	a.mu.Unlock()
-}
+func (a *authenticator) forgetAll() { a.cache.Purge() }
 
 // isAdmin reports whether userID is an administrator now; a failed check
 // is no right (logged).

@@ -6,6 +6,7 @@ import (
 	"docflow"
 	"docflow/analytics/prom"
 	"docflow/internal/passwd"
+	"docflow/internal/ttlcache"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
@@ -18,7 +19,7 @@ func (m *App) startUserStates() {
 	m.startSSO()
 	m.userStore = postgres.NewUserStateStore(m.DB)
 	m.users = &userStates{settings: m.Settings, local: m.userStore.LocalUserState, sso: m.ssoUserState,
-		ttl: userStateTTL, cache: map[string]localState{}}
+		cache: ttlcache.New[string, localState](userStateMax, userStateTTL, nil)}
 }
 
 // startAccounts builds the local account store (serve and api).
