@@ -42,7 +42,7 @@ require (
 	golang.org/x/time v0.16.0
 )
 
-require github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+require github.com/hashicorp/golang-lru/v2 v2.0.7
 
 require (
 	github.com/ClickHouse/ch-go v0.75.0 // indirect
