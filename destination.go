@@ -125,3 +125,54 @@ func DestinationFailureOf(err error) DestinationFailure {
 	}
 	return DestUnavailable
 }
+
+// DestinationLocation is implemented by clients that can say where they
+// deliver, for messages ("folder ann/invoices", "bucket docs, prefix
+// scans/", "https://dav.example.com/docs"): never credentials.
+type DestinationLocation interface {
+	Location() string
+}
+
+// DestinationNamer is implemented by clients of destinations that refuse
+// some characters in names (OneDrive's ":*?<>|"): the engine passes each
+// name made from the filename_template through DestinationName before
+// Deliver. It returns a name that still passes CheckDestinationName.
+type DestinationNamer interface {
+	DestinationName(name string) string
+}
+
+// DestinationFactory builds the client of one destination integration
+// from its record (config with defaults, credentials decrypted), without
+// I/O. An error says why the configuration cannot work (a CA that does not
+// parse); the integration's delivery and test report it.
+type DestinationFactory func(in *Integration) (DestinationClient, error)
+
+// DestinationFactories maps a destination type (upper case) to its
+// factory. internal/app builds it once; it gives every type in it a
+// tester (DestinationTester) and a delivery actor.
+type DestinationFactories map[string]DestinationFactory
+
+// DestFailHTTP classes an HTTP answer of a destination's server: 401 is
+// DestAuth; 403 DestForbidden; 429, and 503 with a Retry-After,
+// DestRateLimited; 507 DestFull; 408, 423 and 425 DestUnavailable; other 4xx (413 too large included)
+// DestInvalid; 5xx and anything else DestUnavailable. reason is what a
+// user is shown (the status and the API's own error code or message);
+// retryAfter is the wait the server asked for.
+func DestFailHTTP(status int, reason string, retryAfter time.Duration, cause error) *DestinationError {
+	class := DestUnavailable
+	switch {
+	case status == 401:
+		class = DestAuth
+	case status == 403:
+		class = DestForbidden
+	case status == 429, status == 503 && retryAfter > 0:
+		class = DestRateLimited
+	case status == 507:
+		class = DestFull
+	case status == 408, status == 423, status == 425:
+		class = DestUnavailable
+	case status >= 400 && status < 500:
+		class = DestInvalid
+	}
+	return &DestinationError{Class: class, Reason: reason, RetryAfter: retryAfter, Err: cause}
+}

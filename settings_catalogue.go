@@ -82,7 +82,7 @@ var (
 	UploadRateLimitWindow       = intSetting(SettingDef{Key: "UPLOAD_RATE_LIMIT_WINDOW", Category: "Uploads", Default: "60", Description: "Per-user upload window in seconds", Check: AtLeast(1)})
 	DefaultDailyUploadLimit     = intSetting(SettingDef{Key: "DEFAULT_DAILY_UPLOAD_LIMIT", Category: "Uploads", Default: "0", Description: "Daily uploads per user when the profile sets none (0 = unlimited)", Check: AtLeast(0)})
 	URLFetchTimeout             = secondsSetting(SettingDef{Key: "URL_FETCH_TIMEOUT", Category: "Uploads", Default: "30", Description: "Total timeout in seconds for process-url downloads", Check: AtLeast(1)})
-	URLFetchAllowedHosts        = listSetting(SettingDef{Key: "URL_FETCH_ALLOWED_HOSTS", Category: "Uploads", Description: "Hosts process-url may fetch even when they resolve to private addresses", Check: HostList()})
+	URLFetchAllowedHosts        = listSetting(SettingDef{Key: "URL_FETCH_ALLOWED_HOSTS", Category: "Uploads", Description: "Hosts process-url may fetch even when they resolve to private addresses: host (every port) or host:port (that port only; IPv6 as [addr]:port)", Check: AllowList()})
 	ProcessallDir               = stringSetting(SettingDef{Key: "PROCESSALL_DIR", Category: "Uploads", Description: "Folder processall reads PDFs from (default WORKDIR/processall)"})
 	ProcessallThrottleThreshold = intSetting(SettingDef{Key: "PROCESSALL_THROTTLE_THRESHOLD", Category: "Uploads", Default: "20", Description: "File count above which processall staggers tasks", Check: AtLeast(0)})
 	ProcessallThrottleDelay     = secondsSetting(SettingDef{Key: "PROCESSALL_THROTTLE_DELAY", Category: "Uploads", Default: "3", Description: "Seconds of delay per task index when throttled", Check: AtLeast(0)})

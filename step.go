@@ -189,7 +189,8 @@ type QueueStats struct {
 	DBSummary   DBSummary        `json:"db_summary"`
 }
 
-// WorkerStats describes the workers (the spec's celery object).
+// WorkerStats describes the workers: the "workers" object of
+// GET /api/queue/stats.
 type WorkerStats struct {
 	Active        []ActiveTask `json:"active"`
 	Reserved      int          `json:"reserved"`  // tasks held by workers, not running yet

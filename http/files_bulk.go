@@ -119,7 +119,8 @@ func (h *filesHandlers) bulkDelete(c *fasthttp.RequestCtx) error {
 	if err := h.deletionAllowed(); err != nil {
 		return err
 	}
-	// NOTE: an empty list finds no files, which the spec answers with 404.
+	// NOTE: an empty list finds no files, which is a 404, as when none of
+	// the ids exists.
 	ids, err := parseBulkIDs(c, true)
 	if err != nil {
 		return err

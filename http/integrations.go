@@ -63,7 +63,7 @@ type quotaCount struct {
 	CanAdd       bool `json:"can_add"`
 }
 
-// MountIntegrations mounts /api/integrations/… (the spec's B, scoped to
+// MountIntegrations mounts /api/integrations/… (AuthUser, scoped to
 // the current user: administrators too see and change only their own).
 // In single-user mode the records belong to the administrator's id, as
 // API tokens do, so they stay the administrator's when sign-in is turned

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"docflow"
+	"docflow/internal/netguard"
 )
 
 // Single sign-on with OpenID Connect: GET /oauth-login starts the
@@ -51,8 +52,10 @@ type SSODeps struct {
 	Admin SSOAdminStore
 	// Signups creates the profile of a user seen for the first time.
 	Signups docflow.Signups
-	// HTTPClient talks to the provider (default: ssoTimeout per request,
-	// bodies capped at ssoMaxBody).
+	// HTTPClient talks to the provider (default: a netguard client, the
+	// issuer being the operator's and so allowed on a private address,
+	// with the environment's proxy, ssoTimeout per request, bodies capped
+	// at ssoMaxBody).
 	HTTPClient *nethttp.Client
 	// Timeout bounds each exchange with the provider: discovery, token,
 	// user info (default ssoTimeout).
@@ -102,7 +105,10 @@ func (s *Server) MountSSO(d SSODeps) {
 		d.Timeout = ssoTimeout
 	}
 	if d.HTTPClient == nil {
-		d.HTTPClient = &nethttp.Client{Timeout: d.Timeout, Transport: cappedTransport{nethttp.DefaultTransport}}
+		c := netguard.Client(netguard.ClientOptions{Dialer: netguard.Dialer{AllowPrivate: true}, Proxy: true,
+			Redirects: 10, Timeout: d.Timeout})
+		c.Transport = cappedTransport{c.Transport}
+		d.HTTPClient = c
 	}
 	s.sso = &ssoClient{deps: d, log: s.log}
 	// Discovery, the token exchange and the user info each have their

@@ -19,7 +19,8 @@ type CollabDeps struct {
 
 // MountCollab registers the sharing, comment and annotation routes of a
 // file. Each asks docflow.Authorize (through authorizeFile) for the right
-// of the spec's role table it exercises: view to read, comment to write a
+// of the share role table (docs/api.md, "Working together") it exercises:
+// view to read, comment to write a
 // comment or annotation, share to manage shares.
 func (s *Server) MountCollab(d CollabDeps) {
 	if d.Files == nil || d.Shares == nil || d.Comments == nil || d.Annotations == nil {

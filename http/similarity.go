@@ -11,7 +11,8 @@ import (
 	"docflow"
 )
 
-// Similarity limits (the spec's Limits table).
+// Similarity limits: the defaults and bounds of limit and threshold on the
+// similar, pairs and diagnostics routes.
 const (
 	similarDefaultLimit     = 5
 	similarMaxLimit         = 20

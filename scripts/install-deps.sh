@@ -21,7 +21,9 @@ done
 command -v npm >/dev/null 2>&1 || want npm
 if [ "$profile" = "test" ]; then
   # prometheus brings promtool, which checks deploy/prometheus's rules.
-  for p in clickhouse-server clickhouse-client wrk dovecot-core dovecot-imapd chromium prometheus; do
+  # rclone and apache2-bin serve WebDAV to the storage destinations' tests (two
+  # independent implementations).
+  for p in clickhouse-server clickhouse-client wrk dovecot-core dovecot-imapd chromium prometheus rclone apache2-bin; do
     want "$p"
   done
 fi

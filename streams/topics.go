@@ -1,9 +1,3 @@
-// Package streams builds docflow's messages and carries them over Kafka: the
-// topic catalogue, versioned envelopes, the catalogue of messages (the only
-// place an outbox message is built), the producer, the consumer that commits
-// only acknowledged contiguous offsets, the outbox relay and write-through
-// (over the outbox that storage owns: streams uses no database driver) and
-// the embedded Kafka-protocol broker.
 package streams
 
 import (

@@ -17,6 +17,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"docflow"
+	"docflow/integrations/webhook"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
@@ -106,7 +107,7 @@ func (e *env) start(adjust func(*Config)) (*Service, func(time.Duration)) {
 		e.t.Fatal(err)
 	}
 	cfg := Config{Actors: ae, Brokers: e.brokers, Store: e.store, Settings: e.settings,
-		Senders: map[string]Sender{docflow.SubscriberWebhook: NewWebhookSender(e.settings)}, Publisher: e.producer,
+		Senders: map[string]Sender{docflow.SubscriberWebhook: webhook.NewSender(e.settings)}, Publisher: e.producer,
 		Log: e.log, RetryDelays: []time.Duration{100 * time.Millisecond, 150 * time.Millisecond, 200 * time.Millisecond},
 		Timeout: 2 * time.Second, Partitions: 2, Consumer: fastGroup}
 	if adjust != nil {

@@ -36,4 +36,13 @@
 // engine: two group-commit flushers each for claims and results, the
 // write-through flusher, the stall detector and the worker heartbeat. Stop
 // waits for all of them.
+//
+// # Storage
+//
+// The engine declares what it asks of storage (store.go: Store, made of
+// Claims, Results, Routing, Recovery, Workers and QueueStore; Pipelines and
+// Rules for the router) and is handed them in Config; storetest is the
+// contract suite every Store runs. Storage errors reach it as docflow
+// codes, never as the database's: EUNAVAILABLE means wait and try again,
+// ENOTFOUND that the row is gone.
 package pipeline

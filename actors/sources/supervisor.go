@@ -5,6 +5,23 @@
 // another within a minute), and keeps one source actor per
 // leased source, which polls its mailbox through the integration actor that
 // owns the IMAP client (actors.SpawnIntegration).
+//
+// The supervisor ("sources/<owner>") scans every few seconds: it renews
+// its leases (integrations.lease_owner, lease_expires_at; an expired lease
+// is taken over), holds at most ceil(active sources / live processes
+// stamped in source_workers) and sheds its highest ids above that, and
+// spawns, reconfigures (on updated_at or the settings' generation) and
+// stops one source actor per leased source; a source asks for a scan at
+// once when its integration changed. The claim runs on a goroutine and
+// comes back as a message. The leases are released when it stops.
+//
+// A source actor ("source/<integration id>") ticks every poll_interval and
+// wakes on new mail (IDLE) or a closed connection; it asks its integration
+// actor to poll by Call, keeps the status and the cursor and writes them
+// from a goroutine. A poll yields after a few seconds and is asked again,
+// so the status stays fresh. Each mail and report is recorded under the
+// settings' generation of its claim, which storage fences: a source
+// started before a change records nothing after it.
 package sources
 
 import (

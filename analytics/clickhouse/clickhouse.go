@@ -1,9 +1,3 @@
-// Package clickhouse records metrics in ClickHouse over the native protocol
-// and answers the dashboard queries from it.
-//
-// The SQL here runs on ClickHouse 18.16 (the smoke target available to tests)
-// as well as on current releases: DateTime rather than DateTime64, no TTL,
-// and INSERTs that name their columns.
 package clickhouse
 
 import (
@@ -37,12 +31,10 @@ const (
 // the server more CPU than the rows themselves. Every 5 s (the sampling
 // period and the /ops page's refresh) cuts that about five times.
 //
-// NOTE: measured on 18.16 (system.query_log of the recording-cost bench),
-// an insert of a few thousand rows costs its thread about 65 ms of CPU
-// whatever its size, mostly system time: it writes a part to each table
-// the views feed, with a 1 MB buffer per column file (some 230 MB
-// allocated per insert), and the parts are merged later. That, not the
-// client, is what recording costs a machine that runs the server too.
+// NOTE: an insert costs the server about the same whatever its size (a
+// part written to each table the views feed, merged later), so fewer,
+// larger inserts are what keep recording cheap on a machine that runs the
+// server too (docs/benchmarks.md, "Analytics recording").
 const DefaultFlushInterval = 5 * time.Second
 
 // DefaultWriters is the ClickHouse recorder's analytics.Options Writers

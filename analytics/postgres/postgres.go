@@ -1,5 +1,8 @@
 // Package postgres records metrics in PostgreSQL, the default analytics store
-// when no ClickHouse is configured. Rows go in with COPY, in batches.
+// when no ClickHouse is configured: the metrics table, each batch written
+// with its token in metric_batches in one statement (a retried batch that
+// had landed is stored once), reports by query (reports.go) and retention
+// by batched deletes (retention.go).
 package postgres
 
 import (
@@ -96,8 +99,8 @@ type writer struct{ pool *pgxpool.Pool }
 // arrays: the statement is prepared once per connection), rather than
 // COPY: COPY waits for the server between its steps, and would have to run
 // in a transaction with the token's insert, so a lost answer could leave
-// the client not knowing at four points instead of one. It writes 50,000
-// rows at 55–70k rows/s here, COPY at 75–100k.
+// the client not knowing at four points instead of one. It is somewhat
+// slower than COPY (docs/benchmarks.md, "Analytics recording").
 func (w writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error {
 	args := append(make([]any, 0, len(insertCols)+1), columnArrays(rows)...)
 	sql := insertRows

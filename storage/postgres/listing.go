@@ -66,11 +66,7 @@ func listPage[T any](ctx context.Context, s *FileStore, filter docflow.FileFilte
 // NOTE: a listing is CPU work in PostgreSQL. Run more of them at once than
 // there are cores and they share the cores, none finishing sooner in
 // total, while the scheduler's time slices make the unlucky ones several
-// times slower. 16 concurrent searches on two cores, PostgreSQL on the
-// same machine: p99 3 times the median with no limit, 1.6 times with four
-// at once, 1.4 times with two when a search cost 0.55 ms of PostgreSQL
-// (p99 8.6–9 ms against 8.5–10.7 ms); at 0.48 ms two, three and four at
-// once measure alike within the noise, and cheap listings alike at all.
+// times slower (docs/benchmarks.md, "Listings", has the tail latencies).
 // The price: while the slots hold slow listings (a search without any
 // trigram over millions of names), quick ones wait. A database on its
 // own, bigger machine wants a higher limit.
@@ -249,10 +245,10 @@ func findPage[T any](ctx context.Context, s *FileStore, filter docflow.FileFilte
 //
 // NOTE: after five executions PostgreSQL may switch a prepared statement to
 // a generic plan, which has to guess an unknown LIMIT (a tenth of the rows)
-// and then prefers sorting the table to reading the sort index: a page
-// went from 0.14 to 1 ms of database CPU that way. Both numbers are
-// integers the handler validated, and few distinct pairs occur (the
-// offset after an anchor is below anchorStep).
+// and then prefers sorting the table to reading the sort index, several
+// times the cost of a page. Both numbers are integers the handler
+// validated, and few distinct pairs occur (the offset after an anchor is
+// below anchorStep).
 func limitClause(limit, offset int) string {
 	return ` LIMIT ` + strconv.Itoa(limit) + ` OFFSET ` + strconv.Itoa(offset)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"docflow"
@@ -34,7 +33,7 @@ func (s *extractStep) provider() (extract.Provider, error) {
 			BaseURL:    docflow.OpenAIBaseURL.Get(st),
 			APIKey:     docflow.OpenAIAPIKey.Get(st),
 			Model:      docflow.OpenAIModel.Get(st),
-			HTTPClient: &http.Client{},
+			HTTPClient: s.d.HTTPClient,
 		}
 		if cfg.OpenAI.Model == "" {
 			return nil, invalidf("METADATA_PROVIDER is openai but OPENAI_MODEL is not set")

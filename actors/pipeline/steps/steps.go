@@ -19,6 +19,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/internal/netguard"
 	"docflow/internal/proc"
 )
 
@@ -57,6 +59,10 @@ type Deps struct {
 	// WorkDir is WORKDIR: the steps' messages and errors (the processing
 	// log) name files under it, and under TempDir, relative to it.
 	WorkDir string
+	// HTTPClient talks to the AI providers and the cloud OCR (default a
+	// netguard client: their endpoints are the operator's, so a private
+	// address is allowed, with the environment's proxy).
+	HTTPClient *http.Client
 }
 
 // Steps is the set of processing steps of one worker process. Close it on
@@ -81,6 +87,10 @@ func New(d Deps) (*Steps, error) {
 	}
 	if d.TempDir == "" {
 		d.TempDir = os.TempDir()
+	}
+	if d.HTTPClient == nil {
+		d.HTTPClient = netguard.Client(netguard.ClientOptions{Dialer: netguard.Dialer{AllowPrivate: true},
+			Proxy: true, Redirects: 10})
 	}
 	if err := os.MkdirAll(d.TempDir, 0o700); err != nil {
 		return nil, fmt.Errorf("steps: temp dir: %w", err)

@@ -1,4 +1,9 @@
-package delivery
+// Package expo is the client of the Expo push service, which the mobile
+// app's push tokens belong to: one message per attempt, under the rule
+// that keeps events going out off the service's own network
+// (internal/netguard with WEBHOOK_ALLOWED_HOSTS). actors/delivery decides
+// when and to which device; this package makes one attempt.
+package expo
 
 import (
 	"bytes"
@@ -8,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"time"
 	"unicode/utf8"
 
 	"docflow"
@@ -19,22 +25,25 @@ import (
 // turned off).
 const DeviceNotRegistered = "DeviceNotRegistered"
 
+// maxResponseBody is how much of the relay's answer is read.
+const maxResponseBody = 64 << 10
+
 // DeviceDeactivator deactivates a device the relay reported unregistered
 // (postgres.DeviceStore).
 type DeviceDeactivator interface {
 	DeactivateDevice(ctx context.Context, id int64) error
 }
 
-// PushMessage is one message of a relay request (Expo's push API).
-type PushMessage struct {
+// Message is one message of a relay request (Expo's push API).
+type Message struct {
 	To    string         `json:"to"`
 	Title string         `json:"title"`
 	Body  string         `json:"body"`
 	Data  map[string]any `json:"data"`
 }
 
-// pushTicket is the relay's answer for one message.
-type pushTicket struct {
+// ticket is the relay's answer for one message.
+type ticket struct {
 	Status  string `json:"status"` // ok or error
 	ID      string `json:"id"`
 	Message string `json:"message"`
@@ -43,31 +52,32 @@ type pushTicket struct {
 	} `json:"details"`
 }
 
-// PushSender delivers document.processed to a device through the push
-// relay at PUSH_RELAY_URL (read at each attempt): a POST of a JSON array
-// of one message, {to, title, body, data: {file_id}}. The relay's
-// connections follow the webhooks' rule: a private or internal address is
-// refused unless WEBHOOK_ALLOWED_HOSTS admits its host and port. A ticket with
-// DeviceNotRegistered deactivates the device and ends the delivery
-// without a retry; any other error, a non-2xx answer or a network error
-// is retried like a webhook's.
-type PushSender struct {
+// Sender delivers document.processed to a device through the push relay
+// at PUSH_RELAY_URL (read at each attempt): a POST of a JSON array of one
+// message, {to, title, body, data: {file_id}}. The relay's connections
+// follow the webhooks' rule: a private or internal address is refused
+// unless WEBHOOK_ALLOWED_HOSTS admits its host and port; no redirects are
+// followed. A ticket with DeviceNotRegistered deactivates the device and
+// ends the delivery without a retry (Final); any other error, a non-2xx
+// answer or a network error is retried like a webhook's.
+type Sender struct {
 	settings docflow.SettingsStore
 	devices  DeviceDeactivator
 	client   *http.Client
 }
 
-// NewPushSender builds the sender.
-func NewPushSender(settings docflow.SettingsStore, devices DeviceDeactivator) *PushSender {
-	p := &PushSender{settings: settings, devices: devices}
-	p.client = guardedClient(settings)
-	return p
+// NewSender builds the sender.
+func NewSender(settings docflow.SettingsStore, devices DeviceDeactivator) *Sender {
+	return &Sender{settings: settings, devices: devices,
+		client: netguard.Client(netguard.ClientOptions{MaxIdleConnsPerHost: 256, Dialer: netguard.Dialer{
+			Timeout: 10 * time.Second,
+			Allowed: func() []string { return docflow.WebhookAllowedHosts.Get(settings) }}})}
 }
 
-// PushFor is the message telling a device that ev's document finished
+// MessageFor is the message telling a device that ev's document finished
 // processing: its name (at most 100 characters) and data {file_id}, no
 // more of the document.
-func PushFor(token string, ev docflow.Event) PushMessage {
+func MessageFor(token string, ev docflow.Event) Message {
 	name, _ := ev.Data["filename"].(string)
 	if utf8.RuneCountInString(name) > 100 {
 		name = string([]rune(name)[:99]) + "…"
@@ -76,25 +86,25 @@ func PushFor(token string, ev docflow.Event) PushMessage {
 	if name != "" {
 		body = name + " is ready."
 	}
-	return PushMessage{To: token, Title: "Document processed", Body: body,
+	return Message{To: token, Title: "Document processed", Body: body,
 		Data: map[string]any{"file_id": ev.Data["file_id"]}}
 }
 
-// Send pushes d's event to the device t.
-func (p *PushSender) Send(ctx context.Context, t docflow.DeliveryTarget, d *docflow.EventDelivery) Result {
+// Send pushes d's event to the device t: one attempt, bounded by ctx.
+func (p *Sender) Send(ctx context.Context, t docflow.DeliveryTarget, d *docflow.EventDelivery) docflow.DeliveryResult {
 	url := docflow.PushRelayURL.Get(p.settings)
 	if url == "" {
 		// The default is the Expo push service, which the mobile app's
 		// push tokens belong to.
 		url = docflow.PushRelayURL.Default()
 	}
-	body, err := json.Marshal([]PushMessage{PushFor(t.PushToken, d.Event)})
+	body, err := json.Marshal([]Message{MessageFor(t.PushToken, d.Event)})
 	if err != nil {
-		return Result{Err: err}
+		return docflow.DeliveryResult{Err: err}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return Result{Err: err}
+		return docflow.DeliveryResult{Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -103,12 +113,12 @@ func (p *PushSender) Send(ctx context.Context, t docflow.DeliveryTarget, d *docf
 	// decompresses the answer.
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return Result{Err: netguard.Public(err)}
+		return docflow.DeliveryResult{Err: netguard.Public(err)}
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBody))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
 	if err != nil {
-		return Result{StatusCode: resp.StatusCode, Err: fmt.Errorf("read relay answer: %w", err)}
+		return docflow.DeliveryResult{StatusCode: resp.StatusCode, Err: fmt.Errorf("read relay answer: %w", err)}
 	}
 	var out struct {
 		Data   json.RawMessage `json:"data"`
@@ -123,36 +133,37 @@ func (p *PushSender) Send(ctx context.Context, t docflow.DeliveryTarget, d *docf
 		if len(out.Errors) > 0 {
 			msg += ": " + out.Errors[0].Code + " " + out.Errors[0].Message
 		}
-		return Result{StatusCode: resp.StatusCode, Err: errors.New(msg)}
+		return docflow.DeliveryResult{StatusCode: resp.StatusCode, Err: errors.New(msg)}
 	}
 	tk, err := firstTicket(out.Data)
 	if err != nil {
-		return Result{StatusCode: resp.StatusCode, Err: err}
+		return docflow.DeliveryResult{StatusCode: resp.StatusCode, Err: err}
 	}
 	if tk.Status == "ok" {
-		return Result{StatusCode: resp.StatusCode}
+		return docflow.DeliveryResult{StatusCode: resp.StatusCode}
 	}
 	if tk.Details.Error == DeviceNotRegistered {
 		if err := p.devices.DeactivateDevice(ctx, d.Subscriber.ID); err != nil {
-			return Result{StatusCode: resp.StatusCode, Err: fmt.Errorf("%s; deactivate device: %w", DeviceNotRegistered, err)}
+			return docflow.DeliveryResult{StatusCode: resp.StatusCode,
+				Err: fmt.Errorf("%s; deactivate device: %w", DeviceNotRegistered, err)}
 		}
-		return Result{StatusCode: resp.StatusCode, Final: true,
+		return docflow.DeliveryResult{StatusCode: resp.StatusCode, Final: true,
 			Err: errors.New(DeviceNotRegistered + ": device deactivated")}
 	}
-	return Result{StatusCode: resp.StatusCode,
+	return docflow.DeliveryResult{StatusCode: resp.StatusCode,
 		Err: fmt.Errorf("relay refused the message: %s %s", tk.Details.Error, tk.Message)}
 }
 
 // firstTicket reads the ticket of the request's one message: Expo answers
 // an array request with an array of tickets (an object for an object).
-func firstTicket(data json.RawMessage) (pushTicket, error) {
-	var tks []pushTicket
+func firstTicket(data json.RawMessage) (ticket, error) {
+	var tks []ticket
 	if err := json.Unmarshal(data, &tks); err == nil && len(tks) > 0 {
 		return tks[0], nil
 	}
-	var tk pushTicket
+	var tk ticket
 	if err := json.Unmarshal(data, &tk); err == nil && tk.Status != "" {
 		return tk, nil
 	}
-	return pushTicket{}, errors.New("relay answer holds no push ticket")
+	return ticket{}, errors.New("relay answer holds no push ticket")
 }
