@@ -57,7 +57,7 @@ func (t DestinationTester) TestIntegration(ctx context.Context, in *Integration)
 		if t.Log != nil {
 			t.Log(in, err)
 		}
-		reason := destinationReason(err)
+		reason := DestinationReason(err)
 		if where == "" {
 			stage = strings.TrimSuffix(stage, " to")
 		}
@@ -82,9 +82,9 @@ func (t DestinationTester) TestIntegration(ctx context.Context, in *Integration)
 	return true, fmt.Sprintf("Connected to %s, and wrote and removed a test file", where)
 }
 
-// destinationReason is what a user is shown of err: its DestinationError's
-// reason, else its class's words.
-func destinationReason(err error) string {
+// DestinationReason is what a user is shown of a destination's failure:
+// its DestinationError's reason, else its class's words.
+func DestinationReason(err error) string {
 	var de *DestinationError
 	if errors.As(err, &de) {
 		if de.Reason != "" {

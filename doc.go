@@ -70,6 +70,10 @@
 //   - mail_source.go: what an IMAP source claims, reports and remembers.
 //   - destination.go: DestinationClient, what every destination type
 //     implements, and the classes of its failures.
+//   - destination_delivery.go: a file's delivery to one destination, its
+//     statuses and what the file's record shows of it.
+//   - integration_tls.go: IntegrationTLS, the TLS of an integration that
+//     speaks it (system roots, or its ca_certificate alone).
 //   - destination_name.go: filename_template's placeholders and the
 //     check of a name a destination stores.
 //   - destination_tester.go: DestinationTester, the test of any

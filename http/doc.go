@@ -60,7 +60,8 @@
 //     user; files_content.go (preview, download, the bulk ZIP);
 //     files_bulk.go (deletion, reprocessing, pipeline assignment, one or
 //     in bulk); ownership.go (claims and assigned owners); files_audit.go
-//     (their audit entries).
+//     (their audit entries); files_destinations.go (send-to: one document
+//     queued for one of the user's destinations).
 //   - shares.go, comments.go, annotations.go: working together, each route
 //     asking authorizeFile for the right it exercises.
 //   - search.go, similarity.go, saved_searches.go: search, similar
@@ -78,6 +79,9 @@
 //     checkTargetURL, the check of every outbound URL a user gives.
 //   - automation.go: automation hooks (REST hooks for Zapier, Make, n8n).
 //   - mobile.go: the devices registered for push notifications.
+//   - cloud.go: the cloud folder browser (POST /api/<provider>/list-folders)
+//     and the spec's send-to routes (POST /send_to_<provider>/), over the
+//     CloudFolderLister and DeliveryQueue it declares.
 //   - notify.go: the administrators' test notification.
 //
 // Pages and operations:

@@ -19,6 +19,9 @@ const (
 	TopicFilesIngested = "docflow.files.ingested"
 	TopicDLQ           = "docflow.dlq"
 	TopicEvents        = "docflow.events"
+	// TopicDestinations carries the deliveries to storage destinations,
+	// keyed by integration id (actors/destinations).
+	TopicDestinations = "docflow.destinations"
 
 	stepTopicPrefix  = "docflow.steps."
 	retryTopicPrefix = "docflow.retry."
@@ -91,7 +94,7 @@ func (t Topics) Names() []string {
 	for _, r := range t.Retry {
 		names = append(names, r.Topic())
 	}
-	names = append(names, TopicDLQ, TopicEvents)
+	names = append(names, TopicDLQ, TopicEvents, TopicDestinations)
 	seen := make(map[string]bool, len(names))
 	out := names[:0]
 	for _, n := range names {

@@ -49,6 +49,11 @@ type Deps struct {
 	// Destinations of send_to_destinations (default: the local folder of
 	// LOCAL_DESTINATION_DIR).
 	Destinations Destinations
+	// Queue, when set, queues each document's delivery to its owner's
+	// destination integrations (DestinationQueue); the owner of a
+	// document without one is the administrator's account in single-user
+	// mode (AUTH_ENABLED false), nobody otherwise.
+	Queue DestinationQueue
 	// Recorder, when set, hears one integration metric per delivery of
 	// send_to_destinations (MeasuredDestinations).
 	Recorder docflow.Recorder
@@ -112,7 +117,7 @@ func New(d Deps) (*Steps, error) {
 	}
 	s.all = append(s.all,
 		CheckDuplicates(d.Originals, func() bool { return docflow.EnableDeduplication.Get(d.Settings) }),
-		SendToDestinations(MeasuredDestinations(d.Destinations, d.Recorder)))
+		SendToDestinationsQueued(MeasuredDestinations(d.Destinations, d.Recorder), d.Queue, destinationOwner(d.Settings)))
 	return s, nil
 }
 
@@ -248,5 +253,21 @@ func (o *onceMap[K, V]) each(fn func(V)) {
 	defer o.mu.Unlock()
 	for _, v := range o.m {
 		fn(v)
+	}
+}
+
+// destinationOwner is whose destination integrations a document goes to:
+// its owner's; a document without one (uploaded without signing in) is
+// the single user's while AUTH_ENABLED is false (the account that owns
+// the integrations made then), and goes to no integration otherwise.
+func destinationOwner(st docflow.SettingsStore) func(*docflow.File) string {
+	return func(f *docflow.File) string {
+		if f.OwnerID != nil && *f.OwnerID != "" {
+			return *f.OwnerID
+		}
+		if !docflow.AuthEnabled.Get(st) {
+			return docflow.AdminUserID(st)
+		}
+		return ""
 	}
 }
