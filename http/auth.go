@@ -51,7 +51,7 @@ type authenticator struct {
 func newAuthenticator(cfg Config) *authenticator {
 	return &authenticator{cfg: cfg, cache: ttlcache.New[string, *docflow.APIToken](tokenCacheSize, tokenCacheTTL, cfg.Now),
 		uses:     map[int64]docflow.TokenUse{},
-		failures: newRateLimiter(cfg.Now), logins: newLoginThrottle(cfg.Now)}
+		failures: newRateLimiter(cfg.Now), logins: newLoginThrottle(cfg.Now, cfg.LoginThrottleRuns)}
 }
 
 // HashToken returns the hex SHA-256 stored for a token.

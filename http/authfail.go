@@ -59,11 +59,15 @@ type loginThrottle struct {
 	free, delaying list.List
 }
 
-// loginThrottleMax bounds the runs remembered.
+// loginThrottleMax bounds the runs remembered unless Config says otherwise.
 const loginThrottleMax = 100_000
 
-func newLoginThrottle(now func() time.Time) *loginThrottle {
-	return &loginThrottle{now: now, max: loginThrottleMax, m: map[string]*loginFailures{}}
+// newLoginThrottle remembers at most max runs (0: loginThrottleMax).
+func newLoginThrottle(now func() time.Time, max int) *loginThrottle {
+	if max <= 0 {
+		max = loginThrottleMax
+	}
+	return &loginThrottle{now: now, max: max, m: map[string]*loginFailures{}}
 }
 
 // loginKey is the run of failures username's attempts from the client

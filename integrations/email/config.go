@@ -36,6 +36,9 @@ const (
 	ImplicitTLSPort = 465
 	DefaultSubject  = "{title}"
 	DefaultTimeout  = 30 * time.Second
+	// DataEndTimeout bounds the wait for the server's answer to a
+	// message's end (RFC 5321, 4.5.3.2.6).
+	DataEndTimeout  = 10 * time.Minute
 	maxSubjectRunes = 250
 	defaultHeloName = "localhost"
 )
@@ -71,8 +74,11 @@ type Config struct {
 	// Dialer connects to the integration's own server; the settings'
 	// server is dialled with AllowPrivate.
 	Dialer netguard.Dialer
-	// Timeout bounds the dial and each read or write (DefaultTimeout).
+	// Timeout bounds the dial, and the handshake of TLS from the start
+	// (DefaultTimeout).
 	Timeout time.Duration
+	// Idle bounds each read and write (upload.DefaultIdle when 0).
+	Idle time.Duration
 	// ImplicitTLS is the port that speaks TLS from the start
 	// (ImplicitTLSPort when 0).
 	ImplicitTLS int

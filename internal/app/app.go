@@ -73,6 +73,9 @@ type Config struct {
 	Sources      func(*sources.Config)
 	// Alerts adjusts the integration-failure alerts (tests tick faster).
 	Alerts func(*alerts.Config)
+	// HTTP adjusts the HTTP server's configuration (tests bound what it
+	// remembers).
+	HTTP func(*dfhttp.Config)
 }
 
 // App is one docflow process: Build builds every dependency once and Close

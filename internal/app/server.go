@@ -35,7 +35,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 	}
 	sessions := postgres.NewSessionStore(m.DB)
 	sso := m.sso.store
-	srv := dfhttp.NewServer(dfhttp.Config{
+	hcfg := dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
 		Settings:      m.Settings,
 		Tokens:        tokens,
@@ -52,7 +52,11 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		UserState:    m.users.state,
 		Now:          m.cfg.Now,
 		AdminNotices: m.adminNotices,
-	})
+	}
+	if m.cfg.HTTP != nil {
+		m.cfg.HTTP(&hcfg)
+	}
+	srv := dfhttp.NewServer(hcfg)
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "search", Check: m.Index.Ping})

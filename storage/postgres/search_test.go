@@ -57,6 +57,7 @@ func srCode(t *testing.T, err error, code string) {
 }
 
 func TestSavedSearches(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewSearchStore(db)
@@ -102,6 +103,7 @@ func TestSavedSearches(t *testing.T) {
 }
 
 func TestSavedSearchLimitUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewSearchStore(db)
@@ -130,6 +132,7 @@ func TestSavedSearchLimitUnderConcurrency(t *testing.T) {
 }
 
 func TestSearchDocuments(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewSearchStore(db)
@@ -199,6 +202,7 @@ func TestSearchDocuments(t *testing.T) {
 }
 
 func TestSimilarityPairsAndCoverage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewSearchStore(db)

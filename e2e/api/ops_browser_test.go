@@ -1,4 +1,4 @@
-package http_test
+package api_test
 
 import (
 	"context"
@@ -205,7 +205,7 @@ func text(ctx context.Context, t *testing.T, css string) string {
 // keyboard, that the range picker asks for its range, that the page
 // refreshes itself, and that it fits a phone's screen.
 func TestOpsPageInBrowser(t *testing.T) {
-	if _, err := fs.Stat(os.DirFS("static/vendor"), "uPlot.iife.min.js"); err != nil {
+	if _, err := fs.Stat(os.DirFS("../../http/static/vendor"), "uPlot.iife.min.js"); err != nil {
 		t.Skip("the chart library is not built into http/static/vendor: make test builds it (make web, scripts/web.sh)")
 	}
 	ctx, cancel := headlessChromium(t)

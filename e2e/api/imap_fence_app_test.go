@@ -1,4 +1,4 @@
-package http_test
+package api_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"docflow/actors/sources"
 	"docflow/integrations/imap/imaptest"
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
@@ -67,7 +68,7 @@ func TestSourceStopsBeforeTheAnswer(t *testing.T) {
 	// only by new mail.
 	idling := func(subject string) {
 		t.Helper()
-		waitUntil(t, 30*time.Second, subject+" taken in", func() bool { return ingested(subject) })
+		testsupport.WaitFor(t, 30*time.Second, subject+" taken in", func() bool { return ingested(subject) })
 		time.Sleep(500 * time.Millisecond)
 	}
 	// neverTaken checks, after the worker's next scans, that subject was

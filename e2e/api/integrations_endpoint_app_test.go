@@ -1,4 +1,4 @@
-package http_test
+package api_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,7 @@ import (
 	"docflow/integrations/imap"
 	"docflow/integrations/imap/imaptest"
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 )
 
 // TestStoredCredentialsStayWithTheirEndpoint: a stored mailbox password
@@ -51,7 +52,7 @@ func TestStoredCredentialsStayWithTheirEndpoint(t *testing.T) {
 	path := fmt.Sprintf("/api/integrations/%d", in.ID)
 	// The source runs: a change that went through would have it connect
 	// to the new host with the stored password.
-	waitUntil(t, 30*time.Second, "the source connected", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "the source connected", func() bool {
 		return strings.Contains(c.must(200, "GET", path, nil), `"state":"connected"`)
 	})
 
@@ -99,7 +100,7 @@ func TestStoredCredentialsStayWithTheirEndpoint(t *testing.T) {
 	// And the update goes through: the source follows it, and its
 	// last_error is the class, not the trap's words.
 	leaks(c.must(200, "PUT", path, `{"config": {"host": "127.0.0.2"}, "credentials": {"username": "alice", "password": "`+typedPW+`"}}`))
-	waitUntil(t, 30*time.Second, "the moved source's login refused", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "the moved source's login refused", func() bool {
 		b := c.must(200, "GET", path, nil)
 		leaks(b)
 		return strings.Contains(b, fmt.Sprintf(`"last_error":%q`, imap.FailLogin))
@@ -116,17 +117,5 @@ func TestStoredCredentialsStayWithTheirEndpoint(t *testing.T) {
 		if !strings.Contains(log, want) {
 			t.Fatalf("audit log lacks %s: %s", want, log)
 		}
-	}
-}
-
-// waitUntil polls cond every 50 ms until it holds or d passes.
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }
