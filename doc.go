@@ -87,9 +87,12 @@
 //   - allowlist.go: the outbound allow-lists' entries (host or host:port).
 //
 // Settings:
-//   - settings.go: SettingDef, Setting, SettingsStore and the reading of
-//     values.
-//   - settings_catalogue.go: every setting with its default and its check.
+//   - settings.go: SettingDef, Setting, SettingsStore and the validation
+//     of values.
+//   - settings_handles.go: Handle, how code reads a setting
+//     (StepTimeout.Get(s)), its kinds, and Catalogue.
+//   - settings_catalogue.go: every setting's handle, declared with its
+//     entry: default, type, check, description, category.
 //   - settings_check.go: the checks of values (numbers, durations, URLs…).
 //   - settings_rules.go: rules across settings, checked at start.
 //

@@ -16,8 +16,8 @@ import (
 
 // startHTTP builds the API and starts listening.
 func (m *App) startHTTP(ctx context.Context, secret string) error {
-	addr := m.Settings.Get("LISTEN_ADDR")
-	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
+	addr := docflow.ListenAddr.Get(m.Settings)
+	if !docflow.AuthEnabled.Get(m.Settings) && !isLoopback(addr) {
 		m.notice("AUTH_ENABLED is false and the server listens on " + addr + ", not a loopback address: anyone who reaches it has full access. Set AUTH_ENABLED=true, or LISTEN_ADDR to 127.0.0.1.")
 	}
 	if err := m.reviewSingleUserLeftovers(ctx); err != nil {
