@@ -188,11 +188,8 @@ func (h cloudHandlers) sendTo(typ string) Handler {
 		if fp = strings.TrimSpace(fp); fp == "" {
 			return invalid("file_path", "file_path is required")
 		}
-		f, err := h.findFile(ctx, fp)
+		f, err := h.findFile(c, fp)
 		if err != nil {
-			return err
-		}
-		if err := h.s.authorizeFile(c, h.d.Files, f, docflow.AccessView); err != nil {
 			return err
 		}
 		in, err := h.destination(c, typ)
@@ -212,15 +209,22 @@ func (h cloudHandlers) sendTo(typ string) Handler {
 	}
 }
 
-func (h cloudHandlers) findFile(ctx context.Context, fp string) (*docflow.File, error) {
-	if id, err := strconv.ParseInt(fp, 10, 64); err == nil && id > 0 {
-		return h.d.Files.FindFileByID(ctx, id)
+// findFile loads the document fp names and checks that the caller may
+// view it.
+func (h cloudHandlers) findFile(c *fasthttp.RequestCtx, fp string) (*docflow.File, error) {
+	id, err := strconv.ParseInt(fp, 10, 64)
+	if err != nil || id <= 0 {
+		name := path.Base(strings.ReplaceAll(fp, `\`, "/"))
+		if name == "." || name == "/" || name == ".." {
+			return nil, docflow.Errorf(docflow.ENOTFOUND, "File not found")
+		}
+		f, err := h.d.Files.FindFileByStoredFilename(RequestContext(c), name)
+		if err != nil {
+			return nil, err
+		}
+		id = f.ID
 	}
-	name := path.Base(strings.ReplaceAll(fp, `\`, "/"))
-	if name == "." || name == "/" || name == ".." {
-		return nil, docflow.Errorf(docflow.ENOTFOUND, "File not found")
-	}
-	return h.d.Files.FindFileByStoredFilename(ctx, name)
+	return h.s.fileByID(c, h.d.Files, id, docflow.AccessView)
 }
 
 // destination is the caller's active destination of type typ that the

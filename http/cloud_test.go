@@ -9,16 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"docflow"
-	"docflow/integrations/dropbox"
-	"docflow/integrations/dropbox/dropboxtest"
-	"docflow/integrations/googledrive"
-	"docflow/integrations/googledrive/drivetest"
-	"docflow/integrations/onedrive"
-	"docflow/integrations/onedrive/onedrivetest"
-	"docflow/internal/netguard"
 	"docflow/storage/postgres"
 )
 
@@ -38,19 +30,39 @@ func (q *queuedDeliveries) SendFileTo(_ context.Context, fileID int64, owner str
 	return nil
 }
 
+// folderLister answers the folder browser with fixed folders, or the
+// error err, and remembers what it was asked.
+type folderLister struct {
+	mu          sync.Mutex
+	token, path string
+	page        docflow.CloudFolderPage
+	err         error
+}
+
+func (l *folderLister) ListFolders(_ context.Context, token, path string) (docflow.CloudFolderPage, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.token, l.path = token, path
+	return l.page, l.err
+}
+
 type cloudEnv struct {
 	*testEnv
-	dropbox  *dropboxtest.Server
-	onedrive *onedrivetest.Server
-	drive    *drivetest.Server
-	queue    *queuedDeliveries
-	files    *postgres.FileStore
-	ints     *postgres.IntegrationStore
+	dropbox, onedrive, drive *folderLister
+	queue                    *queuedDeliveries
+	files                    *postgres.FileStore
+	ints                     *postgres.IntegrationStore
 }
 
 func newCloudEnv(t *testing.T) *cloudEnv {
-	ce := &cloudEnv{dropbox: dropboxtest.New(t), onedrive: onedrivetest.New(t), drive: drivetest.New(t), queue: &queuedDeliveries{}}
-	hc := netguard.Client(netguard.ClientOptions{Dialer: netguard.Dialer{AllowPrivate: true}, Timeout: 10 * time.Second})
+	ce := &cloudEnv{queue: &queuedDeliveries{},
+		dropbox: &folderLister{page: docflow.CloudFolderPage{Path: "/Invoices", Folders: []docflow.CloudFolder{
+			{Name: "2026", Path: "/Invoices/2026", ID: "id:a", ChildCount: -1}}}},
+		onedrive: &folderLister{page: docflow.CloudFolderPage{Path: "/", Folders: []docflow.CloudFolder{
+			{Name: "Scans", Path: "/Scans", ID: "F1", ChildCount: 1}}}},
+		drive: &folderLister{page: docflow.CloudFolderPage{Path: "root", HasMore: true, Folders: []docflow.CloudFolder{
+			{Name: "Receipts", Path: "folder7", ID: "folder7", ChildCount: -1}}}},
+	}
 	ce.testEnv = newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"}, func(e *testEnv) {
 		c, err := postgres.NewCipher(strings.Repeat("s", 40))
 		if err != nil {
@@ -58,92 +70,72 @@ func newCloudEnv(t *testing.T) *cloudEnv {
 		}
 		ce.files, ce.ints = postgres.NewFileStore(e.DB), postgres.NewIntegrationStore(e.DB, c)
 		e.Server.MountCloud(CloudDeps{
-			Folders: map[string]CloudFolderLister{
-				"dropbox": dropbox.Browser{Options: func() dropbox.Options {
-					return dropbox.Options{HTTP: hc, APIURL: ce.dropbox.URL, ContentURL: ce.dropbox.URL}
-				}},
-				"onedrive": onedrive.Browser{Options: func() onedrive.Options {
-					return onedrive.Options{HTTP: hc, APIURL: ce.onedrive.APIURL(), LoginURL: ce.onedrive.URL}
-				}},
-				"google_drive": googledrive.Browser{Options: func() googledrive.Options {
-					return googledrive.Options{HTTP: hc, APIURL: ce.drive.URL, TokenURL: ce.drive.TokenURL()}
-				}},
-			},
-			Files: ce.files, Integrations: ce.ints, Deliveries: ce.queue,
+			Folders: map[string]CloudFolderLister{"dropbox": ce.dropbox, "onedrive": ce.onedrive, "google_drive": ce.drive},
+			Files:   ce.files, Integrations: ce.ints, Deliveries: ce.queue,
 		})
 	})
 	return ce
 }
 
-// accessToken signs in to a fake provider and returns its access token.
-func accessToken(t *testing.T, c interface{ Connect(context.Context) error }) {
-	t.Helper()
-	if err := c.Connect(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// The folder browser takes the spec's form fields and answers each
-// provider's shape: has_more for Dropbox and Google Drive, child_count for
-// OneDrive.
+// The folder browser takes the spec's fields as a form (urlencoded or
+// multipart) or JSON and answers each provider's shape: has_more for
+// Dropbox and Google Drive, child_count for OneDrive; the provider's
+// refusals keep their status.
 func TestCloudListFolders(t *testing.T) {
 	e := newCloudEnv(t)
 	ann := e.token("ann")
-	hc := netguard.Client(netguard.ClientOptions{Dialer: netguard.Dialer{AllowPrivate: true}})
 
-	e.dropbox.MkdirAll("/Invoices/2026")
-	db, _ := dropbox.New(dropbox.Config{RefreshToken: dropboxtest.RefreshToken, AppKey: dropboxtest.AppKey, AppSecret: dropboxtest.AppSecret},
-		dropbox.Options{HTTP: hc, APIURL: e.dropbox.URL, ContentURL: e.dropbox.URL})
-	accessToken(t, db)
-	form := url.Values{"access_token": {"sl.test-1"}, "path": {"/Invoices"}}.Encode()
+	form := url.Values{"access_token": {"sl.token"}, "path": {"/Invoices"}}.Encode()
 	resp, body := e.do("POST", "/api/dropbox/list-folders", ann, strings.NewReader(form), "Content-Type", "application/x-www-form-urlencoded")
 	e.expect(resp, body, 200)
-	if got := string(body); !strings.Contains(got, `"folders":[{"name":"2026","path":"/Invoices/2026","id":`) ||
-		!strings.Contains(got, `"has_more":false`) || !strings.Contains(got, `"path":"/Invoices"`) || strings.Contains(got, "child_count") {
+	if got := string(body); got != `{"folders":[{"name":"2026","path":"/Invoices/2026","id":"id:a"}],"has_more":false,"path":"/Invoices"}`+"\n" {
 		t.Fatalf("dropbox: %s", body)
 	}
-
-	e.onedrive.MkdirAll("/Scans/Old")
-	od, _ := onedrive.New(onedrive.Config{RefreshToken: onedrivetest.RefreshToken, ClientID: onedrivetest.ClientID, ClientSecret: onedrivetest.ClientSecret},
-		onedrive.Options{HTTP: hc, APIURL: e.onedrive.APIURL(), LoginURL: e.onedrive.URL})
-	accessToken(t, od)
-	var mb bytes.Buffer
-	mw := multipart.NewWriter(&mb)
-	mw.WriteField("access_token", "eyJ0eXAi.test-1") //nolint:errcheck
-	mw.Close()                                       //nolint:errcheck
-	resp, body = e.do("POST", "/api/onedrive/list-folders", ann, &mb, "Content-Type", mw.FormDataContentType())
-	e.expect(resp, body, 200)
-	if got := string(body); !strings.Contains(got, `{"name":"Scans","path":"/Scans","id":"F/scans","child_count":1}`) ||
-		strings.Contains(got, "has_more") || !strings.Contains(got, `"path":"/"`) {
-		t.Fatalf("onedrive: %s", body)
+	if e.dropbox.token != "sl.token" || e.dropbox.path != "/Invoices" {
+		t.Fatalf("asked %q %q", e.dropbox.token, e.dropbox.path)
 	}
 
-	folder := e.drive.Mkdir("root", "Receipts")
-	gd, _ := googledrive.New(googledrive.Config{RefreshToken: drivetest.RefreshToken, ClientID: drivetest.ClientID, ClientSecret: drivetest.ClientSecret},
-		googledrive.Options{HTTP: hc, APIURL: e.drive.URL, TokenURL: e.drive.TokenURL()})
-	accessToken(t, gd)
-	resp, body = e.do("POST", "/api/google_drive/list-folders", ann, map[string]string{"access_token": "ya29.test-1"})
+	var mb bytes.Buffer
+	mw := multipart.NewWriter(&mb)
+	mw.WriteField("access_token", "eyJ0eXAi") //nolint:errcheck
+	mw.Close()                                //nolint:errcheck
+	resp, body = e.do("POST", "/api/onedrive/list-folders", ann, &mb, "Content-Type", mw.FormDataContentType())
 	e.expect(resp, body, 200)
-	if got := string(body); got != fmt.Sprintf(`{"folders":[{"name":"Receipts","path":"%s","id":"%s"}],"has_more":false,"path":"root"}`+"\n", folder, folder) {
+	if got := string(body); got != `{"folders":[{"name":"Scans","path":"/Scans","id":"F1","child_count":1}],"path":"/"}`+"\n" {
+		t.Fatalf("onedrive: %s", body)
+	}
+	if e.onedrive.token != "eyJ0eXAi" || e.onedrive.path != "" {
+		t.Fatalf("asked %q %q", e.onedrive.token, e.onedrive.path)
+	}
+
+	resp, body = e.do("POST", "/api/google_drive/list-folders", ann, map[string]string{"access_token": "ya29.x"})
+	e.expect(resp, body, 200)
+	if got := string(body); got != `{"folders":[{"name":"Receipts","path":"folder7","id":"folder7"}],"has_more":true,"path":"root"}`+"\n" {
 		t.Fatalf("google drive: %s", body)
 	}
 
 	resp, body = e.do("POST", "/api/dropbox/list-folders", ann, map[string]string{"path": "/"})
 	e.expect(resp, body, 422)
+	resp, body = e.do("POST", "/api/dropbox/list-folders", ann, map[string]any{"access_token": 7})
+	e.expect(resp, body, 422)
+	resp, body = e.do("POST", "/api/dropbox/list-folders", ann, map[string]string{"access_token": strings.Repeat("x", 9<<10)})
+	e.expect(resp, body, 422)
+
+	e.dropbox.err = docflow.Errorf(docflow.EBADREQUEST, "Dropbox answered HTTP 401 (invalid_access_token)")
 	resp, body = e.do("POST", "/api/dropbox/list-folders", ann, map[string]string{"access_token": "wrong"})
 	e.expect(resp, body, 400)
 	if !strings.Contains(string(body), "invalid_access_token") {
 		t.Fatalf("refused token: %s", body)
 	}
-	resp, body = e.do("POST", "/api/onedrive/list-folders", ann, map[string]string{"access_token": "eyJ0eXAi.test-1", "path": "/missing"})
-	e.expect(resp, body, 404)
-	e.dropbox.RateLimit("files/list_folder", 1, 15)
-	resp, body = e.do("POST", "/api/dropbox/list-folders", ann, map[string]string{"access_token": "sl.test-1"})
+	limited := docflow.Errorf(docflow.ERATELIMIT, "Dropbox answered HTTP 429 (too_many_requests)")
+	limited.RetryAfter = 15
+	e.dropbox.err = limited
+	resp, body = e.do("POST", "/api/dropbox/list-folders", ann, map[string]string{"access_token": "t"})
 	e.expect(resp, body, 429)
 	if resp.Header.Get("Retry-After") != "15" {
 		t.Fatalf("Retry-After %q", resp.Header.Get("Retry-After"))
 	}
-	resp, body = e.do("POST", "/api/dropbox/list-folders", "", map[string]string{"access_token": "sl.test-1"})
+	resp, body = e.do("POST", "/api/dropbox/list-folders", "", map[string]string{"access_token": "t"})
 	e.expect(resp, body, 401)
 }
 

@@ -216,7 +216,7 @@ func (s *Server) parseFileFilter(c *fasthttp.RequestCtx) (docflow.FileFilter, er
 			bad("ocr_quality", "ocr_quality must be poor, good or unchecked")
 		}
 		f.OCRQuality = v
-		f.QualityThreshold = docflow.SettingFloat(s.cfg.Settings, "TEXT_QUALITY_THRESHOLD", 85)
+		f.QualityThreshold = docflow.TextQualityThreshold.Get(s.cfg.Settings)
 	}
 	if len(errs) > 0 {
 		e := docflow.Errorf(docflow.EINVALID, "%s", errs[0].Message)

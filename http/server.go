@@ -173,7 +173,7 @@ func (s *Server) BaseURL() string {
 	if u := s.siteBase(); u != "" {
 		return u
 	}
-	return "http://" + s.cfg.Settings.Get("LISTEN_ADDR")
+	return "http://" + docflow.ListenAddr.Get(s.cfg.Settings)
 }
 
 // Handle registers a route. A trailing slash is not significant: the API

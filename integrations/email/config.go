@@ -139,7 +139,7 @@ func (c Config) server() (*Server, error) {
 		if c.Settings == nil {
 			return mail.Address{}, false
 		}
-		a, err := mail.ParseAddress(strings.TrimSpace(c.Settings.Get("SMTP_FROM")))
+		a, err := mail.ParseAddress(strings.TrimSpace(docflow.SMTPFrom.Get(c.Settings)))
 		if err != nil || docflow.CheckEmail(a.Address) != nil || strings.ContainsAny(a.Name, "\r\n") {
 			return mail.Address{}, false
 		}
@@ -157,7 +157,7 @@ func (c Config) server() (*Server, error) {
 		}
 		return &s, nil
 	}
-	if c.Settings == nil || strings.TrimSpace(c.Settings.Get("SMTP_HOST")) == "" {
+	if c.Settings == nil || strings.TrimSpace(docflow.SMTPHost.Get(c.Settings)) == "" {
 		return nil, invalid("e-mail is not configured: give credentials.smtp_host, " +
 			"or ask the administrator to set SMTP_HOST and SMTP_FROM")
 	}
@@ -165,10 +165,10 @@ func (c Config) server() (*Server, error) {
 	if !ok {
 		return nil, invalid("SMTP_FROM is not set to an e-mail address: ask the administrator to set it")
 	}
-	host := strings.TrimSpace(c.Settings.Get("SMTP_HOST"))
+	host := strings.TrimSpace(docflow.SMTPHost.Get(c.Settings))
 	return &Server{
-		Host: host, Port: docflow.SettingInt(c.Settings, "SMTP_PORT", DefaultPort),
-		Username: c.Settings.Get("SMTP_USERNAME"), Password: c.Settings.Get("SMTP_PASSWORD"),
+		Host: host, Port: docflow.SMTPPort.Get(c.Settings),
+		Username: docflow.SMTPUsername.Get(c.Settings), Password: docflow.SMTPPassword.Get(c.Settings),
 		From: from, Operator: true,
 		TLS: &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12},
 	}, nil

@@ -223,6 +223,8 @@ func (c *Client) resumable(ctx context.Context, id, name, mimeType string, total
 // much Drive holds (Range: bytes=0-N); where it took only part of the
 // chunk, the rest is sent again. The last chunk's answer is the file.
 func (c *Client) putChunk(ctx context.Context, session string, chunk []byte, start, total int64) (driveFile, error) {
+	ctx, cancel := context.WithTimeout(ctx, httpdest.RequestTimeout)
+	defer cancel()
 	var f driveFile
 	sent := 0
 	for range 3 {

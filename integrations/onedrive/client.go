@@ -171,6 +171,8 @@ func (c *Client) session(ctx context.Context, target string, total int64, body i
 // says it took only part of the chunk (nextExpectedRanges), the rest is
 // sent again.
 func (c *Client) putFragment(ctx context.Context, uploadURL string, chunk []byte, start, total int64) error {
+	ctx, cancel := context.WithTimeout(ctx, httpdest.RequestTimeout)
+	defer cancel()
 	sent := 0
 	for range 3 {
 		part := chunk[sent:]

@@ -176,18 +176,28 @@ func TestFailures(t *testing.T) {
 	_, err = deliver(t, c, docflow.DestinationDoc{}, pdf("gateway"))
 	class(t, err, docflow.DestUnavailable)
 
+	// A tag lookup that failed is looked up again next time.
+	srv.Fail("tags", 1, http.StatusServiceUnavailable, nil, "")
+	_, err = deliver(t, c, docflow.DestinationDoc{Tags: []string{"again"}}, pdf("tag down"))
+	class(t, err, docflow.DestUnavailable)
+	if _, err = deliver(t, c, docflow.DestinationDoc{Tags: []string{"again"}}, pdf("tag down")); err != nil {
+		t.Fatal(err)
+	}
+	if d := srv.Documents(); len(d) != 1 || len(d[0].Tags) != 1 {
+		t.Fatalf("documents %+v", d)
+	}
 	srv.SetPermissions("view_document", "view_tag")
 	_, err = deliver(t, c, docflow.DestinationDoc{Tags: []string{"new tag"}}, pdf("no right"))
 	class(t, err, docflow.DestForbidden)
-	if len(srv.Objects("tags")) != 0 {
-		t.Fatalf("tags made without the right: %v", srv.Objects("tags"))
+	if tags := srv.Objects("tags"); len(tags) != 1 || tags[0] != "again" {
+		t.Fatalf("tags made without the right: %v", tags)
 	}
 
-	if len(srv.Documents()) != 0 {
+	if len(srv.Documents()) != 1 {
 		t.Fatalf("documents after failures: %d", len(srv.Documents()))
 	}
 	_, err = c.Deliver(context.Background(), docflow.DestinationDoc{Name: "short.pdf", Size: 100}, iotest.HalfReader(bytes.NewReader(pdf("short"))))
-	if err == nil || len(srv.Documents()) != 0 {
+	if err == nil || len(srv.Documents()) != 1 {
 		t.Fatalf("short body: %v", err)
 	}
 }

@@ -42,9 +42,12 @@ func (c *Client) objectID(ctx context.Context, kind, name string) (int64, error)
 	if refused(err) {
 		return 0, nil
 	}
-	if err != nil || id > 0 {
+	if err != nil {
+		return 0, err
+	}
+	if id > 0 {
 		c.ids[key] = id
-		return id, err
+		return id, nil
 	}
 	var made struct {
 		ID int64 `json:"id"`

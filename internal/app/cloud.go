@@ -22,15 +22,15 @@ func cloudClient(timeout time.Duration) *http.Client {
 }
 
 func (m *App) dropboxOptions(hc *http.Client) dropbox.Options {
-	return dropbox.Options{HTTP: hc, APIURL: m.Settings.Get("DROPBOX_API_URL"), ContentURL: m.Settings.Get("DROPBOX_CONTENT_URL")}
+	return dropbox.Options{HTTP: hc, APIURL: docflow.DropboxAPIURL.Get(m.Settings), ContentURL: docflow.DropboxContentURL.Get(m.Settings)}
 }
 
 func (m *App) oneDriveOptions(hc *http.Client) onedrive.Options {
-	return onedrive.Options{HTTP: hc, APIURL: m.Settings.Get("ONEDRIVE_API_URL"), LoginURL: m.Settings.Get("ONEDRIVE_LOGIN_URL")}
+	return onedrive.Options{HTTP: hc, APIURL: docflow.OneDriveAPIURL.Get(m.Settings), LoginURL: docflow.OneDriveLoginURL.Get(m.Settings)}
 }
 
 func (m *App) googleDriveOptions(hc *http.Client) googledrive.Options {
-	return googledrive.Options{HTTP: hc, APIURL: m.Settings.Get("GOOGLE_DRIVE_API_URL"), TokenURL: m.Settings.Get("GOOGLE_OAUTH_TOKEN_URL")}
+	return googledrive.Options{HTTP: hc, APIURL: docflow.GoogleDriveAPIURL.Get(m.Settings), TokenURL: docflow.GoogleOAuthTokenURL.Get(m.Settings)}
 }
 
 // cloudFolders are the cloud folder browser's providers, each reading

@@ -31,7 +31,7 @@ func (m *App) integrationStore() *postgres.IntegrationStore {
 // integrationDialer is how integrations connect out: internal addresses
 // are refused unless named in INTEGRATION_ALLOWED_HOSTS.
 func (m *App) integrationDialer() netguard.Dialer {
-	return netguard.Dialer{Allowed: func() []string { return docflow.SettingList(m.Settings, "INTEGRATION_ALLOWED_HOSTS") }}
+	return netguard.Dialer{Allowed: func() []string { return docflow.IntegrationAllowedHosts.Get(m.Settings) }}
 }
 
 // DestinationFactories is the one registry of destination clients: each
@@ -42,7 +42,7 @@ func (m *App) integrationDialer() netguard.Dialer {
 func (m *App) DestinationFactories() docflow.DestinationFactories {
 	return docflow.DestinationFactories{
 		docflow.IntegrationLocal: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return local.NewClient(func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") }, in)
+			return local.NewClient(func() string { return docflow.LocalDestinationDir.Get(m.Settings) }, in)
 		},
 		docflow.IntegrationWebDAV: func(in *docflow.Integration) (docflow.DestinationClient, error) {
 			return webdav.NewIntegration(in, m.integrationDialer())
@@ -110,7 +110,7 @@ func (m *App) IntegrationTesters() docflow.IntegrationTesters {
 func (m *App) startDestinations(ctx context.Context) error {
 	cfg := destinations.Config{Actors: m.Actors, Brokers: m.Brokers, Store: m.DestinationStore, Blobs: m.Blobs,
 		Factories: m.DestinationFactories(), Settings: m.Settings, Publisher: m.Producer, Log: m.Log,
-		Metrics: m.Recorder, Partitions: docflow.SettingInt(m.Settings, "KAFKA_PARTITIONS", 0)}
+		Metrics: m.Recorder, Partitions: docflow.KafkaPartitions.Get(m.Settings)}
 	if m.cfg.Destinations != nil {
 		m.cfg.Destinations(&cfg)
 	}

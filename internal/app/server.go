@@ -16,8 +16,8 @@ import (
 
 // startHTTP builds the API and starts listening.
 func (m *App) startHTTP(ctx context.Context, secret string) error {
-	addr := m.Settings.Get("LISTEN_ADDR")
-	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
+	addr := docflow.ListenAddr.Get(m.Settings)
+	if !docflow.AuthEnabled.Get(m.Settings) && !isLoopback(addr) {
 		m.notice("AUTH_ENABLED is false and the server listens on " + addr + ", not a loopback address: anyone who reaches it has full access. Set AUTH_ENABLED=true, or LISTEN_ADDR to 127.0.0.1.")
 	}
 	if err := m.reviewSingleUserLeftovers(ctx); err != nil {
@@ -105,7 +105,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
-	srv.MountCloud(dfhttp.CloudDeps{Folders: m.cloudFolders()})
+	srv.MountCloud(dfhttp.CloudDeps{Folders: m.cloudFolders(), Files: m.Files, Integrations: m.integrationStore(), Deliveries: m.DestinationStore})
 }
 
 // startPrometheus puts the Prometheus series beside the analytics store:

@@ -266,7 +266,7 @@ func TestSimilarityPairsAndCoverage(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `DELETE FROM files WHERE id=$1`, d); err != nil {
 		t.Fatal(err)
 	}
-	s.counts.clear()
+	s.counts.Purge()
 	if _, total, _ = s.FindSimilarityPairs(ctx, docflow.SimilarityPairFilter{}); total != 0 {
 		t.Fatalf("after delete %d", total)
 	}

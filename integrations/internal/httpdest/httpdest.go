@@ -22,6 +22,11 @@ import (
 	"docflow/internal/netguard"
 )
 
+// RequestTimeout bounds one request of a cloud client, a chunk's upload
+// included (a chunk is a few MiB): a server that stops answering does not
+// hold a delivery until its own deadline.
+const RequestTimeout = 5 * time.Minute
+
 // MaxErrorBody bounds how much of an error answer is read.
 const MaxErrorBody = 64 << 10
 

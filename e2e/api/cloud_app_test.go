@@ -1,4 +1,4 @@
-package http_test
+package api_test
 
 import (
 	"bytes"
