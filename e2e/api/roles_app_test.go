@@ -180,6 +180,7 @@ func only(status, refused int, roles ...string) map[string]int {
 }
 
 func TestRoleTableOverTheAPI(t *testing.T) {
+	t.Parallel()
 	re := newRoleEnv(t)
 	file := re.doc([]float32{1, 0})
 	near := re.doc([]float32{1, 0.05})
@@ -296,6 +297,7 @@ func TestRoleTableOverTheAPI(t *testing.T) {
 // indexed re-indexes it (the shares trigger's file.updated), so the new
 // reader finds it; removing the share hides it again.
 func TestSharedDocumentReachesSearch(t *testing.T) {
+	t.Parallel()
 	re := newRoleEnv(t)
 	id := re.doc([]float32{1, 0})
 	found := func(role string) bool {

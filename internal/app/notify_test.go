@@ -19,6 +19,7 @@ import (
 // fails once, the retry delivers it, once); test-notification reports the
 // invalid entry next to the channel that works.
 func TestAdminNotificationsEndToEnd(t *testing.T) {
+	t.Parallel()
 	// The channel fails its first request.
 	rc := newReceiver(t, func(n int) int {
 		if n == 1 {
@@ -67,6 +68,7 @@ func TestAdminNotificationsEndToEnd(t *testing.T) {
 // document.failed reaches the admin channel only while
 // NOTIFY_ON_DOCUMENT_FAILED is on.
 func TestAdminNotifiedOfFailedDocuments(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, func(int) int { return 200 })
 	seen := func() []string {
 		_, ms, _ := rc.got()
