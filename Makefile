@@ -12,7 +12,7 @@ help:
 	@echo "make test   run the whole test suite (installs what the tests need)"
 	@echo "make bench  run the speed and memory benchmarks"
 	@echo "make build  build bin/docflow"
-	@echo "make lint   gofmt, go vet and the import map (check-imports)"
+	@echo "make lint   gofmt, go vet, the import map and the documentation links"
 
 # The /ops page's chart library: npm ci with web/ops's lock file, copied
 # into http/static/vendor, which the binary embeds.
@@ -61,13 +61,16 @@ test: deps services imports web
 	@# -ldflags=-w: no DWARF in the test binaries, a quarter less link time each
 	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START)
 
-# The import map of ARCHITECTURE.md (adapters depend on the root package,
-# not on each other), checked by the shared tool beside the clone.
+# The import map: ARCHITECTURE.md's package table says what each package may
+# import, and TestImportsFollowTheMap holds the code to it (go test, no tools
+# needed); beside it, the root doc.go's file index, the links between the
+# Markdown pages and the settings in docs/configuration.md are checked. The
+# shared check-imports beside the clone runs too when it is there.
 CHECK_IMPORTS ?= ../shared/tools/check-imports
 imports:
-	@echo "==> check-imports"
-	@if [ -x "$(CHECK_IMPORTS)" ]; then "$(CHECK_IMPORTS)" && echo "imports point inward"; \
-	else echo "check-imports: $(CHECK_IMPORTS) not found; set CHECK_IMPORTS to run it"; fi
+	@echo "==> import map and documentation links"
+	$(GO) test -count=1 -run 'TestImportsFollowTheMap|TestImportMapRules|TestDocIndexesEveryFile|TestDocLinks|TestConfigurationDocumentsEverySetting' .
+	@if [ -x "$(CHECK_IMPORTS)" ]; then "$(CHECK_IMPORTS)"; fi
 
 lint: imports
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

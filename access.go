@@ -38,8 +38,8 @@ const (
 	RoleEditor = "editor"
 )
 
-// roleGrants is the spec's role table for the share roles; the owner may
-// do everything.
+// roleGrants is what each share role may do: a viewer views; an editor
+// also comments and edits; the owner may do everything.
 var roleGrants = map[string][]Access{
 	RoleViewer: {AccessView},
 	RoleEditor: {AccessView, AccessComment, AccessEdit},
@@ -85,7 +85,7 @@ func FileAccessFrom(s SettingsStore) FileAccess {
 // Errors: ENOTFOUND for a nil file; EBADREQUEST for a claim outside
 // multi-user mode; EUNAUTHORIZED for a nil user, or a claim by an
 // anonymous one; EFORBIDDEN otherwise. A file u may not even view answers
-// EFORBIDDEN "Document is owned by another user", as the spec answers
+// EFORBIDDEN "Document is owned by another user", the answer for
 // another user's document, whether or not it has an owner: nothing tells
 // a user which files are unclaimed when they may not see them.
 func (a FileAccess) Authorize(u *User, f *File, shareRole string, need Access) error {

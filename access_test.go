@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// TestAuthorize walks the spec's share role table (interface.md, Share:
-// owner, editor, viewer × view, comment/annotate, edit metadata, delete,
-// share) plus the rules around it: administrators, users without a share,
+// TestAuthorize walks the share role table (docs/api.md, "Working
+// together": owner, editor, viewer × view, comment/annotate, edit
+// metadata, delete, share) plus the rules around it: administrators, users without a share,
 // unclaimed files (administrators' alone, unless UNCLAIMED_FILES_VISIBLE
 // lets every signed-in user see and claim them), claims, and single-user
 // mode.

@@ -8,9 +8,10 @@ import (
 )
 
 // HostEntry is one entry of an outbound allow-list (WEBHOOK_ALLOWED_HOSTS,
-// INTEGRATION_ALLOWED_HOSTS): the hosts that connections may reach
-// although they resolve to private, loopback or internal addresses. Port 0
-// means every port.
+// INTEGRATION_ALLOWED_HOSTS, URL_FETCH_ALLOWED_HOSTS): the hosts that
+// connections may reach although they resolve to private, loopback or
+// internal addresses (internal/netguard applies them). Port 0 means every
+// port.
 type HostEntry struct {
 	Host string
 	Port int
@@ -59,18 +60,6 @@ func ParseHostEntry(e string) (HostEntry, error) {
 // none.
 func (h HostEntry) Allows(host string, port int) bool {
 	return strings.EqualFold(h.Host, strings.Trim(host, "[]")) && (h.Port == 0 || h.Port == port)
-}
-
-// HostsAllow reports whether an allow-list's entries admit host on port.
-// Entries that do not parse admit nothing (the settings check refuses
-// them before they are used).
-func HostsAllow(entries []string, host string, port int) bool {
-	for _, e := range entries {
-		if h, err := ParseHostEntry(e); err == nil && h.Allows(host, port) {
-			return true
-		}
-	}
-	return false
 }
 
 // AllowList accepts a comma-separated allow-list of ParseHostEntry

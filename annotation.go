@@ -7,8 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Annotation marks a region of one page of a file (the spec's
-// Annotation). X, Y, Width and Height are fractions of the page, from its
+// Annotation marks a region of one page of a file. X, Y, Width and Height are fractions of the page, from its
 // top left corner.
 type Annotation struct {
 	ID             int64     `json:"id"`

@@ -9,7 +9,7 @@ import (
 )
 
 // Comment is a remark on a file, possibly a reply to another comment of
-// the same file (the spec's Comment). Replies is filled in listings only.
+// the same file. Replies is filled in listings only.
 type Comment struct {
 	ID         int64      `json:"id"`
 	FileID     int64      `json:"file_id"`

@@ -1,6 +1,3 @@
-// Package docflow holds the domain of the document-processing service: its
-// records, the service interfaces that adapters implement, and error codes.
-// It imports nothing but the standard library.
 package docflow
 
 import (

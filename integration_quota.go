@@ -18,7 +18,8 @@ type IntegrationQuota struct {
 	Sources      int
 }
 
-// integrationQuotas is the spec's tier table.
+// integrationQuotas are the active integrations each subscription tier
+// may have (docs/api.md, "Integrations").
 var integrationQuotas = map[string]IntegrationQuota{
 	TierFree:         {Destinations: 1, Sources: 0},
 	TierStarter:      {Destinations: 2, Sources: 1},

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// Setting types (the spec's kinds; the UI kinds are hints for the settings page).
+// Setting types (the value kinds; the UI kinds are hints for the settings page).
 const (
 	TypeString      = "string"
 	TypeBool        = "boolean"

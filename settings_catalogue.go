@@ -84,7 +84,7 @@ func Catalogue() []SettingDef {
 		{Key: "UPLOAD_RATE_LIMIT_WINDOW", Category: "Uploads", Type: TypeInt, Default: "60", Description: "Per-user upload window in seconds", Check: AtLeast(1)},
 		{Key: "DEFAULT_DAILY_UPLOAD_LIMIT", Category: "Uploads", Type: TypeInt, Default: "0", Description: "Daily uploads per user when the profile sets none (0 = unlimited)", Check: AtLeast(0)},
 		{Key: "URL_FETCH_TIMEOUT", Category: "Uploads", Type: TypeInt, Default: "30", Description: "Total timeout in seconds for process-url downloads", Check: AtLeast(1)},
-		{Key: "URL_FETCH_ALLOWED_HOSTS", Category: "Uploads", Type: TypeList, Description: "Hosts process-url may fetch even when they resolve to private addresses", Check: HostList()},
+		{Key: "URL_FETCH_ALLOWED_HOSTS", Category: "Uploads", Type: TypeList, Description: "Hosts process-url may fetch even when they resolve to private addresses: host (every port) or host:port (that port only; IPv6 as [addr]:port)", Check: AllowList()},
 		{Key: "PROCESSALL_DIR", Category: "Uploads", Type: TypeString, Description: "Folder processall reads PDFs from (default WORKDIR/processall)"},
 		{Key: "PROCESSALL_THROTTLE_THRESHOLD", Category: "Uploads", Type: TypeInt, Default: "20", Description: "File count above which processall staggers tasks", Check: AtLeast(0)},
 		{Key: "PROCESSALL_THROTTLE_DELAY", Category: "Uploads", Type: TypeInt, Default: "3", Description: "Seconds of delay per task index when throttled", Check: AtLeast(0)},
@@ -101,6 +101,8 @@ func Catalogue() []SettingDef {
 		r(SettingDef{Key: "BLOB_SWEEP_INTERVAL", Category: "Storage", Type: TypeInt, Default: "21600", Description: "Seconds between sweeps that remove stored files no record references (0 = never); the first runs a few minutes after start, one process sweeps at a time", Check: AtLeast(0)}),
 		{Key: "BLOB_SWEEP_MIN_AGE", Category: "Storage", Type: TypeInt, Default: "86400", Description: "Seconds since a stored file was last stored (or stored again) before a sweep may remove it; at least twice STEP_TIMEOUT (a lower value is raised to that)", Check: AtLeast(0)},
 		{Key: "LOCAL_DESTINATION_DIR", Category: "Storage", Type: TypeString, Description: "Folder the send_to_destinations step copies processed files to; a user's LOCAL integration names a folder inside its subfolder <owner>/"},
+		r(SettingDef{Key: "DESTINATION_RETRY_DELAYS", Category: "Storage", Type: TypeList, Default: "30,120,600,1800,3600", Description: "Waits in seconds before the retries of a failed delivery to a storage destination (jitter ±20 %); after the last the delivery fails, and send-to asks again", Check: Durations()}),
+		{Key: "DESTINATION_TIMEOUT", Category: "Storage", Type: TypeInt, Default: "3600", Description: "Seconds one delivery to a storage destination may take, its upload included", Check: AtLeast(1)},
 		{Key: "INTEGRATION_ALLOWED_HOSTS", Category: "Storage", Type: TypeList, Description: "Hosts integrations (IMAP sources, destinations, their tests) may connect to even when they resolve to private or loopback addresses (intranet servers, tests): host (every port) or host:port (that port only; IPv6 as [addr]:port)", Check: AllowList()},
 		{Key: "LIBREOFFICE_TIMEOUT", Category: "Processing", Type: TypeInt, Default: "120", Description: "Seconds a LibreOffice conversion may take", Check: AtLeast(1)},
 		{Key: "CONVERT_CONCURRENCY", Category: "Processing", Type: TypeInt, Default: "2", Description: "Concurrent LibreOffice conversions", Check: AtLeast(1)},
@@ -156,8 +158,12 @@ func Catalogue() []SettingDef {
 		{Key: "RATE_LIMIT_AUTH", Category: "Rate limiting", Type: TypeString, Default: "10/minute", Description: "Authentication endpoint limit, per client address (an IPv6 /64 counts as one)", Check: RateLimit()},
 
 		// Storage / destinations
-		{Key: "DROPBOX_API_URL", Category: "Storage", Type: TypeString, Default: "https://api.dropboxapi.com", Description: "Dropbox API base URL", Check: URLs("https", "http")},
-		{Key: "ONEDRIVE_API_URL", Category: "Storage", Type: TypeString, Default: "https://graph.microsoft.com/v1.0", Description: "OneDrive (Microsoft Graph) API base URL", Check: URLs("https", "http")},
+		{Key: "DROPBOX_API_URL", Category: "Storage", Type: TypeString, Default: "https://api.dropboxapi.com", Description: "Dropbox API base URL (RPC calls and the token endpoint, <url>/oauth2/token)", Check: URLs("https", "http")},
+		{Key: "DROPBOX_CONTENT_URL", Category: "Storage", Type: TypeString, Default: "https://content.dropboxapi.com", Description: "Dropbox content base URL (uploads)", Check: URLs("https", "http")},
+		{Key: "ONEDRIVE_API_URL", Category: "Storage", Type: TypeString, Default: "https://graph.microsoft.com/v1.0", Description: "OneDrive (Microsoft Graph) API base URL, with its version", Check: URLs("https", "http")},
+		{Key: "ONEDRIVE_LOGIN_URL", Category: "Storage", Type: TypeString, Default: "https://login.microsoftonline.com", Description: "Microsoft identity platform of OneDrive's tokens (<url>/<tenant>/oauth2/v2.0/token); login.microsoftonline.us or login.chinacloudapi.cn for sovereign clouds", Check: URLs("https", "http")},
+		{Key: "GOOGLE_DRIVE_API_URL", Category: "Storage", Type: TypeString, Default: "https://www.googleapis.com", Description: "Google Drive API base URL (the host of /drive/v3 and /upload/drive/v3)", Check: URLs("https", "http")},
+		{Key: "GOOGLE_OAUTH_TOKEN_URL", Category: "Storage", Type: TypeString, Default: "https://oauth2.googleapis.com/token", Description: "Google's OAuth token endpoint (Google Drive's tokens)", Check: URLs("https", "http")},
 
 		// Advanced
 		r(SettingDef{Key: "LIST_QUERY_CONCURRENCY", Category: "Advanced", Type: TypeInt, Default: "0", Description: "File listings one process runs in the database at once; the others wait their turn (0 = the number of cores)", Check: AtLeast(0)}),

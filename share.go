@@ -7,8 +7,8 @@ import (
 	"unicode/utf8"
 )
 
-// Share gives a user other than the owner a role on one file (the spec's
-// Share; roles and their rights are Authorize's table).
+// Share gives a user other than the owner a role on one file (roles and
+// their rights are Authorize's table).
 type Share struct {
 	ID               int64     `json:"id"`
 	FileID           int64     `json:"file_id"`

@@ -11,7 +11,7 @@ import (
 const StepTest = "test"
 
 // Step is one step type's logic. Run is called by the pipeline engine inside
-// a supervised actor, under the step's timeout (ctx), with a copy of the file
+// a recovered actor, under the step's timeout (ctx), with a copy of the file
 // record that it may change: the engine writes the changed fields back in
 // the same transaction as the step result.
 //
@@ -189,7 +189,8 @@ type QueueStats struct {
 	DBSummary   DBSummary        `json:"db_summary"`
 }
 
-// WorkerStats describes the workers (the spec's celery object).
+// WorkerStats describes the workers: the "workers" object of
+// GET /api/queue/stats.
 type WorkerStats struct {
 	Active        []ActiveTask `json:"active"`
 	Reserved      int          `json:"reserved"`  // tasks held by workers, not running yet

@@ -106,6 +106,22 @@ type DeliveryTarget struct {
 	Events    []string
 }
 
+// DeliveryResult is what a sender (a webhook, an automation hook, a push
+// relay, the admin channels) reports of one attempt: a 2xx StatusCode
+// with a nil Err is a delivery; anything else is retried, unless Final or
+// Unsubscribe.
+type DeliveryResult struct {
+	StatusCode int // 0: no response
+	Err        error
+	// Final ends a failed delivery without a retry (the receiver is gone
+	// for good: a push token the relay reports unregistered).
+	Final bool
+	// Unsubscribe ends the subscription: an automation hook's receiver
+	// answered 410 Gone, so the delivery fails at once and the subscriber
+	// is deleted with the attempt.
+	Unsubscribe bool
+}
+
 // DeliveryAttempt is the outcome of one attempt.
 type DeliveryAttempt struct {
 	DeliveryID int64

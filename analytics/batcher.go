@@ -1,12 +1,3 @@
-// Package analytics batches metric rows off the hot path and hands them to a
-// store (analytics/postgres, analytics/clickhouse) in batches.
-//
-// The core is Batcher: Add never blocks for I/O; a background loop writes a
-// batch when BatchSize rows are buffered or FlushInterval has passed, and
-// keeps taking rows while writes (up to Writers at once) run; a failed
-// write is retried with exponential backoff while rows stay buffered up to
-// MaxBuffered, after which the queue fills and new rows are dropped and
-// counted.
 package analytics
 
 import (
@@ -64,8 +55,8 @@ type Batcher[T any] struct {
 // least capacity a new one starts with; it starts with the length of the
 // last batch and a quarter more when that is more, so that a flow that
 // varies a little fills it without growing it: growing copies every row
-// once more into a fresh buffer, which the runtime zeroes first (in the
-// pipeline benchmark, growing was nine tenths of what Add cost).
+// once more into a fresh buffer, which the runtime zeroes first, and was
+// most of what Add cost.
 //
 // NOTE: the collector scans a buffer of metrics (they hold strings) over
 // its whole capacity, used or not, at every cycle: buffers sized for a

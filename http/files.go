@@ -22,6 +22,9 @@ type FilesDeps struct {
 	Intake docflow.IntakeService
 	// Pipelines finds the pipeline assign-pipeline names.
 	Pipelines pipelineFinder
+	// Destinations, when set, gives a file's record its deliveries to
+	// storage destinations and serves send-to.
+	Destinations docflow.DestinationStore
 }
 
 // pipelineFinder finds a pipeline by id (docflow.PipelineStore).
@@ -55,6 +58,9 @@ func (s *Server) MountFiles(d FilesDeps) {
 	s.Handle("POST", "/api/files/bulk-reprocess-cloud-ocr", b, h.bulkReprocess(true))
 	s.Handle("POST", "/api/files/bulk-download", stream, h.bulkDownload)
 	s.Handle("POST", "/api/files/{file_id}/assign-pipeline", b, h.assignPipeline)
+	if d.Destinations != nil {
+		s.Handle("POST", "/api/files/{file_id}/send-to/{integration_id}", b, h.sendTo)
+	}
 }
 
 type filesHandlers struct {
@@ -75,41 +81,56 @@ func (s *Server) visibleTo(c *fasthttp.RequestCtx) *docflow.Visibility {
 	return s.fileAccess().VisibleTo(CurrentUser(c))
 }
 
-// shareRoles looks up the role a share gives a user on a file
-// (docflow.FileStore.ShareRole).
-type shareRoles interface {
+// fileLoader finds a file and the role a share gives a user on it
+// (docflow.FileStore).
+type fileLoader interface {
+	// FindFileByID returns the file, or ENOTFOUND.
+	FindFileByID(ctx context.Context, id int64) (*docflow.File, error)
+	// ShareRole returns the role of userID's share of the file, "" for
+	// none.
 	ShareRole(ctx context.Context, fileID int64, userID string) (string, error)
 }
 
-// authorizeFile applies the file access rule (docflow.FileAccess) to the
-// current user and f, looking the user's share role up only when it
-// counts.
-func (s *Server) authorizeFile(c *fasthttp.RequestCtx, shares shareRoles, f *docflow.File, need docflow.Access) error {
-	access := s.fileAccess()
-	u := CurrentUser(c)
-	role := ""
-	if access.NeedsShareRole(u, f, need) {
-		var err error
-		if role, err = shares.ShareRole(RequestContext(c), f.ID, u.ID); err != nil {
-			return err
-		}
-	}
-	return access.Authorize(u, f, role, need)
-}
-
-func (h *filesHandlers) file(c *fasthttp.RequestCtx, need docflow.Access) (*docflow.File, error) {
+// fileFor loads the file the route's {file_id} names and checks that the
+// current user may do need with it: every /api/files/{file_id}… route
+// that acts on one file starts here. Errors: EINVALID for a malformed id,
+// ENOTFOUND for an unknown file, and the file access rule's refusal
+// (docflow.FileAccess.Authorize).
+func (s *Server) fileFor(c *fasthttp.RequestCtx, files fileLoader, need docflow.Access) (*docflow.File, error) {
 	id, err := pathID(c, "file_id")
 	if err != nil {
 		return nil, err
 	}
-	f, err := h.d.Files.FindFileByID(RequestContext(c), id)
+	return s.fileByID(c, files, id, need)
+}
+
+// fileByID is fileFor for a file id the route has read already.
+func (s *Server) fileByID(c *fasthttp.RequestCtx, files fileLoader, id int64, need docflow.Access) (*docflow.File, error) {
+	f, err := files.FindFileByID(RequestContext(c), id)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.s.authorizeFile(c, h.d.Files, f, need); err != nil {
+	if err := s.authorizeFile(c, files, f, need); err != nil {
 		return nil, err
 	}
 	return f, nil
+}
+
+// authorizeFile checks that the current user may do need with f, a file
+// the route found otherwise (by its stored name, say): the file access
+// rule's refusal, or nil.
+func (s *Server) authorizeFile(c *fasthttp.RequestCtx, files fileLoader, f *docflow.File, need docflow.Access) error {
+	access := s.fileAccess()
+	u := CurrentUser(c)
+	role := ""
+	// The share role is looked up only when it counts.
+	if access.NeedsShareRole(u, f, need) {
+		var err error
+		if role, err = files.ShareRole(RequestContext(c), f.ID, u.ID); err != nil {
+			return err
+		}
+	}
+	return access.Authorize(u, f, role, need)
 }
 
 type pagination struct {
@@ -297,7 +318,7 @@ type runSummary struct {
 }
 
 func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessView)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessView)
 	if err != nil {
 		return err
 	}
@@ -321,7 +342,14 @@ func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
 			return err
 		}
 	}
+	dests := []docflow.FileDestination{}
+	if h.d.Destinations != nil {
+		if dests, err = h.d.Destinations.FileDestinations(ctx, f.ID); err != nil {
+			return err
+		}
+	}
 	writeJSON(c, fasthttp.StatusOK, map[string]any{
+		"destinations": dests,
 		"file": fileRecord{ID: f.ID, FileHash: f.FileHash, OriginalFilename: f.OriginalFilename, StoredFilename: f.StoredFilename,
 			FileSize: f.FileSize, MimeType: f.MimeType, CreatedAt: f.CreatedAt, OwnerID: f.OwnerID, PipelineID: f.PipelineID,
 			DocumentTitle: f.DocumentTitle, OCRQualityScore: f.OCRQualityScore, AIMetadata: f.AIMetadata,
@@ -348,7 +376,7 @@ func metaString(m map[string]any, keys ...string) string {
 }
 
 func (h *filesHandlers) metadata(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessView)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessView)
 	if err != nil {
 		return err
 	}

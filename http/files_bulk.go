@@ -100,7 +100,7 @@ func (h *filesHandlers) delete(c *fasthttp.RequestCtx) error {
 	if err := h.deletionAllowed(); err != nil {
 		return err
 	}
-	f, err := h.file(c, docflow.AccessDelete)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessDelete)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,8 @@ func (h *filesHandlers) bulkDelete(c *fasthttp.RequestCtx) error {
 	if err := h.deletionAllowed(); err != nil {
 		return err
 	}
-	// NOTE: an empty list finds no files, which the spec answers with 404.
+	// NOTE: an empty list finds no files, which is a 404, as when none of
+	// the ids exists.
 	ids, err := parseBulkIDs(c, true)
 	if err != nil {
 		return err
@@ -152,7 +153,7 @@ func (h *filesHandlers) bulkDelete(c *fasthttp.RequestCtx) error {
 
 func (h *filesHandlers) reprocess(cloud bool) Handler {
 	return func(c *fasthttp.RequestCtx) error {
-		f, err := h.file(c, docflow.AccessEdit)
+		f, err := h.s.fileFor(c, h.d.Files, docflow.AccessEdit)
 		if err != nil {
 			return err
 		}
@@ -251,7 +252,7 @@ func (h *filesHandlers) assignPipeline(c *fasthttp.RequestCtx) error {
 		}
 		pid = &n
 	}
-	f, err := h.file(c, docflow.AccessEdit)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessEdit)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (h *filesHandlers) content(inline bool) Handler {
 		case version != "original" && version != "processed":
 			return docflow.Errorf(docflow.EBADREQUEST, "Invalid version: must be original or processed")
 		}
-		f, err := h.file(c, docflow.AccessView)
+		f, err := h.s.fileFor(c, h.d.Files, docflow.AccessView)
 		if err != nil {
 			return err
 		}
@@ -117,8 +117,8 @@ type zipEntry struct {
 }
 
 func (h *filesHandlers) bulkDownload(c *fasthttp.RequestCtx) error {
-	// NOTE: an empty list finds no files, which the spec answers with 404,
-	// as for bulk-delete.
+	// NOTE: an empty list finds no files, which is a 404, as for
+	// bulk-delete.
 	ids, err := parseBulkIDs(c, true)
 	if err != nil {
 		return err
@@ -148,7 +148,7 @@ func (h *filesHandlers) bulkDownload(c *fasthttp.RequestCtx) error {
 			}
 		}
 		if key == "" {
-			continue // missing on disk: skipped silently, as the spec says
+			continue // missing on disk: left out of the ZIP, without an error
 		}
 		entries = append(entries, zipEntry{key: key, name: uniqueName(used, name), modified: f.CreatedAt})
 	}

@@ -294,7 +294,7 @@ func TestIntegrationsTestEndpoint(t *testing.T) {
 		return e.json(b)
 	}
 	// LOCAL: a folder inside the user's own folder is created and written.
-	if r := test(localBody("scans/2026")); r["success"] != true || r["message"] != "folder ann/scans/2026 is writable" {
+	if r := test(localBody("scans/2026")); r["success"] != true || r["message"] != "Connected to folder ann/scans/2026, and wrote and removed a test file" {
 		t.Fatalf("local ok: %v", r)
 	}
 	if st, err := os.Stat(filepath.Join(e.local, "ann", "scans", "2026")); err != nil || !st.IsDir() {

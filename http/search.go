@@ -41,7 +41,8 @@ type searchHandlers struct {
 	files docflow.FileStore
 }
 
-// Search limits (the spec's Limits table).
+// Search limits: the query's length, results a page, a filter value's
+// length.
 const (
 	searchMaxQuery   = 512
 	searchMaxPerPage = 100

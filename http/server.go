@@ -1,6 +1,3 @@
-// Package http is docflow's fasthttp front end: router, middleware and one
-// file per resource. Handlers are func(*fasthttp.RequestCtx) error; one
-// adapter turns errors and panics into {"detail": …} responses.
 package http
 
 import (
@@ -29,9 +26,9 @@ type Auth int
 const (
 	// AuthNone: no credentials needed (a valid one is still recognised).
 	AuthNone Auth = iota
-	// AuthUser (the spec's B): session or bearer token, unless AUTH_ENABLED is false.
+	// AuthUser: session or bearer token, unless AUTH_ENABLED is false.
 	AuthUser
-	// AuthAdmin (the spec's A): an administrator (everyone in single-user mode).
+	// AuthAdmin: an administrator (everyone in single-user mode).
 	AuthAdmin
 	// AuthToken: a bearer API token, even in single-user mode.
 	AuthToken
@@ -42,7 +39,8 @@ const (
 	AuthMetrics
 )
 
-// Rate-limit classes of the spec's Limits table.
+// Rate-limit classes: RATE_LIMIT_DEFAULT, RATE_LIMIT_UPLOAD, RATE_LIMIT_AUTH,
+// or none.
 type Limit int
 
 const (
@@ -148,14 +146,8 @@ func NewServer(cfg Config) *Server {
 	s.limiter = newRateLimiter(cfg.Now)
 	s.conns = s.connSettings()
 	s.auth = newAuthenticator(cfg)
-	s.router.NotFound = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
-		return docflow.Errorf(docflow.ENOTFOUND, "Not Found")
-	})
-	s.router.MethodNotAllowed = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
-		c.SetStatusCode(fasthttp.StatusMethodNotAllowed)
-		writeJSON(c, fasthttp.StatusMethodNotAllowed, Detail{Detail: "Method Not Allowed"})
-		return nil
-	})
+	s.router.NotFound = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, handleNotFound)
+	s.router.MethodNotAllowed = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, handleMethodNotAllowed)
 	s.router.HandleOPTIONS = false
 	s.router.RedirectTrailingSlash = false
 	s.mountHealth()
@@ -166,6 +158,16 @@ func NewServer(cfg Config) *Server {
 	return s
 }
 
+func handleNotFound(c *fasthttp.RequestCtx) error {
+	return docflow.Errorf(docflow.ENOTFOUND, "Not Found")
+}
+
+func handleMethodNotAllowed(c *fasthttp.RequestCtx) error {
+	c.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+	writeJSON(c, fasthttp.StatusMethodNotAllowed, Detail{Detail: "Method Not Allowed"})
+	return nil
+}
+
 // BaseURL is BASE_URL, or http:// + LISTEN_ADDR when unset.
 func (s *Server) BaseURL() string {
 	if u := s.siteBase(); u != "" {
@@ -174,8 +176,8 @@ func (s *Server) BaseURL() string {
 	return "http://" + s.cfg.Settings.Get("LISTEN_ADDR")
 }
 
-// Handle registers a route. A trailing slash is not significant: the spec
-// writes some collections with one ("/api/api-tokens/") and clients send
+// Handle registers a route. A trailing slash is not significant: the API
+// names some collections with one ("/api/api-tokens/") and clients send
 // both, so routes are stored without it and requests are matched without it.
 func (s *Server) Handle(method, path string, opts Route, h Handler) {
 	if len(path) > 1 {

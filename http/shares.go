@@ -18,8 +18,9 @@ type CollabDeps struct {
 }
 
 // MountCollab registers the sharing, comment and annotation routes of a
-// file. Each asks docflow.Authorize (through authorizeFile) for the right
-// of the spec's role table it exercises: view to read, comment to write a
+// file. Each asks docflow.Authorize (through fileFor) for the right
+// of the share role table (docs/api.md, "Working together") it exercises:
+// view to read, comment to write a
 // comment or annotation, share to manage shares.
 func (s *Server) MountCollab(d CollabDeps) {
 	if d.Files == nil || d.Shares == nil || d.Comments == nil || d.Annotations == nil {
@@ -48,23 +49,6 @@ func (s *Server) MountCollab(d CollabDeps) {
 type collabHandlers struct {
 	s *Server
 	d CollabDeps
-}
-
-// file finds the path's file and checks the current user may do need
-// with it: 404 for an unknown file, 403 when the role table refuses.
-func (h *collabHandlers) file(c *fasthttp.RequestCtx, need docflow.Access) (*docflow.File, error) {
-	id, err := pathID(c, "file_id")
-	if err != nil {
-		return nil, err
-	}
-	f, err := h.d.Files.FindFileByID(RequestContext(c), id)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.s.authorizeFile(c, h.d.Files, f, need); err != nil {
-		return nil, err
-	}
-	return f, nil
 }
 
 // actor is the id comments and annotations are written under: the current
@@ -97,7 +81,7 @@ func (h *collabHandlers) shareWrite(c *fasthttp.RequestCtx) (*docflow.File, erro
 	if !h.s.multiUser() {
 		return nil, errMultiUserOff
 	}
-	return h.file(c, docflow.AccessShare)
+	return h.s.fileFor(c, h.d.Files, docflow.AccessShare)
 }
 
 func (h *collabHandlers) auditShare(c *fasthttp.RequestCtx, action string, sh *docflow.Share, how string) {
@@ -106,7 +90,7 @@ func (h *collabHandlers) auditShare(c *fasthttp.RequestCtx, action string, sh *d
 }
 
 func (h *collabHandlers) listShares(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessShare)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessShare)
 	if err != nil {
 		return err
 	}
@@ -205,7 +189,7 @@ func (h *collabHandlers) deleteShare(c *fasthttp.RequestCtx) error {
 }
 
 func (h *collabHandlers) sharedWith(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessView)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessView)
 	if err != nil {
 		return err
 	}

@@ -46,7 +46,7 @@ func (s *Server) startSession(c *fasthttp.RequestCtx, user *docflow.User) (*docf
 //     code, valid mobileCodeTTL, that the app exchanges with its verifier
 //     at POST /api/mobile/token, so an app that only owns the scheme gets
 //     nothing it can use; or
-//   - ?token=…, the spec's flow, an API token in the URL, unless
+//   - ?token=…, the original mobile flow, an API token in the URL, unless
 //     MOBILE_TOKEN_IN_REDIRECT is false.
 
 // mobileCodeTTL is how long a hand-off code may wait for its exchange.
@@ -118,7 +118,8 @@ var errTokenInRedirectOff = docflow.Errorf(docflow.EBADREQUEST,
 	"This server gives the app a one-time code only: the app must send a PKCE code_challenge (S256); update the app")
 
 // tokenInRedirect is MOBILE_TOKEN_IN_REDIRECT: whether the hand-off may
-// put an API token in the redirect (the spec's flow).
+// put an API token in the redirect (the original mobile flow, for apps
+// that send no PKCE challenge).
 func (s *Server) tokenInRedirect() bool {
 	return docflow.SettingBool(s.cfg.Settings, "MOBILE_TOKEN_IN_REDIRECT", true)
 }

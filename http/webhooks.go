@@ -2,20 +2,18 @@ package http
 
 import (
 	"context"
+	"errors"
 	"math"
 	"net"
-	"net/netip"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
-	"code.dny.dev/ssrf"
 	"github.com/valyala/fasthttp"
 
 	"docflow"
+	"docflow/internal/netguard"
 )
 
 // WebhooksDeps is what the webhooks API needs.
@@ -44,10 +42,7 @@ func (s *Server) MountWebhooks(d WebhooksDeps) {
 	}
 	h := &webhookHandlers{s: s, d: d}
 	b := Route{Auth: AuthAdmin}
-	s.Handle("GET", "/api/webhooks/events/", b, func(c *fasthttp.RequestCtx) error {
-		writeJSON(c, fasthttp.StatusOK, docflow.EventNames)
-		return nil
-	})
+	s.Handle("GET", "/api/webhooks/events/", b, h.events)
 	s.Handle("GET", "/api/webhooks/", b, h.list)
 	s.Handle("POST", "/api/webhooks/", b, h.create)
 	s.Handle("GET", "/api/webhooks/{webhook_id}", b, h.get)
@@ -55,6 +50,11 @@ func (s *Server) MountWebhooks(d WebhooksDeps) {
 	s.Handle("DELETE", "/api/webhooks/{webhook_id}", b, h.delete)
 	s.Handle("GET", "/api/webhooks/{webhook_id}/deliveries", b, h.deliveries)
 	s.Handle("POST", "/api/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver", b, h.redeliver)
+}
+
+func (h *webhookHandlers) events(c *fasthttp.RequestCtx) error {
+	writeJSON(c, fasthttp.StatusOK, docflow.EventNames)
+	return nil
 }
 
 type webhookHandlers struct {
@@ -146,15 +146,16 @@ func checkEvents(in []string) ([]string, error) {
 
 // checkURL accepts absolute http(s) URLs with a host and no credentials
 // whose host is not a private or internal address (literal or resolved),
-// unless WEBHOOK_ALLOWED_HOSTS admits the host on the URL's port. The delivery checks every
-// connection again when it is made, so a DNS answer that changes later
-// gains nothing.
+// unless WEBHOOK_ALLOWED_HOSTS admits the host on the URL's port. The
+// delivery checks every connection again when it is made, so a DNS answer
+// that changes later gains nothing.
 func (h *webhookHandlers) checkURL(ctx context.Context, raw string) (string, error) {
 	return checkTargetURL(ctx, h.s.cfg.Settings, h.d.Resolver, "url", raw)
 }
 
 // checkTargetURL is checkURL for any receiver's URL (webhooks, automation
-// hooks); field names it in errors.
+// hooks), by netguard.CheckURL with the name resolved now; field names it
+// in errors (EINVALID).
 func checkTargetURL(ctx context.Context, settings docflow.SettingsStore, resolver *net.Resolver, field, raw string) (string, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
@@ -163,53 +164,19 @@ func checkTargetURL(ctx context.Context, settings docflow.SettingsStore, resolve
 	if len(raw) > webhookMaxURL {
 		return "", invalid(field, "%s must be at most %d characters", field, webhookMaxURL)
 	}
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		return "", invalid(field, "%s must be an absolute http or https URL", field)
-	}
-	if u.User != nil {
+	u, err := netguard.CheckURL(ctx, raw, netguard.URLRules{Resolve: true, Resolver: resolver,
+		Allowed: docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS")})
+	switch {
+	case err == nil:
+		return u.String(), nil
+	case errors.Is(err, netguard.ErrUserInfo):
 		return "", invalid(field, "%s must not carry credentials (use the secret to sign deliveries)", field)
+	case errors.Is(err, netguard.ErrPort):
+		return "", invalid(field, "%s has an invalid port", field)
+	case errors.Is(err, netguard.ErrPrivate):
+		return "", invalid(field, "access to private or internal addresses is not allowed")
 	}
-	port := 443
-	if u.Scheme == "http" {
-		port = 80
-	}
-	if u.Port() != "" {
-		p, err := strconv.Atoi(u.Port())
-		if err != nil || p < 1 || p > 65535 {
-			return "", invalid(field, "%s has an invalid port", field)
-		}
-		port = p
-	}
-	host := u.Hostname()
-	if docflow.HostsAllow(docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS"), host, port) {
-		return u.String(), nil
-	}
-	private := invalid(field, "access to private or internal addresses is not allowed")
-	guard := ssrf.New(ssrf.WithAnyPort())
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if guard.SafeAddr(ip) != nil {
-			return "", private
-		}
-		return u.String(), nil
-	}
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return "", private
-	}
-	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	addrs, err := resolver.LookupNetIP(rctx, "ip", host)
-	if err != nil {
-		// Not resolvable now: accepted; each delivery's connection is
-		// checked when it is made.
-		return u.String(), nil
-	}
-	for _, ip := range addrs {
-		if guard.SafeAddr(ip.Unmap()) != nil {
-			return "", private
-		}
-	}
-	return u.String(), nil
+	return "", invalid(field, "%s must be an absolute http or https URL", field)
 }
 
 func (h *webhookHandlers) create(c *fasthttp.RequestCtx) error {

@@ -3,218 +3,61 @@ package intake
 import (
 	"context"
 	"errors"
-	"fmt"
 	"mime"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"path"
-	"strconv"
 	"strings"
 	"time"
 
-	"code.dny.dev/ssrf"
-
 	"docflow"
+	"docflow/internal/netguard"
 )
 
 // maxRedirects is the number of redirect hops process-url follows.
 const maxRedirects = 5
 
-// errPrivate marks a refused destination; it travels through net/http
-// wrapped in *url.Error and is recognised with errors.Is.
-var errPrivate = errors.New("private or internal address")
-
-var errTooManyRedirects = errors.New("too many redirects")
-
-var errBadRedirect = errors.New("redirect to a non-http(s) URL")
-
-// newFetchClient builds the process-url client: no proxy from the
-// environment, every connection dialled through safeDial, every redirect
-// hop checked.
+// newFetchClient builds the process-url client (netguard.Client): no
+// proxy from the environment; every connection, redirects' included,
+// resolves its host once and is refused when an answer is internal,
+// unless URL_FETCH_ALLOWED_HOSTS admits the host on that port (host, or
+// host:port); at most maxRedirects hops, each to http or https.
 func newFetchClient(s *Service) *http.Client {
-	guard := ssrf.New(ssrf.WithAnyPort())
-	d := &net.Dialer{Timeout: 10 * time.Second, Control: guard.Safe}
-	tr := &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return s.safeDial(ctx, d, guard, network, addr)
-		},
-		ForceAttemptHTTP2:     false,
-		MaxIdleConns:          16,
-		IdleConnTimeout:       30 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ResponseHeaderTimeout: 0, // the request context carries the total timeout
-	}
-	return &http.Client{
-		Transport: tr,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) > maxRedirects {
-				return errTooManyRedirects
-			}
-			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
-				return errBadRedirect
-			}
-			return nil
-		},
-	}
+	return netguard.Client(netguard.ClientOptions{Redirects: maxRedirects, Dialer: netguard.Dialer{
+		Timeout: 10 * time.Second, Resolver: s.cfg.Resolver,
+		Allowed: func() []string { return docflow.SettingList(s.cfg.Settings, "URL_FETCH_ALLOWED_HOSTS") }}})
 }
 
-// allowedHost reports whether URL_FETCH_ALLOWED_HOSTS names host.
-func (s *Service) allowedHost(host string) bool {
-	for _, h := range docflow.SettingList(s.cfg.Settings, "URL_FETCH_ALLOWED_HOSTS") {
-		if strings.EqualFold(strings.Trim(h, "[]"), host) {
-			return true
-		}
-	}
-	return false
-}
-
-// safeDial resolves the host once, refuses it when any answer is not a
-// public address, and connects to exactly the address it checked, so a
-// second DNS answer can never change the destination (no rebinding
-// window). The dialer's Control hook checks the socket address again.
-// Hosts named in URL_FETCH_ALLOWED_HOSTS skip the address checks.
-func (s *Service) safeDial(ctx context.Context, d *net.Dialer, guard *ssrf.Guardian, network, addr string) (net.Conn, error) {
-	host, portStr, err := net.SplitHostPort(addr)
-	if err != nil {
-		return nil, err
-	}
-	if s.allowedHost(host) {
-		plain := &net.Dialer{Timeout: d.Timeout}
-		return plain.DialContext(ctx, network, addr)
-	}
-	port, err := strconv.ParseUint(portStr, 10, 16)
-	if err != nil {
-		return nil, fmt.Errorf("port %q: %w", portStr, errPrivate)
-	}
-	var addrs []netip.Addr
-	if ip, ok := parseLooseIP(host); ok {
-		addrs = []netip.Addr{ip}
-	} else {
-		answers, err := s.cfg.Resolver.LookupIPAddr(ctx, host)
-		if err != nil {
-			return nil, err
-		}
-		for _, a := range answers {
-			if ip, ok := netip.AddrFromSlice(a.IP); ok {
-				addrs = append(addrs, ip)
-			}
-		}
-		if len(addrs) == 0 {
-			return nil, fmt.Errorf("no address for %s", host)
-		}
-	}
-	for _, ip := range addrs {
-		if err := guard.SafeAddr(ip); err != nil {
-			return nil, fmt.Errorf("%s: %w", ip, errPrivate)
-		}
-	}
-	var last error
-	for _, ip := range addrs {
-		conn, err := d.DialContext(ctx, network, netip.AddrPortFrom(ip.Unmap(), uint16(port)).String())
-		if err == nil {
-			return conn, nil
-		}
-		if errors.Is(err, ssrf.ErrProhibitedIP) {
-			return nil, fmt.Errorf("%s: %w", ip, errPrivate)
-		}
-		last = err
-	}
-	return nil, last
-}
-
-// parseLooseIP parses every spelling of an address a resolver might accept:
-// standard IPv4 and IPv6, and the inet_aton forms (decimal "2130706433",
-// hex "0x7f000001", octal "0177.0.0.1", short "127.1"), so that none of
-// them reaches DNS and slips past the checks.
-func parseLooseIP(host string) (netip.Addr, bool) {
-	h := strings.Trim(host, "[]")
-	if i := strings.IndexByte(h, '%'); i >= 0 {
-		h = h[:i]
-	}
-	if ip, err := netip.ParseAddr(h); err == nil {
-		return ip, true
-	}
-	parts := strings.Split(h, ".")
-	if len(parts) > 4 || h == "" {
-		return netip.Addr{}, false
-	}
-	vals := make([]uint64, len(parts))
-	for i, p := range parts {
-		if p == "" {
-			return netip.Addr{}, false
-		}
-		v, err := strconv.ParseUint(p, 0, 32)
-		if err != nil {
-			if len(p) > 1 && p[0] == '0' && p[1] != 'x' && p[1] != 'X' {
-				if v, err = strconv.ParseUint(p[1:], 8, 32); err != nil {
-					return netip.Addr{}, false
-				}
-			} else {
-				return netip.Addr{}, false
-			}
-		}
-		vals[i] = v
-	}
-	var n uint64
-	switch len(vals) {
-	case 1:
-		n = vals[0]
-	case 2:
-		n = vals[0]<<24 | vals[1]
-	case 3:
-		n = vals[0]<<24 | vals[1]<<16 | vals[2]
-	case 4:
-		n = vals[0]<<24 | vals[1]<<16 | vals[2]<<8 | vals[3]
-	}
-	for _, v := range vals[:len(vals)-1] {
-		if v > 255 {
-			return netip.Addr{}, false
-		}
-	}
-	if n > 0xFFFFFFFF {
-		return netip.Addr{}, false
-	}
-	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
-}
-
-// parseFetchURL accepts absolute http(s) URLs with a host and without
-// credentials; anything else is EBADREQUEST naming the problem.
-func parseFetchURL(raw string) (*url.URL, error) {
-	raw = strings.TrimSpace(raw)
-	if raw == "" {
+// parseFetchURL checks a URL to fetch (netguard.CheckURL): an absolute
+// http(s) URL with a host, without credentials, not an internal address
+// written in it (its name is checked when the connection is made) unless
+// URL_FETCH_ALLOWED_HOSTS admits it; anything else is EBADREQUEST naming
+// the problem (the browser extension shows it).
+func parseFetchURL(ctx context.Context, raw string, allowed []string) (*url.URL, error) {
+	if strings.TrimSpace(raw) == "" {
 		return nil, docflow.Errorf(docflow.EINVALID, "url is required")
 	}
-	// The spec answers an unusable URL with 400 and a detail that says what
-	// is wrong (the browser extension shows it).
-	u, err := url.Parse(raw)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, docflow.Errorf(docflow.EBADREQUEST, "Invalid URL: %v", err)
+	u, err := netguard.CheckURL(ctx, raw, netguard.URLRules{Allowed: allowed})
+	var bad *netguard.URLError
+	if err == nil || !errors.As(err, &bad) {
+		return u, err
 	}
-	if u.Scheme == "" {
-		return nil, docflow.Errorf(docflow.EBADREQUEST, "Invalid URL: not an absolute http or https URL")
-	}
-	if s := strings.ToLower(u.Scheme); s != "http" && s != "https" {
-		return nil, docflow.Errorf(docflow.EBADREQUEST, "Unsupported URL scheme %q: only http and https URLs are supported", u.Scheme)
-	}
-	if u.Host == "" || u.Hostname() == "" {
-		return nil, docflow.Errorf(docflow.EBADREQUEST, "Invalid URL: no host name")
-	}
-	if u.User != nil {
+	switch bad.Kind {
+	case netguard.ErrSyntax:
+		return nil, docflow.Errorf(docflow.EBADREQUEST, "Invalid URL: %v", bad.Err)
+	case netguard.ErrScheme:
+		return nil, docflow.Errorf(docflow.EBADREQUEST, "Unsupported URL scheme %q: only http and https URLs are supported", bad.URL.Scheme)
+	case netguard.ErrUserInfo:
 		return nil, docflow.Errorf(docflow.EBADREQUEST, "URLs with credentials are not supported")
+	case netguard.ErrPrivate:
+		return nil, docflow.Errorf(docflow.EBADREQUEST, "Access to private or internal addresses is not allowed")
 	}
-	return u, nil
+	return nil, docflow.Errorf(docflow.EBADREQUEST, "Invalid URL: %v", bad.Kind)
 }
 
 // FetchURL downloads rawURL and ingests it.
 func (s *Service) FetchURL(ctx context.Context, user *docflow.User, rawURL, filename string) (*docflow.IntakeResult, error) {
-	u, err := parseFetchURL(rawURL)
+	u, err := parseFetchURL(ctx, rawURL, docflow.SettingList(s.cfg.Settings, "URL_FETCH_ALLOWED_HOSTS"))
 	if err != nil {
 		return nil, err
 	}
@@ -259,14 +102,14 @@ func (s *Service) FetchURL(ctx context.Context, user *docflow.User, rawURL, file
 	return res, nil
 }
 
-// fetchError maps a failed request to the spec's statuses.
+// fetchError maps a failed request to the API's statuses.
 func fetchError(ctx context.Context, err error) error {
 	switch {
-	case errors.Is(err, errPrivate):
+	case errors.Is(err, netguard.ErrPrivate):
 		return docflow.Errorf(docflow.EBADREQUEST, "Access to private or internal addresses is not allowed")
-	case errors.Is(err, errTooManyRedirects):
+	case errors.Is(err, netguard.ErrTooManyRedirects):
 		return docflow.Errorf(docflow.EBADREQUEST, "Too many redirects (at most %d)", maxRedirects)
-	case errors.Is(err, errBadRedirect):
+	case errors.Is(err, netguard.ErrBadRedirect):
 		return docflow.Errorf(docflow.EBADREQUEST, "Redirect to a URL that is not http or https")
 	case errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		return docflow.Errorf(docflow.ETIMEOUT, "Timed out fetching the URL")

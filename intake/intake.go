@@ -127,8 +127,8 @@ func ownerOf(u *docflow.User) *string {
 	return &id
 }
 
-// windowed reports whether the per-user sliding window applies: the spec
-// names ui-upload and process-url.
+// windowed reports whether the per-user sliding window applies: to
+// ui-upload and process-url only.
 func windowed(channel string) bool {
 	return channel == docflow.ChannelUIUpload || channel == docflow.ChannelURL
 }

@@ -9,6 +9,14 @@
 //   - classify: classification rules and their evaluation
 //   - pdfmeta: PDF document properties and the JSON sidecar
 //   - embed: embedding providers (feature hashing, OpenAI-compatible)
+//   - pdfsafe: removes active content (JavaScript, launch actions…) from
+//     the processed PDF
+//   - pdfconf: every pdfcpu configuration, built without pdfcpu's shared
+//     config-file cache, which races between concurrent steps
+//   - internal/httpx, internal/openai: the HTTP retries and the
+//     OpenAI-compatible client the network providers share
+//
+// Tools run through internal/proc, under its time and memory limits.
 //
 // Errors caused by the document itself carry docflow.EINVALID, a missing
 // tool docflow.EUNAVAILABLE and a timeout docflow.ETIMEOUT, so that the engine

@@ -13,6 +13,7 @@ CACHE="${DOCFLOW_TEST_BIN:-$HOME/.cache/docflow-test-bin}"
 SERVERS=(
   "mailpit github.com/axllent/mailpit v1.33.1 mailpit"
   "gotify github.com/gotify/server/v2 v2.6.1 gotify gotify"
+  "versitygw github.com/versity/versitygw/cmd/versitygw v1.8.0 versitygw"
 )
 # ntfy (heckel.io/ntfy/v2) is not here: the Go module proxy refuses it
 # (403), so its tests skip and say so (internal/testsupport/ntfy).

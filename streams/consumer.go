@@ -369,6 +369,9 @@ type partition struct {
 	revoked       bool // the generation ended: acks no longer count
 	lastCommitted int64
 	wake          chan struct{} // poked on every resolution
+	// owned is done once the partition is revoked or the consumer closed
+	// (set before its first delivery).
+	owned context.Context
 }
 
 func (p *partition) poke() {
@@ -392,6 +395,7 @@ const slowHandover = maxFetchWait + 10*time.Second
 const readerErrorEvery = 30 * time.Second
 
 func (c *Consumer) consumePartition(ctx context.Context, p *partition, start int64) {
+	p.owned = ctx
 	log := c.log.With().Str("topic", p.topic).Int("partition", p.id).Logger()
 	var revokedAt atomic.Int64
 	context.AfterFunc(ctx, func() { revokedAt.Store(time.Now().UnixNano()) })
@@ -595,12 +599,36 @@ type Delivery struct {
 // Context is cancelled when the consumer is closed for good.
 func (d *Delivery) Context() context.Context { return d.c.ctx }
 
+// Owned is done once this consumer no longer owns the message's
+// partition: revoked at a rebalance (another member of the group gets the
+// message again unless it was acknowledged first) or the consumer closed.
+// Work that must run in one process at a time (one partition's keys) stops
+// when it is done.
+func (d *Delivery) Owned() context.Context {
+	if d.p == nil || d.p.owned == nil {
+		return d.c.ctx
+	}
+	return d.p.owned
+}
+
 // Ack acknowledges the message: its work is durably recorded. See Handler.
 func (d *Delivery) Ack() {
 	if d.resolved.Swap(true) {
 		return
 	}
 	d.finish(true)
+}
+
+// Release gives the message up without acknowledging it, for work
+// abandoned because the partition was lost (Owned is done): the next
+// owner of the partition gets it again. Called while the partition is
+// still owned, it holds the partition's commit point back until the next
+// rebalance.
+func (d *Delivery) Release() {
+	if d.resolved.Swap(true) {
+		return
+	}
+	d.finish(false)
 }
 
 // Nack reports that the message's work failed with err. Poison errors are

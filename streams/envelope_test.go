@@ -97,7 +97,7 @@ func FuzzDecodeStepTask(f *testing.F) {
 func TestTopicCatalogue(t *testing.T) {
 	tp := DefaultTopics("test_step")
 	names := tp.Names()
-	want := []string{"docflow.files.ingested", "docflow.steps.ocr", "docflow.steps.test_step", "docflow.retry.60s", "docflow.retry.300s", "docflow.retry.900s", "docflow.dlq", "docflow.events"}
+	want := []string{"docflow.files.ingested", "docflow.steps.ocr", "docflow.steps.test_step", "docflow.retry.60s", "docflow.retry.300s", "docflow.retry.900s", "docflow.dlq", "docflow.events", "docflow.destinations"}
 	have := map[string]bool{}
 	for _, n := range names {
 		if have[n] {

@@ -1,9 +1,3 @@
-// Package streams builds docflow's messages and carries them over Kafka: the
-// topic catalogue, versioned envelopes, the catalogue of messages (the only
-// place an outbox message is built), the producer, the consumer that commits
-// only acknowledged contiguous offsets, the outbox relay and write-through
-// (over the outbox that storage owns: streams uses no database driver) and
-// the embedded Kafka-protocol broker.
 package streams
 
 import (
@@ -25,6 +19,9 @@ const (
 	TopicFilesIngested = "docflow.files.ingested"
 	TopicDLQ           = "docflow.dlq"
 	TopicEvents        = "docflow.events"
+	// TopicDestinations carries the deliveries to storage destinations,
+	// keyed by integration id (actors/destinations).
+	TopicDestinations = "docflow.destinations"
 
 	stepTopicPrefix  = "docflow.steps."
 	retryTopicPrefix = "docflow.retry."
@@ -97,7 +94,7 @@ func (t Topics) Names() []string {
 	for _, r := range t.Retry {
 		names = append(names, r.Topic())
 	}
-	names = append(names, TopicDLQ, TopicEvents)
+	names = append(names, TopicDLQ, TopicEvents, TopicDestinations)
 	seen := make(map[string]bool, len(names))
 	out := names[:0]
 	for _, n := range names {

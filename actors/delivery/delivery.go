@@ -1,22 +1,3 @@
-// Package delivery delivers docflow's events to their subscribers:
-// webhooks, automation hooks (WebhookSender, HookSender) and push devices
-// (PushSender) today; the admin channels plug in as a further subscriber
-// kind with a Sender of its own.
-//
-// A consumer group on the events topic fans each deliverable event out:
-// the store records one delivery per (event id, subscriber) in PostgreSQL,
-// idempotently, and each delivery goes to the actor of its subscriber,
-// which makes the attempt on a goroutine of its own (never inside Receive)
-// with at most PerSubscriber attempts at once, so a slow or dead receiver
-// only ever delays its own deliveries. An event is acknowledged once
-// every one of its deliveries is resolved: delivered, given up, dropped,
-// or recorded as failed together with its retry, which the same
-// transaction writes to the outbox for the delay topic of its tier. The
-// delay relay (a second consumer group) holds each retry until it is due
-// and publishes it to the attempts topic, where the first group takes it
-// again. A process killed with deliveries in flight acknowledged none of
-// them: the next owner of the partition makes them again, with the same
-// event id (at least once).
 package delivery
 
 import (
@@ -66,20 +47,9 @@ type Store interface {
 	Postpone(ctx context.Context, id int64, due time.Time, m docflow.OutboxMessage) error
 }
 
-// Result is the outcome of one attempt: a 2xx StatusCode with a nil Err
-// is a delivery; anything else is retried, unless Unsubscribe: the
-// receiver asked to be removed (410 Gone to an automation hook), so the
-// delivery fails at once and the subscriber is deleted with the attempt.
-type Result struct {
-	StatusCode int
-	Err        error
-	// Final ends a failed delivery without a retry (the receiver is gone
-	// for good: a push token the relay reports unregistered).
-	Final bool
-	// Unsubscribe ends the subscription: an automation hook's receiver
-	// answered 410 Gone.
-	Unsubscribe bool
-}
+// Result is the outcome of one attempt (docflow.DeliveryResult, which the
+// senders in integrations/ return).
+type Result = docflow.DeliveryResult
 
 // Sender makes one attempt of a delivery to its target. It must return
 // once ctx is done.

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/integrations/webhook"
 	"docflow/storage/postgres"
 	"docflow/streams"
 	"docflow/streams/streamstest"
@@ -76,7 +77,7 @@ func (e *env) start(adjust func(*Config)) (*Service, func(time.Duration)) {
 		e.t.Fatal(err)
 	}
 	cfg := Config{Actors: ae, Brokers: e.brokers, Store: e.store, Settings: e.settings,
-		Senders: map[string]Sender{docflow.SubscriberWebhook: NewWebhookSender(e.settings)}, Publisher: e.producer,
+		Senders: map[string]Sender{docflow.SubscriberWebhook: webhook.NewSender(e.settings)}, Publisher: e.producer,
 		Log: e.log, RetryDelays: []time.Duration{100 * time.Millisecond, 150 * time.Millisecond, 200 * time.Millisecond},
 		Timeout: 2 * time.Second, Partitions: 2, Consumer: streamstest.FastGroup}
 	if adjust != nil {

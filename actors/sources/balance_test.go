@@ -14,6 +14,7 @@ import (
 	"docflow/actors"
 	"docflow/actors/sources"
 	"docflow/integrations/imap/imaptest"
+	"docflow/internal/netguard"
 	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
@@ -80,7 +81,8 @@ func TestSourcesBalanceAcrossWorkers(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pid, err := sources.Spawn(e, sources.Config{Store: s, Intake: noIntake{}, Owner: owner, Scan: 100 * time.Millisecond, LeaseTTL: ttl})
+		pid, err := sources.Spawn(e, sources.Config{Store: s, Intake: noIntake{}, Owner: owner, Scan: 100 * time.Millisecond, LeaseTTL: ttl,
+			Dial: netguard.Dialer{Allowed: func() []string { return []string{"127.0.0.1"} }}.DialContext})
 		if err != nil {
 			t.Fatal(err)
 		}

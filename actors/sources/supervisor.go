@@ -5,6 +5,23 @@
 // another within a minute), and keeps one source actor per
 // leased source, which polls its mailbox through the integration actor that
 // owns the IMAP client (actors.SpawnIntegration).
+//
+// The supervisor ("sources/<owner>") scans every few seconds: it renews
+// its leases (integrations.lease_owner, lease_expires_at; an expired lease
+// is taken over), holds at most ceil(active sources / live processes
+// stamped in source_workers) and sheds its highest ids above that, and
+// spawns, reconfigures (on updated_at or the settings' generation) and
+// stops one source actor per leased source; a source asks for a scan at
+// once when its integration changed. The claim runs on a goroutine and
+// comes back as a message. The leases are released when it stops.
+//
+// A source actor ("source/<integration id>") ticks every poll_interval and
+// wakes on new mail (IDLE) or a closed connection; it asks its integration
+// actor to poll by Call, keeps the status and the cursor and writes them
+// from a goroutine. A poll yields after a few seconds and is asked again,
+// so the status stays fresh. Each mail and report is recorded under the
+// settings' generation of its claim, which storage fences: a source
+// started before a change records nothing after it.
 package sources
 
 import (
@@ -129,6 +146,7 @@ type supervisor struct {
 	stopped  bool
 	cancel   context.CancelFunc
 	ctx      context.Context
+	tick     *time.Timer // sends the next scanTick
 }
 
 type child struct {
@@ -166,6 +184,9 @@ func (s *supervisor) Receive(c *actor.Context) {
 		s.apply(c, m)
 	case actor.Stopped:
 		s.stopped = true
+		if s.tick != nil {
+			s.tick.Stop()
+		}
 		s.cancel()
 		// NOTE: the sources are not waited for: a poll in flight ends within
 		// its budget, and a mail it takes in twice is refused by storage.
@@ -183,8 +204,11 @@ func (s *supervisor) Receive(c *actor.Context) {
 // schedule sends the next scanTick after the scan interval.
 func (s *supervisor) schedule(c *actor.Context) {
 	e, pid := c.Engine(), c.PID()
-	time.AfterFunc(s.cfg.Scan, func() { e.Send(pid, scanTick{}) })
+	s.tick = time.AfterFunc(s.cfg.Scan, func() { e.Send(pid, scanTick{}) })
 }
+
+// errScanPanicked reports a claim of the leases that ended in a panic.
+var errScanPanicked = errors.New("sources: claim of the leases panicked")
 
 // scan claims the leases off the actor (a query must not hold it); a scan
 // under way makes it a no-op.
@@ -195,12 +219,16 @@ func (s *supervisor) scan(c *actor.Context) {
 	}
 	s.scanning = true
 	ctx, owner, ttl, store := s.ctx, s.cfg.Owner, s.cfg.LeaseTTL, s.cfg.Store
-	go func() {
+	actors.Go(s.log, "sources claim", func() {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		claims, err := store.ClaimSources(ctx, owner, ttl)
-		e.Send(pid, scanned{claims: claims, err: err})
-	}()
+		var claims []docflow.SourceClaim
+		// The actor hears of the scan whatever happens, a panic included:
+		// otherwise it would never scan again.
+		err := errScanPanicked
+		defer func() { e.Send(pid, scanned{claims: claims, err: err}) }()
+		claims, err = store.ClaimSources(ctx, owner, ttl)
+	})
 }
 
 // apply spawns, reconfigures and stops source actors to match the claims.

@@ -19,6 +19,7 @@ import (
 
 	"docflow"
 	"docflow/actors/delivery"
+	"docflow/integrations/webhook"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
@@ -167,7 +168,7 @@ func newFanoutBench(ctx context.Context) (*fanoutBench, error) {
 		return nil, err
 	}
 	svc, err := delivery.New(delivery.Config{Actors: engine, Brokers: brokers, Store: b.store, Settings: settings,
-		Senders:   map[string]delivery.Sender{docflow.SubscriberWebhook: delivery.NewWebhookSender(settings)},
+		Senders:   map[string]delivery.Sender{docflow.SubscriberWebhook: webhook.NewSender(settings)},
 		Publisher: producer, Log: log, RetryDelays: []time.Duration{time.Minute}, Timeout: 5 * time.Second})
 	if err != nil {
 		return nil, err

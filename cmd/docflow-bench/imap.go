@@ -18,6 +18,7 @@ import (
 	"docflow/integrations/imap"
 	"docflow/integrations/imap/imaptest"
 	"docflow/internal/app/apptest"
+	"docflow/internal/netguard"
 	"docflow/storage/postgres"
 )
 
@@ -63,6 +64,7 @@ func benchIMAP(ctx context.Context, r *Report, o *options) error {
 	if err != nil {
 		return err
 	}
+	cfg.Dial = netguard.Dialer{AllowPrivate: true}.DialContext // the bench's own server, on loopback
 	k, err := imap.New(cfg, nil)
 	if err != nil {
 		return err

@@ -3,6 +3,10 @@
 // beside a baseline measured in the same run on the same machine.
 //
 //	docflow-bench [-only api,pipeline,…] [-quick]
+//
+// Each section is a file of its own (api.go, intake.go, pipeline.go,
+// analytics.go, cost_ab.go, fanout.go…); docs/benchmarks.md says what each
+// measures, how, and what it measured.
 package main
 
 import (

@@ -56,7 +56,7 @@ func (k *Client) Connect(ctx context.Context) error {
 	addr := net.JoinHostPort(k.cfg.Host, strconv.Itoa(k.cfg.Port))
 	dial := k.cfg.Dial
 	if dial == nil {
-		d := net.Dialer{Timeout: k.cfg.DialTimeout, KeepAlive: k.cfg.IOTimeout}
+		d := netguard.Dialer{Timeout: k.cfg.DialTimeout, KeepAlive: k.cfg.IOTimeout}
 		dial = d.DialContext
 	}
 	dctx, cancel := context.WithTimeout(ctx, k.cfg.DialTimeout)

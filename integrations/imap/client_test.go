@@ -17,6 +17,7 @@ import (
 	"docflow"
 	"docflow/integrations/imap"
 	"docflow/integrations/imap/imaptest"
+	"docflow/internal/netguard"
 )
 
 // memSink records what a poll hands over, keyed like the real store.
@@ -84,8 +85,13 @@ func config(t testing.TB, addr string, extra map[string]any) imap.Config {
 		t.Fatal(err)
 	}
 	c.IOTimeout = 5 * time.Second
+	c.Dial = local
 	return c
 }
+
+// local dials the test servers, on loopback, which a netguard dialer
+// admits only when allowed.
+var local = netguard.Dialer{Allowed: func() []string { return []string{"127.0.0.1"} }}.DialContext
 
 func connect(t testing.TB, cfg imap.Config, news func()) *imap.Client {
 	t.Helper()
@@ -261,7 +267,7 @@ func TestWrongPasswordTellsTheServersReason(t *testing.T) {
 	}
 	host, port, _ := net.SplitHostPort(addr)
 	p, _ := strconv.Atoi(port)
-	ok, msg := imap.Tester{}.TestIntegration(context.Background(), &docflow.Integration{
+	ok, msg := imap.Tester{Dial: local}.TestIntegration(context.Background(), &docflow.Integration{
 		Config:      map[string]any{"host": host, "port": float64(p), "security": "none"},
 		Credentials: map[string]string{"username": "alice", "password": "secret"}})
 	if ok || !strings.Contains(msg, "login refused") || strings.Contains(msg, "secret") {

@@ -59,8 +59,9 @@ type Config struct {
 	// DialTimeout bounds the TCP connect and the TLS handshake; IOTimeout
 	// every read and write outside IDLE.
 	DialTimeout, IOTimeout time.Duration
-	// Dial, when set, opens the TCP connection (the process's guarded
-	// dialer, which refuses internal addresses unless allowed).
+	// Dial opens the TCP connection: the process's netguard dialer, which
+	// refuses internal addresses unless INTEGRATION_ALLOWED_HOSTS admits
+	// them (default a netguard.Dialer admitting none).
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 

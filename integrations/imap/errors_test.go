@@ -27,7 +27,7 @@ func trapIntegration(addr, security string) *docflow.Integration {
 // reach the user; the classes tell the cases apart.
 func TestTesterSaysNoServerText(t *testing.T) {
 	ctx := context.Background()
-	tester := imap.Tester{Timeout: 5 * time.Second}
+	tester := imap.Tester{Dial: local, Timeout: 5 * time.Second}
 	imapTrap := imaptest.StartTrap(t, "127.0.0.1:0", imaptest.TrapIMAPBanner)
 	sshTrap := imaptest.StartTrap(t, "127.0.0.1:0", "SSH-2.0-OpenSSH_9.2p1 "+imaptest.TrapMark)
 	closed, err := net.Listen("tcp", "127.0.0.1:0")

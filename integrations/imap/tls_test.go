@@ -13,6 +13,7 @@ import (
 	"docflow"
 	"docflow/integrations/imap"
 	"docflow/integrations/imap/imaptest"
+	"docflow/internal/netguard"
 )
 
 // wire records every byte a client writes on its connections, as they go
@@ -181,7 +182,8 @@ func TestPlainToARemoteHostRefusedByTheIntegrationTest(t *testing.T) {
 	// Allowed, it is tried (and fails here on the network, not on policy).
 	in := tlsIntegration("192.0.2.1:143", "none", nil)
 	in.Config["allow_insecure"] = true
-	if ok, msg := (imap.Tester{Timeout: 300 * time.Millisecond}).TestIntegration(context.Background(), in); ok || strings.Contains(msg, "loopback") {
+	admitted := netguard.Dialer{Allowed: func() []string { return []string{"192.0.2.1"} }}.DialContext
+	if ok, msg := (imap.Tester{Dial: admitted, Timeout: 300 * time.Millisecond}).TestIntegration(context.Background(), in); ok || strings.Contains(msg, "loopback") {
 		t.Fatalf("allow_insecure: %v %q", ok, msg)
 	}
 }

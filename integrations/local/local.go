@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -50,8 +49,9 @@ func Folder(root, owner, path string) (string, error) {
 	return dir, nil
 }
 
-// Tester tests LOCAL destinations: the folder can be created and a file
-// written in it (and removed again).
+// Tester tests LOCAL destinations (docflow.DestinationTester over
+// Client): the folder can be created and a file written in it (and
+// removed again).
 type Tester struct {
 	// Root returns LOCAL_DESTINATION_DIR, read at each test.
 	Root func() string
@@ -62,39 +62,7 @@ var _ docflow.IntegrationTester = Tester{}
 // TestIntegration implements docflow.IntegrationTester. Messages name the
 // folder relative to LOCAL_DESTINATION_DIR, never the machine's paths.
 func (t Tester) TestIntegration(ctx context.Context, in *docflow.Integration) (bool, string) {
-	root := strings.TrimSpace(t.Root())
-	path, _ := in.Config["path"].(string)
-	dir, err := Folder(root, in.OwnerID, path)
-	if err != nil {
-		return false, err.Error()
-	}
-	shown := filepath.ToSlash(strings.TrimPrefix(dir, filepath.Clean(root)+string(filepath.Separator)))
-	hide := func(err error) string {
-		return strings.ReplaceAll(err.Error(), filepath.Clean(root), "LOCAL_DESTINATION_DIR")
-	}
-	if err := ctx.Err(); err != nil {
-		return false, err.Error()
-	}
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return false, fmt.Sprintf("cannot create folder %s: %s", shown, hide(err))
-	}
-	// A symbolic link inside the tree must not lead out of it.
-	realRoot, err1 := filepath.EvalSymlinks(root)
-	realDir, err2 := filepath.EvalSymlinks(dir)
-	if err := errors.Join(err1, err2); err != nil {
-		return false, hide(err)
-	}
-	if rel, err := filepath.Rel(realRoot, realDir); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return false, fmt.Sprintf("folder %s leads outside LOCAL_DESTINATION_DIR", shown)
-	}
-	f, err := os.CreateTemp(dir, ".docflow-test-*")
-	if err != nil {
-		return false, fmt.Sprintf("cannot write in folder %s: %s", shown, hide(err))
-	}
-	defer os.Remove(f.Name()) //nolint:errcheck // the probe goes either way
-	_, werr := f.WriteString("docflow test\n")
-	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
-		return false, fmt.Sprintf("cannot write in folder %s: %s", shown, hide(err))
-	}
-	return true, fmt.Sprintf("folder %s is writable", shown)
+	return docflow.DestinationTester{New: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+		return NewClient(t.Root, in)
+	}}.TestIntegration(ctx, in)
 }

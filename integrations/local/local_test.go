@@ -36,7 +36,7 @@ func TestTesterWritesAndReports(t *testing.T) {
 	tt := Tester{Root: func() string { return root }}
 	in := &docflow.Integration{OwnerID: "ann", IntegrationType: "LOCAL", Config: map[string]any{"path": "out/2026"}}
 	ok, msg := tt.TestIntegration(context.Background(), in)
-	if !ok || msg != "folder ann/out/2026 is writable" {
+	if !ok || msg != "Connected to folder ann/out/2026, and wrote and removed a test file" {
 		t.Fatal(ok, msg)
 	}
 	entries, _ := os.ReadDir(filepath.Join(root, "ann", "out", "2026"))

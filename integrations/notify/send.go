@@ -56,18 +56,10 @@ type Notifier struct {
 // netguard with WEBHOOK_ALLOWED_HOSTS as the exceptions; redirects are
 // never followed. Set Mailer for mailto channels.
 func New(settings docflow.SettingsStore, log zerolog.Logger) *Notifier {
-	dialer := netguard.Dialer{Timeout: 10 * time.Second,
-		Allowed: func() []string { return docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") }}
-	tr := &http.Transport{
-		Proxy:               nil,
-		DialContext:         dialer.DialContext,
-		TLSHandshakeTimeout: 10 * time.Second,
-		MaxIdleConnsPerHost: 2,
-		IdleConnTimeout:     60 * time.Second,
-	}
-	return &Notifier{settings: settings, log: log.With().Str("component", "notify").Logger(),
-		client: &http.Client{Transport: tr,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	client := netguard.Client(netguard.ClientOptions{MaxIdleConnsPerHost: 2, Dialer: netguard.Dialer{
+		Timeout: 10 * time.Second,
+		Allowed: func() []string { return docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") }}})
+	return &Notifier{settings: settings, log: log.With().Str("component", "notify").Logger(), client: client}
 }
 
 // Channels parses NOTIFICATION_URLS in its order: for each entry either

@@ -258,3 +258,36 @@ func TestSendRecordsIntegrationMetrics(t *testing.T) {
 		t.Errorf("failed mail metric %+v", failed)
 	}
 }
+
+// On the port that speaks TLS from the start (465; here a free port made
+// so), the whole session is encrypted and the password goes over it.
+func TestSendOverImplicitTLS(t *testing.T) {
+	cert, pool := selfSigned(t)
+	b := &backend{}
+	srv := gosmtp.NewServer(b)
+	srv.Domain = "localhost"
+	srv.ReadTimeout, srv.WriteTimeout = 5*time.Second, 5*time.Second
+	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", srv.TLSConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln) //nolint:errcheck
+	t.Cleanup(func() { srv.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	m := smtp.New(mapSettings{"SMTP_HOST": "127.0.0.1", "SMTP_PORT": strconv.Itoa(port),
+		"SMTP_USERNAME": "mailer", "SMTP_PASSWORD": "s3cret", "SMTP_FROM": "noreply@example.com"})
+	m.TLSConfig = &tls.Config{RootCAs: pool}
+	m.SetImplicitTLSPort(port)
+	if err := m.Send(context.Background(), docflow.Mail{To: []string{"ann@example.com"}, Subject: "Hi", Text: "Hello Ann"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(b.msgs) != 1 || !b.msgs[0].tls || b.msgs[0].user != "mailer" {
+		t.Fatalf("received %+v", b.msgs)
+	}
+	untrusting := smtp.New(mapSettings{"SMTP_HOST": "127.0.0.1", "SMTP_PORT": strconv.Itoa(port), "SMTP_FROM": "noreply@example.com"})
+	untrusting.SetImplicitTLSPort(port)
+	if err := untrusting.Send(context.Background(), docflow.Mail{To: []string{"ann@example.com"}, Subject: "Hi", Text: "x"}); err == nil || len(b.msgs) != 1 {
+		t.Fatalf("sent to a server whose certificate is not trusted: %v", err)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"docflow"
 	"docflow/actors/alerts"
 	"docflow/actors/delivery"
+	"docflow/integrations/expo"
+	"docflow/integrations/webhook"
 	"docflow/storage/postgres"
 )
 
@@ -21,9 +23,9 @@ import (
 func (m *App) startDelivery(ctx context.Context) error {
 	cfg := delivery.Config{Actors: m.Actors, Brokers: m.Brokers, Store: m.Webhooks, Settings: m.Settings,
 		Senders: map[string]delivery.Sender{
-			docflow.SubscriberWebhook: delivery.NewWebhookSender(m.Settings),
-			docflow.SubscriberHook:    delivery.NewHookSender(m.Settings),
-			docflow.SubscriberDevice:  delivery.NewPushSender(m.Settings, m.Devices),
+			docflow.SubscriberWebhook: webhook.NewSender(m.Settings),
+			docflow.SubscriberHook:    webhook.NewHookSender(m.Settings),
+			docflow.SubscriberDevice:  expo.NewSender(m.Settings, m.Devices),
 			docflow.SubscriberAdmin:   delivery.AdminSender{Notifier: m.Notifier}},
 		Publisher: m.Producer, Log: m.Log, Metrics: m.Recorder,
 		Partitions: docflow.SettingInt(m.Settings, "KAFKA_PARTITIONS", 0)}

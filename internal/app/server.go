@@ -83,7 +83,8 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
 	pipelines := postgres.NewPipelineStore(m.DB)
-	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake, Pipelines: pipelines})
+	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake, Pipelines: pipelines,
+		Destinations: m.DestinationStore})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
 	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareStore(m.DB),
 		Comments: postgres.NewCommentStore(m.DB), Annotations: postgres.NewAnnotationStore(m.DB)})
@@ -104,6 +105,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
+	srv.MountCloud(dfhttp.CloudDeps{Folders: m.cloudFolders()})
 }
 
 // startPrometheus puts the Prometheus series beside the analytics store:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 )
 
@@ -25,6 +26,12 @@ type ClientOptions struct {
 	// Timeout bounds a whole request, body included (0: the request's
 	// context alone bounds it).
 	Timeout time.Duration
+	// Proxy sends requests through the proxy of the environment
+	// (HTTPS_PROXY, HTTP_PROXY, NO_PROXY), as the operator's network may
+	// require. It applies only with Dialer.AllowPrivate, to endpoints the
+	// operator configured: through a proxy the address rule would judge
+	// the proxy, not the host a user named.
+	Proxy bool
 }
 
 // ErrTooManyRedirects is a redirect beyond ClientOptions.Redirects.
@@ -33,16 +40,21 @@ var ErrTooManyRedirects = errors.New("too many redirects")
 // ErrBadRedirect is a redirect to a URL that is not http or https.
 var ErrBadRedirect = errors.New("redirect to a non-http(s) URL")
 
-// Client returns an HTTP client that connects only through o.Dialer: no
-// proxy from the environment, the redirect policy of o.Redirects. It is
-// the one way docflow's code makes HTTP requests to the outside.
+// Client returns an HTTP client that connects only through o.Dialer,
+// with the redirect policy of o.Redirects and no proxy (but see
+// ClientOptions.Proxy). It is the one way docflow's code makes HTTP
+// requests to the outside.
 func Client(o ClientOptions) *http.Client {
 	idle := o.MaxIdleConnsPerHost
 	if idle <= 0 {
 		idle = 16
 	}
+	var proxy func(*http.Request) (*url.URL, error)
+	if o.Proxy && o.Dialer.AllowPrivate {
+		proxy = http.ProxyFromEnvironment
+	}
 	tr := &http.Transport{
-		Proxy:                 nil,
+		Proxy:                 proxy,
 		DialContext:           o.Dialer.DialContext,
 		TLSClientConfig:       o.TLS,
 		ForceAttemptHTTP2:     true,

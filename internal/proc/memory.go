@@ -13,11 +13,10 @@ import (
 // DefaultMemoryLimit is the address space a tool may use when
 // SetMemoryLimit was not called: TOOL_MEMORY_LIMIT's default, 1 GiB.
 //
-// NOTE: measured on the standard corpus, LibreOffice needs about 470 MiB
-// of address space to convert a one-page document (it maps its libraries
-// and a heap up front), Tesseract 130 MiB for an A4 page at 300 dpi and
-// 300 MiB at 850 dpi, pdftoppm 150 MiB for that page, img2pdf 60 MiB;
-// 1 GiB leaves LibreOffice room for documents with pictures.
+// NOTE: LibreOffice maps its libraries and a heap up front, about half of
+// this before it converts anything; 1 GiB leaves it room for documents with
+// pictures, and the other tools need far less (docs/pipeline.md, "Bounds on
+// the processing tools", gives each tool's need).
 const DefaultMemoryLimit int64 = 1 << 30
 
 var memoryLimit atomic.Int64

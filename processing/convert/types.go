@@ -62,8 +62,8 @@ func lookupType(mt string) (typeInfo, bool) {
 	return typeInfo{}, false
 }
 
-// SupportedTypes lists the MIME types Convert accepts (the spec's upload
-// types).
+// SupportedTypes lists the MIME types Convert accepts: the upload types
+// docflow.SupportedFileTypes names.
 func SupportedTypes() []string {
 	return []string{"application/pdf", "application/msword",
 		"application/vnd.openxmlformats-officedocument.wordprocessingml.document",

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"docflow"
+	"docflow/internal/netguard"
 	"docflow/processing/internal/httpx"
 	"docflow/processing/quality"
 )
@@ -71,7 +72,11 @@ type AzureConfig struct {
 	PollInterval time.Duration
 	// MaxBytes refuses larger files before upload (default 500 MB, the
 	// service's limit on paid tiers).
-	MaxBytes   int64
+	MaxBytes int64
+	// HTTPClient makes the requests (default a netguard client: the
+	// endpoint is the operator's, so a private address is allowed, with
+	// the environment's proxy); a client without a Timeout is given 2
+	// minutes per request.
 	HTTPClient *http.Client
 }
 
@@ -106,7 +111,13 @@ func NewAzure(cfg AzureConfig) (*Azure, error) {
 		cfg.MaxBytes = 500 << 20
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{Timeout: 2 * time.Minute}
+		cfg.HTTPClient = netguard.Client(netguard.ClientOptions{Dialer: netguard.Dialer{AllowPrivate: true},
+			Proxy: true, Redirects: 10})
+	}
+	if cfg.HTTPClient.Timeout == 0 {
+		c := *cfg.HTTPClient
+		c.Timeout = 2 * time.Minute
+		cfg.HTTPClient = &c
 	}
 	return &Azure{cfg: cfg}, nil
 }

@@ -1,5 +1,14 @@
 // Package blob implements docflow.BlobStore on the local filesystem:
 // content-addressed files under a root directory, sharded by hash prefix.
+//
+// A blob is written to a temporary file, made durable, renamed into place
+// and its directory made durable; concurrent writers share one filesystem
+// flush (groupsync.go; BLOB_SYNC=file flushes each file). Put of content
+// already stored refreshes its time. Walk lists the blobs, and Sweep
+// removes those no record references (asked of docflow.FileStore's
+// BlobsInUse in batches) once not stored, nor stored again, for a minimum
+// age, looking again right before each removal. blobtest is the contract
+// every BlobStore passes.
 package blob
 
 import (

@@ -1,4 +1,3 @@
-// Package postgres implements docflow's services on PostgreSQL with pgx/v5.
 package postgres
 
 import (

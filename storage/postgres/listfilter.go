@@ -21,10 +21,10 @@ func fileWhereAfter(f docflow.FileFilter, args []any) (string, []any) {
 	}
 	if v := f.VisibleTo; v != nil {
 		// NOTE: as an OR of the owner and an EXISTS over shares, the
-		// condition could only be checked row by row: a selective listing
-		// read the whole table (68 ms of database CPU at 100,000 records).
-		// As a set of ids, each part comes from its index (unclaimed files
-		// from files_owner_created's NULL entries).
+		// condition could only be checked row by row, so a selective
+		// listing read the whole table. As a set of ids, each part comes
+		// from its index (unclaimed files from files_owner_created's NULL
+		// entries).
 		var sets []string
 		if v.UserID != "" {
 			p := arg(v.UserID)

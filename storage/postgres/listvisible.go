@@ -12,20 +12,16 @@ import (
 // instance ask.
 //
 // NOTE: the generic plan reads every file the user may see (own and
-// shared, from their indexes), then sorts them: 1,500 heap rows for a
-// user with 1,000 own and 500 shared files among 100,000, over ten times
-// the single-user page. Here the page is read in order from file_access
-// (migration 0540), which holds a row per user and file they may see with
-// the columns a listing shows: one index-only scan of the rows that reach
-// the page, as the single-user listing is one scan of files_created.
-// Merging two ordered halves instead (own files from files_owner_created,
-// shared ones from shares joined to files) read as few rows but cost
-// PostgreSQL 476,000 instructions a page against 295,000, most of it in
-// setting up and tearing down the larger plan. The total is read from
-// visible_file_counts (migration 0500), which triggers keep exact in the
-// transaction of every write: counting the 1,500 index entries on each
-// request cost PostgreSQL twice the rest of the statement (0.35 of 0.66
-// ms).
+// shared), then sorts them: many times the single-user page. Here the page
+// is read in order from file_access (migration 0540), a row per user and
+// file they may see with the columns a listing shows: one index-only scan
+// of the rows that reach the page, as the single-user listing is one scan
+// of files_created. The total is read from visible_file_counts (migration
+// 0500), kept exact by triggers in the transaction of every write, since
+// counting the user's index entries on each request cost more than the
+// page. TestVisibleListingFollowsEveryWrite holds the rows and counts to
+// every write; docs/benchmarks.md ("Sharing") has the measurements, and the
+// plans tried and dropped.
 
 // listVisible is the kind of listText of this plan.
 const listVisible = listSkip + 1

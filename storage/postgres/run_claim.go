@@ -118,27 +118,18 @@ func failAll(out []docflow.StepClaimResult, err error) []docflow.StepClaimResult
 // claimsSQL leases steps (see ClaimStep), many in one statement; each
 // answer row ends with the ordinal (from 1) of its request.
 //
-// NOTE: every row is reached from the requests by primary key, and the
-// plan must stay that way whatever the statistics say. With the status
-// tests written plainly, statistics taken while no run was unfinished (an
-// ANALYZE after a quiet spell) made the planner read every unfinished run
-// and pending file through their partial status indexes for each claim:
-// each claim then cost as much as the backlog, and the pipeline benchmark
-// fell from about 550 to 140 documents/s (50–90 buffers per claimed
-// step). The status tests are therefore expressions (the status joined
-// to an empty string), which no index answers, and runs and files are
-// read in LATERAL subqueries (OFFSET 0 keeps them apart), one key lookup
-// per request. TestClaimPlanIgnoresStaleStatistics holds this.
+// NOTE: every row is reached from the requests by primary key, whatever
+// the statistics say: the status tests are expressions (the status joined
+// to an empty string), which no index answers, and runs and files are read
+// in LATERAL subqueries (OFFSET 0 keeps them apart). Plain status tests let
+// statistics taken while nothing was unfinished make every claim read the
+// whole backlog through the status indexes. TestClaimPlanIgnoresStaleStatistics
+// holds this.
 //
-// And the statement is planned on every call: a connection keeps the
-// generic plan it settles on after its first executions, and one that
-// settled while run_steps held a few pages (the first minute of a new
-// installation) hashed the whole table on every claim ever after, so a
-// claim's cost grew with the table until the next ANALYZE: a third of the
-// benchmark's batches ran at half speed, and its runs swung between 360
-// and 610 documents/s. Planning costs far less than that (the benchmark's
-// batches now hold within 10 % of each other), and a custom plan knows how
-// many requests the arrays hold.
+// And the statement is planned on every call (QueryExecModeExec): a
+// generic plan cached while run_steps was small hashes the whole table on
+// every claim after. Planning costs far less. The measurements are in
+// docs/benchmarks.md ("The step claim").
 const claimsSQL = `
 		WITH i AS (
 			SELECT * FROM unnest($1::text[], $2::int[], $3::int[], $4::text[], $5::bigint[], $6::bigint[]) WITH ORDINALITY

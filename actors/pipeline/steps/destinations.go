@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"docflow"
 )
@@ -32,11 +33,32 @@ type Destination interface {
 // ones, the local folder…).
 type Destinations func(ctx context.Context, f *docflow.File) ([]Destination, error)
 
-// SendToDestinations is the send_to_destinations step: the processed file
-// (else the original) goes to every destination; a failed delivery fails the
-// attempt (and is retried) after the others were tried. Once every one
-// succeeded, their providers join the file's StorageProviders.
+// DestinationQueue queues a file's deliveries to its owner's destination
+// integrations, which their actors make (postgres.DestinationStore;
+// actors/destinations).
+type DestinationQueue interface {
+	// EnqueueFileDeliveries queues f's delivery to every active
+	// destination integration of owner for run runID (once per run) and
+	// records local, the system-wide folder's delivery, when not nil.
+	EnqueueFileDeliveries(ctx context.Context, f *docflow.File, owner, runID string, local *docflow.FileDestination) ([]docflow.FileDestination, error)
+}
+
+// SendToDestinations is the send_to_destinations step with the
+// destinations dests only (no integrations): see SendToDestinationsQueued.
 func SendToDestinations(dests Destinations) docflow.Step {
+	return SendToDestinationsQueued(dests, nil, nil)
+}
+
+// SendToDestinationsQueued is the send_to_destinations step: the processed
+// file (else the original) goes to every destination of dests (the
+// system-wide folder), here and now, and its delivery to each active
+// destination integration of its owner (owner(f); "" for none) is queued
+// on q, for the integrations' actors to make. A failed delivery here fails
+// the attempt (and is retried) after the others were tried; the queued
+// ones are retried on their own, each by its actor. Once every one here
+// succeeded, their providers join the file's StorageProviders (the queued
+// ones' join when they are delivered).
+func SendToDestinationsQueued(dests Destinations, q DestinationQueue, owner func(*docflow.File) string) docflow.Step {
 	if dests == nil {
 		panic("steps: SendToDestinations needs Destinations")
 	}
@@ -45,45 +67,79 @@ func SendToDestinations(dests Destinations) docflow.Step {
 		if err != nil {
 			return nil, fmt.Errorf("destinations: %w", err)
 		}
-		if len(ds) == 0 {
+		ownerID := ""
+		if q != nil && owner != nil {
+			ownerID = owner(in.File)
+		}
+		if len(ds) == 0 && ownerID == "" {
 			return &docflow.StepResult{Skipped: true, Message: "No destinations configured"}, nil
 		}
-		if in.Blobs == nil {
-			return nil, docflow.Errorf(docflow.EUNAVAILABLE, "no blob store to read the file from")
-		}
-		key := in.File.ProcessedBlob
-		name := in.File.OriginalFilename
-		if key == "" {
-			key = in.File.OriginalBlob
-		} else if ext := filepath.Ext(name); !strings.EqualFold(ext, ".pdf") {
-			name = strings.TrimSuffix(name, ext) + ".pdf"
-		}
-		path, err := in.Blobs.Path(ctx, key)
-		if err != nil {
-			return nil, fmt.Errorf("read file %d: %w", in.File.ID, err)
-		}
 		res := &docflow.StepResult{}
-		var errs []error
 		var sent []string
-		for _, d := range ds {
-			remote, err := d.Deliver(ctx, in.File, path, name)
-			del := docflow.Delivery{Destination: d.Name(), Provider: d.Provider(), Status: "delivered", RemotePath: remote}
-			if err != nil {
-				del.Status, del.Message = "failed", err.Error()
-				errs = append(errs, fmt.Errorf("%s: %w", d.Name(), err))
-			} else {
-				sent = append(sent, d.Name()+":"+remote)
+		var local *docflow.FileDestination
+		if len(ds) > 0 {
+			if in.Blobs == nil {
+				return nil, docflow.Errorf(docflow.EUNAVAILABLE, "no blob store to read the file from")
 			}
-			res.Deliveries = append(res.Deliveries, del)
+			key := in.File.ProcessedBlob
+			name := in.File.OriginalFilename
+			if key == "" {
+				key = in.File.OriginalBlob
+			} else if ext := filepath.Ext(name); !strings.EqualFold(ext, ".pdf") {
+				name = strings.TrimSuffix(name, ext) + ".pdf"
+			}
+			path, err := in.Blobs.Path(ctx, key)
+			if err != nil {
+				return nil, fmt.Errorf("read file %d: %w", in.File.ID, err)
+			}
+			var errs []error
+			for _, d := range ds {
+				remote, err := d.Deliver(ctx, in.File, path, name)
+				del := docflow.Delivery{Destination: d.Name(), Provider: d.Provider(), Status: "delivered", RemotePath: remote}
+				if err != nil {
+					del.Status, del.Message = "failed", err.Error()
+					errs = append(errs, fmt.Errorf("%s: %w", d.Name(), err))
+				} else {
+					sent = append(sent, d.Name()+":"+remote)
+					if d.Name() == docflow.SystemDestination {
+						// Shown relative to LOCAL_DESTINATION_DIR: <owner>/<id>_<name>.
+						now := time.Now()
+						rel := filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(remote)), filepath.Base(remote)))
+						local = &docflow.FileDestination{Type: docflow.IntegrationLocal, Name: "LOCAL_DESTINATION_DIR",
+							Status: docflow.DestinationDelivered, RemotePath: rel, DeliveredAt: &now}
+					}
+				}
+				res.Deliveries = append(res.Deliveries, del)
+			}
+			if len(errs) > 0 {
+				return nil, errors.Join(errs...)
+			}
+			if st, err := os.Stat(path); err == nil {
+				res.Bytes = st.Size() * int64(len(ds))
+			}
+			in.File.StorageProviders = withProviders(in.File.StorageProviders, res.Deliveries)
 		}
-		if len(errs) > 0 {
-			return nil, errors.Join(errs...)
+		var queued []docflow.FileDestination
+		if q != nil && (ownerID != "" || local != nil) {
+			if queued, err = q.EnqueueFileDeliveries(ctx, in.File, ownerID, in.RunID, local); err != nil {
+				return nil, fmt.Errorf("queue deliveries: %w", err)
+			}
 		}
-		if st, err := os.Stat(path); err == nil {
-			res.Bytes = st.Size() * int64(len(ds))
+		var parts []string
+		if len(sent) > 0 {
+			parts = append(parts, "Delivered to "+strings.Join(sent, ", "))
 		}
-		res.Message = "Delivered to " + strings.Join(sent, ", ")
-		in.File.StorageProviders = withProviders(in.File.StorageProviders, res.Deliveries)
+		if len(queued) > 0 {
+			names := make([]string, 0, len(queued))
+			for _, d := range queued {
+				names = append(names, fmt.Sprintf("%s (%s)", d.Name, d.Type))
+			}
+			parts = append(parts, fmt.Sprintf("queued for %d destinations: %s", len(queued), strings.Join(names, ", ")))
+		}
+		if len(parts) == 0 {
+			return &docflow.StepResult{Skipped: true, Message: "No destinations configured"}, nil
+		}
+		res.Message = strings.Join(parts, "; ")
 		return res, nil
 	}}
 }

@@ -3,7 +3,6 @@ package steps
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"docflow"
@@ -43,7 +42,7 @@ func (s *embeddingStep) embedder() (embed.Embedder, error) {
 		}
 		cfg.OpenAI = embed.OpenAIConfig{
 			BaseURL: base, APIKey: key, Model: st.Get("EMBEDDING_MODEL"),
-			Dimensions: cfg.Dimensions, MaxTokens: cfg.MaxTokens, HTTPClient: &http.Client{},
+			Dimensions: cfg.Dimensions, MaxTokens: cfg.MaxTokens, HTTPClient: s.d.HTTPClient,
 		}
 	}
 	return embed.New(cfg)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 
 	"docflow"
@@ -34,7 +33,7 @@ func (s *extractStep) provider() (extract.Provider, error) {
 			BaseURL:    st.Get("OPENAI_BASE_URL"),
 			APIKey:     st.Get("OPENAI_API_KEY"),
 			Model:      st.Get("OPENAI_MODEL"),
-			HTTPClient: &http.Client{},
+			HTTPClient: s.d.HTTPClient,
 		}
 		if cfg.OpenAI.Model == "" {
 			return nil, invalidf("METADATA_PROVIDER is openai but OPENAI_MODEL is not set")

@@ -179,7 +179,7 @@ func (s *ocrStep) cloud(ctx context.Context, in *docflow.StepInput, pdf string) 
 	if endpoint == "" || key == "" {
 		return nil, invalidf("cloud OCR was requested but no provider is configured: set AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT and AZURE_DOCUMENT_INTELLIGENCE_KEY")
 	}
-	az, err := ocr.NewAzure(ocr.AzureConfig{Endpoint: endpoint, Key: key, PollInterval: azurePoll})
+	az, err := ocr.NewAzure(ocr.AzureConfig{Endpoint: endpoint, Key: key, PollInterval: azurePoll, HTTPClient: s.d.HTTPClient})
 	if err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/internal/netguard"
 	"docflow/internal/proc"
 )
 
@@ -47,6 +49,11 @@ type Deps struct {
 	// Destinations of send_to_destinations (default: the local folder of
 	// LOCAL_DESTINATION_DIR).
 	Destinations Destinations
+	// Queue, when set, queues each document's delivery to its owner's
+	// destination integrations (DestinationQueue); the owner of a
+	// document without one is the administrator's account in single-user
+	// mode (AUTH_ENABLED false), nobody otherwise.
+	Queue DestinationQueue
 	// Recorder, when set, hears one integration metric per delivery of
 	// send_to_destinations (MeasuredDestinations).
 	Recorder docflow.Recorder
@@ -57,6 +64,10 @@ type Deps struct {
 	// WorkDir is WORKDIR: the steps' messages and errors (the processing
 	// log) name files under it, and under TempDir, relative to it.
 	WorkDir string
+	// HTTPClient talks to the AI providers and the cloud OCR (default a
+	// netguard client: their endpoints are the operator's, so a private
+	// address is allowed, with the environment's proxy).
+	HTTPClient *http.Client
 }
 
 // Steps is the set of processing steps of one worker process. Close it on
@@ -82,6 +93,10 @@ func New(d Deps) (*Steps, error) {
 	if d.TempDir == "" {
 		d.TempDir = os.TempDir()
 	}
+	if d.HTTPClient == nil {
+		d.HTTPClient = netguard.Client(netguard.ClientOptions{Dialer: netguard.Dialer{AllowPrivate: true},
+			Proxy: true, Redirects: 10})
+	}
 	if err := os.MkdirAll(d.TempDir, 0o700); err != nil {
 		return nil, fmt.Errorf("steps: temp dir: %w", err)
 	}
@@ -102,7 +117,7 @@ func New(d Deps) (*Steps, error) {
 	}
 	s.all = append(s.all,
 		CheckDuplicates(d.Originals, func() bool { return docflow.SettingBool(d.Settings, "ENABLE_DEDUPLICATION", true) }),
-		SendToDestinations(MeasuredDestinations(d.Destinations, d.Recorder)))
+		SendToDestinationsQueued(MeasuredDestinations(d.Destinations, d.Recorder), d.Queue, destinationOwner(d.Settings)))
 	return s, nil
 }
 
@@ -238,5 +253,21 @@ func (o *onceMap[K, V]) each(fn func(V)) {
 	defer o.mu.Unlock()
 	for _, v := range o.m {
 		fn(v)
+	}
+}
+
+// destinationOwner is whose destination integrations a document goes to:
+// its owner's; a document without one (uploaded without signing in) is
+// the single user's while AUTH_ENABLED is false (the account that owns
+// the integrations made then), and goes to no integration otherwise.
+func destinationOwner(st docflow.SettingsStore) func(*docflow.File) string {
+	return func(f *docflow.File) string {
+		if f.OwnerID != nil && *f.OwnerID != "" {
+			return *f.OwnerID
+		}
+		if !docflow.SettingBool(st, "AUTH_ENABLED", false) {
+			return docflow.AdminUserID(st)
+		}
+		return ""
 	}
 }

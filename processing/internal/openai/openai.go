@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"docflow/internal/netguard"
 	"docflow/processing/internal/httpx"
 )
 
@@ -16,11 +17,14 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 
 // Config is the connection part of a provider's configuration.
 type Config struct {
-	BaseURL    string // default DefaultBaseURL
-	Timeout    time.Duration
-	Attempts   int // default 3
-	Backoff    time.Duration
-	HTTPClient *http.Client // default a new http.Client
+	BaseURL  string // default DefaultBaseURL
+	Timeout  time.Duration
+	Attempts int // default 3
+	Backoff  time.Duration
+	// HTTPClient makes the requests (default a netguard client: the
+	// endpoint is the operator's, so a private address is allowed, with
+	// the environment's proxy).
+	HTTPClient *http.Client
 }
 
 // Client posts JSON requests to one OpenAI-compatible API.
@@ -46,7 +50,8 @@ func New(cfg Config, timeout, backoff time.Duration) *Client {
 		cfg.Backoff = backoff
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		cfg.HTTPClient = netguard.Client(netguard.ClientOptions{Dialer: netguard.Dialer{AllowPrivate: true},
+			Proxy: true, Redirects: 10})
 	}
 	return &Client{baseURL: cfg.BaseURL, http: cfg.HTTPClient,
 		retry: httpx.Retry{Attempts: cfg.Attempts, Timeout: cfg.Timeout, Backoff: cfg.Backoff}}

@@ -40,8 +40,8 @@ const (
 // Ranking. A query that matches at most ExactLimit documents (judged from
 // term statistics, or because its filters leave fewer) is scored exactly —
 // tf-idf over every text field, title and file name boosted — and counted
-// exactly. Scoring a word found in most of 100,000 documents would take about
-// 10 ms of CPU a query, so broader queries are ranked in tiers the way
+// exactly. Scoring a word found in most documents costs too much CPU per
+// query, so broader queries are ranked in tiers the way
 // Meilisearch's bucket sort does: documents matching in the title, file
 // name, tags, type or sender first, then documents whose text holds every
 // word, then those with any word. A tier is scored when it is small and taken
@@ -51,12 +51,11 @@ func (x *Index) Search(ctx context.Context, q docflow.SearchQuery) (*docflow.Sea
 	if x.closed.Load() {
 		return nil, errClosed
 	}
-	// NOTE: searches are CPU-bound and short (about a millisecond). With
-	// more of them than cores the Go scheduler time-slices them every 10 ms,
-	// and the unlucky ones wait several slices: at 8 clients on 2 cores the
-	// median stayed at 1 ms while p99 reached 100 ms. Admitting one search
-	// per core, in arrival order, keeps each one running to completion and
-	// the tail close to the queue length times the service time.
+	// NOTE: searches are CPU-bound and short. With more of them than cores
+	// the Go scheduler time-slices them, and the unlucky ones wait several
+	// slices. Admitting one search per core, in arrival order, keeps each
+	// one running to completion and the tail close to the queue length
+	// times the service time (docs/benchmarks.md, "Search").
 	select {
 	case x.searchSlots <- struct{}{}:
 	case <-ctx.Done():

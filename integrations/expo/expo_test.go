@@ -1,4 +1,4 @@
-package delivery
+package expo
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"docflow"
+	"docflow/internal/netguard"
 )
 
 type pushSettings map[string]string
@@ -56,7 +57,7 @@ func TestPushSender(t *testing.T) {
 	defer relay.Close()
 	settings := pushSettings{"PUSH_RELAY_URL": relay.URL}
 	devs := &deactivated{}
-	p := NewPushSender(settings, devs)
+	p := NewSender(settings, devs)
 	d := &docflow.EventDelivery{ID: 1, Subscriber: docflow.Subscriber{Kind: docflow.SubscriberDevice, ID: 42},
 		Event: docflow.Event{Name: docflow.EventDocumentProcessed, Data: map[string]any{"file_id": 7, "filename": "a.pdf"}}}
 	tgt := docflow.DeliveryTarget{Found: true, Active: true, PushToken: "ExponentPushToken[abc]"}
@@ -64,7 +65,7 @@ func TestPushSender(t *testing.T) {
 
 	status.Store(200)
 	answer.Store(`{"data":[{"status":"ok","id":"x"}]}`)
-	if r := p.Send(ctx, tgt, d); r.Err == nil || !errors.Is(r.Err, ErrPrivateAddress) || calls.Load() != 0 {
+	if r := p.Send(ctx, tgt, d); r.Err == nil || !errors.Is(r.Err, netguard.ErrPrivate) || calls.Load() != 0 {
 		t.Fatalf("relay on loopback, not allowed: %+v, %d calls", r, calls.Load())
 	}
 	settings["WEBHOOK_ALLOWED_HOSTS"] = "127.0.0.1"
@@ -91,9 +92,9 @@ func TestPushSender(t *testing.T) {
 	}
 }
 
-func TestPushFor(t *testing.T) {
+func TestMessageFor(t *testing.T) {
 	t.Parallel()
-	m := PushFor("T[x]", docflow.Event{Data: map[string]any{"file_id": 9, "filename": strings.Repeat("é", 300), "title": "secret"}})
+	m := MessageFor("T[x]", docflow.Event{Data: map[string]any{"file_id": 9, "filename": strings.Repeat("é", 300), "title": "secret"}})
 	if m.To != "T[x]" || m.Data["file_id"] != 9 || len(m.Data) != 1 || utf8.RuneCountInString(m.Body) > 120 || strings.Contains(m.Body, "secret") {
 		t.Errorf("%+v", m)
 	}

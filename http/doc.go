@@ -1,0 +1,94 @@
+// Package http is docflow's fasthttp front end: the router, the middleware
+// and one file per resource. Handlers are func(*fasthttp.RequestCtx) error;
+// one adapter turns errors and panics into {"detail": …} responses with the
+// status errors.go gives each docflow error code. Handlers reach storage
+// through the root package's interfaces (or one the file declares) and
+// start work by writing rows and outbox messages; they never drive actors.
+//
+// The server and what every request goes through:
+//   - server.go: Config, NewServer, the routes (a trailing slash is not
+//     significant) and the authentication levels: AuthUser, AuthAdmin,
+//     AuthToken (a bearer token even in single-user mode).
+//   - middleware.go: request id, recover, the per-request timeout, the body
+//     limit, authentication, the rate limit, the access log and the
+//     request metric (the route is its pattern, or "other").
+//   - errors.go: the one table of docflow error codes to HTTP statuses.
+//   - json.go: strict JSON decoding (valid UTF-8, no trailing data).
+//   - bodylimit.go: an oversized JSON body is drained, bounded, before its
+//     413.
+//   - conns.go, writeprogress.go: timeouts for slow clients, the upload
+//     and download deadlines that move with progress, the minimum download
+//     rate, connections per client address.
+//   - ratelimit.go: the sliding-window rate limits, per user or address
+//     (an IPv6 /64 is one address).
+//   - security.go: security headers, CORS for CORS_ALLOWED_ORIGINS, the
+//     refusal of cross-site state-changing requests, NUL screening.
+//   - rebind.go: single-user mode answers only requests addressed to its
+//     own hosts (DNS rebinding).
+//   - redirect.go: every redirect points into BASE_URL; safeNext, the one
+//     check of a redirect target a request chose.
+//
+// Signing in:
+//   - auth.go: bearer tokens (SHA-256, a short cache, batched last-use
+//     writes) and session cookies, accepted only while Config.UserState
+//     says their user may sign in; trusted proxies.
+//   - authfail.go: failed sign-ins delay their user name per client
+//     address; failed bearer tokens limited per address; failures audited.
+//   - login.go: the sign-in page, sign-out, the mobile app's browser login.
+//   - signin.go: what every sign-in ends with: the session and its cookie,
+//     or the mobile hand-off (a one-time code exchanged at
+//     POST /api/mobile/token, or a token in the redirect).
+//   - oauth.go, oauth_claims.go, oauth_tokens.go: single sign-on with
+//     OpenID Connect (code flow with PKCE), the claims and allow-lists,
+//     the code exchange and the re-check of an SSO user.
+//   - sso_admin.go: the administrators' links of local accounts to SSO
+//     identities.
+//   - selfservice.go, mailsend.go: password reset and user name reminder
+//     (/api/auth/*, /forgot-password, /reset-password) and the bounded
+//     background sender of their mail.
+//   - tokens.go, admin_tokens.go: a user's API tokens; an administrator's
+//     view of anyone's.
+//   - local_users.go: the administrators' routes of local accounts.
+//   - users.go: user profiles under /api/admin/users, users search and
+//     mentionable users.
+//   - audit.go: the audit helper and GET /api/admin/audit-log.
+//
+// Documents:
+//   - upload.go: uploads, process-url, processall and the automation upload.
+//   - files.go: the files API (listing, detail, metadata) and
+//     authorizeFile/visibleTo, the file access rule applied to the current
+//     user; files_content.go (preview, download, the bulk ZIP);
+//     files_bulk.go (deletion, reprocessing, pipeline assignment, one or
+//     in bulk); ownership.go (claims and assigned owners); files_audit.go
+//     (their audit entries); files_destinations.go (send-to: one document
+//     queued for one of the user's destinations).
+//   - shares.go, comments.go, annotations.go: working together, each route
+//     asking authorizeFile for the right it exercises.
+//   - search.go, similarity.go, saved_searches.go: search, similar
+//     documents and pairs, saved searches; embeddings.go, the embedding
+//     runs.
+//   - pipelines.go, routing.go, classification.go: pipelines and their
+//     steps, routing rules, classification rules.
+//   - queue.go: the queue's statistics.
+//
+// Integrations and events out:
+//   - integrations.go, integrations_audit.go: /api/integrations/…, an
+//     endpoint moved without its credentials refused, every change and test
+//     audited without credentials.
+//   - webhooks.go: webhooks, their deliveries and redelivery;
+//     checkTargetURL, the check of every outbound URL a user gives.
+//   - automation.go: automation hooks (REST hooks for Zapier, Make, n8n).
+//   - mobile.go: the devices registered for push notifications.
+//   - cloud.go: the cloud folder browser (POST /api/<provider>/list-folders)
+//     and the spec's send-to routes (POST /send_to_<provider>/), over the
+//     CloudFolderLister and DeliveryQueue it declares.
+//   - notify.go: the administrators' test notification.
+//
+// Pages and operations:
+//   - home.go: the front page /, the route list /docs, static files.
+//   - health.go: the health checks (details for administrators only).
+//   - ops.go: the operations page /ops over /api/analytics/*.
+//   - analytics.go: GET /api/analytics/*.
+//   - metrics.go, metricsserver.go: GET /metrics, and a worker's own
+//     /metrics listener.
+package http
