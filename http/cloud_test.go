@@ -87,6 +87,7 @@ func accessToken(t *testing.T, c interface{ Connect(context.Context) error }) {
 // provider's shape: has_more for Dropbox and Google Drive, child_count for
 // OneDrive.
 func TestCloudListFolders(t *testing.T) {
+	t.Parallel()
 	e := newCloudEnv(t)
 	ann := e.token("ann")
 	hc := netguard.Client(netguard.ClientOptions{Dialer: netguard.Dialer{AllowPrivate: true}})
@@ -151,6 +152,7 @@ func TestCloudListFolders(t *testing.T) {
 // stored name, or a path ending in it) for the caller's destination of
 // that provider.
 func TestCloudSendTo(t *testing.T) {
+	t.Parallel()
 	e := newCloudEnv(t)
 	ann, bob := e.token("ann"), e.token("bob")
 	ctx := context.Background()
