@@ -241,7 +241,7 @@ func TestAutomationHooksSingleUser(t *testing.T) {
 	}
 	uploadAs(t, a.URL, "", "second.txt")
 	testsupport.WaitFor(t, 30*time.Second, "the second document", func() bool { return good.count() == 2 })
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the unsubscribed receiver's copy would have come by now
 	if n := gone.count(); n != 1 {
 		t.Errorf("the unsubscribed receiver got %d requests", n)
 	}
@@ -277,7 +277,7 @@ func TestAutomationHooksScope(t *testing.T) {
 	testsupport.WaitFor(t, 30*time.Second, "the deliveries", func() bool {
 		return ra.count() >= 1 && rb.count() >= 1 && radmin.count() >= 2
 	})
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // deliveries to hooks out of scope would have come by now
 	docs := func(r *receiver) map[float64]string {
 		_, ms, _ := r.got()
 		out := map[float64]string{}

@@ -114,7 +114,7 @@ func TestAutomationHookDeliveryLogAndPause(t *testing.T) {
 		}
 		return false
 	})
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // the paused hook's copy would have come by now
 	if _, raw := authed(t, alice, "GET", hook(ida)+"/deliveries", nil); ra.count() != 2 || decode(raw)["total"] != 1.0 {
 		t.Fatalf("paused hook: %d requests, log %s", ra.count(), raw)
 	}

@@ -104,7 +104,7 @@ func TestAdminNotifiedOfFailedDocuments(t *testing.T) {
 	a.SetEnv("NOTIFY_ON_DOCUMENT_FAILED", "false")
 	id = upload(t, a.URL, "quiet.txt", "another document\n")
 	testsupport.WaitFor(t, 60*time.Second, "quiet.txt failed", failed(id))
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // its notification would have come by now
 	if s := seen(); len(s) != 1 {
 		t.Fatalf("notified with the setting off: %q", s)
 	}

@@ -49,7 +49,7 @@ func TestHookSeesAllOnlyWhileItsOwnerIsAnAdmin(t *testing.T) {
 	testsupport.WaitFor(t, 30*time.Second, "the demoted owner's own document and alice's at the root hook", func() bool {
 		return got(rboss)[float64(own)] && got(rroot)[float64(after)]
 	})
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a copy to the demoted owner's hook would have come by now
 	if got(rboss)[float64(after)] {
 		t.Errorf("the demoted owner's hook got alice's document after the demotion: %v", got(rboss))
 	}
