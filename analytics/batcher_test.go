@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"docflow"
+
+	"docflow/internal/testsupport"
 )
 
 // fakeStore records the batches written to it; fail makes writes fail and
@@ -67,17 +69,6 @@ func (f *fakeStore) batchSizes() []int {
 	return n
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func checkOrdered(t *testing.T, got []int, n int) {
 	t.Helper()
 	if len(got) != n {
@@ -97,7 +88,7 @@ func TestBatcherFlushAtSize(t *testing.T) {
 	for i := range 250 {
 		b.Add(i)
 	}
-	eventually(t, "two full batches", func() bool { return b.Stats().Written == 200 })
+	testsupport.WaitFor(t, 5*time.Second, "two full batches", func() bool { return b.Stats().Written == 200 })
 	time.Sleep(50 * time.Millisecond)
 	if s := b.Stats(); s.Written != 200 || s.Buffered != 50 {
 		t.Fatalf("stats %+v, want 200 written and 50 buffered until the interval", s)
@@ -120,7 +111,7 @@ func TestBatcherFlushAtInterval(t *testing.T) {
 	for i := range 3 {
 		b.Add(i)
 	}
-	eventually(t, "the interval flush", func() bool { return len(f.rows()) == 3 })
+	testsupport.WaitFor(t, 5*time.Second, "the interval flush", func() bool { return len(f.rows()) == 3 })
 	checkOrdered(t, f.rows(), 3)
 }
 
@@ -190,12 +181,12 @@ func TestBatcherRetriesWithoutLoss(t *testing.T) {
 	if err := b.Flush(context.Background()); err == nil {
 		t.Fatal("Flush succeeded while the store is down")
 	}
-	eventually(t, "a few retries", func() bool { return b.Stats().WriteErrors >= 3 })
+	testsupport.WaitFor(t, 5*time.Second, "a few retries", func() bool { return b.Stats().WriteErrors >= 3 })
 	if s := b.Stats(); s.Written != 0 || s.Dropped != 0 || s.Buffered != 800 {
 		t.Fatalf("stats during outage %+v", s)
 	}
 	f.setFail(false)
-	eventually(t, "the backlog written by the background retry", func() bool { return b.Stats().Written == 800 })
+	testsupport.WaitFor(t, 5*time.Second, "the backlog written by the background retry", func() bool { return b.Stats().Written == 800 })
 	checkOrdered(t, f.rows(), 800)
 }
 
@@ -207,18 +198,18 @@ func TestBatcherOutageIsBounded(t *testing.T) {
 	for i := range 1000 {
 		b.Add(i)
 		if i%50 == 49 { // let the loop take what it may before going on
-			eventually(t, "the loop to catch up", func() bool {
+			testsupport.WaitFor(t, 5*time.Second, "the loop to catch up", func() bool {
 				q := b.queuedRows()
 				return q == 0 || b.Stats().Buffered-int64(q) >= 200
 			})
 		}
 	}
-	eventually(t, "the buffer at its bound", func() bool { return b.Stats().Buffered == 300 })
+	testsupport.WaitFor(t, 5*time.Second, "the buffer at its bound", func() bool { return b.Stats().Buffered == 300 })
 	if s := b.Stats(); s.Dropped != 700 {
 		t.Fatalf("stats %+v: want 700 dropped with 300 buffered", s)
 	}
 	f.setFail(false)
-	eventually(t, "the backlog written", func() bool { return b.Stats().Written == 300 })
+	testsupport.WaitFor(t, 5*time.Second, "the backlog written", func() bool { return b.Stats().Written == 300 })
 	checkOrdered(t, f.rows(), 300)
 }
 
@@ -411,7 +402,7 @@ func TestBatcherConcurrentWriters(t *testing.T) {
 	for i := range 2000 {
 		b.Add(i)
 	}
-	eventually(t, "the full batches written", func() bool { return b.Stats().Written == 2000 })
+	testsupport.WaitFor(t, 5*time.Second, "the full batches written", func() bool { return b.Stats().Written == 2000 })
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -87,6 +87,7 @@ func (w *workerProc) kill() {
 // that every attachment became exactly one document and every mail is
 // flagged seen.
 func TestIMAPExactlyOnceThroughKills(t *testing.T) {
+	t.Parallel()
 	mails := 500
 	if testing.Short() {
 		mails = 60

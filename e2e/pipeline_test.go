@@ -93,6 +93,7 @@ func wordRecall(want, got string) float64 {
 // pipeline: each reaches completed with OCR text, metadata, a
 // classification, PDF properties and an embedding.
 func TestEveryTypeThroughTheStandardPipeline(t *testing.T) {
+	t.Parallel()
 	requireTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -195,6 +196,7 @@ func TestEveryTypeThroughTheStandardPipeline(t *testing.T) {
 // log that says why, a provider that keeps answering prose fails after its
 // retries, and compute-embedding runs the one step through the engine.
 func TestEngineFaults(t *testing.T) {
+	t.Parallel()
 	requireTools(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

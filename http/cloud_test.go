@@ -82,6 +82,7 @@ func newCloudEnv(t *testing.T) *cloudEnv {
 // Dropbox and Google Drive, child_count for OneDrive; the provider's
 // refusals keep their status.
 func TestCloudListFolders(t *testing.T) {
+	t.Parallel()
 	e := newCloudEnv(t)
 	ann := e.token("ann")
 
@@ -143,6 +144,7 @@ func TestCloudListFolders(t *testing.T) {
 // stored name, or a path ending in it) for the caller's destination of
 // that provider.
 func TestCloudSendTo(t *testing.T) {
+	t.Parallel()
 	e := newCloudEnv(t)
 	ann, bob := e.token("ann"), e.token("bob")
 	ctx := context.Background()

@@ -62,6 +62,7 @@ func freePort(t testing.TB) int {
 // in random order from many goroutines: every message is handled once and
 // the group ends committed at the end of every partition.
 func TestConsumerOutOfOrderAcks(t *testing.T) {
+	t.Parallel()
 	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic, parts, n = "conf.ooo", 6, 20000
@@ -122,6 +123,7 @@ func TestConsumerOutOfOrderAcks(t *testing.T) {
 // leaves while messages are still arriving. Every message is handled at
 // least once and the group ends fully committed.
 func TestConsumerRebalance(t *testing.T) {
+	t.Parallel()
 	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic, parts, third = "conf.rebalance", 6, 2000
@@ -195,6 +197,8 @@ func TestConsumerRebalance(t *testing.T) {
 // commits nothing past it and pauses at its budget; the other partitions
 // are consumed and committed to the end.
 func TestConsumerStuckMessage(t *testing.T) {
+	// Serial: the stuck partition is given 500 ms to run into its budget;
+	// other tests on the CPU could slow it down.
 	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic, parts, n, budget = "conf.stuck", 4, 2000, 16
@@ -273,6 +277,8 @@ func TestConsumerStuckMessage(t *testing.T) {
 // with the same DataDir: messages and committed offsets survive, and the
 // producer's next write goes through.
 func TestBrokerRestartKeepsData(t *testing.T) {
+	// Serial: it restarts the broker on the port it had, which a test
+	// starting meanwhile could take.
 	dir := t.TempDir()
 	port := freePort(t)
 	b := streamstest.NewBroker(t, streams.BrokerConfig{DataDir: dir, Port: port})
@@ -332,6 +338,7 @@ func TestBrokerRestartKeepsData(t *testing.T) {
 // TestConsumerPoisonMessage sends an undecodable message among valid tasks:
 // it is dead-lettered with its reason and the consumer keeps going.
 func TestConsumerPoisonMessage(t *testing.T) {
+	t.Parallel()
 	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic, parts = "conf.poison", 2
@@ -394,6 +401,7 @@ func TestConsumerPoisonMessage(t *testing.T) {
 // TestConsumerFailurePolicy routes a Nacked message through the policy,
 // retrying the policy until it succeeds; the offset is committed after.
 func TestConsumerFailurePolicy(t *testing.T) {
+	t.Parallel()
 	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic = "conf.failure"
@@ -431,6 +439,7 @@ func TestConsumerFailurePolicy(t *testing.T) {
 // TestLag reports uncommitted messages per topic: all of them before the
 // group consumed, none after.
 func TestLag(t *testing.T) {
+	t.Parallel()
 	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic = "conf.lag"
@@ -453,6 +462,8 @@ func TestLag(t *testing.T) {
 // TestConsumerSurvivesBrokerRestart keeps a consumer running while the
 // broker restarts on its port: it rejoins and consumes what comes after.
 func TestConsumerSurvivesBrokerRestart(t *testing.T) {
+	// Serial: it restarts the broker on the port it had, which a test
+	// starting meanwhile could take.
 	dir := t.TempDir()
 	port := freePort(t)
 	b := streamstest.NewBroker(t, streams.BrokerConfig{DataDir: dir, Port: port})
@@ -472,9 +483,11 @@ func TestConsumerSurvivesBrokerRestart(t *testing.T) {
 		}})
 	produceN(t, p, topic, 100, func(i int) string { return strconv.Itoa(i) })
 	testsupport.WaitFor(t, 20*time.Second, "first 100", func() bool { return count() == 100 })
-	time.Sleep(100 * time.Millisecond) // commits
+	testsupport.WaitFor(t, 20*time.Second, "the first 100 committed", func() bool {
+		return committedTotal(t, brokers, "g-live", topic, parts) == 100
+	})
 	b.Close()
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the broker stays away for a moment
 	streamstest.NewBroker(t, streams.BrokerConfig{DataDir: dir, Port: port})
 	msgs := make([]streams.Message, 100)
 	for i := range msgs {
@@ -493,6 +506,7 @@ func TestConsumerSurvivesBrokerRestart(t *testing.T) {
 // the partitions still move, every message is handled, and the group
 // commits to the end.
 func TestConsumerFetchAnsweredLate(t *testing.T) {
+	t.Parallel()
 	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic, parts, n = "conf.late", 2, 200

@@ -10,6 +10,7 @@ import (
 )
 
 func TestDelayRelayWaitsUntilDue(t *testing.T) {
+	t.Parallel()
 	pub := &capturePublisher{ch: make(chan Message, 4)}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

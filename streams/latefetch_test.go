@@ -13,6 +13,7 @@ import (
 // many happened since the last one; those the sampler leaves out are
 // counted in the next warning, not lost.
 func TestLateFetchWarnings(t *testing.T) {
+	// Serial: it is timed against the sampler's 200 ms period.
 	var out bytes.Buffer
 	log := zerolog.New(&out).Level(zerolog.InfoLevel)
 	c := &Consumer{log: log, lateWarn: log.Sample(&zerolog.BurstSampler{Burst: 1, Period: 200 * time.Millisecond})}

@@ -121,6 +121,7 @@ func (r *recorder) got() []streams.Message {
 // headers (sorted by name) and are marked sent; rows of a topic that fails
 // stay unsent and are skipped (quarantined) by the next batches.
 func TestRelayPublishesAndMarks(t *testing.T) {
+	t.Parallel()
 	store := newMemOutbox(
 		docflow.OutboxMessage{Topic: "t", Key: "1", Payload: []byte("a"), Headers: map[string]string{"x-b": "2", "x-a": "1"}},
 		docflow.OutboxMessage{Topic: "missing.t", Key: "1", Payload: []byte("lost")},
@@ -159,6 +160,7 @@ func TestRelayPublishesAndMarks(t *testing.T) {
 // TestRelayWakesOnNotification: a relay whose poll is far away publishes a
 // row as soon as the store's listener reports a commit.
 func TestRelayWakesOnNotification(t *testing.T) {
+	t.Parallel()
 	store := newMemOutbox()
 	pub := &recorder{}
 	r, err := streams.NewRelay(streams.RelayConfig{Store: store, Publisher: pub, PollInterval: time.Hour, Log: streamstest.Log(t)})
@@ -176,6 +178,7 @@ func TestRelayWakesOnNotification(t *testing.T) {
 // TestRelayPublishErrorRollsBack: a RelayDue that fails after publishing
 // counts nothing as published.
 func TestRelayPublishErrorRollsBack(t *testing.T) {
+	t.Parallel()
 	pub := &recorder{}
 	r, err := streams.NewRelay(streams.RelayConfig{Store: failingOutbox{newMemOutbox(docflow.OutboxMessage{Topic: "t", Payload: []byte("x")})}, Publisher: pub})
 	if err != nil {
@@ -213,6 +216,7 @@ func (m *marker) MarkSent(_ context.Context, ids []int64) error {
 // TestWriteThrough publishes a transaction's rows as the relay does and
 // marks only those the broker took.
 func TestWriteThrough(t *testing.T) {
+	t.Parallel()
 	pub, mk := &recorder{}, &marker{}
 	w := streams.NewWriteThrough(pub, mk, streamstest.Log(t))
 	msgs := []docflow.OutboxMessage{

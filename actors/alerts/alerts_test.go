@@ -13,16 +13,32 @@ import (
 	"docflow/actors"
 	"docflow/actors/alerts"
 	"docflow/actors/delivery"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
+// settings are fixed values, with how often each was asked for.
 type settings struct {
-	mu sync.Mutex
-	m  map[string]string
+	mu    sync.Mutex
+	m     map[string]string
+	asked map[string]int
 }
 
-func (s *settings) Get(k string) string { s.mu.Lock(); defer s.mu.Unlock(); return s.m[k] }
-func (s *settings) set(k, v string)     { s.mu.Lock(); defer s.mu.Unlock(); s.m[k] = v }
+func (s *settings) Get(k string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.asked == nil {
+		s.asked = map[string]int{}
+	}
+	s.asked[k]++
+	return s.m[k]
+}
+func (s *settings) set(k, v string) { s.mu.Lock(); defer s.mu.Unlock(); s.m[k] = v }
+func (s *settings) timesAsked(k string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.asked[k]
+}
 func (s *settings) Lookup(context.Context, string) (*docflow.Setting, error) {
 	return nil, docflow.Errorf(docflow.ENOTFOUND, "no")
 }
@@ -89,32 +105,30 @@ func TestAlertsActorTicks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	// Each tick asks for the channels first.
+	testsupport.WaitFor(t, 10*time.Second, "five ticks", func() bool { return st.timesAsked("NOTIFICATION_URLS") >= 5 })
 	if calls, _ := rec.seen(); calls != 0 {
 		t.Fatalf("%d claims without a channel", calls)
 	}
 
 	st.set("NOTIFICATION_URLS", "json://127.0.0.1:9/admin")
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, got := rec.seen(); len(got) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the failing integration was not claimed")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond)
+	testsupport.WaitFor(t, 10*time.Second, "the failing integration claimed", func() bool {
+		_, got := rec.seen()
+		return len(got) > 0
+	})
+	testsupport.WaitFor(t, 10*time.Second, "three claims", func() bool {
+		calls, _ := rec.seen()
+		return calls >= 3
+	})
 	calls, got := rec.seen()
 	if len(got) != 1 || got[0].ID != in.ID || got[0].LastError != "permission denied" || calls < 3 {
 		t.Fatalf("after several ticks: %d claims, claimed %+v", calls, got)
 	}
 
 	<-engine.Poison(pid).Done()
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // a claim under way at the stop may end
 	before, _ := rec.seen()
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // ten ticks' time: none may come
 	if after, _ := rec.seen(); after != before {
 		t.Errorf("still ticking after being stopped: %d claims, then %d", before, after)
 	}

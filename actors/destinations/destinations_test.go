@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"docflow"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
@@ -21,6 +22,7 @@ import (
 // run queued again sends nothing; a new run overwrites what the first
 // delivered.
 func TestDeliversToEveryDestinationOnce(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	d := newDAV(t)
 	e.start(nil)
@@ -80,7 +82,7 @@ func TestDeliversToEveryDestinationOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.enqueue(f, "run-2")
-	waitFor(t, 20*time.Second, "second version", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "second version", func() bool {
 		b, _ := os.ReadFile(filepath.Join(d.dir, "scans", "in", name))
 		return string(b) == "%PDF-1.4 second"
 	})
@@ -102,6 +104,7 @@ func (e *env) put(body string) string {
 // A destination down for the first two attempts gets the document on the
 // third, once; the other destination got it once, at the first.
 func TestDownForTwoAttemptsDeliveredOnTheThird(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	d := newDAV(t)
 	d.setHook(func(n int64, w http.ResponseWriter, r *http.Request) bool {
@@ -147,6 +150,7 @@ func TestDownForTwoAttemptsDeliveredOnTheThird(t *testing.T) {
 // retried until the last retry, then failed; the other destination is
 // unaffected.
 func TestWrongCredentials(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	d := newDAV(t)
 	e.start(nil)
@@ -172,6 +176,7 @@ func TestWrongCredentials(t *testing.T) {
 
 // A title that would leave the folder is a name inside it.
 func TestTemplateCannotEscape(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.start(nil)
 	folder := e.integration(docflow.IntegrationLocal, "Archive", map[string]any{"path": "a", "filename_template": "{title}"}, nil)
@@ -218,6 +223,7 @@ func newStallingPUT(d *davServer) *stallingPUT {
 // flight: the upload is cancelled, the delivery recorded as cancelled,
 // and nothing is delivered after.
 func TestDeactivatedOrDeletedWhileInFlight(t *testing.T) {
+	t.Parallel()
 	for _, how := range []string{"deactivated", "deleted"} {
 		t.Run(how, func(t *testing.T) {
 			e := newEnv(t)
@@ -246,10 +252,10 @@ func TestDeactivatedOrDeletedWhileInFlight(t *testing.T) {
 			} else if err := e.integ.DeleteIntegration(e.ctx, "ann", share.ID); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, 20*time.Second, "the upload cancelled", stall.clientGone.Load)
+			testsupport.WaitFor(t, 20*time.Second, "the upload cancelled", stall.clientGone.Load)
 			want := "the destination was " + how
 			for _, file := range []*docflow.File{f, g} {
-				waitFor(t, 20*time.Second, "cancelled", func() bool {
+				testsupport.WaitFor(t, 20*time.Second, "cancelled", func() bool {
 					ds, err := e.store.FileDestinations(e.ctx, file.ID)
 					return err == nil && len(ds) == 1 && ds[0].Status == docflow.DestinationCancelled &&
 						ds[0].Error != nil && *ds[0].Error == want
@@ -269,6 +275,7 @@ func TestDeactivatedOrDeletedWhileInFlight(t *testing.T) {
 // A worker killed in the middle of an upload acknowledged nothing: the
 // next owner of the integration's partition delivers the document, once.
 func TestWorkerKilledMidUpload(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	d := newDAV(t)
 	stall := newStallingPUT(d)
@@ -285,7 +292,7 @@ func TestWorkerKilledMidUpload(t *testing.T) {
 	}
 	// The worker dies: it leaves without waiting for anything.
 	stopA(time.Millisecond)
-	waitFor(t, 10*time.Second, "the upload cut", stall.clientGone.Load)
+	testsupport.WaitFor(t, 10*time.Second, "the upload cut", stall.clientGone.Load)
 	e.start(nil)
 	ds := e.waitStatus(f, share, docflow.DestinationDelivered, 30*time.Second)
 	if b, err := os.ReadFile(filepath.Join(d.dir, "in", "big.pdf")); err != nil || string(b) != body {
@@ -305,6 +312,7 @@ func TestWorkerKilledMidUpload(t *testing.T) {
 // send-to delivers one document again on demand; to an inactive or
 // foreign integration it is refused.
 func TestSendTo(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	d := newDAV(t)
 	e.start(nil)
@@ -317,7 +325,7 @@ func TestSendTo(t *testing.T) {
 	if err := e.store.SendFileTo(e.ctx, f.ID, "ann", share.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "second PUT", func() bool { return d.puts.Load() == 2 })
+	testsupport.WaitFor(t, 20*time.Second, "second PUT", func() bool { return d.puts.Load() == 2 })
 	e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
 	if names := d.files(t, "in"); len(names) != 1 {
 		t.Fatalf("share holds %v", names)

@@ -15,16 +15,17 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/rs/zerolog"
-	"github.com/segmentio/kafka-go"
 	"golang.org/x/net/webdav"
 
 	"docflow"
 	"docflow/integrations/local"
 	dav "docflow/integrations/webdav"
 	"docflow/internal/netguard"
+	"docflow/internal/testsupport"
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
 	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 type env struct {
@@ -74,41 +75,11 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.blobs.Close() })
-	b := streams.NewBroker(streams.BrokerConfig{MinSessionTimeout: 500 * time.Millisecond, Partitions: 2, Log: e.log})
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	e.brokers = b.Addrs()
-	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := streams.EnsureTopics(tctx, e.brokers, []kafka.TopicConfig{
-		{Topic: Topic, NumPartitions: 2, ReplicationFactor: 1},
-		{Topic: streams.TopicDLQ, NumPartitions: 1, ReplicationFactor: 1},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if e.producer, err = streams.NewProducer(streams.ProducerConfig{Brokers: e.brokers}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.producer.Close() })
-	relay, err := streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: e.producer,
-		PollInterval: 50 * time.Millisecond, Log: e.log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	relay.Start()
-	t.Cleanup(relay.Close)
+	b := streamstest.StartBroker(t, 2, Topic)
+	b.CreateTopics(t, 1, streams.TopicDLQ)
+	e.brokers, e.producer = b.Brokers, b.Producer
+	b.StartRelay(t, postgres.NewOutbox(db), 50*time.Millisecond)
 	return e
-}
-
-func fastGroup(c *streams.ConsumerConfig) {
-	c.HeartbeatInterval = 100 * time.Millisecond
-	c.SessionTimeout = 2 * time.Second
-	c.RebalanceTimeout = 4 * time.Second
-	c.DrainTimeout = time.Second
-	c.CommitInterval = 20 * time.Millisecond
-	c.MaxWait = 50 * time.Millisecond
 }
 
 var loopback = netguard.Dialer{Allowed: func() []string { return []string{"127.0.0.1"} }}
@@ -136,7 +107,7 @@ func (e *env) start(adjust func(*Config)) (*Service, func(time.Duration)) {
 		e.t.Fatal(err)
 	}
 	cfg := Config{Actors: ae, Brokers: e.brokers, Store: e.store, Blobs: e.blobs, Factories: e.factories(),
-		Settings: e.settings, Publisher: e.producer, Log: e.log, Partitions: 2, Consumer: fastGroup,
+		Settings: e.settings, Publisher: e.producer, Log: e.log, Partitions: 2, Consumer: streamstest.FastGroup,
 		RetryDelays:    []time.Duration{150 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond},
 		InitialBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Timeout: 30 * time.Second}
 	if adjust != nil {
@@ -227,7 +198,7 @@ func (e *env) destinations(f *docflow.File) map[int64]docflow.FileDestination {
 func (e *env) waitStatus(f *docflow.File, in *docflow.Integration, status string, within time.Duration) docflow.FileDestination {
 	e.t.Helper()
 	var d docflow.FileDestination
-	waitFor(e.t, within, "delivery to "+in.Name+" "+status, func() bool {
+	testsupport.WaitFor(e.t, within, "delivery to "+in.Name+" "+status, func() bool {
 		d = e.destinations(f)[in.ID]
 		return d.Status == status
 	})
@@ -262,17 +233,6 @@ func (e *env) status(in *docflow.Integration) (docflow.IntegrationStatus, *strin
 		e.t.Fatal(err)
 	}
 	return got.Status, got.LastError
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // davServer is an in-process WebDAV server (golang.org/x/net/webdav) on a

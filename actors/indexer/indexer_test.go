@@ -163,6 +163,7 @@ func (e *env) pairCount() int {
 }
 
 func TestIndexerFollowsEvents(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	x := e.start(e.index)
 
@@ -235,6 +236,7 @@ func (f *flaky) Index(ctx context.Context, docs []*docflow.SearchDocument) (map[
 }
 
 func TestIndexerRetriesAndDeadLetters(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	fl := &flaky{SearchIndex: e.index, refuse: map[int64]bool{}}
 	fl.down.Store(true)
@@ -271,6 +273,7 @@ func TestIndexerRetriesAndDeadLetters(t *testing.T) {
 }
 
 func TestIndexerDeadLettersPoison(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	x := e.start(e.index)
 	ctx := context.Background()
@@ -287,6 +290,7 @@ func TestIndexerDeadLettersPoison(t *testing.T) {
 }
 
 func TestFileEventParsing(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		v    any
 		want int64
@@ -300,6 +304,7 @@ func TestFileEventParsing(t *testing.T) {
 }
 
 func TestReindex(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	ctx := context.Background()
 	var ids []int64
@@ -347,6 +352,7 @@ func TestReindex(t *testing.T) {
 }
 
 func TestIndexerFallsBackToTextOnly(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	x := e.start(e.index)
 	first := e.file("first.pdf", "completed", "kestrel one", `{}`, []float32{1, 0, 0})
@@ -365,6 +371,7 @@ func TestIndexerFallsBackToTextOnly(t *testing.T) {
 
 // The indexer is an actor of the engine it is given, gone after Close.
 func TestIndexerRunsOnAnActor(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	ae, err := actor.NewEngine(actor.NewEngineConfig())
 	if err != nil {

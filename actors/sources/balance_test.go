@@ -49,6 +49,8 @@ func (noIntake) IngestMail(context.Context, docflow.Upload, docflow.MailSeen) (*
 // Two workers share 10 sources about evenly; when one dies, the other
 // takes them all within the lease's expiry.
 func TestSourcesBalanceAcrossWorkers(t *testing.T) {
+	// Serial: the take-over is timed against 2 s leases; other tests on the
+	// CPU would blur it.
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "sources")
 	if err != nil {

@@ -50,6 +50,7 @@ func imapIntegration(addr string, extra map[string]any) *docflow.Integration {
 // the in-memory server (no IDLE: it polls), then a second supervisor that
 // must not take the leased source, then deactivation and deletion.
 func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	addr := imaptest.MemServer(t, "alice", "secret", false)
 	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", NoRelay: true, Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
@@ -180,6 +181,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 // integration metric: type imap, direction in, the integration's id, the
 // attachment bytes taken in, the outcome and the duration.
 func TestSourcesRecordIntegrationMetrics(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	addr := imaptest.MemServer(t, "alice", "secret", false)
 	rec := &analytics.Memory{}
@@ -242,6 +244,7 @@ func (p *panickyStore) SaveSourceReport(ctx context.Context, integrationID int64
 // status write that panic are reported to their actors: the supervisor
 // claims again and the source writes its status again.
 func TestSourcesRecoverFromPanickingStore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	addr := imaptest.MemServer(t, "alice", "secret", false)
 	ps := &panickyStore{}

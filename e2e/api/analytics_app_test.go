@@ -14,6 +14,7 @@ import (
 // TestAnalyticsAPI: the seven analytics endpoints answer the documented
 // shape over what the process recorded, and refuse bad windows with 422.
 func TestAnalyticsAPI(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Role: "api"})
 	// Record a little of every kind, then make it visible.
 	now := time.Now().UTC()

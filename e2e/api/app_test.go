@@ -20,6 +20,7 @@ import (
 // TestBuiltAPIMountsEveryResource: each collection of the API answers on
 // a fresh api process, and an upload is read back through the files API.
 func TestBuiltAPIMountsEveryResource(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Role: "api"})
 	for _, path := range []string{
 		"/api/diagnostic/healthz/ready", "/api/diagnostic/health", "/api/files", "/api/pipelines",

@@ -12,6 +12,7 @@ import (
 // log with who did them and which files they touched; a refused claim is
 // not.
 func TestOwnershipAndDeletionsAreAudited(t *testing.T) {
+	t.Parallel()
 	re := newRoleEnv(t)
 	type entry struct {
 		Actor  string `json:"actor"`

@@ -21,6 +21,7 @@ import (
 // removes a probe (Paperless: checks the token's rights) and says why it
 // failed in the provider's own terms; the folder browser lists folders.
 func TestBuiltAPICloudDestinations(t *testing.T) {
+	t.Parallel()
 	dbx, od, gd, pl := dropboxtest.New(t), onedrivetest.New(t), drivetest.New(t), paperlesstest.New(t)
 	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{
 		"DROPBOX_API_URL": dbx.URL, "DROPBOX_CONTENT_URL": dbx.URL,

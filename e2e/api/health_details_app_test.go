@@ -15,6 +15,7 @@ import (
 // page and in /api/diagnostic/health, but not what failed (the broker's
 // address); an administrator sees it.
 func TestHealthDetailsForAdminsOnly(t *testing.T) {
+	t.Parallel()
 	broker := streams.NewBroker(streams.BrokerConfig{})
 	if err := broker.Start(); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 // shows them, the test endpoint gives the server's reason for a wrong
 // password, and a deactivated source takes no more mail.
 func TestBuiltAPIIMAPSource(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	addr := imaptest.MemServer(t, "alice", "secret", true)
 	host, port, _ := net.SplitHostPort(addr)

@@ -25,6 +25,7 @@ import (
 // once: only storage's fence stops it. A deactivated source's mail stays
 // unseen, and the source takes it in once active again.
 func TestSourceStopsBeforeTheAnswer(t *testing.T) {
+	t.Parallel()
 	d := imaptest.StartDovecot(t, map[string]string{"alice": "alice-pw", "bob": "bob-pw"})
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "fence")

@@ -18,6 +18,7 @@ import (
 // its credentials never come back, and the LOCAL tester registered by
 // internal/app answers.
 func TestBuiltAPIIntegrations(t *testing.T) {
+	t.Parallel()
 	dest := t.TempDir()
 	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{"LOCAL_DESTINATION_DIR": dest}})
 	post := func(path, body string) (int, map[string]any) {

@@ -24,6 +24,7 @@ import (
 // class, and the integration's actions are in the audit log, without
 // credentials.
 func TestStoredCredentialsStayWithTheirEndpoint(t *testing.T) {
+	t.Parallel()
 	const storedPW, typedPW = "stored-S3cret-pw", "typed-again-pw"
 	addr := imaptest.MemServer(t, "alice", storedPW, true)
 	_, port, _ := net.SplitHostPort(addr)

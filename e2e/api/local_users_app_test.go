@@ -80,6 +80,7 @@ var resetLink = regexp.MustCompile(`(http://\S+)/reset-password\?token=([A-Za-z0
 // follows the link, chooses a new password and signs in with it; the
 // token does not work twice nor after its hour.
 func TestLocalAccountsAndResetByMail(t *testing.T) {
+	t.Parallel()
 	mp := mailpit.Start(t)
 	var skew atomic.Int64
 	a := apptest.New(t, apptest.Options{Role: "api", Now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) },

@@ -71,6 +71,7 @@ next:
 // intake, HTTP requests by route and status, queue lag, the analytics
 // buffer and the process's resources.
 func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	const token = "scrape-token-0123456789abcdef"
 	a := apptest.New(t, apptest.Options{Role: "serve", Env: map[string]string{
 		"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "admin password", "METRICS_TOKEN": token}})

@@ -16,6 +16,7 @@ import (
 // to /metrics, not one per method or path: the method is one of the
 // standard ones or "other", the route a registered pattern or "other".
 func TestInventedMethodsKeepMetricSeriesBounded(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{
 		"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "admin password", "METRICS_TOKEN": scrapeToken}})
 	hc := &nethttp.Client{Timeout: 20 * time.Second}

@@ -59,6 +59,7 @@ func (e *ssoEnv) exchange(code, verifier string, more ...string) page {
 // the code gives a token once, within 60 s, only for the verifier of its
 // challenge; a wrong verifier spends it.
 func TestMobileCodeExchange(t *testing.T) {
+	t.Parallel()
 	var skew atomic.Int64
 	e := newSSOEnvWith(t, ssoOpts{now: func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }})
 	verifier, challenge := pkce(t)
@@ -141,6 +142,7 @@ func TestMobileCodeExchange(t *testing.T) {
 // the token-in-URL flow (password and SSO) before anyone signs in, and
 // mints nothing; the code flow goes on.
 func TestMobileTokenInRedirectOff(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnvWith(t, ssoOpts{env: map[string]string{"MOBILE_TOKEN_IN_REDIRECT": "false"}})
 	b := newBrowser(t)
 	for _, p := range []string{"/login", "/oauth-login"} {

@@ -205,6 +205,8 @@ func text(ctx context.Context, t *testing.T, css string) string {
 // keyboard, that the range picker asks for its range, that the page
 // refreshes itself, and that it fits a phone's screen.
 func TestOpsPageInBrowser(t *testing.T) {
+	// Serial: it times the page's own refresh, and Chromium beside other
+	// tests would blur it.
 	if _, err := fs.Stat(os.DirFS("../../http/static/vendor"), "uPlot.iife.min.js"); err != nil {
 		t.Skip("the chart library is not built into http/static/vendor: make test builds it (make web, scripts/web.sh)")
 	}

@@ -16,6 +16,7 @@ import (
 	"docflow"
 	dfhttp "docflow/http"
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
@@ -180,6 +181,7 @@ func only(status, refused int, roles ...string) map[string]int {
 }
 
 func TestRoleTableOverTheAPI(t *testing.T) {
+	t.Parallel()
 	re := newRoleEnv(t)
 	file := re.doc([]float32{1, 0})
 	near := re.doc([]float32{1, 0.05})
@@ -296,21 +298,12 @@ func TestRoleTableOverTheAPI(t *testing.T) {
 // indexed re-indexes it (the shares trigger's file.updated), so the new
 // reader finds it; removing the share hides it again.
 func TestSharedDocumentReachesSearch(t *testing.T) {
+	t.Parallel()
 	re := newRoleEnv(t)
 	id := re.doc([]float32{1, 0})
 	found := func(role string) bool {
 		_, b := re.do(role, "GET", "/api/search?q=zebra", nil)
 		return bytes.Contains(b, []byte(fmt.Sprintf(`"file_id":%d`, id)))
-	}
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 30 s", what)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
 	}
 	if found(rStranger) {
 		t.Fatal("the stranger finds the document before any share")
@@ -319,7 +312,7 @@ func TestSharedDocumentReachesSearch(t *testing.T) {
 		ID int64 `json:"id"`
 	}
 	json.Unmarshal(re.must(rOwner, "POST", fmt.Sprintf("/api/files/%d/shares", id), map[string]any{"shared_with_user_id": roleUsers[rStranger]}, 201), &sh) //nolint:errcheck
-	wait("search after sharing", func() bool { return found(rStranger) })
+	testsupport.WaitFor(t, 30*time.Second, "search after sharing", func() bool { return found(rStranger) })
 	re.must(rOwner, "DELETE", fmt.Sprintf("/api/files/%d/shares/%d", id, sh.ID), nil, 200)
-	wait("search after unsharing", func() bool { return !found(rStranger) })
+	testsupport.WaitFor(t, 30*time.Second, "search after unsharing", func() bool { return !found(rStranger) })
 }

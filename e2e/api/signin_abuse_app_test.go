@@ -18,6 +18,8 @@ import (
 // another user signs in at once; past RATE_LIMIT_AUTH an address is
 // refused while another address is not.
 func TestThousandFailedSignIns(t *testing.T) {
+	// Serial: it times another user's sign-in against one before the attack;
+	// other tests on the CPU would blur both.
 	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{
 		"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true", "ADMIN_USERNAME": "admin", "ADMIN_PASSWORD": "admin-password",
 		"RATE_LIMITING_ENABLED": "true", "RATE_LIMIT_AUTH": "5000/minute", "TRUSTED_PROXIES": "127.0.0.1",
@@ -29,6 +31,13 @@ func TestThousandFailedSignIns(t *testing.T) {
 	for _, u := range []string{"victim", "bob"} {
 		admin.must(201, "POST", "/api/admin/users/local", map[string]any{"email": u + "@example.com", "username": u, "password": u + "-password"})
 	}
+
+	// How long bob's sign-in takes on this machine now, before the attack.
+	t0 := time.Now()
+	if s, _ := newClient(t, a.URL).do("POST", "/login", map[string]string{"username": "bob", "password": "bob-password"}, "X-Forwarded-For", "198.51.100.3"); s != 200 {
+		t.Fatalf("bob before the attack: %d", s)
+	}
+	usual := time.Since(t0)
 
 	attacker := newClient(t, a.URL)
 	counts := map[int]int{}
@@ -46,14 +55,16 @@ func TestThousandFailedSignIns(t *testing.T) {
 		t.Fatalf("statuses %v: want at most 10 verified, the rest delayed", counts)
 	}
 
-	// Another user signs in at once, from another address.
+	// Another user signs in at once, from another address: no slower than
+	// before the attack (with room for a busy machine's noise), nowhere
+	// near the victim's delay.
 	bob := newClient(t, a.URL)
-	t0 := time.Now()
+	t0 = time.Now()
 	if s, _ := bob.do("POST", "/login", map[string]string{"username": "bob", "password": "bob-password"}, "X-Forwarded-For", "198.51.100.4"); s != 200 {
 		t.Fatalf("bob: %d", s)
 	}
-	if d := time.Since(t0); d > 2*time.Second {
-		t.Fatalf("bob waited %v", d)
+	if d := time.Since(t0); d > max(2*time.Second, 3*usual+time.Second) {
+		t.Fatalf("bob waited %v (%v before the attack)", d, usual)
 	}
 
 	var log struct {
@@ -94,15 +105,18 @@ func TestThousandFailedSignIns(t *testing.T) {
 // TestSelfServiceAnswersAlike: a known and an unknown address get the same
 // answer in the same time (within noise): the work is done after it.
 func TestSelfServiceAnswersAlike(t *testing.T) {
+	// Serial: it compares answer times in the millisecond range, which other
+	// tests on the CPU would blur.
 	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{
 		"AUTH_ENABLED": "true", "ADMIN_USERNAME": "admin", "ADMIN_PASSWORD": "admin-password"}})
 	admin := newClient(t, a.URL)
 	admin.login("admin", "admin-password")
 	admin.must(201, "POST", "/api/admin/users/local", map[string]any{"email": "known@example.com", "username": "known", "password": "known-password"})
 	anon := newClient(t, a.URL)
-	for _, path := range []string{"/api/auth/request-password-reset", "/api/auth/forgot-username"} {
+	// round asks for both addresses in turn, 40 times each, and returns
+	// the median times and the first answers.
+	round := func(path string) (mk, mu time.Duration, bodies []string) {
 		var known, unknown []time.Duration
-		var bodies []string
 		for i := range 40 {
 			for _, email := range []string{"known@example.com", "unknown@example.com"} {
 				t0 := time.Now()
@@ -118,15 +132,27 @@ func TestSelfServiceAnswersAlike(t *testing.T) {
 				}
 			}
 		}
-		if bodies[0] != bodies[1] {
-			t.Fatalf("%s: answers differ: %q / %q", path, bodies[0], bodies[1])
-		}
 		slices.Sort(known)
 		slices.Sort(unknown)
-		mk, mu := known[len(known)/2], unknown[len(unknown)/2]
-		t.Logf("%s: median %v known, %v unknown", path, mk, mu)
-		if diff := (mk - mu).Abs(); diff > 5*time.Millisecond && diff > max(mk, mu)/2 {
-			t.Fatalf("%s: median %v for a known address, %v for an unknown one", path, mk, mu)
+		return known[len(known)/2], unknown[len(unknown)/2], bodies
+	}
+	for _, path := range []string{"/api/auth/request-password-reset", "/api/auth/forgot-username"} {
+		// Work done before the answer for a known address shows in every
+		// round; a busy machine's noise in one at most, so up to three
+		// rounds are taken.
+		for try := 1; ; try++ {
+			mk, mu, bodies := round(path)
+			if bodies[0] != bodies[1] {
+				t.Fatalf("%s: answers differ: %q / %q", path, bodies[0], bodies[1])
+			}
+			t.Logf("%s: median %v known, %v unknown", path, mk, mu)
+			diff := (mk - mu).Abs()
+			if diff <= 5*time.Millisecond || diff <= max(mk, mu)/2 {
+				break
+			}
+			if try == 3 {
+				t.Fatalf("%s: median %v for a known address, %v for an unknown one, in three rounds", path, mk, mu)
+			}
 		}
 	}
 	if s, b := anon.do("POST", "/api/auth/request-password-reset", map[string]string{"email": "not an address"}); s != 422 || !strings.Contains(b, `"field":"email"`) {

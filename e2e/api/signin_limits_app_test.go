@@ -43,6 +43,7 @@ func signIn(t *testing.T, base, addr, user, pw string) (int, string) {
 // addresses of its IPv6 /64 has one RATE_LIMIT_AUTH budget and one
 // TOKEN_FAILURE_LIMIT budget, not one per address; another /64 has its own.
 func TestIPv6RotationSharesItsSlash64Budget(t *testing.T) {
+	t.Parallel()
 	a := signInEnv(t, map[string]string{"RATE_LIMITING_ENABLED": "true", "RATE_LIMIT_AUTH": "5/minute",
 		"TOKEN_FAILURE_LIMIT": "5/minute"})
 	var statuses []int
@@ -73,7 +74,15 @@ func TestIPv6RotationSharesItsSlash64Budget(t *testing.T) {
 // delay that address only; the name's owner signs in from another address
 // at once.
 func TestOwnerSignsInWhileNameUnderAttack(t *testing.T) {
+	// Serial: it times the owner's sign-in against one before the attack;
+	// other tests on the CPU would blur both.
 	a := signInEnv(t, nil)
+	// How long the owner's sign-in takes on this machine now.
+	t0 := time.Now()
+	if s, b := signIn(t, a.URL, "198.51.100.21", "admin", "admin-password"); s != 200 {
+		t.Fatalf("the owner before the attack: %d %s", s, b)
+	}
+	usual := time.Since(t0)
 	var last int
 	for i := range 20 {
 		last, _ = signIn(t, a.URL, "203.0.113.7", "admin", fmt.Sprintf("guess-%d", i))
@@ -84,12 +93,12 @@ func TestOwnerSignsInWhileNameUnderAttack(t *testing.T) {
 	if s, b := signIn(t, a.URL, "203.0.113.7", "admin", "admin-password"); s != 429 {
 		t.Fatalf("the guesser's address with the right password: %d %s, want 429", s, b)
 	}
-	t0 := time.Now()
+	t0 = time.Now()
 	if s, b := signIn(t, a.URL, "198.51.100.20", "admin", "admin-password"); s != 200 {
 		t.Fatalf("the owner from another address: %d %s", s, b)
 	}
-	if d := time.Since(t0); d > 2*time.Second {
-		t.Fatalf("the owner waited %v", d)
+	if d := time.Since(t0); d > max(2*time.Second, 3*usual+time.Second) {
+		t.Fatalf("the owner waited %v (%v before the attack)", d, usual)
 	}
 }
 
@@ -99,6 +108,7 @@ func TestOwnerSignsInWhileNameUnderAttack(t *testing.T) {
 // throttle remembers 500 runs here instead of 100,000, so that a spray of
 // twice its size takes a thousand requests.
 func TestSprayingNamesKeepsTheDelay(t *testing.T) {
+	t.Parallel()
 	const runs = 500
 	all := map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true", "ADMIN_USERNAME": "admin",
 		"ADMIN_PASSWORD": "admin-password", "TRUSTED_PROXIES": "127.0.0.1", "LOGIN_FAILURES_BEFORE_DELAY": "5"}
@@ -200,6 +210,7 @@ func passwordHashes(t *testing.T, a *apptest.App, name string) float64 {
 // reset token is refused before the new password is hashed; a failed
 // sign-in, for comparison, costs one hash verification.
 func TestResetWithJunkTokenCostsNoHash(t *testing.T) {
+	t.Parallel()
 	a := signInEnv(t, map[string]string{"METRICS_TOKEN": scrapeToken})
 	anon := newClient(t, a.URL)
 	before := passwordHashes(t, a, "docflow_password_hashes_total")
@@ -225,6 +236,8 @@ func TestResetWithJunkTokenCostsNoHash(t *testing.T) {
 // of sign-ins gets 429 with Retry-After for those beyond the queue, at
 // once, and 401 for the others.
 func TestHashQueueFullIs429(t *testing.T) {
+	// Serial: its burst must meet a full hashing queue, which depends on how
+	// fast the client and the hasher run; other tests on the CPU would change that.
 	a := signInEnv(t, map[string]string{"METRICS_TOKEN": scrapeToken,
 		"PASSWORD_HASH_CONCURRENCY": "1", "PASSWORD_HASH_QUEUE": "1"})
 	const burst = 40
@@ -282,6 +295,7 @@ func TestHashQueueFullIs429(t *testing.T) {
 // unknown user with a key that is the same for the same name. A failed
 // sign-in for an account is recorded under the account.
 func TestFailedSignInNameNotAudited(t *testing.T) {
+	t.Parallel()
 	a := signInEnv(t, nil)
 	admin := newClient(t, a.URL)
 	if s := admin.login("admin", "admin-password"); s != 200 {
@@ -354,6 +368,7 @@ func TestFailedSignInNameNotAudited(t *testing.T) {
 // login page carries none of them into its form; an ordinary next is
 // kept.
 func TestSignInRedirectStaysOnSite(t *testing.T) {
+	t.Parallel()
 	a := signInEnv(t, nil)
 	c := newClient(t, a.URL)
 	signInTo := func(next string) (int, string) {

@@ -23,6 +23,8 @@ import (
 // while a client taking it at full speed gets all of it. (The rate is set
 // high and the window short so that this takes seconds, not minutes.)
 func TestSlowDownloadIsCutOff(t *testing.T) {
+	// Serial: the fast download must keep above HTTP_MIN_WRITE_RATE, which
+	// other tests on the CPU could pull it below.
 	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{
 		"HTTP_MIN_WRITE_RATE": "1048576", "HTTP_MIN_WRITE_RATE_WINDOW": "2", "HTTP_WRITE_TIMEOUT": "60"}})
 	const size = 50 << 20

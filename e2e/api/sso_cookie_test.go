@@ -15,6 +15,7 @@ import (
 // error_description a link to the callback carries, the genuine login
 // page shows a fixed message per error code, never their words.
 func TestSSOCallbackShowsNoProviderText(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnv(t)
 	b := newBrowser(t)
 	for _, c := range []struct{ query, want string }{
@@ -40,6 +41,7 @@ func TestSSOCallbackShowsNoProviderText(t *testing.T) {
 // never the binding, so an attempt started with it cannot be completed
 // by a victim whose browser carries it (login CSRF by cookie tossing).
 func TestSSOBindingCookieFresh(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnv(t)
 	planted := strings.Repeat("P", 43)
 	appURL, _ := url.Parse(e.app.URL)
@@ -75,6 +77,7 @@ func TestSSOBindingCookieFresh(t *testing.T) {
 // (Path /, no Domain), which a sibling subdomain cannot set; the session
 // cookie keeps its usual name.
 func TestSSOSecureCookieName(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnvWith(t, ssoOpts{env: map[string]string{"SESSION_COOKIE_SECURE": "true"}})
 	p := newBrowser(t).do("GET", e.app.URL+"/oauth-login", nil)
 	set := p.Header.Get("Set-Cookie")
@@ -92,6 +95,7 @@ func TestSSOSecureCookieName(t *testing.T) {
 // group name, or with multi-user mode off is logged at every start and
 // shown to administrators on /; a careful configuration shows none.
 func TestSSONotices(t *testing.T) {
+	t.Parallel()
 	home := func(env map[string]string) string {
 		t.Helper()
 		base := map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "local-admin-pw",
@@ -124,6 +128,7 @@ func TestSSONotices(t *testing.T) {
 // before identities were bound (kept by address only) is named to the
 // administrators at start, until it is linked or released.
 func TestSSONoticeOfOldMerges(t *testing.T) {
+	t.Parallel()
 	env := map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "local-admin-pw", "MULTI_USER_ENABLED": "true",
 		"OIDC_ISSUER": "https://idp.example/", "OIDC_CLIENT_ID": "docflow", "OIDC_ALLOWED_GROUPS": "staff"}
 	first := apptest.New(t, apptest.Options{Role: "api", Env: env})

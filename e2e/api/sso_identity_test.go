@@ -68,6 +68,7 @@ func (e *ssoEnv) audited(action, words string) int {
 // believes an absent claim, and then the address is a local account's,
 // which needs an administrator's link.
 func TestSSOUnverifiedAddressNotTrusted(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnvWith(t, ssoOpts{users: []oidcop.User{
 		{ID: "u-mal1", Username: "mal1", Password: "mal-secret-1", Email: "boss@example.com", EmailVerified: false},
 		{ID: "u-mal2", Username: "mal2", Password: "mal-secret-2", Email: "Boss@Example.com", NoEmailVerified: true},
@@ -111,6 +112,7 @@ func TestSSOUnverifiedAddressNotTrusted(t *testing.T) {
 // them, never while the account is deactivated, and no more once
 // unlinked; each step is audited.
 func TestSSOLocalAccountNeedsLink(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnvWith(t, ssoOpts{users: []oidcop.User{
 		{ID: "u-boss", Username: "boss", Password: "boss-secret-1", GivenName: "Big", FamilyName: "Boss", Email: "boss@example.com", EmailVerified: true},
 		{ID: "u-gone", Username: "gone", Password: "gone-secret-1", Email: "gone@example.com", EmailVerified: true},
@@ -201,6 +203,7 @@ func TestSSOLocalAccountNeedsLink(t *testing.T) {
 // the first: refused and audited, until an administrator releases the
 // address.
 func TestSSOSubjectChanged(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnvWith(t, ssoOpts{users: []oidcop.User{
 		{ID: "u-ann", Username: "ann", Password: "ann-secret-1", Email: "ann@example.com", EmailVerified: true, Groups: []string{ssoAdminGroup}},
 		{ID: "u-ann-2", Username: "ann2", Password: "ann-secret-2", Email: "ann@example.com", EmailVerified: true},
@@ -241,6 +244,7 @@ func TestSSOSubjectChanged(t *testing.T) {
 // everyone else out (the message does not show the lists); without them
 // any account at the provider signs in.
 func TestSSOAllowLists(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnvWith(t, ssoOpts{users: []oidcop.User{
 		{ID: "u-in", Username: "in", Password: "in-secret-1", Email: "in@example.com", EmailVerified: true, Groups: []string{"staff"}},
 		{ID: "u-out", Username: "out", Password: "out-secret-1", Email: "out@gmail.test", EmailVerified: true, Groups: []string{"staff"}},
@@ -279,6 +283,7 @@ func TestSSOAllowLists(t *testing.T) {
 // exactly: a group a user made themselves named "Admins", "/admin" or
 // "admin " gives no admin rights.
 func TestSSOAdminGroupExact(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnvWith(t, ssoOpts{env: map[string]string{"ADMIN_GROUP_NAME": "admin"}, users: []oidcop.User{
 		{ID: "u-a", Username: "a", Password: "a-secret-1", Email: "a@example.com", EmailVerified: true, Groups: []string{"admin"}},
 		{ID: "u-b", Username: "b", Password: "b-secret-1", Email: "b@example.com", EmailVerified: true, Groups: []string{"Admins"}},

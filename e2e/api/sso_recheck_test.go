@@ -37,6 +37,7 @@ func (e *ssoEnv) expire() {
 // regains them at the next check; a user the provider refuses (its
 // refresh token refused) is disabled.
 func TestSSOAdminRecheck(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnvWith(t, ssoOpts{env: map[string]string{"OIDC_SCOPES": "openid,email,profile,offline_access", "SSO_ADMIN_RECHECK": "1h"}})
 	b := newBrowser(t)
 	if p := e.signIn(b, "/oauth-login", "ann"); p.Status != 303 {
@@ -107,6 +108,8 @@ func TestSSOAdminRecheck(t *testing.T) {
 // administrator is no administrator once SSO_ADMIN_RECHECK has passed,
 // until it signs in again; its ordinary rights stay.
 func TestSSOAdminRecheckImpossible(t *testing.T) {
+	// Serial: it times the request after a failed check against one second;
+	// other tests on the CPU would blur it.
 	e := newSSOEnvWith(t, ssoOpts{env: map[string]string{"SSO_ADMIN_RECHECK": "1h"}})
 	b := newBrowser(t)
 	if p := e.signIn(b, "/oauth-login", "ann"); p.Status != 303 {

@@ -239,6 +239,7 @@ func bearerGet(t *testing.T, u, token string) int {
 // sign-in creates the profile and one user.signup, the second neither; an
 // address the provider has not verified is not the user id (sub is).
 func TestSSOSignIn(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnv(t)
 	b := newBrowser(t)
 	login := b.do("GET", e.app.URL+"/login?next=/api/files", nil)
@@ -303,6 +304,7 @@ func TestSSOSignIn(t *testing.T) {
 // TestSSOClaimsFromIDToken: a provider that puts the e-mail and the groups
 // in the ID token is not asked for the user info.
 func TestSSOClaimsFromIDToken(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnv(t, true)
 	b := newBrowser(t)
 	if p := e.signIn(b, "/oauth-login", "ann"); p.Status != 303 {
@@ -324,6 +326,7 @@ func TestSSOClaimsFromIDToken(t *testing.T) {
 // and the token of an SSO administrator has admin rights (a plain
 // user's does not).
 func TestSSOMobileLogin(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnv(t)
 	b := newBrowser(t)
 	login := b.do("GET", e.app.URL+"/login?mobile=1&redirect_uri="+url.QueryEscape("docflow://callback"), nil)
@@ -372,6 +375,7 @@ func TestSSOMobileLogin(t *testing.T) {
 // provider's refusal and a provider that went down are refused with a
 // clear message, and audited.
 func TestSSORefusals(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnv(t)
 	b := newBrowser(t)
 	detail := func(p page, status int, words string) {

@@ -15,6 +15,7 @@ import (
 // what each may do (the full table over every route is checked with tokens
 // by TestRoleTableOverTheAPI).
 func TestTeamWorksOnOneDocument(t *testing.T) {
+	t.Parallel()
 	e := newSSOEnv(t)
 	base := e.app.URL
 

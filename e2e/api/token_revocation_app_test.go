@@ -88,6 +88,7 @@ func (e *accountsEnv) reset(link, password string) int {
 // the same step; reactivating the account does not bring them back (its
 // owner may reactivate one); deleting the account deletes them.
 func TestTokensDieWithTheirAccount(t *testing.T) {
+	t.Parallel()
 	e := newAccountsEnv(t)
 	id, zoe := e.account("zoe@example.com", "zoe-password-1", false)
 	tok, tokID := e.token(zoe, "phone")
@@ -143,6 +144,7 @@ func TestTokensDieWithTheirAccount(t *testing.T) {
 // the account's tokens, sessions and outstanding reset links at once; an
 // e-mail change spends the links mailed to the old address.
 func TestPasswordChangesEndTokensAndLinks(t *testing.T) {
+	t.Parallel()
 	e := newAccountsEnv(t)
 	id, zoe := e.account("zoe@example.com", "zoe-password-1", false)
 	local := "/api/admin/users/local/" + strconv.FormatInt(id, 10)
@@ -196,6 +198,7 @@ func TestPasswordChangesEndTokensAndLinks(t *testing.T) {
 // revokes one (then deletes it, as the owner's DELETE does); a token that
 // is not that user's is 404; a user cannot. Token actions are audited.
 func TestAdminManagesUsersTokens(t *testing.T) {
+	t.Parallel()
 	e := newAccountsEnv(t)
 	_, zoe := e.account("zoe@example.com", "zoe-password-1", false)
 	tok, tokID := e.token(zoe, "phone")
@@ -275,6 +278,7 @@ func TestAdminManagesUsersTokens(t *testing.T) {
 // session and its token are a user's on the next request (still signed
 // in), and promoted again, an administrator's.
 func TestDemotedLocalAdminLosesAdminAtOnce(t *testing.T) {
+	t.Parallel()
 	e := newAccountsEnv(t)
 	id, bob := e.account("bob@example.com", "bob-password-1", true)
 	tok, _ := e.token(bob, "ci")

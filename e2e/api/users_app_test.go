@@ -18,6 +18,7 @@ import (
 // TestBuiltAPIProfiles: the profile routes, the users look-ups and the
 // audit log as `docflow api` mounts them, in multi-user mode.
 func TestBuiltAPIProfiles(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{
 		"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true", "ADMIN_USERNAME": "admin", "ADMIN_PASSWORD": "correct horse battery",
 	}})

@@ -117,6 +117,7 @@ type matrixRoute struct {
 }
 
 func TestEveryFileRouteFollowsOneRule(t *testing.T) {
+	t.Parallel()
 	re := newRoleEnv(t)
 	ctx := context.Background()
 	owned := re.doc([]float32{1, 0})

@@ -122,6 +122,7 @@ func poll(t testing.TB, k *imap.Client, cur docflow.MailCursor, sink imap.Sink) 
 }
 
 func TestPollTakesSupportedAttachmentsOnceAndFlagsSeen(t *testing.T) {
+	t.Parallel()
 	addr := imaptest.MemServer(t, "alice", "secret", false)
 	ctx := context.Background()
 	pdf := imaptest.Attachment{Name: "invoice.pdf", ContentType: "application/pdf", Data: imaptest.PDF("a", 2000)}
@@ -161,6 +162,7 @@ func TestPollTakesSupportedAttachmentsOnceAndFlagsSeen(t *testing.T) {
 }
 
 func TestPollAfterActionsMoveAndDelete(t *testing.T) {
+	t.Parallel()
 	addr := imaptest.MemServer(t, "alice", "secret", false, "Done")
 	ctx := context.Background()
 	att := imaptest.Attachment{Name: "a.pdf", Data: imaptest.PDF("x", 100)}
@@ -190,6 +192,7 @@ func TestPollAfterActionsMoveAndDelete(t *testing.T) {
 }
 
 func TestHostileMailsAreBoundedAndFinished(t *testing.T) {
+	t.Parallel()
 	addr := imaptest.MemServer(t, "alice", "secret", false)
 	ctx := context.Background()
 	long := strings.Repeat("n", 1000) + ".pdf"
@@ -235,6 +238,7 @@ func TestHostileMailsAreBoundedAndFinished(t *testing.T) {
 }
 
 func TestTransientIngestErrorKeepsTheMail(t *testing.T) {
+	t.Parallel()
 	addr := imaptest.MemServer(t, "alice", "secret", false)
 	att := imaptest.Attachment{Name: "a.pdf", Data: imaptest.PDF("x", 100)}
 	if err := imaptest.Append(context.Background(), addr, "alice", "secret", "INBOX", imaptest.Mail("1@x", "s", att)); err != nil {
@@ -258,6 +262,7 @@ func TestTransientIngestErrorKeepsTheMail(t *testing.T) {
 }
 
 func TestWrongPasswordTellsTheServersReason(t *testing.T) {
+	t.Parallel()
 	addr := imaptest.MemServer(t, "alice", "other", false)
 	cfg := config(t, addr, nil)
 	k, _ := imap.New(cfg, nil)
@@ -276,6 +281,7 @@ func TestWrongPasswordTellsTheServersReason(t *testing.T) {
 }
 
 func TestPlainRefusedToARemoteHostUnlessAllowed(t *testing.T) {
+	t.Parallel()
 	in := &docflow.Integration{Config: map[string]any{"host": "mail.example.com", "security": "none"},
 		Credentials: map[string]string{"username": "a", "password": "b"}}
 	if _, err := imap.ParseConfig(in); err == nil {

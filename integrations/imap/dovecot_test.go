@@ -11,6 +11,7 @@ import (
 )
 
 func TestDovecotIdleWakesOnNewMail(t *testing.T) {
+	t.Parallel()
 	d := imaptest.StartDovecot(t, map[string]string{"alice": "secret"})
 	ctx := context.Background()
 	news := make(chan struct{}, 16)
@@ -62,6 +63,7 @@ func TestDovecotIdleWakesOnNewMail(t *testing.T) {
 }
 
 func TestDovecotPollingAndWrongPassword(t *testing.T) {
+	t.Parallel()
 	d := imaptest.StartDovecot(t, map[string]string{"alice": "secret"})
 	ctx := context.Background()
 	var mails [][]byte

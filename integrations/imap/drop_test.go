@@ -48,6 +48,7 @@ func cutProxy(t *testing.T, target string, limit int64, cut *atomic.Bool) string
 }
 
 func TestServerDroppingTheConnectionMidFetch(t *testing.T) {
+	t.Parallel()
 	addr := imaptest.MemServer(t, "alice", "secret", false)
 	big := imaptest.Attachment{Name: "big.pdf", ContentType: "application/pdf", Data: imaptest.PDF("big", 300<<10)}
 	if err := imaptest.Append(context.Background(), addr, "alice", "secret", "INBOX", imaptest.Mail("big@x", "big", big)); err != nil {

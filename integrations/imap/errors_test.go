@@ -26,6 +26,7 @@ func trapIntegration(addr, security string) *docflow.Integration {
 // banner, its refusal, its protocol noise and its certificate's names never
 // reach the user; the classes tell the cases apart.
 func TestTesterSaysNoServerText(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tester := imap.Tester{Dial: local, Timeout: 5 * time.Second}
 	imapTrap := imaptest.StartTrap(t, "127.0.0.1:0", imaptest.TrapIMAPBanner)

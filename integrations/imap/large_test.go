@@ -61,14 +61,15 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 
 func (l *lineWriter) Close() error { return nil }
 
-// A 200 MB attachment streams through: the client's heap stays far below
-// its size.
+// A 64 MB attachment streams through: the client's heap stays far below
+// its size (a quarter of it at most; a few MiB are seen).
 func TestLargeAttachmentStreams(t *testing.T) {
+	// Serial: it measures the process's heap, which other tests would add to.
 	if testing.Short() {
-		t.Skip("200 MB through Dovecot")
+		t.Skip("64 MB through Dovecot")
 	}
 	d := imaptest.StartDovecot(t, map[string]string{"alice": "secret"})
-	const size = 200 << 20
+	const size = 64 << 20
 	r, n := bigMail(size)
 	if err := imaptest.AppendReader(context.Background(), d.Addr, "alice", "secret", "INBOX", r, n); err != nil {
 		t.Fatal(err)
@@ -97,8 +98,8 @@ func TestLargeAttachmentStreams(t *testing.T) {
 	if res.Ingested != 1 || sink.sizes[0] != size {
 		t.Fatalf("poll = %+v, sizes %v", res, sink.sizes)
 	}
-	if p := peak.Load(); p > 64<<20 {
-		t.Fatalf("heap peaked at %d MiB for a 200 MB attachment", p>>20)
+	if p := peak.Load(); p > size/4 {
+		t.Fatalf("heap peaked at %d MiB for a %d MB attachment", p>>20, size>>20)
 	}
 	t.Logf("heap peak %d MiB", peak.Load()>>20)
 }

@@ -138,6 +138,7 @@ func checkTLS(t *testing.T, ca *imaptest.CA, tlsAddr, startAddr string) {
 }
 
 func TestDovecotTLSAndStartTLS(t *testing.T) {
+	t.Parallel()
 	ca := imaptest.NewCA(t)
 	cert, key := ca.Issue(t, "127.0.0.2")
 	d := imaptest.StartDovecotTLS(t, map[string]string{"alice": "s3cret-pw"}, imaptest.DovecotTLS{CertPEM: cert, KeyPEM: key, Host: "127.0.0.2"})
@@ -160,6 +161,7 @@ func TestDovecotTLSAndStartTLS(t *testing.T) {
 }
 
 func TestMemServerTLSAndStartTLS(t *testing.T) {
+	t.Parallel()
 	ca := imaptest.NewCA(t)
 	tlsAddr, startAddr := imaptest.MemServerTLS(t, "alice", "s3cret-pw", ca.ServerTLS(t, "127.0.0.1"))
 	checkTLS(t, ca, tlsAddr, startAddr)
@@ -172,6 +174,7 @@ func TestMemServerTLSAndStartTLS(t *testing.T) {
 }
 
 func TestPlainToARemoteHostRefusedByTheIntegrationTest(t *testing.T) {
+	t.Parallel()
 	for _, host := range []string{"mail.example.com", "10.0.0.1", "192.0.2.1"} {
 		in := tlsIntegration(net.JoinHostPort(host, "143"), "none", nil)
 		ok, msg := imap.Tester{Timeout: time.Second}.TestIntegration(context.Background(), in)

@@ -17,6 +17,8 @@ import (
 // failing; once it recovered, its next failure notifies again. (Claims
 // by several processes at once: TestClaimFailingIntegrations.)
 func TestIntegrationFailingNotifiesOnce(t *testing.T) {
+	// Serial: it is timed against the alert threshold (not notified before
+	// 1 s, once per run of failures); other tests on the CPU would blur it.
 	rc := newReceiver(t, func(int) int { return 200 })
 	received := func() []map[string]any { _, ms, _ := rc.got(); return ms }
 	env := map[string]string{"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "WEBHOOK_RETRY_DELAYS": "0.1,0.2",

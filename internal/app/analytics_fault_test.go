@@ -77,6 +77,7 @@ func (s *syncBuffer) String() string {
 // held is dropped, counted, logged and shown by the analytics API once
 // ClickHouse is back, when recording resumes.
 func TestClickHouseOutageDuringABurst(t *testing.T) {
+	t.Parallel()
 	addr := clickhouseAddr(t)
 	proxy := analyticstest.NewProxy(t, addr)
 	db := fmt.Sprintf("docflow_test_outage_%d", time.Now().UnixNano())

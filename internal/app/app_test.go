@@ -27,6 +27,7 @@ import (
 // uploaded through the API goes through the relay, the router, a step
 // and the indexer to the search results.
 func TestServeRunsTheWholeFlow(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"ENABLE_TEST_STEP": "true"}})
 	for _, typ := range append([]string{docflow.StepTest}, docflow.StandardSteps...) {
 		if _, ok := a.Registry.Lookup(typ); !ok {
@@ -76,6 +77,7 @@ func TestServeRunsTheWholeFlow(t *testing.T) {
 // search index; without ENABLE_TEST_STEP it registers the standard steps
 // only.
 func TestWorkerRunsTheEngineOnly(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Role: "worker"})
 	if a.Engine == nil || a.Relay == nil || a.Intake == nil {
 		t.Fatalf("worker lacks a part: engine %v relay %v intake %v", a.Engine != nil, a.Relay != nil, a.Intake != nil)

@@ -145,6 +145,7 @@ func uploadAs(t *testing.T, base, token, name string) int64 {
 // id that stays the same across a retry (500 then 200); a receiver
 // answering 410 Gone is unsubscribed and receives nothing more.
 func TestAutomationHooksSingleUser(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Env: map[string]string{
 		"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "WEBHOOK_RETRY_DELAYS": "0.1,0.2"}})
 	base := a.URL + "/api/automation"
@@ -240,7 +241,7 @@ func TestAutomationHooksSingleUser(t *testing.T) {
 	}
 	uploadAs(t, a.URL, "", "second.txt")
 	testsupport.WaitFor(t, 30*time.Second, "the second document", func() bool { return good.count() == 2 })
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the unsubscribed receiver's copy would have come by now
 	if n := gone.count(); n != 1 {
 		t.Errorf("the unsubscribed receiver got %d requests", n)
 	}
@@ -253,6 +254,7 @@ func TestAutomationHooksSingleUser(t *testing.T) {
 // of their own documents only, an administrator's those of everyone; a
 // user cannot list or delete another's hook.
 func TestAutomationHooksScope(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true",
 		"ADMIN_USERNAME": "root", "WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "WEBHOOK_RETRY_DELAYS": "0.1,0.2"}})
 	a.LocalUser(t, "alice@example.com", false)
@@ -275,7 +277,7 @@ func TestAutomationHooksScope(t *testing.T) {
 	testsupport.WaitFor(t, 30*time.Second, "the deliveries", func() bool {
 		return ra.count() >= 1 && rb.count() >= 1 && radmin.count() >= 2
 	})
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // deliveries to hooks out of scope would have come by now
 	docs := func(r *receiver) map[float64]string {
 		_, ms, _ := r.got()
 		out := map[float64]string{}

@@ -15,6 +15,7 @@ import (
 // paused hook records no event, and its deliveries still queued are
 // dropped at their attempt, which its log shows.
 func TestAutomationHookDeliveryLogAndPause(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true",
 		"ADMIN_USERNAME": "root", "WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "WEBHOOK_RETRY_DELAYS": "0.1,1.5"}})
 	a.LocalUser(t, "alice@example.com", false)
@@ -113,7 +114,7 @@ func TestAutomationHookDeliveryLogAndPause(t *testing.T) {
 		}
 		return false
 	})
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond) // the paused hook's copy would have come by now
 	if _, raw := authed(t, alice, "GET", hook(ida)+"/deliveries", nil); ra.count() != 2 || decode(raw)["total"] != 1.0 {
 		t.Fatalf("paused hook: %d requests, log %s", ra.count(), raw)
 	}

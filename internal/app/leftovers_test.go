@@ -52,6 +52,7 @@ func homePage(t *testing.T, c *nethttp.Client, base string) string {
 // start with authentication on: to administrators on /, not to users; an
 // api process starting soon after shows it too.
 func TestSingleUserLeftoversNotice(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "app")
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // without a token, only requests addressed to an IP address or localhost
 // are answered (a rebound name is refused).
 func TestWorkerMetricsBeyondLoopbackNeedsToken(t *testing.T) {
+	t.Parallel()
 	a, err := apptest.Start(context.Background(), apptest.Options{Role: "worker", Env: map[string]string{"WORKER_METRICS_ADDR": "0.0.0.0:0"}})
 	if err == nil {
 		a.Close()

@@ -34,6 +34,7 @@ func scrape(t *testing.T, url, token string) (int, string) {
 // attempts and durations, consumer lag, process resources), answers 404
 // with no body to any other path, and asks for METRICS_TOKEN once set.
 func TestWorkerMetricsListener(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Role: "worker", Env: map[string]string{"WORKER_METRICS_ADDR": "127.0.0.1:0"}})
 	if a.MetricsServer == nil {
 		t.Fatal("worker with WORKER_METRICS_ADDR has no metrics listener")
@@ -108,6 +109,7 @@ func TestWorkerMetricsListener(t *testing.T) {
 
 // A worker without WORKER_METRICS_ADDR listens nowhere.
 func TestWorkerMetricsListenerOff(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Role: "worker"})
 	if a.MetricsServer != nil {
 		t.Fatalf("worker listens on %s without WORKER_METRICS_ADDR", a.MetricsServer.Addr())

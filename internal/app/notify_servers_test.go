@@ -13,6 +13,7 @@ import (
 // through a gotify:// entry of NOTIFICATION_URLS, and says so without the
 // application token.
 func TestTestNotificationThroughGotify(t *testing.T) {
+	t.Parallel()
 	g := gotify.Start(t)
 	token := g.NewApplication(t, "docflow")
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1",

@@ -19,6 +19,7 @@ import (
 // fails once, the retry delivers it, once); test-notification reports the
 // invalid entry next to the channel that works.
 func TestAdminNotificationsEndToEnd(t *testing.T) {
+	t.Parallel()
 	// The channel fails its first request.
 	rc := newReceiver(t, func(n int) int {
 		if n == 1 {
@@ -67,6 +68,7 @@ func TestAdminNotificationsEndToEnd(t *testing.T) {
 // document.failed reaches the admin channel only while
 // NOTIFY_ON_DOCUMENT_FAILED is on.
 func TestAdminNotifiedOfFailedDocuments(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, func(int) int { return 200 })
 	seen := func() []string {
 		_, ms, _ := rc.got()
@@ -102,7 +104,7 @@ func TestAdminNotifiedOfFailedDocuments(t *testing.T) {
 	a.SetEnv("NOTIFY_ON_DOCUMENT_FAILED", "false")
 	id = upload(t, a.URL, "quiet.txt", "another document\n")
 	testsupport.WaitFor(t, 60*time.Second, "quiet.txt failed", failed(id))
-	time.Sleep(2 * time.Second)
+	time.Sleep(2 * time.Second) // its notification would have come by now
 	if s := seen(); len(s) != 1 {
 		t.Fatalf("notified with the setting off: %q", s)
 	}

@@ -194,6 +194,7 @@ func (e *pushEnv) upload(user, name string) int64 {
 // deactivating that device (no retry); another user's devices and an
 // inactive one getting nothing; delete deactivating, then deleting.
 func TestPushNotificationsEndToEnd(t *testing.T) {
+	t.Parallel()
 	const (
 		good  = "ExponentPushToken[aliceGoodToken0001]"
 		gone  = "ExponentPushToken[aliceGoneToken0002]"

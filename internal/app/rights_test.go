@@ -19,6 +19,7 @@ import (
 // hook (ADMIN_USERNAME) keeps seeing all. Delivered for real to local
 // receivers.
 func TestHookSeesAllOnlyWhileItsOwnerIsAnAdmin(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true",
 		"ADMIN_USERNAME": "root", "WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "WEBHOOK_RETRY_DELAYS": "0.1,0.2"}})
 	boss := a.LocalUser(t, "boss@example.com", true)
@@ -48,7 +49,7 @@ func TestHookSeesAllOnlyWhileItsOwnerIsAnAdmin(t *testing.T) {
 	testsupport.WaitFor(t, 30*time.Second, "the demoted owner's own document and alice's at the root hook", func() bool {
 		return got(rboss)[float64(own)] && got(rroot)[float64(after)]
 	})
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a copy to the demoted owner's hook would have come by now
 	if got(rboss)[float64(after)] {
 		t.Errorf("the demoted owner's hook got alice's document after the demotion: %v", got(rboss))
 	}
@@ -91,6 +92,7 @@ func TestHookSeesAllOnlyWhileItsOwnerIsAnAdmin(t *testing.T) {
 // sign-in) or without authentication it starts. The settings API refuses
 // a change that would break the rule.
 func TestAdminPasswordLength(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	a, err := apptest.Start(ctx, apptest.Options{Role: "api", Env: map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "eleven-char"}})
 	if err == nil {

@@ -13,6 +13,7 @@ import (
 // once it has and the provider cannot be asked (no refresh token); not
 // active once the provider refused the user.
 func TestSSOUserState(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{"AUTH_ENABLED": "true"}})
 	ctx := context.Background()
 	if _, err := a.DB.Pool.Exec(ctx, `INSERT INTO sso_users (user_id, issuer, subject, is_admin, bound_at, first_sign_in_at, last_sign_in_at, verified_at, disabled_at)

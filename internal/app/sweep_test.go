@@ -70,6 +70,7 @@ func openSweepDeps(t *testing.T) (*postgres.DB, *postgres.FileStore, *blob.Local
 // A sweep while another process holds the sweep lock is skipped; once the
 // lock is free the sweep runs and logs one line with its counts.
 func TestBlobSweepSkipsWhileLocked(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, files, blobs := openSweepDeps(t)
 	kept := blobtest.PutAged(t, blobs, "referenced", 3*24*time.Hour)
@@ -107,6 +108,7 @@ func TestBlobSweepSkipsWhileLocked(t *testing.T) {
 }
 
 func TestBlobSweepMinAge(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		set  map[string]string
 		want time.Duration
@@ -129,6 +131,7 @@ func TestBlobSweepMinAge(t *testing.T) {
 // The scheduled sweep runs after its first delay, and stops on Close; an
 // interval of 0 starts nothing.
 func TestBlobSweepSchedule(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, files, blobs := openSweepDeps(t)
 	cipher, err := postgres.NewCipher(strings.Repeat("s", 32))
@@ -176,6 +179,7 @@ func TestBlobSweepSchedule(t *testing.T) {
 
 // Close runs the closers newest first, once.
 func TestCloseIsLastInFirstOut(t *testing.T) {
+	t.Parallel()
 	var order []int
 	m := &App{}
 	for i := range 3 {

@@ -46,6 +46,7 @@ func call(t *testing.T, method, url string, body any) (int, map[string]any, stri
 // document.uploaded and document.processed, signed; the delivery log lists
 // both, a redelivery sends one again; a deleted webhook is gone.
 func TestWebhooksEndToEnd(t *testing.T) {
+	t.Parallel()
 	a := apptest.New(t, apptest.Options{Env: map[string]string{
 		"ENABLE_TEST_STEP": "true", "WEBHOOK_ALLOWED_HOSTS": "127.0.0.1", "WEBHOOK_RETRY_DELAYS": "0.1,0.2"}})
 

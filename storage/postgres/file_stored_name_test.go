@@ -9,6 +9,7 @@ import (
 
 // A file is found by the stored file name uploads answer with.
 func TestFindFileByStoredFilename(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, s := openFiles(t)
 	res := newFile("storedhash", "alice")

@@ -10,6 +10,7 @@ import (
 // A rotated refresh token replaces the stored one only while that is
 // still the one the client started from, and leaves updated_at alone.
 func TestRotateIntegrationCredential(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newIntegrationStore(t)
 	in := &docflow.Integration{OwnerID: "ann", Direction: docflow.DirectionDestination, IntegrationType: "ONEDRIVE", Name: "drive",
