@@ -115,39 +115,6 @@ type RecorderStats struct {
 	Buffered    int64 `json:"buffered"`
 }
 
-// StepStat summarises step attempts of one step type.
-type StepStat struct {
-	StepType    string
-	Count       int64 // attempts
-	Failed      int64 // attempts with status failed
-	AvgDuration time.Duration
-}
-
-// RequestStat counts HTTP requests of one method, route pattern and status.
-type RequestStat struct {
-	Method      string
-	Route       string
-	HTTPStatus  int
-	Count       int64
-	AvgDuration time.Duration
-}
-
-// IntakeStat counts documents taken in through one channel.
-type IntakeStat struct {
-	Channel string
-	Count   int64
-	Bytes   int64
-}
-
-// MetricStats answers simple questions over raw recorded metrics. Each
-// window is [from, to); results are sorted by their key fields. Metrics
-// still buffered in a Recorder are not yet visible.
-type MetricStats interface {
-	StepStats(ctx context.Context, from, to time.Time) ([]StepStat, error)
-	RequestStats(ctx context.Context, from, to time.Time) ([]RequestStat, error)
-	IntakeStats(ctx context.Context, from, to time.Time) ([]IntakeStat, error)
-}
-
 // MetricOther is a request metric's Method for a method outside the
 // standard ones, and its Route for a request no route matched (404, 405):
 // the client chooses both, and every distinct value recorded would be a

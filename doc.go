@@ -70,6 +70,15 @@
 //   - mail_source.go: what an IMAP source claims, reports and remembers.
 //   - destination.go: DestinationClient, what every destination type
 //     implements, and the classes of its failures.
+//   - destination_delivery.go: a file's delivery to one destination, its
+//     statuses and what the file's record shows of it.
+//   - integration_tls.go: IntegrationTLS, the TLS of an integration that
+//     speaks it (system roots, or its ca_certificate alone).
+//   - destination_name.go: filename_template's placeholders and the
+//     check of a name a destination stores.
+//   - destination_tester.go: DestinationTester, the test of any
+//     destination type through its client's probe.
+//   - cloud_folders.go: CloudFolder, what the cloud folder browser lists.
 //   - allowlist.go: the outbound allow-lists' entries (host or host:port).
 //
 // Settings:
@@ -89,5 +98,6 @@
 //     statuses (http/errors.go for HTTP).
 //   - rate.go: Rate, a "100/minute" rate, and ParseRate.
 //
-// The test TestRootDocIndexesEveryFile keeps this list complete.
+// TestDocIndexesEveryFile keeps this index, and every package doc.go's
+// index of its files, complete.
 package docflow

@@ -425,40 +425,73 @@ after
 	}
 }
 
-// goFileName matches a Go file's name in a doc comment.
-var goFileName = regexp.MustCompile(`\b[a-z0-9_]+\.go\b`)
+// goFileName matches a Go file's name in a doc comment, not one named by
+// a path (http/errors.go).
+var goFileName = regexp.MustCompile(`(?:^|[^/\w.])([a-z0-9_]+\.go)\b`)
 
-// TestRootDocIndexesEveryFile keeps doc.go's index of the root package true:
-// every production file is listed under its area, and every file listed
-// exists.
-func TestRootDocIndexesEveryFile(t *testing.T) {
-	doc, err := os.ReadFile("doc.go")
+// TestDocIndexesEveryFile keeps the file indexes of the packages' doc.go
+// true: a doc.go that names files of its own package (the root's indexes
+// them by area) names every production file there, and only files that
+// exist.
+func TestDocIndexesEveryFile(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata" || d.Name() == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Name() != "doc.go" {
+			return nil
+		}
+		checkDocIndex(t, filepath.Dir(path))
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	listed := map[string]bool{}
-	for _, name := range goFileName.FindAllString(string(doc), -1) {
-		listed[name] = true
+}
+
+// checkDocIndex checks dir/doc.go's index of dir's files, when it has one.
+func checkDocIndex(t *testing.T, dir string) {
+	t.Helper()
+	doc, err := os.ReadFile(filepath.Join(dir, "doc.go"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	files, err := filepath.Glob("*.go")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	have := map[string]bool{}
 	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") || f == "doc.go" {
-			continue
+		name := filepath.Base(f)
+		if !strings.HasSuffix(name, "_test.go") && name != "doc.go" {
+			have[name] = true
 		}
-		have[f] = true
-		if !listed[f] {
-			t.Errorf("%s is not in doc.go's index of the root package: add it under its area", f)
+	}
+	listed := map[string]bool{}
+	own := 0
+	for _, m := range goFileName.FindAllStringSubmatch(string(doc), -1) {
+		if !listed[m[1]] && have[m[1]] {
+			own++
+		}
+		listed[m[1]] = true
+	}
+	if own < 2 {
+		return // no index of its files
+	}
+	for name := range have {
+		if !listed[name] {
+			t.Errorf("%s is not in %s's index of its files: add it (one line: what it holds)", filepath.Join(dir, name), filepath.Join(dir, "doc.go"))
 		}
 	}
 	for name := range listed {
-		if !have[name] && name != "doc.go" && !strings.Contains(name, "/") {
-			if _, err := os.Stat(name); err != nil {
-				t.Errorf("doc.go lists %s, which does not exist: fix the index", name)
-			}
+		if !have[name] && name != "doc.go" {
+			t.Errorf("%s names %s, which is not a file of its package: fix the index", filepath.Join(dir, "doc.go"), name)
 		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 const StepTest = "test"
 
 // Step is one step type's logic. Run is called by the pipeline engine inside
-// a supervised actor, under the step's timeout (ctx), with a copy of the file
+// a recovered actor, under the step's timeout (ctx), with a copy of the file
 // record that it may change: the engine writes the changed fields back in
 // the same transaction as the step result.
 //

@@ -114,7 +114,7 @@ func (c *Call[K]) reply(err error) {
 	}
 }
 
-// SpawnIntegration spawns the supervised, long-lived actor of one
+// SpawnIntegration spawns the recovered, long-lived actor of one
 // configured integration: it alone owns the client and its connection, paces
 // Calls by the rate limit, and reconnects with jittered exponential backoff
 // when Connect fails or an action reports Disconnected. A panic in a Call
@@ -171,6 +171,7 @@ type integration[C any, K Connector] struct {
 	state     IntegrationState
 	ctx       context.Context // cancelled on actor.Stopped: ends a rate wait
 	cancel    context.CancelFunc
+	retry     *time.Timer // sends the next reconnect
 }
 
 // reconnect is the actor's own timer message.
@@ -183,6 +184,9 @@ func (a *integration[C, K]) Receive(c *actor.Context) {
 		a.backoff.Reset()
 		a.connect(c)
 	case actor.Stopped:
+		if a.retry != nil {
+			a.retry.Stop()
+		}
 		if a.cancel != nil {
 			a.cancel()
 		}
@@ -244,8 +248,17 @@ func (a *integration[C, K]) connect(c *actor.Context) {
 	wait := a.backoff.NextBackOff()
 	a.log.Warn().Err(err).Dur("retry_in", wait).Msg("integration connect failed")
 	a.setState(IntegrationBackingOff, err)
+	a.reconnectAfter(c, wait)
+}
+
+// reconnectAfter has the timer send a reconnect of the current generation
+// after wait.
+func (a *integration[C, K]) reconnectAfter(c *actor.Context, wait time.Duration) {
+	if a.retry != nil {
+		a.retry.Stop() // of an older generation: it would be ignored
+	}
 	e, pid, gen := c.Engine(), c.PID(), a.gen
-	time.AfterFunc(wait, func() { e.Send(pid, reconnect{gen: gen}) })
+	a.retry = time.AfterFunc(wait, func() { e.Send(pid, reconnect{gen: gen}) })
 }
 
 // disconnect closes the client if it is connected.
@@ -278,9 +291,7 @@ func (a *integration[C, K]) call(c *actor.Context, m *Call[K]) {
 	if errors.Is(err, ErrDisconnected) {
 		a.disconnect()
 		a.setState(IntegrationBackingOff, err)
-		wait := a.backoff.NextBackOff()
-		e, pid, gen := c.Engine(), c.PID(), a.gen
-		time.AfterFunc(wait, func() { e.Send(pid, reconnect{gen: gen}) })
+		a.reconnectAfter(c, a.backoff.NextBackOff())
 	}
 	m.reply(err)
 }

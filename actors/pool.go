@@ -65,7 +65,7 @@ type PoolStats struct {
 	Abandoned int64 // timed-out jobs whose work had not returned when reported
 }
 
-// Pool is a kind of Size supervised hollywood actors that take jobs by
+// Pool is a kind of Size recovered hollywood actors that take jobs by
 // message. Submit sends a job to an idle actor (or queues it until one is
 // idle); the actor does the job in its receive, one job at a time, in
 // submission order, and the result goes to the job's ReplyTo or Done.

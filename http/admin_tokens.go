@@ -15,25 +15,30 @@ import (
 // lists one's own; DELETE /api/admin/users/{user_id}/tokens/{token_id}
 // revokes an active token or deletes a revoked one, as the owner's DELETE
 // does (404 when the token is not that user's). Both are audited.
-func (s *Server) mountAdminTokens() {
+func (h *tokenHandlers) mountAdminTokens() {
+	s := h.s
 	a := Route{Auth: AuthAdmin}
-	s.Handle("GET", "/api/admin/users/{user_id}/tokens", a, func(c *fasthttp.RequestCtx) error {
-		owner, _ := c.UserValue("user_id").(string)
-		ts, err := s.cfg.Tokens.ListTokens(RequestContext(c), owner)
-		if err != nil {
-			return err
-		}
-		writeJSON(c, fasthttp.StatusOK, ts)
-		return nil
-	})
-	s.Handle("DELETE", "/api/admin/users/{user_id}/tokens/{token_id}", a, func(c *fasthttp.RequestCtx) error {
-		owner, _ := c.UserValue("user_id").(string)
-		id, err := pathID(c, "token_id")
-		if err != nil {
-			return err
-		}
-		return s.revokeToken(c, owner, id)
-	})
+	s.Handle("GET", "/api/admin/users/{user_id}/tokens", a, h.adminList)
+	s.Handle("DELETE", "/api/admin/users/{user_id}/tokens/{token_id}", a, h.adminDelete)
+}
+
+func (h *tokenHandlers) adminList(c *fasthttp.RequestCtx) error {
+	owner, _ := c.UserValue("user_id").(string)
+	ts, err := h.s.cfg.Tokens.ListTokens(RequestContext(c), owner)
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, ts)
+	return nil
+}
+
+func (h *tokenHandlers) adminDelete(c *fasthttp.RequestCtx) error {
+	owner, _ := c.UserValue("user_id").(string)
+	id, err := pathID(c, "token_id")
+	if err != nil {
+		return err
+	}
+	return h.s.revokeToken(c, owner, id)
 }
 
 // revokeToken revokes owner's token id, or deletes it when it is revoked

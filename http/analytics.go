@@ -31,38 +31,70 @@ func (s *Server) MountAnalytics(d AnalyticsDeps) {
 	if d.Reports == nil {
 		panic("http: MountAnalytics needs Reports")
 	}
+	h := &analyticsHandlers{s: s, d: d}
 	b := Route{Auth: AuthAdmin}
-	r := d.Reports
-	mount := func(name string, run func(ctx context.Context, q docflow.AnalyticsQuery) (any, error)) {
-		s.Handle("GET", "/api/analytics/"+name, b, func(c *fasthttp.RequestCtx) error {
-			q, err := s.analyticsQuery(c)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(RequestContext(c), analyticsTimeout)
-			defer cancel()
-			out, err := run(ctx, q)
-			if err != nil {
-				return err
-			}
-			writeJSON(c, fasthttp.StatusOK, out)
-			return nil
-		})
+	s.Handle("GET", "/api/analytics/overview", b, h.overview)
+	s.Handle("GET", "/api/analytics/steps", b, h.steps)
+	s.Handle("GET", "/api/analytics/intake", b, h.intake)
+	s.Handle("GET", "/api/analytics/errors", b, h.errors)
+	s.Handle("GET", "/api/analytics/lag", b, h.lag)
+	s.Handle("GET", "/api/analytics/requests", b, h.requests)
+	s.Handle("GET", "/api/analytics/integrations", b, h.integrations)
+}
+
+type analyticsHandlers struct {
+	s *Server
+	d AnalyticsDeps
+}
+
+// answer reads the report's query, runs it within analyticsTimeout and
+// writes what it returns.
+func answer[R any](h *analyticsHandlers, c *fasthttp.RequestCtx, run func(context.Context, docflow.AnalyticsQuery) (R, error)) error {
+	q, err := h.s.analyticsQuery(c)
+	if err != nil {
+		return err
 	}
-	mount("overview", func(ctx context.Context, q docflow.AnalyticsQuery) (any, error) {
-		rep, err := r.Overview(ctx, q)
-		if err == nil && d.RecorderStats != nil {
-			st := d.RecorderStats()
+	ctx, cancel := context.WithTimeout(RequestContext(c), analyticsTimeout)
+	defer cancel()
+	out, err := run(ctx, q)
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, out)
+	return nil
+}
+
+func (h *analyticsHandlers) overview(c *fasthttp.RequestCtx) error {
+	return answer(h, c, func(ctx context.Context, q docflow.AnalyticsQuery) (*docflow.OverviewReport, error) {
+		rep, err := h.d.Reports.Overview(ctx, q)
+		if err == nil && h.d.RecorderStats != nil {
+			st := h.d.RecorderStats()
 			rep.Totals.Recorder = &st
 		}
 		return rep, err
 	})
-	mount("steps", func(ctx context.Context, q docflow.AnalyticsQuery) (any, error) { return r.Steps(ctx, q) })
-	mount("intake", func(ctx context.Context, q docflow.AnalyticsQuery) (any, error) { return r.Intake(ctx, q) })
-	mount("errors", func(ctx context.Context, q docflow.AnalyticsQuery) (any, error) { return r.Errors(ctx, q) })
-	mount("lag", func(ctx context.Context, q docflow.AnalyticsQuery) (any, error) { return r.Lag(ctx, q) })
-	mount("requests", func(ctx context.Context, q docflow.AnalyticsQuery) (any, error) { return r.Requests(ctx, q) })
-	mount("integrations", func(ctx context.Context, q docflow.AnalyticsQuery) (any, error) { return r.Integrations(ctx, q) })
+}
+
+func (h *analyticsHandlers) steps(c *fasthttp.RequestCtx) error {
+	return answer(h, c, h.d.Reports.Steps)
+}
+
+func (h *analyticsHandlers) intake(c *fasthttp.RequestCtx) error {
+	return answer(h, c, h.d.Reports.Intake)
+}
+
+func (h *analyticsHandlers) errors(c *fasthttp.RequestCtx) error {
+	return answer(h, c, h.d.Reports.Errors)
+}
+
+func (h *analyticsHandlers) lag(c *fasthttp.RequestCtx) error { return answer(h, c, h.d.Reports.Lag) }
+
+func (h *analyticsHandlers) requests(c *fasthttp.RequestCtx) error {
+	return answer(h, c, h.d.Reports.Requests)
+}
+
+func (h *analyticsHandlers) integrations(c *fasthttp.RequestCtx) error {
+	return answer(h, c, h.d.Reports.Integrations)
 }
 
 // maxFilterLen bounds the step_type and channel filters.

@@ -49,7 +49,7 @@ func (r *annotationFields) apply(a *docflow.Annotation) {
 }
 
 func (h *collabHandlers) listAnnotations(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessView)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessView)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func (h *collabHandlers) listAnnotations(c *fasthttp.RequestCtx) error {
 }
 
 func (h *collabHandlers) createAnnotation(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessComment)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessComment)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (h *collabHandlers) ownAnnotation(c *fasthttp.RequestCtx, f *docflow.File) 
 }
 
 func (h *collabHandlers) updateAnnotation(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessComment)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessComment)
 	if err != nil {
 		return err
 	}
@@ -139,7 +139,7 @@ func (h *collabHandlers) updateAnnotation(c *fasthttp.RequestCtx) error {
 }
 
 func (h *collabHandlers) deleteAnnotation(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessComment)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessComment)
 	if err != nil {
 		return err
 	}

@@ -37,56 +37,58 @@ func (s *Server) mountAudit() {
 	if s.cfg.Audit == nil {
 		return
 	}
-	s.Handle("GET", "/api/admin/audit-log", Route{Auth: AuthAdmin}, func(c *fasthttp.RequestCtx) error {
-		args := c.QueryArgs()
-		f := docflow.AuditFilter{Page: 1, PerPage: 50,
-			Actor: strings.TrimSpace(string(args.Peek("actor"))), Action: strings.TrimSpace(string(args.Peek("action")))}
-		var errs []docflow.FieldError
-		intArg := func(name string, hi int, dst *int) {
-			if !args.Has(name) {
-				return
-			}
-			v, err := strconv.Atoi(string(args.Peek(name)))
-			if err != nil || v < 1 || v > hi {
-				errs = append(errs, docflow.FieldError{Field: name, Message: name + " must be an integer from 1 to " + strconv.Itoa(hi)})
-				return
-			}
-			*dst = v
+	s.Handle("GET", "/api/admin/audit-log", Route{Auth: AuthAdmin}, s.handleAuditLog)
+}
+
+func (s *Server) handleAuditLog(c *fasthttp.RequestCtx) error {
+	args := c.QueryArgs()
+	f := docflow.AuditFilter{Page: 1, PerPage: 50,
+		Actor: strings.TrimSpace(string(args.Peek("actor"))), Action: strings.TrimSpace(string(args.Peek("action")))}
+	var errs []docflow.FieldError
+	intArg := func(name string, hi int, dst *int) {
+		if !args.Has(name) {
+			return
 		}
-		intArg("page", math.MaxInt32, &f.Page)
-		intArg("per_page", 200, &f.PerPage)
-		for _, name := range []string{"from", "to"} {
-			v := strings.TrimSpace(string(args.Peek(name)))
-			if v == "" {
-				continue
-			}
-			t, ok := parseTimestamp(v)
-			if !ok {
-				errs = append(errs, docflow.FieldError{Field: name, Message: name + " must be an ISO 8601 date or timestamp"})
-				continue
-			}
-			if name == "from" {
-				f.From = &t
-			} else {
-				f.To = &t
-			}
+		v, err := strconv.Atoi(string(args.Peek(name)))
+		if err != nil || v < 1 || v > hi {
+			errs = append(errs, docflow.FieldError{Field: name, Message: name + " must be an integer from 1 to " + strconv.Itoa(hi)})
+			return
 		}
-		if f.From != nil && f.To != nil && f.From.After(*f.To) {
-			errs = append(errs, docflow.FieldError{Field: "from", Message: "from must not be after to"})
+		*dst = v
+	}
+	intArg("page", math.MaxInt32, &f.Page)
+	intArg("per_page", 200, &f.PerPage)
+	for _, name := range []string{"from", "to"} {
+		v := strings.TrimSpace(string(args.Peek(name)))
+		if v == "" {
+			continue
 		}
-		if len(errs) > 0 {
-			e := docflow.Errorf(docflow.EINVALID, "%s", errs[0].Message)
-			e.Fields = errs
-			return e
+		t, ok := parseTimestamp(v)
+		if !ok {
+			errs = append(errs, docflow.FieldError{Field: name, Message: name + " must be an ISO 8601 date or timestamp"})
+			continue
 		}
-		entries, total, err := s.cfg.Audit.ListAudit(RequestContext(c), f)
-		if err != nil {
-			return err
+		if name == "from" {
+			f.From = &t
+		} else {
+			f.To = &t
 		}
-		writeJSON(c, fasthttp.StatusOK, map[string]any{"entries": entries, "total": total, "page": f.Page,
-			"per_page": f.PerPage, "pages": (total + f.PerPage - 1) / f.PerPage})
-		return nil
-	})
+	}
+	if f.From != nil && f.To != nil && f.From.After(*f.To) {
+		errs = append(errs, docflow.FieldError{Field: "from", Message: "from must not be after to"})
+	}
+	if len(errs) > 0 {
+		e := docflow.Errorf(docflow.EINVALID, "%s", errs[0].Message)
+		e.Fields = errs
+		return e
+	}
+	entries, total, err := s.cfg.Audit.ListAudit(RequestContext(c), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, map[string]any{"entries": entries, "total": total, "page": f.Page,
+		"per_page": f.PerPage, "pages": (total + f.PerPage - 1) / f.PerPage})
+	return nil
 }
 
 // parseTimestamp accepts an ISO 8601 timestamp (with or without offset;

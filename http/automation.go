@@ -40,10 +40,7 @@ func (s *Server) MountAutomation(d AutomationDeps) {
 	}
 	h := &hookHandlers{s: s, d: d}
 	r := Route{Auth: AuthToken}
-	s.Handle("GET", "/api/automation/events", r, func(c *fasthttp.RequestCtx) error {
-		writeJSON(c, fasthttp.StatusOK, docflow.EventNames)
-		return nil
-	})
+	s.Handle("GET", "/api/automation/events", r, h.events)
 	s.Handle("POST", "/api/automation/hooks/subscribe", r, h.subscribe)
 	s.Handle("GET", "/api/automation/hooks", r, h.list)
 	s.Handle("GET", "/api/automation/hooks/{hook_id}", r, h.get)
@@ -51,6 +48,11 @@ func (s *Server) MountAutomation(d AutomationDeps) {
 	s.Handle("DELETE", "/api/automation/hooks/{hook_id}", r, h.delete)
 	s.Handle("GET", "/api/automation/hooks/{hook_id}/deliveries", r, h.deliveries)
 	s.Handle("GET", "/api/automation/triggers/sample/{event}", r, h.sample)
+}
+
+func (h *hookHandlers) events(c *fasthttp.RequestCtx) error {
+	writeJSON(c, fasthttp.StatusOK, docflow.EventNames)
+	return nil
 }
 
 type hookHandlers struct {

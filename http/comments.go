@@ -26,7 +26,7 @@ type commentAnswer struct {
 }
 
 func (h *collabHandlers) listComments(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessView)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessView)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (h *collabHandlers) mentions(c *fasthttp.RequestCtx, f *docflow.File, body 
 }
 
 func (h *collabHandlers) createComment(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessComment)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessComment)
 	if err != nil {
 		return err
 	}
@@ -125,7 +125,7 @@ func (h *collabHandlers) ownComment(c *fasthttp.RequestCtx, f *docflow.File) (*d
 }
 
 func (h *collabHandlers) updateComment(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessComment)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessComment)
 	if err != nil {
 		return err
 	}
@@ -157,7 +157,7 @@ func (h *collabHandlers) updateComment(c *fasthttp.RequestCtx) error {
 }
 
 func (h *collabHandlers) deleteComment(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessComment)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessComment)
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func (h *collabHandlers) deleteComment(c *fasthttp.RequestCtx) error {
 }
 
 func (h *collabHandlers) resolveComment(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessComment)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessComment)
 	if err != nil {
 		return err
 	}

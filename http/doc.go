@@ -60,7 +60,8 @@
 //     user; files_content.go (preview, download, the bulk ZIP);
 //     files_bulk.go (deletion, reprocessing, pipeline assignment, one or
 //     in bulk); ownership.go (claims and assigned owners); files_audit.go
-//     (their audit entries).
+//     (their audit entries); files_destinations.go (send-to: one document
+//     queued for one of the user's destinations).
 //   - shares.go, comments.go, annotations.go: working together, each route
 //     asking authorizeFile for the right it exercises.
 //   - search.go, similarity.go, saved_searches.go: search, similar

@@ -49,12 +49,9 @@ func (h *embeddingHandlers) compute(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return docflow.Errorf(docflow.ENOTFOUND, "File not found")
 	}
-	f, err := h.d.Files.FindFileByID(ctx, id)
-	if err != nil {
-		return err
-	}
 	// Computing an embedding changes the file: an editor's right.
-	if err := h.s.authorizeFile(c, h.d.Files, f, docflow.AccessEdit); err != nil {
+	f, err := h.s.fileByID(c, h.d.Files, id, docflow.AccessEdit)
+	if err != nil {
 		return err
 	}
 	if f.OCRText == "" {

@@ -81,38 +81,46 @@ func (s *Server) visibleTo(c *fasthttp.RequestCtx) *docflow.Visibility {
 	return s.fileAccess().VisibleTo(CurrentUser(c))
 }
 
-// shareRoles looks up the role a share gives a user on a file
-// (docflow.FileStore.ShareRole).
-type shareRoles interface {
+// fileLoader finds a file and the role a share gives a user on it
+// (docflow.FileStore).
+type fileLoader interface {
+	// FindFileByID returns the file, or ENOTFOUND.
+	FindFileByID(ctx context.Context, id int64) (*docflow.File, error)
+	// ShareRole returns the role of userID's share of the file, "" for
+	// none.
 	ShareRole(ctx context.Context, fileID int64, userID string) (string, error)
 }
 
-// authorizeFile applies the file access rule (docflow.FileAccess) to the
-// current user and f, looking the user's share role up only when it
-// counts.
-func (s *Server) authorizeFile(c *fasthttp.RequestCtx, shares shareRoles, f *docflow.File, need docflow.Access) error {
-	access := s.fileAccess()
-	u := CurrentUser(c)
-	role := ""
-	if access.NeedsShareRole(u, f, need) {
-		var err error
-		if role, err = shares.ShareRole(RequestContext(c), f.ID, u.ID); err != nil {
-			return err
-		}
-	}
-	return access.Authorize(u, f, role, need)
-}
-
-func (h *filesHandlers) file(c *fasthttp.RequestCtx, need docflow.Access) (*docflow.File, error) {
+// fileFor loads the file the route's {file_id} names and checks that the
+// current user may do need with it: every /api/files/{file_id}… route
+// that acts on one file starts here. Errors: EINVALID for a malformed id,
+// ENOTFOUND for an unknown file, and the file access rule's refusal
+// (docflow.FileAccess.Authorize).
+func (s *Server) fileFor(c *fasthttp.RequestCtx, files fileLoader, need docflow.Access) (*docflow.File, error) {
 	id, err := pathID(c, "file_id")
 	if err != nil {
 		return nil, err
 	}
-	f, err := h.d.Files.FindFileByID(RequestContext(c), id)
+	return s.fileByID(c, files, id, need)
+}
+
+// fileByID is fileFor for a file id the route has read already.
+func (s *Server) fileByID(c *fasthttp.RequestCtx, files fileLoader, id int64, need docflow.Access) (*docflow.File, error) {
+	ctx := RequestContext(c)
+	f, err := files.FindFileByID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.s.authorizeFile(c, h.d.Files, f, need); err != nil {
+	access := s.fileAccess()
+	u := CurrentUser(c)
+	role := ""
+	// The share role is looked up only when it counts.
+	if access.NeedsShareRole(u, f, need) {
+		if role, err = files.ShareRole(ctx, f.ID, u.ID); err != nil {
+			return nil, err
+		}
+	}
+	if err := access.Authorize(u, f, role, need); err != nil {
 		return nil, err
 	}
 	return f, nil
@@ -303,7 +311,7 @@ type runSummary struct {
 }
 
 func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessView)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessView)
 	if err != nil {
 		return err
 	}
@@ -361,7 +369,7 @@ func metaString(m map[string]any, keys ...string) string {
 }
 
 func (h *filesHandlers) metadata(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessView)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessView)
 	if err != nil {
 		return err
 	}

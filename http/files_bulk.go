@@ -100,7 +100,7 @@ func (h *filesHandlers) delete(c *fasthttp.RequestCtx) error {
 	if err := h.deletionAllowed(); err != nil {
 		return err
 	}
-	f, err := h.file(c, docflow.AccessDelete)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessDelete)
 	if err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func (h *filesHandlers) bulkDelete(c *fasthttp.RequestCtx) error {
 
 func (h *filesHandlers) reprocess(cloud bool) Handler {
 	return func(c *fasthttp.RequestCtx) error {
-		f, err := h.file(c, docflow.AccessEdit)
+		f, err := h.s.fileFor(c, h.d.Files, docflow.AccessEdit)
 		if err != nil {
 			return err
 		}
@@ -252,7 +252,7 @@ func (h *filesHandlers) assignPipeline(c *fasthttp.RequestCtx) error {
 		}
 		pid = &n
 	}
-	f, err := h.file(c, docflow.AccessEdit)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessEdit)
 	if err != nil {
 		return err
 	}

@@ -47,7 +47,7 @@ func (h *filesHandlers) content(inline bool) Handler {
 		case version != "original" && version != "processed":
 			return docflow.Errorf(docflow.EBADREQUEST, "Invalid version: must be original or processed")
 		}
-		f, err := h.file(c, docflow.AccessView)
+		f, err := h.s.fileFor(c, h.d.Files, docflow.AccessView)
 		if err != nil {
 			return err
 		}

@@ -14,7 +14,7 @@ import (
 // integration not theirs; 422 for an integration that is not an active
 // destination.
 func (h *filesHandlers) sendTo(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessView)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessView)
 	if err != nil {
 		return err
 	}

@@ -280,7 +280,7 @@ func TestDeleteFilesAndBlobs(t *testing.T) {
 			t.Errorf("body %v: %d %s", bad, resp.StatusCode, body)
 		}
 	}
-	// No ids, or none that exists: 404 No files found (the spec's "none found").
+	// No ids, or none that exists: 404 No files found.
 	for _, none := range []any{"[]", []int64{987654, 987655}} {
 		resp, body = fe.do("POST", "/api/files/bulk-delete", "", none)
 		fe.expect(resp, body, 404)
@@ -415,7 +415,7 @@ func TestBulkDownloadStreamsZip(t *testing.T) {
 	resp, body = fe.do("POST", "/api/files/bulk-download", "", []int64{777777})
 	fe.expect(resp, body, 404)
 	resp, body = fe.do("POST", "/api/files/bulk-download", "", "[]")
-	fe.expect(resp, body, 404) // the spec: 404 when none found, as for bulk-delete
+	fe.expect(resp, body, 404) // 404 when none found, as for bulk-delete
 	resp, body = fe.do("POST", "/api/files/bulk-download", "", `{"ids":[1]}`)
 	fe.expect(resp, body, 422)
 }

@@ -77,36 +77,42 @@ func (s *Server) runChecks(ctx context.Context) (map[string]checkResult, bool, b
 
 func (s *Server) mountHealth() {
 	none := Route{Auth: AuthNone, Limit: LimitNone}
-	s.Handle("GET", "/api/diagnostic/healthz/live", none, func(c *fasthttp.RequestCtx) error {
-		c.Response.Header.SetContentType("application/json")
-		c.SetBodyString(`{"status":"ok"}` + "\n")
+	s.Handle("GET", "/api/diagnostic/healthz/live", none, s.handleLive)
+	s.Handle("GET", "/api/diagnostic/healthz/ready", none, s.handleReady)
+	s.Handle("GET", "/api/diagnostic/health", Route{Auth: AuthUser, Limit: LimitNone}, s.handleHealth)
+}
+
+func (s *Server) handleLive(c *fasthttp.RequestCtx) error {
+	c.Response.Header.SetContentType("application/json")
+	c.SetBodyString(`{"status":"ok"}` + "\n")
+	return nil
+}
+
+func (s *Server) handleReady(c *fasthttp.RequestCtx) error {
+	checks, critOK, _ := s.runChecks(RequestContext(c))
+	// Anyone may ask: the answer says ok or error per check and nothing
+	// of what failed (a driver's message names the database user, host
+	// and database). The details are in the log and for administrators.
+	hideDetails(checks, publicCheckDetail)
+	if !critOK {
+		writeJSON(c, fasthttp.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks})
 		return nil
+	}
+	writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "ready", "checks": checks})
+	return nil
+}
+
+func (s *Server) handleHealth(c *fasthttp.RequestCtx) error {
+	checks, critOK, allOK := s.runChecks(RequestContext(c))
+	if u := CurrentUser(c); u == nil || !u.IsAdmin {
+		hideDetails(checks, userCheckDetail)
+	}
+	status, code := healthStatus(critOK, allOK)
+	writeJSON(c, code, map[string]any{
+		"status": status, "version": s.cfg.Version,
+		"timestamp": s.cfg.Now().UTC().Format(time.RFC3339Nano), "checks": checks,
 	})
-	s.Handle("GET", "/api/diagnostic/healthz/ready", none, func(c *fasthttp.RequestCtx) error {
-		checks, critOK, _ := s.runChecks(RequestContext(c))
-		// Anyone may ask: the answer says ok or error per check and nothing
-		// of what failed (a driver's message names the database user, host
-		// and database). The details are in the log and for administrators.
-		hideDetails(checks, publicCheckDetail)
-		if !critOK {
-			writeJSON(c, fasthttp.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks})
-			return nil
-		}
-		writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "ready", "checks": checks})
-		return nil
-	})
-	s.Handle("GET", "/api/diagnostic/health", Route{Auth: AuthUser, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
-		checks, critOK, allOK := s.runChecks(RequestContext(c))
-		if u := CurrentUser(c); u == nil || !u.IsAdmin {
-			hideDetails(checks, userCheckDetail)
-		}
-		status, code := healthStatus(critOK, allOK)
-		writeJSON(c, code, map[string]any{
-			"status": status, "version": s.cfg.Version,
-			"timestamp": s.cfg.Now().UTC().Format(time.RFC3339Nano), "checks": checks,
-		})
-		return nil
-	})
+	return nil
 }
 
 // healthStatus is the overall status of /api/diagnostic/health and its

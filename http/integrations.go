@@ -72,183 +72,200 @@ func (s *Server) MountIntegrations(d IntegrationsDeps) {
 	if d.Store == nil {
 		panic("http: MountIntegrations needs a Store")
 	}
+	h := &integrationHandlers{s: s, d: d}
 	b := Route{Auth: AuthUser}
-	owner := func(c *fasthttp.RequestCtx) string { return s.tokenOwner(CurrentUser(c)) }
+	s.Handle("GET", "/api/integrations/", b, h.list)
+	s.Handle("GET", "/api/integrations/quota/", b, h.quota)
+	s.Handle("GET", "/api/integrations/{id}", b, h.get)
+	s.Handle("POST", "/api/integrations/", b, h.create)
+	s.Handle("PUT", "/api/integrations/{id}", b, h.update)
+	s.Handle("DELETE", "/api/integrations/{id}", b, h.delete)
+	s.Handle("POST", "/api/integrations/test", b, h.test)
+}
 
-	s.Handle("GET", "/api/integrations/", b, func(c *fasthttp.RequestCtx) error {
-		var f docflow.IntegrationFilter
-		args := c.QueryArgs()
-		if v := strings.ToUpper(strings.TrimSpace(string(args.Peek("direction")))); v != "" {
-			if v != docflow.DirectionSource && v != docflow.DirectionDestination {
-				return invalid("direction", "direction must be SOURCE or DESTINATION")
-			}
-			f.Direction = v
+type integrationHandlers struct {
+	s *Server
+	d IntegrationsDeps
+}
+
+// owner is whose integrations the request reads and changes.
+func (h *integrationHandlers) owner(c *fasthttp.RequestCtx) string {
+	return h.s.tokenOwner(CurrentUser(c))
+}
+
+func (h *integrationHandlers) list(c *fasthttp.RequestCtx) error {
+	var f docflow.IntegrationFilter
+	args := c.QueryArgs()
+	if v := strings.ToUpper(strings.TrimSpace(string(args.Peek("direction")))); v != "" {
+		if v != docflow.DirectionSource && v != docflow.DirectionDestination {
+			return invalid("direction", "direction must be SOURCE or DESTINATION")
 		}
-		f.IntegrationType = strings.ToUpper(strings.TrimSpace(string(args.Peek("integration_type"))))
-		list, err := d.Store.ListIntegrations(RequestContext(c), owner(c), f)
-		if err != nil {
-			return err
+		f.Direction = v
+	}
+	f.IntegrationType = strings.ToUpper(strings.TrimSpace(string(args.Peek("integration_type"))))
+	list, err := h.d.Store.ListIntegrations(RequestContext(c), h.owner(c), f)
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, list)
+	return nil
+}
+
+func (h *integrationHandlers) quota(c *fasthttp.RequestCtx) error {
+	u, err := h.d.Store.IntegrationUsage(RequestContext(c), h.owner(c))
+	if err != nil {
+		return err
+	}
+	q := docflow.IntegrationQuotaFor(u.Tier)
+	exempt := h.s.integrationExempt(CurrentUser(c))
+	count := func(direction string) quotaCount {
+		used, limit := u.Used(direction), q.Max(direction)
+		out := quotaCount{CurrentCount: used, CanAdd: exempt || q.Allows(direction, used)}
+		if !exempt && limit != docflow.Unlimited {
+			out.MaxAllowed = &limit
 		}
-		writeJSON(c, fasthttp.StatusOK, list)
-		return nil
+		return out
+	}
+	writeJSON(c, fasthttp.StatusOK, map[string]any{
+		"tier_id": u.Tier, "tier_name": docflow.TierName(u.Tier),
+		"destinations": count(docflow.DirectionDestination), "sources": count(docflow.DirectionSource),
 	})
+	return nil
+}
 
-	s.Handle("GET", "/api/integrations/quota/", b, func(c *fasthttp.RequestCtx) error {
-		u, err := d.Store.IntegrationUsage(RequestContext(c), owner(c))
-		if err != nil {
-			return err
-		}
-		q := docflow.IntegrationQuotaFor(u.Tier)
-		exempt := s.integrationExempt(CurrentUser(c))
-		count := func(direction string) quotaCount {
-			used, limit := u.Used(direction), q.Max(direction)
-			out := quotaCount{CurrentCount: used, CanAdd: exempt || q.Allows(direction, used)}
-			if !exempt && limit != docflow.Unlimited {
-				out.MaxAllowed = &limit
-			}
-			return out
-		}
-		writeJSON(c, fasthttp.StatusOK, map[string]any{
-			"tier_id": u.Tier, "tier_name": docflow.TierName(u.Tier),
-			"destinations": count(docflow.DirectionDestination), "sources": count(docflow.DirectionSource),
-		})
-		return nil
-	})
+func (h *integrationHandlers) get(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	in, err := h.d.Store.GetIntegration(RequestContext(c), h.owner(c), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, in)
+	return nil
+}
 
-	s.Handle("GET", "/api/integrations/{id}", b, func(c *fasthttp.RequestCtx) error {
-		id, err := pathID(c, "id")
-		if err != nil {
-			return err
-		}
-		in, err := d.Store.GetIntegration(RequestContext(c), owner(c), id)
-		if err != nil {
-			return err
-		}
-		writeJSON(c, fasthttp.StatusOK, in)
-		return nil
-	})
+func (h *integrationHandlers) create(c *fasthttp.RequestCtx) error {
+	var req integrationBody
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Name == nil {
+		return invalid("name", "name is required")
+	}
+	name, err := integrationName(*req.Name)
+	if err != nil {
+		return err
+	}
+	in, err := checkIntegrationBody(&req, nil)
+	if err != nil {
+		return err
+	}
+	in.OwnerID, in.Name, in.IsActive = h.owner(c), name, req.IsActive == nil || *req.IsActive
+	if err := h.d.Store.CreateIntegration(RequestContext(c), in, h.s.integrationExempt(CurrentUser(c))); err != nil {
+		return err
+	}
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationCreate, Target: integrationTarget(in.ID),
+		Detail: integrationCreateDetail(in)})
+	writeJSON(c, fasthttp.StatusCreated, in)
+	return nil
+}
 
-	s.Handle("POST", "/api/integrations/", b, func(c *fasthttp.RequestCtx) error {
-		var req integrationBody
-		if err := decodeJSON(c, &req); err != nil {
+func (h *integrationHandlers) update(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var req integrationBody
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	var name string
+	if req.Name != nil {
+		if name, err = integrationName(*req.Name); err != nil {
 			return err
 		}
-		if req.Name == nil {
-			return invalid("name", "name is required")
-		}
-		name, err := integrationName(*req.Name)
+	}
+	var before docflow.Integration
+	var credsChanged bool
+	out, err := h.d.Store.UpdateIntegration(RequestContext(c), h.owner(c), id, h.s.integrationExempt(CurrentUser(c)), func(cur *docflow.Integration) error {
+		before = *cur
+		next, err := checkIntegrationBody(&req, cur)
 		if err != nil {
 			return err
 		}
-		in, err := checkIntegrationBody(&req, nil)
-		if err != nil {
-			return err
-		}
-		in.OwnerID, in.Name, in.IsActive = owner(c), name, req.IsActive == nil || *req.IsActive
-		if err := d.Store.CreateIntegration(RequestContext(c), in, s.integrationExempt(CurrentUser(c))); err != nil {
-			return err
-		}
-		s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationCreate, Target: integrationTarget(in.ID),
-			Detail: integrationCreateDetail(in)})
-		writeJSON(c, fasthttp.StatusCreated, in)
-		return nil
-	})
-
-	s.Handle("PUT", "/api/integrations/{id}", b, func(c *fasthttp.RequestCtx) error {
-		id, err := pathID(c, "id")
-		if err != nil {
-			return err
-		}
-		var req integrationBody
-		if err := decodeJSON(c, &req); err != nil {
-			return err
-		}
-		var name string
+		cur.Config, cur.Credentials = next.Config, next.Credentials
+		credsChanged = next.Credentials != nil
 		if req.Name != nil {
-			if name, err = integrationName(*req.Name); err != nil {
-				return err
-			}
+			cur.Name = name
 		}
-		var before docflow.Integration
-		var credsChanged bool
-		out, err := d.Store.UpdateIntegration(RequestContext(c), owner(c), id, s.integrationExempt(CurrentUser(c)), func(cur *docflow.Integration) error {
-			before = *cur
-			next, err := checkIntegrationBody(&req, cur)
-			if err != nil {
-				return err
-			}
-			cur.Config, cur.Credentials = next.Config, next.Credentials
-			credsChanged = next.Credentials != nil
-			if req.Name != nil {
-				cur.Name = name
-			}
-			if req.IsActive != nil {
-				cur.IsActive = *req.IsActive
-			}
-			return nil
-		})
+		if req.IsActive != nil {
+			cur.IsActive = *req.IsActive
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	// The store's commit is the fence: from here on no source started
+	// before this change takes mail in (decisions.md, IMAP sources).
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationUpdate, Target: integrationTarget(id),
+		Detail: integrationUpdateDetail(&before, out, credsChanged)})
+	writeJSON(c, fasthttp.StatusOK, out)
+	return nil
+}
+
+func (h *integrationHandlers) delete(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.d.Store.DeleteIntegration(RequestContext(c), h.owner(c), id); err != nil {
+		return err
+	}
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationDelete, Target: integrationTarget(id)})
+	c.SetStatusCode(fasthttp.StatusNoContent)
+	return nil
+}
+
+func (h *integrationHandlers) test(c *fasthttp.RequestCtx) error {
+	var req integrationBody
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	ctx := RequestContext(c)
+	var in *docflow.Integration
+	if req.IntegrationID != nil {
+		cur, err := h.d.Store.IntegrationWithCredentials(ctx, h.owner(c), *req.IntegrationID)
 		if err != nil {
 			return err
 		}
-		// The store's commit is the fence: from here on no source started
-		// before this change takes mail in (decisions.md, IMAP sources).
-		s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationUpdate, Target: integrationTarget(id),
-			Detail: integrationUpdateDetail(&before, out, credsChanged)})
-		writeJSON(c, fasthttp.StatusOK, out)
-		return nil
-	})
-
-	s.Handle("DELETE", "/api/integrations/{id}", b, func(c *fasthttp.RequestCtx) error {
-		id, err := pathID(c, "id")
-		if err != nil {
+		stored := cur.Credentials
+		// A moved endpoint without credentials is refused here, before
+		// any connection: stored credentials go only where they were
+		// given for.
+		if in, err = checkIntegrationBody(&req, cur); err != nil {
 			return err
 		}
-		if err := d.Store.DeleteIntegration(RequestContext(c), owner(c), id); err != nil {
+		if in.Credentials == nil {
+			in.Credentials = stored
+		}
+		in.ID, in.Name = cur.ID, cur.Name
+	} else {
+		var err error
+		if in, err = checkIntegrationBody(&req, nil); err != nil {
 			return err
 		}
-		s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationDelete, Target: integrationTarget(id)})
-		c.SetStatusCode(fasthttp.StatusNoContent)
-		return nil
-	})
-
-	s.Handle("POST", "/api/integrations/test", b, func(c *fasthttp.RequestCtx) error {
-		var req integrationBody
-		if err := decodeJSON(c, &req); err != nil {
-			return err
-		}
-		ctx := RequestContext(c)
-		var in *docflow.Integration
-		if req.IntegrationID != nil {
-			cur, err := d.Store.IntegrationWithCredentials(ctx, owner(c), *req.IntegrationID)
-			if err != nil {
-				return err
-			}
-			stored := cur.Credentials
-			// A moved endpoint without credentials is refused here, before
-			// any connection: stored credentials go only where they were
-			// given for.
-			if in, err = checkIntegrationBody(&req, cur); err != nil {
-				return err
-			}
-			if in.Credentials == nil {
-				in.Credentials = stored
-			}
-			in.ID, in.Name = cur.ID, cur.Name
-		} else {
-			var err error
-			if in, err = checkIntegrationBody(&req, nil); err != nil {
-				return err
-			}
-		}
-		in.OwnerID = owner(c)
-		tctx, cancel := context.WithTimeout(ctx, integrationTestTimeout)
-		defer cancel()
-		ok, msg := d.Testers.Test(tctx, in)
-		s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationTest, Target: integrationTarget(in.ID),
-			Detail: integrationTestDetail(in, ok)})
-		writeJSON(c, fasthttp.StatusOK, map[string]any{"success": ok, "message": msg})
-		return nil
-	})
+	}
+	in.OwnerID = h.owner(c)
+	tctx, cancel := context.WithTimeout(ctx, integrationTestTimeout)
+	defer cancel()
+	ok, msg := h.d.Testers.Test(tctx, in)
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationTest, Target: integrationTarget(in.ID),
+		Detail: integrationTestDetail(in, ok)})
+	writeJSON(c, fasthttp.StatusOK, map[string]any{"success": ok, "message": msg})
+	return nil
 }
 
 // integrationExempt reports whether u has no integration quota: an

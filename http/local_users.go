@@ -30,121 +30,139 @@ func (s *Server) MountLocalUsers(d LocalUsersDeps) {
 		panic("http: MountLocalUsers needs Accounts")
 	}
 	s.mail = newMailSender(s, d)
+	h := &localUserHandlers{s: s, d: d}
 	a := Route{Auth: AuthAdmin}
-	s.Handle("GET", "/api/admin/users/local", a, func(c *fasthttp.RequestCtx) error {
-		users, err := d.Accounts.ListLocalUsers(RequestContext(c))
-		if err != nil {
-			return err
-		}
-		writeJSON(c, fasthttp.StatusOK, users)
+	s.Handle("GET", "/api/admin/users/local", a, h.list)
+	s.Handle("POST", "/api/admin/users/local", a, h.create)
+	s.Handle("PATCH", "/api/admin/users/local/{local_user_id}", a, h.update)
+	s.Handle("DELETE", "/api/admin/users/local/{local_user_id}", a, h.delete)
+	s.Handle("POST", "/api/admin/users/local/{local_user_id}/set-password", a, h.setPassword)
+	s.Handle("POST", "/api/admin/users/local/{local_user_id}/send-password-reset", a, h.sendPasswordReset)
+	h.mountSelfService()
+}
+
+type localUserHandlers struct {
+	s *Server
+	d LocalUsersDeps
+}
+
+func (h *localUserHandlers) list(c *fasthttp.RequestCtx) error {
+	users, err := h.d.Accounts.ListLocalUsers(RequestContext(c))
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, users)
+	return nil
+}
+
+func (h *localUserHandlers) create(c *fasthttp.RequestCtx) error {
+	var in docflow.LocalUserInput
+	if err := decodeJSON(c, &in); err != nil {
+		return err
+	}
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	u, err := h.d.Accounts.CreateLocalUser(RequestContext(c), in)
+	if err != nil {
+		return err
+	}
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserCreate, Target: localTarget(u.ID),
+		Detail: fmt.Sprintf("email=%s username=%s is_admin=%t", u.Email, u.Username, u.IsAdmin)})
+	writeJSON(c, fasthttp.StatusCreated, u)
+	return nil
+}
+
+func (h *localUserHandlers) update(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "local_user_id")
+	if err != nil {
+		return err
+	}
+	var p docflow.LocalUserPatch
+	if err := decodeJSON(c, &p); err != nil {
+		return err
+	}
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	before, err := h.d.Accounts.FindLocalUser(RequestContext(c), id)
+	if err != nil {
+		return err
+	}
+	u, err := h.d.Accounts.UpdateLocalUser(RequestContext(c), id, p)
+	if err != nil {
+		return err
+	}
+	// Deactivation revoked the account's tokens in the store.
+	h.s.auth.forgetAll()
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserUpdate, Target: localTarget(id), Detail: patchDetail(before, p)})
+	writeJSON(c, fasthttp.StatusOK, u)
+	return nil
+}
+
+func (h *localUserHandlers) delete(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "local_user_id")
+	if err != nil {
+		return err
+	}
+	u, err := h.d.Accounts.FindLocalUser(RequestContext(c), id)
+	if err != nil {
+		return err
+	}
+	if err := h.d.Accounts.DeleteLocalUser(RequestContext(c), id); err != nil {
+		return err
+	}
+	h.s.auth.forgetAll()
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserDelete, Target: localTarget(id), Detail: "email=" + u.Email})
+	c.SetStatusCode(fasthttp.StatusNoContent)
+	return nil
+}
+
+func (h *localUserHandlers) setPassword(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "local_user_id")
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Password string `json:"password"`
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := docflow.CheckPassword("password", req.Password); err != nil {
+		return err
+	}
+	if err := h.d.Accounts.SetLocalPassword(RequestContext(c), id, req.Password); err != nil {
+		return err
+	}
+	// The store revoked the account's tokens with the new password.
+	h.s.auth.forgetAll()
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserSetPass, Target: localTarget(id)})
+	writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Password set"})
+	return nil
+}
+
+func (h *localUserHandlers) sendPasswordReset(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "local_user_id")
+	if err != nil {
+		return err
+	}
+	u, err := h.d.Accounts.FindLocalUser(RequestContext(c), id)
+	if err != nil {
+		return err
+	}
+	reason := h.s.sendReset(RequestContext(c), h.d, u)
+	detail := "sent"
+	if reason != "" {
+		detail = "not sent: " + reason
+	}
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserReset, Target: localTarget(id), Detail: detail})
+	if reason != "" {
+		writeJSON(c, fasthttp.StatusOK, map[string]any{"sent": false, "reason": reason})
 		return nil
-	})
-	s.Handle("POST", "/api/admin/users/local", a, func(c *fasthttp.RequestCtx) error {
-		var in docflow.LocalUserInput
-		if err := decodeJSON(c, &in); err != nil {
-			return err
-		}
-		if err := in.Validate(); err != nil {
-			return err
-		}
-		u, err := d.Accounts.CreateLocalUser(RequestContext(c), in)
-		if err != nil {
-			return err
-		}
-		s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserCreate, Target: localTarget(u.ID),
-			Detail: fmt.Sprintf("email=%s username=%s is_admin=%t", u.Email, u.Username, u.IsAdmin)})
-		writeJSON(c, fasthttp.StatusCreated, u)
-		return nil
-	})
-	s.Handle("PATCH", "/api/admin/users/local/{local_user_id}", a, func(c *fasthttp.RequestCtx) error {
-		id, err := pathID(c, "local_user_id")
-		if err != nil {
-			return err
-		}
-		var p docflow.LocalUserPatch
-		if err := decodeJSON(c, &p); err != nil {
-			return err
-		}
-		if err := p.Validate(); err != nil {
-			return err
-		}
-		before, err := d.Accounts.FindLocalUser(RequestContext(c), id)
-		if err != nil {
-			return err
-		}
-		u, err := d.Accounts.UpdateLocalUser(RequestContext(c), id, p)
-		if err != nil {
-			return err
-		}
-		// Deactivation revoked the account's tokens in the store.
-		s.auth.forgetAll()
-		s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserUpdate, Target: localTarget(id), Detail: patchDetail(before, p)})
-		writeJSON(c, fasthttp.StatusOK, u)
-		return nil
-	})
-	s.Handle("DELETE", "/api/admin/users/local/{local_user_id}", a, func(c *fasthttp.RequestCtx) error {
-		id, err := pathID(c, "local_user_id")
-		if err != nil {
-			return err
-		}
-		u, err := d.Accounts.FindLocalUser(RequestContext(c), id)
-		if err != nil {
-			return err
-		}
-		if err := d.Accounts.DeleteLocalUser(RequestContext(c), id); err != nil {
-			return err
-		}
-		s.auth.forgetAll()
-		s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserDelete, Target: localTarget(id), Detail: "email=" + u.Email})
-		c.SetStatusCode(fasthttp.StatusNoContent)
-		return nil
-	})
-	s.Handle("POST", "/api/admin/users/local/{local_user_id}/set-password", a, func(c *fasthttp.RequestCtx) error {
-		id, err := pathID(c, "local_user_id")
-		if err != nil {
-			return err
-		}
-		var req struct {
-			Password string `json:"password"`
-		}
-		if err := decodeJSON(c, &req); err != nil {
-			return err
-		}
-		if err := docflow.CheckPassword("password", req.Password); err != nil {
-			return err
-		}
-		if err := d.Accounts.SetLocalPassword(RequestContext(c), id, req.Password); err != nil {
-			return err
-		}
-		// The store revoked the account's tokens with the new password.
-		s.auth.forgetAll()
-		s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserSetPass, Target: localTarget(id)})
-		writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Password set"})
-		return nil
-	})
-	s.Handle("POST", "/api/admin/users/local/{local_user_id}/send-password-reset", a, func(c *fasthttp.RequestCtx) error {
-		id, err := pathID(c, "local_user_id")
-		if err != nil {
-			return err
-		}
-		u, err := d.Accounts.FindLocalUser(RequestContext(c), id)
-		if err != nil {
-			return err
-		}
-		reason := s.sendReset(RequestContext(c), d, u)
-		detail := "sent"
-		if reason != "" {
-			detail = "not sent: " + reason
-		}
-		s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserReset, Target: localTarget(id), Detail: detail})
-		if reason != "" {
-			writeJSON(c, fasthttp.StatusOK, map[string]any{"sent": false, "reason": reason})
-			return nil
-		}
-		writeJSON(c, fasthttp.StatusOK, map[string]any{"sent": true})
-		return nil
-	})
-	s.mountSelfService(d)
+	}
+	writeJSON(c, fasthttp.StatusOK, map[string]any{"sent": true})
+	return nil
 }
 
 func localTarget(id int64) string { return "local_user:" + strconv.FormatInt(id, 10) }

@@ -124,31 +124,35 @@ func (s *Server) renderLogin(c *fasthttp.RequestCtx, status int, v loginView) er
 }
 
 func (s *Server) mountLogin() {
-	s.Handle("GET", "/login", Route{Auth: AuthNone}, func(c *fasthttp.RequestCtx) error {
-		q := c.QueryArgs()
-		v := loginView{Next: safeNext(string(q.Peek("next")))}
-		m, err := s.readMobile(q)
-		if err != nil {
+	s.Handle("GET", "/login", Route{Auth: AuthNone}, s.handleLoginPage)
+	s.Handle("POST", "/login", Route{Auth: AuthNone, Limit: LimitAuth}, s.handleLogin)
+	s.Handle("POST", "/logout", Route{Auth: AuthNone}, s.handleLogout)
+}
+
+func (s *Server) handleLoginPage(c *fasthttp.RequestCtx) error {
+	q := c.QueryArgs()
+	v := loginView{Next: safeNext(string(q.Peek("next")))}
+	m, err := s.readMobile(q)
+	if err != nil {
+		return err
+	}
+	v.setMobile(m)
+	return s.renderLogin(c, fasthttp.StatusOK, v)
+}
+
+func (s *Server) handleLogout(c *fasthttp.RequestCtx) error {
+	if sid := s.auth.sessionID(c); sid != "" {
+		if err := s.cfg.Sessions.DeleteSession(RequestContext(c), sid); err != nil {
 			return err
 		}
-		v.setMobile(m)
-		return s.renderLogin(c, fasthttp.StatusOK, v)
-	})
-	s.Handle("POST", "/login", Route{Auth: AuthNone, Limit: LimitAuth}, s.handleLogin)
-	s.Handle("POST", "/logout", Route{Auth: AuthNone}, func(c *fasthttp.RequestCtx) error {
-		if sid := s.auth.sessionID(c); sid != "" {
-			if err := s.cfg.Sessions.DeleteSession(RequestContext(c), sid); err != nil {
-				return err
-			}
-		}
-		s.setSessionCookie(c, "", -1)
-		if strings.Contains(string(c.Request.Header.Peek("Accept")), "text/html") {
-			s.redirect(c, "/login", fasthttp.StatusSeeOther)
-			return nil
-		}
-		writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Logged out"})
+	}
+	s.setSessionCookie(c, "", -1)
+	if strings.Contains(string(c.Request.Header.Peek("Accept")), "text/html") {
+		s.redirect(c, "/login", fasthttp.StatusSeeOther)
 		return nil
-	})
+	}
+	writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Logged out"})
+	return nil
 }
 
 func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
@@ -258,16 +262,35 @@ func (s *Server) checkPassword(c *fasthttp.RequestCtx, username, password string
 	return nil, false, nil
 }
 
+// setSessionCookie sets the session cookie for maxAge seconds, or
+// deletes it when maxAge is negative.
 func (s *Server) setSessionCookie(c *fasthttp.RequestCtx, value string, maxAge int) {
+	s.setCookie(c, SessionCookie, value, maxAge)
+}
+
+// cookieSecure says whether the server's cookies (session and SSO) are
+// Secure: SESSION_COOKIE_SECURE, default true unless BASE_URL is http.
+func (s *Server) cookieSecure() bool {
+	return docflow.SettingBool(s.cfg.Settings, "SESSION_COOKIE_SECURE", !strings.HasPrefix(s.BaseURL(), "http://"))
+}
+
+// setCookie sets one of the server's cookies for maxAge seconds, or
+// deletes it when maxAge is negative. Every cookie is the whole site's
+// (Path /, no Domain, as a __Host- cookie must be), HttpOnly, Secure per
+// cookieSecure, and SameSite Lax.
+//
+// NOTE: Lax, not Strict: the SSO callback is a top-level navigation from
+// the provider's site, which must carry the SSO cookie, and a link into
+// docflow from elsewhere must find the user signed in.
+func (s *Server) setCookie(c *fasthttp.RequestCtx, name, value string, maxAge int) {
 	ck := fasthttp.AcquireCookie()
 	defer fasthttp.ReleaseCookie(ck)
-	ck.SetKey(SessionCookie)
+	ck.SetKey(name)
 	ck.SetValue(value)
 	ck.SetPath("/")
 	ck.SetHTTPOnly(true)
 	ck.SetSameSite(fasthttp.CookieSameSiteLaxMode)
-	secure := docflow.SettingBool(s.cfg.Settings, "SESSION_COOKIE_SECURE", !strings.HasPrefix(s.BaseURL(), "http://"))
-	ck.SetSecure(secure)
+	ck.SetSecure(s.cookieSecure())
 	if maxAge < 0 {
 		ck.SetExpire(fasthttp.CookieExpireDelete)
 		ck.SetMaxAge(-1)

@@ -24,30 +24,38 @@ func (s *Server) MountMetrics(d MetricsDeps) {
 	if d.Gatherer == nil {
 		panic("http: MountMetrics needs Gatherer")
 	}
-	s.Handle("GET", "/metrics", Route{Auth: AuthMetrics, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
-		mfs, err := d.Gatherer.Gather()
-		if err != nil && len(mfs) == 0 {
-			return docflow.Errorf(docflow.EUNAVAILABLE, "Metrics could not be gathered")
+	h := &metricsHandlers{s: s, d: d}
+	s.Handle("GET", "/metrics", Route{Auth: AuthMetrics, Limit: LimitNone}, h.metrics)
+}
+
+type metricsHandlers struct {
+	s *Server
+	d MetricsDeps
+}
+
+func (h *metricsHandlers) metrics(c *fasthttp.RequestCtx) error {
+	mfs, err := h.d.Gatherer.Gather()
+	if err != nil && len(mfs) == 0 {
+		return docflow.Errorf(docflow.EUNAVAILABLE, "Metrics could not be gathered")
+	}
+	if err != nil {
+		// Some collector failed: export what was gathered, as promhttp's
+		// ContinueOnError does, and say so in the log.
+		h.s.log.Warn().Err(err).Msg("metrics: some series could not be gathered")
+	}
+	accept := nethttp.Header{}
+	accept.Set("Accept", string(c.Request.Header.Peek("Accept")))
+	format := expfmt.Negotiate(accept)
+	var buf bytes.Buffer
+	enc := expfmt.NewEncoder(&buf, format)
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return err
 		}
-		if err != nil {
-			// Some collector failed: export what was gathered, as promhttp's
-			// ContinueOnError does, and say so in the log.
-			s.log.Warn().Err(err).Msg("metrics: some series could not be gathered")
-		}
-		h := nethttp.Header{}
-		h.Set("Accept", string(c.Request.Header.Peek("Accept")))
-		format := expfmt.Negotiate(h)
-		var buf bytes.Buffer
-		enc := expfmt.NewEncoder(&buf, format)
-		for _, mf := range mfs {
-			if err := enc.Encode(mf); err != nil {
-				return err
-			}
-		}
-		c.Response.Header.SetContentType(string(format))
-		c.Response.Header.Set("Cache-Control", "no-store")
-		c.SetStatusCode(fasthttp.StatusOK)
-		c.SetBody(buf.Bytes())
-		return nil
-	})
+	}
+	c.Response.Header.SetContentType(string(format))
+	c.Response.Header.Set("Cache-Control", "no-store")
+	c.SetStatusCode(fasthttp.StatusOK)
+	c.SetBody(buf.Bytes())
+	return nil
 }

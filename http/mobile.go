@@ -22,53 +22,64 @@ func (s *Server) MountMobile(d MobileDeps) {
 	if d.Devices == nil {
 		panic("http: MountMobile needs Devices")
 	}
+	h := &deviceHandlers{d: d}
 	b := Route{Auth: AuthUser}
-	s.Handle("POST", "/api/mobile/register-device", b, func(c *fasthttp.RequestCtx) error {
-		var req struct {
-			PushToken  *string `json:"push_token"`
-			DeviceName *string `json:"device_name"`
-			Platform   *string `json:"platform"`
-		}
-		if err := decodeJSON(c, &req); err != nil {
-			return err
-		}
-		dev, err := checkDevice(req.PushToken, req.DeviceName, req.Platform)
-		if err != nil {
-			return err
-		}
-		dev.OwnerID = CurrentUser(c).ID
-		// 201 for a token registered again too: the app calls this at
-		// every start and gets the same answer (the existing device).
-		if _, err := d.Devices.RegisterDevice(RequestContext(c), dev); err != nil {
-			return err
-		}
-		writeJSON(c, fasthttp.StatusCreated, dev)
-		return nil
-	})
-	s.Handle("GET", "/api/mobile/devices", b, func(c *fasthttp.RequestCtx) error {
-		list, err := d.Devices.FindDevices(RequestContext(c), CurrentUser(c).ID)
-		if err != nil {
-			return err
-		}
-		writeJSON(c, fasthttp.StatusOK, list)
-		return nil
-	})
-	s.Handle("DELETE", "/api/mobile/devices/{device_id}", b, func(c *fasthttp.RequestCtx) error {
-		id, err := pathID(c, "device_id")
-		if err != nil {
-			return err
-		}
-		deleted, err := d.Devices.DeleteDevice(RequestContext(c), CurrentUser(c).ID, id)
-		if err != nil {
-			return err
-		}
-		msg := "Device deactivated"
-		if deleted {
-			msg = "Device deleted"
-		}
-		writeJSON(c, fasthttp.StatusOK, Detail{Detail: msg})
-		return nil
-	})
+	s.Handle("POST", "/api/mobile/register-device", b, h.register)
+	s.Handle("GET", "/api/mobile/devices", b, h.list)
+	s.Handle("DELETE", "/api/mobile/devices/{device_id}", b, h.delete)
+}
+
+type deviceHandlers struct {
+	d MobileDeps
+}
+
+func (h *deviceHandlers) register(c *fasthttp.RequestCtx) error {
+	var req struct {
+		PushToken  *string `json:"push_token"`
+		DeviceName *string `json:"device_name"`
+		Platform   *string `json:"platform"`
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	dev, err := checkDevice(req.PushToken, req.DeviceName, req.Platform)
+	if err != nil {
+		return err
+	}
+	dev.OwnerID = CurrentUser(c).ID
+	// 201 for a token registered again too: the app calls this at
+	// every start and gets the same answer (the existing device).
+	if _, err := h.d.Devices.RegisterDevice(RequestContext(c), dev); err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusCreated, dev)
+	return nil
+}
+
+func (h *deviceHandlers) list(c *fasthttp.RequestCtx) error {
+	list, err := h.d.Devices.FindDevices(RequestContext(c), CurrentUser(c).ID)
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, list)
+	return nil
+}
+
+func (h *deviceHandlers) delete(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "device_id")
+	if err != nil {
+		return err
+	}
+	deleted, err := h.d.Devices.DeleteDevice(RequestContext(c), CurrentUser(c).ID, id)
+	if err != nil {
+		return err
+	}
+	msg := "Device deactivated"
+	if deleted {
+		msg = "Device deleted"
+	}
+	writeJSON(c, fasthttp.StatusOK, Detail{Detail: msg})
+	return nil
 }
 
 // checkDevice validates a registration: push_token of the form

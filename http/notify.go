@@ -25,17 +25,23 @@ func (s *Server) MountNotifications(d NotificationsDeps) {
 	}
 	// The channels run at once, each bounded by WEBHOOK_TIMEOUT; the
 	// request's own bound leaves room for the slowest.
-	s.Handle("POST", "/api/diagnostic/test-notification", Route{Auth: AuthAdmin, Timeout: 90 * time.Second},
-		func(c *fasthttp.RequestCtx) error {
-			who := "an administrator"
-			if u := CurrentUser(c); u != nil && u.ID != "" {
-				who = u.ID
-			}
-			rep := d.Notifier.Notify(RequestContext(c), docflow.Notification{
-				Title: "docflow test notification",
-				Body:  "This is a test notification from docflow, sent by " + who + ". If you read this, the channel works.",
-			})
-			writeJSON(c, fasthttp.StatusOK, rep)
-			return nil
-		})
+	h := &notifyHandlers{d: d}
+	s.Handle("POST", "/api/diagnostic/test-notification", Route{Auth: AuthAdmin, Timeout: 90 * time.Second}, h.test)
+}
+
+type notifyHandlers struct {
+	d NotificationsDeps
+}
+
+func (h *notifyHandlers) test(c *fasthttp.RequestCtx) error {
+	who := "an administrator"
+	if u := CurrentUser(c); u != nil && u.ID != "" {
+		who = u.ID
+	}
+	rep := h.d.Notifier.Notify(RequestContext(c), docflow.Notification{
+		Title: "docflow test notification",
+		Body:  "This is a test notification from docflow, sent by " + who + ". If you read this, the channel works.",
+	})
+	writeJSON(c, fasthttp.StatusOK, rep)
+	return nil
 }

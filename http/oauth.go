@@ -391,39 +391,17 @@ func (s *Server) ssoRefuse(c *fasthttp.RequestCtx, att *docflow.SSOAttempt, acto
 	return s.renderLogin(c, ErrorStatusCode(docflow.ErrorCode(err)), v)
 }
 
-// ssoCookieSecure says whether the SSO cookie is Secure (as the session
-// cookie: SESSION_COOKIE_SECURE, default true unless BASE_URL is http).
-func (s *Server) ssoCookieSecure() bool {
-	return docflow.SettingBool(s.cfg.Settings, "SESSION_COOKIE_SECURE", !strings.HasPrefix(s.BaseURL(), "http://"))
-}
-
 // ssoCookieName is the SSO cookie's name: __Host-docflow_sso when Secure.
 func (s *Server) ssoCookieName() string {
-	if s.ssoCookieSecure() {
+	if s.cookieSecure() {
 		return ssoSecureCookie
 	}
 	return ssoCookie
 }
 
+// setSSOCookie sets the SSO cookie (ssoCookieName) as setCookie does.
 func (s *Server) setSSOCookie(c *fasthttp.RequestCtx, value string, maxAge int) {
-	ck := fasthttp.AcquireCookie()
-	defer fasthttp.ReleaseCookie(ck)
-	ck.SetKey(s.ssoCookieName())
-	ck.SetValue(value)
-	// NOTE: Path / and no Domain, as a __Host- cookie must have.
-	ck.SetPath("/")
-	ck.SetHTTPOnly(true)
-	// NOTE: Lax, not Strict: the callback is a top-level navigation from
-	// the provider's site, which must carry the cookie.
-	ck.SetSameSite(fasthttp.CookieSameSiteLaxMode)
-	ck.SetSecure(s.ssoCookieSecure())
-	if maxAge < 0 {
-		ck.SetExpire(fasthttp.CookieExpireDelete)
-		ck.SetMaxAge(-1)
-	} else {
-		ck.SetMaxAge(maxAge)
-	}
-	c.Response.Header.SetCookie(ck)
+	s.setCookie(c, s.ssoCookieName(), value, maxAge)
 }
 
 // randomToken is 32 random bytes, base64url without padding (43 characters).

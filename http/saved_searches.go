@@ -14,98 +14,110 @@ import (
 // savedSearchMaxName bounds a saved search's name.
 const savedSearchMaxName = 200
 
+// mountSavedSearches mounts /api/saved-searches…: each user's own saved
+// searches.
 func (s *Server) mountSavedSearches(store docflow.SavedSearchStore) {
+	h := &savedSearchHandlers{store: store}
 	b := Route{Auth: AuthUser}
-	owner := func(c *fasthttp.RequestCtx) string { return CurrentUser(c).ID }
+	s.Handle("GET", "/api/saved-searches", b, h.list)
+	s.Handle("POST", "/api/saved-searches", b, h.create)
+	s.Handle("PUT", "/api/saved-searches/{id}", b, h.update)
+	s.Handle("DELETE", "/api/saved-searches/{id}", b, h.delete)
+}
 
-	s.Handle("GET", "/api/saved-searches", b, func(c *fasthttp.RequestCtx) error {
-		list, err := store.FindSavedSearches(RequestContext(c), owner(c))
-		if err != nil {
-			return err
-		}
-		writeJSON(c, fasthttp.StatusOK, list)
-		return nil
-	})
+type savedSearchHandlers struct {
+	store docflow.SavedSearchStore
+}
 
-	type body struct {
-		Name    *string         `json:"name"`
-		Filters json.RawMessage `json:"filters"`
+// savedSearchBody is a create or update request.
+type savedSearchBody struct {
+	Name    *string         `json:"name"`
+	Filters json.RawMessage `json:"filters"`
+}
+
+func (h *savedSearchHandlers) list(c *fasthttp.RequestCtx) error {
+	list, err := h.store.FindSavedSearches(RequestContext(c), CurrentUser(c).ID)
+	if err != nil {
+		return err
 	}
-	s.Handle("POST", "/api/saved-searches", b, func(c *fasthttp.RequestCtx) error {
-		var req body
-		if err := decodeJSON(c, &req); err != nil {
-			return err
-		}
-		if req.Name == nil {
-			return invalid("name", "name is required")
-		}
-		name, err := savedSearchName(*req.Name)
-		if err != nil {
-			return err
-		}
-		if savedSearchAbsent(req.Filters) {
-			return invalid("filters", "filters is required")
-		}
-		filters, err := savedSearchFilters(req.Filters)
-		if err != nil {
-			return err
-		}
-		ss := &docflow.SavedSearch{OwnerID: owner(c), Name: name, Filters: filters}
-		if err := store.CreateSavedSearch(RequestContext(c), ss); err != nil {
-			return err
-		}
-		writeJSON(c, fasthttp.StatusCreated, ss)
-		return nil
-	})
+	writeJSON(c, fasthttp.StatusOK, list)
+	return nil
+}
 
-	s.Handle("PUT", "/api/saved-searches/{id}", b, func(c *fasthttp.RequestCtx) error {
-		id, err := pathID(c, "id")
-		if err != nil {
+func (h *savedSearchHandlers) create(c *fasthttp.RequestCtx) error {
+	var req savedSearchBody
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.Name == nil {
+		return invalid("name", "name is required")
+	}
+	name, err := savedSearchName(*req.Name)
+	if err != nil {
+		return err
+	}
+	if savedSearchAbsent(req.Filters) {
+		return invalid("filters", "filters is required")
+	}
+	filters, err := savedSearchFilters(req.Filters)
+	if err != nil {
+		return err
+	}
+	ss := &docflow.SavedSearch{OwnerID: CurrentUser(c).ID, Name: name, Filters: filters}
+	if err := h.store.CreateSavedSearch(RequestContext(c), ss); err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusCreated, ss)
+	return nil
+}
+
+func (h *savedSearchHandlers) update(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	var req savedSearchBody
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	var name string
+	if req.Name != nil {
+		if name, err = savedSearchName(*req.Name); err != nil {
 			return err
 		}
-		var req body
-		if err := decodeJSON(c, &req); err != nil {
+	}
+	var filters map[string]any
+	if !savedSearchAbsent(req.Filters) {
+		if filters, err = savedSearchFilters(req.Filters); err != nil {
 			return err
 		}
-		var name string
+	}
+	ss, err := h.store.UpdateSavedSearch(RequestContext(c), CurrentUser(c).ID, id, func(ss *docflow.SavedSearch) error {
 		if req.Name != nil {
-			if name, err = savedSearchName(*req.Name); err != nil {
-				return err
-			}
+			ss.Name = name
 		}
-		var filters map[string]any
-		if !savedSearchAbsent(req.Filters) {
-			if filters, err = savedSearchFilters(req.Filters); err != nil {
-				return err
-			}
+		if filters != nil {
+			ss.Filters = filters
 		}
-		ss, err := store.UpdateSavedSearch(RequestContext(c), owner(c), id, func(ss *docflow.SavedSearch) error {
-			if req.Name != nil {
-				ss.Name = name
-			}
-			if filters != nil {
-				ss.Filters = filters
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		writeJSON(c, fasthttp.StatusOK, ss)
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, ss)
+	return nil
+}
 
-	s.Handle("DELETE", "/api/saved-searches/{id}", b, func(c *fasthttp.RequestCtx) error {
-		id, err := pathID(c, "id")
-		if err != nil {
-			return err
-		}
-		if err := store.DeleteSavedSearch(RequestContext(c), owner(c), id); err != nil {
-			return err
-		}
-		c.SetStatusCode(fasthttp.StatusNoContent)
-		return nil
-	})
+func (h *savedSearchHandlers) delete(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.store.DeleteSavedSearch(RequestContext(c), CurrentUser(c).ID, id); err != nil {
+		return err
+	}
+	c.SetStatusCode(fasthttp.StatusNoContent)
+	return nil
 }
 
 func savedSearchName(v string) (string, error) {

@@ -18,78 +18,98 @@ var selfServiceAnswer = map[string]any{"detail": "If an account has this e-mail 
 // mountSelfService mounts /api/auth/request-password-reset,
 // /api/auth/forgot-username, /api/auth/reset-password and the
 // /reset-password page (no authentication; RATE_LIMIT_AUTH per address).
-func (s *Server) mountSelfService(d LocalUsersDeps) {
+func (h *localUserHandlers) mountSelfService() {
+	s := h.s
 	r := Route{Auth: AuthNone, Limit: LimitAuth}
-	queue := func(kind string) Handler {
-		return func(c *fasthttp.RequestCtx) error {
-			var req struct {
-				Email string `json:"email"`
-			}
-			if err := decodeJSON(c, &req); err != nil {
-				return err
-			}
-			email := strings.TrimSpace(req.Email)
-			if err := docflow.CheckEmail(email); err != nil {
-				return invalid("email", "%s", docflow.ErrorMessage(err))
-			}
-			s.mail.enqueue(mailJob{kind: kind, email: email, clientIP: s.auth.clientIP(c)})
-			writeJSON(c, fasthttp.StatusOK, selfServiceAnswer)
-			return nil
-		}
+	s.Handle("POST", "/api/auth/request-password-reset", r, h.requestPasswordReset)
+	s.Handle("POST", "/api/auth/forgot-username", r, h.forgotUsername)
+	s.Handle("POST", "/api/auth/reset-password", r, h.apiResetPassword)
+	s.Handle("GET", "/forgot-password", Route{Auth: AuthNone}, h.forgotPage)
+	s.Handle("POST", "/forgot-password", r, h.forgotForm)
+	s.Handle("GET", "/reset-password", Route{Auth: AuthNone}, h.resetPage)
+	s.Handle("POST", "/reset-password", r, h.resetForm)
+}
+
+func (h *localUserHandlers) requestPasswordReset(c *fasthttp.RequestCtx) error {
+	return h.queueMail(c, docflow.AuditPasswordResetRequested)
+}
+
+func (h *localUserHandlers) forgotUsername(c *fasthttp.RequestCtx) error {
+	return h.queueMail(c, docflow.AuditUsernameRequested)
+}
+
+// queueMail queues a self-service mail of kind to the body's address and
+// answers the same whatever the address.
+func (h *localUserHandlers) queueMail(c *fasthttp.RequestCtx, kind string) error {
+	var req struct {
+		Email string `json:"email"`
 	}
-	s.Handle("POST", "/api/auth/request-password-reset", r, queue(docflow.AuditPasswordResetRequested))
-	s.Handle("POST", "/api/auth/forgot-username", r, queue(docflow.AuditUsernameRequested))
-	s.Handle("POST", "/api/auth/reset-password", r, func(c *fasthttp.RequestCtx) error {
-		var req struct {
-			Token       string `json:"token"`
-			NewPassword string `json:"new_password"`
-			Confirm     string `json:"new_password_confirm"`
-		}
-		if err := decodeJSON(c, &req); err != nil {
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	email := strings.TrimSpace(req.Email)
+	if err := docflow.CheckEmail(email); err != nil {
+		return invalid("email", "%s", docflow.ErrorMessage(err))
+	}
+	h.s.mail.enqueue(mailJob{kind: kind, email: email, clientIP: h.s.auth.clientIP(c)})
+	writeJSON(c, fasthttp.StatusOK, selfServiceAnswer)
+	return nil
+}
+
+func (h *localUserHandlers) apiResetPassword(c *fasthttp.RequestCtx) error {
+	var req struct {
+		Token       string `json:"token"`
+		NewPassword string `json:"new_password"`
+		Confirm     string `json:"new_password_confirm"`
+	}
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if err := h.s.resetPassword(c, h.d, req.Token, req.NewPassword, req.Confirm); err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Password changed; sign in with the new password"})
+	return nil
+}
+
+func (h *localUserHandlers) forgotPage(c *fasthttp.RequestCtx) error {
+	return h.s.renderForgot(c, fasthttp.StatusOK, forgotView{})
+}
+
+func (h *localUserHandlers) forgotForm(c *fasthttp.RequestCtx) error {
+	args := c.PostArgs()
+	email := strings.TrimSpace(string(args.Peek("email")))
+	if err := docflow.CheckEmail(email); err != nil {
+		return h.s.renderForgot(c, fasthttp.StatusUnprocessableEntity, forgotView{Email: email, Error: docflow.ErrorMessage(err) + "."})
+	}
+	kind := docflow.AuditPasswordResetRequested
+	if string(args.Peek("what")) == "username" {
+		kind = docflow.AuditUsernameRequested
+	}
+	h.s.mail.enqueue(mailJob{kind: kind, email: email, clientIP: h.s.auth.clientIP(c)})
+	return h.s.renderForgot(c, fasthttp.StatusOK, forgotView{Sent: true})
+}
+
+func (h *localUserHandlers) resetPage(c *fasthttp.RequestCtx) error {
+	return h.s.renderReset(c, fasthttp.StatusOK, resetView{Token: string(c.QueryArgs().Peek("token"))})
+}
+
+func (h *localUserHandlers) resetForm(c *fasthttp.RequestCtx) error {
+	args := c.PostArgs()
+	token := string(args.Peek("token"))
+	err := h.s.resetPassword(c, h.d, token, string(args.Peek("new_password")), string(args.Peek("new_password_confirm")))
+	if err != nil {
+		status := ErrorStatusCode(docflow.ErrorCode(err))
+		if status >= 500 {
 			return err
 		}
-		if err := s.resetPassword(c, d, req.Token, req.NewPassword, req.Confirm); err != nil {
-			return err
+		var e *docflow.Error
+		if errors.As(err, &e) && e.RetryAfter > 0 {
+			c.Response.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
 		}
-		writeJSON(c, fasthttp.StatusOK, Detail{Detail: "Password changed; sign in with the new password"})
-		return nil
-	})
-	s.Handle("GET", "/forgot-password", Route{Auth: AuthNone}, func(c *fasthttp.RequestCtx) error {
-		return s.renderForgot(c, fasthttp.StatusOK, forgotView{})
-	})
-	s.Handle("POST", "/forgot-password", r, func(c *fasthttp.RequestCtx) error {
-		args := c.PostArgs()
-		email := strings.TrimSpace(string(args.Peek("email")))
-		if err := docflow.CheckEmail(email); err != nil {
-			return s.renderForgot(c, fasthttp.StatusUnprocessableEntity, forgotView{Email: email, Error: docflow.ErrorMessage(err) + "."})
-		}
-		kind := docflow.AuditPasswordResetRequested
-		if string(args.Peek("what")) == "username" {
-			kind = docflow.AuditUsernameRequested
-		}
-		s.mail.enqueue(mailJob{kind: kind, email: email, clientIP: s.auth.clientIP(c)})
-		return s.renderForgot(c, fasthttp.StatusOK, forgotView{Sent: true})
-	})
-	s.Handle("GET", "/reset-password", Route{Auth: AuthNone}, func(c *fasthttp.RequestCtx) error {
-		return s.renderReset(c, fasthttp.StatusOK, resetView{Token: string(c.QueryArgs().Peek("token"))})
-	})
-	s.Handle("POST", "/reset-password", r, func(c *fasthttp.RequestCtx) error {
-		args := c.PostArgs()
-		token := string(args.Peek("token"))
-		err := s.resetPassword(c, d, token, string(args.Peek("new_password")), string(args.Peek("new_password_confirm")))
-		if err != nil {
-			status := ErrorStatusCode(docflow.ErrorCode(err))
-			if status >= 500 {
-				return err
-			}
-			var e *docflow.Error
-			if errors.As(err, &e) && e.RetryAfter > 0 {
-				c.Response.Header.Set("Retry-After", strconv.Itoa(e.RetryAfter))
-			}
-			return s.renderReset(c, status, resetView{Token: token, Error: docflow.ErrorMessage(err) + "."})
-		}
-		return s.renderReset(c, fasthttp.StatusOK, resetView{Done: true})
-	})
+		return h.s.renderReset(c, status, resetView{Token: token, Error: docflow.ErrorMessage(err) + "."})
+	}
+	return h.s.renderReset(c, fasthttp.StatusOK, resetView{Done: true})
 }
 
 // resetPassword checks the two passwords (422) and consumes the token

@@ -142,14 +142,8 @@ func NewServer(cfg Config) *Server {
 	s.limiter = newRateLimiter(cfg.Now)
 	s.conns = s.connSettings()
 	s.auth = newAuthenticator(cfg)
-	s.router.NotFound = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
-		return docflow.Errorf(docflow.ENOTFOUND, "Not Found")
-	})
-	s.router.MethodNotAllowed = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, func(c *fasthttp.RequestCtx) error {
-		c.SetStatusCode(fasthttp.StatusMethodNotAllowed)
-		writeJSON(c, fasthttp.StatusMethodNotAllowed, Detail{Detail: "Method Not Allowed"})
-		return nil
-	})
+	s.router.NotFound = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, handleNotFound)
+	s.router.MethodNotAllowed = s.wrap("", Route{Auth: AuthNone, Limit: LimitNone}, handleMethodNotAllowed)
 	s.router.HandleOPTIONS = false
 	s.router.RedirectTrailingSlash = false
 	s.mountHealth()
@@ -158,6 +152,16 @@ func NewServer(cfg Config) *Server {
 	s.mountAudit()
 	s.mountHome()
 	return s
+}
+
+func handleNotFound(c *fasthttp.RequestCtx) error {
+	return docflow.Errorf(docflow.ENOTFOUND, "Not Found")
+}
+
+func handleMethodNotAllowed(c *fasthttp.RequestCtx) error {
+	c.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+	writeJSON(c, fasthttp.StatusMethodNotAllowed, Detail{Detail: "Method Not Allowed"})
+	return nil
 }
 
 // BaseURL is BASE_URL, or http:// + LISTEN_ADDR when unset.

@@ -18,7 +18,7 @@ type CollabDeps struct {
 }
 
 // MountCollab registers the sharing, comment and annotation routes of a
-// file. Each asks docflow.Authorize (through authorizeFile) for the right
+// file. Each asks docflow.Authorize (through fileFor) for the right
 // of the share role table (docs/api.md, "Working together") it exercises:
 // view to read, comment to write a
 // comment or annotation, share to manage shares.
@@ -51,23 +51,6 @@ type collabHandlers struct {
 	d CollabDeps
 }
 
-// file finds the path's file and checks the current user may do need
-// with it: 404 for an unknown file, 403 when the role table refuses.
-func (h *collabHandlers) file(c *fasthttp.RequestCtx, need docflow.Access) (*docflow.File, error) {
-	id, err := pathID(c, "file_id")
-	if err != nil {
-		return nil, err
-	}
-	f, err := h.d.Files.FindFileByID(RequestContext(c), id)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.s.authorizeFile(c, h.d.Files, f, need); err != nil {
-		return nil, err
-	}
-	return f, nil
-}
-
 // actor is the id comments and annotations are written under: the current
 // user's, or in single-user mode the local admin's (the anonymous single
 // user has no id of its own).
@@ -98,7 +81,7 @@ func (h *collabHandlers) shareWrite(c *fasthttp.RequestCtx) (*docflow.File, erro
 	if !h.s.multiUser() {
 		return nil, errMultiUserOff
 	}
-	return h.file(c, docflow.AccessShare)
+	return h.s.fileFor(c, h.d.Files, docflow.AccessShare)
 }
 
 func (h *collabHandlers) auditShare(c *fasthttp.RequestCtx, action string, sh *docflow.Share, how string) {
@@ -107,7 +90,7 @@ func (h *collabHandlers) auditShare(c *fasthttp.RequestCtx, action string, sh *d
 }
 
 func (h *collabHandlers) listShares(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessShare)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessShare)
 	if err != nil {
 		return err
 	}
@@ -206,7 +189,7 @@ func (h *collabHandlers) deleteShare(c *fasthttp.RequestCtx) error {
 }
 
 func (h *collabHandlers) sharedWith(c *fasthttp.RequestCtx) error {
-	f, err := h.file(c, docflow.AccessView)
+	f, err := h.s.fileFor(c, h.d.Files, docflow.AccessView)
 	if err != nil {
 		return err
 	}

@@ -79,7 +79,9 @@ func (h *searchHandlers) similar(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := h.viewable(c, id); err != nil {
+	// The file itself must be viewable; what a route lists beside it is
+	// filtered by the query (visibleTo).
+	if _, err := h.s.fileByID(c, h.files, id, docflow.AccessView); err != nil {
 		return err
 	}
 	ctx := RequestContext(c)
@@ -185,24 +187,15 @@ func (h *searchHandlers) pairs(c *fasthttp.RequestCtx) error {
 	return nil
 }
 
-// viewable checks the current user may view the file id: 404 unknown, 403
-// when docflow.Authorize refuses, as for the file's own routes. The
-// neighbours a route lists are filtered by the query instead (visibleTo).
-func (h *searchHandlers) viewable(c *fasthttp.RequestCtx, id int64) error {
-	f, err := h.files.FindFileByID(RequestContext(c), id)
-	if err != nil {
-		return err
-	}
-	return h.s.authorizeFile(c, h.files, f, docflow.AccessView)
-}
-
 // embeddingStatus is GET /api/files/{file_id}/embedding-status.
 func (h *searchHandlers) embeddingStatus(c *fasthttp.RequestCtx) error {
 	id, err := pathID(c, "file_id")
 	if err != nil {
 		return err
 	}
-	if err := h.viewable(c, id); err != nil {
+	// The file itself must be viewable; what a route lists beside it is
+	// filtered by the query (visibleTo).
+	if _, err := h.s.fileByID(c, h.files, id, docflow.AccessView); err != nil {
 		return err
 	}
 	st, err := h.store.EmbeddingStatus(RequestContext(c), id, nil)

@@ -73,7 +73,7 @@ func TestSSOBindingCookieFresh(t *testing.T) {
 
 // TestSSOSecureCookieName: a Secure binding cookie is a __Host- cookie
 // (Path /, no Domain), which a sibling subdomain cannot set; the session
-// cookie keeps the spec's name.
+// cookie keeps its usual name.
 func TestSSOSecureCookieName(t *testing.T) {
 	e := newSSOEnvWith(t, ssoOpts{env: map[string]string{"SESSION_COOKIE_SECURE": "true"}})
 	p := newBrowser(t).do("GET", e.app.URL+"/oauth-login", nil)

@@ -90,75 +90,90 @@ func pathID(c *fasthttp.RequestCtx, name string) (int64, error) {
 	return id, nil
 }
 
+// mountTokens mounts /api/api-tokens/…, each user's own API tokens, and
+// the administrators' view of anyone's.
 func (s *Server) mountTokens() {
+	h := &tokenHandlers{s: s}
 	b := Route{Auth: AuthUser}
-	type createReq struct {
-		Name          *string `json:"name"`
-		ExpiresInDays *int    `json:"expires_in_days"`
+	s.Handle("POST", "/api/api-tokens/", b, h.create)
+	s.Handle("GET", "/api/api-tokens/", b, h.list)
+	s.Handle("DELETE", "/api/api-tokens/{token_id}", b, h.delete)
+	s.Handle("POST", "/api/api-tokens/{token_id}/reactivate", b, h.reactivate)
+	h.mountAdminTokens()
+}
+
+type tokenHandlers struct {
+	s *Server
+}
+
+// tokenCreate is a request to create a token.
+type tokenCreate struct {
+	Name          *string `json:"name"`
+	ExpiresInDays *int    `json:"expires_in_days"`
+}
+
+func (h *tokenHandlers) create(c *fasthttp.RequestCtx) error {
+	var req tokenCreate
+	if err := decodeJSON(c, &req); err != nil {
+		return err
 	}
-	create := func(c *fasthttp.RequestCtx) error {
-		var req createReq
-		if err := decodeJSON(c, &req); err != nil {
-			return err
-		}
-		if req.Name == nil || strings.TrimSpace(*req.Name) == "" {
-			return invalid("name", "name is required")
-		}
-		name := strings.TrimSpace(*req.Name)
-		if len(name) > 200 {
-			return invalid("name", "name must be at most 200 characters")
-		}
-		var exp *time.Time
-		if req.ExpiresInDays != nil {
-			d := *req.ExpiresInDays
-			if d < 1 || d > 3650 {
-				return invalid("expires_in_days", "expires_in_days must be between 1 and 3650")
-			}
-			t := s.cfg.Now().Add(time.Duration(d) * 24 * time.Hour)
-			exp = &t
-		}
-		t, err := IssueToken(c, s.cfg.Tokens, s.tokenOwner(CurrentUser(c)), name, exp)
-		if err != nil {
-			return err
-		}
-		s.auditTokenCreate(c, t, "")
-		writeJSON(c, fasthttp.StatusCreated, t)
-		return nil
+	if req.Name == nil || strings.TrimSpace(*req.Name) == "" {
+		return invalid("name", "name is required")
 	}
-	s.Handle("POST", "/api/api-tokens/", b, create)
-	list := func(c *fasthttp.RequestCtx) error {
-		ts, err := s.cfg.Tokens.ListTokens(RequestContext(c), s.tokenOwner(CurrentUser(c)))
-		if err != nil {
-			return err
-		}
-		writeJSON(c, fasthttp.StatusOK, ts)
-		return nil
+	name := strings.TrimSpace(*req.Name)
+	if len(name) > 200 {
+		return invalid("name", "name must be at most 200 characters")
 	}
-	s.Handle("GET", "/api/api-tokens/", b, list)
-	s.Handle("DELETE", "/api/api-tokens/{token_id}", b, func(c *fasthttp.RequestCtx) error {
-		id, err := pathID(c, "token_id")
-		if err != nil {
-			return err
+	var exp *time.Time
+	if req.ExpiresInDays != nil {
+		d := *req.ExpiresInDays
+		if d < 1 || d > 3650 {
+			return invalid("expires_in_days", "expires_in_days must be between 1 and 3650")
 		}
-		return s.revokeToken(c, s.tokenOwner(CurrentUser(c)), id)
-	})
-	s.Handle("POST", "/api/api-tokens/{token_id}/reactivate", b, func(c *fasthttp.RequestCtx) error {
-		id, err := pathID(c, "token_id")
-		if err != nil {
-			return err
-		}
-		target, err := s.reactivationTarget(c, CurrentUser(c), id)
-		if err != nil {
-			return err
-		}
-		t, err := s.cfg.Tokens.ReactivateToken(RequestContext(c), target.OwnerID, id)
-		if err != nil {
-			return err
-		}
-		s.auth.forget(t.TokenHash)
-		s.audit(c, docflow.AuditEntry{Action: docflow.AuditTokenReactivate, Target: tokenTarget(id), Detail: tokenDetail(t)})
-		writeJSON(c, fasthttp.StatusOK, t)
-		return nil
-	})
-	s.mountAdminTokens()
+		t := h.s.cfg.Now().Add(time.Duration(d) * 24 * time.Hour)
+		exp = &t
+	}
+	t, err := IssueToken(c, h.s.cfg.Tokens, h.s.tokenOwner(CurrentUser(c)), name, exp)
+	if err != nil {
+		return err
+	}
+	h.s.auditTokenCreate(c, t, "")
+	writeJSON(c, fasthttp.StatusCreated, t)
+	return nil
+}
+
+func (h *tokenHandlers) list(c *fasthttp.RequestCtx) error {
+	ts, err := h.s.cfg.Tokens.ListTokens(RequestContext(c), h.s.tokenOwner(CurrentUser(c)))
+	if err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, ts)
+	return nil
+}
+
+func (h *tokenHandlers) delete(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "token_id")
+	if err != nil {
+		return err
+	}
+	return h.s.revokeToken(c, h.s.tokenOwner(CurrentUser(c)), id)
+}
+
+func (h *tokenHandlers) reactivate(c *fasthttp.RequestCtx) error {
+	id, err := pathID(c, "token_id")
+	if err != nil {
+		return err
+	}
+	target, err := h.s.reactivationTarget(c, CurrentUser(c), id)
+	if err != nil {
+		return err
+	}
+	t, err := h.s.cfg.Tokens.ReactivateToken(RequestContext(c), target.OwnerID, id)
+	if err != nil {
+		return err
+	}
+	h.s.auth.forget(t.TokenHash)
+	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditTokenReactivate, Target: tokenTarget(id), Detail: tokenDetail(t)})
+	writeJSON(c, fasthttp.StatusOK, t)
+	return nil
 }

@@ -39,15 +39,21 @@ func (s *Server) MountUploads(d UploadDeps) {
 	if d.Intake == nil {
 		panic("http: MountUploads needs Intake")
 	}
+	h := &uploadHandlers{s: s, d: d}
 	stream := Route{Auth: AuthUser, Limit: LimitUpload, Stream: true, Timeout: uploadTimeout}
-	s.Handle("POST", "/api/upload", stream, s.uploadHandler(d, docflow.ChannelUpload, fasthttp.StatusCreated))
-	s.Handle("POST", "/api/files/upload", stream, s.uploadHandler(d, docflow.ChannelUpload, fasthttp.StatusOK))
-	s.Handle("POST", "/api/ui-upload", stream, s.uploadHandler(d, docflow.ChannelUIUpload, fasthttp.StatusOK))
-	s.Handle("POST", "/api/files/ui-upload", stream, s.uploadHandler(d, docflow.ChannelUIUpload, fasthttp.StatusOK))
+	s.Handle("POST", "/api/upload", stream, h.upload(docflow.ChannelUpload, fasthttp.StatusCreated))
+	s.Handle("POST", "/api/files/upload", stream, h.upload(docflow.ChannelUpload, fasthttp.StatusOK))
+	s.Handle("POST", "/api/ui-upload", stream, h.upload(docflow.ChannelUIUpload, fasthttp.StatusOK))
+	s.Handle("POST", "/api/files/ui-upload", stream, h.upload(docflow.ChannelUIUpload, fasthttp.StatusOK))
 	s.Handle("POST", "/api/automation/actions/upload", Route{Auth: AuthToken, Limit: LimitUpload, Stream: true, Timeout: uploadTimeout},
-		s.uploadHandler(d, docflow.ChannelAutomation, fasthttp.StatusOK))
-	s.Handle("POST", "/api/process-url", Route{Auth: AuthUser, Limit: LimitUpload, Timeout: 10 * time.Minute}, s.processURL(d))
-	s.Handle("POST", "/api/processall", Route{Auth: AuthAdmin, Limit: LimitDefault, Timeout: 10 * time.Minute}, s.processAll(d))
+		h.upload(docflow.ChannelAutomation, fasthttp.StatusOK))
+	s.Handle("POST", "/api/process-url", Route{Auth: AuthUser, Limit: LimitUpload, Timeout: 10 * time.Minute}, h.processURL)
+	s.Handle("POST", "/api/processall", Route{Auth: AuthAdmin, Limit: LimitDefault, Timeout: 10 * time.Minute}, h.processAll)
+}
+
+type uploadHandlers struct {
+	s *Server
+	d UploadDeps
 }
 
 type uploadResponse struct {
@@ -69,9 +75,11 @@ type duplicateInfo struct {
 	Message          string `json:"message"`
 }
 
-func (s *Server) uploadHandler(d UploadDeps, channel string, okStatus int) Handler {
+// upload is the handler of an upload route of channel, answering
+// okStatus for a file taken in.
+func (h *uploadHandlers) upload(channel string, okStatus int) Handler {
 	return func(c *fasthttp.RequestCtx) error {
-		err := s.upload(c, d, channel, okStatus)
+		err := h.s.upload(c, h.d, channel, okStatus)
 		if err != nil {
 			// NOTE: the body may be partly unread; closing the connection
 			// spares reading (possibly gigabytes) just to reuse it.
@@ -385,65 +393,61 @@ func readPartHeader(br *bufio.Reader) (name, filename string, err error) {
 	return params["name"], params["filename"], nil
 }
 
-func (s *Server) processURL(d UploadDeps) Handler {
-	return func(c *fasthttp.RequestCtx) error {
-		var req struct {
-			URL      *string `json:"url"`
-			Filename *string `json:"filename"`
-		}
-		if err := decodeJSON(c, &req); err != nil {
-			return err
-		}
-		if req.URL == nil || strings.TrimSpace(*req.URL) == "" {
-			return invalid("url", "url is required")
-		}
-		name := ""
-		if req.Filename != nil {
-			name = *req.Filename
-		}
-		ctx := RequestContext(c)
-		user := CurrentUser(c)
-		if err := d.Intake.Admit(ctx, user, docflow.ChannelURL); err != nil {
-			return err
-		}
-		res, err := d.Intake.FetchURL(ctx, user, *req.URL, name)
-		if err != nil {
-			return err
-		}
-		f := res.File
-		size := f.FileSize
-		out := uploadResponse{Status: "queued", Message: "URL downloaded and queued for processing",
-			Filename: f.OriginalFilename, FileID: f.ID, Size: &size}
-		if res.TaskID != "" {
-			out.TaskID = &res.TaskID
-		}
-		if res.DuplicateOf != nil {
-			out.Status = docflow.StatusDuplicate
-			out.Message = "Exact duplicate of an existing file; not queued again"
-			out.DuplicateOf = &duplicateInfo{DuplicateType: "exact", OriginalFileID: res.DuplicateOf.ID,
-				OriginalFilename: res.DuplicateOf.OriginalFilename, Message: out.Message}
-		}
-		writeJSON(c, fasthttp.StatusOK, out)
-		return nil
+func (h *uploadHandlers) processURL(c *fasthttp.RequestCtx) error {
+	var req struct {
+		URL      *string `json:"url"`
+		Filename *string `json:"filename"`
 	}
+	if err := decodeJSON(c, &req); err != nil {
+		return err
+	}
+	if req.URL == nil || strings.TrimSpace(*req.URL) == "" {
+		return invalid("url", "url is required")
+	}
+	name := ""
+	if req.Filename != nil {
+		name = *req.Filename
+	}
+	ctx := RequestContext(c)
+	user := CurrentUser(c)
+	if err := h.d.Intake.Admit(ctx, user, docflow.ChannelURL); err != nil {
+		return err
+	}
+	res, err := h.d.Intake.FetchURL(ctx, user, *req.URL, name)
+	if err != nil {
+		return err
+	}
+	f := res.File
+	size := f.FileSize
+	out := uploadResponse{Status: "queued", Message: "URL downloaded and queued for processing",
+		Filename: f.OriginalFilename, FileID: f.ID, Size: &size}
+	if res.TaskID != "" {
+		out.TaskID = &res.TaskID
+	}
+	if res.DuplicateOf != nil {
+		out.Status = docflow.StatusDuplicate
+		out.Message = "Exact duplicate of an existing file; not queued again"
+		out.DuplicateOf = &duplicateInfo{DuplicateType: "exact", OriginalFileID: res.DuplicateOf.ID,
+			OriginalFilename: res.DuplicateOf.OriginalFilename, Message: out.Message}
+	}
+	writeJSON(c, fasthttp.StatusOK, out)
+	return nil
 }
 
-func (s *Server) processAll(d UploadDeps) Handler {
-	return func(c *fasthttp.RequestCtx) error {
-		res, err := d.Intake.ProcessAll(RequestContext(c), CurrentUser(c))
-		if err != nil {
-			return err
-		}
-		msg := "No PDF files found to process"
-		if n := len(res.PDFFiles); n > 0 {
-			msg = "Queued " + strconv.Itoa(n) + " PDF files for processing"
-			if res.Throttled {
-				msg += " (throttled)"
-			}
-		}
-		writeJSON(c, fasthttp.StatusOK, map[string]any{
-			"message": msg, "pdf_files": res.PDFFiles, "task_ids": res.TaskIDs, "throttled": res.Throttled,
-		})
-		return nil
+func (h *uploadHandlers) processAll(c *fasthttp.RequestCtx) error {
+	res, err := h.d.Intake.ProcessAll(RequestContext(c), CurrentUser(c))
+	if err != nil {
+		return err
 	}
+	msg := "No PDF files found to process"
+	if n := len(res.PDFFiles); n > 0 {
+		msg = "Queued " + strconv.Itoa(n) + " PDF files for processing"
+		if res.Throttled {
+			msg += " (throttled)"
+		}
+	}
+	writeJSON(c, fasthttp.StatusOK, map[string]any{
+		"message": msg, "pdf_files": res.PDFFiles, "task_ids": res.TaskIDs, "throttled": res.Throttled,
+	})
+	return nil
 }

@@ -28,7 +28,7 @@ const (
 	kUnclaimed fileKind = "unclaimed"
 )
 
-// ruleAllows is the rule: the spec's share role table for owned files;
+// ruleAllows is the rule: the share role table for owned files;
 // unclaimed files are administrators', and with UNCLAIMED_FILES_VISIBLE
 // every signed-in user may also view and claim them.
 func ruleAllows(visible bool, role string, kind fileKind, need docflow.Access) bool {
@@ -108,7 +108,7 @@ type matrixRoute struct {
 	need   docflow.Access
 	fresh  bool // on a document of its own (the route changes it)
 	// ok and refused are the statuses of an allowed and a refused request
-	// (refused 0: any refusal is an error status the spec gives, checked
+	// (refused 0: any refusal is an error status the API gives, checked
 	// by check).
 	ok, refused int
 	// check, when set, reads an answer further and returns whether the

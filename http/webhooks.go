@@ -42,10 +42,7 @@ func (s *Server) MountWebhooks(d WebhooksDeps) {
 	}
 	h := &webhookHandlers{s: s, d: d}
 	b := Route{Auth: AuthAdmin}
-	s.Handle("GET", "/api/webhooks/events/", b, func(c *fasthttp.RequestCtx) error {
-		writeJSON(c, fasthttp.StatusOK, docflow.EventNames)
-		return nil
-	})
+	s.Handle("GET", "/api/webhooks/events/", b, h.events)
 	s.Handle("GET", "/api/webhooks/", b, h.list)
 	s.Handle("POST", "/api/webhooks/", b, h.create)
 	s.Handle("GET", "/api/webhooks/{webhook_id}", b, h.get)
@@ -53,6 +50,11 @@ func (s *Server) MountWebhooks(d WebhooksDeps) {
 	s.Handle("DELETE", "/api/webhooks/{webhook_id}", b, h.delete)
 	s.Handle("GET", "/api/webhooks/{webhook_id}/deliveries", b, h.deliveries)
 	s.Handle("POST", "/api/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver", b, h.redeliver)
+}
+
+func (h *webhookHandlers) events(c *fasthttp.RequestCtx) error {
+	writeJSON(c, fasthttp.StatusOK, docflow.EventNames)
+	return nil
 }
 
 type webhookHandlers struct {

@@ -1,17 +1,19 @@
 // Package integrations holds the protocol clients of document sources,
-// storage destinations and the administrators' channels, one folder each:
+// storage destinations, events going out and the administrators' channels,
+// one folder each:
 //
 //   - imap: the IMAP source client (and imaptest, its test servers).
-//   - local: the LOCAL destination's folder rule (inside
-//     LOCAL_DESTINATION_DIR/<owner>/) and its tester.
+//   - local, dropbox, googledrive, onedrive…: the destinations, each a
+//     docflow.DestinationClient registered in internal/app's
+//     DestinationFactories; desttest is the contract suite every one runs,
+//     internal/httpdest what the HTTP-based ones share.
+//   - webhook: the signed POST to webhook and automation hook receivers.
+//   - expo: the Expo push service, for the mobile app's devices.
 //   - notify: the administrators' notification channels of
 //     NOTIFICATION_URLS, in Apprise's URL syntax.
 //   - smtp: docflow.Mailer over SMTP.
 //
-// Each follows one shape: a parsed config, Connect, the action (Test,
-// Deliver or Poll) reporting per-item errors, and Close; a long-lived
-// client is owned by one integration actor (actors.SpawnIntegration). Every
-// connection to a host a user or operator configured goes through
-// internal/netguard. The pipeline reaches destinations through the
-// Destinations interface of actors/pipeline/steps.
+// A long-lived client is owned by one integration actor
+// (actors.SpawnIntegration), so calls never overlap. Every connection to a
+// host a user or operator configured goes through internal/netguard.
 package integrations

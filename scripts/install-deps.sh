@@ -22,8 +22,9 @@ command -v npm >/dev/null 2>&1 || want npm
 if [ "$profile" = "test" ]; then
   # prometheus brings promtool, which checks deploy/prometheus's rules.
   # rclone and apache2-bin serve WebDAV to the storage destinations' tests (two
-  # independent implementations).
-  for p in clickhouse-server clickhouse-client wrk dovecot-core dovecot-imapd chromium prometheus rclone apache2-bin; do
+  # independent implementations); openssh-server and vsftpd serve SFTP and FTP.
+  for p in clickhouse-server clickhouse-client wrk dovecot-core dovecot-imapd chromium prometheus rclone apache2-bin \
+           openssh-server vsftpd; do
     want "$p"
   done
 fi

@@ -1,24 +1,3 @@
-// Package delivery delivers docflow's events to their subscribers:
-// webhooks and automation hooks (integrations/webhook), push devices
-// (integrations/expo) and the admin channels (AdminSender, over
-// integrations/notify), each subscriber kind through the Sender it is
-// handed; this package decides when and to whom, the senders make the
-// attempts.
-//
-// A consumer group on the events topic fans each deliverable event out:
-// the store records one delivery per (event id, subscriber) in PostgreSQL,
-// idempotently, and each delivery goes to the actor of its subscriber,
-// which makes the attempt on a goroutine of its own (never inside Receive)
-// with at most PerSubscriber attempts at once, so a slow or dead receiver
-// only ever delays its own deliveries. An event is acknowledged once
-// every one of its deliveries is resolved: delivered, given up, dropped,
-// or recorded as failed together with its retry, which the same
-// transaction writes to the outbox for the delay topic of its tier. The
-// delay relay (a second consumer group) holds each retry until it is due
-// and publishes it to the attempts topic, where the first group takes it
-// again. A process killed with deliveries in flight acknowledged none of
-// them: the next owner of the partition makes them again, with the same
-// event id (at least once).
 package delivery
 
 import (

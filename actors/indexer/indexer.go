@@ -5,7 +5,7 @@
 // document's nearest neighbours as similarity pairs. Reindex rebuilds the
 // whole index from Postgres.
 //
-// The indexer is one supervised actor ("indexer/<group>"): the consumer's
+// The indexer is one recovered actor ("indexer/<group>"): the consumer's
 // fetch goroutines send it each event as a message; it gathers them into
 // batches (a timer sends it the flush) and writes one batch at a time.
 package indexer

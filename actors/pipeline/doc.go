@@ -1,6 +1,6 @@
 // Package pipeline is docflow's pipeline engine: router actors that route
 // each ingested file to its pipeline, one consumer group and one kind of
-// supervised step actors per step type, retries through delay topics, the
+// recovered step actors per step type, retries through delay topics, the
 // dead-letter topic, stall detection and recovery on start. Every step
 // result, its log row, the file's new fields and the outbox row for what
 // comes next are written in one transaction before the Kafka offset is
@@ -19,9 +19,9 @@
 //     at once; the consumer's in-flight budget bounds the tasks waiting for
 //     an actor.
 //
-// Every actor is spawned with actors.Recover: a panic in a step is a failed
-// attempt (error class "panic") and a panic elsewhere dead-letters its
-// delivery; none reaches hollywood.
+// Every actor is spawned with actors.Recover (recovered, not restarted): a
+// panic in a step is a failed attempt (error class "panic") and a panic
+// elsewhere dead-letters its delivery; none reaches hollywood.
 //
 // # Goroutines
 //
@@ -29,8 +29,9 @@
 // send it to an actor; they never wait for the work. Beside the actors, per
 // task: the step attempt's goroutine (actors.RunTimed: the only way to
 // abandon a step that ignores its context) and the recording goroutine
-// (group-committed write, write-through publish, acknowledgement), which
-// lets the actor take its next task meanwhile; a running step's lease is
+// (group-committed write, write-through publish, acknowledgement; a panic
+// in it dead-letters the delivery), which lets the actor take its next
+// task meanwhile; a running step's lease is
 // renewed from a timer (time.AfterFunc), not a waiting goroutine. Per
 // delayed task, a goroutine waits until it is due (the delay relay). Per
 // engine: two group-commit flushers each for claims and results, the

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/actors"
 	"docflow/internal/groupcommit"
 	"docflow/streams"
 )
@@ -445,19 +446,20 @@ func (e *Engine) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// spawn runs fn on a goroutine that Stop waits for; once Stop waits, fn is
+// spawn runs fn on a goroutine that Stop waits for, recovered as
+// actors.Go does (what names it in the log); once Stop waits, fn is
 // dropped (the engine is stopping: the work is redelivered).
-func (e *Engine) spawn(fn func()) {
+func (e *Engine) spawn(what string, fn func()) {
 	e.spawnMu.Lock()
 	defer e.spawnMu.Unlock()
 	if e.stopping {
 		return
 	}
 	e.wg.Add(1)
-	go func() {
+	actors.Go(e.log, what, func() {
 		defer e.wg.Done()
 		fn()
-	}()
+	})
 }
 
 // withDB runs fn until it succeeds, fails for a reason other than the

@@ -19,7 +19,7 @@ import (
 // publishes the first step task, in one transaction.
 //
 // The consumer's fetch goroutine sends each delivery to a kind of
-// supervised router actors ("router/0" … "router/511"), each
+// recovered router actors ("router/0" … "router/511"), each
 // routing one run at a time and acknowledging (or dead-lettering) its
 // delivery itself.
 type router struct {

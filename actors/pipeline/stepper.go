@@ -15,7 +15,7 @@ import (
 )
 
 // stepConsumer is one step type: a consumer group feeds its tasks to a
-// kind of supervised actors ("step-<type>/0" … "step-<type>/<n-1>", n =
+// kind of recovered actors ("step-<type>/0" … "step-<type>/<n-1>", n =
 // the pool size), each running one task at a time.
 //
 // A task's path: the consumer's fetch goroutine decodes the delivery and
@@ -157,9 +157,24 @@ func (sc *stepConsumer) receive(_ context.Context, t *stepTask) (struct{}, error
 	if runErr != nil && e.ctx.Err() != nil {
 		return struct{}{}, nil // stopping: the task is redelivered
 	}
-	e.spawn(func() { sc.record(d, task, claim, in.File, res, runErr) })
+	e.spawn("step recording", func() {
+		// A panic in recording dead-letters the delivery, as a panic in
+		// the actor does.
+		recorded := false
+		defer func() {
+			if !recorded {
+				sc.giveUp(d, task, errRecordPanicked)
+			}
+		}()
+		sc.record(d, task, claim, in.File, res, runErr)
+		recorded = true
+	})
 	return struct{}{}, nil
 }
+
+// errRecordPanicked is the dead-letter reason of a task whose recording
+// panicked.
+var errRecordPanicked = errors.New("recording the step's outcome panicked")
 
 // record writes a task's outcome and acknowledges its delivery.
 func (sc *stepConsumer) record(d *streams.Delivery, task streams.StepTask, claim *docflow.StepClaim, after *docflow.File, res *docflow.StepResult, runErr error) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"docflow"
 	"docflow/actors"
 	"docflow/actors/pipeline/steps/teststep"
@@ -140,5 +142,27 @@ func TestTransientDBReadsTheCode(t *testing.T) {
 		if got := transientDB(c.err); got != c.want {
 			t.Errorf("transientDB(%v) = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// A goroutine the engine spawns (a step's recording) that panics is
+// recovered: the process goes on, its deferred work runs, and Stop's wait
+// for the engine's goroutines still ends; once stopping, spawn drops its
+// work.
+func TestSpawnRecoversAndIsWaitedFor(t *testing.T) {
+	e := &Engine{log: zerolog.Nop()}
+	deferred := make(chan struct{})
+	e.spawn("test", func() {
+		defer close(deferred)
+		panic("recording exploded")
+	})
+	<-deferred
+	e.wg.Wait()
+	e.stopping = true
+	ran := false
+	e.spawn("test", func() { ran = true })
+	e.wg.Wait()
+	if ran {
+		t.Fatal("spawned while stopping")
 	}
 }

@@ -42,6 +42,7 @@ type source struct {
 
 	saving, dirty bool
 	usedAt        *time.Time
+	ticker        *time.Timer // sends the next tick
 }
 
 // Source messages.
@@ -94,6 +95,9 @@ func (s *source) Receive(c *actor.Context) {
 		s.status.State = "connecting"
 		s.start()
 	case actor.Stopped:
+		if s.ticker != nil {
+			s.ticker.Stop()
+		}
 		if s.conn != nil {
 			s.e.Poison(s.conn)
 		}
@@ -173,8 +177,11 @@ func (s *source) start() {
 // schedule sends the next tick after the poll interval: polling where the
 // server lacks IDLE, and a check of the connection where it idles.
 func (s *source) schedule() {
+	if s.ticker != nil {
+		s.ticker.Stop() // a reconfigured source's ticks start again
+	}
 	e, self, gen := s.e, s.self, s.gen
-	time.AfterFunc(s.imap.PollInterval, func() { e.Send(self, tick{gen: gen}) })
+	s.ticker = time.AfterFunc(s.imap.PollInterval, func() { e.Send(self, tick{gen: gen}) })
 }
 
 // poll asks the integration actor to poll, unless a poll is in flight (it
@@ -264,9 +271,17 @@ func (s *source) save() {
 	r := docflow.SourceReport{Status: s.status, Cursor: s.cursor, LastError: s.lastEr, UsedAt: s.usedAt, Generation: s.generation}
 	s.usedAt = nil
 	e, self := s.e, s.self
-	go func() {
+	actors.Go(s.log, "source report", func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		e.Send(self, saved{err: store.SaveSourceReport(ctx, id, owner, r)})
-	}()
+		// The actor hears of the write whatever happens, a panic included:
+		// otherwise it would never save again.
+		err := errSavePanicked
+		defer func() { e.Send(self, saved{err: err}) }()
+		err = store.SaveSourceReport(ctx, id, owner, r)
+	})
 }
+
+// errSavePanicked reports a write of a source's report that ended in a
+// panic.
+var errSavePanicked = errors.New("sources: write of the source's report panicked")

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	pganalytics "docflow/analytics/postgres"
 	"docflow/integrations/imap/imaptest"
 	"docflow/internal/app/apptest"
+	"docflow/internal/netguard"
 	"docflow/storage/postgres"
 )
 
@@ -106,16 +108,21 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stats []docflow.IntakeStat
+	var stats []docflow.IntakeTypeTotal
 	waitFor(t, 10*time.Second, "10 intake metrics", func() bool {
 		if err := a.Recorder.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
-		stats, err = q.IntakeStats(ctx, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
-		return err != nil || len(stats) > 1 || len(stats) == 1 && stats[0].Count >= 10
+		now := time.Now().Truncate(time.Minute)
+		rep, err := q.Intake(ctx, docflow.AnalyticsQuery{From: now.Add(-time.Hour), To: now.Add(time.Hour), Interval: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stats = rep.Totals.Channels
+		return len(stats) > 1 || len(stats) == 1 && stats[0].Count >= 10
 	})
-	if err != nil || len(stats) != 1 || stats[0].Channel != docflow.ChannelEmail || stats[0].Count != 10 {
-		t.Fatalf("intake stats = %+v, %v", stats, err)
+	if len(stats) != 1 || stats[0].Channel != docflow.ChannelEmail || stats[0].Count != 10 {
+		t.Fatalf("intake stats = %+v", stats)
 	}
 	waitFor(t, 10*time.Second, "status", func() bool {
 		st, _, _, _ := store.SourceRow(ctx, in.ID)
@@ -127,7 +134,8 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := sources.Spawn(e, sources.Config{Store: store, Intake: a.Intake, Owner: "other", Scan: 100 * time.Millisecond, LeaseTTL: 3 * time.Second})
+	other, err := sources.Spawn(e, sources.Config{Store: store, Intake: a.Intake, Owner: "other", Scan: 100 * time.Millisecond, LeaseTTL: 3 * time.Second,
+		Dial: netguard.Dialer{Allowed: func() []string { return []string{"127.0.0.1"} }}.DialContext})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,5 +224,54 @@ func TestSourcesRecordIntegrationMetrics(t *testing.T) {
 			m.Status != docflow.OutcomeOK || m.ErrorClass != "" || m.Duration <= 0 || m.Time.IsZero() {
 			t.Errorf("poll metric %+v", m)
 		}
+	}
+}
+
+// panickyStore is the sources' store whose first lease claim and first
+// status write panic.
+type panickyStore struct {
+	sources.Store
+	claims, saves atomic.Int32
+}
+
+func (p *panickyStore) ClaimSources(ctx context.Context, owner string, ttl time.Duration) ([]docflow.SourceClaim, error) {
+	if p.claims.Add(1) == 1 {
+		panic("claim exploded")
+	}
+	return p.Store.ClaimSources(ctx, owner, ttl)
+}
+
+func (p *panickyStore) SaveSourceReport(ctx context.Context, integrationID int64, owner string, r docflow.SourceReport) error {
+	if p.saves.Add(1) == 1 {
+		panic("save exploded")
+	}
+	return p.Store.SaveSourceReport(ctx, integrationID, owner, r)
+}
+
+// TestSourcesRecoverFromPanickingStore checks that a lease claim and a
+// status write that panic are reported to their actors: the supervisor
+// claims again and the source writes its status again.
+func TestSourcesRecoverFromPanickingStore(t *testing.T) {
+	ctx := context.Background()
+	addr := imaptest.MemServer(t, "alice", "secret", false)
+	ps := &panickyStore{}
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", NoRelay: true,
+		Env:     map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"},
+		Sources: func(c *sources.Config) { ps.Store, c.Store = c.Store, ps }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	store := sourceStore(t, a.DB)
+	in := imapIntegration(addr, nil)
+	if err := store.AddSourceFixture(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the source's status after a poll", func() bool {
+		st, _, owner, _ := store.SourceRow(ctx, in.ID)
+		return owner != nil && st.LastPollAt != nil && st.State == "connected"
+	})
+	if n, m := ps.claims.Load(), ps.saves.Load(); n < 2 || m < 2 {
+		t.Fatalf("%d claims and %d status writes, want a panicked one and more of each", n, m)
 	}
 }

@@ -146,6 +146,7 @@ type supervisor struct {
 	stopped  bool
 	cancel   context.CancelFunc
 	ctx      context.Context
+	tick     *time.Timer // sends the next scanTick
 }
 
 type child struct {
@@ -183,6 +184,9 @@ func (s *supervisor) Receive(c *actor.Context) {
 		s.apply(c, m)
 	case actor.Stopped:
 		s.stopped = true
+		if s.tick != nil {
+			s.tick.Stop()
+		}
 		s.cancel()
 		// NOTE: the sources are not waited for: a poll in flight ends within
 		// its budget, and a mail it takes in twice is refused by storage.
@@ -200,8 +204,11 @@ func (s *supervisor) Receive(c *actor.Context) {
 // schedule sends the next scanTick after the scan interval.
 func (s *supervisor) schedule(c *actor.Context) {
 	e, pid := c.Engine(), c.PID()
-	time.AfterFunc(s.cfg.Scan, func() { e.Send(pid, scanTick{}) })
+	s.tick = time.AfterFunc(s.cfg.Scan, func() { e.Send(pid, scanTick{}) })
 }
+
+// errScanPanicked reports a claim of the leases that ended in a panic.
+var errScanPanicked = errors.New("sources: claim of the leases panicked")
 
 // scan claims the leases off the actor (a query must not hold it); a scan
 // under way makes it a no-op.
@@ -212,12 +219,16 @@ func (s *supervisor) scan(c *actor.Context) {
 	}
 	s.scanning = true
 	ctx, owner, ttl, store := s.ctx, s.cfg.Owner, s.cfg.LeaseTTL, s.cfg.Store
-	go func() {
+	actors.Go(s.log, "sources claim", func() {
 		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		claims, err := store.ClaimSources(ctx, owner, ttl)
-		e.Send(pid, scanned{claims: claims, err: err})
-	}()
+		var claims []docflow.SourceClaim
+		// The actor hears of the scan whatever happens, a panic included:
+		// otherwise it would never scan again.
+		err := errScanPanicked
+		defer func() { e.Send(pid, scanned{claims: claims, err: err}) }()
+		claims, err = store.ClaimSources(ctx, owner, ttl)
+	})
 }
 
 // apply spawns, reconfigures and stops source actors to match the claims.

@@ -20,12 +20,48 @@ type Recorder interface {
 	Stats() analytics.Stats
 }
 
+// Reader reads back what a recorder wrote: counts over the raw rows of a
+// window [from, to), sorted by their key fields. Metrics still buffered
+// in the recorder are not visible. Each store's tests implement it over
+// the store, as plainly as they can.
+type Reader interface {
+	StepStats(ctx context.Context, from, to time.Time) ([]StepStat, error)
+	RequestStats(ctx context.Context, from, to time.Time) ([]RequestStat, error)
+	IntakeStats(ctx context.Context, from, to time.Time) ([]IntakeStat, error)
+}
+
+// StepStat summarises step attempts of one step type.
+type StepStat struct {
+	StepType    string
+	Count       int64 // attempts
+	Failed      int64 // attempts with status failed
+	AvgDuration time.Duration
+}
+
+// RequestStat counts HTTP requests of one method, route pattern and status.
+type RequestStat struct {
+	Method      string
+	Route       string
+	HTTPStatus  int
+	Count       int64
+	AvgDuration time.Duration
+}
+
+// IntakeStat counts documents taken in through one channel.
+type IntakeStat struct {
+	Channel string
+	Count   int64
+	Bytes   int64
+}
+
 // Subject is one recorder under test over a fresh, empty store.
 type Subject struct {
 	Recorder Recorder
-	// Queries read back what Recorder wrote (usually the recorder itself).
-	Queries docflow.MetricStats
-	// Proxy carries the recorder's connections (not those of Queries); the
+	// Reader reads back what Recorder wrote (RunContract).
+	Reader Reader
+	// Reports answers from what Recorder wrote (RunReports).
+	Reports docflow.Analytics
+	// Proxy carries the recorder's connections (not those of Reader); the
 	// outage cases are skipped when it is nil.
 	Proxy *Proxy
 	// IdempotentRetry says the store recognises a retried batch that had
@@ -81,7 +117,7 @@ func step(ts time.Time, i int) docflow.Metric {
 }
 
 // stepCount is the number of step rows the store holds around now.
-func stepCount(t *testing.T, q docflow.MetricStats) int64 {
+func stepCount(t *testing.T, q Reader) int64 {
 	t.Helper()
 	now := time.Now()
 	stats, err := q.StepStats(ctxT(t), now.Add(-24*time.Hour), now.Add(24*time.Hour))
@@ -123,7 +159,7 @@ func checkBalanced(t *testing.T, s Subject) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := stepCount(t, s.Queries); got != st.Written {
+	if got := stepCount(t, s.Reader); got != st.Written {
 		t.Fatalf("store holds %d rows, recorder wrote %d: rows lost or duplicated", got, st.Written)
 	}
 }
@@ -162,11 +198,11 @@ func testRoundTrip(t *testing.T, newSubject NewSubject) {
 	}
 
 	from, to := b, b.Add(time.Hour)
-	steps, err := s.Queries.StepStats(ctxT(t), from, to)
+	steps, err := s.Reader.StepStats(ctxT(t), from, to)
 	if err != nil {
 		t.Fatalf("StepStats: %v", err)
 	}
-	wantSteps := []docflow.StepStat{
+	wantSteps := []StepStat{
 		{StepType: "classify", Count: 1, AvgDuration: 250 * time.Microsecond},
 		{StepType: "convert_to_pdf", Count: 1, AvgDuration: 1500 * ms},
 		{StepType: "ocr", Count: 2, Failed: 1, AvgDuration: 200 * ms},
@@ -174,11 +210,11 @@ func testRoundTrip(t *testing.T, newSubject NewSubject) {
 	if !reflect.DeepEqual(steps, wantSteps) {
 		t.Errorf("StepStats\n got %+v\nwant %+v", steps, wantSteps)
 	}
-	reqs, err := s.Queries.RequestStats(ctxT(t), from, to)
+	reqs, err := s.Reader.RequestStats(ctxT(t), from, to)
 	if err != nil {
 		t.Fatalf("RequestStats: %v", err)
 	}
-	wantReqs := []docflow.RequestStat{
+	wantReqs := []RequestStat{
 		{Method: "GET", Route: "/api/files", HTTPStatus: 200, Count: 2, AvgDuration: 5 * ms},
 		{Method: "POST", Route: "/api/files", HTTPStatus: 413, Count: 1, AvgDuration: ms},
 		{Method: "GET", Route: "/api/files/{id}", HTTPStatus: 404, Count: 1, AvgDuration: 2 * ms},
@@ -186,25 +222,25 @@ func testRoundTrip(t *testing.T, newSubject NewSubject) {
 	if !reflect.DeepEqual(reqs, wantReqs) {
 		t.Errorf("RequestStats\n got %+v\nwant %+v", reqs, wantReqs)
 	}
-	intake, err := s.Queries.IntakeStats(ctxT(t), from, to)
+	intake, err := s.Reader.IntakeStats(ctxT(t), from, to)
 	if err != nil {
 		t.Fatalf("IntakeStats: %v", err)
 	}
-	wantIntake := []docflow.IntakeStat{{Channel: "imap", Count: 1, Bytes: 42}, {Channel: "upload", Count: 2, Bytes: 1500}}
+	wantIntake := []IntakeStat{{Channel: "imap", Count: 1, Bytes: 42}, {Channel: "upload", Count: 2, Bytes: 1500}}
 	if !reflect.DeepEqual(intake, wantIntake) {
 		t.Errorf("IntakeStats\n got %+v\nwant %+v", intake, wantIntake)
 	}
 
 	now := time.Now()
-	recent, err := s.Queries.StepStats(ctxT(t), now.Add(-time.Minute), now.Add(time.Minute))
+	recent, err := s.Reader.StepStats(ctxT(t), now.Add(-time.Minute), now.Add(time.Minute))
 	if err != nil {
 		t.Fatalf("StepStats: %v", err)
 	}
-	if want := []docflow.StepStat{{StepType: "embed_metadata", Count: 1, AvgDuration: ms}}; !reflect.DeepEqual(recent, want) {
+	if want := []StepStat{{StepType: "embed_metadata", Count: 1, AvgDuration: ms}}; !reflect.DeepEqual(recent, want) {
 		t.Errorf("StepStats around now (the metric stamped by Record)\n got %+v\nwant %+v", recent, want)
 	}
 
-	empty, err := s.Queries.StepStats(ctxT(t), b.Add(-48*time.Hour), b.Add(-47*time.Hour))
+	empty, err := s.Reader.StepStats(ctxT(t), b.Add(-48*time.Hour), b.Add(-47*time.Hour))
 	if err != nil || len(empty) != 0 {
 		t.Errorf("StepStats over an empty window = %+v, %v; want none", empty, err)
 	}
@@ -222,7 +258,7 @@ func testFlushAtSize(t *testing.T, newSubject NewSubject) {
 		st := s.Recorder.Stats()
 		return st.Written >= 200 && st.Buffered == 50
 	})
-	if got := stepCount(t, s.Queries); got != 200 {
+	if got := stepCount(t, s.Reader); got != 200 {
 		t.Fatalf("store holds %d rows after two batches of 100, want 200 (the rest waits for the interval)", got)
 	}
 	if st := s.Recorder.Stats(); st.Written != 200 {
@@ -245,7 +281,7 @@ func testFlushAtInterval(t *testing.T, newSubject NewSubject) {
 	for i := range 5 {
 		s.Recorder.Record(step(b, i))
 	}
-	eventually(t, 10*time.Second, "the interval flush", func() bool { return stepCount(t, s.Queries) == 5 })
+	eventually(t, 10*time.Second, "the interval flush", func() bool { return stepCount(t, s.Reader) == 5 })
 	// The store shows the rows a moment before the write call returns.
 	eventually(t, 5*time.Second, "the write counted", func() bool { return s.Recorder.Stats().Written == 5 })
 	if st := s.Recorder.Stats(); st.Buffered != 0 {
@@ -259,13 +295,13 @@ func testCloseFlushes(t *testing.T, newSubject NewSubject) {
 	for i := range 300 {
 		s.Recorder.Record(step(b, i))
 	}
-	if got := stepCount(t, s.Queries); got != 0 {
+	if got := stepCount(t, s.Reader); got != 0 {
 		t.Fatalf("store holds %d rows before any flush, want 0", got)
 	}
 	if err := s.Recorder.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if got := stepCount(t, s.Queries); got != 300 {
+	if got := stepCount(t, s.Reader); got != 300 {
 		t.Fatalf("store holds %d rows after Close, want 300", got)
 	}
 	s.Recorder.Record(step(b, 300)) // must neither panic nor block
@@ -372,7 +408,7 @@ func testOutageRecovers(t *testing.T, newSubject NewSubject) {
 	// No Flush: the background retry must write the backlog by itself.
 	eventually(t, 15*time.Second, "the backlog written after recovery", func() bool { return s.Recorder.Stats().Written == 700 })
 	checkBalanced(t, s)
-	if got := stepCount(t, s.Queries); got != 700 {
+	if got := stepCount(t, s.Reader); got != 700 {
 		t.Fatalf("store holds %d rows, want 700", got)
 	}
 }
@@ -398,7 +434,7 @@ func testLostAnswerWrittenOnce(t *testing.T, newSubject NewSubject) {
 	for i := 200; i < 300; i++ {
 		s.Recorder.Record(step(b, i))
 	}
-	eventually(t, 15*time.Second, "the batch stored while its answer is held", func() bool { return stepCount(t, s.Queries) == 300 })
+	eventually(t, 15*time.Second, "the batch stored while its answer is held", func() bool { return stepCount(t, s.Reader) == 300 })
 	eventually(t, 15*time.Second, "the write timing out", func() bool { return s.Recorder.Stats().WriteErrors > errs })
 	// More rows meanwhile: the retry must still be the same batch.
 	for i := 300; i < 350; i++ {
@@ -407,7 +443,7 @@ func testLostAnswerWrittenOnce(t *testing.T, newSubject NewSubject) {
 	s.Proxy.Restore()
 	eventually(t, 15*time.Second, "the backlog written after recovery", func() bool { return s.Recorder.Stats().Written == 350 })
 	checkBalanced(t, s)
-	if got := stepCount(t, s.Queries); got != 350 {
+	if got := stepCount(t, s.Reader); got != 350 {
 		t.Fatalf("store holds %d rows, want 350", got)
 	}
 }

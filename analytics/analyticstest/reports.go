@@ -12,13 +12,13 @@ import (
 
 // RunReports checks the docflow.Analytics answers of an implementation over
 // one fixed data set: every report's series and totals, the filters, the
-// window edges, and empty answers. The Subject's Queries must implement
-// docflow.Analytics.
+// window edges, and empty answers. The Subject's Reports is the
+// implementation under test.
 func RunReports(t *testing.T, newSubject NewSubject) {
 	s := newSubject(t, quiet())
-	r, ok := s.Queries.(docflow.Analytics)
-	if !ok {
-		t.Fatalf("%T does not implement docflow.Analytics", s.Queries)
+	r := s.Reports
+	if r == nil {
+		t.Fatal("the subject has no Reports to check")
 	}
 	b := time.Now().UTC().Truncate(time.Hour).Add(-3 * time.Hour)
 	for _, m := range dataset(b) {

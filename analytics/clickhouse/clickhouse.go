@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 	"time"
 
@@ -126,9 +125,8 @@ type Recorder struct {
 }
 
 var (
-	_ docflow.Recorder    = (*Recorder)(nil)
-	_ docflow.MetricStats = (*Recorder)(nil)
-	_ docflow.Analytics   = (*Recorder)(nil)
+	_ docflow.Recorder  = (*Recorder)(nil)
+	_ docflow.Analytics = (*Recorder)(nil)
 )
 
 // Open connects to cfg.URL, creates the database and table if missing, and
@@ -400,8 +398,8 @@ func clampTime(t time.Time) time.Time {
 	return t
 }
 
-// Queries answers the dashboard queries: Analytics from the per-minute
-// rollups, MetricStats from database.events. It needs no Recorder.
+// Queries answers the dashboard queries (docflow.Analytics) from the
+// per-minute rollups. It needs no Recorder.
 type Queries struct {
 	conn     driver.Conn
 	database string
@@ -409,8 +407,6 @@ type Queries struct {
 	// by the copies of a Queries.
 	hists *histCache
 }
-
-var _ docflow.MetricStats = Queries{}
 
 // NewQueries returns Queries over conn.
 func NewQueries(conn driver.Conn, database string) (Queries, error) {
@@ -421,112 +417,4 @@ func NewQueries(conn driver.Conn, database string) (Queries, error) {
 		return Queries{}, fmt.Errorf("clickhouse metric queries: invalid database name %q", database)
 	}
 	return Queries{conn: conn, database: database, hists: newHistCache()}, nil
-}
-
-// window turns [from, to) into whole Unix seconds, the resolution of the ts
-// column: from rounds down and to rounds up, so a row stored in the second
-// that contains an end of the window counts.
-func window(from, to time.Time) (int64, int64) {
-	end := to.Unix()
-	if to.Nanosecond() > 0 {
-		end++
-	}
-	return from.Unix(), end
-}
-
-// StepStats counts step attempts per step type in [from, to).
-func (q Queries) StepStats(ctx context.Context, from, to time.Time) ([]docflow.StepStat, error) {
-	lo, hi := window(from, to)
-	rows, err := q.conn.Query(ctx, `
-SELECT step_type, count(), countIf(status = 'failed'), avg(duration_ms)
-FROM `+q.database+`.events
-WHERE kind = ? AND ts >= toDateTime(?) AND ts < toDateTime(?)
-GROUP BY step_type
-ORDER BY step_type`, docflow.MetricStep, lo, hi)
-	if err != nil {
-		return nil, fmt.Errorf("query step stats: %w", err)
-	}
-	defer rows.Close()
-	out := []docflow.StepStat{}
-	for rows.Next() {
-		var s docflow.StepStat
-		var count, failed uint64
-		var avg float64
-		if err := rows.Scan(&s.StepType, &count, &failed, &avg); err != nil {
-			return nil, fmt.Errorf("read step stats: %w", err)
-		}
-		s.Count, s.Failed, s.AvgDuration = toInt64(count), toInt64(failed), analytics.MillisDuration(avg)
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read step stats: %w", err)
-	}
-	return out, nil
-}
-
-// RequestStats counts HTTP requests per method, route and status in [from, to).
-func (q Queries) RequestStats(ctx context.Context, from, to time.Time) ([]docflow.RequestStat, error) {
-	lo, hi := window(from, to)
-	rows, err := q.conn.Query(ctx, `
-SELECT method, route, http_status, count(), avg(duration_ms)
-FROM `+q.database+`.events
-WHERE kind = ? AND ts >= toDateTime(?) AND ts < toDateTime(?)
-GROUP BY method, route, http_status
-ORDER BY route, method, http_status`, docflow.MetricRequest, lo, hi)
-	if err != nil {
-		return nil, fmt.Errorf("query request stats: %w", err)
-	}
-	defer rows.Close()
-	out := []docflow.RequestStat{}
-	for rows.Next() {
-		var s docflow.RequestStat
-		var status int32
-		var count uint64
-		var avg float64
-		if err := rows.Scan(&s.Method, &s.Route, &status, &count, &avg); err != nil {
-			return nil, fmt.Errorf("read request stats: %w", err)
-		}
-		s.HTTPStatus, s.Count, s.AvgDuration = int(status), toInt64(count), analytics.MillisDuration(avg)
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read request stats: %w", err)
-	}
-	return out, nil
-}
-
-// IntakeStats counts intakes and their bytes per channel in [from, to).
-func (q Queries) IntakeStats(ctx context.Context, from, to time.Time) ([]docflow.IntakeStat, error) {
-	lo, hi := window(from, to)
-	rows, err := q.conn.Query(ctx, `
-SELECT channel, count(), sum(bytes)
-FROM `+q.database+`.events
-WHERE kind = ? AND ts >= toDateTime(?) AND ts < toDateTime(?)
-GROUP BY channel
-ORDER BY channel`, docflow.MetricIntake, lo, hi)
-	if err != nil {
-		return nil, fmt.Errorf("query intake stats: %w", err)
-	}
-	defer rows.Close()
-	out := []docflow.IntakeStat{}
-	for rows.Next() {
-		var s docflow.IntakeStat
-		var count uint64
-		if err := rows.Scan(&s.Channel, &count, &s.Bytes); err != nil {
-			return nil, fmt.Errorf("read intake stats: %w", err)
-		}
-		s.Count = toInt64(count)
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read intake stats: %w", err)
-	}
-	return out, nil
-}
-
-func toInt64(n uint64) int64 {
-	if n > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(n)
 }

@@ -143,11 +143,7 @@ func TestContract(t *testing.T) {
 		}
 		proxy := analyticstest.NewProxy(t, srv.addr)
 		rec, name := open(t, proxy.Addr(), opts)
-		q, err := clickhouse.NewQueries(srv.conn, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return analyticstest.Subject{Recorder: rec, Queries: q, Proxy: proxy, IdempotentRetry: true}
+		return analyticstest.Subject{Recorder: rec, Reader: readBack{srv.conn, name}, Proxy: proxy, IdempotentRetry: true}
 	})
 }
 
@@ -278,7 +274,7 @@ func TestSparseBatchesStored(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("stored rows\n%v\nwant\n%v", got, want)
 	}
-	stats, err := rec.StepStats(context.Background(), ts.Add(-time.Hour), ts.Add(time.Hour))
+	stats, err := readBack{srv.conn, name}.StepStats(context.Background(), ts.Add(-time.Hour), ts.Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +361,7 @@ func TestReports(t *testing.T) {
 
 func newReportSubject(t *testing.T, opts analytics.Options) analyticstest.Subject {
 	rec, _ := open(t, srv.addr, opts)
-	return analyticstest.Subject{Recorder: rec, Queries: rec}
+	return analyticstest.Subject{Recorder: rec, Reports: rec}
 }
 
 // TestSQLOnCurrentEngine runs the chdbcheck package's test (the migrations,

@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -65,10 +64,7 @@ type Recorder struct {
 	Queries
 }
 
-var (
-	_ docflow.Recorder    = (*Recorder)(nil)
-	_ docflow.MetricStats = (*Recorder)(nil)
-)
+var _ docflow.Recorder = (*Recorder)(nil)
 
 // New starts a Recorder writing to pool's metrics table (which Schema
 // creates); Close stops it.
@@ -185,87 +181,10 @@ func (w writer) Ping(ctx context.Context) error { return w.pool.Ping(ctx) }
 // Recorder, so API processes can use it alone.
 type Queries struct{ pool *pgxpool.Pool }
 
-var _ docflow.MetricStats = Queries{}
-
 // NewQueries returns Queries over pool.
 func NewQueries(pool *pgxpool.Pool) (Queries, error) {
 	if pool == nil {
 		return Queries{}, errors.New("postgres metric queries: nil pool")
 	}
 	return Queries{pool: pool}, nil
-}
-
-// NOTE: ORDER BY … COLLATE "C" sorts bytewise, as ClickHouse does, so both
-// stores return rows in the same order whatever the database's collation.
-
-// StepStats counts step attempts per step type in [from, to).
-func (q Queries) StepStats(ctx context.Context, from, to time.Time) ([]docflow.StepStat, error) {
-	rows, err := q.pool.Query(ctx, `
-SELECT step_type, count(*), count(*) FILTER (WHERE status = 'failed'), avg(duration_ms)
-FROM metrics
-WHERE kind = $1 AND ts >= $2 AND ts < $3
-GROUP BY step_type
-ORDER BY step_type COLLATE "C"`, docflow.MetricStep, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("query step stats: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (docflow.StepStat, error) {
-		var s docflow.StepStat
-		var avg float64
-		err := r.Scan(&s.StepType, &s.Count, &s.Failed, &avg)
-		s.AvgDuration = analytics.MillisDuration(avg)
-		return s, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read step stats: %w", err)
-	}
-	return out, nil
-}
-
-// RequestStats counts HTTP requests per method, route and status in [from, to).
-func (q Queries) RequestStats(ctx context.Context, from, to time.Time) ([]docflow.RequestStat, error) {
-	rows, err := q.pool.Query(ctx, `
-SELECT method, route, http_status, count(*), avg(duration_ms)
-FROM metrics
-WHERE kind = $1 AND ts >= $2 AND ts < $3
-GROUP BY method, route, http_status
-ORDER BY route COLLATE "C", method COLLATE "C", http_status`, docflow.MetricRequest, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("query request stats: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (docflow.RequestStat, error) {
-		var s docflow.RequestStat
-		var status int32
-		var avg float64
-		err := r.Scan(&s.Method, &s.Route, &status, &s.Count, &avg)
-		s.HTTPStatus = int(status)
-		s.AvgDuration = analytics.MillisDuration(avg)
-		return s, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read request stats: %w", err)
-	}
-	return out, nil
-}
-
-// IntakeStats counts intakes and their bytes per channel in [from, to).
-func (q Queries) IntakeStats(ctx context.Context, from, to time.Time) ([]docflow.IntakeStat, error) {
-	rows, err := q.pool.Query(ctx, `
-SELECT channel, count(*), sum(bytes)::bigint
-FROM metrics
-WHERE kind = $1 AND ts >= $2 AND ts < $3
-GROUP BY channel
-ORDER BY channel COLLATE "C"`, docflow.MetricIntake, from, to)
-	if err != nil {
-		return nil, fmt.Errorf("query intake stats: %w", err)
-	}
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (docflow.IntakeStat, error) {
-		var s docflow.IntakeStat
-		err := r.Scan(&s.Channel, &s.Count, &s.Bytes)
-		return s, err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read intake stats: %w", err)
-	}
-	return out, nil
 }

@@ -140,11 +140,7 @@ func TestContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { rec.Close() })
-		q, err := postgres.NewQueries(direct)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return analyticstest.Subject{Recorder: rec, Queries: q, Proxy: proxy, IdempotentRetry: true}
+		return analyticstest.Subject{Recorder: rec, Reader: readBack{direct}, Proxy: proxy, IdempotentRetry: true}
 	})
 }
 
@@ -255,7 +251,7 @@ func newReportSubject(t *testing.T, opts analytics.Options) analyticstest.Subjec
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rec.Close() })
-	return analyticstest.Subject{Recorder: rec, Queries: rec}
+	return analyticstest.Subject{Recorder: rec, Reports: rec}
 }
 
 // TestMigrationsMatchSchema: the project's migrations build the metrics

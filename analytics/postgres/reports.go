@@ -16,6 +16,9 @@ import (
 // ClickHouse store reads from its per-minute rollups: same window (widened
 // to whole minutes), same buckets, same percentiles (percentile_cont
 // interpolates as ClickHouse's quantiles do).
+//
+// NOTE: ORDER BY … COLLATE "C" sorts bytewise, as ClickHouse does, so both
+// stores return rows in the same order whatever the database's collation.
 
 var _ docflow.Analytics = Queries{}
 

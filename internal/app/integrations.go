@@ -7,9 +7,12 @@ import (
 
 	"docflow"
 	"docflow/actors/destinations"
+	"docflow/integrations/email"
+	"docflow/integrations/ftp"
 	"docflow/integrations/imap"
 	"docflow/integrations/local"
 	"docflow/integrations/s3"
+	"docflow/integrations/sftp"
 	"docflow/integrations/webdav"
 	"docflow/internal/netguard"
 	"docflow/storage/postgres"
@@ -45,6 +48,15 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 		},
 		docflow.IntegrationS3: func(in *docflow.Integration) (docflow.DestinationClient, error) {
 			return s3.NewIntegration(in, m.integrationDialer())
+		},
+		docflow.IntegrationSFTP: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return sftp.New(in, m.integrationDialer())
+		},
+		docflow.IntegrationFTP: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return ftp.New(in, m.integrationDialer())
+		},
+		docflow.IntegrationEmail: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return email.New(in, m.integrationDialer(), m.Settings)
 		},
 	}
 }

@@ -25,8 +25,9 @@
 //     it) and the uploader's limits.
 //   - file.go: file records, statuses and processing logs.
 //   - blobref.go: the blob references and the blob sweep's lock.
-//   - listing.go, listfilter.go, listvisible.go, listcache.go,
-//     namesearch.go: the files listing (see ListFiles for its plans), the
+//   - listing.go, listplan.go, listfilter.go, listvisible.go, listcache.go,
+//     namesearch.go: the files listing (listplan.go chooses its plan from
+//     the filter alone, listing.go runs it), the
 //     WHERE clause of a filter, one user's listing from file_access, the
 //     cached totals and page anchors, the filename search over file_names.
 //   - run.go, run_claim.go, run_result.go, run_route.go, run_recover.go,
@@ -66,6 +67,9 @@
 //     (recorded a batch at a time), the failing flag, a hook's log.
 //   - automation_hook.go, automation_hook_update.go: automation hooks.
 //   - device.go: the devices registered for push.
+//   - destinations.go: the deliveries to storage destinations (one row per
+//     file, destination and request, queued with its task message; their
+//     outcomes, what a file shows of them).
 //   - integrations.go: the users' integrations (credentials sealed, the
 //     quota checked in the create's transaction).
 //   - integration_alerts.go: the claim of integrations failing too long.

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -15,7 +14,7 @@ import (
 )
 
 // This file is the listing engine: FindFiles and ListFiles, how they
-// choose a plan, and how they read a page's rows.
+// run their plan (listplan.go), and how they read a page's rows.
 
 // FindFiles returns one page of files and the total.
 //
@@ -78,72 +77,30 @@ func (s *FileStore) SetListConcurrency(n int) {
 	s.gate.Store(&gate)
 }
 
-// findPage is FindFiles and ListFiles, reading rows with r.
+// findPage is FindFiles and ListFiles, reading rows with r: it chooses
+// the filter's plan and runs it.
 func findPage[T any](ctx context.Context, s *FileStore, filter docflow.FileFilter, r pageReader[T]) ([]T, int, error) {
-	col, ok := sortColumns[filter.SortBy]
-	if !ok {
-		col = "f.created_at"
-	}
-	dir, cmp := "DESC", "<"
-	if strings.EqualFold(filter.SortOrder, "asc") {
-		dir, cmp = "ASC", ">"
-	}
-	per := filter.PerPage
-	if per <= 0 {
-		per = 25
-	}
-	page := filter.Page
-	if page <= 0 {
-		page = 1
-	}
-	if visibleOnly(filter, col) && page*per <= maxSortInMemory {
-		files, total, err := findVisible(ctx, s, r, filter.VisibleTo.UserID, dir, per, (page-1)*per)
+	return runListing(ctx, s, planListing(filter), r)
+}
+
+// runListing answers a listing by plan p, reading rows with r. Each
+// step that finds no rows (the page is past the end, or nothing matches)
+// leaves the answer to the next, which counts.
+func runListing[T any](ctx context.Context, s *FileStore, p listPlan, r pageReader[T]) ([]T, int, error) {
+	if p.visible {
+		files, total, err := findVisible(ctx, s, r, p.filter.VisibleTo.UserID, p.dir, p.per, p.offset)
 		if err != nil || len(files) > 0 {
 			return files, total, err
 		}
-		// Past the last page: counted below.
 	}
-	where, args := fileWhere(filter)
-	order := col + " " + dir
-	if col != "f.id" {
-		order += ", f.id " + dir
-	}
-	key := cacheKey(where, args)
-	// NOTE: a generic plan cannot know how selective a LIKE pattern is and
-	// pairs the trigram index with the status/date index, reading tens of
-	// thousands of entries; searches are planned for their actual pattern.
-	var planArgs []any
-	if filter.Search != "" {
-		planArgs = []any{pgx.QueryExecModeCacheDescribe}
-	}
-	countKey := "count\x00" + key
-	if where != "" && !s.counts.has(countKey) {
-		src, inner, outer, sargs := `SELECT `+filterCols+` FROM files f`, where, "", args
-		if filter.Search != "" {
-			// The search alone picks the rows (from the trigram index), the
-			// other conditions filter them: a plan that holds whatever the
-			// pattern, so the statement's cached plan serves every search.
-			// The index reads the part of the search its sample of names
-			// says is cheapest (see nameIndex); the whole pattern is then
-			// checked on the rows it returns.
-			rest := filter
-			rest.Search = ""
-			src, inner = searchSource(rest, col), ` WHERE `+nameLike+`$1`
-			search := strings.ToLower(filter.Search)
-			if part := s.names.choose(search); part != search {
-				outer, sargs = fileWhereAfter(rest, []any{likeContains(part), searchPattern(filter.Search)})
-				outer = andWhere(`f.name_key LIKE $2`, outer)
-			} else {
-				outer, sargs = fileWhereAfter(rest, []any{searchPattern(filter.Search)})
-			}
-			// NOTE: a pattern without a trigram would make the index read
-			// all of itself (then every heap page); planned for its actual
-			// pattern, the statement scans the table instead.
-			if !hasTrigrams(search) {
-				sargs = append(planArgs, sargs...)
-			}
+	countKey := p.countKey()
+	if p.sortFirst && !s.counts.has(countKey) {
+		var part string
+		if p.search != "" {
+			part = s.names.choose(p.search)
 		}
-		files, total, err := findSorted(ctx, s, r, col, order, src+inner, outer, sargs, per, (page-1)*per)
+		matches, outer, args := p.sortedQuery(part)
+		files, total, err := findSorted(ctx, s, r, p.col, p.order, matches, outer, args, p.per, p.offset)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -153,11 +110,10 @@ func findPage[T any](ctx context.Context, s *FileStore, filter docflow.FileFilte
 			}
 			return files, total, nil
 		}
-		// Past the last page (or nothing matches): count below.
 	}
 	v, err := s.counts.get(ctx, countKey, func(ctx context.Context) (any, error) {
 		var n int
-		if err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM files f`+where, append(planArgs, args...)...).Scan(&n); err != nil {
+		if err := s.db.Pool.QueryRow(ctx, `SELECT count(*) FROM files f`+p.where, append(p.describe, p.args...)...).Scan(&n); err != nil {
 			return nil, fmt.Errorf("count files: %w", err)
 		}
 		return n, nil
@@ -166,74 +122,31 @@ func findPage[T any](ctx context.Context, s *FileStore, filter docflow.FileFilte
 		return nil, 0, err
 	}
 	total := v.(int)
-	offset := (page - 1) * per
-	if offset >= total {
+	if p.offset >= total {
 		if r.dst != nil {
 			return r.dst, total, nil
 		}
 		return []T{}, total, nil
 	}
 
-	cond := where
-	pageArgs := append([]any(nil), args...)
-	inMemory := total <= maxSortInMemory && where != ""
-	if !inMemory && offset >= anchorStep && total >= countCacheMin {
-		anchors, err := s.anchors(ctx, key, col, order, where, args)
-		if err != nil {
+	var anchors []anchor
+	if p.wantsAnchors(total) {
+		if anchors, err = s.anchors(ctx, p.key, p.col, p.order, p.where, p.args); err != nil {
 			return nil, 0, err
 		}
-		if i := offset/anchorStep - 1; i >= 0 && i < len(anchors) {
-			a := anchors[i]
-			n := len(pageArgs)
-			seek := `f.id ` + cmp + ` $` + strconv.Itoa(n+1)
-			if col != "f.id" {
-				seek = `(` + col + `, f.id) ` + cmp + ` ($` + strconv.Itoa(n+1) + `, $` + strconv.Itoa(n+2) + `)`
-				pageArgs = append(pageArgs, a.val)
-			}
-			pageArgs = append(pageArgs, a.id)
-			cond = andWhere(seek, cond)
-			// The anchor row itself is row (i+1)*anchorStep (1-based), so
-			// rows after it start at that offset.
-			offset -= (i + 1) * anchorStep
-		}
 	}
-	cols := r.cols
-	text := listText{cols: cols, order: order, status: r.status, limit: per, offset: offset}
-	switch {
-	case inMemory:
-		text.kind, text.where = listInMemory, where
-	case offset <= maxDirectOffset:
-		text.kind, text.where = listDirect, cond
-	default:
-		text.kind, text.where = listSkip, cond
+	rd := p.pageRead(total, len(anchors))
+	cond, args := p.where, p.args
+	if rd.anchor >= 0 {
+		cond, args = p.seek(anchors[rd.anchor])
 	}
-	q := s.texts.get(text, func() string {
-		var q string
-		switch text.kind {
-		case listInMemory:
-			// Selective filter: materialise the matches from the filter's
-			// own indexes, then sort them; the planner would otherwise walk
-			// the sort index and throw most rows away.
-			q = `SELECT ` + cols + ` FROM files f JOIN (SELECT f.id FROM (SELECT ` + filterCols + ` FROM files f` + where +
-				` OFFSET 0) f ORDER BY ` + order + limitClause(per, offset) + `) pg ON pg.id = f.id ORDER BY ` + order
-		case listDirect:
-			// Page 1, or right after an anchor: read the rows in order.
-			q = `SELECT ` + cols + ` FROM files f` + cond + ` ORDER BY ` + order + limitClause(per, offset)
-		default:
-			// Skip through the sort index alone, then fetch the page's rows.
-			q = `SELECT ` + cols + ` FROM files f JOIN (SELECT f.id FROM files f` + cond + ` ORDER BY ` + order +
-				limitClause(per, offset) + `) pg ON pg.id = f.id ORDER BY ` + order
-		}
-		if r.status {
-			q = withRunStatus(q, order)
-		}
-		return q
-	})
-	rows, err := s.db.Pool.Query(ctx, q, append(planArgs, pageArgs...)...)
+	text := listText{kind: rd.kind, where: cond, cols: r.cols, order: p.order, status: r.status, limit: p.per, offset: rd.offset}
+	q := s.texts.get(text, func() string { return p.pageText(rd, cond, r.cols, r.status) })
+	rows, err := s.db.Pool.Query(ctx, q, append(p.describe, args...)...)
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}
-	files, err := r.collect(rows, r.dst, per, nil)
+	files, err := r.collect(rows, r.dst, p.per, nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("find files: %w", err)
 	}

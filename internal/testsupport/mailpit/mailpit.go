@@ -7,9 +7,11 @@ package mailpit
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	nethttp "net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -34,16 +36,34 @@ type Server struct {
 	API string
 }
 
-// Start runs Mailpit until the test ends. It fails the test when the
-// binary is missing (run make deps), and skips it only when
-// DOCFLOW_SKIP_MAILPIT is set.
-func Start(t testing.TB) *Server {
-	t.Helper()
-	bin := testbin.Require(t, "Mailpit", "mailpit", Version, "mailpit", "DOCFLOW_SKIP_MAILPIT", "the mail tests")
-	return testbin.Start(t, "Mailpit", func() (*Server, error) { return start(t, bin) })
+// Start runs Mailpit until the test ends, accepting any login. It fails
+// the test when the binary is missing (run make deps), and skips it only
+// when DOCFLOW_SKIP_MAILPIT is set.
+func Start(t testing.TB) *Server { return StartWith(t, Options{}) }
+
+// Options change how Mailpit answers.
+type Options struct {
+	// Users, when set, are the only logins accepted (name → password);
+	// else any login, or none, is.
+	Users map[string]string
+	// AllowedRecipients, when set, is a regular expression recipients
+	// must match; others are refused.
+	AllowedRecipients string
+	// MaxMessageMB bounds a message's size (Mailpit's default: 50).
+	MaxMessageMB int
+	// ChaosTriggers makes the SMTP server fail on purpose
+	// ("Recipient:452:100": every RCPT answered 452).
+	ChaosTriggers string
 }
 
-func start(t testing.TB, bin string) (*Server, error) {
+// StartWith is Start with options.
+func StartWith(t testing.TB, o Options) *Server {
+	t.Helper()
+	bin := testbin.Require(t, "Mailpit", "mailpit", Version, "mailpit", "DOCFLOW_SKIP_MAILPIT", "the mail tests")
+	return testbin.Start(t, "Mailpit", func() (*Server, error) { return start(t, bin, o) })
+}
+
+func start(t testing.TB, bin string, o Options) (*Server, error) {
 	smtpPort, err := testbin.FreePort()
 	if err != nil {
 		return nil, err
@@ -53,11 +73,34 @@ func start(t testing.TB, bin string) (*Server, error) {
 		return nil, err
 	}
 	dir := t.TempDir()
-	proc, err := testbin.Launch("mailpit", dir, bin, []string{
+	args := []string{
 		"--smtp", "127.0.0.1:" + strconv.Itoa(smtpPort),
 		"--listen", "127.0.0.1:" + strconv.Itoa(webPort),
 		"--database", filepath.Join(dir, "mp.db"),
-		"--smtp-auth-accept-any", "--smtp-auth-allow-insecure", "--disable-version-check"}, nil)
+		"--smtp-auth-allow-insecure", "--disable-version-check"}
+	if len(o.Users) > 0 {
+		var lines strings.Builder
+		for u, p := range o.Users {
+			fmt.Fprintf(&lines, "%s:%s\n", u, p)
+		}
+		auth := filepath.Join(dir, "smtp-users")
+		if err := os.WriteFile(auth, []byte(lines.String()), 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args, "--smtp-auth-file", auth)
+	} else {
+		args = append(args, "--smtp-auth-accept-any")
+	}
+	if o.AllowedRecipients != "" {
+		args = append(args, "--smtp-allowed-recipients", o.AllowedRecipients)
+	}
+	if o.ChaosTriggers != "" {
+		args = append(args, "--enable-chaos", "--chaos-triggers", o.ChaosTriggers)
+	}
+	if o.MaxMessageMB > 0 {
+		args = append(args, "--max-message-size", strconv.Itoa(o.MaxMessageMB))
+	}
+	proc, err := testbin.Launch("mailpit", dir, bin, args, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -160,4 +203,45 @@ func (s *Server) WaitFor(t testing.TB, address string, n int, d time.Duration) (
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Detail is one message as Mailpit parsed it.
+type Detail struct {
+	ID        string `json:"ID"`
+	MessageID string `json:"MessageID"`
+	From      struct {
+		Address string `json:"Address"`
+	} `json:"From"`
+	To []struct {
+		Address string `json:"Address"`
+	} `json:"To"`
+	Subject     string `json:"Subject"`
+	Text        string `json:"Text"`
+	Attachments []struct {
+		PartID      string `json:"PartID"`
+		FileName    string `json:"FileName"`
+		ContentType string `json:"ContentType"`
+		Size        int64  `json:"Size"`
+	} `json:"Attachments"`
+}
+
+// Message returns message id as Mailpit parsed it.
+func (s *Server) Message(id string) (*Detail, error) {
+	var d Detail
+	err := s.getJSON("/api/v1/message/"+url.PathEscape(id), &d)
+	return &d, err
+}
+
+// Part returns the bytes of part partID of message id (an attachment),
+// as a stream the caller closes.
+func (s *Server) Part(id, partID string) (io.ReadCloser, error) {
+	resp, err := client.Get(s.API + "/api/v1/message/" + url.PathEscape(id) + "/part/" + url.PathEscape(partID))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != 200 {
+		resp.Body.Close()
+		return nil, fmt.Errorf("part %s of %s: %s", partID, id, resp.Status)
+	}
+	return resp.Body, nil
 }
