@@ -64,10 +64,10 @@ type FileAccess struct {
 }
 
 // FileAccessFrom reads the file access rule from the settings.
-func FileAccessFrom(s SettingsStore) FileAccess {
+func FileAccessFrom(s SettingsReader) FileAccess {
 	return FileAccess{
-		MultiUser:        SettingBool(s, "MULTI_USER_ENABLED", false),
-		UnclaimedVisible: SettingBool(s, "UNCLAIMED_FILES_VISIBLE", false),
+		MultiUser:        MultiUserEnabled.Get(s),
+		UnclaimedVisible: UnclaimedFilesVisible.Get(s),
 	}
 }
 

@@ -22,3 +22,7 @@ type CloudFolderPage struct {
 	Path    string
 	HasMore bool
 }
+
+// AuditFileSendToCloud is the audit action of POST /send_to_<provider>/:
+// a document queued for one of its caller's cloud destinations.
+const AuditFileSendToCloud = "file.send_to_cloud"

@@ -78,13 +78,21 @@
 //     check of a name a destination stores.
 //   - destination_tester.go: DestinationTester, the test of any
 //     destination type through its client's probe.
+//   - destination_delivery.go: a file's deliveries to destinations
+//     (FileDestination, DeliveryTask, DeliveryOutcome), DestinationStore and
+//     the filename_template's values of a file.
+//   - integration_tls.go: IntegrationTLS, the TLS configuration of an
+//     integration (config.ca_certificate or the system's roots).
 //   - cloud_folders.go: CloudFolder, what the cloud folder browser lists.
 //   - allowlist.go: the outbound allow-lists' entries (host or host:port).
 //
 // Settings:
-//   - settings.go: SettingDef, Setting, SettingsStore and the reading of
-//     values.
-//   - settings_catalogue.go: every setting with its default and its check.
+//   - settings.go: SettingDef, Setting, SettingsStore and the validation
+//     of values.
+//   - settings_handles.go: Handle, how code reads a setting
+//     (StepTimeout.Get(s)), its kinds, and Catalogue.
+//   - settings_catalogue.go: every setting's handle, declared with its
+//     entry: default, type, check, description, category.
 //   - settings_check.go: the checks of values (numbers, durations, URLs…).
 //   - settings_rules.go: rules across settings, checked at start.
 //

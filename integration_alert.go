@@ -8,11 +8,6 @@ import "time"
 // webhooks or automation hooks: it is not in EventNames.
 const EventIntegrationFailing = "integration.failing"
 
-// DefaultIntegrationFailingNotifyAfter is how long an integration fails
-// before the admins are told, unless INTEGRATION_FAILING_NOTIFY_AFTER
-// says otherwise.
-const DefaultIntegrationFailingNotifyAfter = time.Hour
-
 // FailingIntegration is an integration that has been failing (it has a
 // last_error) since FailingSince.
 type FailingIntegration struct {

@@ -49,7 +49,8 @@ type Setting struct {
 }
 
 // SettingsStore resolves effective values: database, then environment,
-// then the catalogue default.
+// then the catalogue default. Code reads a setting through its handle
+// (StepTimeout.Get(s)), which parses the value Get returns.
 type SettingsStore interface {
 	// Get returns the effective value of key ("" for unknown keys).
 	Get(key string) string
@@ -61,67 +62,6 @@ type SettingsStore interface {
 	Set(ctx context.Context, key, value string) (*Setting, error)
 	// Delete removes the database value so env or default applies.
 	Delete(ctx context.Context, key string) error
-}
-
-// SettingInt parses an integer setting, falling back to def.
-func SettingInt(s SettingsStore, key string, def int) int {
-	v, err := strconv.Atoi(strings.TrimSpace(s.Get(key)))
-	if err != nil {
-		return def
-	}
-	return v
-}
-
-// SettingInt64 parses an int64 setting, falling back to def.
-func SettingInt64(s SettingsStore, key string, def int64) int64 {
-	v, err := strconv.ParseInt(strings.TrimSpace(s.Get(key)), 10, 64)
-	if err != nil {
-		return def
-	}
-	return v
-}
-
-// SettingFloat parses a float setting, falling back to def.
-func SettingFloat(s SettingsStore, key string, def float64) float64 {
-	v, err := strconv.ParseFloat(strings.TrimSpace(s.Get(key)), 64)
-	if err != nil {
-		return def
-	}
-	return v
-}
-
-// SettingBool parses a boolean setting (true/1/yes/on), falling back to def.
-func SettingBool(s SettingsStore, key string, def bool) bool {
-	b, ok := ParseBool(s.Get(key))
-	if !ok {
-		return def
-	}
-	return b
-}
-
-// SettingDuration parses a duration setting ("90", "90s", "1h30m"; bare
-// numbers are seconds), falling back to def when unset or unusable.
-func SettingDuration(s SettingsStore, key string, def time.Duration) time.Duration {
-	v := strings.TrimSpace(s.Get(key))
-	if v == "" {
-		return def
-	}
-	d, err := parseDuration(v)
-	if err != nil {
-		return def
-	}
-	return d
-}
-
-// SettingList splits a comma-separated setting, dropping empty items.
-func SettingList(s SettingsStore, key string) []string {
-	var out []string
-	for _, p := range strings.Split(s.Get(key), ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // ParseBool accepts the spellings users write in environment files.

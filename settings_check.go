@@ -361,11 +361,13 @@ func ParsePoolSizes(s string) (map[string]int, error) {
 	return out, nil
 }
 
-var languageCodes = regexp.MustCompile(`^[A-Za-z_]+(\+[A-Za-z_]+)*$`)
-
 // LanguageCodes accepts Tesseract language codes joined with +
 // (eng+deu), or auto.
 func LanguageCodes() SettingCheck {
+	// NOTE: compiled here, not in a package variable: a check a handle's
+	// entry uses must not make the handle wait for another variable, which
+	// would move its entry in the catalogue (see TestCatalogueOrder).
+	languageCodes := regexp.MustCompile(`^[A-Za-z_]+(\+[A-Za-z_]+)*$`)
 	return func(v string) error {
 		v = strings.TrimSpace(v)
 		if v == "" || v == "auto" || languageCodes.MatchString(v) {
@@ -398,9 +400,9 @@ func NotEmpty() SettingCheck {
 	}
 }
 
-// OIDCScopes accepts a comma-separated list of OAuth scopes that holds
+// ScopeList accepts a comma-separated list of OAuth scopes that holds
 // openid (without it the provider answers no ID token).
-func OIDCScopes() SettingCheck {
+func ScopeList() SettingCheck {
 	return func(v string) error {
 		found := false
 		for _, sc := range strings.Split(v, ",") {

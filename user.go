@@ -36,8 +36,8 @@ type UserState struct {
 
 // AdminUserID is the local admin account's user id: ADMIN_USERNAME, or
 // "admin" when it is empty. Tokens made in single-user mode are its.
-func AdminUserID(s SettingsStore) string {
-	if id := strings.TrimSpace(s.Get("ADMIN_USERNAME")); id != "" {
+func AdminUserID(s SettingsReader) string {
+	if id := strings.TrimSpace(AdminUsername.Get(s)); id != "" {
 		return id
 	}
 	return "admin"

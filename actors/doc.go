@@ -3,6 +3,7 @@
 //
 //   - NewEngine builds the process's engine and routes hollywood's logs to
 //     zerolog (slog.go).
+//
 //   - Recover is the middleware every actor is spawned with (SpawnOpts): a
 //     panic becomes an error result for the message's sender, never reaches
 //     hollywood (v1.0.5 crashes the process past MaxRestarts). Such an
@@ -10,6 +11,7 @@
 //     message with its state as the panic left it. (No actor here is
 //     supervised in the Erlang sense; the IMAP sources' supervisor only
 //     starts and stops one actor per leased source.)
+//
 //   - Pool is a kind of N recovered actors that take jobs by message, one
 //     job per actor at a time: the pipeline spawns one kind per step type
 //     ("step-<type>/<i>") and one for routing ("router/<i>"). (The search
@@ -17,10 +19,12 @@
 //     blocks; an idle actor gets the job at once, else the kind's queue
 //     holds it (its producer bounds it: a Kafka consumer's in-flight
 //     budget), so the pool size is the one bound on work running.
+//
 //   - RunTimed runs a job under a timeout on a goroutine of its own: a job
 //     that overruns gets its context cancelled and is reported as
 //     ErrTimeout; one that ignores its context is abandoned instead of
 //     holding its actor.
+//
 //   - SpawnIntegration is the pattern for the outside world: one long-lived
 //     actor per configured integration ("integration/<name>") owns its
 //     client (a Connector), connection, rate limit and reconnect backoff;

@@ -7,6 +7,8 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/rs/zerolog"
+
+	"docflow/internal/testsupport"
 )
 
 // TestNewEngineBridgesLogs: hollywood's own logs (here: a duplicate actor
@@ -20,7 +22,7 @@ func TestNewEngineBridgesLogs(t *testing.T) {
 	noop := func(*actor.Context) {}
 	e.SpawnFunc(noop, "dup", actor.WithID("1"))
 	e.SpawnFunc(noop, "dup", actor.WithID("1"))
-	waitUntil(t, 5*time.Second, "bridged hollywood log", func() bool {
+	testsupport.WaitFor(t, 5*time.Second, "bridged hollywood log", func() bool {
 		return strings.Contains(logs.String(), `"component":"actor-engine"`) &&
 			strings.Contains(logs.String(), "already claimed")
 	})

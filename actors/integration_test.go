@@ -10,6 +10,8 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"golang.org/x/time/rate"
+
+	"docflow/internal/testsupport"
 )
 
 // fakeConfig configures a fakeClient: Addr names it, FailConnects is how
@@ -136,7 +138,7 @@ func send(e *actor.Engine, pid *actor.PID, msg string) (string, error) {
 
 func waitConnected(t *testing.T, e *actor.Engine, pid *actor.PID) {
 	t.Helper()
-	waitUntil(t, 10*time.Second, "connected", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "connected", func() bool {
 		_, err := send(e, pid, "ping")
 		return err == nil
 	})

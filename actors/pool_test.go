@@ -12,6 +12,8 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/rs/zerolog"
+
+	"docflow/internal/testsupport"
 )
 
 type collector[R any] struct {
@@ -36,17 +38,6 @@ func (c *collector[R]) get(id string) Result[R] {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.results[id]
-}
-
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
 }
 
 func testLogger(t *testing.T) zerolog.Logger {
@@ -81,7 +72,7 @@ func TestPoolRunsJobsWithBoundedConcurrency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, 20*time.Second, "all results", func() bool { return col.len() == n })
+	testsupport.WaitFor(t, 20*time.Second, "all results", func() bool { return col.len() == n })
 	for i := range n {
 		r := col.get(strconv.Itoa(i))
 		if i%100 == 99 {
@@ -178,7 +169,7 @@ func TestPoolTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitUntil(t, 5*time.Second, "three results", func() bool { return col.len() == 3 })
+	testsupport.WaitFor(t, 5*time.Second, "three results", func() bool { return col.len() == 3 })
 	if el := time.Since(start); el > time.Second {
 		t.Fatalf("a single worker took %v: the ignoring job held it", el)
 	}
@@ -197,7 +188,7 @@ func TestPoolTimeout(t *testing.T) {
 	if err := pool.Submit(Job[string, string]{ID: "long", Msg: "honour", Timeout: 300 * time.Millisecond, Done: col.done}); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 5*time.Second, "long result", func() bool { return col.len() == 4 })
+	testsupport.WaitFor(t, 5*time.Second, "long result", func() bool { return col.len() == 4 })
 	if r := col.get("long"); !errors.Is(r.Err, ErrTimeout) || r.Duration < 250*time.Millisecond {
 		t.Fatalf("long: %v after %v", r.Err, r.Duration)
 	}
@@ -227,7 +218,7 @@ func TestPoolPanics(t *testing.T) {
 	for i := range 10 {
 		_ = pool.Submit(Job[int, int]{ID: "cb" + strconv.Itoa(i), Msg: 1, Done: func(Result[int]) { cb.Add(1); panic("callback") }})
 	}
-	waitUntil(t, 10*time.Second, "results", func() bool { return col.len() == 50 && cb.Load() == 10 })
+	testsupport.WaitFor(t, 10*time.Second, "results", func() bool { return col.len() == 50 && cb.Load() == 10 })
 	for i := range 50 {
 		r := col.get(strconv.Itoa(i))
 		var perr *PanicError
@@ -297,7 +288,7 @@ func TestPoolCloseDeadline(t *testing.T) {
 	if err := pool.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("close: %v", err)
 	}
-	waitUntil(t, 5*time.Second, "every job ended", func() bool { return col.len() == 3 })
+	testsupport.WaitFor(t, 5*time.Second, "every job ended", func() bool { return col.len() == 3 })
 	if r := col.get("0"); r.Err == nil {
 		t.Fatal("running job reported success")
 	}

@@ -15,6 +15,7 @@ import (
 	"docflow"
 	"docflow/integrations/imap/imaptest"
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
@@ -196,7 +197,7 @@ func TestIMAPExactlyOnceThroughKills(t *testing.T) {
 	if n := count(); n != want {
 		t.Fatalf("%d documents, want %d", n, want)
 	}
-	waitFor(t, 30*time.Second, "every mail flagged seen", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "every mail flagged seen", func() bool {
 		total, unseen, err := imaptest.Count(d.Addr, "alice", "secret", "INBOX")
 		return err == nil && total == uint32(mails) && unseen == 0
 	})
@@ -208,17 +209,6 @@ func TestIMAPExactlyOnceThroughKills(t *testing.T) {
 }
 
 const apptestSecret = "tttttttttttttttttttttttttttttttttttttttt"
-
-func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 func tail(b []byte, n int) string {
 	if len(b) > n {

@@ -13,6 +13,7 @@ import (
 // for a file someone owns) until UNCLAIMED_FILES_VISIBLE lets anyone view
 // it.
 func TestFileRoutesFollowShareRoles(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"})
 	ctx := context.Background()
 	alice, bob, carol, dave, admin := fe.token("alice"), fe.token("bob"), fe.token("carol"), fe.token("dave"), fe.token("admin")

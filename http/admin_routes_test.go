@@ -11,6 +11,7 @@ import (
 // ({user_id}): the router takes the static segment "local" first for the
 // methods it has, and the parameter for anything else.
 func TestAdminUsersRoutesCoexist(t *testing.T) {
+	t.Parallel()
 	r := router.New()
 	r.Handle("GET", "/api/admin/users/local", func(c *fasthttp.RequestCtx) { c.SetBodyString("local-list") })
 	r.Handle("PATCH", "/api/admin/users/local/{local_user_id}", func(c *fasthttp.RequestCtx) { c.SetBodyString("local-patch") })

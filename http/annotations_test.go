@@ -9,6 +9,7 @@ import (
 )
 
 func TestAnnotations(t *testing.T) {
+	t.Parallel()
 	ce := newCollabEnv(t, multiUser())
 	alice, bob, carol, dave := ce.token("alice"), ce.token("bob"), ce.token("carol"), ce.token("dave")
 	f, other := ce.file("alice"), ce.file("alice")
@@ -66,6 +67,7 @@ func TestAnnotations(t *testing.T) {
 }
 
 func TestAnnotationsBadInput(t *testing.T) {
+	t.Parallel()
 	ce := newCollabEnv(t, multiUser())
 	alice := ce.token("alice")
 	base := fmt.Sprintf("/api/files/%d", ce.file("alice"))

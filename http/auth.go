@@ -15,6 +15,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"docflow"
+	"docflow/internal/ttlcache"
 )
 
 // SessionCookie is the name of the browser session cookie.
@@ -24,18 +25,19 @@ const SessionCookie = "session"
 // this process drops the entry at once; other processes see it within the TTL.
 const tokenCacheTTL = 2 * time.Second
 
-type cachedToken struct {
-	tok *docflow.APIToken
-	at  time.Time
-}
+// tokenCacheSize bounds the tokens whose lookup is kept; beyond it the
+// least recently used one is read again when next sent.
+const tokenCacheSize = 100_000
 
 // authenticator resolves the user of a request.
 type authenticator struct {
 	cfg Config
 
-	mu    sync.Mutex
-	cache map[string]cachedToken
-	uses  map[int64]docflow.TokenUse
+	// cache holds token lookups by hash.
+	cache *ttlcache.Cache[string, *docflow.APIToken]
+
+	mu   sync.Mutex
+	uses map[int64]docflow.TokenUse
 
 	stopc chan struct{}
 	done  chan struct{}
@@ -47,8 +49,9 @@ type authenticator struct {
 }
 
 func newAuthenticator(cfg Config) *authenticator {
-	return &authenticator{cfg: cfg, cache: map[string]cachedToken{}, uses: map[int64]docflow.TokenUse{},
-		failures: newRateLimiter(cfg.Now), logins: newLoginThrottle(cfg.Now)}
+	return &authenticator{cfg: cfg, cache: ttlcache.New[string, *docflow.APIToken](tokenCacheSize, tokenCacheTTL, cfg.Now),
+		uses:     map[int64]docflow.TokenUse{},
+		failures: newRateLimiter(cfg.Now), logins: newLoginThrottle(cfg.Now, cfg.LoginThrottleRuns)}
 }
 
 // HashToken returns the hex SHA-256 stored for a token.
@@ -62,7 +65,7 @@ var errInvalidToken = docflow.Errorf(docflow.EUNAUTHORIZED, "Invalid or expired 
 var errAdminRequired = docflow.Errorf(docflow.EFORBIDDEN, "Admin access required")
 
 func (a *authenticator) authEnabled() bool {
-	return docflow.SettingBool(a.cfg.Settings, "AUTH_ENABLED", false)
+	return docflow.AuthEnabled.Get(a.cfg.Settings)
 }
 
 // authenticate returns the user for the route's auth level, or an error.
@@ -72,7 +75,7 @@ func (a *authenticator) authenticate(c *fasthttp.RequestCtx, level Auth) (*docfl
 	if level == AuthMetrics {
 		// Checked before the token look-up, so a scraper's token is never
 		// counted as a failed API token.
-		if tok := a.cfg.Settings.Get("METRICS_TOKEN"); tok != "" && bearer != "" &&
+		if tok := docflow.MetricsToken.Get(a.cfg.Settings); tok != "" && bearer != "" &&
 			subtle.ConstantTimeCompare([]byte(bearer), []byte(tok)) == 1 {
 			return nil, nil
 		}
@@ -156,13 +159,8 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 	}
 	hash := HashToken(token)
 	now := a.cfg.Now()
-	a.mu.Lock()
-	ct, ok := a.cache[hash]
-	a.mu.Unlock()
-	var tok *docflow.APIToken
-	if ok && now.Sub(ct.at) < tokenCacheTTL {
-		tok = ct.tok
-	} else {
+	tok, ok := a.cache.Get(hash)
+	if !ok {
 		t, err := a.cfg.Tokens.FindTokenByHash(ctx, hash)
 		if err != nil {
 			if docflow.ErrorCode(err) == docflow.ENOTFOUND {
@@ -171,12 +169,7 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 			return nil, err
 		}
 		tok = t
-		a.mu.Lock()
-		if len(a.cache) > 100_000 {
-			a.cache = map[string]cachedToken{}
-		}
-		a.cache[hash] = cachedToken{tok: t, at: now}
-		a.mu.Unlock()
+		a.cache.AddAt(hash, t, now)
 	}
 	// The lookup was by hash; compare again in constant time.
 	if subtle.ConstantTimeCompare([]byte(tok.TokenHash), []byte(hash)) != 1 {
@@ -202,19 +195,11 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 }
 
 // forget drops a token from the cache (after revoke or reactivate).
-func (a *authenticator) forget(hash string) {
-	a.mu.Lock()
-	delete(a.cache, hash)
-	a.mu.Unlock()
-}
+func (a *authenticator) forget(hash string) { a.cache.Remove(hash) }
 
 // forgetAll drops every cached token (an account's tokens were revoked
 // together), so the next request of each reads it again.
-func (a *authenticator) forgetAll() {
-	a.mu.Lock()
-	clear(a.cache)
-	a.mu.Unlock()
-}
+func (a *authenticator) forgetAll() { a.cache.Purge() }
 
 // isAdmin reports whether userID is an administrator now; a failed check
 // is no right (logged).
@@ -303,7 +288,7 @@ func (a *authenticator) userFromSession(ctx context.Context, sid string) *docflo
 // keeps the stamp it signed in under, so changing the password ends it.
 func (a *authenticator) passwordStamp(ctx context.Context, userID string) (string, error) {
 	if userID == docflow.AdminUserID(a.cfg.Settings) {
-		if pw := a.cfg.Settings.Get("ADMIN_PASSWORD"); pw != "" {
+		if pw := docflow.AdminPassword.Get(a.cfg.Settings); pw != "" {
 			m := hmac.New(sha256.New, []byte(a.cfg.SessionSecret))
 			m.Write([]byte("ADMIN_PASSWORD\x00" + pw))
 			return "admin:" + hex.EncodeToString(m.Sum(nil))[:32], nil
@@ -327,7 +312,7 @@ func (a *authenticator) clientKey(c *fasthttp.RequestCtx) string { return addrKe
 // peer is a trusted proxy.
 func (a *authenticator) clientAddr(c *fasthttp.RequestCtx) net.IP {
 	ip := c.RemoteIP()
-	proxies := docflow.SettingList(a.cfg.Settings, "TRUSTED_PROXIES")
+	proxies := docflow.TrustedProxies.Get(a.cfg.Settings)
 	if len(proxies) == 0 || !ipIn(ip, proxies) {
 		return ip
 	}

@@ -59,11 +59,15 @@ type loginThrottle struct {
 	free, delaying list.List
 }
 
-// loginThrottleMax bounds the runs remembered.
+// loginThrottleMax bounds the runs remembered unless Config says otherwise.
 const loginThrottleMax = 100_000
 
-func newLoginThrottle(now func() time.Time) *loginThrottle {
-	return &loginThrottle{now: now, max: loginThrottleMax, m: map[string]*loginFailures{}}
+// newLoginThrottle remembers at most max runs (0: loginThrottleMax).
+func newLoginThrottle(now func() time.Time, max int) *loginThrottle {
+	if max <= 0 {
+		max = loginThrottleMax
+	}
+	return &loginThrottle{now: now, max: max, m: map[string]*loginFailures{}}
 }
 
 // loginKey is the run of failures username's attempts from the client
@@ -188,9 +192,9 @@ func (s *Server) loginDelayed(c *fasthttp.RequestCtx, username string) error {
 // loginFailed records a failed sign-in for username from the request's
 // client.
 func (s *Server) loginFailed(c *fasthttp.RequestCtx, username string) {
-	free := docflow.SettingInt(s.cfg.Settings, "LOGIN_FAILURES_BEFORE_DELAY", 5)
-	maxDelay := docflow.SettingInt(s.cfg.Settings, "LOGIN_MAX_DELAY", 900)
-	s.auth.logins.fail(username, s.auth.clientKey(c), max(free, 0), time.Duration(max(maxDelay, 1))*time.Second)
+	free := docflow.LoginFailuresBeforeDelay.Get(s.cfg.Settings)
+	maxDelay := max(docflow.LoginMaxDelay.Get(s.cfg.Settings), time.Second)
+	s.auth.logins.fail(username, s.auth.clientKey(c), max(free, 0), maxDelay)
 }
 
 // loginSucceeded ends the run of failures of username from the request's
@@ -230,7 +234,7 @@ func (s *Server) loginOwner(c *fasthttp.RequestCtx, username string) string {
 	if username == "" {
 		return ""
 	}
-	if admin := docflow.AdminUserID(s.cfg.Settings); strings.EqualFold(username, admin) && s.cfg.Settings.Get("ADMIN_PASSWORD") != "" {
+	if admin := docflow.AdminUserID(s.cfg.Settings); strings.EqualFold(username, admin) && docflow.AdminPassword.Get(s.cfg.Settings) != "" {
 		return admin
 	}
 	if s.cfg.LoginOwner == nil {
@@ -248,7 +252,7 @@ func (s *Server) loginOwner(c *fasthttp.RequestCtx, username string) string {
 
 // tokenFailureRate is TOKEN_FAILURE_LIMIT (default 20/minute).
 func (a *authenticator) tokenFailureRate() rate {
-	r, err := a.failures.rate(a.cfg.Settings.Get("TOKEN_FAILURE_LIMIT"))
+	r, err := a.failures.rate(docflow.TokenFailureLimit.Get(a.cfg.Settings))
 	if err != nil {
 		r, _ = parseRate("20/minute")
 	}

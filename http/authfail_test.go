@@ -60,6 +60,7 @@ func (c *countingTokens) FindTokenByHash(ctx context.Context, hash string) (*doc
 // a good token; other addresses are served. RATE_LIMITING_ENABLED=false
 // does not switch it off.
 func TestFailedTokensLimitedPerAddress(t *testing.T) {
+	t.Parallel()
 	counter := &countingTokens{}
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "TOKEN_FAILURE_LIMIT": "5/minute"}, func(e *testEnv) {
 		counter.TokenStore = e.Tokens
@@ -98,6 +99,7 @@ func TestFailedTokensLimitedPerAddress(t *testing.T) {
 // ends the run; other names, and the same name from another address, are
 // not delayed.
 func TestLoginDelayPerUsernameAndAddress(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -138,9 +140,9 @@ func TestLoginDelayPerUsernameAndAddress(t *testing.T) {
 // still in their free failures, oldest first, before any run that delays
 // attempts, so failing many names does not end a delay.
 func TestLoginThrottleEvictsFreeRunsFirst(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
-	th := newLoginThrottle(func() time.Time { return now })
-	th.max = 100
+	th := newLoginThrottle(func() time.Time { return now }, 100)
 	const maxDelay = 15 * time.Minute
 	for range 6 {
 		th.fail("victim", "203.0.113.7", 5, maxDelay)

@@ -76,6 +76,7 @@ func (e *testEnv) expect413(resp *nethttp.Response, body []byte, err error, limi
 // MAX_REQUEST_BODY_SIZE gets a 413 whose detail names the limit, read by
 // the client over a real connection, however the client sends the body.
 func TestOversizedJSONBodyIs413WhateverTheClientDoes(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	body := oversizeJSON()
 	const limit = "1048576"

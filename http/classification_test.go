@@ -24,6 +24,7 @@ func (e *testEnv) classRule(token string, r map[string]any) int64 {
 }
 
 func TestClassificationCatalogues(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, mountClassification)
 	resp, body := e.do("GET", "/api/classification-rules/categories", "", nil)
 	e.expect(resp, body, 200)
@@ -41,6 +42,7 @@ func TestClassificationCatalogues(t *testing.T) {
 }
 
 func TestClassificationRuleCRUDAndValidation(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, mountClassification)
 	id := e.classRule("", map[string]any{"name": "Invoices by name", "category": "invoice",
 		"rule_type": "filename_pattern", "pattern": `^inv-\d+`})
@@ -114,6 +116,7 @@ func TestClassificationRuleCRUDAndValidation(t *testing.T) {
 }
 
 func TestClassificationRuleOwnerScoping(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true"}, mountClassification)
 	alice, bob := e.token("alice"), e.token("bob")
 	resp, body := e.do("GET", "/api/classification-rules", "", nil)

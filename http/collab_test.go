@@ -69,6 +69,7 @@ func multiUser() map[string]string {
 }
 
 func TestSharesLifecycle(t *testing.T) {
+	t.Parallel()
 	ce := newCollabEnv(t, multiUser())
 	alice, bob, carol := ce.token("alice"), ce.token("bob"), ce.token("carol")
 	f := ce.file("alice")
@@ -138,6 +139,7 @@ func TestSharesLifecycle(t *testing.T) {
 }
 
 func TestSharesBadInput(t *testing.T) {
+	t.Parallel()
 	ce := newCollabEnv(t, multiUser())
 	alice, bob, admin := ce.token("alice"), ce.token("bob"), ce.token("admin")
 	f, other, free := ce.file("alice"), ce.file("alice"), ce.file("")
@@ -184,6 +186,7 @@ func TestSharesBadInput(t *testing.T) {
 }
 
 func TestSharesNeedMultiUserMode(t *testing.T) {
+	t.Parallel()
 	ce := newCollabEnv(t, nil)
 	f := ce.file("alice")
 	base := fmt.Sprintf("/api/files/%d", f)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestCommentsThreadsAndAuthors(t *testing.T) {
+	t.Parallel()
 	ce := newCollabEnv(t, multiUser())
 	alice, bob, carol := ce.token("alice"), ce.token("bob"), ce.token("carol")
 	f, other := ce.file("alice"), ce.file("alice")
@@ -88,6 +89,7 @@ func TestCommentsThreadsAndAuthors(t *testing.T) {
 }
 
 func TestCommentBodyLimits(t *testing.T) {
+	t.Parallel()
 	ce := newCollabEnv(t, multiUser())
 	alice := ce.token("alice")
 	base := fmt.Sprintf("/api/files/%d", ce.file("alice"))
@@ -125,6 +127,7 @@ func TestCommentBodyLimits(t *testing.T) {
 }
 
 func TestCommentMentionsOutsideMultiUserModeGrantNothing(t *testing.T) {
+	t.Parallel()
 	ce := newCollabEnv(t, map[string]string{"AUTH_ENABLED": "true"})
 	ce.localUser("carol@example.com", "carol")
 	f := ce.file("alice")

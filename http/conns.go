@@ -50,23 +50,17 @@ type connSettings struct {
 }
 
 func (s *Server) connSettings() connSettings {
-	secs := func(key string, def int) time.Duration {
-		n := docflow.SettingInt(s.cfg.Settings, key, def)
-		if n <= 0 {
-			n = def
-		}
-		return time.Duration(n) * time.Second
-	}
-	perIP := docflow.SettingInt(s.cfg.Settings, "HTTP_MAX_CONNS_PER_IP", 128)
+	secs := func(h docflow.DurationSetting) time.Duration { return docflow.Positive(h, s.cfg.Settings) }
+	perIP := docflow.HTTPMaxConnsPerIP.Get(s.cfg.Settings)
 	return connSettings{
-		header:     secs("HTTP_READ_HEADER_TIMEOUT", 20),
-		body:       secs("HTTP_BODY_TIMEOUT", 60),
-		write:      secs("HTTP_WRITE_TIMEOUT", 60),
-		idle:       secs("HTTP_IDLE_TIMEOUT", 60),
+		header:     secs(docflow.HTTPReadHeaderTimeout),
+		body:       secs(docflow.HTTPBodyTimeout),
+		write:      secs(docflow.HTTPWriteTimeout),
+		idle:       secs(docflow.HTTPIdleTimeout),
 		perIP:      max(perIP, 0),
-		trusted:    docflow.SettingList(s.cfg.Settings, "TRUSTED_PROXIES"),
-		minRate:    max(docflow.SettingInt64(s.cfg.Settings, "HTTP_MIN_WRITE_RATE", 1024), 0),
-		rateWindow: secs("HTTP_MIN_WRITE_RATE_WINDOW", 60),
+		trusted:    docflow.TrustedProxies.Get(s.cfg.Settings),
+		minRate:    max(docflow.HTTPMinWriteRate.Get(s.cfg.Settings), 0),
+		rateWindow: secs(docflow.HTTPMinWriteRateWindow),
 	}
 }
 

@@ -56,6 +56,8 @@ func get(t *testing.T, c net.Conn, path string) string {
 // kept-alive connection is closed after HTTP_IDLE_TIMEOUT; a JSON body that
 // stalls is dropped after HTTP_BODY_TIMEOUT.
 func TestSlowClientsAreClosedAndOthersServed(t *testing.T) {
+	// Serial: the trickle of bytes and the 1 s server timeouts are timed against
+	// each other; sharing the CPU with other tests would blur them.
 	e := newTestEnv(t, map[string]string{"HTTP_READ_HEADER_TIMEOUT": "1", "HTTP_IDLE_TIMEOUT": "1", "HTTP_BODY_TIMEOUT": "1"})
 	const slow = 100
 	conns := make([]net.Conn, slow)
@@ -127,6 +129,7 @@ func TestSlowClientsAreClosedAndOthersServed(t *testing.T) {
 // from one address the next is answered 429 and closed; other addresses
 // are served, and a slot freed is taken again.
 func TestConnectionCapPerAddress(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"HTTP_MAX_CONNS_PER_IP": "10"})
 	held := make([]net.Conn, 10)
 	for i := range held {
@@ -166,6 +169,8 @@ func TestConnectionCapPerAddress(t *testing.T) {
 // is taken however long it takes in total; one that stops arriving for
 // HTTP_BODY_TIMEOUT is dropped and leaves no record.
 func TestUploadBodyDeadlineIsByProgress(t *testing.T) {
+	// Serial: chunks 300 ms apart must arrive within the 1 s body timeout;
+	// sharing the CPU with other tests would stretch the gaps.
 	fe := newFilesEnv(t, map[string]string{"HTTP_BODY_TIMEOUT": "1"})
 	send := func(tag string, pause time.Duration, stallAt int) net.Conn {
 		// Past the 8 KB fasthttp reads before the handler, which must come
@@ -206,6 +211,8 @@ func TestUploadBodyDeadlineIsByProgress(t *testing.T) {
 // whole however long it takes in total; a client that stops reading is
 // dropped after HTTP_WRITE_TIMEOUT, and the server serves others meanwhile.
 func TestDownloadWriteDeadlineIsByProgress(t *testing.T) {
+	// Serial: reads 100 ms apart must keep within the 1 s write timeout;
+	// sharing the CPU with other tests would stretch the gaps.
 	fe := newFilesEnv(t, map[string]string{"HTTP_WRITE_TIMEOUT": "1"})
 	// Larger than the socket buffers of both ends can hold (4 MB to send
 	// here, the reader's window kept small), so a reader that stops

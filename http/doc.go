@@ -79,6 +79,9 @@
 //     checkTargetURL, the check of every outbound URL a user gives.
 //   - automation.go: automation hooks (REST hooks for Zapier, Make, n8n).
 //   - mobile.go: the devices registered for push notifications.
+//   - cloud.go: the cloud folder browser (POST /api/<provider>/list-folders)
+//     and the spec's send-to routes (POST /send_to_<provider>/), over the
+//     CloudFolderLister and DeliveryQueue it declares.
 //   - notify.go: the administrators' test notification.
 //
 // Pages and operations:

@@ -54,6 +54,7 @@ func (e *testEnv) singleStepRun(id int64, runID string) {
 }
 
 func TestComputeEmbedding(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, mountEmbeddings)
 	noText := e.embFile(nil, "", false)
 	resp, body := e.do("POST", fmt.Sprintf("/api/files/%d/compute-embedding", noText), "", nil)
@@ -78,6 +79,7 @@ func TestComputeEmbedding(t *testing.T) {
 }
 
 func TestComputeAllEmbeddings(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"}, mountEmbeddings)
 	alice, bob := e.token("alice"), e.token("bob")
 	a, b := "alice", "bob"

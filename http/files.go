@@ -106,24 +106,31 @@ func (s *Server) fileFor(c *fasthttp.RequestCtx, files fileLoader, need docflow.
 
 // fileByID is fileFor for a file id the route has read already.
 func (s *Server) fileByID(c *fasthttp.RequestCtx, files fileLoader, id int64, need docflow.Access) (*docflow.File, error) {
-	ctx := RequestContext(c)
-	f, err := files.FindFileByID(ctx, id)
+	f, err := files.FindFileByID(RequestContext(c), id)
 	if err != nil {
 		return nil, err
 	}
+	if err := s.authorizeFile(c, files, f, need); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// authorizeFile checks that the current user may do need with f, a file
+// the route found otherwise (by its stored name, say): the file access
+// rule's refusal, or nil.
+func (s *Server) authorizeFile(c *fasthttp.RequestCtx, files fileLoader, f *docflow.File, need docflow.Access) error {
 	access := s.fileAccess()
 	u := CurrentUser(c)
 	role := ""
 	// The share role is looked up only when it counts.
 	if access.NeedsShareRole(u, f, need) {
-		if role, err = files.ShareRole(ctx, f.ID, u.ID); err != nil {
-			return nil, err
+		var err error
+		if role, err = files.ShareRole(RequestContext(c), f.ID, u.ID); err != nil {
+			return err
 		}
 	}
-	if err := access.Authorize(u, f, role, need); err != nil {
-		return nil, err
-	}
-	return f, nil
+	return access.Authorize(u, f, role, need)
 }
 
 type pagination struct {
@@ -209,7 +216,7 @@ func (s *Server) parseFileFilter(c *fasthttp.RequestCtx) (docflow.FileFilter, er
 			bad("ocr_quality", "ocr_quality must be poor, good or unchecked")
 		}
 		f.OCRQuality = v
-		f.QualityThreshold = docflow.SettingFloat(s.cfg.Settings, "TEXT_QUALITY_THRESHOLD", 85)
+		f.QualityThreshold = docflow.TextQualityThreshold.Get(s.cfg.Settings)
 	}
 	if len(errs) > 0 {
 		e := docflow.Errorf(docflow.EINVALID, "%s", errs[0].Message)

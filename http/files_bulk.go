@@ -81,7 +81,7 @@ func (h *filesHandlers) visibleFiles(c *fasthttp.RequestCtx, ids []int64, need d
 }
 
 func (h *filesHandlers) deletionAllowed() error {
-	if !docflow.SettingBool(h.s.cfg.Settings, "ALLOW_FILE_DELETE", true) {
+	if !docflow.AllowFileDelete.Get(h.s.cfg.Settings) {
 		return docflow.Errorf(docflow.EFORBIDDEN, "File deletion is disabled")
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 // follows (null until the run is routed); the record's own pipeline_id
 // stays the assigned one.
 func TestFileRecordNamesTheRunsPipeline(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	ctx := context.Background()
 	id := fe.mustUpload("routed.pdf", pdf("routed"))
@@ -83,6 +84,7 @@ func TestFileRecordNamesTheRunsPipeline(t *testing.T) {
 // storage_provider takes one kind of destination or several (any of them),
 // in any case.
 func TestListFilesByStorageProvider(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	ctx := context.Background()
 	delivered := fe.mustUpload("delivered.pdf", pdf("delivered"))
@@ -109,6 +111,7 @@ func TestListFilesByStorageProvider(t *testing.T) {
 // pipeline; another user's private pipeline answers 404 like an unknown
 // one, but for an administrator.
 func TestAssignPipelineChecksThePipeline(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"})
 	ctx := context.Background()
 	alice, admin := fe.token("alice"), fe.token("admin")

@@ -18,6 +18,7 @@ import (
 )
 
 func TestListFilesPaginationAndFilters(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	ctx := context.Background()
 	var ids []int64
@@ -132,6 +133,7 @@ func TestListFilesPaginationAndFilters(t *testing.T) {
 }
 
 func TestGetFileRecordMetadataPreviewDownload(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	ctx := context.Background()
 	content := pdf("record")
@@ -249,6 +251,7 @@ func TestGetFileRecordMetadataPreviewDownload(t *testing.T) {
 }
 
 func TestDeleteFilesAndBlobs(t *testing.T) {
+	// Serial: it times the refusal of 10,000 unknown ids.
 	fe := newFilesEnv(t, map[string]string{"ENABLE_DEDUPLICATION": "false"})
 	ctx := context.Background()
 	shared := pdf("shared")
@@ -315,6 +318,7 @@ func TestDeleteFilesAndBlobs(t *testing.T) {
 }
 
 func TestReprocessSingleAndBulk(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	ctx := context.Background()
 	a := fe.mustUpload("a.pdf", pdf("ra"))
@@ -380,6 +384,7 @@ func TestReprocessSingleAndBulk(t *testing.T) {
 }
 
 func TestBulkDownloadStreamsZip(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	ctx := context.Background()
 	a := fe.mustUpload("same.pdf", pdf("za"))
@@ -421,6 +426,7 @@ func TestBulkDownloadStreamsZip(t *testing.T) {
 }
 
 func TestAssignPipeline(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	id := fe.mustUpload("p.pdf", pdf("pipe"))
 	var pid int64
@@ -444,6 +450,7 @@ func TestAssignPipeline(t *testing.T) {
 }
 
 func TestContentDisposition(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"plain.pdf":  `attachment; filename="plain.pdf"`,
 		`a"b\c.pdf`:  `attachment; filename="a_b_c.pdf"; filename*=UTF-8''a%22b%5Cc.pdf`,

@@ -15,6 +15,7 @@ import (
 )
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("GET", "/api/diagnostic/healthz/live", "", nil)
 	e.expect(resp, body, 200)
@@ -32,6 +33,7 @@ func TestHealth(t *testing.T) {
 }
 
 func TestHealthDegradedAndUnhealthy(t *testing.T) {
+	t.Parallel()
 	dbDown := false
 	e := newTestEnv(t, nil, func(e *testEnv) {
 		e.Server.AddHealthCheck(HealthCheck{Name: "queue", Check: func(context.Context) error { return fmt.Errorf("broker down") }})
@@ -65,6 +67,7 @@ func TestHealthDegradedAndUnhealthy(t *testing.T) {
 }
 
 func TestNotFoundAndMethodNotAllowedAreJSON(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("GET", "/api/nope", "", nil)
 	e.expect(resp, body, 404)
@@ -79,6 +82,7 @@ func TestNotFoundAndMethodNotAllowedAreJSON(t *testing.T) {
 }
 
 func TestTokenLifecycle(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true"})
 	owner := e.token("alice")
 	resp, body := e.do("POST", "/api/api-tokens/", owner, map[string]any{"name": "ci", "expires_in_days": 30})
@@ -125,6 +129,7 @@ func TestTokenLifecycle(t *testing.T) {
 }
 
 func TestTokenBadInput(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "MAX_REQUEST_BODY_SIZE": "1024"})
 	owner := e.token("alice")
 	for _, tc := range []struct {
@@ -164,6 +169,7 @@ func TestTokenBadInput(t *testing.T) {
 }
 
 func TestExpiredTokenIsRejected(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true"})
 	plain := e.token("alice")
 	_, err := e.DB.Pool.Exec(t.Context(), `UPDATE api_tokens SET expires_at = now() - interval '1 second'`)
@@ -176,6 +182,7 @@ func TestExpiredTokenIsRejected(t *testing.T) {
 }
 
 func TestConcurrentTokenCreation(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true"})
 	owner := e.token("alice")
 	const n = 1000
@@ -211,6 +218,7 @@ func TestConcurrentTokenCreation(t *testing.T) {
 }
 
 func TestTokenLastUseRecorded(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true"})
 	plain := e.token("alice")
 	resp, body := e.do("GET", "/api/api-tokens/", plain, nil)
@@ -223,6 +231,7 @@ func TestTokenLastUseRecorded(t *testing.T) {
 }
 
 func TestSingleUserModeNeedsNoCredentials(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("POST", "/api/api-tokens/", "", map[string]any{"name": "local"})
 	e.expect(resp, body, 201)
@@ -231,6 +240,7 @@ func TestSingleUserModeNeedsNoCredentials(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "RATE_LIMITING_ENABLED": "true", "RATE_LIMIT_DEFAULT": "5/minute"})
 	a, b := e.token("alice"), e.token("bob")
 	for i := 0; i < 5; i++ {
@@ -248,6 +258,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestLoginSessionAndAdmin(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_USERNAME": "root", "ADMIN_PASSWORD": "correct horse battery"})
 	resp, body := e.do("GET", "/login", "", nil)
 	e.expect(resp, body, 200)
@@ -281,6 +292,7 @@ func TestLoginSessionAndAdmin(t *testing.T) {
 }
 
 func TestLoginRateLimited(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "RATE_LIMITING_ENABLED": "true", "RATE_LIMIT_AUTH": "3/minute", "ADMIN_PASSWORD": "x"})
 	var last int
 	for i := 0; i < 4; i++ {
@@ -293,6 +305,7 @@ func TestLoginRateLimited(t *testing.T) {
 }
 
 func TestAdminRouteForbidsNonAdmin(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_USERNAME": "root"}, func(e *testEnv) {
 		e.Server.Handle("GET", "/api/test-admin", Route{Auth: AuthAdmin}, func(c *fasthttp.RequestCtx) error {
 			writeJSON(c, 200, Detail{Detail: "ok"})
@@ -306,6 +319,7 @@ func TestAdminRouteForbidsNonAdmin(t *testing.T) {
 }
 
 func TestMobileLoginRejectsForeignRedirect(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "pw"})
 	resp, body := e.do("GET", "/login?mobile=1&redirect_uri="+url.QueryEscape("https://evil.example/cb"), "", nil)
 	e.expect(resp, body, 400)
@@ -318,6 +332,7 @@ func TestMobileLoginRejectsForeignRedirect(t *testing.T) {
 }
 
 func TestPanicBecomes500(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, func(e *testEnv) {
 		e.Server.Handle("GET", "/api/test-panic", Route{}, func(c *fasthttp.RequestCtx) error { panic("boom") })
 	})
@@ -333,6 +348,7 @@ func TestPanicBecomes500(t *testing.T) {
 // TestRestartKeepsTokensAndSessions: a new server process on the same
 // database accepts the tokens and sessions the old one issued.
 func TestRestartKeepsTokensAndSessions(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "pw"})
 	resp, body := e.do("POST", "/api/api-tokens/", e.token("admin"), map[string]any{"name": "keep"})
 	e.expect(resp, body, 201)

@@ -21,8 +21,8 @@ import (
 // testEnv is a running server on a loopback port backed by a throwaway
 // PostgreSQL database. Resource tests build on it: each mounts the
 // resources it tests, some with failing dependencies. Tests of the API as
-// `docflow api` builds it use internal/app's test twin instead
-// (app_test.go; package http_test, since internal/app imports http).
+// `docflow api` builds it use internal/app's test twin instead, in
+// e2e/api (internal/app imports http).
 type testEnv struct {
 	t        *testing.T
 	DB       *postgres.DB

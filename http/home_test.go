@@ -9,6 +9,7 @@ import (
 // TestLoginLandsOnAUsablePage: the page a login redirects to answers 200
 // and shows who is signed in, the links and the health summary.
 func TestLoginLandsOnAUsablePage(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_USERNAME": "root", "ADMIN_PASSWORD": "correct horse battery"})
 	// Not signed in: sent to sign in, and back here afterwards.
 	resp, body := e.do("GET", "/", "", nil, "Accept", "text/html")
@@ -57,6 +58,7 @@ func TestLoginLandsOnAUsablePage(t *testing.T) {
 // TestLandingPageInSingleUserMode: without authentication the page says so
 // and offers no sign-out.
 func TestLandingPageInSingleUserMode(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	resp, body := e.do("GET", "/", "", nil)
 	e.expect(resp, body, 200)

@@ -271,7 +271,7 @@ func (h *integrationHandlers) test(c *fasthttp.RequestCtx) error {
 // integrationExempt reports whether u has no integration quota: an
 // administrator, or anyone in single-user mode (AUTH_ENABLED false).
 func (s *Server) integrationExempt(u *docflow.User) bool {
-	return u == nil || u.IsAdmin || u.Anonymous || !docflow.SettingBool(s.cfg.Settings, "AUTH_ENABLED", false)
+	return u == nil || u.IsAdmin || u.Anonymous || !docflow.AuthEnabled.Get(s.cfg.Settings)
 }
 
 func integrationName(v string) (string, error) {

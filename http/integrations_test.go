@@ -81,6 +81,7 @@ func errorFields(e *testEnv, body []byte) []string {
 }
 
 func TestIntegrationsCRUDScopedToTheUser(t *testing.T) {
+	t.Parallel()
 	e := newIntegrationsEnv(t, map[string]string{"AUTH_ENABLED": "true"})
 	ann, bob := e.token("ann"), e.token("bob")
 	e.tier("ann", docflow.TierStarter)
@@ -168,6 +169,7 @@ func TestIntegrationsCRUDScopedToTheUser(t *testing.T) {
 }
 
 func TestIntegrationsValidationNamesTheField(t *testing.T) {
+	t.Parallel()
 	e := newIntegrationsEnv(t, nil)
 	for _, tc := range []struct {
 		body  map[string]any
@@ -196,6 +198,7 @@ func TestIntegrationsValidationNamesTheField(t *testing.T) {
 }
 
 func TestIntegrationsQuotaByTier(t *testing.T) {
+	t.Parallel()
 	e := newIntegrationsEnv(t, map[string]string{"AUTH_ENABLED": "true"})
 	ann, admin := e.token("ann"), e.token("admin")
 
@@ -267,6 +270,7 @@ func TestIntegrationsQuotaByTier(t *testing.T) {
 }
 
 func TestIntegrationsSingleUserHasNoQuota(t *testing.T) {
+	t.Parallel()
 	e := newIntegrationsEnv(t, nil)
 	for i := 0; i < 3; i++ {
 		resp, body := e.do("POST", "/api/integrations/", "", localBody(fmt.Sprint("d", i)))
@@ -280,6 +284,7 @@ func TestIntegrationsSingleUserHasNoQuota(t *testing.T) {
 }
 
 func TestIntegrationsTestEndpoint(t *testing.T) {
+	t.Parallel()
 	e := newIntegrationsEnv(t, map[string]string{"AUTH_ENABLED": "true"})
 	ann := e.token("ann")
 	e.tier("ann", docflow.TierStarter)

@@ -11,6 +11,7 @@ import (
 // starting on its goroutine, or before it: Serve then returns nil and its
 // listener is closed, with no race on the server's state.
 func TestShutdownAtAnyMomentEndsServe(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	for i, before := range []bool{false, false, false, true} {
 		s := NewServer(Config{Log: e.Server.log, Settings: e.Settings, Tokens: e.Tokens, Sessions: e.Sessions,

@@ -102,13 +102,13 @@ func (s *Server) mobileRedirectError() error {
 }
 
 func (s *Server) devClientEnabled() bool {
-	return docflow.SettingBool(s.cfg.Settings, "MOBILE_DEV_CLIENT_ENABLED", false)
+	return docflow.MobileDevClientEnabled.Get(s.cfg.Settings)
 }
 
 // mobileTokenExpiry is when a token handed to the app expires
 // (MOBILE_TOKEN_LIFETIME_DAYS, 1 to 3650, default 365).
 func (s *Server) mobileTokenExpiry() time.Time {
-	days := docflow.SettingInt(s.cfg.Settings, "MOBILE_TOKEN_LIFETIME_DAYS", 365)
+	days := docflow.MobileTokenLifetimeDays.Get(s.cfg.Settings)
 	if days < 1 || days > 3650 {
 		days = 365
 	}
@@ -241,8 +241,8 @@ func (s *Server) handleLogin(c *fasthttp.RequestCtx) error {
 // error is ERATELIMIT from a busy hasher (nothing was checked) or a
 // failure of the store; a wrong name or password is only !ok.
 func (s *Server) checkPassword(c *fasthttp.RequestCtx, username, password string) (*docflow.User, bool, error) {
-	adminUser := s.cfg.Settings.Get("ADMIN_USERNAME")
-	adminPass := s.cfg.Settings.Get("ADMIN_PASSWORD")
+	adminUser := docflow.AdminUsername.Get(s.cfg.Settings)
+	adminPass := docflow.AdminPassword.Get(s.cfg.Settings)
 	if adminPass != "" && username != "" {
 		uOK := subtle.ConstantTimeCompare([]byte(username), []byte(adminUser))
 		pOK := subtle.ConstantTimeCompare([]byte(password), []byte(adminPass))
@@ -271,7 +271,10 @@ func (s *Server) setSessionCookie(c *fasthttp.RequestCtx, value string, maxAge i
 // cookieSecure says whether the server's cookies (session and SSO) are
 // Secure: SESSION_COOKIE_SECURE, default true unless BASE_URL is http.
 func (s *Server) cookieSecure() bool {
-	return docflow.SettingBool(s.cfg.Settings, "SESSION_COOKIE_SECURE", !strings.HasPrefix(s.BaseURL(), "http://"))
+	if v, ok := docflow.SessionCookieSecure.Lookup(s.cfg.Settings); ok {
+		return v
+	}
+	return !strings.HasPrefix(s.BaseURL(), "http://")
 }
 
 // setCookie sets one of the server's cookies for maxAge seconds, or

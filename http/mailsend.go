@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"docflow"
+	"docflow/internal/ttlcache"
 )
 
 // The self-service endpoints (request-password-reset, forgot-username)
@@ -27,7 +28,9 @@ const (
 	// mailPerAccount is the least time between two self-service mails to
 	// one account, so nobody can flood someone's inbox through the form.
 	mailPerAccount = time.Minute
-	mailRecentMax  = 10_000
+	// mailRecentMax bounds the accounts remembered; beyond it the one
+	// mailed least recently is forgotten first.
+	mailRecentMax = 10_000
 )
 
 type mailSender struct {
@@ -41,12 +44,16 @@ type mailSender struct {
 	// up waiting must not send on the closed channel.
 	closing sync.RWMutex
 	closed  bool
-	mu      sync.Mutex
-	recent  map[string]time.Time // account e-mail → its latest self-service mail
+	// mu makes allow's look and record one step.
+	mu sync.Mutex
+	// recent holds the accounts (e-mail) mailed less than mailPerAccount
+	// ago.
+	recent *ttlcache.Cache[string, struct{}]
 }
 
 func newMailSender(s *Server, d LocalUsersDeps) *mailSender {
-	m := &mailSender{s: s, d: d, jobs: make(chan mailJob, mailQueueSize), recent: map[string]time.Time{}}
+	m := &mailSender{s: s, d: d, jobs: make(chan mailJob, mailQueueSize),
+		recent: ttlcache.New[string, struct{}](mailRecentMax, mailPerAccount, s.cfg.Now)}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	m.wg.Add(1)
 	go m.run()
@@ -156,22 +163,11 @@ func (m *mailSender) work(j mailJob) {
 // if so records it.
 func (m *mailSender) allow(email string) bool {
 	k := strings.ToLower(email)
-	now := m.s.cfg.Now()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if t, ok := m.recent[k]; ok && now.Sub(t) < mailPerAccount {
+	if _, ok := m.recent.Get(k); ok {
 		return false
 	}
-	if len(m.recent) >= mailRecentMax {
-		for e, t := range m.recent {
-			if now.Sub(t) >= mailPerAccount {
-				delete(m.recent, e)
-			}
-		}
-		if len(m.recent) >= mailRecentMax {
-			clear(m.recent)
-		}
-	}
-	m.recent[k] = now
+	m.recent.Add(k, struct{}{})
 	return true
 }

@@ -11,6 +11,7 @@ import (
 // After Shutdown stopped the sender, a late request neither panics nor
 // blocks.
 func TestMailSenderStopsAndRefusesLateJobs(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	m := newMailSender(e.Server, LocalUsersDeps{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

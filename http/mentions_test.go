@@ -57,6 +57,7 @@ func (ce *collabEnv) shareRoles(f int64) string {
 // mentioned user without access a viewer share, audited; existing shares
 // and the owner are left alone; blocked and unknown names are no mentions.
 func TestOwnerMentionsGrantViewerAccess(t *testing.T) {
+	t.Parallel()
 	ce, f, tok := mentionEnv(t)
 	base := fmt.Sprintf("/api/files/%d", f)
 	body := "@Carol and @sso@corp.example, see p. 2 (cc @bob, @nobody, @blk, @alice@example.com, @ghost@example.com). Mail me: x@y.org."
@@ -89,6 +90,7 @@ func TestOwnerMentionsGrantViewerAccess(t *testing.T) {
 // grants nobody access; the others come back as not_notified, on a new
 // comment and on an edit.
 func TestEditorMentionsNotifyOnlyReaders(t *testing.T) {
+	t.Parallel()
 	ce, f, tok := mentionEnv(t)
 	base := fmt.Sprintf("/api/files/%d", f)
 	c := ce.call("POST", base+"/comments", tok["bob"], map[string]any{"body": "@carol @alice @vic @admin @bob @sso@corp.example please look"}, 201)
@@ -118,6 +120,7 @@ func TestEditorMentionsNotifyOnlyReaders(t *testing.T) {
 // comment whose mention gave it exists and still mentions the user; a
 // share the owner made meanwhile stays.
 func TestMentionGrantEndsWithItsComment(t *testing.T) {
+	t.Parallel()
 	ce, f, tok := mentionEnv(t)
 	base := fmt.Sprintf("/api/files/%d", f)
 	id := func(c map[string]any) int64 { return int64(c["id"].(float64)) }

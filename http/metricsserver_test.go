@@ -15,6 +15,7 @@ import (
 // A client that sends its headers slowly is cut off after the read
 // timeout, so idle scrapers cannot hold the worker's listener.
 func TestServeMetricsCutsOffSlowClients(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -121,7 +121,7 @@ func (s *Server) serve(c *fasthttp.RequestCtx, opts Route, h Handler) (err error
 // MAX_REQUEST_BODY_SIZE: on Content-Length before reading, else while
 // reading; refuseOversized answers so that the client can read the 413.
 func (s *Server) readBody(c *fasthttp.RequestCtx) error {
-	limit := docflow.SettingInt64(s.cfg.Settings, "MAX_REQUEST_BODY_SIZE", 1<<20)
+	limit := docflow.MaxRequestBodySize.Get(s.cfg.Settings)
 	cl := c.Request.Header.ContentLength()
 	if cl > 0 && int64(cl) > limit {
 		return s.refuseOversized(c, limit, int64(cl), 0)

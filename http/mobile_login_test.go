@@ -19,6 +19,7 @@ func mobileLogin(e *testEnv, redirectURI string) (int, string) {
 // then only for loopback and private-network hosts. A refused target gets
 // no token.
 func TestMobileLoginRedirectTargets(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "pw"})
 	refused := func(uri string) {
 		t.Helper()
@@ -68,6 +69,7 @@ func TestMobileLoginRedirectTargets(t *testing.T) {
 // expires after MOBILE_TOKEN_LIFETIME_DAYS, is in its owner's token list and
 // stops working once revoked there.
 func TestMobileTokenExpiresAndIsRevocable(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "pw"})
 	check := func(days int) string {
 		t.Helper()

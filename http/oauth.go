@@ -125,8 +125,8 @@ func (s *Server) MountSSO(d SSODeps) {
 type ssoSettings struct{ issuer, clientID, secret string }
 
 func (s *Server) ssoSettings() (ssoSettings, bool) {
-	st := ssoSettings{issuer: strings.TrimSpace(s.cfg.Settings.Get("OIDC_ISSUER")),
-		clientID: strings.TrimSpace(s.cfg.Settings.Get("OIDC_CLIENT_ID")), secret: s.cfg.Settings.Get("OIDC_CLIENT_SECRET")}
+	st := ssoSettings{issuer: strings.TrimSpace(docflow.OIDCIssuer.Get(s.cfg.Settings)),
+		clientID: strings.TrimSpace(docflow.OIDCClientID.Get(s.cfg.Settings)), secret: docflow.OIDCClientSecret.Get(s.cfg.Settings)}
 	return st, s.sso != nil && st.issuer != "" && st.clientID != ""
 }
 
@@ -158,7 +158,7 @@ func (s *Server) ssoLoginURL(next string, m *mobileReq) string {
 // oauthConfig is the OAuth 2 client of the provider.
 func (s *Server) oauthConfig(p *oidc.Provider, st ssoSettings) *oauth2.Config {
 	return &oauth2.Config{ClientID: st.clientID, ClientSecret: st.secret, Endpoint: p.Endpoint(),
-		RedirectURL: s.BaseURL() + "/oauth-callback", Scopes: docflow.SettingList(s.cfg.Settings, "OIDC_SCOPES")}
+		RedirectURL: s.BaseURL() + "/oauth-callback", Scopes: docflow.OIDCScopes.Get(s.cfg.Settings)}
 }
 
 // discover returns the provider of issuer, read once and kept for

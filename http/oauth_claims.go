@@ -104,10 +104,10 @@ type ssoPolicy struct {
 }
 
 func (s *Server) ssoPolicy() ssoPolicy {
-	p := ssoPolicy{adminGroup: strings.TrimSpace(s.cfg.Settings.Get("ADMIN_GROUP_NAME")),
-		groups:      docflow.SettingList(s.cfg.Settings, "OIDC_ALLOWED_GROUPS"),
-		trustAbsent: docflow.SettingBool(s.cfg.Settings, "OIDC_TRUST_UNVERIFIED_EMAIL", false)}
-	for _, d := range docflow.SettingList(s.cfg.Settings, "OIDC_ALLOWED_DOMAINS") {
+	p := ssoPolicy{adminGroup: strings.TrimSpace(docflow.AdminGroupName.Get(s.cfg.Settings)),
+		groups:      docflow.OIDCAllowedGroups.Get(s.cfg.Settings),
+		trustAbsent: docflow.OIDCTrustUnverifiedEmail.Get(s.cfg.Settings)}
+	for _, d := range docflow.OIDCAllowedDomains.Get(s.cfg.Settings) {
 		p.domains = append(p.domains, strings.ToLower(strings.TrimPrefix(d, "@")))
 	}
 	return p

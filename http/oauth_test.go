@@ -25,6 +25,7 @@ func mountSSO(timeout time.Duration) func(*testEnv) {
 // TestSSONotConfigured: without OIDC_ISSUER and OIDC_CLIENT_ID the SSO
 // routes are 404 and /login shows no SSO button.
 func TestSSONotConfigured(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "OIDC_ISSUER": "https://idp.example/"}, mountSSO(0))
 	for _, p := range []string{"/oauth-login", "/oauth-callback?state=x&code=y"} {
 		resp, body := e.do("GET", p, "", nil)
@@ -42,6 +43,8 @@ func TestSSONotConfigured(t *testing.T) {
 // failed discovery is remembered for a moment, so the next attempts do
 // not wait again.
 func TestSSOProviderTimeout(t *testing.T) {
+	// Serial: it times each attempt (a remembered failure answers within
+	// 200 ms), which other tests on the CPU would blur.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +87,7 @@ func TestSSOProviderTimeout(t *testing.T) {
 // object do not); the display name falls back from name to
 // preferred_username to the address to the subject.
 func TestSSOClaims(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		claims      string
 		trustAbsent bool
@@ -120,6 +124,7 @@ func TestSSOClaims(t *testing.T) {
 // listed domain (exactly), OIDC_ALLOWED_GROUPS a listed group (exactly);
 // both apply when both are set.
 func TestSSOAllowLists(t *testing.T) {
+	t.Parallel()
 	p := ssoPolicy{domains: []string{"example.com"}, groups: []string{"staff"}}
 	for _, c := range []struct {
 		u  ssoUser

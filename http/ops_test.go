@@ -10,6 +10,7 @@ import (
 // not an administrator, and serves the page (with its scripts, no inline
 // one) to an administrator.
 func TestOpsPageAccess(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "admin password"})
 	resp, body := e.do("GET", "/ops", "", nil, "Accept", "text/html")
 	e.expect(resp, body, 303)
@@ -57,6 +58,7 @@ func TestOpsPageAccess(t *testing.T) {
 // assets says so on the page and loads no chart script; the tables still
 // come from its own script.
 func TestOpsPageWithoutChartLibrary(t *testing.T) {
+	// Serial: it swaps the package-level chartLibrary, which every server reads.
 	saved := chartLibrary
 	chartLibrary = "static/vendor/not-built.js"
 	t.Cleanup(func() { chartLibrary = saved })

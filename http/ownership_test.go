@@ -7,6 +7,7 @@ import (
 )
 
 func TestOwnershipSingleUserModeRefusesClaims(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	id := fe.mustUpload("x.pdf", pdf("single"))
 	resp, body := fe.do("POST", fmt.Sprintf("/api/files/%d/claim", id), "", nil)
@@ -18,6 +19,7 @@ func TestOwnershipSingleUserModeRefusesClaims(t *testing.T) {
 }
 
 func TestOwnershipMultiUser(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"})
 	ctx := context.Background()
 	alice, bob, admin := fe.token("alice"), fe.token("bob"), fe.token("admin")

@@ -34,6 +34,7 @@ func (e *testEnv) list(body []byte) []map[string]any {
 }
 
 func TestStepTypesCatalogue(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, mountPipelines)
 	resp, body := e.do("GET", "/api/pipelines/step-types", "", nil)
 	e.expect(resp, body, 200)
@@ -57,6 +58,7 @@ func TestStepTypesCatalogue(t *testing.T) {
 }
 
 func TestSeededStandardPipeline(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, mountPipelines)
 	resp, body := e.do("GET", "/api/pipelines", "", nil)
 	e.expect(resp, body, 200)
@@ -79,6 +81,7 @@ func TestSeededStandardPipeline(t *testing.T) {
 }
 
 func TestPipelineCRUDAndSteps(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, mountPipelines)
 	resp, body := e.do("POST", "/api/pipelines", "", map[string]any{"name": "Invoices", "description": "d"})
 	e.expect(resp, body, 201)
@@ -202,6 +205,7 @@ func TestPipelineCRUDAndSteps(t *testing.T) {
 }
 
 func TestPipelineStepCap(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, mountPipelines)
 	steps := make([]map[string]any, docflow.MaxPipelineSteps+1)
 	for i := range steps {
@@ -220,6 +224,7 @@ func TestPipelineStepCap(t *testing.T) {
 }
 
 func TestPipelineOwnershipMultiUser(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true"}, mountPipelines)
 	alice, bob := e.token("alice"), e.token("bob")
 	resp, body := e.do("POST", "/api/pipelines", alice, map[string]any{"name": "Mine", "is_default": true})
@@ -263,6 +268,7 @@ func TestPipelineOwnershipMultiUser(t *testing.T) {
 }
 
 func TestSystemPipelineByAdmin(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, mountPipelines) // single-user: the anonymous user is admin
 	resp, body := e.do("POST", "/api/pipelines/admin/system", "", map[string]any{"name": "Scans", "is_default": true,
 		"steps": []map[string]any{{"step_type": "ocr"}, {"step_type": "send_to_destinations", "enabled": false}}})

@@ -26,6 +26,7 @@ func (q queueFromStore) QueueStats(ctx context.Context) (*docflow.QueueStats, er
 func (q queueFromStore) PendingCount(ctx context.Context) (int, error) { return q.s.PendingCount(ctx) }
 
 func TestQueueStatsAndPendingCount(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true"}, func(e *testEnv) {
 		e.Server.MountQueue(QueueDeps{Queue: queueFromStore{postgres.NewRunStore(e.DB)}})
 	})

@@ -127,19 +127,19 @@ func (l *rateLimiter) sweep(m map[string]*window, now time.Time, period time.Dur
 // rateLimit applies the route's class: per user when authenticated, per
 // client address otherwise (an IPv6 /64 counts as one address: addrKey).
 func (s *Server) rateLimit(c *fasthttp.RequestCtx, class Limit, user *docflow.User) error {
-	if class == LimitNone || !docflow.SettingBool(s.cfg.Settings, "RATE_LIMITING_ENABLED", true) {
+	if class == LimitNone || !docflow.RateLimitingEnabled.Get(s.cfg.Settings) {
 		return nil
 	}
-	var key, name string
+	var key string
+	setting := docflow.RateLimitDefault
 	switch class {
 	case LimitUpload:
-		name = "RATE_LIMIT_UPLOAD"
+		setting = docflow.RateLimitUpload
 	case LimitAuth:
-		name = "RATE_LIMIT_AUTH"
-	default:
-		name = "RATE_LIMIT_DEFAULT"
+		setting = docflow.RateLimitAuth
 	}
-	r, err := s.limiter.rate(s.cfg.Settings.Get(name))
+	name := setting.Key()
+	r, err := s.limiter.rate(setting.Get(s.cfg.Settings))
 	if err != nil {
 		s.log.Warn().Err(err).Str("setting", name).Msg("invalid rate limit; not enforced")
 		return nil

@@ -24,6 +24,7 @@ func busy(c *intake.Config) {
 // busy the machine is; the profile's daily limit is not a rate limit and
 // stays.
 func TestRateLimitingOffSwitchesOffUploadWindow(t *testing.T) {
+	t.Parallel()
 	var hits int64
 	var mu sync.Mutex
 	srv := fetchServer(t, &hits, &mu)
@@ -74,6 +75,7 @@ func TestRateLimitingOffSwitchesOffUploadWindow(t *testing.T) {
 // per-user window: a batch of 100 files dropped on the upload page on a
 // busy machine goes through.
 func TestSingleUserUploadBatchIsNotRefused(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, map[string]string{"RATE_LIMITING_ENABLED": "true", "UPLOAD_RATE_LIMIT_PER_USER": "20"}, busy)
 	for i := 0; i < 100; i++ {
 		if resp, m := fe.upload("/api/ui-upload", "", "batch.pdf", pdf("batch"+strconv.Itoa(i))); resp.StatusCode != 200 {

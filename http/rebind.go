@@ -27,7 +27,7 @@ import (
 // hostRefused reports whether c names a host single-user mode does not
 // serve, after answering it 403.
 func (s *Server) hostRefused(c *fasthttp.RequestCtx) bool {
-	if docflow.SettingBool(s.cfg.Settings, "AUTH_ENABLED", false) || s.hostAllowed(string(c.Host())) ||
+	if docflow.AuthEnabled.Get(s.cfg.Settings) || s.hostAllowed(string(c.Host())) ||
 		strings.HasPrefix(string(c.Path()), "/api/diagnostic/healthz/") {
 		return false
 	}
@@ -49,7 +49,7 @@ func (s *Server) hostAllowed(hostport string) bool {
 	if b, ok := parseOrigin(s.BaseURL()); ok && b.host == host {
 		return true
 	}
-	for _, h := range docflow.SettingList(s.cfg.Settings, "ALLOWED_HOSTS") {
+	for _, h := range docflow.AllowedHosts.Get(s.cfg.Settings) {
 		if strings.EqualFold(strings.TrimSuffix(strings.TrimSpace(h), "."), host) {
 			return true
 		}

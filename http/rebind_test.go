@@ -10,6 +10,7 @@ import (
 // host and ALLOWED_HOSTS are served, the probes answer any host, and with
 // authentication on the Host header is not checked.
 func TestSingleUserModeServesOnlyItsHosts(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"BASE_URL": "http://docs.example.test:8000", "ALLOWED_HOSTS": "mypc.lan, other.lan"})
 	const path = "/api/api-tokens/"
 	for _, c := range []struct {

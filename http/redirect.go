@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/valyala/fasthttp"
+
+	"docflow"
 )
 
 // redirect answers with a redirect to path, a path on this site starting
@@ -91,7 +93,7 @@ func (s *Server) siteURL(path string) string {
 }
 
 func (s *Server) siteBase() string {
-	return strings.TrimRight(strings.TrimSpace(s.cfg.Settings.Get("BASE_URL")), "/")
+	return strings.TrimRight(strings.TrimSpace(docflow.BaseURL.Get(s.cfg.Settings)), "/")
 }
 
 // pinRedirect rewrites a Location that fasthttp made absolute from the

@@ -31,6 +31,7 @@ func doHost(e *testEnv, method, path, host string, body string, headers ...strin
 // TestRedirectsUseBaseURL: no redirect takes its host from the request's
 // Host header: they point into BASE_URL, or stay relative when it is unset.
 func TestRedirectsUseBaseURL(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "pw", "BASE_URL": "https://docs.example.test/"})
 	const evil = "evil.example"
 	form := url.Values{"username": {"admin"}, "password": {"pw"}, "next": {"/api/files?page=2"}}.Encode()

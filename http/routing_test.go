@@ -7,6 +7,7 @@ import (
 )
 
 func TestRoutingOperators(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, mountPipelines)
 	resp, body := e.do("GET", "/api/routing-rules/operators", "", nil)
 	e.expect(resp, body, 200)
@@ -31,6 +32,7 @@ func (e *testEnv) rule(token string, r map[string]any) int64 {
 }
 
 func TestRoutingRuleCRUDAndValidation(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, mountPipelines)
 	pid := e.pipeline("", "Invoices")
 	rule := map[string]any{"name": "pdfs", "field": "file_type", "operator": "equals", "value": "pdf", "target_pipeline_id": pid}
@@ -87,6 +89,7 @@ func TestRoutingRuleCRUDAndValidation(t *testing.T) {
 }
 
 func TestRoutingRuleReorder(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true"}, mountPipelines)
 	alice, bob := e.token("alice"), e.token("bob")
 	pid := e.pipeline(alice, "A")
@@ -132,6 +135,7 @@ func TestRoutingRuleReorder(t *testing.T) {
 }
 
 func TestRoutingEvaluate(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true"}, mountPipelines)
 	alice := e.token("alice")
 	invoices := e.pipeline(alice, "Invoices")
@@ -179,6 +183,7 @@ func TestRoutingEvaluate(t *testing.T) {
 }
 
 func TestRoutingOwnerRulesBeforeSystem(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, mountPipelines) // single-user: rules are system rules
 	sysP := e.pipeline("", "System target")
 	e.rule("", map[string]any{"name": "all", "field": "filename", "operator": "not_equals", "value": "", "target_pipeline_id": sysP})

@@ -10,6 +10,7 @@ import (
 )
 
 func TestSavedSearchesAPI(t *testing.T) {
+	t.Parallel()
 	se, _ := newSrchEnv(t, nil)
 	resp, body := se.do("GET", "/api/saved-searches", "", nil)
 	se.expect(resp, body, 200)
@@ -94,6 +95,7 @@ func TestSavedSearchesAPI(t *testing.T) {
 }
 
 func TestSavedSearchesArePerUser(t *testing.T) {
+	t.Parallel()
 	se, _ := newSrchEnv(t, map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"})
 	alice, bob := se.token("alice"), se.token("bob")
 	resp, body := se.do("POST", "/api/saved-searches", alice, map[string]any{"name": "Mine", "filters": map[string]any{"q": "x"}})

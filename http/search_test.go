@@ -154,6 +154,7 @@ func srchIDs(m map[string]any) []int64 {
 }
 
 func TestSearchValidation(t *testing.T) {
+	t.Parallel()
 	se, _ := newSrchEnv(t, nil)
 	se.indexIDs(se.add(srchFile{Name: "a.pdf", Text: "hello"}))
 	for _, tc := range []struct {
@@ -201,6 +202,7 @@ func TestSearchValidation(t *testing.T) {
 }
 
 func TestSearchResultsFiltersAndHighlights(t *testing.T) {
+	t.Parallel()
 	se, _ := newSrchEnv(t, nil)
 	day := func(s string) time.Time { d, _ := time.Parse("2006-01-02", s); return d }
 	inv := se.add(srchFile{Name: "invoice_2024.pdf", Title: "Invoice <b>March</b>", Text: "Total due: 100 EUR. <script>alert('x')</script> invoice paid",
@@ -288,6 +290,7 @@ func TestSearchResultsFiltersAndHighlights(t *testing.T) {
 }
 
 func TestSearchBackendDown(t *testing.T) {
+	t.Parallel()
 	se, broken := newSrchEnv(t, nil)
 	se.indexIDs(se.add(srchFile{Name: "a.pdf", Text: "pelican"}))
 	broken.broken.Store(true)
@@ -307,6 +310,7 @@ func TestSearchBackendDown(t *testing.T) {
 }
 
 func TestSearchMultiUserVisibility(t *testing.T) {
+	t.Parallel()
 	se, _ := newSrchEnv(t, map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"})
 	a := se.add(srchFile{Name: "a.pdf", Owner: "alice", Text: "penguin alice"})
 	b := se.add(srchFile{Name: "b.pdf", Owner: "bob", Text: "penguin bob"})
@@ -347,6 +351,7 @@ func TestSearchMultiUserVisibility(t *testing.T) {
 }
 
 func TestSearchConcurrentWithIndexing(t *testing.T) {
+	t.Parallel()
 	se, _ := newSrchEnv(t, nil)
 	for i := range 20 {
 		se.indexIDs(se.add(srchFile{Name: fmt.Sprintf("seed%d.pdf", i), Text: "albatross seed"}))

@@ -106,7 +106,7 @@ func (s *Server) corsAllowed(raw string) bool {
 	if !ok {
 		return false
 	}
-	for _, item := range docflow.SettingList(s.cfg.Settings, "CORS_ALLOWED_ORIGINS") {
+	for _, item := range docflow.CORSAllowedOrigins.Get(s.cfg.Settings) {
 		if a, ok := parseOrigin(item); ok && a == o {
 			return true
 		}

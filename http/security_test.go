@@ -11,6 +11,7 @@ import (
 // TestSecurityHeadersOnEveryResponse: pages, JSON and errors carry the
 // security headers; HSTS only when BASE_URL is https.
 func TestSecurityHeadersOnEveryResponse(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	for _, path := range []string{"/login", "/api/diagnostic/healthz/live", "/api/nope", "/static/docflow.css", "/"} {
 		resp, body := e.do("GET", path, "", nil)
@@ -44,6 +45,7 @@ var inlineCode = regexp.MustCompile(`(?i)<script(?:\s[^>]*)?>\s*[^<\s]|<style|\s
 // TestPagesWorkUnderTheCSP: the server's pages use no inline script or
 // style, and what they link is served.
 func TestPagesWorkUnderTheCSP(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	for _, path := range []string{"/login", "/", "/docs"} {
 		resp, body := e.do("GET", path, "", nil)
@@ -68,6 +70,7 @@ func TestPagesWorkUnderTheCSP(t *testing.T) {
 // TestCrossSiteRequestsAreRefused: in single-user mode a page on another
 // site must not be able to act for the user, e.g. delete a file.
 func TestCrossSiteRequestsAreRefused(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	id := fe.mustUpload("keep.pdf", pdf("keep"))
 	ids := fmt.Sprintf("[%d]", id)
@@ -140,6 +143,7 @@ func TestCrossSiteRequestsAreRefused(t *testing.T) {
 // TestJSONRoutesRequireJSONContentType: a JSON body must say it is JSON,
 // which a cross-site form cannot.
 func TestJSONRoutesRequireJSONContentType(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil)
 	body := []byte(`{"name": "x"}`)
 	for _, ct := range []string{"", "text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/jsonp"} {
@@ -162,6 +166,7 @@ func TestJSONRoutesRequireJSONContentType(t *testing.T) {
 // TestNULIsRefusedAs422: PostgreSQL cannot store U+0000; a JSON string, a
 // query parameter or a form field carrying it is a client error, not a 500.
 func TestNULIsRefusedAs422(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	for _, body := range []string{`{"name": "a\u0000b"}`, `{"name": "ok", "x\u0000": 1}`, `{"name": "\\\u0000"}`} {
 		resp, out := fe.do("POST", "/api/api-tokens/", "", body)

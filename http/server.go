@@ -100,6 +100,10 @@ type Config struct {
 	// settings, leftovers of single-user mode); the home page shows them
 	// to administrators only. nil = none.
 	AdminNotices func(ctx context.Context) []string
+	// LoginThrottleRuns bounds the runs of failed sign-ins the sign-in
+	// throttle remembers (authfail.go); 0 = 100,000. Tests set a small
+	// bound to reach it with few requests.
+	LoginThrottleRuns int
 }
 
 // Server is the HTTP front end.
@@ -169,7 +173,7 @@ func (s *Server) BaseURL() string {
 	if u := s.siteBase(); u != "" {
 		return u
 	}
-	return "http://" + s.cfg.Settings.Get("LISTEN_ADDR")
+	return "http://" + docflow.ListenAddr.Get(s.cfg.Settings)
 }
 
 // Handle registers a route. A trailing slash is not significant: the API

@@ -25,6 +25,7 @@ func sessionCookie(t *testing.T, resp *nethttp.Response) string {
 // password it signed in with, for the local admin (ADMIN_PASSWORD) and for
 // local accounts.
 func TestPasswordChangeEndsSessions(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "first password"}, func(e *testEnv) {
 		local := func(ctx context.Context, username, password string) (*docflow.User, error) {
 			var hash string

@@ -21,7 +21,7 @@ import (
 // for SSO users), and its signed cookie. Every way of signing in (password
 // or SSO) ends here.
 func (s *Server) startSession(c *fasthttp.RequestCtx, user *docflow.User) (*docflow.Session, error) {
-	days := docflow.SettingInt(s.cfg.Settings, "SESSION_LIFETIME_DAYS", 30)
+	days := docflow.SessionLifetimeDays.Get(s.cfg.Settings)
 	b := make([]byte, 32)
 	rand.Read(b) //nolint:errcheck
 	now := s.cfg.Now()
@@ -121,7 +121,7 @@ var errTokenInRedirectOff = docflow.Errorf(docflow.EBADREQUEST,
 // put an API token in the redirect (the original mobile flow, for apps
 // that send no PKCE challenge).
 func (s *Server) tokenInRedirect() bool {
-	return docflow.SettingBool(s.cfg.Settings, "MOBILE_TOKEN_IN_REDIRECT", true)
+	return docflow.MobileTokenInRedirect.Get(s.cfg.Settings)
 }
 
 // validChallenge: 43 characters of base64url, the length of a SHA-256.

@@ -183,7 +183,7 @@ func (h *searchHandlers) pairs(c *fasthttp.RequestCtx) error {
 	}
 	writeJSON(c, fasthttp.StatusOK, pairsResponse{Pairs: pairs, TotalPairs: total, Threshold: threshold, Page: page,
 		Pages: searchPages(total, limit), PerPage: limit, EmbeddingCoverage: cov,
-		StoredThreshold: docflow.SettingFloat(h.s.cfg.Settings, "SIMILARITY_PAIR_THRESHOLD", 0.5)})
+		StoredThreshold: docflow.SimilarityPairThreshold.Get(h.s.cfg.Settings)})
 	return nil
 }
 

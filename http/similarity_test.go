@@ -20,6 +20,7 @@ func srchSimilar(m map[string]any) ([]int64, []float64) {
 }
 
 func TestSimilarDocuments(t *testing.T) {
+	t.Parallel()
 	se, broken := newSrchEnv(t, nil)
 	x := se.add(srchFile{Name: "x.pdf", Text: "x", Vec: []float32{1, 0, 0, 0}})
 	y := se.add(srchFile{Name: "y.pdf", Title: "Y title", Text: "y", Vec: []float32{1, 1, 0, 0}})    // cos 0.70710678
@@ -88,6 +89,7 @@ func TestSimilarDocuments(t *testing.T) {
 }
 
 func TestSimilarRespectsVisibility(t *testing.T) {
+	t.Parallel()
 	se, _ := newSrchEnv(t, map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"})
 	a := se.add(srchFile{Name: "a.pdf", Owner: "alice", Text: "a", Vec: []float32{1, 0}})
 	a2 := se.add(srchFile{Name: "a2.pdf", Owner: "alice", Text: "a", Vec: []float32{1, 0.1}})
@@ -109,6 +111,7 @@ func TestSimilarRespectsVisibility(t *testing.T) {
 }
 
 func TestSimilarityPairsAPI(t *testing.T) {
+	t.Parallel()
 	se, _ := newSrchEnv(t, nil)
 	var ids []int64
 	for i := range 6 {
@@ -159,6 +162,7 @@ func TestSimilarityPairsAPI(t *testing.T) {
 }
 
 func TestEmbeddingStatusAndDiagnostics(t *testing.T) {
+	t.Parallel()
 	se, _ := newSrchEnv(t, nil)
 	with := se.add(srchFile{Name: "with.pdf", Text: "héllo", Vec: []float32{1, 2, 3}})
 	textOnly := se.add(srchFile{Name: "text.pdf", Text: "some text"})

@@ -84,7 +84,7 @@ func (h *ssoAdminHandlers) putLink(c *fasthttp.RequestCtx) error {
 	}
 	req.Issuer, req.Subject = strings.TrimSpace(req.Issuer), strings.TrimSpace(req.Subject)
 	if req.Issuer == "" {
-		req.Issuer = strings.TrimSpace(h.s.cfg.Settings.Get("OIDC_ISSUER"))
+		req.Issuer = strings.TrimSpace(docflow.OIDCIssuer.Get(h.s.cfg.Settings))
 	}
 	if req.Issuer == "" || len(req.Issuer) > 2048 {
 		return invalid("issuer", "issuer is required while OIDC_ISSUER is not set (at most 2048 characters)")

@@ -24,6 +24,7 @@ func tokenID(e *testEnv, plain string) int64 {
 // an owner by earlier versions are handed to the admin, and until then
 // confer no admin rights.
 func TestSingleUserTokensBelongToAdmin(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"ADMIN_USERNAME": "root", "ADMIN_PASSWORD": "pw"}, func(e *testEnv) {
 		e.Server.Handle("GET", "/api/test-admin", Route{Auth: AuthAdmin}, func(c *fasthttp.RequestCtx) error {
 			writeJSON(c, 200, Detail{Detail: "ok"})
@@ -78,6 +79,7 @@ func TestSingleUserTokensBelongToAdmin(t *testing.T) {
 // through its owner's session or a token of the owner's that was not
 // itself revoked later than it, or through an admin.
 func TestTokenReactivationNeedsOwnerControl(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_USERNAME": "root"})
 	a, b, c := e.token("alice"), e.token("alice"), e.token("alice")
 	ida, idb := tokenID(e, a), tokenID(e, b)

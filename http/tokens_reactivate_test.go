@@ -7,6 +7,7 @@ import (
 
 // TestReactivateActiveTokenIs400: only a revoked token can be reactivated.
 func TestReactivateActiveTokenIs400(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true"})
 	owner := e.token("alice")
 	resp, body := e.do("POST", "/api/api-tokens/", owner, map[string]any{"name": "ci"})

@@ -92,7 +92,7 @@ func (h *uploadHandlers) upload(channel string, okStatus int) Handler {
 func (s *Server) upload(c *fasthttp.RequestCtx, d UploadDeps, channel string, okStatus int) error {
 	ctx := RequestContext(c)
 	user := CurrentUser(c)
-	max := docflow.SettingInt64(s.cfg.Settings, "MAX_UPLOAD_SIZE", 1<<30)
+	max := docflow.MaxUploadSize.Get(s.cfg.Settings)
 	if cl := c.Request.Header.ContentLength(); cl > 0 && int64(cl) > max+multipartSlack {
 		return docflow.Errorf(docflow.ETOOLARGE, "Request of %d bytes exceeds the maximum upload size of %d bytes", cl, max)
 	}

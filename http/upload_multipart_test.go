@@ -66,6 +66,7 @@ func readers() map[string]func(io.Reader) io.Reader {
 }
 
 func TestFilePartMatchesMimeMultipart(t *testing.T) {
+	t.Parallel()
 	big := bytes.Repeat([]byte("0123456789\r\n--notTheBoundary\r\n"), 10_000) // 300 KB, > the buffer
 	cases := []struct {
 		name, boundary, before, filename string
@@ -93,6 +94,7 @@ func TestFilePartMatchesMimeMultipart(t *testing.T) {
 }
 
 func TestFilePartBadBodies(t *testing.T) {
+	t.Parallel()
 	body := formBody("bnd", "", "a.pdf", []byte("%PDF-1.4 content"), "")
 	cut := body[:bytes.Index(body, []byte("content"))+3]
 	if _, _, err := ourFilePart(cut, "bnd", func(r io.Reader) io.Reader { return r }); !errors.Is(err, io.ErrUnexpectedEOF) {

@@ -121,6 +121,7 @@ func (fe *filesEnv) count(q string, args ...any) int {
 }
 
 func TestUploadRecordsFileRunAndOutboxInOneGo(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	content := pdf("first")
 	resp, m := fe.upload("/api/upload", "", "invoice.pdf", content)
@@ -184,6 +185,7 @@ func TestUploadRecordsFileRunAndOutboxInOneGo(t *testing.T) {
 }
 
 func TestUploadRouteShapes(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	resp, m := fe.upload("/api/files/upload", "", "a.pdf", pdf("a"))
 	if resp.StatusCode != 200 || m["status"] != "queued" || m["filename"] != "a.pdf" {
@@ -214,6 +216,7 @@ func TestUploadRouteShapes(t *testing.T) {
 }
 
 func TestUploadFilenamesAreSanitised(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	cases := map[string]string{
 		"../../etc/passwd.pdf":            "passwd.pdf",
@@ -245,6 +248,7 @@ func TestUploadFilenamesAreSanitised(t *testing.T) {
 }
 
 func TestUploadRefusesWrongTypesAndEmptyFiles(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	cases := []struct {
 		name    string
@@ -307,6 +311,7 @@ func rawRequest(t *testing.T, base, head string, body []byte, closeWrite bool) s
 }
 
 func TestUploadContentLengthOverLimitIs413BeforeReading(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, map[string]string{"MAX_UPLOAD_SIZE": "100000"})
 	ctype, _ := multipartBody("file", "big.pdf", nil)
 	head := "POST /api/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: " + ctype + "\r\nContent-Length: 5000000000\r\n\r\n"
@@ -353,6 +358,7 @@ func waitNoTemps(t *testing.T, b *blob.Local) {
 }
 
 func TestUploadCutOffMidBodyLeavesNothing(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	content := append(pdf("cut"), bytes.Repeat([]byte("y"), 300_000)...)
 	ctype, body := multipartBody("file", "cut.pdf", content)
@@ -377,6 +383,7 @@ func TestUploadCutOffMidBodyLeavesNothing(t *testing.T) {
 }
 
 func TestIdenticalUploadsAtTheSameInstant(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	for round := 0; round < 5; round++ {
 		content := pdf("same-" + strconv.Itoa(round))
@@ -417,6 +424,7 @@ func TestIdenticalUploadsAtTheSameInstant(t *testing.T) {
 }
 
 func TestUIUploadDuplicateIsNotRecorded(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, nil)
 	content := pdf("dup")
 	resp, first := fe.upload("/api/ui-upload", "", "orig.pdf", content)
@@ -446,6 +454,7 @@ func TestUIUploadDuplicateIsNotRecorded(t *testing.T) {
 }
 
 func TestUploadLimitsBlockedWindowDaily(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, map[string]string{"AUTH_ENABLED": "true", "RATE_LIMITING_ENABLED": "true", "UPLOAD_RATE_LIMIT_PER_USER": "2", "UPLOAD_RATE_LIMIT_WINDOW": "60"})
 	ctx := context.Background()
 	alice, bob, carol := fe.token("alice"), fe.token("bob"), fe.token("carol")
@@ -491,6 +500,7 @@ func TestUploadLimitsBlockedWindowDaily(t *testing.T) {
 }
 
 func TestUploadWindowShrinksUnderLoad(t *testing.T) {
+	t.Parallel()
 	depth := 150 // above 100: the limit is multiplied by 0.25
 	fe := newFilesEnv(t, map[string]string{"AUTH_ENABLED": "true", "RATE_LIMITING_ENABLED": "true", "UPLOAD_RATE_LIMIT_PER_USER": "8"}, func(c *intake.Config) {
 		c.QueueDepth = func(context.Context) (int, error) { return depth, nil }
@@ -564,6 +574,7 @@ func fetchServer(t *testing.T, hits *int64, mu *sync.Mutex) *httptest.Server {
 }
 
 func TestProcessURL(t *testing.T) {
+	t.Parallel()
 	var hits int64
 	var mu sync.Mutex
 	srv := fetchServer(t, &hits, &mu)
@@ -653,6 +664,7 @@ func (r *rebindingResolver) LookupIPAddr(ctx context.Context, host string) ([]ne
 }
 
 func TestProcessURLDNSRebinding(t *testing.T) {
+	t.Parallel()
 	var hits int64
 	var mu sync.Mutex
 	srv := fetchServer(t, &hits, &mu)
@@ -679,6 +691,7 @@ func TestProcessURLDNSRebinding(t *testing.T) {
 }
 
 func TestProcessAll(t *testing.T) {
+	t.Parallel()
 	fe := newFilesEnv(t, map[string]string{"PROCESSALL_THROTTLE_THRESHOLD": "2", "PROCESSALL_THROTTLE_DELAY": "3"})
 	dir := t.TempDir()
 	fe.SetEnv("PROCESSALL_DIR", dir)

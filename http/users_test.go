@@ -57,6 +57,7 @@ func newUsersEnv(t *testing.T, env map[string]string) *usersEnv {
 }
 
 func TestUsersRoutesCoexistWithLocalAccounts(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, nil, func(e *testEnv) {
 		e.Server.MountUsers(UsersDeps{Profiles: postgres.NewProfileStore(e.DB, streams.EncodeEvent)})
 		// The local accounts' routes, as their resource mounts them.
@@ -111,6 +112,7 @@ func TestUsersRoutesCoexistWithLocalAccounts(t *testing.T) {
 }
 
 func TestProfilesAdminAPI(t *testing.T) {
+	t.Parallel()
 	ue := newUsersEnv(t, nil)
 	admin, bob := ue.token("admin"), ue.token("bob@example.com")
 
@@ -258,6 +260,7 @@ func TestProfilesAdminAPI(t *testing.T) {
 }
 
 func TestAuditLogAPI(t *testing.T) {
+	t.Parallel()
 	ue := newUsersEnv(t, nil)
 	admin, bob := ue.token("admin"), ue.token("bob")
 	log := postgres.NewAuditLog(ue.DB)
@@ -333,6 +336,7 @@ func TestAuditLogAPI(t *testing.T) {
 // refuses the user on every intake route with 403; unblocked, uploads
 // work again and the daily limit still applies.
 func TestBlockedUserCannotUpload(t *testing.T) {
+	t.Parallel()
 	ue := newUsersEnv(t, nil)
 	admin, dan := ue.token("admin"), ue.token("dan")
 	resp, body := ue.do("PUT", "/api/admin/users/dan", admin, map[string]any{"is_blocked": true})
@@ -362,6 +366,7 @@ func TestBlockedUserCannotUpload(t *testing.T) {
 }
 
 func TestUsersSearchAndMentionable(t *testing.T) {
+	t.Parallel()
 	ue := newUsersEnv(t, nil)
 	admin, amy := ue.token("admin"), ue.token("amy@example.com")
 	for id, body := range map[string]map[string]any{

@@ -165,7 +165,7 @@ func checkTargetURL(ctx context.Context, settings docflow.SettingsStore, resolve
 		return "", invalid(field, "%s must be at most %d characters", field, webhookMaxURL)
 	}
 	u, err := netguard.CheckURL(ctx, raw, netguard.URLRules{Resolve: true, Resolver: resolver,
-		Allowed: docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS")})
+		Allowed: docflow.WebhookAllowedHosts.Get(settings)})
 	switch {
 	case err == nil:
 		return u.String(), nil

@@ -24,6 +24,7 @@ func mountWebhooks(e *testEnv) {
 // 401. The secret goes in and never out; events and URLs are checked on
 // create and update alike.
 func TestWebhooksAPI(t *testing.T) {
+	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true"}, mountWebhooks)
 	admin, user := e.token("admin"), e.token("bob")
 

@@ -6,6 +6,7 @@ import "testing"
 // stored before names were cleaned at intake (bidi overrides, zero-width
 // characters, fullwidth separators, Windows device names), and distinct.
 func TestZipEntryNames(t *testing.T) {
+	t.Parallel()
 	used := map[string]int{}
 	for in, want := range map[string]string{
 		"invoice\u202Efdp.exe":   "invoicefdp.exe",

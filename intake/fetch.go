@@ -25,7 +25,7 @@ const maxRedirects = 5
 func newFetchClient(s *Service) *http.Client {
 	return netguard.Client(netguard.ClientOptions{Redirects: maxRedirects, Dialer: netguard.Dialer{
 		Timeout: 10 * time.Second, Resolver: s.cfg.Resolver,
-		Allowed: func() []string { return docflow.SettingList(s.cfg.Settings, "URL_FETCH_ALLOWED_HOSTS") }}})
+		Allowed: func() []string { return docflow.URLFetchAllowedHosts.Get(s.cfg.Settings) }}})
 }
 
 // parseFetchURL checks a URL to fetch (netguard.CheckURL): an absolute
@@ -57,15 +57,11 @@ func parseFetchURL(ctx context.Context, raw string, allowed []string) (*url.URL,
 
 // FetchURL downloads rawURL and ingests it.
 func (s *Service) FetchURL(ctx context.Context, user *docflow.User, rawURL, filename string) (*docflow.IntakeResult, error) {
-	u, err := parseFetchURL(ctx, rawURL, docflow.SettingList(s.cfg.Settings, "URL_FETCH_ALLOWED_HOSTS"))
+	u, err := parseFetchURL(ctx, rawURL, docflow.URLFetchAllowedHosts.Get(s.cfg.Settings))
 	if err != nil {
 		return nil, err
 	}
-	secs := docflow.SettingInt(s.cfg.Settings, "URL_FETCH_TIMEOUT", 30)
-	if secs <= 0 {
-		secs = 30
-	}
-	ctx, cancel := context.WithTimeout(ctx, time.Duration(secs)*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, docflow.Positive(docflow.URLFetchTimeout, s.cfg.Settings))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {

@@ -41,8 +41,8 @@ func (s *Service) ProcessAll(ctx context.Context, user *docflow.User) (*docflow.
 		}
 	}
 	sort.Strings(names)
-	threshold := docflow.SettingInt(s.cfg.Settings, "PROCESSALL_THROTTLE_THRESHOLD", 20)
-	delay := time.Duration(docflow.SettingInt(s.cfg.Settings, "PROCESSALL_THROTTLE_DELAY", 3)) * time.Second
+	threshold := docflow.ProcessallThrottleThreshold.Get(s.cfg.Settings)
+	delay := docflow.ProcessallThrottleDelay.Get(s.cfg.Settings)
 	res := &docflow.ProcessAllResult{PDFFiles: []string{}, TaskIDs: []string{}, Throttled: len(names) > threshold}
 	for i, name := range names {
 		var opts ingestOptions
@@ -160,11 +160,7 @@ func (w *Watcher) loop(ctx context.Context, done chan struct{}) {
 		if err := w.Poll(ctx); err != nil && ctx.Err() == nil {
 			w.svc.log.Warn().Err(err).Msg("watch folders: poll failed")
 		}
-		secs := docflow.SettingInt(w.svc.cfg.Settings, "WATCH_FOLDER_INTERVAL", 10)
-		if secs <= 0 {
-			secs = 10
-		}
-		t := time.NewTimer(time.Duration(secs) * time.Second)
+		t := time.NewTimer(docflow.Positive(docflow.WatchFolderInterval, w.svc.cfg.Settings))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -177,7 +173,7 @@ func (w *Watcher) loop(ctx context.Context, done chan struct{}) {
 // Poll scans every watch folder once.
 func (w *Watcher) Poll(ctx context.Context) error {
 	var errs []error
-	for _, dir := range docflow.SettingList(w.svc.cfg.Settings, "WATCH_FOLDERS") {
+	for _, dir := range docflow.WatchFolders.Get(w.svc.cfg.Settings) {
 		if err := w.pollFolder(ctx, dir); err != nil {
 			errs = append(errs, err)
 		}

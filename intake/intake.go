@@ -146,11 +146,11 @@ func (s *Service) Admit(ctx context.Context, user *docflow.User, channel string)
 			return err
 		}
 	}
-	if !windowed(channel) || !docflow.SettingBool(s.cfg.Settings, "RATE_LIMITING_ENABLED", true) {
+	if !windowed(channel) || !docflow.RateLimitingEnabled.Get(s.cfg.Settings) {
 		return nil
 	}
 	if owner == nil {
-		r, err := docflow.ParseRate(s.cfg.Settings.Get("RATE_LIMIT_UPLOAD"))
+		r, err := docflow.ParseRate(docflow.RateLimitUpload.Get(s.cfg.Settings))
 		if err != nil {
 			return nil // the HTTP layer logs an unusable RATE_LIMIT_UPLOAD
 		}
@@ -161,8 +161,8 @@ func (s *Service) Admit(ctx context.Context, user *docflow.User, channel string)
 		}
 		return nil
 	}
-	base := docflow.SettingInt(s.cfg.Settings, "UPLOAD_RATE_LIMIT_PER_USER", 20)
-	secs := docflow.SettingInt(s.cfg.Settings, "UPLOAD_RATE_LIMIT_WINDOW", 60)
+	base := docflow.UploadRateLimitPerUser.Get(s.cfg.Settings)
+	secs := docflow.UploadRateLimitWindow.Get(s.cfg.Settings)
 	if base <= 0 || secs <= 0 {
 		return nil
 	}
@@ -185,7 +185,7 @@ func (s *Service) policy(ctx context.Context, owner string, early bool) (int, er
 	if p.Blocked {
 		return 0, docflow.Errorf(docflow.EFORBIDDEN, "Your account is blocked from uploading files")
 	}
-	limit := docflow.SettingInt(s.cfg.Settings, "DEFAULT_DAILY_UPLOAD_LIMIT", 0)
+	limit := docflow.DefaultDailyUploadLimit.Get(s.cfg.Settings)
 	if p.DailyLimit != nil {
 		limit = *p.DailyLimit
 	}
@@ -203,7 +203,7 @@ func (s *Service) policy(ctx context.Context, owner string, early bool) (int, er
 
 // maxUpload is MAX_UPLOAD_SIZE (default 1 GiB).
 func (s *Service) maxUpload() int64 {
-	n := docflow.SettingInt64(s.cfg.Settings, "MAX_UPLOAD_SIZE", 1<<30)
+	n := docflow.MaxUploadSize.Get(s.cfg.Settings)
 	if n <= 0 {
 		return 1 << 30
 	}
@@ -352,7 +352,7 @@ func (s *Service) ingestFile(ctx context.Context, u docflow.Upload, opts ingestO
 		s.dropBlob(info)
 		return nil, err
 	}
-	dedup := docflow.SettingBool(s.cfg.Settings, "ENABLE_DEDUPLICATION", true)
+	dedup := docflow.EnableDeduplication.Get(s.cfg.Settings)
 	rec := docflow.IngestRecord{
 		ID:                  drawn.id,
 		File:                f,
@@ -547,12 +547,12 @@ func (s *Service) Reprocess(ctx context.Context, ids []int64, opts docflow.Repro
 
 // processallDir is PROCESSALL_DIR, else WORKDIR/processall.
 func (s *Service) processallDir() string {
-	if d := s.cfg.Settings.Get("PROCESSALL_DIR"); d != "" {
+	if d := docflow.ProcessallDir.Get(s.cfg.Settings); d != "" {
 		return d
 	}
 	wd := s.cfg.WorkDir
 	if wd == "" {
-		wd = s.cfg.Settings.Get("WORKDIR")
+		wd = docflow.Workdir.Get(s.cfg.Settings)
 	}
 	return filepath.Join(wd, "processall")
 }

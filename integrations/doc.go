@@ -3,7 +3,7 @@
 // one folder each:
 //
 //   - imap: the IMAP source client (and imaptest, its test servers).
-//   - local, dropbox, googledrive, onedrive…: the destinations, each a
+//   - local, paperless, dropbox, googledrive, onedrive…: the destinations, each a
 //     docflow.DestinationClient registered in internal/app's
 //     DestinationFactories; desttest is the contract suite every one runs,
 //     internal/httpdest what the HTTP-based ones share.

@@ -1,28 +1,31 @@
-package streams
+package streams_test
 
 import (
 	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 // BenchmarkConsumerThroughput measures the consumer (asynchronous acks,
 // contiguous commits) over b.N messages on the embedded broker.
 func BenchmarkConsumerThroughput(b *testing.B) {
-	br := startBroker(b, BrokerConfig{})
+	br := streamstest.NewBroker(b, streams.BrokerConfig{})
 	brokers := br.Addrs()
 	topic := "bench.consumer." + randHex(3)
-	createTopics(b, brokers, DefaultPartitions, topic, TopicDLQ)
-	p := newProducer(b, brokers)
+	streamstest.CreateTopics(b, brokers, streams.DefaultPartitions, topic, streams.TopicDLQ)
+	p := streamstest.NewProducer(b, brokers)
 	produceN(b, p, topic, b.N, func(i int) string { return strconv.Itoa(i % 4096) })
 	var acked atomic.Int64
 	done := make(chan struct{})
 	b.ResetTimer()
 	start := time.Now()
-	startConsumer(b, ConsumerConfig{
+	startConsumer(b, streams.ConsumerConfig{
 		Brokers: brokers, GroupID: "bench", Topics: []string{topic}, DeadLetters: p,
-		Handler: func(d *Delivery) {
+		Handler: func(d *streams.Delivery) {
 			go func() {
 				d.Ack()
 				if acked.Add(1) == int64(b.N) {

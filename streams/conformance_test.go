@@ -1,4 +1,4 @@
-package streams
+package streams_test
 
 import (
 	"context"
@@ -11,13 +11,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"docflow/internal/testsupport"
+	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 // produceN publishes n messages "0".."n-1" keyed by key(i), in parallel
 // batches.
-func produceN(t testing.TB, p *Producer, topic string, n int, key func(int) string) {
+func produceN(t testing.TB, p *streams.Producer, topic string, n int, key func(int) string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -26,9 +29,9 @@ func produceN(t testing.TB, p *Producer, topic string, n int, key func(int) stri
 	errs := make(chan error, n/chunk+1)
 	for lo := 0; lo < n; lo += chunk {
 		hi := min(lo+chunk, n)
-		msgs := make([]Message, 0, hi-lo)
+		msgs := make([]streams.Message, 0, hi-lo)
 		for i := lo; i < hi; i++ {
-			msgs = append(msgs, Message{Topic: topic, Key: []byte(key(i)), Value: []byte(strconv.Itoa(i))})
+			msgs = append(msgs, streams.Message{Topic: topic, Key: []byte(key(i)), Value: []byte(strconv.Itoa(i))})
 		}
 		wg.Add(1)
 		go func() {
@@ -45,51 +48,6 @@ func produceN(t testing.TB, p *Producer, topic string, n int, key func(int) stri
 	}
 }
 
-// readTopic reads every partition of topic from the start until want
-// messages arrived (or timeout) and returns them in partition order.
-func readTopic(t testing.TB, brokers []string, topic string, partitions, want int, timeout time.Duration) []Message {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var (
-		mu   sync.Mutex
-		got  []Message
-		wg   sync.WaitGroup
-		done = make(chan struct{})
-		once sync.Once
-	)
-	for p := range partitions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond})
-			defer r.Close()
-			for {
-				m, err := r.FetchMessage(ctx)
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				got = append(got, m)
-				n := len(got)
-				mu.Unlock()
-				if n >= want {
-					once.Do(func() { close(done) })
-				}
-			}
-		}()
-	}
-	select {
-	case <-done:
-		// Linger a little so that duplicates beyond want show up.
-		time.Sleep(200 * time.Millisecond)
-	case <-ctx.Done():
-	}
-	cancel()
-	wg.Wait()
-	return got
-}
-
 func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -104,11 +62,11 @@ func freePort(t testing.TB) int {
 // in random order from many goroutines: every message is handled once and
 // the group ends committed at the end of every partition.
 func TestConsumerOutOfOrderAcks(t *testing.T) {
-	b := startBroker(t, BrokerConfig{})
+	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic, parts, n = "conf.ooo", 6, 20000
-	createTopics(t, brokers, parts, topic, TopicDLQ)
-	p := newProducer(t, brokers)
+	streamstest.CreateTopics(t, brokers, parts, topic, streams.TopicDLQ)
+	p := streamstest.NewProducer(t, brokers)
 	produceN(t, p, topic, n, func(i int) string { return "file-" + strconv.Itoa(i%997) })
 
 	var (
@@ -118,10 +76,10 @@ func TestConsumerOutOfOrderAcks(t *testing.T) {
 		maxOpen atomic.Int64
 		open    atomic.Int64
 	)
-	c := startConsumer(t, ConsumerConfig{
+	c := startConsumer(t, streams.ConsumerConfig{
 		Brokers: brokers, GroupID: "g-ooo", Topics: []string{topic}, DeadLetters: p,
 		MaxInFlightPerPartition: 128, MaxInFlight: 512,
-		Handler: func(d *Delivery) {
+		Handler: func(d *streams.Delivery) {
 			if o := open.Add(1); o > maxOpen.Load() {
 				maxOpen.Store(o)
 			}
@@ -136,8 +94,8 @@ func TestConsumerOutOfOrderAcks(t *testing.T) {
 			}()
 		},
 	})
-	waitFor(t, 90*time.Second, "20,000 acks", func() bool { return acked.Load() >= n })
-	waitFor(t, 10*time.Second, "commits at the end of every partition", func() bool {
+	testsupport.WaitFor(t, 90*time.Second, "20,000 acks", func() bool { return acked.Load() >= n })
+	testsupport.WaitFor(t, 10*time.Second, "commits at the end of every partition", func() bool {
 		sum := committedTotal(t, brokers, "g-ooo", topic, parts)
 		return sum == n
 	})
@@ -164,11 +122,11 @@ func TestConsumerOutOfOrderAcks(t *testing.T) {
 // leaves while messages are still arriving. Every message is handled at
 // least once and the group ends fully committed.
 func TestConsumerRebalance(t *testing.T) {
-	b := startBroker(t, BrokerConfig{})
+	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic, parts, third = "conf.rebalance", 6, 2000
-	createTopics(t, brokers, parts, topic, TopicDLQ)
-	p := newProducer(t, brokers)
+	streamstest.CreateTopics(t, brokers, parts, topic, streams.TopicDLQ)
+	p := streamstest.NewProducer(t, brokers)
 	produce := func(round int) {
 		produceN(t, p, topic, third, func(i int) string { return strconv.Itoa(round*third + i) })
 	}
@@ -178,8 +136,8 @@ func TestConsumerRebalance(t *testing.T) {
 		seen  = map[string]int{}
 		byMem = map[string]int{}
 	)
-	handler := func(member string) Handler {
-		return func(d *Delivery) {
+	handler := func(member string) streams.Handler {
+		return func(d *streams.Delivery) {
 			go func() {
 				time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
 				mu.Lock()
@@ -191,17 +149,17 @@ func TestConsumerRebalance(t *testing.T) {
 		}
 	}
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
-	cfg := ConsumerConfig{Brokers: brokers, GroupID: "g-rebalance", Topics: []string{topic}, DeadLetters: p}
+	cfg := streams.ConsumerConfig{Brokers: brokers, GroupID: "g-rebalance", Topics: []string{topic}, DeadLetters: p}
 	cfgA, cfgB := cfg, cfg
 	cfgA.Handler, cfgB.Handler = handler("a"), handler("b")
 
 	a := startConsumer(t, cfgA)
 	produce(0)
-	waitFor(t, 30*time.Second, "first member busy", func() bool { return count() > third/4 })
+	testsupport.WaitFor(t, 30*time.Second, "first member busy", func() bool { return count() > third/4 })
 	bm := startConsumer(t, cfgB) // joins with the first round in flight
-	waitFor(t, 30*time.Second, "second member assigned", func() bool { return bm.Generations() > 0 && a.Generations() > 1 })
+	testsupport.WaitFor(t, 30*time.Second, "second member assigned", func() bool { return bm.Generations() > 0 && a.Generations() > 1 })
 	produce(1)
-	waitFor(t, 30*time.Second, "two rounds", func() bool { return count() == 2*third })
+	testsupport.WaitFor(t, 30*time.Second, "two rounds", func() bool { return count() == 2*third })
 	mu.Lock()
 	if byMem["b"] == 0 {
 		t.Errorf("second member handled nothing of the second round: %v", byMem)
@@ -219,8 +177,8 @@ func TestConsumerRebalance(t *testing.T) {
 	}()
 	produce(2) // while the first member leaves
 	<-done
-	waitFor(t, 60*time.Second, "every message", func() bool { return count() == 3*third })
-	waitFor(t, 15*time.Second, "group fully committed", func() bool {
+	testsupport.WaitFor(t, 60*time.Second, "every message", func() bool { return count() == 3*third })
+	testsupport.WaitFor(t, 15*time.Second, "group fully committed", func() bool {
 		sum := committedTotal(t, brokers, "g-rebalance", topic, parts)
 		return sum == 3*third
 	})
@@ -237,11 +195,11 @@ func TestConsumerRebalance(t *testing.T) {
 // commits nothing past it and pauses at its budget; the other partitions
 // are consumed and committed to the end.
 func TestConsumerStuckMessage(t *testing.T) {
-	b := startBroker(t, BrokerConfig{})
+	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic, parts, n, budget = "conf.stuck", 4, 2000, 16
-	createTopics(t, brokers, parts, topic, TopicDLQ)
-	p := newProducer(t, brokers)
+	streamstest.CreateTopics(t, brokers, parts, topic, streams.TopicDLQ)
+	p := streamstest.NewProducer(t, brokers)
 	produceN(t, p, topic, n, func(i int) string { return strconv.Itoa(i) })
 
 	// The stuck message: the 5th of partition 0.
@@ -249,14 +207,14 @@ func TestConsumerStuckMessage(t *testing.T) {
 	var (
 		mu         sync.Mutex
 		perPart    = map[int]int{}
-		stuck      *Delivery
+		stuck      *streams.Delivery
 		pastStuck  int
 		otherAcked atomic.Int64
 	)
-	startConsumer(t, ConsumerConfig{
+	startConsumer(t, streams.ConsumerConfig{
 		Brokers: brokers, GroupID: "g-stuck", Topics: []string{topic}, DeadLetters: p,
 		MaxInFlightPerPartition: budget,
-		Handler: func(d *Delivery) {
+		Handler: func(d *streams.Delivery) {
 			mu.Lock()
 			perPart[d.Message.Partition]++
 			if d.Message.Partition == stuckPart {
@@ -275,7 +233,7 @@ func TestConsumerStuckMessage(t *testing.T) {
 			go d.Ack()
 		},
 	})
-	waitFor(t, 30*time.Second, "other partitions consumed", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "other partitions consumed", func() bool {
 		c := committed(t, brokers, "g-stuck", topic, parts)
 		for part := 1; part < parts; part++ {
 			if c[part] <= 0 {
@@ -305,7 +263,7 @@ func TestConsumerStuckMessage(t *testing.T) {
 	}
 	// Releasing it lets the partition catch up to the end.
 	s.Ack()
-	waitFor(t, 30*time.Second, "stuck partition committed to its end", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "stuck partition committed to its end", func() bool {
 		sum := committedTotal(t, brokers, "g-stuck", topic, parts)
 		return sum == n
 	})
@@ -317,25 +275,25 @@ func TestConsumerStuckMessage(t *testing.T) {
 func TestBrokerRestartKeepsData(t *testing.T) {
 	dir := t.TempDir()
 	port := freePort(t)
-	b := startBroker(t, BrokerConfig{DataDir: dir, Port: port})
+	b := streamstest.NewBroker(t, streams.BrokerConfig{DataDir: dir, Port: port})
 	brokers := b.Addrs()
 	const topic, parts = "conf.restart", 3
-	createTopics(t, brokers, parts, topic, TopicDLQ)
-	p := newProducer(t, brokers)
+	streamstest.CreateTopics(t, brokers, parts, topic, streams.TopicDLQ)
+	p := streamstest.NewProducer(t, brokers)
 	produceN(t, p, topic, 300, func(i int) string { return strconv.Itoa(i) })
 
 	var mu sync.Mutex
 	seen := map[string]int{}
-	handler := func(d *Delivery) {
+	handler := func(d *streams.Delivery) {
 		mu.Lock()
 		seen[string(d.Message.Value)]++
 		mu.Unlock()
 		d.Ack()
 	}
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
-	cfg := ConsumerConfig{Brokers: brokers, GroupID: "g-restart", Topics: []string{topic}, DeadLetters: p, Handler: handler}
+	cfg := streams.ConsumerConfig{Brokers: brokers, GroupID: "g-restart", Topics: []string{topic}, DeadLetters: p, Handler: handler}
 	c1 := startConsumer(t, cfg)
-	waitFor(t, 30*time.Second, "first 300", func() bool { return count() == 300 })
+	testsupport.WaitFor(t, 30*time.Second, "first 300", func() bool { return count() == 300 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c1.Close(ctx); err != nil {
@@ -343,13 +301,13 @@ func TestBrokerRestartKeepsData(t *testing.T) {
 	}
 
 	b.Close()
-	b2 := startBroker(t, BrokerConfig{DataDir: dir, Port: port})
+	b2 := streamstest.NewBroker(t, streams.BrokerConfig{DataDir: dir, Port: port})
 	if b2.Addrs()[0] != brokers[0] {
 		t.Fatalf("restarted on %v, want %v", b2.Addrs(), brokers)
 	}
 	produceN(t, p, topic, 300, func(i int) string { return "second-" + strconv.Itoa(i) })
 	// (values repeat "0".."299": the second round is told apart by count)
-	old := readTopic(t, brokers, topic, parts, 600, 20*time.Second)
+	old := streamstest.ReadTopic(t, brokers, topic, parts, 600, 20*time.Second)
 	if len(old) != 600 {
 		t.Fatalf("topic holds %d messages after restart, want 600", len(old))
 	}
@@ -357,7 +315,7 @@ func TestBrokerRestartKeepsData(t *testing.T) {
 	clear(seen)
 	mu.Unlock()
 	startConsumer(t, cfg)
-	waitFor(t, 30*time.Second, "second 300", func() bool { return count() == 300 })
+	testsupport.WaitFor(t, 30*time.Second, "second 300", func() bool { return count() == 300 })
 	time.Sleep(300 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
@@ -374,36 +332,36 @@ func TestBrokerRestartKeepsData(t *testing.T) {
 // TestConsumerPoisonMessage sends an undecodable message among valid tasks:
 // it is dead-lettered with its reason and the consumer keeps going.
 func TestConsumerPoisonMessage(t *testing.T) {
-	b := startBroker(t, BrokerConfig{})
+	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic, parts = "conf.poison", 2
-	createTopics(t, brokers, parts, topic, TopicDLQ)
-	p := newProducer(t, brokers)
+	streamstest.CreateTopics(t, brokers, parts, topic, streams.TopicDLQ)
+	p := streamstest.NewProducer(t, brokers)
 	ctx := context.Background()
-	var msgs []Message
+	var msgs []streams.Message
 	for i := range 10 {
-		v, err := Encode(fmt.Sprintf("task-%d", i), time.Now(), StepTask{RunID: "r", FileID: int64(i + 1), StepType: "ocr", Attempt: 1})
+		v, err := streams.Encode(fmt.Sprintf("task-%d", i), time.Now(), streams.StepTask{RunID: "r", FileID: int64(i + 1), StepType: "ocr", Attempt: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs = append(msgs, Message{Topic: topic, Key: []byte("7"), Value: v})
+		msgs = append(msgs, streams.Message{Topic: topic, Key: []byte("7"), Value: v})
 		if i == 4 {
-			msgs = append(msgs, Message{Topic: topic, Key: []byte("7"), Value: []byte("{not json"),
-				Headers: []Header{{Key: HeaderAttempt, Value: []byte("2")}}})
+			msgs = append(msgs, streams.Message{Topic: topic, Key: []byte("7"), Value: []byte("{not json"),
+				Headers: []streams.Header{{Key: streams.HeaderAttempt, Value: []byte("2")}}})
 		}
 	}
 	if err := p.Publish(ctx, msgs...); err != nil {
 		t.Fatal(err)
 	}
 	var ok atomic.Int64
-	startConsumer(t, ConsumerConfig{
+	startConsumer(t, streams.ConsumerConfig{
 		Brokers: brokers, GroupID: "g-poison", Topics: []string{topic}, DeadLetters: p, Step: "ocr",
-		OnFailure: func(context.Context, Message, error) error {
+		OnFailure: func(context.Context, streams.Message, error) error {
 			t.Error("a poison message reached the failure policy")
 			return nil
 		},
-		Handler: func(d *Delivery) {
-			if _, _, err := Decode[StepTask](d.Message.Value); err != nil {
+		Handler: func(d *streams.Delivery) {
+			if _, _, err := streams.Decode[streams.StepTask](d.Message.Value); err != nil {
 				d.Nack(err)
 				return
 			}
@@ -411,7 +369,7 @@ func TestConsumerPoisonMessage(t *testing.T) {
 			d.Ack()
 		},
 	})
-	dl := readTopic(t, brokers, TopicDLQ, DefaultPartitions, 1, 20*time.Second)
+	dl := streamstest.ReadTopic(t, brokers, streams.TopicDLQ, streams.DefaultPartitions, 1, 20*time.Second)
 	if len(dl) != 1 {
 		t.Fatalf("dead letters: %d, want 1", len(dl))
 	}
@@ -419,15 +377,15 @@ func TestConsumerPoisonMessage(t *testing.T) {
 	if string(m.Value) != "{not json" || string(m.Key) != "7" {
 		t.Fatalf("dead letter carries %q/%q", m.Key, m.Value)
 	}
-	for h, want := range map[string]string{HeaderStep: "ocr", HeaderAttempt: "2", HeaderOriginalTopic: topic} {
-		if got := HeaderValue(m, h); got != want {
+	for h, want := range map[string]string{streams.HeaderStep: "ocr", streams.HeaderAttempt: "2", streams.HeaderOriginalTopic: topic} {
+		if got := streams.HeaderValue(m, h); got != want {
 			t.Errorf("header %s = %q, want %q", h, got, want)
 		}
 	}
-	if HeaderValue(m, HeaderReason) == "" {
+	if streams.HeaderValue(m, streams.HeaderReason) == "" {
 		t.Error("dead letter without x-reason")
 	}
-	waitFor(t, 20*time.Second, "valid tasks handled and all committed", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "valid tasks handled and all committed", func() bool {
 		sum := committedTotal(t, brokers, "g-poison", topic, parts)
 		return ok.Load() == 10 && sum == 11
 	})
@@ -436,16 +394,16 @@ func TestConsumerPoisonMessage(t *testing.T) {
 // TestConsumerFailurePolicy routes a Nacked message through the policy,
 // retrying the policy until it succeeds; the offset is committed after.
 func TestConsumerFailurePolicy(t *testing.T) {
-	b := startBroker(t, BrokerConfig{})
+	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic = "conf.failure"
-	createTopics(t, brokers, 1, topic, TopicDLQ)
-	p := newProducer(t, brokers)
+	streamstest.CreateTopics(t, brokers, 1, topic, streams.TopicDLQ)
+	p := streamstest.NewProducer(t, brokers)
 	produceN(t, p, topic, 3, strconv.Itoa)
 	var calls atomic.Int64
-	startConsumer(t, ConsumerConfig{
+	startConsumer(t, streams.ConsumerConfig{
 		Brokers: brokers, GroupID: "g-failure", Topics: []string{topic}, DeadLetters: p,
-		OnFailure: func(_ context.Context, m Message, cause error) error {
+		OnFailure: func(_ context.Context, m streams.Message, cause error) error {
 			if string(m.Value) != "1" || cause.Error() != "boom" {
 				t.Errorf("policy got %q: %v", m.Value, cause)
 			}
@@ -454,7 +412,7 @@ func TestConsumerFailurePolicy(t *testing.T) {
 			}
 			return nil
 		},
-		Handler: func(d *Delivery) {
+		Handler: func(d *streams.Delivery) {
 			if string(d.Message.Value) == "1" {
 				d.Nack(fmt.Errorf("boom"))
 				return
@@ -462,7 +420,7 @@ func TestConsumerFailurePolicy(t *testing.T) {
 			d.Ack()
 		},
 	})
-	waitFor(t, 20*time.Second, "committed past the failed message", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "committed past the failed message", func() bool {
 		return committed(t, brokers, "g-failure", topic, 1)[0] == 3
 	})
 	if calls.Load() != 3 {
@@ -473,21 +431,21 @@ func TestConsumerFailurePolicy(t *testing.T) {
 // TestLag reports uncommitted messages per topic: all of them before the
 // group consumed, none after.
 func TestLag(t *testing.T) {
-	b := startBroker(t, BrokerConfig{})
+	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic = "conf.lag"
-	createTopics(t, brokers, 3, topic, TopicDLQ)
-	p := newProducer(t, brokers)
+	streamstest.CreateTopics(t, brokers, 3, topic, streams.TopicDLQ)
+	p := streamstest.NewProducer(t, brokers)
 	produceN(t, p, topic, 90, strconv.Itoa)
 	ctx := context.Background()
-	lag, err := ConsumerLags(ctx, brokers, map[string]string{topic: "g-lag"})
+	lag, err := streams.ConsumerLags(ctx, brokers, map[string]string{topic: "g-lag"})
 	if err != nil || lag[topic] != 90 {
 		t.Fatalf("lag before consuming: %v %v", lag, err)
 	}
-	startConsumer(t, ConsumerConfig{Brokers: brokers, GroupID: "g-lag", Topics: []string{topic}, DeadLetters: p,
-		Handler: func(d *Delivery) { d.Ack() }})
-	waitFor(t, 20*time.Second, "lag drained", func() bool {
-		lag, err := ConsumerLags(ctx, brokers, map[string]string{topic: "g-lag"})
+	startConsumer(t, streams.ConsumerConfig{Brokers: brokers, GroupID: "g-lag", Topics: []string{topic}, DeadLetters: p,
+		Handler: func(d *streams.Delivery) { d.Ack() }})
+	testsupport.WaitFor(t, 20*time.Second, "lag drained", func() bool {
+		lag, err := streams.ConsumerLags(ctx, brokers, map[string]string{topic: "g-lag"})
 		return err == nil && lag[topic] == 0
 	})
 }
@@ -497,37 +455,37 @@ func TestLag(t *testing.T) {
 func TestConsumerSurvivesBrokerRestart(t *testing.T) {
 	dir := t.TempDir()
 	port := freePort(t)
-	b := startBroker(t, BrokerConfig{DataDir: dir, Port: port})
+	b := streamstest.NewBroker(t, streams.BrokerConfig{DataDir: dir, Port: port})
 	brokers := b.Addrs()
 	const topic, parts = "conf.live-restart", 3
-	createTopics(t, brokers, parts, topic, TopicDLQ)
-	p := newProducer(t, brokers)
+	streamstest.CreateTopics(t, brokers, parts, topic, streams.TopicDLQ)
+	p := streamstest.NewProducer(t, brokers)
 	var mu sync.Mutex
 	seen := map[string]bool{}
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
-	startConsumer(t, ConsumerConfig{Brokers: brokers, GroupID: "g-live", Topics: []string{topic}, DeadLetters: p,
-		Handler: func(d *Delivery) {
+	startConsumer(t, streams.ConsumerConfig{Brokers: brokers, GroupID: "g-live", Topics: []string{topic}, DeadLetters: p,
+		Handler: func(d *streams.Delivery) {
 			mu.Lock()
 			seen[string(d.Message.Value)] = true
 			mu.Unlock()
 			d.Ack()
 		}})
 	produceN(t, p, topic, 100, func(i int) string { return strconv.Itoa(i) })
-	waitFor(t, 20*time.Second, "first 100", func() bool { return count() == 100 })
+	testsupport.WaitFor(t, 20*time.Second, "first 100", func() bool { return count() == 100 })
 	time.Sleep(100 * time.Millisecond) // commits
 	b.Close()
 	time.Sleep(300 * time.Millisecond)
-	startBroker(t, BrokerConfig{DataDir: dir, Port: port})
-	msgs := make([]Message, 100)
+	streamstest.NewBroker(t, streams.BrokerConfig{DataDir: dir, Port: port})
+	msgs := make([]streams.Message, 100)
 	for i := range msgs {
-		msgs[i] = Message{Topic: topic, Key: []byte(strconv.Itoa(i)), Value: []byte("after-" + strconv.Itoa(i))}
+		msgs[i] = streams.Message{Topic: topic, Key: []byte(strconv.Itoa(i)), Value: []byte("after-" + strconv.Itoa(i))}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := p.Publish(ctx, msgs...); err != nil {
 		t.Fatalf("publish after restart: %v", err)
 	}
-	waitFor(t, 60*time.Second, "messages after the restart", func() bool { return count() == 200 })
+	testsupport.WaitFor(t, 60*time.Second, "messages after the restart", func() bool { return count() == 200 })
 }
 
 // TestConsumerFetchAnsweredLate has the broker answer every fetch later
@@ -535,11 +493,11 @@ func TestConsumerSurvivesBrokerRestart(t *testing.T) {
 // the partitions still move, every message is handled, and the group
 // commits to the end.
 func TestConsumerFetchAnsweredLate(t *testing.T) {
-	b := startBroker(t, BrokerConfig{})
+	b := streamstest.NewBroker(t, streams.BrokerConfig{})
 	brokers := b.Addrs()
 	const topic, parts, n = "conf.late", 2, 200
-	createTopics(t, brokers, parts, topic, TopicDLQ)
-	p := newProducer(t, brokers)
+	streamstest.CreateTopics(t, brokers, parts, topic, streams.TopicDLQ)
+	p := streamstest.NewProducer(t, brokers)
 	produceN(t, p, topic, n, func(i int) string { return strconv.Itoa(i) })
 
 	// Every fetch is answered 400 ms late: 4 times the MaxWait fastGroup
@@ -555,17 +513,17 @@ func TestConsumerFetchAnsweredLate(t *testing.T) {
 		mu   sync.Mutex
 		seen = map[string]bool{}
 	)
-	startConsumer(t, ConsumerConfig{
+	startConsumer(t, streams.ConsumerConfig{
 		Brokers: brokers, GroupID: "g-late", Topics: []string{topic}, DeadLetters: p,
-		Log: testLog(t),
-		Handler: func(d *Delivery) {
+		Log: streamstest.Log(t),
+		Handler: func(d *streams.Delivery) {
 			mu.Lock()
 			seen[string(d.Message.Value)] = true
 			mu.Unlock()
 			d.Ack()
 		},
 	})
-	waitFor(t, 60*time.Second, "every message handled and committed", func() bool {
+	testsupport.WaitFor(t, 60*time.Second, "every message handled and committed", func() bool {
 		mu.Lock()
 		k := len(seen)
 		mu.Unlock()

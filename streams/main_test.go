@@ -1,15 +1,16 @@
-package streams
+package streams_test
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
+
+	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 func randHex(n int) string {
@@ -18,65 +19,15 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func testLog(t testing.TB) zerolog.Logger {
-	if os.Getenv("STREAMS_TEST_LOG") != "" {
-		return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
-	}
-	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-}
-
-// startBroker starts an embedded broker for one test.
-func startBroker(t testing.TB, cfg BrokerConfig) *Broker {
-	t.Helper()
-	if cfg.MinSessionTimeout == 0 {
-		cfg.MinSessionTimeout = 500 * time.Millisecond
-	}
-	cfg.Log = testLog(t)
-	b := NewBroker(cfg)
-	if err := b.Start(); err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	t.Cleanup(b.Close)
-	return b
-}
-
-func createTopics(t testing.TB, brokers []string, partitions int, names ...string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cfgs := make([]kafka.TopicConfig, len(names))
-	for i, n := range names {
-		cfgs[i] = kafka.TopicConfig{Topic: n, NumPartitions: partitions, ReplicationFactor: 1}
-	}
-	if err := EnsureTopics(ctx, brokers, cfgs); err != nil {
-		t.Fatalf("ensure topics: %v", err)
-	}
-}
-
-func newProducer(t testing.TB, brokers []string) *Producer {
-	t.Helper()
-	p, err := NewProducer(ProducerConfig{Brokers: brokers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	return p
-}
-
-// fastGroup makes group membership changes quick for tests.
-func fastGroup(cfg ConsumerConfig) ConsumerConfig {
-	cfg.HeartbeatInterval = 100 * time.Millisecond
-	cfg.SessionTimeout = 2 * time.Second
-	cfg.RebalanceTimeout = 5 * time.Second
-	cfg.DrainTimeout = 2 * time.Second
-	cfg.CommitInterval = 20 * time.Millisecond
-	cfg.MaxWait = 100 * time.Millisecond
+// fast is cfg with streamstest.FastGroup's timings.
+func fast(cfg streams.ConsumerConfig) streams.ConsumerConfig {
+	streamstest.FastGroup(&cfg)
 	return cfg
 }
 
-func startConsumer(t testing.TB, cfg ConsumerConfig) *Consumer {
+func startConsumer(t testing.TB, cfg streams.ConsumerConfig) *streams.Consumer {
 	t.Helper()
-	c, err := NewConsumer(fastGroup(cfg))
+	c, err := streams.NewConsumer(fast(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,15 +73,4 @@ func committedTotal(t testing.TB, brokers []string, group, topic string, partiti
 		sum += max(off, 0)
 	}
 	return sum
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

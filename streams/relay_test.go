@@ -1,4 +1,4 @@
-package streams
+package streams_test
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"docflow"
+	"docflow/internal/testsupport"
+	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 // The relay over a fake of its OutboxStore; the relay against PostgreSQL is
@@ -95,10 +98,10 @@ func (o *memOutbox) DeleteSent(context.Context, time.Duration) (int64, error) { 
 // "missing.*".
 type recorder struct {
 	mu   sync.Mutex
-	msgs []Message
+	msgs []streams.Message
 }
 
-func (r *recorder) Publish(_ context.Context, msgs ...Message) error {
+func (r *recorder) Publish(_ context.Context, msgs ...streams.Message) error {
 	if strings.HasPrefix(msgs[0].Topic, "missing.") {
 		return fmt.Errorf("unknown topic %s", msgs[0].Topic)
 	}
@@ -108,7 +111,7 @@ func (r *recorder) Publish(_ context.Context, msgs ...Message) error {
 	return nil
 }
 
-func (r *recorder) got() []Message {
+func (r *recorder) got() []streams.Message {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.msgs)
@@ -124,7 +127,7 @@ func TestRelayPublishesAndMarks(t *testing.T) {
 		docflow.OutboxMessage{Topic: "t", Payload: []byte("b")},
 	)
 	pub := &recorder{}
-	r, err := NewRelay(RelayConfig{Store: store, Publisher: pub, Log: testLog(t)})
+	r, err := streams.NewRelay(streams.RelayConfig{Store: store, Publisher: pub, Log: streamstest.Log(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +161,7 @@ func TestRelayPublishesAndMarks(t *testing.T) {
 func TestRelayWakesOnNotification(t *testing.T) {
 	store := newMemOutbox()
 	pub := &recorder{}
-	r, err := NewRelay(RelayConfig{Store: store, Publisher: pub, PollInterval: time.Hour, Log: testLog(t)})
+	r, err := streams.NewRelay(streams.RelayConfig{Store: store, Publisher: pub, PollInterval: time.Hour, Log: streamstest.Log(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,14 +170,14 @@ func TestRelayWakesOnNotification(t *testing.T) {
 	wake := <-store.wake
 	store.add(docflow.OutboxMessage{Topic: "t", Key: "1", Payload: []byte("now")})
 	wake()
-	waitFor(t, 5*time.Second, "the row published", func() bool { return r.Published() == 1 })
+	testsupport.WaitFor(t, 5*time.Second, "the row published", func() bool { return r.Published() == 1 })
 }
 
 // TestRelayPublishErrorRollsBack: a RelayDue that fails after publishing
 // counts nothing as published.
 func TestRelayPublishErrorRollsBack(t *testing.T) {
 	pub := &recorder{}
-	r, err := NewRelay(RelayConfig{Store: failingOutbox{newMemOutbox(docflow.OutboxMessage{Topic: "t", Payload: []byte("x")})}, Publisher: pub})
+	r, err := streams.NewRelay(streams.RelayConfig{Store: failingOutbox{newMemOutbox(docflow.OutboxMessage{Topic: "t", Payload: []byte("x")})}, Publisher: pub})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +214,7 @@ func (m *marker) MarkSent(_ context.Context, ids []int64) error {
 // marks only those the broker took.
 func TestWriteThrough(t *testing.T) {
 	pub, mk := &recorder{}, &marker{}
-	w := NewWriteThrough(pub, mk, testLog(t))
+	w := streams.NewWriteThrough(pub, mk, streamstest.Log(t))
 	msgs := []docflow.OutboxMessage{
 		{Topic: "t", Key: "7", Payload: []byte("task"), Headers: map[string]string{"x-b": "2", "x-a": "1"}},
 		{Topic: "missing.dlq", Key: "7", Payload: []byte("dead")},

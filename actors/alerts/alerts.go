@@ -124,10 +124,10 @@ func (a *alerter) Receive(c *actor.Context) {
 var errClaimPanicked = errors.New("claim of failing integrations panicked")
 
 func (a *alerter) claim(c *actor.Context) {
-	if a.claiming || a.ctx.Err() != nil || len(docflow.SettingList(a.cfg.Settings, "NOTIFICATION_URLS")) == 0 {
+	if a.claiming || a.ctx.Err() != nil || len(docflow.NotificationURLs.Get(a.cfg.Settings)) == 0 {
 		return
 	}
-	after := docflow.SettingDuration(a.cfg.Settings, "INTEGRATION_FAILING_NOTIFY_AFTER", docflow.DefaultIntegrationFailingNotifyAfter)
+	after := docflow.IntegrationFailingNotifyAfter.Get(a.cfg.Settings)
 	a.claiming = true
 	e, self, store, batch := c.Engine(), c.PID(), a.cfg.Store, a.cfg.Batch
 	ctx, cancel := context.WithTimeout(a.ctx, a.cfg.Timeout)

@@ -247,7 +247,7 @@ func (s *Service) attempt(j *job, free func(failed bool)) (failed bool) {
 	n := d.Attempts + 1
 	timeout := s.cfg.Timeout
 	if timeout <= 0 {
-		timeout = time.Duration(docflow.SettingInt(s.cfg.Settings, "WEBHOOK_TIMEOUT", 10)) * time.Second
+		timeout = docflow.WebhookTimeout.Get(s.cfg.Settings)
 	}
 	started := time.Now()
 	res := actors.RunTimed(s.ctx, timeout, func(ctx context.Context) (Result, error) {

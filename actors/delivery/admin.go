@@ -83,14 +83,14 @@ func AdminNotification(ev docflow.Event) docflow.Notification {
 // are read at each event.
 func AdminEvents(settings docflow.SettingsStore) func(name string) bool {
 	return func(name string) bool {
-		if len(docflow.SettingList(settings, "NOTIFICATION_URLS")) == 0 {
+		if len(docflow.NotificationURLs.Get(settings)) == 0 {
 			return false
 		}
 		switch name {
 		case docflow.EventUserPaymentIssue:
 			return true
 		case docflow.EventDocumentFailed:
-			return docflow.SettingBool(settings, "NOTIFY_ON_DOCUMENT_FAILED", false)
+			return docflow.NotifyOnDocumentFailed.Get(settings)
 		}
 		return false
 	}

@@ -22,6 +22,7 @@ func (f *fakeNotifier) Notify(_ context.Context, n docflow.Notification) docflow
 // An admin delivery fails (and is retried) only when a valid channel
 // failed: invalid entries and no channel at all are not worth a retry.
 func TestAdminSender(t *testing.T) {
+	t.Parallel()
 	ev := docflow.Event{ID: "evt_1", Name: docflow.EventUserPaymentIssue,
 		Data: map[string]any{"user_id": "ann@example.com", "issue": "card expired"}}
 	d := &docflow.EventDelivery{ID: 1, EventID: ev.ID, Event: ev, Subscriber: docflow.Subscriber{Kind: docflow.SubscriberAdmin}}
@@ -62,6 +63,7 @@ func (s envSettings) Delete(context.Context, string) error { return nil }
 // Admin events: none without channels; payment issues always; failed
 // documents only when opted in; nothing else.
 func TestAdminEvents(t *testing.T) {
+	t.Parallel()
 	st := envSettings{}
 	pick := delivery.AdminEvents(st)
 	if pick(docflow.EventUserPaymentIssue) {

@@ -9,12 +9,14 @@ import (
 	"time"
 
 	"docflow"
+	"docflow/internal/testsupport"
 )
 
 // WEBHOOK_ALLOWED_HOSTS entries with a port admit that port of the host
 // only, and a receiver that answers in another protocol leaves its text
 // out of the delivery log: the error is a fixed class.
 func TestAllowListPortsAndFailuresInFixedWords(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	const mark = "BANNER-7f3a intranet-db-01"
 	listed := newReceiver(t, status(http.StatusOK))
@@ -45,7 +47,7 @@ func TestAllowListPortsAndFailuresInFixedWords(t *testing.T) {
 	e.start(func(c *Config) { c.RetryDelays = []time.Duration{} })
 	e.emit(7)
 	for _, w := range []*docflow.Webhook{wl, wu, wb} {
-		waitFor(t, 15*time.Second, "a final attempt", func() bool {
+		testsupport.WaitFor(t, 15*time.Second, "a final attempt", func() bool {
 			l := e.deliveries(w)
 			return len(l) == 1 && (l[0].Status == docflow.DeliveryDelivered || l[0].Status == docflow.DeliveryFailed)
 		})

@@ -146,15 +146,10 @@ func New(cfg Config) (*Service, error) {
 		cfg.GroupID = DefaultGroupID
 	}
 	if cfg.RetryDelays == nil {
-		v := cfg.Settings.Get("WEBHOOK_RETRY_DELAYS")
-		if v == "" {
-			v = "60,300,900"
+		if err := docflow.WebhookRetryDelays.Validate(cfg.Settings); err != nil {
+			return nil, fmt.Errorf("new delivery: %w", err)
 		}
-		d, err := docflow.ParseDurations(v)
-		if err != nil {
-			return nil, fmt.Errorf("WEBHOOK_RETRY_DELAYS: %w", err)
-		}
-		cfg.RetryDelays = d
+		cfg.RetryDelays = docflow.WebhookRetryDelays.Get(cfg.Settings)
 	}
 	if cfg.Jitter <= 0 {
 		cfg.Jitter = 0.2

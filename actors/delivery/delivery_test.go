@@ -16,7 +16,9 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"docflow"
+	"docflow/internal/testsupport"
 	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 // A receiver answering 500 twice then 200 gets the event three times,
@@ -24,6 +26,7 @@ import (
 // every attempt is in the log. A webhook subscribed to other events gets
 // nothing.
 func TestDeliveredOnThirdAttemptSigned(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
 		if n <= 2 {
@@ -40,8 +43,8 @@ func TestDeliveredOnThirdAttemptSigned(t *testing.T) {
 	e.start(func(c *Config) { c.Metrics = metrics })
 	id := e.emit(42)
 
-	waitFor(t, 15*time.Second, "three requests", func() bool { return len(rc.requests()) >= 3 })
-	waitFor(t, 5*time.Second, "delivery recorded", func() bool {
+	testsupport.WaitFor(t, 15*time.Second, "three requests", func() bool { return len(rc.requests()) >= 3 })
+	testsupport.WaitFor(t, 5*time.Second, "delivery recorded", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered
 	})
@@ -140,6 +143,8 @@ func (l *metricLog) all() []docflow.Metric {
 // A receiver that hangs times out, is retried after each tier and given
 // up; meanwhile another webhook's deliveries are not delayed.
 func TestHangingReceiverTimesOutWithoutDelayingOthers(t *testing.T) {
+	// Serial: it times the other receivers' deliveries (within 3 s); other
+	// tests on the CPU would blur that.
 	e := newEnv(t)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -161,11 +166,11 @@ func TestHangingReceiverTimesOutWithoutDelayingOthers(t *testing.T) {
 	for i := range 5 {
 		e.emit(int64(100 + i))
 	}
-	waitFor(t, 10*time.Second, "the fast receiver's 5 deliveries", func() bool { return len(fast.requests()) == 5 })
+	testsupport.WaitFor(t, 10*time.Second, "the fast receiver's 5 deliveries", func() bool { return len(fast.requests()) == 5 })
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the fast receiver waited %v behind the hanging one", took)
 	}
-	waitFor(t, 20*time.Second, "the hanging deliveries given up", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "the hanging deliveries given up", func() bool {
 		l := e.deliveries(wh)
 		if len(l) != 5 {
 			return false
@@ -204,6 +209,7 @@ func deref(s *string) string {
 // receiver on a private address that WEBHOOK_ALLOWED_HOSTS does not name
 // is refused when the connection is made.
 func TestRedirectAndPrivateAddressRefused(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	redirect := newReceiver(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
@@ -215,7 +221,7 @@ func TestRedirectAndPrivateAddressRefused(t *testing.T) {
 	e.start(func(c *Config) { c.RetryDelays = []time.Duration{} })
 	e.emit(7)
 	for _, w := range []*docflow.Webhook{wr, wp} {
-		waitFor(t, 10*time.Second, "given up", func() bool {
+		testsupport.WaitFor(t, 10*time.Second, "given up", func() bool {
 			l := e.deliveries(w)
 			return len(l) == 1 && l[0].Status == docflow.DeliveryFailed
 		})
@@ -239,6 +245,7 @@ func TestRedirectAndPrivateAddressRefused(t *testing.T) {
 // A receiver answering 2 GB is read only up to the bound: the attempt
 // ends at once and counts as delivered.
 func TestHugeResponseReadUpToTheBound(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	sent := make(chan int64, 1)
 	big := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
@@ -258,7 +265,7 @@ func TestHugeResponseReadUpToTheBound(t *testing.T) {
 	w := e.webhook(big.URL, "", docflow.EventDocumentUploaded)
 	e.start(nil)
 	e.emit(9)
-	waitFor(t, 10*time.Second, "delivered", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "delivered", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered
 	})
@@ -278,14 +285,15 @@ func TestHugeResponseReadUpToTheBound(t *testing.T) {
 // A webhook deleted while its deliveries wait for a retry: they are
 // dropped and the log says why.
 func TestDeletedWebhookDropsQueuedDeliveries(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, status(http.StatusServiceUnavailable))
 	w := e.webhook(rc.URL, "", docflow.EventDocumentUploaded)
 	e.start(func(c *Config) { c.RetryDelays = []time.Duration{time.Second} })
 	e.emit(11)
 	e.emit(12)
-	waitFor(t, 10*time.Second, "first attempts", func() bool { return len(rc.requests()) == 2 })
-	waitFor(t, 5*time.Second, "first attempts recorded", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "first attempts", func() bool { return len(rc.requests()) == 2 })
+	testsupport.WaitFor(t, 5*time.Second, "first attempts recorded", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 2 && l[0].Attempt == 1 && l[1].Attempt == 1
 	})
@@ -293,13 +301,13 @@ func TestDeletedWebhookDropsQueuedDeliveries(t *testing.T) {
 	if err := e.store.DeleteWebhook(context.Background(), w.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "dropped", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "dropped", func() bool {
 		var n int
 		_ = e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM event_deliveries
 			WHERE subscriber = $1 AND status = 'dropped' AND last_error = 'subscriber deleted'`, "webhook:"+itoa(w.ID)).Scan(&n)
 		return n == 2
 	})
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // no request after the drop
 	if n := len(rc.requests()); n != 2 {
 		t.Errorf("receiver got %d requests after the delete, want none (2 in all)", n-2)
 	}
@@ -308,6 +316,7 @@ func TestDeletedWebhookDropsQueuedDeliveries(t *testing.T) {
 // A process stopped with a delivery in flight acknowledged nothing: the
 // next one delivers it, with the same event id.
 func TestStoppedWithDeliveryInFlightDeliversAfterRestart(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	hold := make(chan struct{})
 	rc := newReceiver(t, func(n int, w http.ResponseWriter, r *http.Request) {
@@ -324,13 +333,13 @@ func TestStoppedWithDeliveryInFlightDeliversAfterRestart(t *testing.T) {
 	w := e.webhook(rc.URL, "secret", docflow.EventDocumentUploaded)
 	_, stop := e.start(func(c *Config) { c.Timeout = 30 * time.Second })
 	id := e.emit(21)
-	waitFor(t, 10*time.Second, "the first request", func() bool { return len(rc.requests()) == 1 })
+	testsupport.WaitFor(t, 10*time.Second, "the first request", func() bool { return len(rc.requests()) == 1 })
 	stop(300 * time.Millisecond)
 	if l := e.deliveries(w); len(l) != 1 || l[0].Attempt != 0 || l[0].Status != docflow.DeliveryPending {
 		t.Fatalf("after the stop: %+v", l)
 	}
 	e.start(nil)
-	waitFor(t, 20*time.Second, "delivered after the restart", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "delivered after the restart", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered
 	})
@@ -347,12 +356,13 @@ func TestStoppedWithDeliveryInFlightDeliversAfterRestart(t *testing.T) {
 
 // Redeliver makes a delivered delivery again, as a new attempt.
 func TestRedeliver(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, status(http.StatusOK))
 	w := e.webhook(rc.URL, "", docflow.EventDocumentUploaded)
 	e.start(nil)
 	e.emit(31)
-	waitFor(t, 10*time.Second, "delivered", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "delivered", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered
 	})
@@ -360,7 +370,7 @@ func TestRedeliver(t *testing.T) {
 	if err := e.store.Redeliver(context.Background(), w.ID, d.ID); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "redelivered", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "redelivered", func() bool {
 		l := e.deliveries(w)
 		return l[0].Status == docflow.DeliveryDelivered && l[0].Attempt == 2
 	})
@@ -377,6 +387,7 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // A webhook whose every delivery failed for 24 h is flagged, not
 // disabled; a success clears the flag.
 func TestFailingFor24HoursIsFlagged(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t, status(http.StatusOK))
 	w := e.webhook(rc.URL, "", docflow.EventDocumentUploaded)
@@ -390,7 +401,7 @@ func TestFailingFor24HoursIsFlagged(t *testing.T) {
 	}
 	e.start(nil)
 	e.emit(51)
-	waitFor(t, 10*time.Second, "the flag cleared by a success", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "the flag cleared by a success", func() bool {
 		got, _ := e.store.FindWebhook(ctx, w.ID)
 		return !got.Failing && got.FailingSince == nil
 	})
@@ -401,6 +412,8 @@ func TestFailingFor24HoursIsFlagged(t *testing.T) {
 // the other webhook gets every event at once; the dead one's deliveries
 // are all still pending or failed, none lost.
 func TestDeadReceiverBacklogDoesNotHoldOthers(t *testing.T) {
+	// Serial: it times the live receiver's deliveries (within 8 s); other
+	// tests on the CPU would blur that.
 	e := newEnv(t)
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -419,7 +432,7 @@ func TestDeadReceiverBacklogDoesNotHoldOthers(t *testing.T) {
 		c.PerSubscriber = 1
 		c.MaxQueue = 2
 		c.Consumer = func(cc *streams.ConsumerConfig) {
-			fastGroup(cc)
+			streamstest.FastGroup(cc)
 			cc.MaxInFlight = 8
 		}
 	})
@@ -428,7 +441,7 @@ func TestDeadReceiverBacklogDoesNotHoldOthers(t *testing.T) {
 	for i := range n {
 		e.emit(int64(200 + i))
 	}
-	waitFor(t, 15*time.Second, "the live receiver's deliveries", func() bool { return len(live.requests()) == n })
+	testsupport.WaitFor(t, 15*time.Second, "the live receiver's deliveries", func() bool { return len(live.requests()) == n })
 	if took := time.Since(start); took > 8*time.Second {
 		t.Errorf("the live receiver waited %v", took)
 	}

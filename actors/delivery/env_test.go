@@ -14,12 +14,12 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/rs/zerolog"
-	"github.com/segmentio/kafka-go"
 
 	"docflow"
 	"docflow/integrations/webhook"
 	"docflow/storage/postgres"
 	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 type env struct {
@@ -61,41 +61,11 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e.store = postgres.NewWebhookStore(db, c, AttemptMessage)
-	b := streams.NewBroker(streams.BrokerConfig{MinSessionTimeout: 500 * time.Millisecond, Partitions: 2, Log: e.log})
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	e.brokers = b.Addrs()
-	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := streams.EnsureTopics(tctx, e.brokers, []kafka.TopicConfig{
-		{Topic: streams.TopicEvents, NumPartitions: 2, ReplicationFactor: 1},
-		{Topic: streams.TopicDLQ, NumPartitions: 1, ReplicationFactor: 1},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	e.producer, err = streams.NewProducer(streams.ProducerConfig{Brokers: e.brokers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.producer.Close() })
-	relay, err := streams.NewRelay(streams.RelayConfig{Store: e.outbox, Publisher: e.producer, PollInterval: 50 * time.Millisecond, Log: e.log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	relay.Start()
-	t.Cleanup(relay.Close)
+	b := streamstest.StartBroker(t, 2, streams.TopicEvents)
+	b.CreateTopics(t, 1, streams.TopicDLQ)
+	e.brokers, e.producer = b.Brokers, b.Producer
+	b.StartRelay(t, e.outbox, 50*time.Millisecond)
 	return e
-}
-
-func fastGroup(c *streams.ConsumerConfig) {
-	c.HeartbeatInterval = 100 * time.Millisecond
-	c.SessionTimeout = 2 * time.Second
-	c.RebalanceTimeout = 4 * time.Second
-	c.DrainTimeout = time.Second
-	c.CommitInterval = 20 * time.Millisecond
-	c.MaxWait = 50 * time.Millisecond
 }
 
 // start runs a delivery service; adjust changes its configuration. The
@@ -109,7 +79,7 @@ func (e *env) start(adjust func(*Config)) (*Service, func(time.Duration)) {
 	cfg := Config{Actors: ae, Brokers: e.brokers, Store: e.store, Settings: e.settings,
 		Senders: map[string]Sender{docflow.SubscriberWebhook: webhook.NewSender(e.settings)}, Publisher: e.producer,
 		Log: e.log, RetryDelays: []time.Duration{100 * time.Millisecond, 150 * time.Millisecond, 200 * time.Millisecond},
-		Timeout: 2 * time.Second, Partitions: 2, Consumer: fastGroup}
+		Timeout: 2 * time.Second, Partitions: 2, Consumer: streamstest.FastGroup}
 	if adjust != nil {
 		adjust(&cfg)
 	}
@@ -173,18 +143,6 @@ func (e *env) deliveries(w *docflow.Webhook) []docflow.DeliveryLogEntry {
 		e.t.Fatal(err)
 	}
 	return list
-}
-
-// waitFor polls cond until it holds or d passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // request is what a receiver got.

@@ -15,6 +15,7 @@ import (
 // delay in turn, then the last tier's, and its message carries the count;
 // an attempt made resets it.
 func TestPostponementsBackOff(t *testing.T) {
+	t.Parallel()
 	delays := []time.Duration{time.Minute, 10 * time.Minute, time.Hour}
 	s := &Service{cfg: Config{Jitter: 0.2}, tiers: streams.RetryTiersFor(delays...)}
 	now := time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)

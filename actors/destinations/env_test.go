@@ -25,6 +25,7 @@ import (
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
 	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 type env struct {
@@ -102,15 +103,6 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
-func fastGroup(c *streams.ConsumerConfig) {
-	c.HeartbeatInterval = 100 * time.Millisecond
-	c.SessionTimeout = 2 * time.Second
-	c.RebalanceTimeout = 4 * time.Second
-	c.DrainTimeout = time.Second
-	c.CommitInterval = 20 * time.Millisecond
-	c.MaxWait = 50 * time.Millisecond
-}
-
 var loopback = netguard.Dialer{Allowed: func() []string { return []string{"127.0.0.1"} }}
 
 // factories are the clients of the tests: LOCAL under e.localRoot,
@@ -136,7 +128,7 @@ func (e *env) start(adjust func(*Config)) (*Service, func(time.Duration)) {
 		e.t.Fatal(err)
 	}
 	cfg := Config{Actors: ae, Brokers: e.brokers, Store: e.store, Blobs: e.blobs, Factories: e.factories(),
-		Settings: e.settings, Publisher: e.producer, Log: e.log, Partitions: 2, Consumer: fastGroup,
+		Settings: e.settings, Publisher: e.producer, Log: e.log, Partitions: 2, Consumer: streamstest.FastGroup,
 		RetryDelays:    []time.Duration{150 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond},
 		InitialBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Timeout: 30 * time.Second}
 	if adjust != nil {

@@ -187,15 +187,10 @@ func New(cfg Config) (*Service, error) {
 		cfg.Partitions = streams.DefaultPartitions
 	}
 	if cfg.RetryDelays == nil {
-		v := cfg.Settings.Get("DESTINATION_RETRY_DELAYS")
-		if v == "" {
-			v = DefaultRetryDelays
+		if err := docflow.DestinationRetryDelays.Validate(cfg.Settings); err != nil {
+			return nil, fmt.Errorf("new destinations: %w", err)
 		}
-		d, err := docflow.ParseDurations(v)
-		if err != nil {
-			return nil, fmt.Errorf("DESTINATION_RETRY_DELAYS: %w", err)
-		}
-		cfg.RetryDelays = d
+		cfg.RetryDelays = docflow.DestinationRetryDelays.Get(cfg.Settings)
 	}
 	if cfg.Jitter <= 0 {
 		cfg.Jitter = 0.2
@@ -229,12 +224,6 @@ func New(cfg Config) (*Service, error) {
 	}
 	return s, nil
 }
-
-// DefaultRetryDelays is DESTINATION_RETRY_DELAYS' default, in seconds.
-const DefaultRetryDelays = "30,120,600,1800,3600"
-
-// DefaultTimeout is DESTINATION_TIMEOUT's default.
-const DefaultTimeout = time.Hour
 
 // finishFlushers is how many batches of outcomes are written at once.
 const finishFlushers = 2
@@ -304,10 +293,7 @@ func (s *Service) timeout() time.Duration {
 	if s.cfg.Timeout > 0 {
 		return s.cfg.Timeout
 	}
-	if n := docflow.SettingInt64(s.cfg.Settings, "DESTINATION_TIMEOUT", 0); n > 0 {
-		return time.Duration(n) * time.Second
-	}
-	return DefaultTimeout
+	return docflow.Positive(docflow.DestinationTimeout, s.cfg.Settings)
 }
 
 // handle runs on a fetch goroutine: it hands the message to its

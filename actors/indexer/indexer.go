@@ -263,7 +263,7 @@ func dataFileID(v any) (int64, error) {
 }
 
 func (x *Indexer) batchSize() int {
-	return min(max(docflow.SettingInt(x.cfg.Settings, "SEARCH_INDEXER_BATCH", 200), 1), 5000)
+	return min(max(docflow.SearchIndexerBatch.Get(x.cfg.Settings), 1), 5000)
 }
 
 // indexActor is the indexer's actor. It collects events into batches: once it
@@ -497,8 +497,8 @@ func (x *Indexer) apply(ctx context.Context, ids []int64, lastChance map[int64]b
 // A document without an embedding gets none (its old pairs go). Documents
 // whose lookup fails are added to failed.
 func pairs(ctx context.Context, idx docflow.SearchIndex, settings docflow.SettingsStore, docs []*docflow.SearchDocument, failed map[int64]error) (map[int64][]docflow.Neighbor, error) {
-	threshold := min(max(docflow.SettingFloat(settings, "SIMILARITY_PAIR_THRESHOLD", 0.5), 0), 1)
-	limit := min(max(docflow.SettingInt(settings, "SIMILARITY_PAIR_LIMIT", 20), 1), 200)
+	threshold := min(max(docflow.SimilarityPairThreshold.Get(settings), 0), 1)
+	limit := min(max(docflow.SimilarityPairLimit.Get(settings), 1), 200)
 	out := make(map[int64][]docflow.Neighbor, len(docs))
 	for _, d := range docs {
 		if _, bad := failed[d.FileID]; bad {

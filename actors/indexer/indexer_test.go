@@ -17,9 +17,11 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"docflow"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 	searchbleve "docflow/storage/search/bleve"
 	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 type env struct {
@@ -63,41 +65,11 @@ func newEnv(t *testing.T, vars map[string]string) *env {
 	}
 	t.Cleanup(func() { e.index.Close() })
 
-	b := streams.NewBroker(streams.BrokerConfig{MinSessionTimeout: 500 * time.Millisecond, Partitions: 3, Log: e.log})
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	e.brokers = b.Addrs()
-	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := streams.EnsureTopics(tctx, e.brokers, []kafka.TopicConfig{
-		{Topic: streams.TopicEvents, NumPartitions: 3, ReplicationFactor: 1},
-		{Topic: streams.TopicDLQ, NumPartitions: 1, ReplicationFactor: 1},
-	}); err != nil {
-		t.Fatal(err)
-	}
-	e.producer, err = streams.NewProducer(streams.ProducerConfig{Brokers: e.brokers})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.producer.Close() })
-	relay, err := streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: e.producer, PollInterval: 100 * time.Millisecond, Log: e.log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	relay.Start()
-	t.Cleanup(relay.Close)
+	b := streamstest.StartBroker(t, 3, streams.TopicEvents)
+	b.CreateTopics(t, 1, streams.TopicDLQ)
+	e.brokers, e.producer = b.Brokers, b.Producer
+	b.StartRelay(t, postgres.NewOutbox(db), 100*time.Millisecond)
 	return e
-}
-
-func fastGroup(c *streams.ConsumerConfig) {
-	c.HeartbeatInterval = 100 * time.Millisecond
-	c.SessionTimeout = 2 * time.Second
-	c.RebalanceTimeout = 5 * time.Second
-	c.DrainTimeout = 2 * time.Second
-	c.CommitInterval = 20 * time.Millisecond
-	c.MaxWait = 100 * time.Millisecond
 }
 
 func (e *env) start(index docflow.SearchIndex) *Indexer {
@@ -107,7 +79,7 @@ func (e *env) start(index docflow.SearchIndex) *Indexer {
 		e.t.Fatal(err)
 	}
 	x, err := New(Config{Actors: ae, Brokers: e.brokers, Index: index, Store: e.store, Settings: e.settings, DeadLetters: e.producer,
-		Log: e.log, FlushInterval: 10 * time.Millisecond, RetryDelay: 20 * time.Millisecond, MaxAttempts: 3, Consumer: fastGroup})
+		Log: e.log, FlushInterval: 10 * time.Millisecond, RetryDelay: 20 * time.Millisecond, MaxAttempts: 3, Consumer: streamstest.FastGroup})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -181,17 +153,6 @@ func (e *env) hits(q string) []int64 {
 	return out
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func (e *env) pairCount() int {
 	e.t.Helper()
 	var n int
@@ -210,12 +171,12 @@ func TestIndexerFollowsEvents(t *testing.T) {
 	c := e.file("c.pdf", "completed", "holiday photos", `{}`, []float32{0, 0, 1})
 	pending := e.file("d.pdf", "processing", "invoice draft", `{}`, nil)
 	e.emit(docflow.EventDocumentProcessed, "", a, b, c, pending)
-	waitFor(t, "three documents indexed", func() bool { return len(e.hits("invoice")) == 2 && len(e.hits("holiday")) == 1 })
+	testsupport.WaitFor(t, 20*time.Second, "three documents indexed", func() bool { return len(e.hits("invoice")) == 2 && len(e.hits("holiday")) == 1 })
 	if hits := e.hits("draft"); len(hits) != 0 {
 		t.Fatalf("an unfinished file was indexed: %v", hits)
 	}
 	// a and b are near each other (cosine ≈ 0.9998); c is far from both.
-	waitFor(t, "the pair of a and b", func() bool { return e.pairCount() == 1 })
+	testsupport.WaitFor(t, 20*time.Second, "the pair of a and b", func() bool { return e.pairCount() == 1 })
 	pairs, _, err := e.store.FindSimilarityPairs(context.Background(), docflow.SimilarityPairFilter{MinScore: 0.5})
 	if err != nil || len(pairs) != 1 || pairs[0].FileA.FileID != a || pairs[0].FileB.FileID != b || pairs[0].Score < 0.99 {
 		t.Fatalf("pairs %+v %v", pairs, err)
@@ -223,18 +184,18 @@ func TestIndexerFollowsEvents(t *testing.T) {
 
 	// A metadata edit is re-indexed.
 	e.emit(streams.EventFileUpdated, `UPDATE files SET document_title='Renamed zebra' WHERE id=$1`, c)
-	waitFor(t, "the new title", func() bool { return len(e.hits("zebra")) == 1 })
+	testsupport.WaitFor(t, 20*time.Second, "the new title", func() bool { return len(e.hits("zebra")) == 1 })
 
 	// A deleted file leaves the index; its pairs go with the row.
 	e.emit(streams.EventFileDeleted, `DELETE FROM files WHERE id=$1`, a)
-	waitFor(t, "the deleted document gone", func() bool { return len(e.hits("acme")) == 0 })
+	testsupport.WaitFor(t, 20*time.Second, "the deleted document gone", func() bool { return len(e.hits("acme")) == 0 })
 	if n := e.pairCount(); n != 0 {
 		t.Fatalf("%d pairs left", n)
 	}
 	// Other events on the topic are acknowledged and ignored.
 	e.emit(docflow.EventDocumentUploaded, "", b)
 	e.emit(docflow.EventDocumentProcessed, "", b) // a duplicate delivery is harmless
-	waitFor(t, "all events acknowledged", func() bool { return x.consumer.InFlight() == 0 && x.Indexed() >= 4 })
+	testsupport.WaitFor(t, 20*time.Second, "all events acknowledged", func() bool { return x.consumer.InFlight() == 0 && x.Indexed() >= 4 })
 	if x.DeadLettered() != 0 {
 		t.Fatalf("%d dead letters", x.DeadLettered())
 	}
@@ -287,13 +248,13 @@ func TestIndexerRetriesAndDeadLetters(t *testing.T) {
 	e.emit(docflow.EventDocumentProcessed, "", good, bad)
 
 	// While the index is down nothing is acknowledged.
-	waitFor(t, "retries against a down index", func() bool { return fl.calls.Load() >= 3 })
+	testsupport.WaitFor(t, 20*time.Second, "retries against a down index", func() bool { return fl.calls.Load() >= 3 })
 	if n := x.consumer.InFlight(); n != 2 {
 		t.Fatalf("%d events in flight while the index is down, want 2", n)
 	}
 	fl.down.Store(false)
-	waitFor(t, "the good document", func() bool { return len(e.hits("walrus")) == 1 })
-	waitFor(t, "the refused document dead-lettered", func() bool { return x.DeadLettered() == 1 && x.consumer.InFlight() == 0 })
+	testsupport.WaitFor(t, 20*time.Second, "the good document", func() bool { return len(e.hits("walrus")) == 1 })
+	testsupport.WaitFor(t, 20*time.Second, "the refused document dead-lettered", func() bool { return x.DeadLettered() == 1 && x.consumer.InFlight() == 0 })
 
 	// The dead letter carries the reason.
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.brokers, Topic: streams.TopicDLQ, Partition: 0, MaxWait: 100 * time.Millisecond})
@@ -321,8 +282,8 @@ func TestIndexerDeadLettersPoison(t *testing.T) {
 	}
 	id := e.file("after.pdf", "completed", "narwhal", `{}`, nil)
 	e.emit(docflow.EventDocumentProcessed, "", id)
-	waitFor(t, "the event after the poison", func() bool { return len(e.hits("narwhal")) == 1 })
-	waitFor(t, "nothing in flight", func() bool { return x.consumer.InFlight() == 0 })
+	testsupport.WaitFor(t, 20*time.Second, "the event after the poison", func() bool { return len(e.hits("narwhal")) == 1 })
+	testsupport.WaitFor(t, 20*time.Second, "nothing in flight", func() bool { return x.consumer.InFlight() == 0 })
 }
 
 func TestFileEventParsing(t *testing.T) {
@@ -390,13 +351,13 @@ func TestIndexerFallsBackToTextOnly(t *testing.T) {
 	x := e.start(e.index)
 	first := e.file("first.pdf", "completed", "kestrel one", `{}`, []float32{1, 0, 0})
 	e.emit(docflow.EventDocumentProcessed, "", first)
-	waitFor(t, "the first document", func() bool { return len(e.hits("kestrel")) == 1 })
+	testsupport.WaitFor(t, 20*time.Second, "the first document", func() bool { return len(e.hits("kestrel")) == 1 })
 	// An embedding of another model's size: the index refuses it, and on the
 	// last attempt the text is indexed alone.
 	odd := e.file("odd.pdf", "completed", "kestrel two", `{}`, []float32{1, 0})
 	e.emit(docflow.EventDocumentProcessed, "", odd)
-	waitFor(t, "the odd document, text only", func() bool { return len(e.hits("kestrel")) == 2 })
-	waitFor(t, "nothing in flight", func() bool { return x.consumer.InFlight() == 0 })
+	testsupport.WaitFor(t, 20*time.Second, "the odd document, text only", func() bool { return len(e.hits("kestrel")) == 2 })
+	testsupport.WaitFor(t, 20*time.Second, "nothing in flight", func() bool { return x.consumer.InFlight() == 0 })
 	if x.DeadLettered() != 0 || e.index.EmbeddingCount() != 1 {
 		t.Fatalf("dead letters %d, embeddings %d", x.DeadLettered(), e.index.EmbeddingCount())
 	}
@@ -410,7 +371,7 @@ func TestIndexerRunsOnAnActor(t *testing.T) {
 		t.Fatal(err)
 	}
 	x, err := New(Config{Actors: ae, Brokers: e.brokers, Index: e.index, Store: e.store, Settings: e.settings,
-		DeadLetters: e.producer, Log: e.log, Consumer: fastGroup})
+		DeadLetters: e.producer, Log: e.log, Consumer: streamstest.FastGroup})
 	if err != nil {
 		t.Fatal(err)
 	}

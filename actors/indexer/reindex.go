@@ -59,7 +59,7 @@ func Reindex(ctx context.Context, store ReindexStore, index docflow.SearchIndex,
 	}
 	size := opts.BatchSize
 	if size <= 0 && opts.Settings != nil {
-		size = docflow.SettingInt(opts.Settings, "SEARCH_INDEXER_BATCH", 200)
+		size = docflow.SearchIndexerBatch.Get(opts.Settings)
 	}
 	if size <= 0 {
 		size = 500

@@ -12,6 +12,7 @@ import (
 // The router and every step type are kinds of supervised actors: a step
 // type has as many actors as its pool size, and Stop stops them all.
 func TestStepsAndRoutingRunOnActors(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *Config) { c.PoolSizes = map[string]int{docflow.StepTest: 2} })
 	reg := e.Actors.Registry
 	for _, id := range []string{"0", fmt.Sprint(routerActors - 1)} {

@@ -30,6 +30,7 @@ func (f folderAs) Provider() string { return f.provider }
 // destination it went to, and the storage_provider filter finds it by any
 // of them; one not delivered has none.
 func TestDeliveredDocumentsRecordTheirProviders(t *testing.T) {
+	t.Parallel()
 	local, share := t.TempDir(), t.TempDir()
 	var off atomic.Bool
 	dests := func(ctx context.Context, f *docflow.File) ([]steps.Destination, error) {

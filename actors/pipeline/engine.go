@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -162,27 +160,12 @@ func NewEngine(cfg Config) (*Engine, error) {
 		_, _ = rand.Read(b)
 		cfg.WorkerID = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
 	}
-	set := func(key string) string {
-		if cfg.Settings == nil {
-			return ""
-		}
-		return strings.TrimSpace(cfg.Settings.Get(key))
-	}
-	seconds := func(key string, def time.Duration) time.Duration {
-		if n, err := strconv.Atoi(set(key)); err == nil && n > 0 {
-			return time.Duration(n) * time.Second
-		}
-		return def
-	}
+	// Without Settings (tests) each setting has its catalogue default.
 	if cfg.RetryDelays == nil {
-		delays, err := ParseDelays(set("STEP_RETRY_DELAYS"))
-		if err != nil {
-			return nil, fmt.Errorf("new pipeline engine: STEP_RETRY_DELAYS: %w", err)
+		if err := docflow.StepRetryDelays.Validate(cfg.Settings); err != nil {
+			return nil, fmt.Errorf("new pipeline engine: %w", err)
 		}
-		if delays == nil {
-			delays = []time.Duration{60 * time.Second, 300 * time.Second, 900 * time.Second}
-		}
-		cfg.RetryDelays = delays
+		cfg.RetryDelays = docflow.StepRetryDelays.Get(cfg.Settings)
 	}
 	if cfg.RetryJitter == 0 {
 		cfg.RetryJitter = 0.2
@@ -190,10 +173,10 @@ func NewEngine(cfg Config) (*Engine, error) {
 		cfg.RetryJitter = 0
 	}
 	if cfg.StepTimeout <= 0 {
-		cfg.StepTimeout = seconds("STEP_TIMEOUT", 600*time.Second)
+		cfg.StepTimeout = docflow.Positive(docflow.StepTimeout, cfg.Settings)
 	}
 	if cfg.StallTimeout <= 0 {
-		cfg.StallTimeout = seconds("STALLED_RUN_TIMEOUT", time.Hour)
+		cfg.StallTimeout = docflow.Positive(docflow.StalledRunTimeout, cfg.Settings)
 	}
 	if cfg.StallInterval <= 0 {
 		cfg.StallInterval = min(cfg.StallTimeout/10, time.Minute)
@@ -208,14 +191,14 @@ func NewEngine(cfg Config) (*Engine, error) {
 		cfg.Heartbeat = 2 * time.Second
 	}
 	if cfg.PoolSizes == nil {
-		sizes, err := ParsePoolSizes(set("STEP_POOL_SIZES"))
+		sizes, err := ParsePoolSizes(docflow.StepPoolSizes.Get(cfg.Settings))
 		if err != nil {
 			return nil, fmt.Errorf("new pipeline engine: STEP_POOL_SIZES: %w", err)
 		}
 		cfg.PoolSizes = sizes
 	}
 	if cfg.Partitions <= 0 {
-		if n, err := strconv.Atoi(set("KAFKA_PARTITIONS")); err == nil && n > 0 {
+		if n := docflow.KafkaPartitions.Get(cfg.Settings); n > 0 {
 			cfg.Partitions = n
 		} else {
 			cfg.Partitions = streams.DefaultPartitions
@@ -263,10 +246,7 @@ func (e *Engine) poolSize(stepType string) int {
 	case docflow.StepOCR:
 		return runtime.NumCPU()
 	case docflow.StepConvertToPDF:
-		if e.cfg.Settings != nil {
-			return max(1, docflow.SettingInt(e.cfg.Settings, "CONVERT_CONCURRENCY", 2))
-		}
-		return 2
+		return max(1, docflow.ConvertConcurrency.Get(e.cfg.Settings))
 	}
 	return 8
 }

@@ -11,6 +11,7 @@ import (
 )
 
 func TestDocumentFlowsThroughItsPipeline(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	p := e.pipeline("three", map[string]any{}, map[string]any{"title": "Hello"}, map[string]any{"sleep_ms": 5.0})
 	var ids []int64
@@ -91,6 +92,7 @@ func TestDocumentFlowsThroughItsPipeline(t *testing.T) {
 }
 
 func TestRoutingAtIntake(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	invoices := e.pipeline("invoices", map[string]any{"title": "routed"})
 	other := e.pipeline("other", map[string]any{"title": "assigned"})
@@ -124,6 +126,7 @@ func TestRoutingAtIntake(t *testing.T) {
 }
 
 func TestRetryThenSucceed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	p := e.pipeline("flaky", map[string]any{"mode": "fail", "times": 2.0})
 	id, run := e.ingest("flaky.pdf", "x", &p.ID, nil)
@@ -150,6 +153,7 @@ func TestRetryThenSucceed(t *testing.T) {
 }
 
 func TestRedeliveredTaskIsNotRunAgain(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	p := e.pipeline("one", map[string]any{})
 	id, run := e.ingest("once.pdf", "once", &p.ID, nil)

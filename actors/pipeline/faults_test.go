@@ -12,6 +12,7 @@ import (
 	"docflow"
 	"docflow/storage/postgres"
 	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 // failedAfterRetries checks a file that failed on its test step after every
@@ -65,6 +66,7 @@ func (e *env) failedAfterRetries(id int64, run string, attempts int, want string
 }
 
 func TestPanickingStepFailsOnlyItsDocument(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	p := e.pipeline("panicky", map[string]any{"mode": "panic", "match": "bad"}, map[string]any{})
 	var good []int64
@@ -101,6 +103,8 @@ func TestPanickingStepFailsOnlyItsDocument(t *testing.T) {
 }
 
 func TestHangingStepTimesOut(t *testing.T) {
+	// Serial: the step that does not hang must finish within the 300 ms
+	// step timeout at its first attempt; other tests on the CPU could delay it.
 	e := newEnv(t, func(c *Config) { c.StepTimeout = 300 * time.Millisecond })
 	p := e.pipeline("hangs", map[string]any{"mode": "hang", "match": "hang"})
 	ok, okRun := e.ingest("fine.pdf", "fine", &p.ID, nil)
@@ -114,6 +118,7 @@ func TestHangingStepTimesOut(t *testing.T) {
 }
 
 func TestInvalidDocumentIsNotRetried(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	p := e.pipeline("strict", map[string]any{"mode": "invalid"})
 	id, run := e.ingest("refused.pdf", "refused", &p.ID, nil)
@@ -124,6 +129,7 @@ func TestInvalidDocumentIsNotRetried(t *testing.T) {
 }
 
 func TestPoisonMessagesAreDeadLettered(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	for _, topic := range []string{streams.StepTopic(docflow.StepTest), streams.TopicFilesIngested} {
 		if err := e.Prod.Publish(e.ctx, streams.Message{Topic: topic, Key: []byte("1"), Value: []byte("{not json")}); err != nil {
@@ -142,7 +148,7 @@ func TestPoisonMessagesAreDeadLettered(t *testing.T) {
 			t.Fatalf("file %d: %s", id, s)
 		}
 	}
-	dls := readTopic(t, e.Brokers, streams.TopicDLQ, 4, 2, 10*time.Second)
+	dls := streamstest.ReadTopic(t, e.Brokers, streams.TopicDLQ, 4, 2, 10*time.Second)
 	if len(dls) != 2 {
 		t.Fatalf("%d dead letters", len(dls))
 	}
@@ -188,6 +194,7 @@ func blockDatabase(t *testing.T, db *postgres.DB, d time.Duration) {
 }
 
 func TestPostgresUnavailableForTenSeconds(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes 10 s of outage")
 	}
@@ -226,6 +233,8 @@ func TestPostgresUnavailableForTenSeconds(t *testing.T) {
 }
 
 func TestBrokerRestartWithTasksInFlight(t *testing.T) {
+	// Serial: it restarts the broker on the port it had, which a test
+	// starting meanwhile could take.
 	e := newEnv(t, nil)
 	p := e.pipeline("slow", map[string]any{"sleep_ms": 100.0}, map[string]any{"sleep_ms": 100.0}, map[string]any{"sleep_ms": 100.0})
 	var ids []int64
@@ -270,6 +279,7 @@ func TestBrokerRestartWithTasksInFlight(t *testing.T) {
 }
 
 func TestPipelineDeletedWhileFilesInFlight(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	p := e.pipeline("doomed", map[string]any{"sleep_ms": 100.0}, map[string]any{"sleep_ms": 100.0}, map[string]any{"title": "kept"})
 	var ids []int64
@@ -314,6 +324,7 @@ func TestPipelineDeletedWhileFilesInFlight(t *testing.T) {
 }
 
 func TestStalledRunIsFailed(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *Config) { c.StallTimeout = 500 * time.Millisecond; c.StallInterval = 100 * time.Millisecond })
 	// A run whose task was lost: routed, then nothing.
 	var fileID int64
@@ -345,6 +356,7 @@ func TestStalledRunIsFailed(t *testing.T) {
 }
 
 func TestReprocessSupersedesRunInFlight(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	p := e.pipeline("slow", map[string]any{"sleep_ms": 200.0}, map[string]any{"sleep_ms": 200.0}, map[string]any{"title": "second"})
 	id, oldRun := e.ingest("re.pdf", "re", &p.ID, nil)

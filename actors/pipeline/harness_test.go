@@ -15,7 +15,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
-	"github.com/segmentio/kafka-go"
 
 	"docflow"
 	"docflow/actors"
@@ -24,6 +23,7 @@ import (
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
 	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 // testLog is quiet unless PIPELINE_TEST_LOG is set.
@@ -83,16 +83,6 @@ func (c *captureRecorder) all() []docflow.Metric {
 	return append([]docflow.Metric(nil), c.ms...)
 }
 
-// fastConsumer makes group changes and commits quick for tests.
-func fastConsumer(c *streams.ConsumerConfig) {
-	c.HeartbeatInterval = 100 * time.Millisecond
-	c.SessionTimeout = 2 * time.Second
-	c.RebalanceTimeout = 4 * time.Second
-	c.DrainTimeout = time.Second
-	c.CommitInterval = 20 * time.Millisecond
-	c.MaxWait = 50 * time.Millisecond
-}
-
 // newEnv starts everything; cfg adjusts the engine's configuration.
 func newEnv(t testing.TB, cfg func(*Config)) *env {
 	t.Helper()
@@ -110,7 +100,16 @@ func newEnv(t testing.TB, cfg func(*Config)) *env {
 		t.Fatal(err)
 	}
 	e.startBroker()
-	e.Actors, err = actors.NewEngine(e.log)
+	// hollywood logs through slog's process-wide default, which
+	// actors.NewEngine points at the logger it is given: tests running in
+	// parallel would write into each other's logs, even into those of
+	// tests that ended. Its own logs are dropped unless PIPELINE_TEST_LOG
+	// asks for them (then run one test at a time).
+	hlog := zerolog.Nop()
+	if os.Getenv("PIPELINE_TEST_LOG") != "" {
+		hlog = e.log
+	}
+	e.Actors, err = actors.NewEngine(hlog)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,18 +119,13 @@ func newEnv(t testing.TB, cfg func(*Config)) *env {
 
 func (e *env) startBroker() {
 	e.t.Helper()
-	e.Broker = streams.NewBroker(streams.BrokerConfig{Port: e.port, MinSessionTimeout: 500 * time.Millisecond, Log: e.log})
-	if err := e.Broker.Start(); err != nil {
-		e.t.Fatalf("start broker: %v", err)
-	}
+	e.Broker = streamstest.NewBroker(e.t, streams.BrokerConfig{Port: e.port})
 	e.Brokers = e.Broker.Addrs()
 	if e.port == 0 {
 		var p int
 		fmt.Sscanf(e.Brokers[0][strings.LastIndexByte(e.Brokers[0], ':')+1:], "%d", &p)
 		e.port = p
 	}
-	b := e.Broker
-	e.t.Cleanup(b.Close)
 }
 
 // startEngine starts a producer, a relay and an engine.
@@ -154,7 +148,7 @@ func (e *env) startEngine() {
 		Recorder: e.Metrics, Blobs: e.Blobs, Log: e.log,
 		RetryDelays: []time.Duration{30 * time.Millisecond, 60 * time.Millisecond},
 		StepTimeout: 5 * time.Second, LeaseTTL: 2 * time.Second, Heartbeat: 200 * time.Millisecond,
-		Partitions: 4, Consumer: fastConsumer,
+		Partitions: 4, Consumer: streamstest.FastGroup,
 	}
 	if e.cfg != nil {
 		e.cfg(&cfg)
@@ -357,40 +351,6 @@ func (e *env) completedExactlyOnce(runIDs ...string) {
 	if bad > 0 {
 		e.t.Errorf("%d steps not completed", bad)
 	}
-}
-
-// readTopic reads every partition of topic from the start until want
-// messages arrived or the timeout passed.
-func readTopic(t testing.TB, brokers []string, topic string, partitions, want int, timeout time.Duration) []kafka.Message {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var mu sync.Mutex
-	var got []kafka.Message
-	var wg sync.WaitGroup
-	for p := range partitions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond})
-			defer r.Close()
-			for {
-				m, err := r.FetchMessage(ctx)
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				got = append(got, m)
-				n := len(got)
-				mu.Unlock()
-				if n >= want {
-					cancel()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return got
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -24,6 +24,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"docflow"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
@@ -132,17 +133,6 @@ func tail(s string, n int) string {
 	return s
 }
 
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 func uploadText(t *testing.T, url, name, content string) {
 	t.Helper()
 	var body bytes.Buffer
@@ -171,6 +161,8 @@ func uploadText(t *testing.T, url, name, content string) {
 // log level (default info) and DOCFLOW_TEST_LOG_DIR keeps their whole
 // logs there.
 func TestBrokerAPIAndTwoWorkers(t *testing.T) {
+	// Serial: it picks free ports for the processes it starts before they
+	// listen on them, which a test starting meanwhile could take.
 	if testing.Short() {
 		t.Skip("builds and runs four docflow processes")
 	}
@@ -185,7 +177,7 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 
 	bport := freePort(t)
 	broker := startProc(t, bin, []string{"WORKDIR=" + work, "LOG_LEVEL=warn"}, "broker", "broker", "-port", strconv.Itoa(bport), "-data", filepath.Join(work, "broker"))
-	waitUntil(t, 20*time.Second, "the broker", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "the broker", func() bool {
 		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", bport))
 		if err == nil {
 			c.Close()
@@ -203,7 +195,7 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 		"RATE_LIMITING_ENABLED=false", "ENABLE_DEDUPLICATION=false",
 	}
 	startProc(t, bin, env, "api", "api")
-	waitUntil(t, 60*time.Second, "the API", func() bool {
+	testsupport.WaitFor(t, 60*time.Second, "the API", func() bool {
 		resp, err := nethttp.Get(api + "/api/diagnostic/healthz/ready")
 		if err != nil {
 			return false
@@ -232,7 +224,7 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 		_ = db.Pool.QueryRow(ctx, `SELECT count(*) FROM workers WHERE last_seen > now() - interval '5 seconds'`).Scan(&n)
 		return n
 	}
-	waitUntil(t, 60*time.Second, "two workers online", func() bool { return online() == 2 })
+	testsupport.WaitFor(t, 60*time.Second, "two workers online", func() bool { return online() == 2 })
 
 	const docs = 40
 	for i := range docs {
@@ -243,7 +235,7 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 	pid1 := fmt.Sprintf("-%d-", w1.cmd.Process.Pid)
 	pid2 := fmt.Sprintf("-%d-", w2.cmd.Process.Pid)
 	killed := false
-	waitUntil(t, 60*time.Second, "worker 1 running steps", func() bool {
+	testsupport.WaitFor(t, 60*time.Second, "worker 1 running steps", func() bool {
 		rows, err := db.Pool.Query(ctx, `SELECT lease_owner FROM run_steps WHERE status='running'`)
 		if err != nil {
 			return false
@@ -276,7 +268,7 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 			t.Logf("--- state at the failure:\n%s", drillState(ctx, db, fmt.Sprintf("127.0.0.1:%d", bport)))
 		}
 	})
-	waitUntil(t, 6*time.Minute, "every document finished", func() bool {
+	testsupport.WaitFor(t, 6*time.Minute, "every document finished", func() bool {
 		rows, err := db.Pool.Query(ctx, `SELECT lease_owner FROM run_steps WHERE status='running'`)
 		if err == nil {
 			for rows.Next() {

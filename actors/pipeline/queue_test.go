@@ -9,6 +9,7 @@ import (
 )
 
 func TestInspectorReportsLagAndWorkers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *Config) { c.StepTypes = []string{docflow.StepTest} })
 	p := e.pipeline("one", map[string]any{})
 	id, _ := e.ingest("q.pdf", "q", &p.ID, nil)

@@ -15,6 +15,7 @@ import (
 // recovery announces again (its file.ingested was published, nobody routed
 // it) carries one envelope id, so the copies are told apart from new runs.
 func TestRecoveryAnnouncesARunAsIntakeDid(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, func(c *Config) { c.NoRouter = true })
 	cipher, err := postgres.NewCipher(strings.Repeat("k", 32))
 	if err != nil {

@@ -116,6 +116,8 @@ func checkNotStalled(t *testing.T, e *env, d time.Duration) {
 // A step running longer than the stall timeout, and than its lease many
 // times over, is not stalled while its lease is renewed.
 func TestStepUnderLiveLeaseIsNotStalled(t *testing.T) {
+	// Serial: lease renewals are timed against short leases (machineLatency);
+	// other tests on the CPU would blur them.
 	g := newGate()
 	e, ttl := leaseEnv(t, g, nil)
 	p := e.pipeline("long", map[string]any{})
@@ -132,6 +134,8 @@ func TestStepUnderLiveLeaseIsNotStalled(t *testing.T) {
 // work is not stalled, however long the queue: its task comes in its
 // turn. Once the type has been idle for the stall timeout, it is.
 func TestQueuedBehindBusyStepTypeIsNotStalled(t *testing.T) {
+	// Serial: it is timed against the stall timeout; other tests on the CPU
+	// would blur it.
 	g := newGate()
 	e, _ := leaseEnv(t, g, func(c *Config) { c.PoolSizes = map[string]int{docflow.StepTest: 1} })
 	p := e.pipeline("one at a time", map[string]any{})
@@ -172,6 +176,8 @@ func TestQueuedBehindBusyStepTypeIsNotStalled(t *testing.T) {
 // answer came late (here 80 % of the lease later) is renewed at once, not
 // a third of the lease after the answer, when the lease had lapsed.
 func TestLeaseRenewalCountsFromTheGrant(t *testing.T) {
+	// Serial: lease renewals are timed against short leases; other tests on
+	// the CPU would blur them.
 	ttl := max(3*time.Second, 30*machineLatency(t))
 	e := newEnv(t, func(c *Config) { c.LeaseTTL = ttl; c.StallInterval = time.Hour })
 	// A routed run whose task is never published: only this test runs it.
@@ -215,6 +221,8 @@ func TestLeaseRenewalCountsFromTheGrant(t *testing.T) {
 // are written with it, and a worker whose clock runs ahead (here by an
 // hour) must not take a run that just moved for a stalled one.
 func TestStallCheckReadsTheDatabaseClock(t *testing.T) {
+	// Serial: it is timed against the stall timeout; other tests on the CPU
+	// would blur it.
 	e := newEnv(t, func(c *Config) {
 		c.Now = func() time.Time { return time.Now().Add(time.Hour) }
 		c.StallTimeout, c.StallInterval = time.Minute, time.Hour

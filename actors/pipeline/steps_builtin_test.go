@@ -13,6 +13,7 @@ import (
 )
 
 func TestCheckDuplicatesStopsTheRun(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	p := e.pipeline("dedup", map[string]any{"type": docflow.StepCheckDuplicates}, map[string]any{"title": "after"})
 	orig, _ := e.ingest("orig.pdf", "same bytes", &p.ID, nil)
@@ -48,6 +49,7 @@ func TestCheckDuplicatesStopsTheRun(t *testing.T) {
 }
 
 func TestSendToLocalDestination(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, nil)
 	p := e.pipeline("deliver", map[string]any{"type": docflow.StepSendToDestinations})
 	// Without LOCAL_DESTINATION_DIR the step is skipped.

@@ -15,6 +15,7 @@ import (
 )
 
 func TestRetryPolicyTiersAndJitter(t *testing.T) {
+	t.Parallel()
 	p := NewRetryPolicy([]time.Duration{60 * time.Second, 300 * time.Second, 900 * time.Second}, 0.2)
 	if p.MaxAttempts() != 4 {
 		t.Fatalf("max attempts %d", p.MaxAttempts())
@@ -40,6 +41,7 @@ func TestRetryPolicyTiersAndJitter(t *testing.T) {
 }
 
 func TestParseSettings(t *testing.T) {
+	t.Parallel()
 	d, err := ParseDelays("60s, 300, 1.5m,250ms")
 	if err != nil || len(d) != 4 || d[0] != time.Minute || d[1] != 5*time.Minute || d[2] != 90*time.Second || d[3] != 250*time.Millisecond {
 		t.Fatalf("%v %v", d, err)
@@ -60,6 +62,7 @@ func TestParseSettings(t *testing.T) {
 }
 
 func TestErrorClassification(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err       error
 		class     string
@@ -79,6 +82,7 @@ func TestErrorClassification(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
+	t.Parallel()
 	r := NewRegistry(teststep.New())
 	if _, ok := r.Lookup(docflow.StepTest); !ok {
 		t.Fatal("lookup")
@@ -93,6 +97,7 @@ func TestRegistry(t *testing.T) {
 }
 
 func TestMetricsMiddleware(t *testing.T) {
+	t.Parallel()
 	rec := &captureRecorder{}
 	clock := time.Unix(1000, 0)
 	now := func() time.Time { clock = clock.Add(10 * time.Millisecond); return clock }
@@ -128,6 +133,7 @@ func TestMetricsMiddleware(t *testing.T) {
 // The engine waits for the database only when the store says it is away
 // (EUNAVAILABLE); it reads no driver error codes.
 func TestTransientDBReadsTheCode(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		err  error
 		want bool

@@ -15,6 +15,7 @@ import (
 	"docflow/actors/sources"
 	"docflow/integrations/imap/imaptest"
 	"docflow/internal/netguard"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
@@ -88,10 +89,10 @@ func TestSourcesBalanceAcrossWorkers(t *testing.T) {
 		t.Cleanup(func() { <-e.Poison(pid).Done() })
 	}
 	start("a", store)
-	waitFor(t, 5*time.Second, "a holding all", func() bool { return held()["a"] == 10 })
+	testsupport.WaitFor(t, 5*time.Second, "a holding all", func() bool { return held()["a"] == 10 })
 	b := &dyingStore{SourceStore: store}
 	start("b", b)
-	waitFor(t, 5*time.Second, "an even share", func() bool { h := held(); return h["a"] == 5 && h["b"] == 5 })
+	testsupport.WaitFor(t, 5*time.Second, "an even share", func() bool { h := held(); return h["a"] == 5 && h["b"] == 5 })
 	// Stable: nobody sheds what it was given.
 	time.Sleep(time.Second)
 	if h := held(); h["a"] != 5 || h["b"] != 5 {
@@ -99,6 +100,6 @@ func TestSourcesBalanceAcrossWorkers(t *testing.T) {
 	}
 	b.dead.Store(true)
 	died := time.Now()
-	waitFor(t, 2*ttl, "a holding all again", func() bool { return held()["a"] == 10 })
+	testsupport.WaitFor(t, 2*ttl, "a holding all again", func() bool { return held()["a"] == 10 })
 	t.Logf("taken over in %v", time.Since(died).Round(10*time.Millisecond))
 }

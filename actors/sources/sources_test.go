@@ -20,6 +20,7 @@ import (
 	"docflow/integrations/imap/imaptest"
 	"docflow/internal/app/apptest"
 	"docflow/internal/netguard"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
@@ -42,17 +43,6 @@ func imapIntegration(addr string, extra map[string]any) *docflow.Integration {
 	}
 	return &docflow.Integration{OwnerID: "user-1", Direction: docflow.DirectionSource, IntegrationType: "IMAP",
 		Name: "inbox", Config: cfg, IsActive: true, Credentials: map[string]string{"username": "alice", "password": "secret"}}
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
-	t.Helper()
-	end := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(end) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // TestSourcesIngestLeaseAndFollowTheTable runs a worker (outbox unpublished:
@@ -80,7 +70,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := imaptest.Append(ctx, addr, "alice", "secret", "INBOX", mails...); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "10 documents", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "10 documents", func() bool {
 		n, _, _ := store.CountMailFiles(ctx, in.ID)
 		return n == 10
 	})
@@ -109,7 +99,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stats []docflow.IntakeTypeTotal
-	waitFor(t, 10*time.Second, "10 intake metrics", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "10 intake metrics", func() bool {
 		if err := a.Recorder.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +114,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if len(stats) != 1 || stats[0].Channel != docflow.ChannelEmail || stats[0].Count != 10 {
 		t.Fatalf("intake stats = %+v", stats)
 	}
-	waitFor(t, 10*time.Second, "status", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "status", func() bool {
 		st, _, _, _ := store.SourceRow(ctx, in.ID)
 		return st.DocumentsIngested == 10 && st.MessagesSeen == 10 && st.LastPollAt != nil && st.State == "connected"
 	})
@@ -164,7 +154,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := store.UpdateSourceFixture(ctx, in, false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the late mail", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "the late mail", func() bool {
 		n, _, _ := store.CountMailFiles(ctx, in.ID)
 		return n == 11
 	})
@@ -175,7 +165,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := store.AddSourceFixture(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the login error", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "the login error", func() bool {
 		st, le, _, _ := store.SourceRow(ctx, bad.ID)
 		return le != nil && strings.Contains(*le, "login refused") && st.State == string(actors.IntegrationBackingOff)
 	})
@@ -211,7 +201,7 @@ func TestSourcesRecordIntegrationMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := strconv.FormatInt(in.ID, 10)
-	waitFor(t, 20*time.Second, "a poll that took the attachment in", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "a poll that took the attachment in", func() bool {
 		for _, m := range rec.Metrics(docflow.MetricIntegration) {
 			if m.Target == target && m.Bytes == int64(len(pdf)) {
 				return true
@@ -267,7 +257,7 @@ func TestSourcesRecoverFromPanickingStore(t *testing.T) {
 	if err := store.AddSourceFixture(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "the source's status after a poll", func() bool {
+	testsupport.WaitFor(t, 20*time.Second, "the source's status after a poll", func() bool {
 		st, _, owner, _ := store.SourceRow(ctx, in.ID)
 		return owner != nil && st.LastPollAt != nil && st.State == "connected"
 	})

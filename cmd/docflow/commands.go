@@ -77,7 +77,7 @@ func runService(ctx context.Context, role string, args []string, stdout, stderr 
 	getenv := os.Getenv
 	if *listen != "" {
 		getenv = func(k string) string {
-			if k == "LISTEN_ADDR" {
+			if k == docflow.ListenAddr.Key() {
 				return *listen
 			}
 			return os.Getenv(k)
@@ -139,16 +139,16 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := app.ValidateEnv(os.Getenv, "DATABASE_URL"); err != nil {
+	if err := app.ValidateEnv(os.Getenv, docflow.DatabaseURL.Key()); err != nil {
 		return err
 	}
 	env := app.Env(os.Getenv)
-	db, err := postgres.Open(ctx, env("DATABASE_URL"), 2)
+	db, err := postgres.Open(ctx, docflow.DatabaseURL.Get(env), 2)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	fmt.Fprintln(stdout, "migrations applied to", app.RedactURL(env("DATABASE_URL")))
+	fmt.Fprintln(stdout, "migrations applied to", app.RedactURL(docflow.DatabaseURL.Get(env)))
 	return nil
 }
 
@@ -202,13 +202,13 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := app.ValidateEnv(os.Getenv, "LOG_LEVEL", "LOG_FORMAT", "WORKDIR"); err != nil {
+	if err := app.ValidateEnv(os.Getenv, docflow.LogLevel.Key(), docflow.LogFormat.Key(), docflow.Workdir.Key()); err != nil {
 		return err
 	}
 	log := app.Logger(os.Getenv, stderr)
 	dir := *dataDir
 	if dir == "" {
-		dir = filepath.Join(app.Env(os.Getenv)("WORKDIR"), "broker")
+		dir = filepath.Join(docflow.Workdir.Get(app.Env(os.Getenv)), "broker")
 	}
 	b := streams.NewBroker(streams.BrokerConfig{DataDir: dir, Port: *port, Log: log})
 	if err := b.Start(); err != nil {

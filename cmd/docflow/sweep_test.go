@@ -4,39 +4,15 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"docflow/storage/blob"
+	"docflow/storage/blob/blobtest"
 	"docflow/storage/postgres"
 )
-
-// putAged stores data in l and sets its modification time to ago before now.
-func putAged(t *testing.T, l *blob.Local, data string, ago time.Duration) string {
-	t.Helper()
-	info, err := l.Put(context.Background(), strings.NewReader(data), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := l.Path(context.Background(), info.Key)
-	old := time.Now().Add(-ago)
-	if err := os.Chtimes(p, old, old); err != nil {
-		t.Fatal(err)
-	}
-	return info.Key
-}
-
-func blobExists(t *testing.T, l *blob.Local, key string) bool {
-	t.Helper()
-	ok, err := l.Exists(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ok
-}
 
 func TestSweepBlobsCommand(t *testing.T) {
 	ctx := context.Background()
@@ -51,14 +27,14 @@ func TestSweepBlobsCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer blobs.Close()
-	orphan := putAged(t, blobs, "orphan", 3*24*time.Hour)
+	orphan := blobtest.PutAged(t, blobs, "orphan", 3*24*time.Hour)
 
 	var out bytes.Buffer
 	if err := run(ctx, []string{"sweep-blobs"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "1 blobs examined, 1 old enough to check, 1 removed (6 bytes freed)") || blobExists(t, blobs, orphan) {
-		t.Fatalf("output %q, orphan kept %v", out.String(), blobExists(t, blobs, orphan))
+	if !strings.Contains(out.String(), "1 blobs examined, 1 old enough to check, 1 removed (6 bytes freed)") || blobtest.Exists(t, blobs, orphan) {
+		t.Fatalf("output %q, orphan kept %v", out.String(), blobtest.Exists(t, blobs, orphan))
 	}
 
 	db, err := postgres.Open(ctx, url, 2)

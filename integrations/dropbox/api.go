@@ -41,6 +41,8 @@ func (a api) content(ctx context.Context, route string, arg any, data []byte, ou
 }
 
 func (a api) call(ctx context.Context, url, contentType, apiArg string, body []byte, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, httpdest.RequestTimeout)
+	defer cancel()
 	resp, err := a.auth.Do(ctx, func(ctx context.Context, token string) (*http.Request, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {

@@ -20,7 +20,23 @@ type Client struct {
 	buf    []byte
 }
 
-var _ docflow.DestinationClient = (*Client)(nil)
+var (
+	_ docflow.DestinationClient   = (*Client)(nil)
+	_ docflow.DestinationLocation = (*Client)(nil)
+	_ docflow.DestinationNamer    = (*Client)(nil)
+)
+
+// Location implements docflow.DestinationLocation.
+func (c *Client) Location() string {
+	if c.cfg.Folder == "" {
+		return "Dropbox folder /"
+	}
+	return "Dropbox folder " + c.cfg.Folder
+}
+
+// DestinationName implements docflow.DestinationNamer: the characters
+// Dropbox (and the Windows computers it syncs to) refuse become "_".
+func (c *Client) DestinationName(name string) string { return httpdest.SafeName(name) }
 
 // New returns the client of cfg. It connects nowhere yet.
 func New(cfg Config, o Options) (*Client, error) {
@@ -31,6 +47,7 @@ func New(cfg Config, o Options) (*Client, error) {
 	tokens := httpdest.NewTokens(httpdest.TokenOptions{
 		Service: service, TokenURL: o.APIURL + "/oauth2/token",
 		ClientID: cfg.AppKey, ClientSecret: cfg.AppSecret, RefreshToken: cfg.RefreshToken, HTTP: o.HTTP,
+		OnRotate: o.OnRefreshToken,
 	})
 	return &Client{cfg: cfg, o: o, tokens: tokens, api: api{o: o, auth: tokens}}, nil
 }
@@ -42,9 +59,10 @@ func (c *Client) Connect(ctx context.Context) error {
 	return err
 }
 
-// Close releases the chunk buffer.
+// Close releases the chunk buffer and idle connections.
 func (c *Client) Close(context.Context) error {
 	c.buf = nil
+	c.o.HTTP.CloseIdleConnections()
 	return nil
 }
 
@@ -72,12 +90,15 @@ type cursor struct {
 // Deliver stores body as doc.Name (made safe for Dropbox) in the folder,
 // replacing what is there. It returns the file's path as Dropbox shows it.
 func (c *Client) Deliver(ctx context.Context, doc docflow.DestinationDoc, body io.Reader) (string, error) {
+	if err := docflow.CheckDestinationName(doc.Name); err != nil {
+		return "", docflow.DestFail(docflow.DestInvalid, err.Error(), err)
+	}
 	commit := commitInfo{Path: c.cfg.Folder + "/" + httpdest.SafeName(doc.Name), Mode: "overwrite", Mute: true}
 	if c.buf == nil {
 		c.buf = make([]byte, c.o.ChunkSize)
 	}
 	buf := c.buf
-	n, last, err := httpdest.ReadChunk(body, buf)
+	n, last, err := httpdest.ReadChunk(ctx, body, buf)
 	if err != nil {
 		return "", fmt.Errorf("read document: %w", err)
 	}
@@ -97,7 +118,7 @@ func (c *Client) Deliver(ctx context.Context, doc docflow.DestinationDoc, body i
 	}
 	cur := cursor{SessionID: start.SessionID, Offset: int64(n)}
 	for {
-		n, last, err = httpdest.ReadChunk(body, buf)
+		n, last, err = httpdest.ReadChunk(ctx, body, buf)
 		if err != nil {
 			return "", fmt.Errorf("read document: %w", err)
 		}
@@ -163,4 +184,13 @@ func (c *Client) Probe(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// Open returns the client of a stored integration: ParseConfig, then New.
+func Open(in *docflow.Integration, o Options) (*Client, error) {
+	cfg, err := ParseConfig(in)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, o)
 }

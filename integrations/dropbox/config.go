@@ -22,9 +22,10 @@ import (
 const (
 	DefaultAPIURL     = "https://api.dropboxapi.com"
 	DefaultContentURL = "https://content.dropboxapi.com"
-	// DefaultChunkSize is the size of one upload-session request, and the
-	// largest document sent in a single request.
-	DefaultChunkSize = 8 << 20
+	// DefaultChunkSize is the size of one upload-session request (a
+	// multiple of 4 MiB, as Dropbox advises), and the largest document
+	// sent in a single request.
+	DefaultChunkSize = 4 << 20
 	// MaxChunkSize is Dropbox's limit of one upload request.
 	MaxChunkSize = 150 << 20
 )
@@ -78,6 +79,9 @@ type Options struct {
 	// ChunkSize is the size of one upload-session request (default
 	// DefaultChunkSize, at most MaxChunkSize).
 	ChunkSize int
+	// OnRefreshToken receives a refresh token Dropbox issued in place of
+	// the configured one, so the caller may keep it.
+	OnRefreshToken func(string)
 }
 
 func (o Options) withDefaults() (Options, error) {

@@ -104,6 +104,9 @@ func (c *Client) Deliver(ctx context.Context, doc docflow.DestinationDoc, body i
 			conn.Close()
 			return err
 		}
+		// A server may check a large message before it answers the final
+		// "." (RFC 5321, 4.5.3.2.6: wait up to 10 minutes).
+		conn.SetIdle(DataEndTimeout)
 		return w.Close()
 	})
 	if err != nil {
@@ -162,7 +165,7 @@ func (c *Client) session(ctx context.Context, srv *Server, op func(*smtp.Client,
 		if err != nil {
 			return nil, err
 		}
-		conn = upload.Wrap(raw, c.cfg.Timeout)
+		conn = upload.Wrap(raw, c.cfg.Idle)
 		stops = append(stops, conn.Bind(ctx))
 		if srv.Port != implicit {
 			return conn, nil

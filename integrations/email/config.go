@@ -36,6 +36,9 @@ const (
 	ImplicitTLSPort = 465
 	DefaultSubject  = "{title}"
 	DefaultTimeout  = 30 * time.Second
+	// DataEndTimeout bounds the wait for the server's answer to a
+	// message's end (RFC 5321, 4.5.3.2.6).
+	DataEndTimeout  = 10 * time.Minute
 	maxSubjectRunes = 250
 	defaultHeloName = "localhost"
 )
@@ -71,8 +74,11 @@ type Config struct {
 	// Dialer connects to the integration's own server; the settings'
 	// server is dialled with AllowPrivate.
 	Dialer netguard.Dialer
-	// Timeout bounds the dial and each read or write (DefaultTimeout).
+	// Timeout bounds the dial, and the handshake of TLS from the start
+	// (DefaultTimeout).
 	Timeout time.Duration
+	// Idle bounds each read and write (upload.DefaultIdle when 0).
+	Idle time.Duration
 	// ImplicitTLS is the port that speaks TLS from the start
 	// (ImplicitTLSPort when 0).
 	ImplicitTLS int
@@ -133,7 +139,7 @@ func (c Config) server() (*Server, error) {
 		if c.Settings == nil {
 			return mail.Address{}, false
 		}
-		a, err := mail.ParseAddress(strings.TrimSpace(c.Settings.Get("SMTP_FROM")))
+		a, err := mail.ParseAddress(strings.TrimSpace(docflow.SMTPFrom.Get(c.Settings)))
 		if err != nil || docflow.CheckEmail(a.Address) != nil || strings.ContainsAny(a.Name, "\r\n") {
 			return mail.Address{}, false
 		}
@@ -151,7 +157,7 @@ func (c Config) server() (*Server, error) {
 		}
 		return &s, nil
 	}
-	if c.Settings == nil || strings.TrimSpace(c.Settings.Get("SMTP_HOST")) == "" {
+	if c.Settings == nil || strings.TrimSpace(docflow.SMTPHost.Get(c.Settings)) == "" {
 		return nil, invalid("e-mail is not configured: give credentials.smtp_host, " +
 			"or ask the administrator to set SMTP_HOST and SMTP_FROM")
 	}
@@ -159,10 +165,10 @@ func (c Config) server() (*Server, error) {
 	if !ok {
 		return nil, invalid("SMTP_FROM is not set to an e-mail address: ask the administrator to set it")
 	}
-	host := strings.TrimSpace(c.Settings.Get("SMTP_HOST"))
+	host := strings.TrimSpace(docflow.SMTPHost.Get(c.Settings))
 	return &Server{
-		Host: host, Port: docflow.SettingInt(c.Settings, "SMTP_PORT", DefaultPort),
-		Username: c.Settings.Get("SMTP_USERNAME"), Password: c.Settings.Get("SMTP_PASSWORD"),
+		Host: host, Port: docflow.SMTPPort.Get(c.Settings),
+		Username: docflow.SMTPUsername.Get(c.Settings), Password: docflow.SMTPPassword.Get(c.Settings),
 		From: from, Operator: true,
 		TLS: &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12},
 	}, nil

@@ -20,10 +20,6 @@ import (
 	"docflow/internal/netguard"
 )
 
-// DefaultRelayURL is the Expo push service, which the mobile app's push
-// tokens belong to.
-const DefaultRelayURL = "https://exp.host/--/api/v2/push/send"
-
 // DeviceNotRegistered is the ticket error with which the relay reports a
 // token no longer valid (the app was uninstalled or its notifications
 // turned off).
@@ -75,7 +71,7 @@ func NewSender(settings docflow.SettingsStore, devices DeviceDeactivator) *Sende
 	return &Sender{settings: settings, devices: devices,
 		client: netguard.Client(netguard.ClientOptions{MaxIdleConnsPerHost: 256, Dialer: netguard.Dialer{
 			Timeout: 10 * time.Second,
-			Allowed: func() []string { return docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") }}})}
+			Allowed: func() []string { return docflow.WebhookAllowedHosts.Get(settings) }}})}
 }
 
 // MessageFor is the message telling a device that ev's document finished
@@ -96,9 +92,11 @@ func MessageFor(token string, ev docflow.Event) Message {
 
 // Send pushes d's event to the device t: one attempt, bounded by ctx.
 func (p *Sender) Send(ctx context.Context, t docflow.DeliveryTarget, d *docflow.EventDelivery) docflow.DeliveryResult {
-	url := p.settings.Get("PUSH_RELAY_URL")
+	url := docflow.PushRelayURL.Get(p.settings)
 	if url == "" {
-		url = DefaultRelayURL
+		// The default is the Expo push service, which the mobile app's
+		// push tokens belong to.
+		url = docflow.PushRelayURL.Default()
 	}
 	body, err := json.Marshal([]Message{MessageFor(t.PushToken, d.Event)})
 	if err != nil {

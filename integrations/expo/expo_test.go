@@ -40,6 +40,7 @@ func (d *deactivated) DeactivateDevice(_ context.Context, id int64) error {
 // a relay on a private address is refused unless WEBHOOK_ALLOWED_HOSTS
 // names it.
 func TestPushSender(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	var status atomic.Int32
 	var answer atomic.Value
@@ -92,6 +93,7 @@ func TestPushSender(t *testing.T) {
 }
 
 func TestMessageFor(t *testing.T) {
+	t.Parallel()
 	m := MessageFor("T[x]", docflow.Event{Data: map[string]any{"file_id": 9, "filename": strings.Repeat("é", 300), "title": "secret"}})
 	if m.To != "T[x]" || m.Data["file_id"] != 9 || len(m.Data) != 1 || utf8.RuneCountInString(m.Body) > 120 || strings.Contains(m.Body, "secret") {
 		t.Errorf("%+v", m)

@@ -22,6 +22,8 @@ type api struct {
 // none) and reads a 2xx answer's JSON into out; it returns the response's
 // header.
 func (a api) call(ctx context.Context, method, url string, header http.Header, body func() io.Reader, out any) (http.Header, error) {
+	ctx, cancel := context.WithTimeout(ctx, httpdest.RequestTimeout)
+	defer cancel()
 	resp, err := a.auth.Do(ctx, func(ctx context.Context, token string) (*http.Request, error) {
 		var r io.Reader
 		if body != nil {

@@ -28,7 +28,18 @@ type Client struct {
 	buf    []byte
 }
 
-var _ docflow.DestinationClient = (*Client)(nil)
+var (
+	_ docflow.DestinationClient   = (*Client)(nil)
+	_ docflow.DestinationLocation = (*Client)(nil)
+)
+
+// Location implements docflow.DestinationLocation.
+func (c *Client) Location() string {
+	if c.cfg.FolderID == "root" {
+		return "Google Drive folder My Drive"
+	}
+	return "Google Drive folder " + c.cfg.FolderID
+}
 
 // New returns the client of cfg. It connects nowhere yet.
 func New(cfg Config, o Options) (*Client, error) {
@@ -42,6 +53,7 @@ func New(cfg Config, o Options) (*Client, error) {
 	tokens := httpdest.NewTokens(httpdest.TokenOptions{
 		Service: service, TokenURL: o.TokenURL,
 		ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret, RefreshToken: cfg.RefreshToken, HTTP: o.HTTP,
+		OnRotate: o.OnRefreshToken,
 	})
 	return &Client{cfg: cfg, o: o, tokens: tokens, api: api{o: o, auth: tokens}}, nil
 }
@@ -53,9 +65,10 @@ func (c *Client) Connect(ctx context.Context) error {
 	return err
 }
 
-// Close releases the chunk buffer.
+// Close releases the chunk buffer and idle connections.
 func (c *Client) Close(context.Context) error {
 	c.buf = nil
+	c.o.HTTP.CloseIdleConnections()
 	return nil
 }
 
@@ -99,7 +112,11 @@ func (c *Client) find(ctx context.Context, name string) (string, error) {
 // file of that name if there is one, else a new file. It returns the
 // file's id.
 func (c *Client) Deliver(ctx context.Context, doc docflow.DestinationDoc, body io.Reader) (string, error) {
-	name := httpdest.SafeName(doc.Name)
+	if err := docflow.CheckDestinationName(doc.Name); err != nil {
+		return "", docflow.DestFail(docflow.DestInvalid, err.Error(), err)
+	}
+	// Drive takes any name; CheckDestinationName keeps it one path element.
+	name := doc.Name
 	mimeType := doc.MimeType
 	if mimeType == "" {
 		mimeType = "application/octet-stream"
@@ -111,14 +128,13 @@ func (c *Client) Deliver(ctx context.Context, doc docflow.DestinationDoc, body i
 	if c.buf == nil {
 		c.buf = make([]byte, c.o.ChunkSize)
 	}
-	n, last, err := httpdest.ReadChunk(body, c.buf)
+	n, last, err := httpdest.ReadChunk(ctx, body, c.buf)
 	if err != nil {
 		return "", fmt.Errorf("read document: %w", err)
 	}
 	if !last && doc.Size == int64(n) {
-		var one [1]byte
-		if k, _ := io.ReadFull(body, one[:]); k == 0 {
-			last = true
+		if last, err = httpdest.Ends(ctx, body); err != nil {
+			return "", fmt.Errorf("read document: %w", err)
 		}
 	}
 	if last {
@@ -194,7 +210,7 @@ func (c *Client) resumable(ctx context.Context, id, name, mimeType string, total
 		}
 		offset = end
 		var last bool
-		if n, last, err = httpdest.ReadChunk(body, c.buf); err != nil {
+		if n, last, err = httpdest.ReadChunk(ctx, body, c.buf); err != nil {
 			return "", fmt.Errorf("read document: %w", err)
 		}
 		if last && offset+int64(n) < total {
@@ -207,6 +223,8 @@ func (c *Client) resumable(ctx context.Context, id, name, mimeType string, total
 // much Drive holds (Range: bytes=0-N); where it took only part of the
 // chunk, the rest is sent again. The last chunk's answer is the file.
 func (c *Client) putChunk(ctx context.Context, session string, chunk []byte, start, total int64) (driveFile, error) {
+	ctx, cancel := context.WithTimeout(ctx, httpdest.RequestTimeout)
+	defer cancel()
 	var f driveFile
 	sent := 0
 	for range 3 {
@@ -290,4 +308,13 @@ func (c *Client) Probe(ctx context.Context) error {
 		}
 	}
 	return err
+}
+
+// Open returns the client of a stored integration: ParseConfig, then New.
+func Open(in *docflow.Integration, o Options) (*Client, error) {
+	cfg, err := ParseConfig(in)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, o)
 }

@@ -29,7 +29,7 @@ const (
 	ChunkUnit = 256 << 10
 	// DefaultChunkSize is one chunk of a resumable upload, and the largest
 	// document sent in a single request.
-	DefaultChunkSize = 32 * ChunkUnit
+	DefaultChunkSize = 16 * ChunkUnit
 	// MaxChunkSize bounds the chunk held in memory.
 	MaxChunkSize = 256 * ChunkUnit
 )
@@ -74,6 +74,9 @@ type Options struct {
 	// ChunkSize is one chunk of a resumable upload: a multiple of
 	// 256 KiB, default DefaultChunkSize, at most MaxChunkSize.
 	ChunkSize int
+	// OnRefreshToken receives a refresh token Google issued in place of
+	// the configured one, so the caller may keep it.
+	OnRefreshToken func(string)
 }
 
 func (o Options) withDefaults() (Options, error) {

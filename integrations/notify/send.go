@@ -58,14 +58,14 @@ type Notifier struct {
 func New(settings docflow.SettingsStore, log zerolog.Logger) *Notifier {
 	client := netguard.Client(netguard.ClientOptions{MaxIdleConnsPerHost: 2, Dialer: netguard.Dialer{
 		Timeout: 10 * time.Second,
-		Allowed: func() []string { return docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") }}})
+		Allowed: func() []string { return docflow.WebhookAllowedHosts.Get(settings) }}})
 	return &Notifier{settings: settings, log: log.With().Str("component", "notify").Logger(), client: client}
 }
 
 // Channels parses NOTIFICATION_URLS in its order: for each entry either
 // its channel or, when it is invalid, its failed result.
 func (n *Notifier) Channels() ([]*Channel, []*docflow.NotificationResult) {
-	entries := docflow.SettingList(n.settings, "NOTIFICATION_URLS")
+	entries := docflow.NotificationURLs.Get(n.settings)
 	chans := make([]*Channel, len(entries))
 	bad := make([]*docflow.NotificationResult, len(entries))
 	for i, e := range entries {
@@ -89,7 +89,7 @@ func (n *Notifier) Notify(ctx context.Context, note docflow.Notification) docflo
 	results := make([]docflow.NotificationResult, len(chans))
 	timeout := n.Timeout
 	if timeout <= 0 {
-		timeout = time.Duration(docflow.SettingInt(n.settings, "WEBHOOK_TIMEOUT", 10)) * time.Second
+		timeout = docflow.WebhookTimeout.Get(n.settings)
 	}
 	var wg sync.WaitGroup
 	for i, c := range chans {

@@ -22,6 +22,8 @@ type api struct {
 // call sends method url with body (JSON when contentType says so) and
 // reads a 2xx answer's JSON into out.
 func (a api) call(ctx context.Context, method, url, contentType string, body []byte, out any) error {
+	ctx, cancel := context.WithTimeout(ctx, httpdest.RequestTimeout)
+	defer cancel()
 	resp, err := a.auth.Do(ctx, func(ctx context.Context, token string) (*http.Request, error) {
 		var r io.Reader
 		if body != nil {

@@ -27,7 +27,24 @@ type Client struct {
 	buf    []byte
 }
 
-var _ docflow.DestinationClient = (*Client)(nil)
+var (
+	_ docflow.DestinationClient   = (*Client)(nil)
+	_ docflow.DestinationLocation = (*Client)(nil)
+	_ docflow.DestinationNamer    = (*Client)(nil)
+)
+
+// Location implements docflow.DestinationLocation.
+func (c *Client) Location() string {
+	folder := c.cfg.Folder
+	if folder == "" {
+		folder = "/"
+	}
+	return "OneDrive folder " + folder
+}
+
+// DestinationName implements docflow.DestinationNamer: the characters
+// OneDrive refuses become "_".
+func (c *Client) DestinationName(name string) string { return httpdest.SafeName(name) }
 
 // New returns the client of cfg. It connects nowhere yet.
 func New(cfg Config, o Options) (*Client, error) {
@@ -56,9 +73,10 @@ func (c *Client) Connect(ctx context.Context) error {
 	return err
 }
 
-// Close releases the chunk buffer.
+// Close releases the chunk buffer and idle connections.
 func (c *Client) Close(context.Context) error {
 	c.buf = nil
+	c.o.HTTP.CloseIdleConnections()
 	return nil
 }
 
@@ -76,19 +94,21 @@ func (c *Client) contentURL(p string) string {
 // Deliver stores body as doc.Name (made safe for OneDrive) in the folder,
 // replacing what is there, and returns its path in the drive.
 func (c *Client) Deliver(ctx context.Context, doc docflow.DestinationDoc, body io.Reader) (string, error) {
+	if err := docflow.CheckDestinationName(doc.Name); err != nil {
+		return "", docflow.DestFail(docflow.DestInvalid, err.Error(), err)
+	}
 	target := c.cfg.Folder + "/" + httpdest.SafeName(doc.Name)
 	if c.buf == nil {
 		c.buf = make([]byte, c.o.ChunkSize)
 	}
-	n, last, err := httpdest.ReadChunk(body, c.buf)
+	n, last, err := httpdest.ReadChunk(ctx, body, c.buf)
 	if err != nil {
 		return "", fmt.Errorf("read document: %w", err)
 	}
 	if !last && doc.Size == int64(n) {
 		// A body of exactly one chunk: it must end here.
-		var one [1]byte
-		if k, _ := io.ReadFull(body, one[:]); k == 0 {
-			last = true
+		if last, err = httpdest.Ends(ctx, body); err != nil {
+			return "", fmt.Errorf("read document: %w", err)
 		}
 	}
 	if last {
@@ -137,7 +157,7 @@ func (c *Client) session(ctx context.Context, target string, total int64, body i
 		}
 		offset = end
 		var last bool
-		if n, last, err = httpdest.ReadChunk(body, c.buf); err != nil {
+		if n, last, err = httpdest.ReadChunk(ctx, body, c.buf); err != nil {
 			return fmt.Errorf("read document: %w", err)
 		}
 		if last && offset+int64(n) < total {
@@ -151,6 +171,8 @@ func (c *Client) session(ctx context.Context, target string, total int64, body i
 // says it took only part of the chunk (nextExpectedRanges), the rest is
 // sent again.
 func (c *Client) putFragment(ctx context.Context, uploadURL string, chunk []byte, start, total int64) error {
+	ctx, cancel := context.WithTimeout(ctx, httpdest.RequestTimeout)
+	defer cancel()
 	sent := 0
 	for range 3 {
 		part := chunk[sent:]
@@ -249,4 +271,13 @@ func (c *Client) Probe(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// Open returns the client of a stored integration: ParseConfig, then New.
+func Open(in *docflow.Integration, o Options) (*Client, error) {
+	cfg, err := ParseConfig(in)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, o)
 }

@@ -28,9 +28,10 @@ const (
 	// FragmentUnit is the unit of an upload session's ranges: every
 	// fragment but the last is a multiple of 320 KiB.
 	FragmentUnit = 320 << 10
-	// DefaultChunkSize (10 MiB, 32 units) is one fragment of an upload
-	// session, and the largest document sent in a single PUT.
-	DefaultChunkSize = 32 * FragmentUnit
+	// DefaultChunkSize (5 MiB, 16 units, within Graph's recommended 5 to
+	// 10 MiB) is one fragment of an upload session, and the largest
+	// document sent in a single PUT.
+	DefaultChunkSize = 16 * FragmentUnit
 	// MaxChunkSize is Graph's limit of one fragment (60 MiB).
 	MaxChunkSize = 192 * FragmentUnit
 )

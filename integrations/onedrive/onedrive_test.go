@@ -69,10 +69,12 @@ func TestDeliverAndOverwrite(t *testing.T) {
 	if tn := srv.Tenants(); len(tn) != 1 || tn[0] != "common" {
 		t.Fatalf("tenants %v", tn)
 	}
-	got, err = deliver(t, c, `Größe: "A/B" 50%.pdf`, []byte("x"))
-	if err != nil || got != "/Scans/2026/Größe_ _A_B_ 50%.pdf" || srv.File(got) == nil {
+	got, err = deliver(t, c, `Größe: "A|B" 50%.pdf`, []byte("x"))
+	if err != nil || got != "/Scans/2026/Größe_ _A_B_ 50%.pdf" || srv.File(got) == nil || c.DestinationName(`a:b`) != "a_b" {
 		t.Fatalf("odd name: %q %v %v", got, err, srv.Paths())
 	}
+	_, err = deliver(t, c, "../escape.pdf", []byte("x"))
+	class(t, err, docflow.DestInvalid)
 }
 
 // Above one chunk a document goes through an upload session in ranged

@@ -85,9 +85,9 @@ func TestContractVersitygw(t *testing.T) {
 			return f
 		},
 		// Multipart above 16 MiB: parts of 8 MiB, two at a time.
-		LargeSize:    96 << 20,
-		MemoryBudget: 48 << 20,
-		Unreachable: clientOf(integration("http://127.0.0.1:"+strconv.Itoa(closed), "docs", "", versitygw.AccessKey, versitygw.SecretKey)),
+		LargeSize:      96 << 20,
+		MemoryBudget:   48 << 20,
+		Unreachable:    clientOf(integration("http://127.0.0.1:"+strconv.Itoa(closed), "docs", "", versitygw.AccessKey, versitygw.SecretKey)),
 		BadCredentials: clientOf(integration(s.Endpoint, "docs", "docflow/out", versitygw.AccessKey, "wrong-secret")),
 		Forbidden: func(t testing.TB) docflow.DestinationClient {
 			s.CreateUser(t, "reader"+strconv.Itoa(os.Getpid()), "readersecret")

@@ -61,7 +61,7 @@ func New(settings docflow.SettingsStore) *Mailer {
 
 // Configured reports whether SMTP_HOST and SMTP_FROM are set.
 func (m *Mailer) Configured() bool {
-	return strings.TrimSpace(m.settings.Get("SMTP_HOST")) != "" && strings.TrimSpace(m.settings.Get("SMTP_FROM")) != ""
+	return strings.TrimSpace(docflow.SMTPHost.Get(m.settings)) != "" && strings.TrimSpace(docflow.SMTPFrom.Get(m.settings)) != ""
 }
 
 // Send delivers msg; EUNAVAILABLE when SMTP is not configured, EINVALID
@@ -79,7 +79,7 @@ func (m *Mailer) Send(ctx context.Context, msg docflow.Mail) error {
 			return docflow.Errorf(docflow.EINVALID, "recipient %q is not an e-mail address", to)
 		}
 	}
-	from, err := mail.ParseAddress(strings.TrimSpace(m.settings.Get("SMTP_FROM")))
+	from, err := mail.ParseAddress(strings.TrimSpace(docflow.SMTPFrom.Get(m.settings)))
 	if err != nil || docflow.CheckEmail(from.Address) != nil || strings.ContainsAny(from.Name, "\r\n") {
 		return docflow.Errorf(docflow.EINVALID, "SMTP_FROM is not an e-mail address")
 	}
@@ -100,7 +100,7 @@ func (m *Mailer) Send(ctx context.Context, msg docflow.Mail) error {
 	err = m.dialAndSend(ctx, gm)
 	if m.Recorder != nil {
 		m.Recorder.Record(docflow.IntegrationMetric(docflow.MetricTypeSMTP, docflow.DirectionOut,
-			strings.TrimSpace(m.settings.Get("SMTP_HOST")), start, int64(len(msg.Subject)+len(msg.Text)), err))
+			strings.TrimSpace(docflow.SMTPHost.Get(m.settings)), start, int64(len(msg.Subject)+len(msg.Text)), err))
 	}
 	return err
 }
@@ -119,8 +119,8 @@ func (m *Mailer) dialAndSend(ctx context.Context, gm *gomail.Msg) error {
 }
 
 func (m *Mailer) client() (*gomail.Client, error) {
-	host := strings.TrimSpace(m.settings.Get("SMTP_HOST"))
-	port := docflow.SettingInt(m.settings, "SMTP_PORT", 587)
+	host := strings.TrimSpace(docflow.SMTPHost.Get(m.settings))
+	port := docflow.SMTPPort.Get(m.settings)
 	timeout := m.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -168,7 +168,7 @@ func (m *Mailer) client() (*gomail.Client, error) {
 		// then fails the handshake is an error, not a plain-text fallback.
 		gomail.WithTLSPolicy(gomail.TLSOpportunistic),
 	}
-	if user := m.settings.Get("SMTP_USERNAME"); user != "" {
+	if user := docflow.SMTPUsername.Get(m.settings); user != "" {
 		// AutoDiscover picks the strongest mechanism the server offers and
 		// never sends a password in the clear over an unencrypted
 		// connection; to a server on this machine PLAIN is allowed without
@@ -178,7 +178,7 @@ func (m *Mailer) client() (*gomail.Client, error) {
 			mech = gomail.SMTPAuthPlain
 		}
 		opts = append(opts, gomail.WithSMTPAuth(mech),
-			gomail.WithUsername(user), gomail.WithPassword(m.settings.Get("SMTP_PASSWORD")))
+			gomail.WithUsername(user), gomail.WithPassword(docflow.SMTPPassword.Get(m.settings)))
 	}
 	c, err := gomail.NewClient(host, opts...)
 	if err != nil {

@@ -69,7 +69,7 @@ func NewHookSender(settings docflow.SettingsStore) *Sender {
 func Client(settings docflow.SettingsStore) *http.Client {
 	return netguard.Client(netguard.ClientOptions{MaxIdleConnsPerHost: 256, Dialer: netguard.Dialer{
 		Timeout: 10 * time.Second,
-		Allowed: func() []string { return docflow.SettingList(settings, "WEBHOOK_ALLOWED_HOSTS") }}})
+		Allowed: func() []string { return docflow.WebhookAllowedHosts.Get(settings) }}})
 }
 
 // Body is the body of a webhook delivery: {data, event, timestamp} with

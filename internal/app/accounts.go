@@ -6,6 +6,7 @@ import (
 	"docflow"
 	"docflow/analytics/prom"
 	"docflow/internal/passwd"
+	"docflow/internal/ttlcache"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
@@ -18,7 +19,7 @@ func (m *App) startUserStates() {
 	m.startSSO()
 	m.userStore = postgres.NewUserStateStore(m.DB)
 	m.users = &userStates{settings: m.Settings, local: m.userStore.LocalUserState, sso: m.ssoUserState,
-		ttl: userStateTTL, cache: map[string]localState{}}
+		cache: ttlcache.New[string, localState](userStateMax, userStateTTL, nil)}
 }
 
 // startAccounts builds the local account store (serve and api).
@@ -27,8 +28,8 @@ func (m *App) startUserStates() {
 // sign-in, a reset or an account change is refused with 429. /metrics
 // counts them.
 func (m *App) startAccounts() {
-	hasher := passwd.Limit(passwd.Hasher{}, docflow.SettingInt(m.Settings, "PASSWORD_HASH_CONCURRENCY", 0),
-		docflow.SettingInt(m.Settings, "PASSWORD_HASH_QUEUE", 32))
+	hasher := passwd.Limit(passwd.Hasher{}, docflow.PasswordHashConcurrency.Get(m.Settings),
+		docflow.PasswordHashQueue.Get(m.Settings))
 	m.Prom.MustRegister(
 		prom.CounterFunc("password_hashes_total", "Password hashes and verifications run (argon2id, about 40 ms of CPU each).",
 			func() float64 { return float64(hasher.Stats().Runs) }),

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
@@ -43,7 +44,7 @@ func TestIntegrationFailingNotifiesOnce(t *testing.T) {
 
 	fail("write archive/x.pdf: permission denied")
 	start := time.Now()
-	waitFor(t, 60*time.Second, "the admins notified of the failing integration", func() bool { return len(received()) >= 1 })
+	testsupport.WaitFor(t, 60*time.Second, "the admins notified of the failing integration", func() bool { return len(received()) >= 1 })
 	if took := time.Since(start); took < time.Second {
 		t.Errorf("notified after %v, before the threshold", took)
 	}
@@ -65,7 +66,7 @@ func TestIntegrationFailingNotifiesOnce(t *testing.T) {
 	fail("")
 	time.Sleep(500 * time.Millisecond)
 	fail("connect: connection refused")
-	waitFor(t, 60*time.Second, "the second failure notified", func() bool { return len(received()) >= 2 })
+	testsupport.WaitFor(t, 60*time.Second, "the second failure notified", func() bool { return len(received()) >= 2 })
 	time.Sleep(1500 * time.Millisecond)
 	r := received()
 	if len(r) != 2 || !strings.Contains(fmt.Sprint(r[1]["message"]), "connection refused") {

@@ -21,9 +21,9 @@ const retentionEvery = time.Hour
 // ANALYTICS_RETENTION_DAYS days, and holds at most ANALYTICS_BUFFER_ROWS
 // metrics in memory while unreachable.
 func (m *App) startRecorder(ctx context.Context) error {
-	days := docflow.SettingInt(m.Settings, "ANALYTICS_RETENTION_DAYS", 90)
-	opts := analytics.Options{Logger: &m.Log}.Bounded(docflow.SettingInt(m.Settings, "ANALYTICS_BUFFER_ROWS", 100_000))
-	if !docflow.SettingBool(m.Settings, "ANALYTICS_ENABLED", true) {
+	days := docflow.AnalyticsRetentionDays.Get(m.Settings)
+	opts := analytics.Options{Logger: &m.Log}.Bounded(docflow.AnalyticsBufferRows.Get(m.Settings))
+	if !docflow.AnalyticsEnabled.Get(m.Settings) {
 		m.Recorder = analytics.Nop{}
 		q, err := pganalytics.NewQueries(m.DB.Pool)
 		if err != nil {
@@ -33,9 +33,9 @@ func (m *App) startRecorder(ctx context.Context) error {
 		m.Log.Info().Msg("analytics recording is off (ANALYTICS_ENABLED=false)")
 		return nil
 	}
-	if u := m.Settings.Get("CLICKHOUSE_URL"); u != "" {
+	if u := docflow.ClickHouseURL.Get(m.Settings); u != "" {
 		rec, err := chanalytics.Open(ctx, chanalytics.Config{URL: u,
-			User: m.Settings.Get("CLICKHOUSE_USER"), Password: m.Settings.Get("CLICKHOUSE_PASSWORD"), RetentionDays: days, RetentionEvery: retentionEvery}, opts)
+			User: docflow.ClickHouseUser.Get(m.Settings), Password: docflow.ClickHousePassword.Get(m.Settings), RetentionDays: days, RetentionEvery: retentionEvery}, opts)
 		if err != nil {
 			return fmt.Errorf("connect ClickHouse at %s: %w (unset CLICKHOUSE_URL to record metrics in PostgreSQL)", RedactURL(u), err)
 		}
@@ -65,7 +65,7 @@ func (m *App) startRecorder(ctx context.Context) error {
 func (m *App) startSamplers() {
 	// NOTE: the setting, not the recorder's type: the recorder is wrapped
 	// beside the Prometheus series (startPrometheus).
-	if !docflow.SettingBool(m.Settings, "ANALYTICS_ENABLED", true) {
+	if !docflow.AnalyticsEnabled.Get(m.Settings) {
 		return
 	}
 	sources := []analytics.Source{analytics.ProcessSource(m.Role, m.RecorderStats)}
@@ -74,7 +74,7 @@ func (m *App) startSamplers() {
 		sources = append(sources, insp.PartitionLags)
 	}
 	s := &analytics.Sampler{Recorder: m.Recorder, Sources: sources, Log: m.Log,
-		Every: time.Duration(docflow.SettingInt(m.Settings, "ANALYTICS_SAMPLE_SECONDS", 5)) * time.Second}
+		Every: docflow.AnalyticsSampleInterval.Get(m.Settings)}
 	s.Start()
 	m.onClose(func(context.Context) error { s.Stop(); return nil })
 }

@@ -18,6 +18,7 @@ import (
 	"docflow"
 	"docflow/analytics/analyticstest"
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
@@ -124,7 +125,7 @@ func TestClickHouseOutageDuringABurst(t *testing.T) {
 	if d := time.Since(start); d > 20*time.Second {
 		t.Fatalf("uploads and 40,000 Record calls took %v with ClickHouse down", d)
 	}
-	waitFor(t, 30*time.Second, "every document completed with ClickHouse down", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "every document completed with ClickHouse down", func() bool {
 		for _, id := range ids {
 			f, err := a.Files.FindFileByID(ctx, id)
 			if err != nil || f.Status != docflow.StatusCompleted {
@@ -140,12 +141,12 @@ func TestClickHouseOutageDuringABurst(t *testing.T) {
 	if st.Dropped < 40_000-bound || st.Written != 0 && st.Written > int64(bound) {
 		t.Fatalf("stats %+v: want at least %d dropped", st, 40_000-bound)
 	}
-	waitFor(t, 10*time.Second, "the drop logged", func() bool {
+	testsupport.WaitFor(t, 10*time.Second, "the drop logged", func() bool {
 		return strings.Contains(logs.String(), "analytics metrics dropped")
 	})
 
 	proxy.Restore()
-	waitFor(t, 30*time.Second, "the buffered metrics written", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "the buffered metrics written", func() bool {
 		s := stats()
 		return s.Written > 0 && s.Buffered < 50
 	})
@@ -153,7 +154,7 @@ func TestClickHouseOutageDuringABurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ov docflow.OverviewReport
-	waitFor(t, 15*time.Second, "the drop count in the overview's process samples", func() bool {
+	testsupport.WaitFor(t, 15*time.Second, "the drop count in the overview's process samples", func() bool {
 		a.Recorder.Flush(ctx) //nolint:errcheck
 		status, body := get(t, a.URL+"/api/analytics/overview")
 		if status != 200 || json.Unmarshal([]byte(body), &ov) != nil || ov.Totals.Recorder == nil {

@@ -73,6 +73,9 @@ type Config struct {
 	Sources      func(*sources.Config)
 	// Alerts adjusts the integration-failure alerts (tests tick faster).
 	Alerts func(*alerts.Config)
+	// HTTP adjusts the HTTP server's configuration (tests bound what it
+	// remembers).
+	HTTP func(*dfhttp.Config)
 }
 
 // App is one docflow process: Build builds every dependency once and Close
@@ -296,16 +299,16 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 	if m.cfg.Log != nil {
 		m.Log = *m.cfg.Log
 	} else {
-		m.Log = newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), m.cfg.Stderr)
+		m.Log = newLogger(docflow.LogLevel.Get(env), docflow.LogFormat.Get(env), m.cfg.Stderr)
 	}
 	if err := env.validate(bootstrapSettings...); err != nil {
 		return "", err
 	}
-	m.Workdir = env.Get("WORKDIR")
+	m.Workdir = docflow.Workdir.Get(env)
 	if err := os.MkdirAll(m.Workdir, 0o750); err != nil {
 		return "", fmt.Errorf("create WORKDIR %s: %w", m.Workdir, err)
 	}
-	secret, err := sessionSecret(env.Get("SESSION_SECRET"), m.Workdir, m.Log)
+	secret, err := sessionSecret(docflow.SessionSecret.Get(env), m.Workdir, m.Log)
 	if err != nil {
 		return "", err
 	}
@@ -318,8 +321,8 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 	if m.cfg.DB != nil {
 		m.DB = m.cfg.DB
 	} else {
-		m.Log.Info().Str("database", RedactURL(env.Get("DATABASE_URL"))).Msg("connecting to PostgreSQL (creating the database and applying migrations if needed)")
-		m.DB, err = postgres.Open(ctx, env.Get("DATABASE_URL"), poolSize)
+		m.Log.Info().Str("database", RedactURL(docflow.DatabaseURL.Get(env))).Msg("connecting to PostgreSQL (creating the database and applying migrations if needed)")
+		m.DB, err = postgres.Open(ctx, docflow.DatabaseURL.Get(env), poolSize)
 		if err != nil {
 			return "", err
 		}
@@ -359,7 +362,7 @@ func (m *App) startSources() error {
 // folders (each new file is recorded once, whichever process sees it first).
 func (m *App) startCore(ctx context.Context) error {
 	var err error
-	mode := blob.SyncMode(strings.ToLower(strings.TrimSpace(m.Settings.Get("BLOB_SYNC"))))
+	mode := blob.SyncMode(strings.ToLower(strings.TrimSpace(docflow.BlobSync.Get(m.Settings))))
 	if mode != blob.SyncFile {
 		mode = blob.SyncGroup
 	}
@@ -373,7 +376,7 @@ func (m *App) startCore(ctx context.Context) error {
 	}
 	m.onClose(func(context.Context) error { return m.Blobs.Close() })
 	m.Files = postgres.NewFileStore(m.DB)
-	m.Files.SetListConcurrency(docflow.SettingInt(m.Settings, "LIST_QUERY_CONCURRENCY", 0))
+	m.Files.SetListConcurrency(docflow.ListQueryConcurrency.Get(m.Settings))
 	m.Runs = postgres.NewRunStore(m.DB)
 	m.Embeddings = steps.NewEmbeddingRuns(postgres.NewEmbeddingStore(m.DB))
 	icfg := intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings, Recorder: m.Recorder,
@@ -439,7 +442,7 @@ func (m *App) startSteps() error {
 	m.onClose(func(context.Context) error { return st.Close() })
 	m.Steps = st
 	all := st.All()
-	if docflow.SettingBool(m.Settings, "ENABLE_TEST_STEP", false) {
+	if docflow.EnableTestStep.Get(m.Settings) {
 		all = append(all, teststep.New())
 	}
 	m.Registry = pipeline.NewRegistry(all...)
@@ -449,7 +452,7 @@ func (m *App) startSteps() error {
 // startStreams connects to Kafka (or starts the embedded broker), creates
 // the topics and starts the outbox relay.
 func (m *App) startStreams(ctx context.Context, workdir string) error {
-	m.Brokers = splitList(m.Settings.Get("KAFKA_BROKERS"))
+	m.Brokers = docflow.KafkaBrokers.Get(m.Settings)
 	if len(m.Brokers) == 0 {
 		if m.Role != "serve" {
 			return fmt.Errorf("KAFKA_BROKERS is empty: `docflow %s` needs a broker; start one with `docflow broker` and set KAFKA_BROKERS to the address it prints, or use `docflow serve`", m.Role)
@@ -463,7 +466,7 @@ func (m *App) startStreams(ctx context.Context, workdir string) error {
 		m.Log.Info().Strs("addrs", m.Brokers).Msg("embedded Kafka-protocol broker started")
 	}
 	topics := streams.DefaultTopics()
-	if n := docflow.SettingInt(m.Settings, "KAFKA_PARTITIONS", streams.DefaultPartitions); n > 0 {
+	if n := docflow.KafkaPartitions.Get(m.Settings); n > 0 {
 		topics.Partitions = n
 	}
 	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)

@@ -16,6 +16,7 @@ import (
 
 	"docflow"
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
@@ -61,7 +62,7 @@ func TestServeRunsTheWholeFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := upload(t, a.URL, "flow.txt", "a document\n")
-	waitFor(t, 60*time.Second, "the document completed and indexed", func() bool {
+	testsupport.WaitFor(t, 60*time.Second, "the document completed and indexed", func() bool {
 		f, err := a.Files.FindFileByID(ctx, id)
 		if err != nil || f.Status != docflow.StatusCompleted {
 			return false
@@ -122,15 +123,4 @@ func upload(t *testing.T, base, name, content string) int64 {
 		t.Fatalf("upload: %d %s", resp.StatusCode, b)
 	}
 	return out.FileID
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -39,7 +39,7 @@ func (e *envSettings) Get(key string) string {
 
 // bootstrapSettings are read from the environment before the database
 // (and the values stored in it) is open.
-var bootstrapSettings = []string{"LOG_LEVEL", "LOG_FORMAT", "WORKDIR", "SESSION_SECRET", "DATABASE_URL"}
+var bootstrapSettings = []string{docflow.LogLevel.Key(), docflow.LogFormat.Key(), docflow.Workdir.Key(), docflow.SessionSecret.Key(), docflow.DatabaseURL.Key()}
 
 // validate checks the environment's (or the default) values of keys; see
 // docflow.ValidateSettings.
@@ -56,17 +56,17 @@ func (e *envSettings) validate(keys ...string) error {
 	})
 }
 
-// Env resolves a setting from getenv and the catalogue defaults: what a
+// Env resolves settings from getenv and the catalogue defaults: what a
 // process knows before the database is open (DATABASE_URL, WORKDIR…).
-func Env(getenv func(string) string) func(key string) string {
-	return newEnvSettings(getenv).Get
+func Env(getenv func(string) string) docflow.SettingsReader {
+	return newEnvSettings(getenv)
 }
 
 // Logger builds the process's logger from LOG_LEVEL and LOG_FORMAT in
 // getenv, writing to w.
 func Logger(getenv func(string) string, w io.Writer) zerolog.Logger {
 	env := newEnvSettings(getenv)
-	return newLogger(env.Get("LOG_LEVEL"), env.Get("LOG_FORMAT"), w)
+	return newLogger(docflow.LogLevel.Get(env), docflow.LogFormat.Get(env), w)
 }
 
 // ValidateEnv checks the values getenv (or the defaults) give keys, as the

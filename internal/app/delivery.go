@@ -28,7 +28,7 @@ func (m *App) startDelivery(ctx context.Context) error {
 			docflow.SubscriberDevice:  expo.NewSender(m.Settings, m.Devices),
 			docflow.SubscriberAdmin:   delivery.AdminSender{Notifier: m.Notifier}},
 		Publisher: m.Producer, Log: m.Log, Metrics: m.Recorder,
-		Partitions: docflow.SettingInt(m.Settings, "KAFKA_PARTITIONS", 0)}
+		Partitions: docflow.KafkaPartitions.Get(m.Settings)}
 	if m.cfg.Delivery != nil {
 		m.cfg.Delivery(&cfg)
 	}

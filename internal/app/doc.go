@@ -43,6 +43,9 @@
 //   - delivery.go: event delivery to webhooks, hooks, devices and the
 //     administrators' channels.
 //   - integrations.go: the registry of integration testers, by type.
+//   - cloud.go: the cloud drives' HTTP clients and options from the
+//     settings (their API URLs), for the destinations and the folder
+//     browser.
 //   - sweep.go: the blob sweep's schedule (one process at a time, under an
 //     advisory lock).
 package app

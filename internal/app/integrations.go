@@ -7,10 +7,14 @@ import (
 
 	"docflow"
 	"docflow/actors/destinations"
+	"docflow/integrations/dropbox"
 	"docflow/integrations/email"
 	"docflow/integrations/ftp"
+	"docflow/integrations/googledrive"
 	"docflow/integrations/imap"
 	"docflow/integrations/local"
+	"docflow/integrations/onedrive"
+	"docflow/integrations/paperless"
 	"docflow/integrations/s3"
 	"docflow/integrations/sftp"
 	"docflow/integrations/webdav"
@@ -27,7 +31,7 @@ func (m *App) integrationStore() *postgres.IntegrationStore {
 // integrationDialer is how integrations connect out: internal addresses
 // are refused unless named in INTEGRATION_ALLOWED_HOSTS.
 func (m *App) integrationDialer() netguard.Dialer {
-	return netguard.Dialer{Allowed: func() []string { return docflow.SettingList(m.Settings, "INTEGRATION_ALLOWED_HOSTS") }}
+	return netguard.Dialer{Allowed: func() []string { return docflow.IntegrationAllowedHosts.Get(m.Settings) }}
 }
 
 // DestinationFactories is the one registry of destination clients: each
@@ -38,7 +42,7 @@ func (m *App) integrationDialer() netguard.Dialer {
 func (m *App) DestinationFactories() docflow.DestinationFactories {
 	return docflow.DestinationFactories{
 		docflow.IntegrationLocal: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return local.NewClient(func() string { return m.Settings.Get("LOCAL_DESTINATION_DIR") }, in)
+			return local.NewClient(func() string { return docflow.LocalDestinationDir.Get(m.Settings) }, in)
 		},
 		docflow.IntegrationWebDAV: func(in *docflow.Integration) (docflow.DestinationClient, error) {
 			return webdav.NewIntegration(in, m.integrationDialer())
@@ -57,6 +61,27 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 		},
 		docflow.IntegrationEmail: func(in *docflow.Integration) (docflow.DestinationClient, error) {
 			return email.New(in, m.integrationDialer(), m.Settings)
+		},
+		// Paperless is a server a user names: its connections follow
+		// INTEGRATION_ALLOWED_HOSTS. The cloud drives' API URLs are the
+		// operator's settings (cloudClient), read when a client is made.
+		docflow.IntegrationPaperless: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			return paperless.Open(in, paperless.Options{Dialer: m.integrationDialer()})
+		},
+		docflow.IntegrationDropbox: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			o := m.dropboxOptions(m.cloudUploads())
+			o.OnRefreshToken = m.keepRefreshToken(in)
+			return dropbox.Open(in, o)
+		},
+		docflow.IntegrationOneDrive: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			o := m.oneDriveOptions(m.cloudUploads())
+			o.OnRefreshToken = m.keepRefreshToken(in)
+			return onedrive.Open(in, o)
+		},
+		docflow.IntegrationGoogleDrive: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+			o := m.googleDriveOptions(m.cloudUploads())
+			o.OnRefreshToken = m.keepRefreshToken(in)
+			return googledrive.Open(in, o)
 		},
 	}
 }
@@ -85,7 +110,7 @@ func (m *App) IntegrationTesters() docflow.IntegrationTesters {
 func (m *App) startDestinations(ctx context.Context) error {
 	cfg := destinations.Config{Actors: m.Actors, Brokers: m.Brokers, Store: m.DestinationStore, Blobs: m.Blobs,
 		Factories: m.DestinationFactories(), Settings: m.Settings, Publisher: m.Producer, Log: m.Log,
-		Metrics: m.Recorder, Partitions: docflow.SettingInt(m.Settings, "KAFKA_PARTITIONS", 0)}
+		Metrics: m.Recorder, Partitions: docflow.KafkaPartitions.Get(m.Settings)}
 	if m.cfg.Destinations != nil {
 		m.cfg.Destinations(&cfg)
 	}

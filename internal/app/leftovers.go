@@ -20,7 +20,7 @@ func (m *App) reviewSingleUserLeftovers(ctx context.Context) error {
 	if m.cfg.Now != nil {
 		now = m.cfg.Now()
 	}
-	l, err := postgres.NewAuthModeStore(m.DB).RecordStart(ctx, docflow.SettingBool(m.Settings, "AUTH_ENABLED", false), now)
+	l, err := postgres.NewAuthModeStore(m.DB).RecordStart(ctx, docflow.AuthEnabled.Get(m.Settings), now)
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 // process resources. METRICS_TOKEN, when set, is asked of the scraper as on
 // the API; beyond loopback it must be set, or the worker refuses to start.
 func (m *App) startWorkerMetrics() error {
-	addr := m.Settings.Get("WORKER_METRICS_ADDR")
+	addr := docflow.WorkerMetricsAddr.Get(m.Settings)
 	if m.Role != "worker" || addr == "" {
 		return nil
 	}
@@ -28,12 +28,12 @@ func (m *App) startWorkerMetrics() error {
 	if err != nil {
 		return fmt.Errorf("listen on WORKER_METRICS_ADDR=%s: %w (is another worker on this host using it?)", addr, err)
 	}
-	if dfhttp.ListensBeyondLoopback(ln.Addr()) && m.Settings.Get("METRICS_TOKEN") == "" {
+	if dfhttp.ListensBeyondLoopback(ln.Addr()) && docflow.MetricsToken.Get(m.Settings) == "" {
 		ln.Close()
 		return fmt.Errorf("WORKER_METRICS_ADDR=%s listens beyond loopback (on %s) and METRICS_TOKEN is empty: anyone who reaches it would read this worker's metrics; "+
 			"set METRICS_TOKEN (at least 24 characters, sent by the scraper as a bearer token), or listen on 127.0.0.1", addr, ln.Addr())
 	}
-	srv := dfhttp.ServeMetrics(ln, m.Prom.Registry(), func() string { return m.Settings.Get("METRICS_TOKEN") }, m.Log)
+	srv := dfhttp.ServeMetrics(ln, m.Prom.Registry(), func() string { return docflow.MetricsToken.Get(m.Settings) }, m.Log)
 	m.MetricsServer = srv
 	m.onClose(srv.Close)
 	m.Log.Info().Str("listen", ln.Addr().String()).Msg("worker metrics on GET /metrics")

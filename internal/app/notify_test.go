@@ -10,6 +10,7 @@ import (
 
 	"docflow"
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
@@ -37,7 +38,7 @@ func TestAdminNotificationsEndToEnd(t *testing.T) {
 	if status, _, raw := call(t, "POST", a+"/api/admin/users/"+url.PathEscape(id)+"/payment-issue", map[string]any{"issue": "card expired"}); status != 200 {
 		t.Fatalf("payment issue: %d %s", status, raw)
 	}
-	waitFor(t, 60*time.Second, "the payment issue notified (after one failed attempt)", func() bool { return len(received()) >= 2 })
+	testsupport.WaitFor(t, 60*time.Second, "the payment issue notified (after one failed attempt)", func() bool { return len(received()) >= 2 })
 	time.Sleep(time.Second) // no further attempt once delivered
 	r := received()
 	if len(r) != 2 {
@@ -92,15 +93,15 @@ func TestAdminNotifiedOfFailedDocuments(t *testing.T) {
 		}
 	}
 	id := upload(t, a.URL, "broken.txt", "a document\n")
-	waitFor(t, 60*time.Second, "broken.txt failed", failed(id))
-	waitFor(t, 30*time.Second, "the admins notified", func() bool { return len(seen()) >= 1 })
+	testsupport.WaitFor(t, 60*time.Second, "broken.txt failed", failed(id))
+	testsupport.WaitFor(t, 30*time.Second, "the admins notified", func() bool { return len(seen()) >= 1 })
 	if s := seen(); len(s) != 1 || !strings.Contains(s[0], "document failed: broken.txt") {
 		t.Fatalf("notifications: %q", s)
 	}
 
 	a.SetEnv("NOTIFY_ON_DOCUMENT_FAILED", "false")
 	id = upload(t, a.URL, "quiet.txt", "another document\n")
-	waitFor(t, 60*time.Second, "quiet.txt failed", failed(id))
+	testsupport.WaitFor(t, 60*time.Second, "quiet.txt failed", failed(id))
 	time.Sleep(2 * time.Second)
 	if s := seen(); len(s) != 1 {
 		t.Fatalf("notified with the setting off: %q", s)

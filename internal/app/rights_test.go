@@ -10,6 +10,7 @@ import (
 
 	"docflow"
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 )
 
 // A hook made by an administrator gets every user's events only while
@@ -36,7 +37,7 @@ func TestHookSeesAllOnlyWhileItsOwnerIsAnAdmin(t *testing.T) {
 	}
 
 	before := uploadAs(t, a.URL, alice, "before.txt")
-	waitFor(t, 30*time.Second, "alice's document at the admin's hook", func() bool { return got(rboss)[float64(before)] })
+	testsupport.WaitFor(t, 30*time.Second, "alice's document at the admin's hook", func() bool { return got(rboss)[float64(before)] })
 
 	if status, raw := authed(t, root, "PATCH", fmt.Sprintf("%s/api/admin/users/local/%d", a.URL, boss.ID),
 		map[string]any{"is_admin": false}); status != 200 {
@@ -44,7 +45,7 @@ func TestHookSeesAllOnlyWhileItsOwnerIsAnAdmin(t *testing.T) {
 	}
 	after := uploadAs(t, a.URL, alice, "after.txt")
 	own := uploadAs(t, a.URL, bossTok, "own.txt")
-	waitFor(t, 30*time.Second, "the demoted owner's own document and alice's at the root hook", func() bool {
+	testsupport.WaitFor(t, 30*time.Second, "the demoted owner's own document and alice's at the root hook", func() bool {
 		return got(rboss)[float64(own)] && got(rroot)[float64(after)]
 	})
 	time.Sleep(time.Second)

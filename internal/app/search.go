@@ -17,9 +17,9 @@ import (
 // NOTE: a Bleve directory can be opened by one process only, so with Bleve
 // the index (and its indexer) lives in the serve or api process.
 func OpenSearchIndex(ctx context.Context, s docflow.SettingsStore, workdir string) (docflow.SearchIndex, string, error) {
-	if u := s.Get("ELASTICSEARCH_URL"); u != "" {
-		dims := docflow.SettingInt(s, "EMBEDDING_DIMENSIONS", 384)
-		idx, err := elastic.New(ctx, elastic.Config{Addresses: splitList(u), APIKey: s.Get("ELASTICSEARCH_API_KEY"), Dims: dims})
+	if u := docflow.ElasticsearchURL.Get(s); u != "" {
+		dims := docflow.EmbeddingDimensions.Get(s)
+		idx, err := elastic.New(ctx, elastic.Config{Addresses: splitList(u), APIKey: docflow.ElasticsearchAPIKey.Get(s), Dims: dims})
 		if err != nil {
 			return nil, "", fmt.Errorf("connect Elasticsearch at %s: %w (unset ELASTICSEARCH_URL to use the embedded index)", u, err)
 		}

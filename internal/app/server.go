@@ -16,8 +16,8 @@ import (
 
 // startHTTP builds the API and starts listening.
 func (m *App) startHTTP(ctx context.Context, secret string) error {
-	addr := m.Settings.Get("LISTEN_ADDR")
-	if !docflow.SettingBool(m.Settings, "AUTH_ENABLED", false) && !isLoopback(addr) {
+	addr := docflow.ListenAddr.Get(m.Settings)
+	if !docflow.AuthEnabled.Get(m.Settings) && !isLoopback(addr) {
 		m.notice("AUTH_ENABLED is false and the server listens on " + addr + ", not a loopback address: anyone who reaches it has full access. Set AUTH_ENABLED=true, or LISTEN_ADDR to 127.0.0.1.")
 	}
 	if err := m.reviewSingleUserLeftovers(ctx); err != nil {
@@ -35,7 +35,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 	}
 	sessions := postgres.NewSessionStore(m.DB)
 	sso := m.sso.store
-	srv := dfhttp.NewServer(dfhttp.Config{
+	hcfg := dfhttp.Config{
 		Log:           m.Log.With().Str("component", "http").Logger(),
 		Settings:      m.Settings,
 		Tokens:        tokens,
@@ -52,7 +52,11 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		UserState:    m.users.state,
 		Now:          m.cfg.Now,
 		AdminNotices: m.adminNotices,
-	})
+	}
+	if m.cfg.HTTP != nil {
+		m.cfg.HTTP(&hcfg)
+	}
+	srv := dfhttp.NewServer(hcfg)
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "database", Critical: true, Check: m.DB.Ping})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "queue", Check: m.pingKafka})
 	srv.AddHealthCheck(dfhttp.HealthCheck{Name: "search", Check: m.Index.Ping})
@@ -101,6 +105,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountMetrics(dfhttp.MetricsDeps{Gatherer: m.Prom.Registry()})
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
+	srv.MountCloud(dfhttp.CloudDeps{Folders: m.cloudFolders(), Files: m.Files, Integrations: m.integrationStore(), Deliveries: m.DestinationStore})
 }
 
 // startPrometheus puts the Prometheus series beside the analytics store:

@@ -3,13 +3,13 @@ package app
 import (
 	"context"
 	"strings"
-	"sync"
 	"time"
 
 	"golang.org/x/sync/singleflight"
 
 	"docflow"
 	dfhttp "docflow/http"
+	"docflow/internal/ttlcache"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
@@ -22,11 +22,10 @@ type ssoState struct {
 	check func(ctx context.Context, u docflow.SSOUser) (*dfhttp.SSOCheck, error)
 
 	group singleflight.Group
-	mu    sync.Mutex
-	// failed holds when a user's check with the provider last failed for
-	// want of an answer: until ssoRetryAfter later it is not asked again
-	// (and the user is no admin meanwhile).
-	failed map[string]time.Time
+	// failed holds the users whose check with the provider failed for
+	// want of an answer: for ssoRetryAfter they are not asked again (and
+	// are no admins meanwhile).
+	failed *ttlcache.Cache[string, struct{}]
 }
 
 // ssoRetryAfter is how long a check that found the provider unreachable
@@ -34,13 +33,17 @@ type ssoState struct {
 // user for a whole provider timeout.
 const ssoRetryAfter = 30 * time.Second
 
+// ssoFailedMax bounds the users remembered as failed; beyond it the least
+// recently recorded is asked again sooner.
+const ssoFailedMax = 10_000
+
 // startSSO builds the SSO store (refresh tokens sealed with the settings'
 // cipher) and this process's SSO state. Every role builds it: the
 // user-state check asks ssoUserState in workers too (the delivery's
 // fan-out), where no provider check is wired (m.sso.check nil).
 func (m *App) startSSO() *postgres.SSOStore {
 	store := postgres.NewSSOStore(m.DB, m.cipher)
-	m.sso = &ssoState{store: store, failed: map[string]time.Time{}}
+	m.sso = &ssoState{store: store, failed: ttlcache.New[string, struct{}](ssoFailedMax, ssoRetryAfter, m.now)}
 	return store
 }
 
@@ -59,18 +62,18 @@ func (m *App) mountSSO(srv *dfhttp.Server, sso *postgres.SSOStore) {
 // OIDC_CLIENT_ID set) in a way that lets too many people in or make
 // themselves administrators.
 func (m *App) ssoNotices() {
-	if m.Settings.Get("OIDC_ISSUER") == "" || m.Settings.Get("OIDC_CLIENT_ID") == "" {
+	if docflow.OIDCIssuer.Get(m.Settings) == "" || docflow.OIDCClientID.Get(m.Settings) == "" {
 		return
 	}
-	if len(docflow.SettingList(m.Settings, "OIDC_ALLOWED_DOMAINS")) == 0 && len(docflow.SettingList(m.Settings, "OIDC_ALLOWED_GROUPS")) == 0 {
-		m.notice("Single sign-on is on with no allow-list: every account at the provider " + m.Settings.Get("OIDC_ISSUER") +
+	if len(docflow.OIDCAllowedDomains.Get(m.Settings)) == 0 && len(docflow.OIDCAllowedGroups.Get(m.Settings)) == 0 {
+		m.notice("Single sign-on is on with no allow-list: every account at the provider " + docflow.OIDCIssuer.Get(m.Settings) +
 			" can sign in. Set OIDC_ALLOWED_DOMAINS or OIDC_ALLOWED_GROUPS.")
 	}
-	if m.Settings.Get("ADMIN_GROUP_NAME") == "admin" {
+	if docflow.AdminGroupName.Get(m.Settings) == "admin" {
 		m.notice("Single sign-on makes every member of a provider group named \"admin\" an administrator (ADMIN_GROUP_NAME's default). " +
 			"Where users can create groups, set ADMIN_GROUP_NAME to a group only the provider's administrators control, or empty for no SSO administrators.")
 	}
-	if !docflow.SettingBool(m.Settings, "MULTI_USER_ENABLED", false) {
+	if !docflow.MultiUserEnabled.Get(m.Settings) {
 		m.notice("Single sign-on is on while MULTI_USER_ENABLED is false: every SSO user sees, changes and deletes every document. Set MULTI_USER_ENABLED=true.")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -120,11 +123,11 @@ func (m *App) ssoUserState(ctx context.Context, userID string) (known, active, a
 		return true, false, false, nil
 	}
 	now := m.now()
-	recheck := docflow.SettingDuration(m.Settings, "SSO_ADMIN_RECHECK", 15*time.Minute)
+	recheck := docflow.SSOAdminRecheck.Get(m.Settings)
 	if now.Sub(u.VerifiedAt) < recheck {
 		return true, true, u.IsAdmin, nil
 	}
-	if u.RefreshToken == "" || m.sso.check == nil || m.sso.recentlyFailed(userID, now) {
+	if u.RefreshToken == "" || m.sso.check == nil || m.sso.recentlyFailed(userID) {
 		return true, true, false, nil
 	}
 	// NOTE: not the first caller's cancellation: the others wait on it.
@@ -167,24 +170,15 @@ func (m *App) recheckSSOUser(ctx context.Context, u *docflow.SSOUser) (ssoCheckR
 		return ssoCheckResult{active: false}, nil
 	default:
 		m.Log.Warn().Err(err).Str("user", u.UserID).Msg("SSO user cannot be checked with the provider: no admin rights meanwhile")
-		m.sso.mu.Lock()
-		if len(m.sso.failed) > 10_000 {
-			clear(m.sso.failed)
-		}
-		m.sso.failed[u.UserID] = now
-		m.sso.mu.Unlock()
+		m.sso.failed.AddAt(u.UserID, struct{}{}, now)
 		return ssoCheckResult{active: true}, nil
 	}
 }
 
-func (s *ssoState) recentlyFailed(userID string, now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	at, ok := s.failed[userID]
-	if ok && now.Sub(at) >= ssoRetryAfter {
-		delete(s.failed, userID)
-		return false
-	}
+// recentlyFailed reports whether userID's check failed less than
+// ssoRetryAfter ago.
+func (s *ssoState) recentlyFailed(userID string) bool {
+	_, ok := s.failed.Get(userID)
 	return ok
 }
 

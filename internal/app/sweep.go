@@ -17,7 +17,7 @@ import (
 // intake failed. The loop stops on Close, before the blob store and the
 // database close.
 func (m *App) startBlobSweep(ctx context.Context) {
-	interval := time.Duration(docflow.SettingInt(m.Settings, "BLOB_SWEEP_INTERVAL", 21600)) * time.Second
+	interval := docflow.BlobSweepInterval.Get(m.Settings)
 	if interval <= 0 {
 		m.Log.Info().Msg("blob sweep disabled (BLOB_SWEEP_INTERVAL is 0)")
 		return
@@ -90,13 +90,10 @@ func SweepBlobs(ctx context.Context, blobs *blob.Local, files *postgres.FileStor
 // blobSweepMinAge is BLOB_SWEEP_MIN_AGE, raised to twice STEP_TIMEOUT: a
 // step stores its output before the transaction that names it commits,
 // and a blob that young may be about to be referenced.
-func blobSweepMinAge(settings docflow.SettingsStore, log zerolog.Logger) time.Duration {
-	age := time.Duration(docflow.SettingInt(settings, "BLOB_SWEEP_MIN_AGE", 86400)) * time.Second
-	step := docflow.SettingInt(settings, "STEP_TIMEOUT", 600)
-	if step <= 0 {
-		step = 600 // as the pipeline engine reads it
-	}
-	if floor := 2 * time.Duration(step) * time.Second; age < floor {
+func blobSweepMinAge(settings docflow.SettingsReader, log zerolog.Logger) time.Duration {
+	age := docflow.BlobSweepMinAge.Get(settings)
+	step := docflow.Positive(docflow.StepTimeout, settings) // as the pipeline engine reads it
+	if floor := 2 * step; age < floor {
 		log.Warn().Str("configured", age.String()).Str("used", floor.String()).
 			Msg("BLOB_SWEEP_MIN_AGE is below twice STEP_TIMEOUT: using twice STEP_TIMEOUT")
 		age = floor

@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 
 	"docflow"
 	"docflow/storage/blob"
+	"docflow/storage/blob/blobtest"
 	"docflow/storage/postgres"
 )
 
@@ -40,30 +40,6 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
-}
-
-// putAged stores data in l and sets its modification time to ago before now.
-func putAged(t *testing.T, l *blob.Local, data string, ago time.Duration) string {
-	t.Helper()
-	info, err := l.Put(context.Background(), strings.NewReader(data), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, _ := l.Path(context.Background(), info.Key)
-	old := time.Now().Add(-ago)
-	if err := os.Chtimes(p, old, old); err != nil {
-		t.Fatal(err)
-	}
-	return info.Key
-}
-
-func blobExists(t *testing.T, l *blob.Local, key string) bool {
-	t.Helper()
-	ok, err := l.Exists(context.Background(), key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ok
 }
 
 // reference records a file whose original is key.
@@ -96,8 +72,8 @@ func openSweepDeps(t *testing.T) (*postgres.DB, *postgres.FileStore, *blob.Local
 func TestBlobSweepSkipsWhileLocked(t *testing.T) {
 	ctx := context.Background()
 	db, files, blobs := openSweepDeps(t)
-	kept := putAged(t, blobs, "referenced", 3*24*time.Hour)
-	orphan := putAged(t, blobs, "orphan", 3*24*time.Hour)
+	kept := blobtest.PutAged(t, blobs, "referenced", 3*24*time.Hour)
+	orphan := blobtest.PutAged(t, blobs, "orphan", 3*24*time.Hour)
 	reference(t, db, kept)
 	var logs syncBuffer
 	log := zerolog.New(&logs)
@@ -108,7 +84,7 @@ func TestBlobSweepSkipsWhileLocked(t *testing.T) {
 		t.Fatalf("lock: %v %v", ok, err)
 	}
 	st, ran, err := SweepBlobs(ctx, blobs, files, settings, log)
-	if err != nil || ran || st != (blob.SweepStats{}) || !blobExists(t, blobs, orphan) {
+	if err != nil || ran || st != (blob.SweepStats{}) || !blobtest.Exists(t, blobs, orphan) {
 		t.Fatalf("sweep while locked: ran %v %+v %v", ran, st, err)
 	}
 	if strings.Contains(logs.String(), `"message":"blob sweep"`) {
@@ -120,7 +96,7 @@ func TestBlobSweepSkipsWhileLocked(t *testing.T) {
 	if err != nil || !ran || st.Removed != 1 || st.Examined != 2 {
 		t.Fatalf("sweep: ran %v %+v %v", ran, st, err)
 	}
-	if blobExists(t, blobs, orphan) || !blobExists(t, blobs, kept) {
+	if blobtest.Exists(t, blobs, orphan) || !blobtest.Exists(t, blobs, kept) {
 		t.Fatal("the sweep removed the wrong blob")
 	}
 	out := logs.String()
@@ -174,8 +150,8 @@ func TestBlobSweepSchedule(t *testing.T) {
 		t.Fatalf("interval 0: %d closers, log %s", len(off.closers), offLogs.String())
 	}
 
-	orphan := putAged(t, blobs, "orphan", time.Hour)
-	young := putAged(t, blobs, "young", time.Second)
+	orphan := blobtest.PutAged(t, blobs, "orphan", time.Hour)
+	young := blobtest.PutAged(t, blobs, "young", time.Second)
 	m, logs := newMain(map[string]string{"BLOB_SWEEP_INTERVAL": "3600", "BLOB_SWEEP_MIN_AGE": "10", "STEP_TIMEOUT": "30"})
 	m.startBlobSweep(ctx)
 	deadline := time.Now().Add(10 * time.Second)
@@ -185,8 +161,8 @@ func TestBlobSweepSchedule(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if blobExists(t, blobs, orphan) || !blobExists(t, blobs, young) {
-		t.Fatalf("after the sweep: orphan kept %v, young removed %v", blobExists(t, blobs, orphan), !blobExists(t, blobs, young))
+	if blobtest.Exists(t, blobs, orphan) || !blobtest.Exists(t, blobs, young) {
+		t.Fatalf("after the sweep: orphan kept %v, young removed %v", blobtest.Exists(t, blobs, orphan), !blobtest.Exists(t, blobs, young))
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()

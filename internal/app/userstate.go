@@ -2,10 +2,10 @@ package app
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"docflow"
+	"docflow/internal/ttlcache"
 )
 
 // userStateTTL is how long what the local accounts say of a user id is
@@ -17,12 +17,13 @@ import (
 // the user last) in its store.
 const userStateTTL = 5 * time.Second
 
+// userStateMax bounds the user ids whose answer is kept; beyond it the
+// least recently asked is read again when next asked.
 const userStateMax = 10_000
 
 // localState is what local_users says of a user id.
 type localState struct {
 	found, active, admin bool
-	at                   time.Time
 }
 
 // userStates is the one check of what a user id may do now
@@ -37,10 +38,9 @@ type userStates struct {
 	local func(ctx context.Context, userID string) (found, active, admin bool, err error)
 	// sso reports the SSO user userID (App.ssoUserState).
 	sso func(ctx context.Context, userID string) (known, active, admin bool, err error)
-	ttl time.Duration
 
-	mu    sync.Mutex
-	cache map[string]localState
+	// cache holds the local answers, userStateTTL each.
+	cache *ttlcache.Cache[string, localState]
 }
 
 // state is http.Config.UserState. A failed lookup is an error, not
@@ -69,23 +69,15 @@ func (u *userStates) state(ctx context.Context, userID string) (docflow.UserStat
 // localState answers from the cache, or asks the store.
 func (u *userStates) localState(ctx context.Context, userID string) (localState, error) {
 	now := time.Now()
-	u.mu.Lock()
-	e, ok := u.cache[userID]
-	u.mu.Unlock()
-	if ok && now.Sub(e.at) < u.ttl {
+	if e, ok := u.cache.Get(userID); ok {
 		return e, nil
 	}
 	found, active, admin, err := u.local(ctx, userID)
 	if err != nil {
 		return localState{}, err
 	}
-	e = localState{found: found, active: active, admin: admin, at: now}
-	u.mu.Lock()
-	if len(u.cache) >= userStateMax {
-		clear(u.cache)
-	}
-	u.cache[userID] = e
-	u.mu.Unlock()
+	e := localState{found: found, active: active, admin: admin}
+	u.cache.AddAt(userID, e, now)
 	return e, nil
 }
 
@@ -97,15 +89,7 @@ func (u *userStates) isAdmin(ctx context.Context, userID string) (bool, error) {
 }
 
 // forget drops userID's answer (after a sign-in, which read it afresh).
-func (u *userStates) forget(userID string) {
-	u.mu.Lock()
-	delete(u.cache, userID)
-	u.mu.Unlock()
-}
+func (u *userStates) forget(userID string) { u.cache.Remove(userID) }
 
 // forgetAll drops every answer (an account changed).
-func (u *userStates) forgetAll() {
-	u.mu.Lock()
-	clear(u.cache)
-	u.mu.Unlock()
-}
+func (u *userStates) forgetAll() { u.cache.Purge() }

@@ -14,6 +14,7 @@ import (
 // the tokens revoked, deletion deletes them; an e-mail change spends the
 // reset links only.
 func TestAccountChangesEndAccess(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db, _ := newAccounts(t)
 	tokens, sessions := postgres.NewTokenStore(db), postgres.NewSessionStore(db)

@@ -26,6 +26,7 @@ func newAccounts(t *testing.T) (*postgres.AccountStore, *postgres.DB, *atomic.In
 }
 
 func TestAccountCreateFindAuthenticate(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db, _ := newAccounts(t)
 	u, err := s.CreateLocalUser(ctx, docflow.LocalUserInput{Email: "Zoë@example.com", Username: "zoë", DisplayName: "Zoë Ünïcode", Password: "long enough", IsAdmin: true})
@@ -89,6 +90,7 @@ func TestAccountCreateFindAuthenticate(t *testing.T) {
 }
 
 func TestAccountOldHashUpgradedOnSignIn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db, _ := newAccounts(t)
 	u, err := s.CreateLocalUser(ctx, docflow.LocalUserInput{Email: "old@example.com", Username: "old", Password: "old-params"})
@@ -112,6 +114,7 @@ func TestAccountOldHashUpgradedOnSignIn(t *testing.T) {
 }
 
 func TestAccountEmailChangeMovesOwnership(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db, _ := newAccounts(t)
 	a, _ := s.CreateLocalUser(ctx, docflow.LocalUserInput{Email: "a@example.com", Username: "a", Password: "password-a"})
@@ -202,6 +205,7 @@ func TestAccountEmailChangeMovesOwnership(t *testing.T) {
 }
 
 func TestAccountResetTokens(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db, skew := newAccounts(t)
 	u, _ := s.CreateLocalUser(ctx, docflow.LocalUserInput{Email: "r@example.com", Username: "r", Password: "first-password"})

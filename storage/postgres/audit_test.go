@@ -11,6 +11,7 @@ import (
 )
 
 func TestAuditLogRecordsAndFilters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "audit")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"docflow"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
@@ -15,6 +16,7 @@ import (
 // after show the same list, later ones nothing; turning it off and on
 // again lists only what the new single-user period made.
 func TestAuthModeLeftovers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "authmode")
 	if err != nil {
@@ -49,7 +51,14 @@ func TestAuthModeLeftovers(t *testing.T) {
 	if l, _ := s.RecordStart(ctx, false, off); l != nil {
 		t.Errorf("back to single-user: %+v", l)
 	}
-	time.Sleep(3 * time.Second)
+	// The new token is made once the database's clock is past the switch.
+	testsupport.WaitFor(t, 10*time.Second, "the database clock past the switch", func() bool {
+		var past bool
+		if err := db.Pool.QueryRow(ctx, `SELECT now() > $1`, off).Scan(&past); err != nil {
+			t.Fatal(err)
+		}
+		return past
+	})
 	token("new")
 	l, err := s.RecordStart(ctx, true, time.Now().Add(time.Second))
 	if err != nil || l == nil || l.Tokens.Count != 1 || len(l.Tokens.Examples) != 1 || l.Since == nil {

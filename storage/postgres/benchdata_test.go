@@ -17,6 +17,7 @@ import (
 // database: what cmd/docflow-bench reads from them.
 
 func TestBenchFixtures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "benchfix")
 	if err != nil {
@@ -79,6 +80,7 @@ func TestBenchFixtures(t *testing.T) {
 }
 
 func TestCreateBenchDatabase(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	name := fmt.Sprintf("docflow_test_benchcreate_%d", time.Now().UnixNano()%1e9)
 	drop, err := postgres.CreateBenchDatabase(ctx, postgres.TestServerURL(), name)
@@ -108,6 +110,7 @@ func TestCreateBenchDatabase(t *testing.T) {
 }
 
 func TestBenchRunMeasurements(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "benchruns")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"docflow/storage/blob"
+	"docflow/storage/blob/blobtest"
 )
 
 func openBlobFiles(t *testing.T) (*DB, *FileStore) {
@@ -39,6 +40,7 @@ func insertRefs(t *testing.T, db *DB, refs ...[3]string) {
 }
 
 func TestBlobsInUse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openBlobFiles(t)
 	insertRefs(t, db, [3]string{"orig", "proc", "side"}, [3]string{"orig2", "", ""})
@@ -68,6 +70,7 @@ func TestBlobsInUse(t *testing.T) {
 // Each reference is looked up on its index, whatever the table's size: a
 // sweep asks about every stored blob, a batch at a time.
 func TestBlobsInUseReadsIndexes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := openBlobFiles(t)
 	conn, err := db.Pool.Acquire(ctx)
@@ -115,26 +118,12 @@ type sweepStore struct {
 
 func (s sweepStore) put(data string, ago time.Duration) string {
 	s.t.Helper()
-	info, err := s.Put(context.Background(), strings.NewReader(data), 0)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if ago > 0 {
-		p, _ := s.Path(context.Background(), info.Key)
-		old := time.Now().Add(-ago)
-		if err := os.Chtimes(p, old, old); err != nil {
-			s.t.Fatal(err)
-		}
-	}
-	return info.Key
+	return blobtest.PutAged(s.t, s.Local, data, ago)
 }
 
 func (s sweepStore) exists(key string) bool {
-	ok, err := s.Exists(context.Background(), key)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return ok
+	s.t.Helper()
+	return blobtest.Exists(s.t, s.Local, key)
 }
 
 func openSweepStore(t *testing.T, dir string) sweepStore {
@@ -151,6 +140,7 @@ func openSweepStore(t *testing.T, dir string) sweepStore {
 // processed version or sidecar), young blobs, blobs stored again and temp
 // files, and removes the rest.
 func TestSweepAgainstRecords(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const minAge = 24 * time.Hour
 	db, s := openBlobFiles(t)
@@ -195,6 +185,7 @@ func TestSweepAgainstRecords(t *testing.T) {
 // Two sweeps at once (two processes on one directory, without the lock)
 // neither fail nor remove anything referenced, and remove each orphan once.
 func TestConcurrentSweeps(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const minAge = time.Hour
 	db, s := openBlobFiles(t)
@@ -249,6 +240,7 @@ func TestConcurrentSweeps(t *testing.T) {
 // One session at a time holds the sweep lock; unlocking gives it and the
 // connection back.
 func TestTryLockBlobSweep(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openBlobFiles(t)
 	unlock, ok, err := s.TryLockBlobSweep(ctx)

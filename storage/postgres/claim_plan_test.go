@@ -10,6 +10,7 @@ import (
 // statistics say: here they were taken when every run had finished and
 // every outbox row was sent, and then a backlog arrives (claimsSQL's note).
 func TestClaimPlanIgnoresStaleStatistics(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	// rows inserts n files, their runs of two steps and an outbox row

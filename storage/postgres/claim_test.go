@@ -13,6 +13,7 @@ import (
 // user while unclaimed files are visible to everyone; others are skipped
 // with their reason, and a claimant without an id takes nothing.
 func TestClaimFilesFollowsTheClaimRule(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	insert := func(hash string, owner *string) int64 {

@@ -8,6 +8,7 @@ import (
 )
 
 func TestClassificationRules(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewClassificationStore(db)

@@ -73,6 +73,8 @@
 //   - integrations.go: the users' integrations (credentials sealed, the
 //     quota checked in the create's transaction).
 //   - integration_alerts.go: the claim of integrations failing too long.
+//   - integration_credentials.go: a refresh token a provider rotated, kept
+//     in place of the stored one.
 //   - imap_sources.go: the IMAP sources' leases, shared fairly among live
 //     workers, their reports and the mails they finished, fenced by the
 //     settings' generation.

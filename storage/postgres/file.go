@@ -104,6 +104,17 @@ func (s *FileStore) FindFileByID(ctx context.Context, id int64) (*docflow.File, 
 	return f, nil
 }
 
+// FindFileByStoredFilename returns the file stored under name (the
+// stored_filename uploads answer with); ENOTFOUND if there is none.
+func (s *FileStore) FindFileByStoredFilename(ctx context.Context, name string) (*docflow.File, error) {
+	f, err := scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileCols+` FROM files f
+		WHERE f.stored_filename=$1 ORDER BY f.id LIMIT 1`, name), false)
+	if err != nil {
+		return nil, notFound(err, "File not found")
+	}
+	return f, nil
+}
+
 // FindFileByHash returns the original (non-duplicate) file with that hash.
 func (s *FileStore) FindFileByHash(ctx context.Context, hash string) (*docflow.File, error) {
 	f, err := scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileColsText+` FROM files f

@@ -14,6 +14,7 @@ import (
 // TestFileEventTriggers: edits of a completed file, share changes and
 // deletions write file.updated / file.deleted events the indexer decodes.
 func TestFileEventTriggers(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	var id int64
@@ -75,6 +76,7 @@ func TestFileEventTriggers(t *testing.T) {
 // the one streams.FileEvent builds for the same change (topic, key,
 // envelope, event, id shape), read with the decoder the indexer uses.
 func TestFileEventTriggerEnvelope(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	var id int64

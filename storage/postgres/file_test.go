@@ -35,6 +35,7 @@ func openFiles(t *testing.T) (*postgres.DB, *postgres.FileStore) {
 }
 
 func TestIngestRacesAndDailyLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 
@@ -117,6 +118,7 @@ func TestIngestRacesAndDailyLimit(t *testing.T) {
 // A metadata sidecar is the file's blob too: deleting the file gives it
 // back as an orphan unless another record names it.
 func TestDeleteReturnsSidecarBlobs(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	var ids []int64
@@ -154,6 +156,7 @@ func TestDeleteReturnsSidecarBlobs(t *testing.T) {
 }
 
 func TestFindFilesDeepPagesMatchOffset(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	// 7,000 rows with repeated timestamps and names so ties need the id.
@@ -206,6 +209,7 @@ func TestFindFilesDeepPagesMatchOffset(t *testing.T) {
 // The batched path for new content must be one transaction: a statement
 // that fails after the file row leaves no row, run, count or message.
 func TestIngestNewIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	// withRun is the record of f with run and a message, under an id drawn
@@ -261,6 +265,7 @@ func TestIngestNewIsAllOrNothing(t *testing.T) {
 // A new upload's transaction keeps its NOTIFY quiet; the relay must still be
 // woken once it committed.
 func TestIngestNewWakesTheRelay(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	conn, err := db.Pool.Acquire(ctx)
@@ -301,6 +306,7 @@ func TestIngestNewWakesTheRelay(t *testing.T) {
 // A selective filter is answered with its exact total from the same scan,
 // past-the-end pages included, and sees a new match at once.
 func TestFindFilesSelectiveFilterTotals(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, created_at)
@@ -337,6 +343,7 @@ func TestFindFilesSelectiveFilterTotals(t *testing.T) {
 // A search combined with other filters (ownership included) keeps every
 // condition, whichever way the rows are read.
 func TestFindFilesSearchWithOtherFilters(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, owner_id, created_at)
@@ -370,6 +377,7 @@ func TestFindFilesSearchWithOtherFilters(t *testing.T) {
 // Every filter combines with a search: the rows the search selects carry
 // each column a filter or a sort reads.
 func TestFindFilesSearchWithEveryFilter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, owner_id,
@@ -412,6 +420,7 @@ func TestFindFilesSearchWithEveryFilter(t *testing.T) {
 // A file id drawn ahead (NewFileID) is the new original's; a duplicate
 // drawn one for leaves it unused and is recorded all the same.
 func TestIngestTakesADrawnID(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, s := openFiles(t)
 	first, err := s.NewFileID(ctx)

@@ -30,6 +30,7 @@ func fileNamesDrift(t *testing.T, db *postgres.DB) int {
 // file_names follows every kind of write to files, in single and bulk
 // statements.
 func TestFileNamesFollowFiles(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	step := func(what, sql string, args ...any) {
@@ -77,6 +78,7 @@ func TestFileNamesFollowFiles(t *testing.T) {
 // what the same conditions select in SQL: the search reads file_names
 // alone or joined with files, depending on what the rest reads.
 func TestFindFilesSearchWithEachFilter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, owner_id,
@@ -152,6 +154,7 @@ func TestFindFilesSearchWithEachFilter(t *testing.T) {
 // ListFiles appends to the array it is given, and past the last page
 // leaves it as it was.
 func TestListFilesAppends(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type)

@@ -19,6 +19,7 @@ import (
 // paths; a name change moves nothing. A change waits for a record under
 // way, so nothing is recorded under the old settings after its commit.
 func TestMailSeenFencedBySettingsGeneration(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	ss, in := sourceFixture(t, db)

@@ -30,6 +30,7 @@ func sourceFixture(t *testing.T, db *postgres.DB) (*postgres.SourceStore, *docfl
 // under concurrency: every other record of it fails with ECONFLICT and
 // writes nothing; a deleted integration gives ENOTFOUND.
 func TestIngestMailAttachmentExactlyOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	ss, in := sourceFixture(t, db)
@@ -98,6 +99,8 @@ func TestIngestMailAttachmentExactlyOnce(t *testing.T) {
 // A source is leased to one owner at a time; the lease passes on expiry,
 // the credentials come back decrypted, and a report needs the lease.
 func TestSourceLeases(t *testing.T) {
+	// Serial: a 300 ms lease must outlast the claims right after it and be
+	// over 400 ms later; other tests on the CPU would blur both.
 	ctx := context.Background()
 	db, _ := openFiles(t)
 	ss, in := sourceFixture(t, db)
@@ -139,6 +142,8 @@ func TestSourceLeases(t *testing.T) {
 // makes the first give up half, a worker that leaves hands its half over at
 // once, and one that dies hands it over when its lease and stamp expire.
 func TestSourceLeasesFairShare(t *testing.T) {
+	// Serial: its claims are timed against 1.5 s leases and worker stamps;
+	// other tests on the CPU would blur them.
 	ctx := context.Background()
 	db, _ := openFiles(t)
 	ss, _ := sourceFixture(t, db)

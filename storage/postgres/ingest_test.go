@@ -14,6 +14,7 @@ import (
 // all when the record fails; a duplicate gets neither the run nor the
 // messages it was handed.
 func TestIngestRecordsWatchSeenAndDropsADuplicatesRun(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, s := openFiles(t)
 	mtime := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)

@@ -26,6 +26,7 @@ func testAttempt(id int64, attempt int) (docflow.OutboxMessage, error) {
 // claimable again; two processes claiming at once never claim one
 // integration twice.
 func TestClaimFailingIntegrations(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db := newIntegrationStore(t)
 	alerts := postgres.NewIntegrationAlertStore(db, testAttempt)

@@ -47,6 +47,7 @@ func setTier(t *testing.T, db *postgres.DB, user, tier string) {
 }
 
 func TestIntegrationCRUDScopedAndSealed(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db := newIntegrationStore(t)
 	setTier(t, db, "ann", docflow.TierStarter)
@@ -136,6 +137,7 @@ func TestIntegrationCRUDScopedAndSealed(t *testing.T) {
 }
 
 func TestIntegrationQuotaInTransaction(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db := newIntegrationStore(t)
 	// No profile: free, 1 destination, no source.
@@ -205,6 +207,7 @@ func TestIntegrationQuotaInTransaction(t *testing.T) {
 }
 
 func TestIntegrationStatusReports(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db := newIntegrationStore(t)
 	in := imapRecord("ann")

@@ -6,10 +6,15 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"docflow/internal/ttlcache"
 )
 
 // This file holds the listing engine's caches: totals and page anchors
-// (listCache), plain counts (countCache) and statement texts (listTexts).
+// (listCache), plain counts (newCountCache) and statement texts
+// (listTexts).
 
 // listTTL bounds how stale a cached listing total or page anchor may be.
 // NOTE: counting 100,000 rows costs more than the page itself, and so does
@@ -43,14 +48,30 @@ const listRefreshTimeout = 30 * time.Second
 // recomputed in the background while every request, the one that noticed
 // included, keeps using the old value, so neither a burst nor the request
 // that happens to arrive after the TTL pays for a recount.
+//
+// NOTE: not internal/ttlcache: a stale value is still served while it is
+// refreshed. Past listCacheSize keys the least recently used leaves.
 type listCache struct {
 	now func() time.Time
 	mu  sync.Mutex
-	m   map[string]*listEntry
+	m   *simplelru.LRU[string, *listEntry]
 }
 
+// listCacheSize bounds the totals and anchors a listCache keeps.
+const listCacheSize = 10_000
+
 func newListCache(now func() time.Time) *listCache {
-	return &listCache{now: now, m: map[string]*listEntry{}}
+	m, err := simplelru.NewLRU[string, *listEntry](listCacheSize, nil)
+	if err != nil {
+		panic(err) // only for a size below 1
+	}
+	return &listCache{now: now, m: m}
+}
+
+// peek is key's entry (nil when none) without making it recently used.
+func (c *listCache) peek(key string) *listEntry {
+	e, _ := c.m.Peek(key)
+	return e
 }
 
 // get returns the cached value of key, computing it when missing or stale.
@@ -58,7 +79,7 @@ func newListCache(now func() time.Time) *listCache {
 // is ctx, or for a background refresh a detached one with a timeout.
 func (c *listCache) get(ctx context.Context, key string, compute func(context.Context) (any, error), keep func(any) bool) (any, error) {
 	c.mu.Lock()
-	e, ok := c.m[key]
+	e, ok := c.m.Get(key)
 	switch {
 	case ok && e.ready == nil && c.now().Sub(e.at) <= listTTL:
 		c.mu.Unlock()
@@ -91,25 +112,22 @@ func (c *listCache) get(ctx context.Context, key string, compute func(context.Co
 				// Keep the old value; the next request past the TTL retries.
 			case keep(v):
 				e.val, e.at = v, c.now()
-			case c.m[key] == e:
-				delete(c.m, key)
+			case c.peek(key) == e:
+				c.m.Remove(key)
 			}
 		}()
 		return old, nil
 	}
-	if len(c.m) > 10_000 {
-		clear(c.m)
-	}
 	e = &listEntry{ready: make(chan struct{})}
-	c.m[key] = e
+	c.m.Add(key, e)
 	c.mu.Unlock()
 	v, err := compute(ctx)
 	c.mu.Lock()
 	e.val, e.err, e.at = v, err, c.now()
 	close(e.ready)
 	e.ready = nil
-	if (err != nil || !keep(v)) && c.m[key] == e {
-		delete(c.m, key)
+	if (err != nil || !keep(v)) && c.peek(key) == e {
+		c.m.Remove(key)
 	}
 	c.mu.Unlock()
 	return v, err
@@ -119,7 +137,7 @@ func (c *listCache) get(ctx context.Context, key string, compute func(context.Co
 func (c *listCache) has(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.m[key]
+	e, ok := c.m.Peek(key)
 	return ok && e.ready == nil
 }
 
@@ -127,59 +145,21 @@ func (c *listCache) has(key string) bool {
 func (c *listCache) put(key string, v any) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.m[key]; ok && (e.ready != nil || e.refreshing) {
+	if e, ok := c.m.Peek(key); ok && (e.ready != nil || e.refreshing) {
 		return
 	}
-	if len(c.m) > 10_000 {
-		clear(c.m)
-	}
-	c.m[key] = &listEntry{val: v, at: c.now()}
+	c.m.Add(key, &listEntry{val: v, at: c.now()})
 }
 
-// countTTL bounds how stale a cached count may be (countCache users).
+// countTTL bounds how stale a cached count may be (newCountCache).
 const countTTL = time.Second
 
-type countEntry struct {
-	n  int
-	at time.Time
-}
+// countCacheSize bounds the counts a cache of counts keeps.
+const countCacheSize = 10_000
 
-// countCache is a plain TTL cache of counts, shared by the repositories of
-// this package.
-type countCache struct {
-	now func() time.Time
-	ttl time.Duration
-	mu  sync.Mutex
-	m   map[string]countEntry
-}
-
-func newCountCache(now func() time.Time, ttl time.Duration) *countCache {
-	return &countCache{now: now, ttl: ttl, m: map[string]countEntry{}}
-}
-
-func (c *countCache) get(key string) (int, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[key]
-	if !ok || c.now().Sub(e.at) > c.ttl {
-		return 0, false
-	}
-	return e.n, true
-}
-
-func (c *countCache) put(key string, n int) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.m) > 10_000 {
-		clear(c.m)
-	}
-	c.m[key] = countEntry{n: n, at: c.now()}
-}
-
-func (c *countCache) clear() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	clear(c.m)
+// newCountCache is a plain TTL cache of counts by key (cacheKey).
+func newCountCache(now func() time.Time) *ttlcache.Cache[string, int] {
+	return ttlcache.New[string, int](countCacheSize, countTTL, now)
 }
 
 func cacheKey(where string, args []any) string {

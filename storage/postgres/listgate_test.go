@@ -13,6 +13,7 @@ import (
 // Listings beyond the list concurrency wait their turn, and give up when
 // their request does.
 func TestFindFilesWaitsItsTurn(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewFileStore(db)

@@ -24,6 +24,7 @@ func trigramStrings(ts []trigram) []string {
 
 // The trigrams counted for a name are the ones pg_trgm indexes.
 func TestNameTrigramsMatchPgTrgm(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	for _, name := range []string{"invoice-12.pdf", "scan 2024_07 acme.pdf", "a", "ab-c", "x.y.z", "--", "", "report (final) v2.docx", "a1b2c3"} {
@@ -41,6 +42,7 @@ func TestNameTrigramsMatchPgTrgm(t *testing.T) {
 // LIKE '%s%' gives pg_trgm the trigrams of the words of s, padded only
 // where s shows a word boundary.
 func TestPatternTrigrams(t *testing.T) {
+	t.Parallel()
 	for s, want := range map[string][]string{
 		"invoice-12": {" 12", "  1", "ce ", "ice", "inv", "nvo", "oic", "voi"},
 		"-12":        {" 12", "  1"},
@@ -74,6 +76,7 @@ func invoiceNames(n int) []string {
 // A search is read from the index by its rare part: the trigrams every name
 // shares are left to the check of the whole pattern.
 func TestChooseSkipsSharedTrigrams(t *testing.T) {
+	t.Parallel()
 	st := newTrigramSample(invoiceNames(trigramSampleNames))
 	part := st.choose("invoice-12")
 	if !strings.HasSuffix(part, "-12") || strings.Contains(part, "ce") {
@@ -102,6 +105,7 @@ func TestChooseSkipsSharedTrigrams(t *testing.T) {
 // search, with or without a sample of names, with LIKE's special
 // characters, returns what the whole pattern selects.
 func TestFindFilesSearchByRarePart(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	_, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, status, created_at)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,12 +12,13 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/rs/zerolog"
 	"github.com/segmentio/kafka-go"
 
 	"docflow"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 // The outbox against the real thing: this package's Outbox under
@@ -34,102 +34,6 @@ func openOutbox(t testing.TB) *postgres.DB {
 	return db
 }
 
-func relayLog(t testing.TB) zerolog.Logger {
-	if os.Getenv("STREAMS_TEST_LOG") != "" {
-		return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.DebugLevel)
-	}
-	return zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-}
-
-// startBroker starts an embedded broker with topics of the given partition
-// count and returns its addresses and a producer.
-func startBroker(t testing.TB, partitions int, topics ...string) ([]string, *streams.Producer) {
-	t.Helper()
-	b := streams.NewBroker(streams.BrokerConfig{MinSessionTimeout: 500 * time.Millisecond, Log: relayLog(t)})
-	if err := b.Start(); err != nil {
-		t.Fatalf("start broker: %v", err)
-	}
-	t.Cleanup(b.Close)
-	createTopics(t, b.Addrs(), partitions, topics...)
-	p, err := streams.NewProducer(streams.ProducerConfig{Brokers: b.Addrs()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	return b.Addrs(), p
-}
-
-func createTopics(t testing.TB, brokers []string, partitions int, names ...string) {
-	t.Helper()
-	if len(names) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	cfgs := make([]kafka.TopicConfig, len(names))
-	for i, n := range names {
-		cfgs[i] = kafka.TopicConfig{Topic: n, NumPartitions: partitions, ReplicationFactor: 1}
-	}
-	if err := streams.EnsureTopics(ctx, brokers, cfgs); err != nil {
-		t.Fatalf("ensure topics: %v", err)
-	}
-}
-
-// readTopic reads every partition of topic until want messages arrived (and
-// a little longer, so that duplicates show) or timeout.
-func readTopic(t testing.TB, brokers []string, topic string, partitions, want int, timeout time.Duration) []streams.Message {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var (
-		mu   sync.Mutex
-		got  []streams.Message
-		wg   sync.WaitGroup
-		done = make(chan struct{})
-		once sync.Once
-	)
-	for p := range partitions {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, Partition: p, MinBytes: 1, MaxBytes: 8 << 20, MaxWait: 100 * time.Millisecond})
-			defer r.Close()
-			for {
-				m, err := r.FetchMessage(ctx)
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				got = append(got, m)
-				n := len(got)
-				mu.Unlock()
-				if n >= want {
-					once.Do(func() { close(done) })
-				}
-			}
-		}()
-	}
-	select {
-	case <-done:
-		time.Sleep(200 * time.Millisecond)
-	case <-ctx.Done():
-	}
-	cancel()
-	wg.Wait()
-	return got
-}
-
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 func enqueueTx(t testing.TB, db *postgres.DB, msgs ...docflow.OutboxMessage) {
 	t.Helper()
 	if err := postgres.NewOutbox(db).Enqueue(context.Background(), msgs...); err != nil {
@@ -139,7 +43,7 @@ func enqueueTx(t testing.TB, db *postgres.DB, msgs ...docflow.OutboxMessage) {
 
 func startRelay(t testing.TB, store streams.OutboxStore, pub streams.Publisher, tweak func(*streams.RelayConfig)) *streams.Relay {
 	t.Helper()
-	cfg := streams.RelayConfig{Store: store, Publisher: pub, PollInterval: 200 * time.Millisecond, Log: relayLog(t)}
+	cfg := streams.RelayConfig{Store: store, Publisher: pub, PollInterval: 200 * time.Millisecond, Log: streamstest.Log(t)}
 	if tweak != nil {
 		tweak(&cfg)
 	}
@@ -187,9 +91,11 @@ const relayTopic = "outbox.test"
 // TestOutboxOrderPerKey commits rows in many transactions while the relay
 // runs: every row is published once, in order per key.
 func TestOutboxOrderPerKey(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	const parts, keys, perKey = 4, 20, 100
-	brokers, p := startBroker(t, parts, relayTopic)
+	sb := streamstest.StartBroker(t, parts, relayTopic)
+	brokers, p := sb.Brokers, sb.Producer
 	r := startRelay(t, postgres.NewOutbox(db), p, func(c *streams.RelayConfig) { c.BatchSize = 64 })
 
 	// Each writer owns some keys and commits their rows in sequence, 1 to 5
@@ -219,14 +125,14 @@ func TestOutboxOrderPerKey(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	got := readTopic(t, brokers, relayTopic, parts, keys*perKey, 30*time.Second)
+	got := streamstest.ReadTopic(t, brokers, relayTopic, parts, keys*perKey, 30*time.Second)
 	if len(got) != keys*perKey {
 		t.Fatalf("published %d messages, want %d", len(got), keys*perKey)
 	}
 	if n := checkKeyOrder(t, got); n != keys*perKey {
 		t.Fatalf("distinct %d, want %d", n, keys*perKey)
 	}
-	waitFor(t, 5*time.Second, "rows marked sent", func() bool { return unsent(t, db, relayTopic) == 0 })
+	testsupport.WaitFor(t, 5*time.Second, "rows marked sent", func() bool { return unsent(t, db, relayTopic) == 0 })
 	if r.Published() != keys*perKey {
 		t.Fatalf("relay counted %d", r.Published())
 	}
@@ -234,8 +140,10 @@ func TestOutboxOrderPerKey(t *testing.T) {
 
 // TestOutboxRollback publishes nothing for a rolled-back transaction.
 func TestOutboxRollback(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
-	brokers, p := startBroker(t, 1, relayTopic)
+	sb := streamstest.StartBroker(t, 1, relayTopic)
+	brokers, p := sb.Brokers, sb.Producer
 	startRelay(t, postgres.NewOutbox(db), p, nil)
 
 	errRollback := errors.New("rollback")
@@ -249,7 +157,7 @@ func TestOutboxRollback(t *testing.T) {
 		t.Fatalf("transaction: %v", err)
 	}
 	enqueueTx(t, db, docflow.OutboxMessage{Topic: relayTopic, Key: "1", Payload: []byte("real")})
-	got := readTopic(t, brokers, relayTopic, 1, 1, 10*time.Second)
+	got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 1, 10*time.Second)
 	if len(got) != 1 || string(got[0].Value) != "real" {
 		t.Fatalf("published %d messages, first %q; want only \"real\"", len(got), firstValue(got))
 	}
@@ -280,8 +188,10 @@ func (c crashAfterPublish) RelayDue(ctx context.Context, limit int, skip []int64
 // acknowledged but before the rows were marked leaves them unsent; the next
 // relay publishes them again (at-least-once, nothing lost).
 func TestOutboxCrashBetweenPublishAndMark(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
-	brokers, p := startBroker(t, 1, relayTopic)
+	sb := streamstest.StartBroker(t, 1, relayTopic)
+	brokers, p := sb.Brokers, sb.Producer
 
 	var msgs []docflow.OutboxMessage
 	for i := range 10 {
@@ -290,7 +200,7 @@ func TestOutboxCrashBetweenPublishAndMark(t *testing.T) {
 	}
 	enqueueTx(t, db, msgs...)
 
-	crashing, err := streams.NewRelay(streams.RelayConfig{Store: crashAfterPublish{postgres.NewOutbox(db)}, Publisher: p, Log: relayLog(t)})
+	crashing, err := streams.NewRelay(streams.RelayConfig{Store: crashAfterPublish{postgres.NewOutbox(db)}, Publisher: p, Log: streamstest.Log(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,27 +210,29 @@ func TestOutboxCrashBetweenPublishAndMark(t *testing.T) {
 	if n := unsent(t, db, relayTopic); n != 10 {
 		t.Fatalf("%d rows unsent after the crash, want 10", n)
 	}
-	if got := readTopic(t, brokers, relayTopic, 1, 10, 10*time.Second); len(got) != 10 {
+	if got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 10, 10*time.Second); len(got) != 10 {
 		t.Fatalf("first publish: %d messages", len(got))
 	}
 
 	startRelay(t, postgres.NewOutbox(db), p, nil)
-	got := readTopic(t, brokers, relayTopic, 1, 20, 10*time.Second)
+	got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 20, 10*time.Second)
 	if len(got) != 20 {
 		t.Fatalf("after restart the topic holds %d messages, want the 10 twice", len(got))
 	}
 	if streams.HeaderValue(got[15], "x-attempt") != "1" {
 		t.Fatalf("headers lost: %v", got[15].Headers)
 	}
-	waitFor(t, 5*time.Second, "rows marked sent", func() bool { return unsent(t, db, relayTopic) == 0 })
+	testsupport.WaitFor(t, 5*time.Second, "rows marked sent", func() bool { return unsent(t, db, relayTopic) == 0 })
 }
 
 // TestOutboxTwoRelays runs two relays (two workers each) over one backlog:
 // no row is published twice and keys stay in order.
 func TestOutboxTwoRelays(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	const parts, n = 4, 3000
-	brokers, p := startBroker(t, parts, relayTopic)
+	sb := streamstest.StartBroker(t, parts, relayTopic)
+	brokers, p := sb.Brokers, sb.Producer
 
 	var msgs []docflow.OutboxMessage
 	for i := range n {
@@ -334,7 +246,7 @@ func TestOutboxTwoRelays(t *testing.T) {
 	small := func(c *streams.RelayConfig) { c.BatchSize = 50 }
 	r1 := startRelay(t, postgres.NewOutbox(db), p, small)
 	r2 := startRelay(t, postgres.NewOutbox(db), p, small)
-	got := readTopic(t, brokers, relayTopic, parts, n, 30*time.Second)
+	got := streamstest.ReadTopic(t, brokers, relayTopic, parts, n, 30*time.Second)
 	if len(got) != n {
 		t.Fatalf("published %d messages, want %d exactly", len(got), n)
 	}
@@ -349,13 +261,15 @@ func TestOutboxTwoRelays(t *testing.T) {
 
 // TestOutboxDelayed publishes a row only once its available_at has passed.
 func TestOutboxDelayed(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
-	brokers, p := startBroker(t, 1, relayTopic)
+	sb := streamstest.StartBroker(t, 1, relayTopic)
+	brokers, p := sb.Brokers, sb.Producer
 	startRelay(t, postgres.NewOutbox(db), p, func(c *streams.RelayConfig) { c.PollInterval = 5 * time.Second })
 
 	start := time.Now()
 	enqueueTx(t, db, docflow.OutboxMessage{Topic: relayTopic, Key: "1", Payload: []byte("later"), AvailableAt: start.Add(400 * time.Millisecond)})
-	got := readTopic(t, brokers, relayTopic, 1, 1, 10*time.Second)
+	got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 1, 10*time.Second)
 	if len(got) != 1 {
 		t.Fatal("delayed row never published")
 	}
@@ -366,6 +280,7 @@ func TestOutboxDelayed(t *testing.T) {
 
 // TestOutboxCleanup deletes sent rows older than the retention only.
 func TestOutboxCleanup(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	ctx := context.Background()
 	enqueueTx(t, db,
@@ -403,9 +318,11 @@ func (nopPublisher) Publish(context.Context, ...streams.Message) error { return 
 // have fails alone; rows of other topics (and other keys) flow, and the
 // failed row goes out once its topic exists.
 func TestOutboxUnknownTopicDoesNotBlock(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	const good, missing = "outbox.good", "outbox.missing"
-	brokers, p := startBroker(t, 1, good)
+	sb := streamstest.StartBroker(t, 1, good)
+	brokers, p := sb.Brokers, sb.Producer
 	startRelay(t, postgres.NewOutbox(db), p, nil)
 	enqueueTx(t, db,
 		docflow.OutboxMessage{Topic: missing, Key: "1", Payload: []byte("1:0")},
@@ -414,7 +331,7 @@ func TestOutboxUnknownTopicDoesNotBlock(t *testing.T) {
 	for i := 1; i <= 20; i++ {
 		enqueueTx(t, db, docflow.OutboxMessage{Topic: good, Key: "1", Payload: fmt.Appendf(nil, "1:%d", i)})
 	}
-	got := readTopic(t, brokers, good, 1, 21, 10*time.Second)
+	got := streamstest.ReadTopic(t, brokers, good, 1, 21, 10*time.Second)
 	if len(got) != 21 {
 		t.Fatalf("good topic got %d of 21 while another topic failed", len(got))
 	}
@@ -422,12 +339,12 @@ func TestOutboxUnknownTopicDoesNotBlock(t *testing.T) {
 	if unsent(t, db, missing) != 2 {
 		t.Fatal("rows of the missing topic left the outbox")
 	}
-	createTopics(t, brokers, 1, missing)
-	late := readTopic(t, brokers, missing, 1, 2, 20*time.Second)
+	streamstest.CreateTopics(t, brokers, 1, missing)
+	late := streamstest.ReadTopic(t, brokers, missing, 1, 2, 20*time.Second)
 	if len(late) != 2 || string(late[0].Value) != "1:0" || string(late[1].Value) != "1:1" {
 		t.Fatalf("missing topic, once created, got %d messages", len(late))
 	}
-	waitFor(t, 5*time.Second, "all marked", func() bool { return unsent(t, db, missing) == 0 })
+	testsupport.WaitFor(t, 5*time.Second, "all marked", func() bool { return unsent(t, db, missing) == 0 })
 }
 
 // TestOutboxWriteThrough: rows written quiet by a write-through store are
@@ -435,12 +352,14 @@ func TestOutboxUnknownTopicDoesNotBlock(t *testing.T) {
 // never publishes them; rows it could not publish are left to the relay
 // once their grace has passed.
 func TestOutboxWriteThrough(t *testing.T) {
+	t.Parallel()
 	db := openOutbox(t)
 	const missing = "outbox.later"
-	brokers, p := startBroker(t, 1, relayTopic)
+	sb := streamstest.StartBroker(t, 1, relayTopic)
+	brokers, p := sb.Brokers, sb.Producer
 	ctx := context.Background()
 	store := postgres.NewRunStore(db).WithDirectOutbox(time.Second)
-	wt := streams.NewWriteThrough(p, store, relayLog(t))
+	wt := streams.NewWriteThrough(p, store, streamstest.Log(t))
 	r := startRelay(t, postgres.NewOutbox(db), p, nil)
 
 	var fileID int64
@@ -466,11 +385,11 @@ func TestOutboxWriteThrough(t *testing.T) {
 	if n := unsent(t, db, relayTopic); n != 0 {
 		t.Fatalf("%d published rows still unsent", n)
 	}
-	if got := readTopic(t, brokers, relayTopic, 1, 1, 10*time.Second); len(got) != 1 {
+	if got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 1, 10*time.Second); len(got) != 1 {
 		t.Fatalf("write-through published %d messages, want 1", len(got))
 	}
-	createTopics(t, brokers, 1, missing)
-	if got := readTopic(t, brokers, missing, 1, 1, 10*time.Second); len(got) != 1 || string(got[0].Value) != "1:1" {
+	streamstest.CreateTopics(t, brokers, 1, missing)
+	if got := streamstest.ReadTopic(t, brokers, missing, 1, 1, 10*time.Second); len(got) != 1 || string(got[0].Value) != "1:1" {
 		t.Fatalf("the relay took over %d messages, want the failed one", len(got))
 	}
 	if r.Published() != 1 {
@@ -483,7 +402,7 @@ func TestOutboxWriteThrough(t *testing.T) {
 func BenchmarkRelayThroughput(b *testing.B) {
 	db := openOutbox(b)
 	topic := "bench.relay"
-	_, p := startBroker(b, streams.DefaultPartitions, topic)
+	p := streamstest.StartBroker(b, streams.DefaultPartitions, topic).Producer
 	for lo := 0; lo < b.N; lo += 1000 {
 		var msgs []docflow.OutboxMessage
 		for i := lo; i < min(lo+1000, b.N); i++ {
@@ -493,7 +412,7 @@ func BenchmarkRelayThroughput(b *testing.B) {
 	}
 	b.ResetTimer()
 	start := time.Now()
-	r, err := streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: p, Log: relayLog(b)})
+	r, err := streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: p, Log: streamstest.Log(b)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -513,8 +432,9 @@ func BenchmarkRelayThroughput(b *testing.B) {
 func BenchmarkOutboxLatency(b *testing.B) {
 	db := openOutbox(b)
 	topic := "bench.latency"
-	brokers, p := startBroker(b, 1, topic)
-	r, err := streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: p, Log: relayLog(b)})
+	sb := streamstest.StartBroker(b, 1, topic)
+	brokers, p := sb.Brokers, sb.Producer
+	r, err := streams.NewRelay(streams.RelayConfig{Store: postgres.NewOutbox(db), Publisher: p, Log: streamstest.Log(b)})
 	if err != nil {
 		b.Fatal(err)
 	}

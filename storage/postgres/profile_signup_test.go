@@ -10,6 +10,7 @@ import (
 )
 
 func TestEnsureProfileEmitsSignupOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "signup")
 	if err != nil {

@@ -55,6 +55,7 @@ func userEvents(t *testing.T, db *postgres.DB) []streams.Event {
 }
 
 func TestProfilesListIncludesOwnersAndCounts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, p := openProfiles(t)
 	if _, err := p.EnsureProfile(ctx, "Ann@Example.com", "Ann Smith", "local"); err != nil {
@@ -105,6 +106,7 @@ func TestProfilesListIncludesOwnersAndCounts(t *testing.T) {
 }
 
 func TestProfileDetailStatistics(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, p := openProfiles(t)
 	seedOwned(t, db, "dan", "completed", 2, 1000)
@@ -138,6 +140,7 @@ func TestProfileDetailStatistics(t *testing.T) {
 }
 
 func TestPutProfileEmitsSignupAndPlanChanged(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, p := openProfiles(t)
 	name, limit, tier := "Fay", 5, docflow.TierStarter
@@ -177,6 +180,7 @@ func TestPutProfileEmitsSignupAndPlanChanged(t *testing.T) {
 }
 
 func TestDeleteProfileAndPaymentIssue(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, p := openProfiles(t)
 	if _, err := p.ReportPaymentIssue(ctx, "gus", "card declined"); docflow.ErrorCode(err) != docflow.ENOTFOUND {
@@ -207,6 +211,7 @@ func TestDeleteProfileAndPaymentIssue(t *testing.T) {
 }
 
 func TestSearchUsersAndMentionable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, p := openProfiles(t)
 	for i, u := range []struct{ id, name string }{{"zed@example.com", "Zed"}, {"amy@example.com", "amy"}, {"Hal", ""}, {"blocked@example.com", "Al Blocked"}} {

@@ -34,6 +34,7 @@ func newRun(t *testing.T, db *DB, runID string, n int) int64 {
 }
 
 func TestWriteThroughOutboxRows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewRunStore(db).WithDirectOutbox(time.Hour)
@@ -69,6 +70,7 @@ func TestWriteThroughOutboxRows(t *testing.T) {
 // engine waits and tries again) without the engine reading PostgreSQL's
 // error codes; the contract suite covers ENOTFOUND for a gone pipeline.
 func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewRunStore(db)

@@ -22,6 +22,7 @@ type runBackend struct {
 var _ pipeline.Store = (*postgres.RunStore)(nil)
 
 func TestRunStoreContract(t *testing.T) {
+	t.Parallel()
 	storetest.Run(t, func(t *testing.T) storetest.Backend {
 		db, cleanup, err := postgres.OpenTestDB(context.Background(), "runs")
 		if err != nil {

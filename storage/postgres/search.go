@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"docflow"
+	"docflow/internal/ttlcache"
 )
 
 // SearchStore implements docflow.SearchStore: saved searches, the
@@ -21,7 +22,7 @@ import (
 // similarity pairs.
 type SearchStore struct {
 	db     *DB
-	counts *countCache
+	counts *ttlcache.Cache[string, int]
 }
 
 var _ docflow.SearchStore = (*SearchStore)(nil)
@@ -31,7 +32,7 @@ func NewSearchStore(db *DB) *SearchStore {
 	if db == nil {
 		panic("postgres: NewSearchStore needs a DB")
 	}
-	return &SearchStore{db: db, counts: newCountCache(db.Now, countTTL)}
+	return &SearchStore{db: db, counts: newCountCache(db.Now)}
 }
 
 // visibleCond is the condition on files alias a of the files v lets its
@@ -356,7 +357,7 @@ func (s *SearchStore) PutEmbedding(ctx context.Context, e *docflow.Embedding) er
 		}
 		return fmt.Errorf("put embedding %d: %w", e.FileID, err)
 	}
-	s.counts.clear()
+	s.counts.Purge()
 	return nil
 }
 
@@ -413,7 +414,7 @@ func (s *SearchStore) ReplaceSimilarityPairs(ctx context.Context, neighbours map
 	if err != nil {
 		return fmt.Errorf("replace similarity pairs of %d files: %w", len(ids), err)
 	}
-	s.counts.clear()
+	s.counts.Purge()
 	return nil
 }
 
@@ -435,7 +436,7 @@ func (s *SearchStore) FindSimilarityPairs(ctx context.Context, f docflow.Similar
 			` AND EXISTS (SELECT 1 FROM files fb WHERE fb.id = p.file_b AND ` + cb + `)`
 	}
 	key := "pairs" + cacheKey(where, args)
-	total, cached := s.counts.get(key)
+	total, cached := s.counts.Get(key)
 
 	n := len(args)
 	offset := int64(page-1) * int64(per)
@@ -476,7 +477,7 @@ func (s *SearchStore) FindSimilarityPairs(ctx context.Context, f docflow.Similar
 		if err := br.QueryRow().Scan(&total); err != nil {
 			return nil, 0, fmt.Errorf("count similarity pairs: %w", err)
 		}
-		s.counts.put(key, total)
+		s.counts.Add(key, total)
 	}
 	return out, total, nil
 }
@@ -491,8 +492,8 @@ func (s *SearchStore) EmbeddingCoverage(ctx context.Context, visibleTo *docflow.
 		where = ` WHERE ` + cond
 	}
 	key := "coverage" + cacheKey(where, args)
-	if v, ok := s.counts.get(key + "/total"); ok {
-		if w, ok := s.counts.get(key + "/emb"); ok {
+	if v, ok := s.counts.Get(key + "/total"); ok {
+		if w, ok := s.counts.Get(key + "/emb"); ok {
 			return docflow.EmbeddingCoverage{TotalFiles: v, FilesWithEmbedding: w}, nil
 		}
 	}
@@ -513,8 +514,8 @@ func (s *SearchStore) EmbeddingCoverage(ctx context.Context, visibleTo *docflow.
 	if err := br.QueryRow().Scan(&c.FilesWithEmbedding); err != nil {
 		return c, fmt.Errorf("embedding coverage: %w", err)
 	}
-	s.counts.put(key+"/total", c.TotalFiles)
-	s.counts.put(key+"/emb", c.FilesWithEmbedding)
+	s.counts.Add(key+"/total", c.TotalFiles)
+	s.counts.Add(key+"/emb", c.FilesWithEmbedding)
 	return c, nil
 }
 

@@ -57,6 +57,7 @@ func srCode(t *testing.T, err error, code string) {
 }
 
 func TestSavedSearches(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewSearchStore(db)
@@ -102,6 +103,7 @@ func TestSavedSearches(t *testing.T) {
 }
 
 func TestSavedSearchLimitUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewSearchStore(db)
@@ -130,6 +132,7 @@ func TestSavedSearchLimitUnderConcurrency(t *testing.T) {
 }
 
 func TestSearchDocuments(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewSearchStore(db)
@@ -199,6 +202,7 @@ func TestSearchDocuments(t *testing.T) {
 }
 
 func TestSimilarityPairsAndCoverage(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewSearchStore(db)
@@ -262,7 +266,7 @@ func TestSimilarityPairsAndCoverage(t *testing.T) {
 	if _, err := db.Pool.Exec(ctx, `DELETE FROM files WHERE id=$1`, d); err != nil {
 		t.Fatal(err)
 	}
-	s.counts.clear()
+	s.counts.Purge()
 	if _, total, _ = s.FindSimilarityPairs(ctx, docflow.SimilarityPairFilter{}); total != 0 {
 		t.Fatalf("after delete %d", total)
 	}

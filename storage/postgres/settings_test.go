@@ -22,6 +22,7 @@ func openTest(t *testing.T) *DB {
 }
 
 func TestSettingsPrecedenceAndEncryption(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	c, err := NewCipher(strings.Repeat("k", 32))
@@ -98,6 +99,7 @@ func TestSettingsPrecedenceAndEncryption(t *testing.T) {
 }
 
 func TestMigrateTwiceConcurrently(t *testing.T) {
+	t.Parallel()
 	db := openTest(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
@@ -126,6 +128,7 @@ func TestMigrateTwiceConcurrently(t *testing.T) {
 // 422), keeps the one it had, and Validate names every effective value
 // that cannot be used with where it came from.
 func TestSettingsRefuseValuesTheServiceCannotUse(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	c, err := NewCipher(strings.Repeat("k", 32))

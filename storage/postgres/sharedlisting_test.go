@@ -15,6 +15,7 @@ import (
 // owns n/users files and receives perUser shares from other users, and the
 // listing shows exactly those to them.
 func TestSharedListingFixture(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "sharedlist")
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 // A share of a file that does not exist (deleted between the route's
 // lookup and the insert) is "File not found", not a server error.
 func TestPutShareOfAMissingFileIsNotFound(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "sharegone")
 	if err != nil {

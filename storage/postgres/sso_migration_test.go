@@ -10,6 +10,7 @@ import (
 // account, and the account's sessions end; sessions keep no SSO admin
 // status; other SSO users keep theirs, to be bound at their next sign-in.
 func TestSSOMigrationOfOldSignIns(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	for _, q := range []string{

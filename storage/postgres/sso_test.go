@@ -29,6 +29,7 @@ func newSSOStore(t *testing.T, name string) (*postgres.SSOStore, *postgres.DB) {
 // TestSSOStore: an attempt is taken once (also by two racing callbacks)
 // and never once expired.
 func TestSSOStore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, _ := newSSOStore(t, "sso")
 	now := time.Now()
@@ -79,6 +80,7 @@ func TestSSOStore(t *testing.T) {
 // when deactivated; the checks with the provider apply only over the
 // verification they started from.
 func TestSSOStoreIdentities(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s, db := newSSOStore(t, "sso_identities")
 	const iss = "https://idp/"
@@ -232,6 +234,7 @@ func TestSSOStoreIdentities(t *testing.T) {
 
 // TestMobileCodeStore: a code is taken once, even by racing exchanges.
 func TestMobileCodeStore(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	_, db := newSSOStore(t, "mobile_codes")
 	s := postgres.NewMobileCodeStore(db)

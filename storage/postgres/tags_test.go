@@ -26,6 +26,7 @@ func fileTags(t *testing.T, db *DB, id int64) []string {
 // intake with uploaded metadata (both intake paths), a metadata edit, a
 // step's result and plain SQL; a write to the column alone is undone.
 func TestTagsFollowTheMetadata(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	s := NewFileStore(db)
@@ -122,6 +123,7 @@ func TestTagsFollowTheMetadata(t *testing.T) {
 // sequential scans priced out, the plan of the listing's condition reads
 // the index.
 func TestTagsFilterUsesItsIndex(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	if _, err := db.Pool.Exec(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, ai_metadata)
@@ -157,6 +159,7 @@ func TestTagsFilterUsesItsIndex(t *testing.T) {
 // Migration 0300 resyncs rows written before it and drops the hash index
 // that the unique index of originals covers.
 func TestTagsMigrationResyncsOldRows(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db := openTest(t)
 	var id int64

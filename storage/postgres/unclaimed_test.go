@@ -16,6 +16,7 @@ import (
 // Visibility.Sees selects, unclaimed files included when the filter says
 // so.
 func TestListingsFollowTheVisibility(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, files := openFiles(t)
 	search := postgres.NewSearchStore(db)

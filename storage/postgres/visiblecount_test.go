@@ -19,6 +19,7 @@ import (
 // unshare, a change of owner, of status and of name, and a deletion,
 // their own or another's.
 func TestVisibleListingFollowsEveryWrite(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "visiblecount")
 	if err != nil {
@@ -135,6 +136,7 @@ func TestVisibleListingFollowsEveryWrite(t *testing.T) {
 // (which fold delta rows concurrently) leave every count exact, and
 // file_access holds exactly the files each user sees, with their columns.
 func TestVisibleCountsUnderConcurrentWrites(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "visiblecountc")
 	if err != nil {

@@ -29,6 +29,7 @@ func newWebhookStore(t *testing.T) (*WebhookStore, *DB) {
 // than the event), once: a replayed event returns only deliveries not yet
 // attempted. A recorded attempt is recorded once.
 func TestWebhookFanoutIdempotent(t *testing.T) {
+	t.Parallel()
 	s, _ := newWebhookStore(t)
 	ctx := context.Background()
 	mk := func(active bool, events ...string) *docflow.Webhook {

@@ -31,8 +31,8 @@ func (s *convertStep) Type() string { return docflow.StepConvertToPDF }
 
 func (s *convertStep) converter() (*convert.Converter, error) {
 	k := convKey{
-		timeout:     time.Duration(max(1, docflow.SettingInt(s.d.Settings, "LIBREOFFICE_TIMEOUT", 120))) * time.Second,
-		concurrency: max(1, docflow.SettingInt(s.d.Settings, "CONVERT_CONCURRENCY", 2)),
+		timeout:     max(time.Second, docflow.LibreOfficeTimeout.Get(s.d.Settings)),
+		concurrency: max(1, docflow.ConvertConcurrency.Get(s.d.Settings)),
 	}
 	return s.converters.get(k, func() (*convert.Converter, error) {
 		return convert.New(convert.Options{

@@ -105,7 +105,7 @@ func SendToDestinationsQueued(dests Destinations, q DestinationQueue, owner func
 						// Shown relative to LOCAL_DESTINATION_DIR: <owner>/<id>_<name>.
 						now := time.Now()
 						rel := filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(remote)), filepath.Base(remote)))
-						local = &docflow.FileDestination{Type: docflow.IntegrationLocal, Name: "LOCAL_DESTINATION_DIR",
+						local = &docflow.FileDestination{Type: docflow.IntegrationLocal, Name: docflow.LocalDestinationDir.Key(),
 							Status: docflow.DestinationDelivered, RemotePath: rel, DeliveredAt: &now}
 					}
 				}

@@ -25,23 +25,23 @@ func (s *embeddingStep) Type() string { return docflow.StepComputeEmbedding }
 func (s *embeddingStep) embedder() (embed.Embedder, error) {
 	st := s.d.Settings
 	cfg := embed.Config{
-		Provider:   strings.ToLower(strings.TrimSpace(st.Get("EMBEDDING_PROVIDER"))),
-		Dimensions: docflow.SettingInt(st, "EMBEDDING_DIMENSIONS", embed.DefaultDimensions),
-		MaxTokens:  docflow.SettingInt(st, "EMBEDDING_MAX_TOKENS", embed.DefaultMaxTokens),
+		Provider:   strings.ToLower(strings.TrimSpace(docflow.EmbeddingProvider.Get(st))),
+		Dimensions: docflow.EmbeddingDimensions.Get(st),
+		MaxTokens:  docflow.EmbeddingMaxTokens.Get(st),
 	}
 	if cfg.Dimensions <= 0 {
 		return nil, invalidf("EMBEDDING_DIMENSIONS must be positive, not %d", cfg.Dimensions)
 	}
 	if cfg.Provider == embed.ProviderOpenAI {
-		base, key := st.Get("EMBEDDING_BASE_URL"), st.Get("EMBEDDING_API_KEY")
+		base, key := docflow.EmbeddingBaseURL.Get(st), docflow.EmbeddingAPIKey.Get(st)
 		if base == "" {
-			base = st.Get("OPENAI_BASE_URL")
+			base = docflow.OpenAIBaseURL.Get(st)
 		}
 		if key == "" {
-			key = st.Get("OPENAI_API_KEY")
+			key = docflow.OpenAIAPIKey.Get(st)
 		}
 		cfg.OpenAI = embed.OpenAIConfig{
-			BaseURL: base, APIKey: key, Model: st.Get("EMBEDDING_MODEL"),
+			BaseURL: base, APIKey: key, Model: docflow.EmbeddingModel.Get(st),
 			Dimensions: cfg.Dimensions, MaxTokens: cfg.MaxTokens, HTTPClient: s.d.HTTPClient,
 		}
 	}

@@ -26,13 +26,13 @@ var metadataKeys = []string{"title", "document_type", "tags", "sender", "date", 
 
 func (s *extractStep) provider() (extract.Provider, error) {
 	st := s.d.Settings
-	name := strings.TrimSpace(st.Get("METADATA_PROVIDER"))
+	name := strings.TrimSpace(docflow.MetadataProvider.Get(st))
 	cfg := extract.Config{Provider: name}
 	if strings.EqualFold(name, extract.ProviderOpenAI) {
 		cfg.OpenAI = extract.OpenAIConfig{
-			BaseURL:    st.Get("OPENAI_BASE_URL"),
-			APIKey:     st.Get("OPENAI_API_KEY"),
-			Model:      st.Get("OPENAI_MODEL"),
+			BaseURL:    docflow.OpenAIBaseURL.Get(st),
+			APIKey:     docflow.OpenAIAPIKey.Get(st),
+			Model:      docflow.OpenAIModel.Get(st),
 			HTTPClient: s.d.HTTPClient,
 		}
 		if cfg.OpenAI.Model == "" {

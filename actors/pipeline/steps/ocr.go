@@ -61,7 +61,7 @@ const toolTimeout = 5 * time.Minute
 // poolSize is the step's pool from STEP_POOL_SIZES (ocr=N), else the core
 // count: the Tesseract processes that run at once.
 func poolSize(st docflow.SettingsStore, stepType string) int {
-	for _, part := range strings.Split(st.Get("STEP_POOL_SIZES"), ",") {
+	for _, part := range strings.Split(docflow.StepPoolSizes.Get(st), ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if ok && strings.TrimSpace(k) == stepType {
 			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
@@ -73,7 +73,7 @@ func poolSize(st docflow.SettingsStore, stepType string) int {
 }
 
 func (s *ocrStep) engine() *ocr.Engine {
-	k := engineKey{renderer: strings.ToLower(strings.TrimSpace(s.d.Settings.Get("OCR_RENDERER"))), pool: poolSize(s.d.Settings, docflow.StepOCR),
+	k := engineKey{renderer: strings.ToLower(strings.TrimSpace(docflow.OCRRenderer.Get(s.d.Settings))), pool: poolSize(s.d.Settings, docflow.StepOCR),
 		pagePixels: pagePixels(proc.MemoryLimit())}
 	switch k.renderer {
 	case ocr.RendererOCRmyPDF, ocr.RendererAuto:
@@ -91,7 +91,7 @@ func (s *ocrStep) engine() *ocr.Engine {
 func (s *ocrStep) language(cfg map[string]any) string {
 	lang := stringOf(cfg, "ocr_language")
 	if lang == "" || lang == "auto" {
-		lang = strings.TrimSpace(s.d.Settings.Get("TESSERACT_LANGUAGE"))
+		lang = strings.TrimSpace(docflow.TesseractLanguage.Get(s.d.Settings))
 	}
 	if lang == "" {
 		lang = ocr.DefaultLanguage
@@ -174,8 +174,8 @@ func ocrResult(res *ocr.Result, bytes int64) *docflow.StepResult {
 // endpoint and key it fails at once with a message naming the settings: a
 // retry cannot configure them.
 func (s *ocrStep) cloud(ctx context.Context, in *docflow.StepInput, pdf string) (*docflow.StepResult, error) {
-	endpoint := strings.TrimSpace(s.d.Settings.Get("AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT"))
-	key := strings.TrimSpace(s.d.Settings.Get("AZURE_DOCUMENT_INTELLIGENCE_KEY"))
+	endpoint := strings.TrimSpace(docflow.AzureDocumentIntelligenceEndpoint.Get(s.d.Settings))
+	key := strings.TrimSpace(docflow.AzureDocumentIntelligenceKey.Get(s.d.Settings))
 	if endpoint == "" || key == "" {
 		return nil, invalidf("cloud OCR was requested but no provider is configured: set AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT and AZURE_DOCUMENT_INTELLIGENCE_KEY")
 	}

@@ -88,7 +88,7 @@ func New(d Deps) (*Steps, error) {
 	}
 	if d.Destinations == nil {
 		settings := d.Settings
-		d.Destinations = LocalDestinations(func() string { return settings.Get("LOCAL_DESTINATION_DIR") })
+		d.Destinations = LocalDestinations(func() string { return docflow.LocalDestinationDir.Get(settings) })
 	}
 	if d.TempDir == "" {
 		d.TempDir = os.TempDir()
@@ -116,7 +116,7 @@ func New(d Deps) (*Steps, error) {
 		s.all = append(s.all, relativePaths{Step: st, paths: paths})
 	}
 	s.all = append(s.all,
-		CheckDuplicates(d.Originals, func() bool { return docflow.SettingBool(d.Settings, "ENABLE_DEDUPLICATION", true) }),
+		CheckDuplicates(d.Originals, func() bool { return docflow.EnableDeduplication.Get(d.Settings) }),
 		SendToDestinationsQueued(MeasuredDestinations(d.Destinations, d.Recorder), d.Queue, destinationOwner(d.Settings)))
 	return s, nil
 }
@@ -132,7 +132,7 @@ func (s *Steps) Close() error { return s.convert.close() }
 // toolMemoryLimit applies TOOL_MEMORY_LIMIT to the external tools started
 // from now on and returns it (0: no limit).
 func toolMemoryLimit(st docflow.SettingsStore) int64 {
-	n := max(docflow.SettingInt64(st, "TOOL_MEMORY_LIMIT", proc.DefaultMemoryLimit), 0)
+	n := max(docflow.ToolMemoryLimit.Get(st), 0)
 	proc.SetMemoryLimit(n)
 	return n
 }
@@ -265,7 +265,7 @@ func destinationOwner(st docflow.SettingsStore) func(*docflow.File) string {
 		if f.OwnerID != nil && *f.OwnerID != "" {
 			return *f.OwnerID
 		}
-		if !docflow.SettingBool(st, "AUTH_ENABLED", false) {
+		if !docflow.AuthEnabled.Get(st) {
 			return docflow.AdminUserID(st)
 		}
 		return ""

@@ -41,7 +41,8 @@ type Backend interface {
 
 // Run runs the suite. newBackend returns an empty store that reports the
 // outbox rows it writes (a write-through store: RunWrite.OutboxIDs) and
-// registers its own cleanup.
+// registers its own cleanup. The subtests run in parallel, so newBackend
+// is called from several goroutines at once.
 func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	tests := []struct {
 		name string
@@ -61,6 +62,7 @@ func Run(t *testing.T, newBackend func(t *testing.T) Backend) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			tc.fn(t, newBackend(t))
 		})
 	}

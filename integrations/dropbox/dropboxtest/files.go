@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -32,7 +34,7 @@ type cursorArg struct {
 	Offset    int64  `json:"offset"`
 }
 
-func (s *Server) upload(w http.ResponseWriter, r *http.Request, route string, raw json.RawMessage, body []byte) {
+func (s *Server) upload(w http.ResponseWriter, r *http.Request, route string, raw json.RawMessage, body *spool) {
 	var arg commitArg
 	if err := json.Unmarshal(raw, &arg); err != nil {
 		badInput(w, route, "could not decode input as JSON")
@@ -41,16 +43,26 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request, route string, ra
 	s.commit(w, route, arg, body, "")
 }
 
-func (s *Server) sessionStart(w http.ResponseWriter, r *http.Request, route string, raw json.RawMessage, body []byte) {
+func (s *Server) sessionStart(w http.ResponseWriter, r *http.Request, route string, raw json.RawMessage, body *spool) {
+	f, err := os.CreateTemp(s.dir, "session-*")
+	if err != nil {
+		return
+	}
+	f.Close()
+	sess := &spool{path: f.Name()}
+	if err := appendTo(sess.path, body); err != nil {
+		return
+	}
+	sess.size = body.size
 	s.mu.Lock()
 	s.nextID++
 	id := fmt.Sprintf("session-%d", s.nextID)
-	s.sessions[id] = append([]byte(nil), body...)
+	s.sessions[id] = sess
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]string{"session_id": id})
 }
 
-func (s *Server) appendV2(w http.ResponseWriter, r *http.Request, route string, raw json.RawMessage, body []byte) {
+func (s *Server) appendV2(w http.ResponseWriter, r *http.Request, route string, raw json.RawMessage, body *spool) {
 	var arg struct {
 		Cursor cursorArg `json:"cursor"`
 	}
@@ -60,19 +72,22 @@ func (s *Server) appendV2(w http.ResponseWriter, r *http.Request, route string, 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	data, ok := s.sessions[arg.Cursor.SessionID]
+	sess, ok := s.sessions[arg.Cursor.SessionID]
 	switch {
 	case !ok:
 		apiErr(w, http.StatusConflict, "not_found/..", map[string]string{".tag": "not_found"})
-	case int64(len(data)) != arg.Cursor.Offset:
-		apiErr(w, http.StatusConflict, "incorrect_offset/..", map[string]any{".tag": "incorrect_offset", "correct_offset": len(data)})
+	case sess.size != arg.Cursor.Offset:
+		apiErr(w, http.StatusConflict, "incorrect_offset/..", map[string]any{".tag": "incorrect_offset", "correct_offset": sess.size})
 	default:
-		s.sessions[arg.Cursor.SessionID] = append(data, body...)
+		if err := appendTo(sess.path, body); err != nil {
+			return
+		}
+		sess.size += body.size
 		writeJSON(w, http.StatusOK, nil)
 	}
 }
 
-func (s *Server) finish(w http.ResponseWriter, r *http.Request, route string, raw json.RawMessage, body []byte) {
+func (s *Server) finish(w http.ResponseWriter, r *http.Request, route string, raw json.RawMessage, body *spool) {
 	var arg struct {
 		Cursor cursorArg `json:"cursor"`
 		Commit commitArg `json:"commit"`
@@ -82,16 +97,20 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request, route string, ra
 		return
 	}
 	s.mu.Lock()
-	data, ok := s.sessions[arg.Cursor.SessionID]
+	sess, ok := s.sessions[arg.Cursor.SessionID]
 	s.mu.Unlock()
 	switch {
 	case !ok:
 		apiErr(w, http.StatusConflict, "lookup_failed/not_found/..", map[string]any{".tag": "lookup_failed", "lookup_failed": map[string]string{".tag": "not_found"}})
-	case int64(len(data)) != arg.Cursor.Offset:
+	case sess.size != arg.Cursor.Offset:
 		apiErr(w, http.StatusConflict, "lookup_failed/incorrect_offset/..", map[string]any{".tag": "lookup_failed",
-			"lookup_failed": map[string]any{".tag": "incorrect_offset", "correct_offset": len(data)}})
+			"lookup_failed": map[string]any{".tag": "incorrect_offset", "correct_offset": sess.size}})
 	default:
-		if s.commit(w, route, arg.Commit, append(data, body...), arg.Cursor.SessionID) {
+		if err := appendTo(sess.path, body); err != nil {
+			return
+		}
+		sess.size += body.size
+		if s.commit(w, route, arg.Commit, sess, arg.Cursor.SessionID) {
 			s.mu.Lock()
 			delete(s.sessions, arg.Cursor.SessionID)
 			s.mu.Unlock()
@@ -100,8 +119,9 @@ func (s *Server) finish(w http.ResponseWriter, r *http.Request, route string, ra
 }
 
 // commit stores data at arg.Path as Dropbox's upload and finish do,
-// answering the metadata or the error; it reports whether it stored.
-func (s *Server) commit(w http.ResponseWriter, route string, arg commitArg, data []byte, session string) bool {
+// answering the metadata or the error; it reports whether it stored (the
+// spool's file then belongs to the store).
+func (s *Server) commit(w http.ResponseWriter, route string, arg commitArg, data *spool, session string) bool {
 	p := arg.Path
 	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") || path.Clean(p) != p {
 		badInput(w, route, fmt.Sprintf("request body: path: %q did not match pattern", p))
@@ -128,18 +148,23 @@ func (s *Server) commit(w http.ResponseWriter, route string, arg commitArg, data
 		var used int64
 		for k, f := range s.files {
 			if k != key {
-				used += int64(len(f.Data))
+				used += f.Size
 			}
 		}
-		if used+int64(len(data)) > s.quota {
+		if used+data.size > s.quota {
 			return fail("insufficient_space")
 		}
 	}
-	f := &File{PathDisplay: p, Data: append([]byte(nil), data...)}
+	s.nextID++
+	disk := filepath.Join(s.dir, fmt.Sprintf("file-%d", s.nextID))
+	if err := os.Rename(data.path, disk); err != nil {
+		return false
+	}
+	f := &File{PathDisplay: p, Size: data.size, disk: disk}
 	if exists {
 		f.ID = old.ID
+		os.Remove(old.disk)
 	} else {
-		s.nextID++
 		f.ID = fmt.Sprintf("id:file%d", s.nextID)
 	}
 	s.files[key] = f
@@ -151,11 +176,11 @@ func (s *Server) commit(w http.ResponseWriter, route string, arg commitArg, data
 func fileMeta(f *File) map[string]any {
 	now := time.Now().UTC().Format(time.RFC3339)
 	return map[string]any{".tag": "file", "name": path.Base(f.PathDisplay), "id": f.ID,
-		"path_lower": strings.ToLower(f.PathDisplay), "path_display": f.PathDisplay, "size": len(f.Data),
+		"path_lower": strings.ToLower(f.PathDisplay), "path_display": f.PathDisplay, "size": f.Size,
 		"rev": "015f0000000000000001", "client_modified": now, "server_modified": now, "is_downloadable": true}
 }
 
-func (s *Server) listFolder(w http.ResponseWriter, r *http.Request, route string, raw json.RawMessage, body []byte) {
+func (s *Server) listFolder(w http.ResponseWriter, r *http.Request, route string, raw json.RawMessage, body *spool) {
 	var arg struct {
 		Path  string `json:"path"`
 		Limit int    `json:"limit"`
@@ -195,7 +220,7 @@ func (s *Server) listFolder(w http.ResponseWriter, r *http.Request, route string
 	writeJSON(w, http.StatusOK, map[string]any{"entries": entries, "cursor": "cursor-1", "has_more": more})
 }
 
-func (s *Server) deleteV2(w http.ResponseWriter, r *http.Request, route string, raw json.RawMessage, body []byte) {
+func (s *Server) deleteV2(w http.ResponseWriter, r *http.Request, route string, raw json.RawMessage, body *spool) {
 	var arg struct {
 		Path string `json:"path"`
 	}
@@ -212,5 +237,6 @@ func (s *Server) deleteV2(w http.ResponseWriter, r *http.Request, route string, 
 		return
 	}
 	delete(s.files, key)
+	os.Remove(f.disk)
 	writeJSON(w, http.StatusOK, map[string]any{"metadata": fileMeta(f)})
 }

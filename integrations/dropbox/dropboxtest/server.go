@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -31,7 +32,16 @@ const (
 type File struct {
 	PathDisplay string
 	ID          string
-	Data        []byte
+	Size        int64
+	// Data is the content, read from disk by Server.File.
+	Data []byte
+	disk string
+}
+
+// TB is what the server needs of a test.
+type TB interface {
+	Cleanup(func())
+	TempDir() string
 }
 
 // Server is the fake Dropbox. Its URL serves both the API and the content
@@ -43,7 +53,8 @@ type Server struct {
 	tokens    map[string]time.Time // access token → expiry
 	files     map[string]*File     // lower-case path → file
 	folders   map[string]string    // lower-case path → display path
-	sessions  map[string][]byte
+	sessions  map[string]*spool
+	dir       string
 	nextID    int
 	quota     int64 // bytes; 0 = unlimited
 	readOnly  []string
@@ -60,11 +71,12 @@ type fault struct {
 	body   string
 }
 
-// New starts a server, closed when the test ends.
-func New(t interface{ Cleanup(func()) }) *Server {
+// New starts a server, closed when the test ends. What it stores lives
+// in a folder of the test's, not in memory.
+func New(t TB) *Server {
 	s := &Server{
 		tokens: map[string]time.Time{}, files: map[string]*File{}, folders: map[string]string{},
-		sessions: map[string][]byte{}, calls: map[string]int{}, tokenLife: 4 * time.Hour,
+		sessions: map[string]*spool{}, calls: map[string]int{}, tokenLife: 4 * time.Hour, dir: t.TempDir(),
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /oauth2/token", s.token)
@@ -121,15 +133,49 @@ func (s *Server) RateLimit(route string, n, retryAfter int) {
 	s.Fail(route, n, http.StatusTooManyRequests, http.Header{"Retry-After": {fmt.Sprint(retryAfter)}, "Content-Type": {"application/json"}}, body)
 }
 
-// File returns the file at p (any case), or nil.
+// File returns the file at p (any case) with its content, or nil.
 func (s *Server) File(p string) *File {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f, ok := s.files[strings.ToLower(p)]; ok {
-		c := *f
-		return &c
+	f, ok := s.files[strings.ToLower(p)]
+	var c File
+	if ok {
+		c = *f
 	}
-	return nil
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	c.Data, _ = os.ReadFile(c.disk)
+	return &c
+}
+
+// Open reads the file at p (any case).
+func (s *Server) Open(p string) (io.ReadCloser, error) {
+	s.mu.Lock()
+	f, ok := s.files[strings.ToLower(p)]
+	s.mu.Unlock()
+	if !ok {
+		return nil, os.ErrNotExist
+	}
+	return os.Open(f.disk)
+}
+
+// Names lists the names of the files directly in folder (any case).
+func (s *Server) Names(folder string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dir := strings.ToLower(strings.TrimSuffix(folder, "/"))
+	if dir == "" {
+		dir = "/"
+	}
+	var out []string
+	for k, f := range s.files {
+		if path.Dir(k) == dir {
+			out = append(out, path.Base(f.PathDisplay))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Paths lists the stored files' paths, sorted.
@@ -239,7 +285,47 @@ func badInput(w http.ResponseWriter, route, msg string) {
 	fmt.Fprintf(w, "Error in call to API function %q: %s", route, msg)
 }
 
-type handler func(w http.ResponseWriter, r *http.Request, route string, arg json.RawMessage, body []byte)
+// spool is a request body (or an upload session) kept on disk.
+type spool struct {
+	path string
+	size int64
+}
+
+// spoolBody writes r's body (up to max bytes) to a file of the server's.
+func (s *Server) spoolBody(r io.Reader, max int64) (*spool, error) {
+	f, err := os.CreateTemp(s.dir, "body-*")
+	if err != nil {
+		return nil, err
+	}
+	n, err := io.Copy(f, io.LimitReader(r, max+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return nil, err
+	}
+	return &spool{path: f.Name(), size: n}, nil
+}
+
+// appendTo adds sp's bytes to the file at dst.
+func appendTo(dst string, sp *spool) error {
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	in, err := os.Open(sp.path)
+	if err == nil {
+		_, err = io.Copy(out, in)
+		in.Close()
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+type handler func(w http.ResponseWriter, r *http.Request, route string, arg json.RawMessage, body *spool)
 
 // api checks the token and reads the argument (the Dropbox-API-Arg header
 // on content routes, which must be ASCII, else the JSON body).
@@ -263,11 +349,8 @@ func (s *Server) api(h handler, content bool) http.HandlerFunc {
 			apiErr(w, http.StatusUnauthorized, "expired_access_token/...", map[string]string{".tag": "expired_access_token"})
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, 151<<20))
-		if err != nil {
-			return
-		}
 		var arg []byte
+		var body *spool
 		if content {
 			if ct := r.Header.Get("Content-Type"); ct != "application/octet-stream" {
 				badInput(w, route, fmt.Sprintf("Bad HTTP \"Content-Type\" header: %q. Expecting \"application/octet-stream\".", ct))
@@ -281,16 +364,26 @@ func (s *Server) api(h handler, content bool) http.HandlerFunc {
 				}
 			}
 			arg = []byte(h)
-			if len(body) > 150<<20 {
+			sp, err := s.spoolBody(r.Body, 150<<20)
+			if err != nil {
+				return
+			}
+			defer os.Remove(sp.path)
+			if sp.size > 150<<20 {
 				badInput(w, route, "request body too large")
 				return
 			}
+			body = sp
 		} else {
 			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
 				badInput(w, route, fmt.Sprintf("Bad HTTP \"Content-Type\" header: %q.", ct))
 				return
 			}
-			arg = body
+			b, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			if err != nil {
+				return
+			}
+			arg = b
 		}
 		if !json.Valid(arg) {
 			badInput(w, route, "could not decode input as JSON")

@@ -7,6 +7,8 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -139,6 +141,9 @@ func (s *Server) remove(w http.ResponseWriter, r *http.Request) {
 		driveErr(w, http.StatusNotFound, "notFound", "File not found: "+id+".", "NOT_FOUND")
 		return
 	}
+	if f := s.files[id]; f.disk != "" {
+		os.Remove(f.disk)
+	}
 	delete(s.files, id)
 	w.WriteHeader(http.StatusNoContent)
 }
@@ -161,7 +166,7 @@ func (s *Server) checkWrite(w http.ResponseWriter, parent, id string, size int64
 		var used int64
 		for k, f := range s.files {
 			if k != id {
-				used += int64(len(f.Data))
+				used += f.Size
 			}
 		}
 		if used+size > s.quota {
@@ -172,16 +177,25 @@ func (s *Server) checkWrite(w http.ResponseWriter, parent, id string, size int64
 	return true
 }
 
-// store creates or updates a file and answers its id and name. Called
-// locked.
-func (s *Server) store(w http.ResponseWriter, id, name, parent, mimeType string, data []byte) {
+// store creates or updates a file with the bytes in disk (which it takes)
+// and answers its id and name. Called locked.
+func (s *Server) store(w http.ResponseWriter, id, name, parent, mimeType, disk string, size int64) {
 	if id == "" {
 		s.seq++
 		id = fmt.Sprintf("file%d", s.seq)
 		s.files[id] = &File{ID: id, Name: name, Parent: parent, MimeType: mimeType, Created: s.seq}
 	}
 	f := s.files[id]
-	f.Data = append([]byte(nil), data...)
+	s.seq++
+	stored := filepath.Join(s.dir, fmt.Sprintf("file-%d", s.seq))
+	if err := os.Rename(disk, stored); err != nil {
+		driveErr(w, http.StatusInternalServerError, "backendError", "Backend Error", "INTERNAL")
+		return
+	}
+	if f.disk != "" {
+		os.Remove(f.disk)
+	}
+	f.disk, f.Size = stored, size
 	if mimeType != "" {
 		f.MimeType = mimeType
 	}
@@ -212,8 +226,13 @@ func (s *Server) uploadNew(w http.ResponseWriter, r *http.Request) {
 		}
 		mr := multipart.NewReader(r.Body, params["boundary"])
 		var meta metadata
-		var data []byte
-		var dataType string
+		var disk, dataType string
+		var size int64
+		defer func() {
+			if disk != "" {
+				os.Remove(disk)
+			}
+		}()
 		for i := 0; ; i++ {
 			p, err := mr.NextPart()
 			if err == io.EOF {
@@ -223,20 +242,28 @@ func (s *Server) uploadNew(w http.ResponseWriter, r *http.Request) {
 				driveErr(w, http.StatusBadRequest, "badContent", "Malformed multipart body.", "INVALID_ARGUMENT")
 				return
 			}
-			b, _ := io.ReadAll(p)
 			if i == 0 {
+				b, _ := io.ReadAll(io.LimitReader(p, 1<<20))
 				if json.Unmarshal(b, &meta) != nil {
 					driveErr(w, http.StatusBadRequest, "parseError", "Parse Error", "INVALID_ARGUMENT")
 					return
 				}
-			} else {
-				data, dataType = b, p.Header.Get("Content-Type")
+			} else if disk == "" {
+				if disk, size, err = s.spool(p); err != nil {
+					return
+				}
+				dataType = p.Header.Get("Content-Type")
+			}
+		}
+		if disk == "" {
+			if disk, size, _ = s.spool(strings.NewReader("")); disk == "" {
+				return
 			}
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.checkWrite(w, meta.parent(), "", int64(len(data))) {
-			s.store(w, "", meta.Name, meta.parent(), dataType, data)
+		if s.checkWrite(w, meta.parent(), "", size) {
+			s.store(w, "", meta.Name, meta.parent(), dataType, disk, size)
 		}
 	case "resumable":
 		var meta metadata
@@ -263,14 +290,15 @@ func (s *Server) uploadExisting(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Query().Get("uploadType") {
 	case "media":
-		data, err := io.ReadAll(r.Body)
+		disk, size, err := s.spool(r.Body)
 		if err != nil {
 			return
 		}
+		defer os.Remove(disk)
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.checkWrite(w, f.Parent, id, int64(len(data))) {
-			s.store(w, id, "", "", r.Header.Get("Content-Type"), data)
+		if s.checkWrite(w, f.Parent, id, size) {
+			s.store(w, id, "", "", r.Header.Get("Content-Type"), disk, size)
 		}
 	case "resumable":
 		io.Copy(io.Discard, io.LimitReader(r.Body, 1<<20)) //nolint:errcheck
@@ -286,6 +314,12 @@ func (s *Server) startSession(w http.ResponseWriter, r *http.Request, sess *sess
 	if v := r.Header.Get("X-Upload-Content-Length"); v != "" {
 		sess.total, _ = strconv.ParseInt(v, 10, 64)
 	}
+	f, err := os.CreateTemp(s.dir, "session-*")
+	if err != nil {
+		return
+	}
+	f.Close()
+	sess.disk = f.Name()
 	s.mu.Lock()
 	s.seq++
 	id := fmt.Sprintf("upload%d", s.seq)
@@ -317,25 +351,30 @@ func (s *Server) chunk(w http.ResponseWriter, r *http.Request) {
 		driveErr(w, http.StatusBadRequest, "badRequest", "Invalid chunk.", "INVALID_ARGUMENT")
 		return
 	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, n))
-	if err != nil || int64(len(data)) != n {
-		return
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if from == int64(len(sess.data)) {
-		sess.data = append(sess.data, data...)
+	if from == sess.size {
+		out, err := os.OpenFile(sess.disk, os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return
+		}
+		got, err := io.Copy(out, io.LimitReader(r.Body, n))
+		out.Close()
+		if err != nil || got != n {
+			return
+		}
+		sess.size += n
 	}
-	if got := int64(len(sess.data)); got < total {
-		if got > 0 {
-			w.Header().Set("Range", fmt.Sprintf("bytes=0-%d", got-1))
+	if sess.size < total {
+		if sess.size > 0 {
+			w.Header().Set("Range", fmt.Sprintf("bytes=0-%d", sess.size-1))
 		}
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(http.StatusPermanentRedirect)
 		return
 	}
 	delete(s.sessions, id)
-	if s.checkWrite(w, sess.parent, sess.fileID, int64(len(sess.data))) {
-		s.store(w, sess.fileID, sess.name, sess.parent, sess.mime, sess.data)
+	if s.checkWrite(w, sess.parent, sess.fileID, sess.size) {
+		s.store(w, sess.fileID, sess.name, sess.parent, sess.mime, sess.disk, sess.size)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -31,8 +32,17 @@ const (
 // File is a stored file or folder.
 type File struct {
 	ID, Name, Parent, MimeType string
-	Data                       []byte
-	Created                    int
+	Size                       int64
+	// Data is the content, read from disk by Server.Files.
+	Data    []byte
+	Created int
+	disk    string
+}
+
+// TB is what the server needs of a test.
+type TB interface {
+	Cleanup(func())
+	TempDir() string
 }
 
 type session struct {
@@ -41,7 +51,8 @@ type session struct {
 	parent string
 	mime   string
 	total  int64
-	data   []byte
+	disk   string
+	size   int64
 }
 
 // Server is the fake Google Drive. Its URL is the API host; the token
@@ -59,6 +70,7 @@ type Server struct {
 	faults    []fault
 	calls     map[string]int
 	refreshes int
+	dir       string
 }
 
 type fault struct {
@@ -68,10 +80,11 @@ type fault struct {
 	body   string
 }
 
-// New starts a server, closed when the test ends.
-func New(t interface{ Cleanup(func()) }) *Server {
+// New starts a server, closed when the test ends. What it stores lives
+// in a folder of the test's, not in memory.
+func New(t TB) *Server {
 	s := &Server{tokens: map[string]time.Time{}, files: map[string]*File{}, sessions: map[string]*session{},
-		readOnly: map[string]bool{}, calls: map[string]int{}}
+		readOnly: map[string]bool{}, calls: map[string]int{}, dir: t.TempDir()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /token", s.token)
 	mux.HandleFunc("GET /drive/v3/files", s.api("list", s.list))
@@ -148,7 +161,53 @@ func (s *Server) Files(folder string) []File {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	for i := range out {
+		out[i].Data, _ = os.ReadFile(out[i].disk)
+	}
 	return out
+}
+
+// Open reads the file whose id is id.
+func (s *Server) Open(id string) (io.ReadCloser, error) {
+	s.mu.Lock()
+	f, ok := s.files[id]
+	s.mu.Unlock()
+	if !ok || f.disk == "" {
+		return nil, os.ErrNotExist
+	}
+	return os.Open(f.disk)
+}
+
+// Names lists the names of the files (not folders) in folder.
+func (s *Server) Names(folder string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, f := range s.files {
+		if f.Parent == folder && !strings.HasSuffix(f.MimeType, ".folder") {
+			out = append(out, f.Name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// spool writes r to a new file of the server's and returns its path and
+// size.
+func (s *Server) spool(r io.Reader) (string, int64, error) {
+	f, err := os.CreateTemp(s.dir, "body-*")
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := io.Copy(f, r)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", 0, err
+	}
+	return f.Name(), n, nil
 }
 
 // Calls is how many times call was made.

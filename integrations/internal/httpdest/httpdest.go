@@ -22,6 +22,11 @@ import (
 	"docflow/internal/netguard"
 )
 
+// RequestTimeout bounds one request of a cloud client, a chunk's upload
+// included (a chunk is a few MiB): a server that stops answering does not
+// hold a delivery until its own deadline.
+const RequestTimeout = 5 * time.Minute
+
 // MaxErrorBody bounds how much of an error answer is read.
 const MaxErrorBody = 64 << 10
 
@@ -47,44 +52,23 @@ type Answer struct {
 	RetryAfter time.Duration
 }
 
-// Fail classes an error answer by its HTTP status; class, when not "",
-// overrides the status's class (a provider that knows its code better).
-// The reason reads "<service> answered HTTP <status> (<code>)".
+// Fail classes an error answer by its HTTP status (docflow.DestFailHTTP,
+// the one rule of every HTTP-based destination); class, when not "",
+// overrides it (a provider that knows its error code better). The reason
+// reads "<service> answered HTTP <status> (<code>)".
 func Fail(service string, a Answer, class docflow.DestinationFailure) *docflow.DestinationError {
-	if class == "" {
-		class = StatusClass(a.Status, a.RetryAfter)
-	}
 	reason := fmt.Sprintf("%s answered HTTP %d", service, a.Status)
 	if a.Code != "" {
 		reason += " (" + a.Code + ")"
 	}
-	e := docflow.DestFail(class, reason, fmt.Errorf("%s: HTTP %d %s", service, a.Status, a.Code))
-	if class == docflow.DestRateLimited {
-		e.RetryAfter = a.RetryAfter
+	e := docflow.DestFailHTTP(a.Status, reason, a.RetryAfter, fmt.Errorf("%s: HTTP %d %s", service, a.Status, a.Code))
+	if class != "" {
+		e.Class = class
+	}
+	if e.Class != docflow.DestRateLimited {
+		e.RetryAfter = 0
 	}
 	return e
-}
-
-// StatusClass is the class of an HTTP error status: 401 auth, 403
-// forbidden, 429 (and 503 with Retry-After) rate limited, 507 full, 408
-// and 5xx unavailable, any other 4xx invalid.
-func StatusClass(status int, retryAfter time.Duration) docflow.DestinationFailure {
-	switch {
-	case status == http.StatusUnauthorized:
-		return docflow.DestAuth
-	case status == http.StatusForbidden:
-		return docflow.DestForbidden
-	case status == http.StatusTooManyRequests:
-		return docflow.DestRateLimited
-	case status == http.StatusServiceUnavailable && retryAfter > 0:
-		return docflow.DestRateLimited
-	case status == http.StatusInsufficientStorage:
-		return docflow.DestFull
-	case status == http.StatusRequestTimeout, status >= 500:
-		return docflow.DestUnavailable
-	default:
-		return docflow.DestInvalid
-	}
 }
 
 // RetryAfter reads a Retry-After header: delay-seconds or an HTTP date

@@ -1,6 +1,7 @@
 package httpdest
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -37,12 +38,34 @@ func ProbeName() string {
 // ProbeBody is what a probe object holds.
 const ProbeBody = "docflow destination test\n"
 
-// ReadChunk fills buf from r. last is true when r ended within it (n may
-// then be less than len(buf), or 0).
-func ReadChunk(r io.Reader, buf []byte) (n int, last bool, err error) {
-	n, err = io.ReadFull(r, buf)
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return n, true, nil
+// ReadChunk fills buf from r, looking at ctx between reads, so a body
+// that trickles does not hold a cancelled delivery. last is true when r
+// ended within buf (n may then be less than len(buf), or 0).
+func ReadChunk(ctx context.Context, r io.Reader, buf []byte) (n int, last bool, err error) {
+	for n < len(buf) {
+		if err := ctx.Err(); err != nil {
+			return n, false, err
+		}
+		k, err := r.Read(buf[n:])
+		n += k
+		if errors.Is(err, io.EOF) {
+			return n, true, nil
+		}
+		if err != nil {
+			return n, false, err
+		}
 	}
-	return n, false, err
+	return n, false, nil
+}
+
+// Ends reports whether r holds nothing more, reading at most one byte,
+// which is lost: after a chunk that filled its buffer exactly as the
+// document's size said, more is an error anyway.
+func Ends(ctx context.Context, r io.Reader) (bool, error) {
+	var one [1]byte
+	n, last, err := ReadChunk(ctx, r, one[:])
+	if err != nil {
+		return false, err
+	}
+	return n == 0 && last, nil
 }

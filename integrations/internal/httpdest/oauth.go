@@ -105,7 +105,7 @@ func (t *Tokens) refreshError(err error) error {
 		return Transport(t.service, err)
 	}
 	a := Answer{Status: re.Response.StatusCode, Code: re.ErrorCode, RetryAfter: RetryAfter(re.Response.Header, time.Now())}
-	class := StatusClass(a.Status, a.RetryAfter)
+	var class docflow.DestinationFailure
 	switch re.ErrorCode {
 	case "invalid_grant", "invalid_client", "unauthorized_client", "invalid_request", "invalid_scope":
 		class = docflow.DestAuth

@@ -108,6 +108,16 @@ func (c *Conn) arm(set func(time.Time) error) error {
 	return set(time.Now().Add(c.idle))
 }
 
+// SetIdle changes the idle deadline of the reads and writes that follow
+// (a server may take long to answer one command, as SMTP's end of data).
+func (c *Conn) SetIdle(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d > 0 {
+		c.idle = d
+	}
+}
+
 // Bind makes ctx's end cut the connection: every read and write then
 // fails at once with ctx's error. The returned func stops watching ctx;
 // call it when the operation ends.

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,20 +64,21 @@ func (s *Server) graph(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) simpleUpload(w http.ResponseWriter, r *http.Request, p string) {
-	data, err := io.ReadAll(io.LimitReader(r.Body, 250<<20+1))
+	disk, size, err := s.spool(r.Body, 250<<20)
 	if err != nil {
 		return
 	}
-	if len(data) > 250<<20 {
+	defer os.Remove(disk)
+	if size > 250<<20 {
 		graphErr(w, http.StatusRequestEntityTooLarge, "invalidRequest", "Maximum request length exceeded.")
 		return
 	}
-	s.commit(w, p, data, r.URL.Query().Get("@microsoft.graph.conflictBehavior"))
+	s.commit(w, p, disk, size, r.URL.Query().Get("@microsoft.graph.conflictBehavior"))
 }
 
-// commit stores data at p as a finished upload does, answering 201 for a
-// new item, 200 for a replaced one.
-func (s *Server) commit(w http.ResponseWriter, p string, data []byte, conflict string) {
+// commit stores the bytes in disk at p as a finished upload does,
+// answering 201 for a new item, 200 for a replaced one.
+func (s *Server) commit(w http.ResponseWriter, p, disk string, size int64, conflict string) {
 	key := strings.ToLower(p)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -94,25 +97,31 @@ func (s *Server) commit(w http.ResponseWriter, p string, data []byte, conflict s
 		var used int64
 		for k, f := range s.files {
 			if k != key {
-				used += int64(len(f.Data))
+				used += f.Size
 			}
 		}
-		if used+int64(len(data)) > s.quota {
+		if used+size > s.quota {
 			graphErr(w, http.StatusInsufficientStorage, "quotaLimitReached", "Insufficient Space Available")
 			return
 		}
 	}
-	f := &File{Path: p, Data: append([]byte(nil), data...)}
+	s.nextID++
+	stored := filepath.Join(s.dir, fmt.Sprintf("file-%d", s.nextID))
+	if err := os.Rename(disk, stored); err != nil {
+		graphErr(w, http.StatusInternalServerError, "generalException", "store failed")
+		return
+	}
+	f := &File{Path: p, Size: size, disk: stored}
 	status := http.StatusCreated
 	if exists {
 		f.ID, status = old.ID, http.StatusOK
+		os.Remove(old.disk)
 	} else {
-		s.nextID++
 		f.ID = fmt.Sprintf("01ITEM%06d", s.nextID)
 	}
 	s.files[key] = f
 	s.mkdirLocked(path.Dir(p))
-	writeJSON(w, status, item(f.ID, f.Path, int64(len(f.Data)), nil))
+	writeJSON(w, status, item(f.ID, f.Path, f.Size, nil))
 }
 
 func item(id, p string, size int64, childCount *int) map[string]any {
@@ -136,10 +145,15 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request, p string)
 		return
 	}
 	conflict, _ := body.Item["@microsoft.graph.conflictBehavior"].(string)
+	f, err := os.CreateTemp(s.dir, "session-*")
+	if err != nil {
+		return
+	}
+	f.Close()
 	s.mu.Lock()
 	s.nextID++
 	id := fmt.Sprintf("sess%d", s.nextID)
-	s.sessions[id] = &session{path: p}
+	s.sessions[id] = &session{path: p, disk: f.Name()}
 	s.mu.Unlock()
 	if conflict == "" {
 		conflict = "fail"
@@ -171,6 +185,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		delete(s.sessions, id)
 		s.mu.Unlock()
+		os.Remove(sess.disk)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
@@ -188,27 +203,43 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		graphErr(w, http.StatusBadRequest, "invalidRequest", "The fragment size must be a multiple of 320 KiB")
 		return
 	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, n))
-	if err != nil || int64(len(data)) != n {
+	done, err := s.appendFragment(w, id, sess, from, n, total, r.Body)
+	if err != nil || !done {
 		return
 	}
+	s.commit(w, sess.path, sess.disk, sess.size, r.URL.Query().Get("conflict"))
+}
+
+// appendFragment adds the n bytes of body at from to the session; done
+// when it then holds all total bytes (the session is over). Otherwise
+// the answer is written here.
+func (s *Server) appendFragment(w http.ResponseWriter, id string, sess *session, from, n, total int64, body io.Reader) (done bool, err error) {
 	s.mu.Lock()
-	if from != int64(len(sess.data)) {
-		s.mu.Unlock()
+	defer s.mu.Unlock()
+	if from != sess.size {
 		graphErr(w, http.StatusRequestedRangeNotSatisfiable, "invalidRange", "The uploaded fragment overlaps with data that has already been received.")
-		return
+		return false, nil
 	}
-	sess.data = append(sess.data, data...)
-	got := int64(len(sess.data))
-	if got < total {
-		s.mu.Unlock()
+	out, err := os.OpenFile(sess.disk, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return false, err
+	}
+	got, err := io.Copy(out, io.LimitReader(body, n))
+	out.Close()
+	if err == nil && got != n {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		return false, err
+	}
+	sess.size += n
+	if sess.size < total {
 		writeJSON(w, http.StatusAccepted, map[string]any{"expirationDateTime": time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
-			"nextExpectedRanges": []string{strconv.FormatInt(got, 10) + "-"}})
-		return
+			"nextExpectedRanges": []string{strconv.FormatInt(sess.size, 10) + "-"}})
+		return false, nil
 	}
 	delete(s.sessions, id)
-	s.mu.Unlock()
-	s.commit(w, sess.path, sess.data, r.URL.Query().Get("conflict"))
+	return true, nil
 }
 
 // Sessions is how many upload sessions are open (neither finished nor
@@ -246,7 +277,7 @@ func (s *Server) children(w http.ResponseWriter, r *http.Request, p string) {
 	}
 	for k, f := range s.files {
 		if path.Dir(k) == parent {
-			items = append(items, item(f.ID, f.Path, int64(len(f.Data)), nil))
+			items = append(items, item(f.ID, f.Path, f.Size, nil))
 		}
 	}
 	sort.Slice(items, func(i, j int) bool { return items[i]["name"].(string) < items[j]["name"].(string) })
@@ -276,6 +307,7 @@ func (s *Server) deleteItem(w http.ResponseWriter, id string) {
 	for k, f := range s.files {
 		if f.ID == id {
 			delete(s.files, k)
+			os.Remove(f.disk)
 			s.recycled = append(s.recycled, f.Path)
 			w.WriteHeader(http.StatusNoContent)
 			return

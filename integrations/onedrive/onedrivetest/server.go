@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path"
 	"sort"
 	"strings"
@@ -34,12 +35,24 @@ const (
 type File struct {
 	Path string
 	ID   string
+	Size int64
+	// Data is the content, read from disk by Server.File.
 	Data []byte
+	disk string
 }
 
+// TB is what the server needs of a test.
+type TB interface {
+	Cleanup(func())
+	TempDir() string
+}
+
+// session is an upload session: the item's path and the bytes received,
+// kept on disk.
 type session struct {
 	path string
-	data []byte
+	disk string
+	size int64
 }
 
 // Server is the fake identity platform and Graph API: the API is at
@@ -62,6 +75,7 @@ type Server struct {
 	calls         map[string]int
 	refreshes     int
 	tenants       []string
+	dir           string
 }
 
 type fault struct {
@@ -71,10 +85,12 @@ type fault struct {
 	body   string
 }
 
-// New starts a server, closed when the test ends.
-func New(t interface{ Cleanup(func()) }) *Server {
+// New starts a server, closed when the test ends. What it stores lives
+// in a folder of the test's, not in memory.
+func New(t TB) *Server {
 	s := &Server{tokens: map[string]time.Time{}, refreshTokens: map[string]bool{RefreshToken: true},
-		files: map[string]*File{}, folders: map[string]string{}, sessions: map[string]*session{}, calls: map[string]int{}}
+		files: map[string]*File{}, folders: map[string]string{}, sessions: map[string]*session{}, calls: map[string]int{},
+		dir: t.TempDir()}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /{tenant}/oauth2/v2.0/token", s.token)
 	mux.HandleFunc("/v1.0/me/drive/", s.graph)
@@ -128,15 +144,67 @@ func (s *Server) RateLimit(call string, n, retryAfter int) {
 		`{"error": {"code": "activityLimitReached", "message": "The request has been throttled"}}`)
 }
 
-// File returns the file at p (any case), or nil.
+// File returns the file at p (any case) with its content, or nil.
 func (s *Server) File(p string) *File {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f, ok := s.files[strings.ToLower(p)]; ok {
-		c := *f
-		return &c
+	f, ok := s.files[strings.ToLower(p)]
+	var c File
+	if ok {
+		c = *f
 	}
-	return nil
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	c.Data, _ = os.ReadFile(c.disk)
+	return &c
+}
+
+// Open reads the file at p (any case).
+func (s *Server) Open(p string) (io.ReadCloser, error) {
+	s.mu.Lock()
+	f, ok := s.files[strings.ToLower(p)]
+	s.mu.Unlock()
+	if !ok {
+		return nil, os.ErrNotExist
+	}
+	return os.Open(f.disk)
+}
+
+// Names lists the names of the files directly in folder (any case).
+func (s *Server) Names(folder string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	dir := strings.ToLower(strings.TrimSuffix(folder, "/"))
+	if dir == "" {
+		dir = "/"
+	}
+	var out []string
+	for k, f := range s.files {
+		if path.Dir(k) == dir {
+			out = append(out, path.Base(f.Path))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// spool writes r (up to max bytes) to a new file of the server's and
+// returns its path and size.
+func (s *Server) spool(r io.Reader, max int64) (string, int64, error) {
+	f, err := os.CreateTemp(s.dir, "body-*")
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := io.Copy(f, io.LimitReader(r, max+1))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", 0, err
+	}
+	return f.Name(), n, nil
 }
 
 // Paths lists the stored files' paths, sorted.

@@ -24,11 +24,13 @@ import (
 	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
 	"docflow/actors/sources"
+	dfhttp "docflow/http"
 	"docflow/intake"
 	"docflow/internal/app"
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
 	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 // Options shape an App. The zero value is a serve process with the test
@@ -76,6 +78,8 @@ type Options struct {
 	// Alerts adjusts the integration-failure alerts after the twin's
 	// quick tick (every 200 ms).
 	Alerts func(*alerts.Config)
+	// HTTP adjusts the HTTP server's configuration (app.Config.HTTP).
+	HTTP func(*dfhttp.Config)
 }
 
 // App is a running docflow process built by app.Build, with what the twin
@@ -163,7 +167,7 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 			c.LeaseTTL = 10 * time.Second
 			c.Heartbeat = 500 * time.Millisecond
 			if !o.ProductionTimings {
-				c.Consumer = quickConsumer
+				c.Consumer = streamstest.FastGroup
 			}
 			if o.Engine != nil {
 				o.Engine(c)
@@ -184,7 +188,7 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 		},
 		Indexer: func(c *indexer.Config) {
 			if !o.ProductionTimings {
-				c.Consumer = quickConsumer
+				c.Consumer = streamstest.FastGroup
 			}
 			if o.Indexer != nil {
 				o.Indexer(c)
@@ -192,9 +196,10 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 		},
 		Blobs: o.Blobs,
 		Now:   o.Now,
+		HTTP:  o.HTTP,
 		Delivery: func(c *delivery.Config) {
 			if !o.ProductionTimings {
-				c.Consumer = quickConsumer
+				c.Consumer = streamstest.FastGroup
 			}
 			if o.Delivery != nil {
 				o.Delivery(c)
@@ -202,7 +207,7 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 		},
 		Destinations: func(c *destinations.Config) {
 			if !o.ProductionTimings {
-				c.Consumer = quickConsumer
+				c.Consumer = streamstest.FastGroup
 				c.RetryDelays = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}
 				c.InitialBackoff, c.MaxBackoff = 50*time.Millisecond, time.Second
 			}
@@ -252,17 +257,6 @@ func New(t testing.TB, o Options) *App {
 	}
 	t.Cleanup(a.Close)
 	return a
-}
-
-// quickConsumer shortens the consumer-group timings: groups settle in
-// tens of milliseconds instead of seconds.
-func quickConsumer(c *streams.ConsumerConfig) {
-	c.HeartbeatInterval = 100 * time.Millisecond
-	c.SessionTimeout = 2 * time.Second
-	c.RebalanceTimeout = 4 * time.Second
-	c.DrainTimeout = time.Second
-	c.CommitInterval = 20 * time.Millisecond
-	c.MaxWait = 50 * time.Millisecond
 }
 
 func (a *App) getenv(k string) string {

@@ -49,7 +49,8 @@ type Options struct {
 	// AllowedRecipients, when set, is a regular expression recipients
 	// must match; others are refused.
 	AllowedRecipients string
-	// MaxMessageMB bounds a message's size (Mailpit's default: 50).
+	// MaxMessageMB bounds a message's size (0: Mailpit's default, 50;
+	// negative: no bound).
 	MaxMessageMB int
 	// ChaosTriggers makes the SMTP server fail on purpose
 	// ("Recipient:452:100": every RCPT answered 452).
@@ -97,8 +98,8 @@ func start(t testing.TB, bin string, o Options) (*Server, error) {
 	if o.ChaosTriggers != "" {
 		args = append(args, "--enable-chaos", "--chaos-triggers", o.ChaosTriggers)
 	}
-	if o.MaxMessageMB > 0 {
-		args = append(args, "--max-message-size", strconv.Itoa(o.MaxMessageMB))
+	if o.MaxMessageMB != 0 {
+		args = append(args, "--max-message-size", strconv.Itoa(max(o.MaxMessageMB, 0)))
 	}
 	proc, err := testbin.Launch("mailpit", dir, bin, args, nil)
 	if err != nil {

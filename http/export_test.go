@@ -1,4 +1,0 @@
-package http
-
-// SafeNext is safeNext, for the tests of package http_test.
-var SafeNext = safeNext
