@@ -465,7 +465,9 @@ func (a *destinationActor) dropLost(ctx context.Context) {
 // stop releases everything: the service is closing.
 func (a *destinationActor) stop() {
 	if a.sending != nil {
+		// Its call's end will find no actor: the next owner makes it again.
 		a.sending.cancel(errLost)
+		a.sending.d.Release()
 	}
 	for _, j := range a.queue {
 		j.d.Release()

@@ -23,6 +23,13 @@
 // A failed destination is retried alone; the others' deliveries are
 // separate tasks.
 //
+// Goroutines, not actors: the consumer's fetch loops (they hand each
+// message to its actor and never wait); per task, the start of its attempt
+// in storage (a few at once per integration); per outcome, its recording,
+// which waits for its share of a group-committed transaction (two flushers
+// per process) and then acknowledges; per reload of an integration, the
+// read. The client's calls run on its actor.
+//
 // A change of a destination (its settings, its active flag, its deletion)
 // writes a message on the same partition (a trigger, migration 0600): the
 // actor reloads the integration, cancels a delivery under way to a
