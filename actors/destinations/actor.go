@@ -194,7 +194,8 @@ func (a *destinationActor) pump() {
 			a.spawnClient()
 		}
 	}
-	if a.sending == nil && len(a.ready) > 0 && !a.loading {
+	known := a.in != nil || a.gone || a.refused != nil
+	if a.sending == nil && len(a.ready) > 0 && !a.loading && known {
 		if wait := time.Until(a.paused); wait > 0 {
 			if !a.resumeSet {
 				a.resumeSet = true
