@@ -94,6 +94,13 @@ type DeliveryOutcome struct {
 	At  time.Time
 }
 
+// DeliveryFinish is an outcome to record with the task message of its
+// retry, if any.
+type DeliveryFinish struct {
+	Outcome DeliveryOutcome
+	Retry   *OutboxMessage
+}
+
 // DestinationStore is what delivery to destinations asks of storage
 // (postgres.DestinationStore). Every method is safe for concurrent use.
 type DestinationStore interface {

@@ -77,8 +77,14 @@ type callResult struct {
 	size   int64
 }
 
+// How far ahead of the delivery under way tasks are started.
+const (
+	prepareAhead  = 8
+	prepareAtOnce = 4
+)
+
 // destinationActor runs one integration's deliveries in this process:
-// one sent at a time (the client's calls never overlap), the next
+// one sent at a time (the client's calls never overlap), the next ones
 // prepared meanwhile, outcomes recorded on goroutines.
 type destinationActor struct {
 	s    *Service
@@ -99,8 +105,8 @@ type destinationActor struct {
 	connErr   error // the client's latest connect failure
 
 	queue     []*job
-	preparing bool
-	ready     *job
+	preparing int    // tasks being started in storage
+	ready     []*job // started, waiting for the client
 	sending   *job
 	paused    time.Time
 	resumeSet bool
@@ -135,7 +141,7 @@ func (a *destinationActor) Receive(c *actor.Context) {
 	case loaded:
 		a.applyLoaded(m)
 	case prepared:
-		a.preparing = false
+		a.preparing--
 		switch {
 		case m.stopped || m.j.d.Owned().Err() != nil:
 			m.j.d.Release()
@@ -143,7 +149,7 @@ func (a *destinationActor) Receive(c *actor.Context) {
 			m.j.d.Ack() // stale: delivered, cancelled or asked again since
 		default:
 			m.j.task = m.task
-			a.ready = m.j
+			a.ready = append(a.ready, m.j)
 		}
 	case sent:
 		a.sending = nil
@@ -188,7 +194,8 @@ func (a *destinationActor) pump() {
 			a.spawnClient()
 		}
 	}
-	if a.sending == nil && a.ready != nil && !a.loading {
+	known := a.in != nil || a.gone || a.refused != nil
+	if a.sending == nil && len(a.ready) > 0 && !a.loading && known {
 		if wait := time.Until(a.paused); wait > 0 {
 			if !a.resumeSet {
 				a.resumeSet = true
@@ -196,15 +203,17 @@ func (a *destinationActor) pump() {
 				time.AfterFunc(wait, func() { e.Send(self, resume{}) })
 			}
 		} else {
-			j := a.ready
-			a.ready = nil
+			j := a.ready[0]
+			a.ready = a.ready[1:]
 			a.send(j)
 		}
 	}
-	if !a.preparing && a.ready == nil && len(a.queue) > 0 {
+	// NOTE: a few tasks are started ahead, some at once, so that the
+	// client never waits for storage between two deliveries.
+	for a.preparing < prepareAtOnce && a.preparing+len(a.ready) < prepareAhead && len(a.queue) > 0 {
 		j := a.queue[0]
 		a.queue = a.queue[1:]
-		a.preparing = true
+		a.preparing++
 		a.s.goDo(func() { a.prepare(j) })
 	}
 }
@@ -431,10 +440,15 @@ func (a *destinationActor) dropLost(ctx context.Context) {
 		}
 	}
 	a.queue = keep
-	if a.ready != nil && a.ready.d.Owned() == ctx {
-		a.ready.d.Release()
-		a.ready = nil
+	ready := a.ready[:0]
+	for _, j := range a.ready {
+		if j.d.Owned() == ctx {
+			j.d.Release()
+		} else {
+			ready = append(ready, j)
+		}
 	}
+	a.ready = ready
 	if a.sending != nil && a.sending.d.Owned() == ctx {
 		a.sending.cancel(errLost)
 	}
@@ -452,13 +466,15 @@ func (a *destinationActor) dropLost(ctx context.Context) {
 // stop releases everything: the service is closing.
 func (a *destinationActor) stop() {
 	if a.sending != nil {
+		// Its call's end will find no actor: the next owner makes it again.
 		a.sending.cancel(errLost)
+		a.sending.d.Release()
 	}
 	for _, j := range a.queue {
 		j.d.Release()
 	}
-	if a.ready != nil {
-		a.ready.d.Release()
+	for _, j := range a.ready {
+		j.d.Release()
 	}
 	for _, j := range a.changes {
 		j.d.Release()

@@ -1,12 +1,15 @@
 package destinations
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -345,4 +348,64 @@ func TestSendTo(t *testing.T) {
 	if err := e.store.SendFileTo(e.ctx, f.ID, "ann", share.ID); docflow.ErrorCode(err) != docflow.EINVALID {
 		t.Fatalf("inactive integration: %v", err)
 	}
+}
+
+// countingClient counts the deliveries a process made, by integration.
+type countingClient struct {
+	docflow.DestinationClient
+	id   int64
+	seen *sync.Map // integration id → *atomic.Int64
+}
+
+func (c countingClient) Deliver(ctx context.Context, doc docflow.DestinationDoc, body io.Reader) (string, error) {
+	v, _ := c.seen.LoadOrStore(c.id, new(atomic.Int64))
+	v.(*atomic.Int64).Add(1)
+	return c.DestinationClient.Deliver(ctx, doc, body)
+}
+
+// With two workers, each integration is delivered to by one of them
+// only: the one that owns its partition.
+func TestOneProcessPerIntegration(t *testing.T) {
+	e := newEnv(t)
+	d := newDAV(t)
+	var seen [2]sync.Map
+	for i := range seen {
+		e.start(func(c *Config) {
+			base := c.Factories[docflow.IntegrationWebDAV]
+			c.Factories = docflow.DestinationFactories{docflow.IntegrationWebDAV: func(in *docflow.Integration) (docflow.DestinationClient, error) {
+				k, err := base(in)
+				return countingClient{DestinationClient: k, id: in.ID, seen: &seen[i]}, err
+			}}
+		})
+	}
+	time.Sleep(3 * time.Second) // both in the group
+	var ins []*docflow.Integration
+	for i := range 6 {
+		ins = append(ins, e.davIntegration(d, fmt.Sprintf("Share %d", i), fmt.Sprintf("/in%d", i), "p", nil))
+	}
+	var files []*docflow.File
+	for i := range 5 {
+		f := e.file(fmt.Sprintf("doc-%d.pdf", i), "", []byte(fmt.Sprintf("doc %d", i)))
+		e.enqueue(f, "run-1")
+		files = append(files, f)
+	}
+	for _, f := range files {
+		for _, in := range ins {
+			e.waitStatus(f, in, docflow.DestinationDelivered, 30*time.Second)
+		}
+	}
+	used := map[int]bool{}
+	for _, in := range ins {
+		var by []int
+		for i := range seen {
+			if v, ok := seen[i].Load(in.ID); ok && v.(*atomic.Int64).Load() > 0 {
+				by = append(by, i)
+				used[i] = true
+			}
+		}
+		if len(by) != 1 {
+			t.Fatalf("integration %d delivered to by workers %v", in.ID, by)
+		}
+	}
+	t.Logf("workers used: %v", used)
 }

@@ -126,7 +126,7 @@ func (a *destinationActor) finish(j *job, res *callResult, err error) {
 	s := a.s
 	s.goDo(func() {
 		ok := s.retry("record delivery", func(ctx context.Context) error {
-			_, err := s.cfg.Store.FinishDelivery(ctx, o, retry)
+			_, err := s.finishes.Do(ctx, docflow.DeliveryFinish{Outcome: o, Retry: retry})
 			return err
 		})
 		if !ok {

@@ -23,6 +23,13 @@
 // A failed destination is retried alone; the others' deliveries are
 // separate tasks.
 //
+// Goroutines, not actors: the consumer's fetch loops (they hand each
+// message to its actor and never wait); per task, the start of its attempt
+// in storage (a few at once per integration); per outcome, its recording,
+// which waits for its share of a group-committed transaction (two flushers
+// per process) and then acknowledges; per reload of an integration, the
+// read. The client's calls run on its actor.
+//
 // A change of a destination (its settings, its active flag, its deletion)
 // writes a message on the same partition (a trigger, migration 0600): the
 // actor reloads the integration, cancels a delivery under way to a
@@ -43,6 +50,7 @@ import (
 
 	"docflow"
 	"docflow/actors"
+	"docflow/internal/groupcommit"
 	"docflow/streams"
 )
 
@@ -104,6 +112,9 @@ type Store interface {
 	// FinishDelivery records an attempt's outcome with the retry's task
 	// message, in one transaction.
 	FinishDelivery(ctx context.Context, o docflow.DeliveryOutcome, retry *docflow.OutboxMessage) (bool, error)
+	// FinishDeliveries records several outcomes in one transaction (a
+	// batch of FinishDelivery).
+	FinishDeliveries(ctx context.Context, fs []docflow.DeliveryFinish) ([]bool, error)
 	// CancelDeliveries cancels what waits for integration id.
 	CancelDeliveries(ctx context.Context, id int64, reason string) (int64, error)
 	// RecordIntegrationState reports the integration's connection state,
@@ -155,6 +166,11 @@ type Service struct {
 	mu     sync.Mutex
 	actors map[int64]*actor.PID
 
+	// finishes groups the outcomes recorded at once into shared
+	// transactions: each integration's outcomes update its row, so apart
+	// they would wait for each other's locks and commits.
+	finishes *groupcommit.Committer[docflow.DeliveryFinish, bool]
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -200,6 +216,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	s := &Service{cfg: cfg, log: cfg.Log.With().Str("component", "destinations").Logger(), actors: map[int64]*actor.PID{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.finishes = groupcommit.New(groupcommit.Config[docflow.DeliveryFinish, bool]{Flushers: finishFlushers, Max: 256,
+		Flush: s.flushFinishes,
+		Key:   func(f docflow.DeliveryFinish) (any, bool) { return f.Outcome.DeliveryID, true }})
 	cc := streams.ConsumerConfig{Brokers: cfg.Brokers, GroupID: cfg.GroupID, Topics: []string{Topic},
 		Step: "destinations", DeadLetters: cfg.Publisher, MaxInFlight: 4096, MaxInFlightPerPartition: 1024, Log: cfg.Log}
 	if cfg.Consumer != nil {
@@ -213,8 +232,30 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
+// finishFlushers is how many batches of outcomes are written at once.
+const finishFlushers = 2
+
+// flushFinishes writes a batch of outcomes.
+func (s *Service) flushFinishes(ctx context.Context, fs []docflow.DeliveryFinish) []groupcommit.Answer[bool] {
+	out := make([]groupcommit.Answer[bool], len(fs))
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	recorded, err := s.cfg.Store.FinishDeliveries(ctx, fs)
+	for i := range out {
+		if err != nil {
+			out[i].Err = err
+		} else {
+			out[i].V = recorded[i]
+		}
+	}
+	return out
+}
+
 // Start creates the topic if missing and joins the consumer group.
 func (s *Service) Start(ctx context.Context) error {
+	for range finishFlushers {
+		s.goDo(func() { s.finishes.Run(s.ctx) })
+	}
 	if err := streams.EnsureNamedTopics(ctx, s.cfg.Brokers, s.cfg.Partitions, Topic); err != nil {
 		return fmt.Errorf("start destinations: %w", err)
 	}

@@ -84,7 +84,7 @@ func TestContractVersitygw(t *testing.T) {
 			}
 			return f
 		},
-		// Multipart above 16 MiB: parts of 8 MiB, three at a time.
+		// Multipart above 16 MiB: parts of 8 MiB, two at a time.
 		LargeSize:      96 << 20,
 		MemoryBudget:   48 << 20,
 		Unreachable:    clientOf(integration("http://127.0.0.1:"+strconv.Itoa(closed), "docs", "", versitygw.AccessKey, versitygw.SecretKey)),

@@ -1,7 +1,7 @@
 // Package s3 is the S3 destination: documents are uploaded as objects
 // of a bucket on Amazon S3 or any S3-compatible server (config.endpoint),
 // with aws-sdk-go-v2. Bodies are streamed: up to 16 MiB in one PutObject,
-// larger ones as a multipart upload in 8 MiB parts, three at a time
+// larger ones as a multipart upload in 8 MiB parts, two at a time
 // (feature/s3/transfermanager), so a delivery holds at most a few parts in
 // memory whatever its size. An object of the same key is replaced, which
 // S3 does atomically.
@@ -39,7 +39,7 @@ import (
 const (
 	MultipartThreshold = 16 << 20
 	PartSize           = 8 << 20
-	Concurrency        = 3
+	Concurrency        = 2
 )
 
 // Config is an S3 destination's configuration.

@@ -7,6 +7,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -73,30 +74,32 @@ func (s *DestinationStore) FileDestinations(ctx context.Context, fileID int64) (
 // integration of owner (docflow.DestinationStore; owner "" queues none)
 // for run runID, and records local, the system-wide folder's delivery.
 // A (file, destination) already queued for runID is left as it is, so a
-// retried step queues nothing twice.
+// retried step queues nothing twice. One statement (one round trip, one
+// implicit transaction) writes the deliveries and their task messages.
 func (s *DestinationStore) EnqueueFileDeliveries(ctx context.Context, f *docflow.File, owner, runID string, local *docflow.FileDestination) (out []docflow.FileDestination, err error) {
 	defer mapDBError(&err)
-	err = pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
-		out = nil
-		now := s.db.Now()
-		if local != nil {
-			if _, err := tx.Exec(ctx, `INSERT INTO file_destinations (file_id, destination, integration_type, name, status,
-					run_id, attempts, remote_path, error, delivered_at, created_at, updated_at)
-				VALUES ($1, 'local', 'LOCAL', $2, $3, $4, 1, $5, $6, $7, $8, $8)
-				ON CONFLICT (file_id, destination) DO UPDATE SET name = EXCLUDED.name, status = EXCLUDED.status,
-					request = file_destinations.request + CASE WHEN file_destinations.run_id IS DISTINCT FROM EXCLUDED.run_id THEN 1 ELSE 0 END,
-					run_id = EXCLUDED.run_id, attempts = 1, remote_path = EXCLUDED.remote_path, error = EXCLUDED.error,
-					delivered_at = EXCLUDED.delivered_at, next_attempt_at = NULL, updated_at = EXCLUDED.updated_at`,
-				f.ID, local.Name, local.Status, runID, local.RemotePath, local.Error, local.DeliveredAt, now); err != nil {
-				return fmt.Errorf("record the local folder's delivery: %w", err)
-			}
+	now := s.db.Now()
+	if local != nil {
+		if _, err := s.db.Pool.Exec(ctx, `INSERT INTO file_destinations (file_id, destination, integration_type, name, status,
+				run_id, attempts, remote_path, error, delivered_at, created_at, updated_at)
+			VALUES ($1, 'local', 'LOCAL', $2, $3, $4, 1, $5, $6, $7, $8, $8)
+			ON CONFLICT (file_id, destination) DO UPDATE SET name = EXCLUDED.name, status = EXCLUDED.status,
+				request = file_destinations.request + CASE WHEN file_destinations.run_id IS DISTINCT FROM EXCLUDED.run_id THEN 1 ELSE 0 END,
+				run_id = EXCLUDED.run_id, attempts = 1, remote_path = EXCLUDED.remote_path, error = EXCLUDED.error,
+				delivered_at = EXCLUDED.delivered_at, next_attempt_at = NULL, updated_at = EXCLUDED.updated_at`,
+			f.ID, local.Name, local.Status, runID, local.RemotePath, local.Error, local.DeliveredAt, now); err != nil {
+			return nil, fmt.Errorf("record the local folder's delivery: %w", err)
 		}
-		if owner == "" {
-			return nil
-		}
-		// Each active destination of the owner gets a new request, unless
-		// this run already made one (a step retried after this commit).
-		rows, err := tx.Query(ctx, `
+	}
+	out = []docflow.FileDestination{}
+	if owner == "" {
+		return out, nil
+	}
+	// Each active destination of the owner gets a new request, unless this
+	// run already made one (a step retried after this commit), and its
+	// task message.
+	rows, err := s.db.Pool.Query(ctx, `
+		WITH d AS (
 			INSERT INTO file_destinations AS d (file_id, destination, integration_id, integration_type, name, status,
 				run_id, created_at, updated_at)
 			SELECT $1, i.id::text, i.id, i.integration_type, i.name, 'queued', $3, $4, $4
@@ -107,41 +110,37 @@ func (s *DestinationStore) EnqueueFileDeliveries(ctx context.Context, f *docflow
 				run_id = EXCLUDED.run_id, integration_id = EXCLUDED.integration_id, name = EXCLUDED.name,
 				attempts = 0, error = NULL, next_attempt_at = NULL, updated_at = EXCLUDED.updated_at
 			WHERE d.run_id IS DISTINCT FROM EXCLUDED.run_id
-			RETURNING d.id, d.integration_id, d.request, `+fileDestinationColumns,
-			f.ID, owner, runID, now)
+			RETURNING d.id, d.request, `+fileDestinationColumns+`),
+		o AS (`+taskInsert("d")+`)
+		SELECT `+fileDestinationColumns+` FROM d ORDER BY integration_id`,
+		f.ID, owner, runID, now)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		d, err := scanFileDestination(rows)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		type queued struct{ id, integration, request int64 }
-		var qs []queued
-		for rows.Next() {
-			var q queued
-			var d docflow.FileDestination
-			var integ *int64
-			if err := rows.Scan(&q.id, &integ, &q.request, &d.IntegrationID, &d.Type, &d.Name, &d.Status, &d.RemotePath,
-				&d.Error, &d.Attempts, &d.DeliveredAt, &d.NextAttemptAt, &d.UpdatedAt); err != nil {
-				rows.Close()
-				return err
-			}
-			q.integration = *integ
-			qs = append(qs, q)
-			out = append(out, d)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		msgs := make([]docflow.OutboxMessage, 0, len(qs))
-		for _, q := range qs {
-			m, err := s.task(q.integration, q.id, q.request)
-			if err != nil {
-				return err
-			}
-			msgs = append(msgs, m)
-		}
-		return Enqueue(ctx, tx, msgs...)
-	})
-	return out, err
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// taskInsert is the outbox insert of the task messages of the
+// deliveries in from (columns id, integration_id, request): the payload
+// of actors/destinations.TaskMessage, built in SQL so that a delivery and
+// its task are one statement.
+//
+// NOTE: TaskMessage is the format's definition; the engine's tests, which
+// deliver what this statement queued, hold the two together.
+func taskInsert(from string) string {
+	return `INSERT INTO outbox (topic, key, payload)
+			SELECT 'docflow.destinations', x.integration_id::text,
+				convert_to(json_build_object('kind', 'deliver', 'integration_id', x.integration_id,
+					'delivery_id', x.id, 'request', x.request)::text, 'UTF8')
+			FROM ` + from + ` x ORDER BY x.id`
 }
 
 // SendFileTo implements docflow.DestinationStore.
@@ -250,82 +249,109 @@ func (s *DestinationStore) StartDelivery(ctx context.Context, id, integrationID,
 	return &t, nil
 }
 
-// FinishDelivery records how an attempt ended, in one transaction, if
-// its request is still the delivery's latest: the delivery's state, the
-// file's processing log line, the integration's status counters and
-// last_error, the provider among the file's storage providers (when
-// delivered), and retry, the task message of the next attempt (delayed to
-// its time through the outbox). It reports false when a later request
-// replaced this one (nothing is recorded).
+// FinishDelivery records how an attempt ended, if its request is still
+// the delivery's latest: the delivery's state, the file's processing log
+// line, the integration's status counters and last_error (not for a
+// cancelled delivery), the provider among the file's storage providers
+// (when delivered), and retry, the task message of the next attempt
+// (delayed to its time through the outbox). One statement does it all, in
+// one round trip and one implicit transaction. It reports false when a
+// later request replaced this one (nothing is recorded).
 func (s *DestinationStore) FinishDelivery(ctx context.Context, o docflow.DeliveryOutcome, retry *docflow.OutboxMessage) (recorded bool, err error) {
 	defer mapDBError(&err)
-	err = pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
-		var typ string
-		var errText *string
-		if o.Error != "" {
-			errText = &o.Error
+	args, err := finishArgs(o, retry)
+	if err != nil {
+		return false, err
+	}
+	var n int
+	if err := s.db.Pool.QueryRow(ctx, finishSQL, args...).Scan(&n); err != nil {
+		return false, err
+	}
+	return n > 0, nil
+}
+
+// FinishDeliveries is FinishDelivery for several outcomes at once (of
+// different deliveries): one round trip and one implicit transaction for
+// them all (a pipeline of statements), so that an integration's
+// outcomes, which all update its row, share one lock and one commit. It
+// reports, in order, which were recorded; an error records none.
+func (s *DestinationStore) FinishDeliveries(ctx context.Context, fs []docflow.DeliveryFinish) (recorded []bool, err error) {
+	defer mapDBError(&err)
+	b := &pgx.Batch{}
+	for _, f := range fs {
+		args, err := finishArgs(f.Outcome, f.Retry)
+		if err != nil {
+			return nil, err
 		}
-		var deliveredAt any
-		if o.Status == docflow.DestinationDelivered {
-			deliveredAt = o.At
+		b.Queue(finishSQL, args...)
+	}
+	br := s.db.Pool.SendBatch(ctx, b)
+	defer br.Close()
+	recorded = make([]bool, len(fs))
+	for i := range fs {
+		var n int
+		if err := br.QueryRow().Scan(&n); err != nil {
+			return nil, err
 		}
-		err := tx.QueryRow(ctx, `UPDATE file_destinations SET status = $3, remote_path = CASE WHEN $4 = '' THEN remote_path ELSE $4 END,
+		recorded[i] = n > 0
+	}
+	return recorded, br.Close()
+}
+
+// finishSQL is FinishDelivery's statement; finishArgs its parameters.
+var finishSQL = `
+		WITH d AS (
+			UPDATE file_destinations SET status = $3, remote_path = CASE WHEN $4 = '' THEN remote_path ELSE $4 END,
 				error = $5, next_attempt_at = $6, delivered_at = COALESCE($7, delivered_at), updated_at = $8
-			WHERE id = $1 AND request = $2 RETURNING integration_type`,
-			o.DeliveryID, o.Request, o.Status, o.RemotePath, errText, o.NextAttemptAt, deliveredAt, o.At).Scan(&typ)
-		if errors.Is(err, pgx.ErrNoRows) {
-			recorded = false
-			return nil
-		} else if err != nil {
-			return err
-		}
-		recorded = true
-		logStatus := "failed"
-		switch o.Status {
-		case docflow.DestinationDelivered:
-			logStatus = "completed"
-			if _, err := tx.Exec(ctx, `UPDATE files SET storage_providers = array_append(storage_providers, lower($2))
-				WHERE id = $1 AND NOT lower($2) = ANY(storage_providers)`, o.FileID, typ); err != nil {
-				return err
-			}
-		case docflow.DestinationCancelled:
-			logStatus = "skipped"
-		}
-		if o.Log != "" {
-			var task string
-			if err := tx.QueryRow(ctx, `SELECT COALESCE((SELECT run_id FROM file_destinations WHERE id = $1), '')`, o.DeliveryID).Scan(&task); err != nil {
-				return err
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO processing_logs (file_id, task_id, step_name, status, message, timestamp)
-				VALUES ($1, $2, $3, $4, $5, $6)`, o.FileID, task, docflow.StepSendToDestinations, logStatus, o.Log, o.At); err != nil {
-				return err
-			}
-		}
-		if o.Status != docflow.DestinationCancelled {
-			var ok, failed int64
-			var lastError any
-			setError := false
-			if o.Status == docflow.DestinationDelivered {
-				ok, setError = 1, true
-			} else {
-				failed, setError, lastError = 1, true, o.Error
-			}
-			if _, err := tx.Exec(ctx, `UPDATE integrations SET
-					state = jsonb_set(state, '{status}', COALESCE(state->'status', '{}') || jsonb_build_object(
-						'deliveries_ok', COALESCE((state->'status'->>'deliveries_ok')::bigint, 0) + $2,
-						'deliveries_failed', COALESCE((state->'status'->>'deliveries_failed')::bigint, 0) + $3)),
-					last_used_at = CASE WHEN $2 > 0 THEN $5 ELSE last_used_at END,
-					last_error = CASE WHEN $4 THEN $6 ELSE last_error END
-				WHERE id = $1`, o.IntegrationID, ok, failed, setError, o.At, lastError); err != nil {
-				return err
-			}
-		}
-		if retry != nil {
-			return Enqueue(ctx, tx, *retry)
-		}
-		return nil
-	})
-	return recorded, err
+			WHERE id = $1 AND request = $2
+			RETURNING file_id, integration_type, COALESCE(run_id, '') AS run_id),
+		f AS (
+			UPDATE files SET storage_providers = array_append(storage_providers, lower(d.integration_type))
+			FROM d WHERE files.id = d.file_id AND $3 = 'delivered' AND NOT lower(d.integration_type) = ANY(files.storage_providers)),
+		l AS (
+			INSERT INTO processing_logs (file_id, task_id, step_name, status, message, timestamp)
+			SELECT d.file_id, d.run_id, '` + docflow.StepSendToDestinations + `', $9, $10, $8 FROM d WHERE $10 <> ''),
+		i AS (
+			UPDATE integrations SET
+				state = jsonb_set(state, '{status}', COALESCE(state->'status', '{}') || jsonb_build_object(
+					'deliveries_ok', COALESCE((state->'status'->>'deliveries_ok')::bigint, 0) + $12,
+					'deliveries_failed', COALESCE((state->'status'->>'deliveries_failed')::bigint, 0) + $13)),
+				last_used_at = CASE WHEN $12 > 0 THEN $8 ELSE last_used_at END,
+				last_error = CASE WHEN $12 > 0 THEN NULL ELSE $5 END
+			FROM d WHERE integrations.id = $11 AND $3 <> 'cancelled'),
+		o AS (` + outboxInsert{at: 14, from: "d"}.sql() + `)
+		SELECT count(*) FROM d`
+
+func finishArgs(o docflow.DeliveryOutcome, retry *docflow.OutboxMessage) ([]any, error) {
+	var errText *string
+	if o.Error != "" {
+		errText = &o.Error
+	}
+	var deliveredAt *time.Time
+	if o.Status == docflow.DestinationDelivered {
+		deliveredAt = &o.At
+	}
+	logStatus := "failed"
+	var ok, failed int64
+	switch o.Status {
+	case docflow.DestinationDelivered:
+		logStatus, ok = "completed", 1
+	case docflow.DestinationCancelled:
+		logStatus = "skipped"
+	default:
+		failed = 1
+	}
+	var msgs []docflow.OutboxMessage
+	if retry != nil {
+		msgs = append(msgs, *retry)
+	}
+	cols, err := outboxArrays(msgs)
+	if err != nil {
+		return nil, err
+	}
+	args := []any{o.DeliveryID, o.Request, o.Status, o.RemotePath, errText, o.NextAttemptAt, deliveredAt, o.At,
+		logStatus, o.Log, o.IntegrationID, ok, failed}
+	return append(args, cols.args()...), nil
 }
 
 // CancelDeliveries cancels the deliveries of integration id still

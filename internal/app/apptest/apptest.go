@@ -20,6 +20,7 @@ import (
 
 	"docflow/actors/alerts"
 	"docflow/actors/delivery"
+	"docflow/actors/destinations"
 	"docflow/actors/indexer"
 	"docflow/actors/pipeline"
 	"docflow/actors/sources"
@@ -68,6 +69,9 @@ type Options struct {
 	Now func() time.Time
 	// Delivery adjusts the event delivery (app.Config.Delivery).
 	Delivery func(*delivery.Config)
+	// Destinations adjusts the delivery to storage destinations after the
+	// twin's quick timings (retries after 100, 200 and 300 ms).
+	Destinations func(*destinations.Config)
 	// Sources adjusts the IMAP sources' supervisor after the twin's quick
 	// timings (scans every 200 ms, leases of 3 s, reconnects after 100 ms).
 	Sources func(*sources.Config)
@@ -199,6 +203,16 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 			}
 			if o.Delivery != nil {
 				o.Delivery(c)
+			}
+		},
+		Destinations: func(c *destinations.Config) {
+			if !o.ProductionTimings {
+				c.Consumer = streamstest.FastGroup
+				c.RetryDelays = []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond}
+				c.InitialBackoff, c.MaxBackoff = 50*time.Millisecond, time.Second
+			}
+			if o.Destinations != nil {
+				o.Destinations(c)
 			}
 		},
 		Sources: func(c *sources.Config) {

@@ -71,36 +71,58 @@ func Rclone(t testing.TB, o Options) *Server {
 		o.Dir = t.TempDir()
 	}
 	return testbin.Start(t, "rclone serve webdav", func() (*Server, error) {
-		port, err := testbin.FreePort()
+		s, stop, err := startRclone(bin, t.TempDir(), o)
 		if err != nil {
 			return nil, err
 		}
-		run := t.TempDir()
-		args := []string{"serve", "webdav", o.Dir, "--addr", "127.0.0.1:" + strconv.Itoa(port),
-			"--config", filepath.Join(run, "rclone.conf"), "--cache-dir", filepath.Join(run, "cache")}
-		if o.User != "" {
-			args = append(args, "--user", o.User, "--pass", o.Pass)
-		}
-		if o.Prefix != "" {
-			args = append(args, "--baseurl", o.Prefix)
-		}
-		if o.ReadOnly {
-			args = append(args, "--read-only")
-		}
-		proc, err := testbin.Launch("rclone", run, bin, args, func(c *exec.Cmd) {
-			// rclone's S3 code chokes on this machine's AWS_CA_BUNDLE.
-			c.Env = withoutEnv(os.Environ(), "AWS_CA_BUNDLE")
-		})
-		if err != nil {
-			return nil, err
-		}
-		s := &Server{URL: "http://127.0.0.1:" + strconv.Itoa(port), Prefix: o.Prefix, Dir: o.Dir, Port: port}
-		if err := proc.WaitReady(20*time.Second, s.URL, func() bool { return answers(s.URL + o.Prefix + "/") }); err != nil {
-			return nil, err
-		}
-		t.Cleanup(proc.Stop)
+		t.Cleanup(stop)
 		return s, nil
 	})
+}
+
+// RunRclone starts `rclone serve webdav` on o.Dir outside a test (the
+// benchmarks), its state under run; stop ends it.
+func RunRclone(run string, o Options) (s *Server, stop func(), err error) {
+	bin, err := exec.LookPath("rclone")
+	if err != nil {
+		return nil, nil, fmt.Errorf("rclone is not installed (scripts/install-deps.sh test): %w", err)
+	}
+	for range 3 {
+		if s, stop, err = startRclone(bin, run, o); err == nil {
+			return s, stop, nil
+		}
+	}
+	return nil, nil, err
+}
+
+func startRclone(bin, run string, o Options) (*Server, func(), error) {
+	port, err := testbin.FreePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	args := []string{"serve", "webdav", o.Dir, "--addr", "127.0.0.1:" + strconv.Itoa(port),
+		"--config", filepath.Join(run, "rclone.conf"), "--cache-dir", filepath.Join(run, "cache")}
+	if o.User != "" {
+		args = append(args, "--user", o.User, "--pass", o.Pass)
+	}
+	if o.Prefix != "" {
+		args = append(args, "--baseurl", o.Prefix)
+	}
+	if o.ReadOnly {
+		args = append(args, "--read-only")
+	}
+	proc, err := testbin.Launch("rclone", run, bin, args, func(c *exec.Cmd) {
+		// rclone's S3 code chokes on this machine's AWS_CA_BUNDLE.
+		c.Env = withoutEnv(os.Environ(), "AWS_CA_BUNDLE")
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &Server{URL: "http://127.0.0.1:" + strconv.Itoa(port), Prefix: o.Prefix, Dir: o.Dir, Port: port}
+	if err := proc.WaitReady(20*time.Second, s.URL, func() bool { return answers(s.URL + o.Prefix + "/") }); err != nil {
+		return nil, nil, err
+	}
+	return s, proc.Stop, nil
 }
 
 // apacheModules is where Debian's apache2-bin keeps its modules.

@@ -51,37 +51,59 @@ func Start(t testing.TB, dir string) *Server {
 		dir = t.TempDir()
 	}
 	return testbin.Start(t, "versitygw", func() (*Server, error) {
-		port, err := testbin.FreePort()
+		s, stop, err := start(bin, t.TempDir(), dir)
 		if err != nil {
 			return nil, err
 		}
-		run := t.TempDir()
-		iam := filepath.Join(run, "iam")
-		if err := os.MkdirAll(iam, 0o700); err != nil {
-			return nil, err
-		}
-		addr := "127.0.0.1:" + strconv.Itoa(port)
-		proc, err := testbin.Launch("versitygw", run, bin,
-			[]string{"--port", addr, "--keep-alive", "--quiet", "--iam-dir", iam, "posix", dir},
-			func(c *exec.Cmd) {
-				c.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
-			})
-		if err != nil {
-			return nil, err
-		}
-		s := &Server{Endpoint: "http://" + addr, Dir: dir, bin: bin}
-		if err := proc.WaitReady(20*time.Second, addr, func() bool {
-			c, err := net.DialTimeout("tcp", addr, time.Second)
-			if err == nil {
-				c.Close()
-			}
-			return err == nil
-		}); err != nil {
-			return nil, err
-		}
-		t.Cleanup(proc.Stop)
+		t.Cleanup(stop)
 		return s, nil
 	})
+}
+
+// Run starts versitygw on dir outside a test (the benchmarks), its state
+// under run; stop ends it.
+func Run(run, dir string) (s *Server, stop func(), err error) {
+	bin := Binary()
+	if _, err := os.Stat(bin); err != nil {
+		return nil, nil, fmt.Errorf("versitygw %s is not built at %s: run make deps (scripts/testbin.sh)", Version, bin)
+	}
+	for range 3 {
+		if s, stop, err = start(bin, run, dir); err == nil {
+			return s, stop, nil
+		}
+	}
+	return nil, nil, err
+}
+
+func start(bin, run, dir string) (*Server, func(), error) {
+	port, err := testbin.FreePort()
+	if err != nil {
+		return nil, nil, err
+	}
+	iam := filepath.Join(run, "iam")
+	if err := os.MkdirAll(iam, 0o700); err != nil {
+		return nil, nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	proc, err := testbin.Launch("versitygw", run, bin,
+		[]string{"--port", addr, "--keep-alive", "--quiet", "--iam-dir", iam, "posix", dir},
+		func(c *exec.Cmd) {
+			c.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+AccessKey, "ROOT_SECRET_KEY="+SecretKey)
+		})
+	if err != nil {
+		return nil, nil, err
+	}
+	s := &Server{Endpoint: "http://" + addr, Dir: dir, bin: bin}
+	if err := proc.WaitReady(20*time.Second, addr, func() bool {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}); err != nil {
+		return nil, nil, err
+	}
+	return s, proc.Stop, nil
 }
 
 // CreateUser adds an account with role "user": it owns no bucket and may
