@@ -65,7 +65,8 @@
 //     /api/files/{file_id}… route); files_content.go (preview, download, the bulk ZIP);
 //     files_bulk.go (deletion, reprocessing, pipeline assignment, one or
 //     in bulk); ownership.go (claims and assigned owners); files_audit.go
-//     (their audit entries); files_destinations.go (send-to: one document
+//     (their audit entries); files_metadata.go (a person's edit of the
+//     metadata, with its document.updated event); files_destinations.go (send-to: one document
 //     queued for one of the user's destinations).
 //   - shares.go, comments.go, annotations.go: working together, each route
 //     asking fileFor for the right it exercises.

@@ -25,6 +25,11 @@ type FilesDeps struct {
 	// Destinations, when set, gives a file's record its deliveries to
 	// storage destinations and serves send-to.
 	Destinations docflow.DestinationStore
+	// Edits and Announce, when both are set, serve PATCH
+	// /api/files/{file_id}/metadata: the edit is saved by Edits with its
+	// document.updated event, built by Announce (streams.DocumentUpdated).
+	Edits    fileEditor
+	Announce docflow.DocumentEventEncoder
 }
 
 // pipelineFinder finds a pipeline by id (docflow.PipelineStore).
@@ -48,6 +53,9 @@ func (s *Server) MountFiles(d FilesDeps) {
 	s.Handle("GET", "/api/files", b, h.list)
 	s.Handle("GET", "/api/files/{file_id}", b, h.get)
 	s.Handle("GET", "/api/files/{file_id}/metadata", b, h.metadata)
+	if d.Edits != nil && d.Announce != nil {
+		s.Handle("PATCH", "/api/files/{file_id}/metadata", b, h.editMetadata)
+	}
 	s.Handle("GET", "/api/files/{file_id}/preview", stream, h.content(true))
 	s.Handle("GET", "/api/files/{file_id}/download", stream, h.content(false))
 	s.Handle("DELETE", "/api/files/{file_id}", b, h.delete)
