@@ -91,7 +91,12 @@
 //   - notify.go: the administrators' test notification.
 //
 // Pages and operations:
-//   - home.go: the front page /, the route list /docs, static files.
+//   - app.go: the web application (web/app, built into static/app): the
+//     page routes (/, /files/{id}, the admin pages) answer its page with
+//     the signed-in user in a meta element; its hashed assets.
+//   - compress.go: Brotli or gzip for embedded text files, each
+//     compressed once.
+//   - home.go: the status page /status, the route list /docs, static files.
 //   - health.go: the health checks (details for administrators only).
 //   - ops.go: the operations page /ops over /api/analytics/*.
 //   - analytics.go: GET /api/analytics/*.
