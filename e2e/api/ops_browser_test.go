@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -328,35 +327,6 @@ func TestOpsPageInBrowser(t *testing.T) {
 	}
 }
 
-// screenshotOnFailure saves a screenshot of the page in ctx when t has
-// failed by the time it runs (deferred), under the directory
-// DOCFLOW_SCREENSHOTS names or the system's temporary one, and logs where.
-func screenshotOnFailure(t *testing.T, ctx context.Context) {
-	t.Helper()
-	if !t.Failed() || ctx.Err() != nil {
-		return
-	}
-	var png []byte
-	if err := chromedp.Run(ctx, chromedp.FullScreenshot(&png, 80)); err != nil {
-		t.Logf("no screenshot: %v", err)
-		return
-	}
-	dir := os.Getenv("DOCFLOW_SCREENSHOTS")
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "docflow-screenshots")
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Logf("no screenshot: %v", err)
-		return
-	}
-	name := filepath.Join(dir, strings.NewReplacer("/", "_", " ", "_").Replace(t.Name())+".jpg")
-	if err := os.WriteFile(name, png, 0o644); err != nil {
-		t.Logf("no screenshot: %v", err)
-		return
-	}
-	t.Logf("screenshot of the failing page: %s", name)
-}
-
 // seriesPixels counts the pixels of a chart's canvas in the colour of its
 // first series (#2456d3): what the chart drew of its data, whatever the
 // axes and grid drew around it.
@@ -377,8 +347,8 @@ func TestOpsChartsOfOneSample(t *testing.T) {
 		t.Skip("the chart library is not built into http/static/vendor: make test builds it (make web, scripts/web.sh)")
 	}
 	ctx, cancel := headlessChromium(t)
-	defer cancel()
-	defer screenshotOnFailure(t, ctx)
+	t.Cleanup(cancel)
+	screenshotOnFailure(t, ctx)
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "ops password"}})
 	at := time.Now().Add(-2 * time.Minute)
 	for _, m := range []docflow.Metric{
