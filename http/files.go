@@ -219,6 +219,21 @@ func (s *Server) parseFileFilter(c *fasthttp.RequestCtx) (docflow.FileFilter, er
 			}
 		}
 	}
+	// owner: one user's files; shared_with_me: the files others shared
+	// with the current user (the documents page's filters).
+	f.Owner = strings.TrimSpace(string(args.Peek("owner")))
+	if v := strings.TrimSpace(string(args.Peek("shared_with_me"))); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			bad("shared_with_me", "shared_with_me must be true or false")
+		} else if on {
+			if u := CurrentUser(c); u != nil && !u.Anonymous && u.ID != "" {
+				f.SharedWith = u.ID
+			} else {
+				f.IDs = []int64{} // nothing is shared with the single user
+			}
+		}
+	}
 	if v := strings.TrimSpace(string(args.Peek("ocr_quality"))); v != "" {
 		if v != "poor" && v != "good" && v != "unchecked" {
 			bad("ocr_quality", "ocr_quality must be poor, good or unchecked")
