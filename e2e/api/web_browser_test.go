@@ -238,7 +238,8 @@ func TestWebPagesInBrowser(t *testing.T) {
 	noScriptRan(ctx, t, "search results")
 
 	// Open the one with markup in its name.
-	err = chromedp.Do(ctx, chromedp.Click(chromedp.XPath(`//li[contains(@class,"hit")][.//p[contains(., "<script>")]]//a`)))
+	err = chromedp.Do(ctx, chromedp.Click(chromedp.JSPath(`Array.from(document.querySelectorAll('.hits .hit')).find(function(li){
+		return li.querySelector('.hit-meta').textContent.indexOf('<script>') >= 0}).querySelector('a')`)))
 	if err != nil {
 		t.Fatalf("open a result: %v", err)
 	}
