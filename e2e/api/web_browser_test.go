@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 )
 
 // The web pages in a real browser: web/app built into http/static/app
@@ -216,11 +217,18 @@ func TestWebPagesInBrowser(t *testing.T) {
 	}
 
 	// Search: the snippets mark the match, the hostile text stays text.
-	err = chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("f-q"), "zebra"+kb.Enter))
-	if err != nil {
+	// The index takes documents in just after they complete: search
+	// again until all three are found.
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("f-q"), "zebra"+kb.Enter)); err != nil {
 		t.Fatal(err)
 	}
-	waitJS(ctx, t, 30*time.Second, "search results", `document.querySelectorAll('.hits .hit').length === 3`)
+	testsupport.WaitFor(t, 30*time.Second, "three search results", func() bool {
+		if eval[int](ctx, t, `document.querySelectorAll('.hits .hit').length`) == 3 {
+			return true
+		}
+		_ = chromedp.Do(ctx, chromedp.Click(chromedp.CSS(".search-row button[type=submit]")))
+		return false
+	})
 	if n := eval[int](ctx, t, `Array.from(document.querySelectorAll('.hits mark')).filter(function(m){return /zebra/i.test(m.textContent)}).length`); n == 0 {
 		t.Errorf("no highlighted match in the results: %q", text(ctx, t, ".hits"))
 	}
@@ -230,7 +238,8 @@ func TestWebPagesInBrowser(t *testing.T) {
 	noScriptRan(ctx, t, "search results")
 
 	// Open the one with markup in its name.
-	err = chromedp.Do(ctx, chromedp.Click(chromedp.XPath(`//li[contains(@class,"hit")][.//p[contains(., "<script>")]]//a`)))
+	err = chromedp.Do(ctx, chromedp.Click(chromedp.JSPath(`Array.from(document.querySelectorAll('.hits .hit')).find(function(li){
+		return li.querySelector('.hit-meta').textContent.indexOf('<script>') >= 0}).querySelector('a')`)))
 	if err != nil {
 		t.Fatalf("open a result: %v", err)
 	}
@@ -301,9 +310,10 @@ func TestWebPagesInBrowser(t *testing.T) {
 	}
 
 	// A phone's screen: nothing wider than the viewport, on both pages.
-	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), chromedp.Sleep(500*time.Millisecond)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
+	waitJS(ctx, t, 10*time.Second, "a phone's viewport", `window.innerWidth === 390`)
 	for _, page := range []string{"the document page", "/"} {
 		if page == "/" {
 			if err := chromedp.Do(ctx, chromedp.Navigate(a.URL+"/"), chromedp.WaitVisible(chromedp.ID("dropzone"))); err != nil {

@@ -31,7 +31,22 @@ export default function Documents() {
   }, [shown]);
 
   const go = (next) => loc.route(toURL(next));
-  const live = !searching && list.data && list.data.files && list.data.files.some((f) => inProgress(f.processing_status && f.processing_status.status));
+  // After an upload the list is read again for a while even before the
+  // new documents show (they are recorded as the intake takes them in).
+  const [burstUntil, setBurstUntil] = useState(0);
+  const [, tick] = useState(0);
+  const uploaded = () => {
+    setBurstUntil(Date.now() + 20000);
+    list.reload();
+  };
+  const burst = burstUntil > Date.now();
+  useEffect(() => {
+    if (!burst) return undefined;
+    const t = setTimeout(() => tick((n) => n + 1), burstUntil - Date.now() + 10);
+    return () => clearTimeout(t);
+  }, [burstUntil]);
+  const busy = !searching && list.data && list.data.files && list.data.files.some((f) => inProgress(f.processing_status && f.processing_status.status));
+  const live = busy || (!searching && burst);
   useInterval(() => list.reload(), 2000, !!live);
 
   const select = (id, on) => {
@@ -50,7 +65,7 @@ export default function Documents() {
 
   return (
     <Page title="Documents" wide>
-      <Upload onUploaded={() => list.reload()} />
+      <Upload onUploaded={uploaded} />
       <Filters state={state} onChange={go} />
       <BulkBar ids={[...selected]} pipelines={pipelines.data} onDone={() => list.reload()} onClear={() => setSelected(new Set())} />
       <Failure error={list.error} retry={list.reload} />
@@ -58,7 +73,7 @@ export default function Documents() {
       {list.data && (
         <section aria-labelledby="h-list" aria-busy={list.loading ? 'true' : 'false'}>
           <h2 id="h-list" class="sr">{searching ? 'Search results' : 'Documents'}</h2>
-          {live && <p class="muted live" role="status">Documents in progress: updating every 2 seconds.</p>}
+          {busy && <p class="muted live" role="status">Documents in progress: updating every 2 seconds.</p>}
           {rows.length === 0 ? (
             <p>{searching ? 'No document matches this search.' : 'No documents yet: drop some files above.'}</p>
           ) : searching ? (

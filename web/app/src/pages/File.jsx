@@ -105,7 +105,7 @@ export default function File() {
       <div class="file-grid">
         <section class="file-preview" aria-labelledby="h-preview">
           <h2 id="h-preview">Preview</h2>
-          <AnnotatedPreview file={file} annotations={(anns.data && anns.data.annotations) || []} reload={anns.reload} canAnnotate={canEdit} />
+          <AnnotatedPreview file={file} processed={!!(rec.data.files_on_disk && rec.data.files_on_disk.processed)} annotations={(anns.data && anns.data.annotations) || []} reload={anns.reload} canAnnotate={canEdit} />
         </section>
         <div class="file-side">
           <section aria-labelledby="h-meta">

@@ -7,7 +7,7 @@ import { session } from '../../lib/session.js';
 
 export function Filters({ state, onChange }) {
   const [draft, setDraft] = useState(state);
-  useEffect(() => setDraft(state), [state.q, state.tags, state.owner, state.from, state.to]);
+  useEffect(() => setDraft(state), [JSON.stringify(state)]);
   const set = (k) => (e) => setDraft({ ...draft, [k]: e.currentTarget.value });
   const apply = (next) => onChange({ ...next, page: '1' });
   const now = (k) => (e) => apply({ ...draft, [k]: e.currentTarget.type === 'checkbox' ? (e.currentTarget.checked ? '1' : '') : e.currentTarget.value });

@@ -16,12 +16,15 @@ const clamp = (v) => Math.min(1, Math.max(0, v));
 const pct = (v) => (v * 100).toFixed(2) + '%';
 const round = (v) => Math.round(v * 1000) / 1000;
 
-function Frame({ file, page }) {
-  const src = `/api/files/${file.id}/preview?version=original`;
-  if ((file.mime_type || '').startsWith('image/')) {
+// Frame shows the processed version (a PDF, after conversion) when there
+// is one, else the original when the browser can show it.
+function Frame({ file, page, processed }) {
+  const mime = file.mime_type || '';
+  const src = `/api/files/${file.id}/preview?version=${processed ? 'processed' : 'original'}`;
+  if (!processed && mime.startsWith('image/')) {
     return <img class="preview-doc" src={src} alt={'Preview of ' + file.original_filename} />;
   }
-  if (file.mime_type === 'application/pdf') {
+  if (processed || mime === 'application/pdf' || mime === 'text/plain') {
     return <iframe class="preview-doc" key={page} src={`${src}#page=${page}&view=Fit&toolbar=0`} title={'Preview of ' + file.original_filename + ', page ' + page} />;
   }
   return (
@@ -31,7 +34,7 @@ function Frame({ file, page }) {
   );
 }
 
-export function AnnotatedPreview({ file, annotations, reload, canAnnotate }) {
+export function AnnotatedPreview({ file, processed, annotations, reload, canAnnotate }) {
   const [page, setPage] = useState(1);
   const [drawing, setDrawing] = useState(false);
   const [rect, setRect] = useState(null); // {x, y, width, height} while or after dragging
@@ -110,7 +113,7 @@ export function AnnotatedPreview({ file, annotations, reload, canAnnotate }) {
         <a class="button secondary" href={`/api/files/${file.id}/download?version=original`} download>Download</a>
       </div>
       <div class="preview">
-        <Frame file={file} page={page} />
+        <Frame file={file} page={page} processed={processed} />
         <div ref={layer} class={drawing ? 'overlay drawing' : 'overlay'} id="annotation-layer" onPointerDown={down} onPointerMove={move} onPointerUp={up} aria-hidden="true">
           {onPage.map((a) => (
             <div key={a.id} class={'box box-' + a.annotation_type + (focus === a.id ? ' focus' : '')} title={a.content}
