@@ -221,6 +221,10 @@ type Unmapped struct {
 	Table  string `json:"table"`
 	Rows   int64  `json:"rows"`
 	Reason string `json:"reason"`
+	// WholeTable is true when no row of the table was imported; false
+	// when the reason concerns some of its rows (left out, or changed on
+	// the way).
+	WholeTable bool `json:"whole_table"`
 }
 
 // MigrationJob is a migration running in the background, or done; its
