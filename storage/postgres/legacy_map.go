@@ -24,7 +24,7 @@ func legacyTables() []legacyTable {
 			optional: []string{"display_name", "is_active", "is_admin", "created_at", "updated_at"}, mapRow: mapLocalUser},
 		{name: "user_profiles", required: []string{"user_id"},
 			optional: []string{"display_name", "daily_upload_limit", "notes", "is_blocked", "subscription_tier", "preferred_language", "created_at", "updated_at"},
-			mapRow: mapProfile},
+			mapRow:   mapProfile},
 		{name: "pipelines", required: []string{"name"},
 			optional: []string{"owner_id", "description", "is_default", "is_active", "created_at", "updated_at"}, mapRow: mapPipeline},
 		{name: "pipeline_steps", required: []string{"pipeline_id", "step_type"},
@@ -164,7 +164,7 @@ var legacyStepTypes = map[string]string{
 	"metadata_extraction": docflow.StepExtractMetadata, "extract_metadata_with_gpt": docflow.StepExtractMetadata,
 	"classification": docflow.StepClassify, "classify_document": docflow.StepClassify,
 	"embed_metadata_into_pdf": docflow.StepEmbedMetadata,
-	"embedding": docflow.StepComputeEmbedding, "embeddings": docflow.StepComputeEmbedding,
+	"embedding":               docflow.StepComputeEmbedding, "embeddings": docflow.StepComputeEmbedding,
 	"send_to_all_destinations": docflow.StepSendToDestinations, "upload": docflow.StepSendToDestinations,
 	"finalize_document_storage": docflow.StepSendToDestinations,
 }
@@ -616,4 +616,3 @@ func insertIntegration(ctx context.Context, tx pgx.Tx, im *legacyImporter, r doc
 		ltimeOr(r, "created_at", now), ltimeOr(r, "updated_at", now))
 	return id, legacySealed, err
 }
-
