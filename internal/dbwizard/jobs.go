@@ -48,9 +48,9 @@ func (w *Wizard) Start(ctx context.Context, sourceURL, targetURL string) (*docfl
 	case docflow.MigrationImport:
 		return w.startImport(ctx, src, sourceURL, targetURL)
 	}
-	src.Close()
 	// The import's own check says what the source lacks.
 	_, err = postgres.PlanLegacyImport(ctx, src.legacy())
+	src.Close()
 	if err == nil {
 		err = docflow.Errorf(docflow.EINVALID, "the source is neither docflow's database nor the original service's")
 	}

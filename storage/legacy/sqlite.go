@@ -45,10 +45,6 @@ func Open(ctx context.Context, path string) (*SQLite, error) {
 	}
 	db.SetMaxOpenConns(1)
 	s := &SQLite{db: db, path: path}
-	if _, err := s.Version(ctx); err != nil {
-		db.Close()
-		return nil, err
-	}
 	var n int
 	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master`).Scan(&n); err != nil {
 		db.Close()
