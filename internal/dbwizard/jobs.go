@@ -91,6 +91,10 @@ func (w *Wizard) startCopy(ctx context.Context, src *source, sourceURL, targetUR
 		tgt.Close()
 		return nil, docflow.Errorf(docflow.EINVALID, "refused: the target is the database docflow runs on; copy into another database")
 	}
+	if _, err := postgres.CheckCopyTarget(ctx, tgt.pg); err != nil {
+		tgt.Close()
+		return nil, w.connectError("target", err)
+	}
 	job, taken, err := w.claim(ctx, docflow.MigrationCopy, sourceURL, targetURL)
 	if err != nil || !taken {
 		tgt.Close()

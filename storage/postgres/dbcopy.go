@@ -87,19 +87,9 @@ func (db *DB) copyTables(ctx context.Context) ([]copyTable, error) {
 // instead). A target that holds anything else is refused (EINVALID):
 // nothing of it is changed.
 func PrepareCopyTarget(ctx context.Context, target *External) error {
-	var progress bool
-	if err := target.conn.QueryRow(ctx, `SELECT to_regclass('public.`+copyProgressTable+`') IS NOT NULL`).Scan(&progress); err != nil {
-		return fmt.Errorf("inspect target: %w", err)
-	}
-	if progress {
-		return nil
-	}
-	var n int
-	if err := target.conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&n); err != nil {
-		return fmt.Errorf("inspect target: %w", err)
-	}
-	if n > 0 {
-		return docflow.Errorf(docflow.EINVALID, "the target database is not empty (%d tables): copy into a new, empty database", n)
+	started, err := CheckCopyTarget(ctx, target)
+	if err != nil || started {
+		return err
 	}
 	if err := migrateOn(ctx, target.conn); err != nil {
 		return fmt.Errorf("create docflow's schema in the target: %w", err)
@@ -112,6 +102,11 @@ func PrepareCopyTarget(ctx context.Context, target *External) error {
 			return err
 		}
 		if len(tables) > 0 {
+			// Triggers off: the truncate triggers empty derived tables
+			// this statement empties too.
+			if err := replicaMode(ctx, tx); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, `TRUNCATE `+strings.Join(tables, ", ")); err != nil {
 				return fmt.Errorf("empty the target's seeded tables: %w", err)
 			}
@@ -120,6 +115,26 @@ func PrepareCopyTarget(ctx context.Context, target *External) error {
 			table_name TEXT PRIMARY KEY, last_key JSON, rows_copied BIGINT NOT NULL DEFAULT 0, done BOOLEAN NOT NULL DEFAULT FALSE)`)
 		return err
 	})
+}
+
+// CheckCopyTarget says whether target can take a copy: started true for
+// a target a copy began (it resumes), false for an empty one; EINVALID
+// for a database that holds anything else. It changes nothing.
+func CheckCopyTarget(ctx context.Context, target *External) (started bool, err error) {
+	if err := target.conn.QueryRow(ctx, `SELECT to_regclass('public.`+copyProgressTable+`') IS NOT NULL`).Scan(&started); err != nil {
+		return false, fmt.Errorf("inspect target: %w", err)
+	}
+	if started {
+		return true, nil
+	}
+	var n int
+	if err := target.conn.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = 'public'`).Scan(&n); err != nil {
+		return false, fmt.Errorf("inspect target: %w", err)
+	}
+	if n > 0 {
+		return false, docflow.Errorf(docflow.EINVALID, "the target database is not empty (%d tables): copy into a new, empty database", n)
+	}
+	return false, nil
 }
 
 // CopyTo copies every table of db into target (PrepareCopyTarget made it
