@@ -167,6 +167,27 @@ func RedactDatabaseURL(raw string) string {
 	return u.String()
 }
 
+// ConnectionTest is the answer of POST /api/database/test-connection.
+type ConnectionTest struct {
+	Success       bool   `json:"success"`
+	Message       string `json:"message"`
+	Backend       string `json:"backend"`
+	ServerVersion string `json:"server_version"`
+}
+
+// MigrationPreview is the answer of POST /api/database/preview-migration.
+type MigrationPreview struct {
+	Success   bool                 `json:"success"`
+	Message   string               `json:"message"`
+	Backend   string               `json:"backend"`
+	Tables    []TableCount `json:"tables"`
+	TotalRows int64                `json:"total_rows"`
+	// Kind is the migration this database would be the source of: copy
+	// (it is docflow's own), import (it is the original service's), or
+	// "" (neither).
+	Kind string `json:"kind"`
+}
+
 // TableCount is a table and how many rows it holds.
 type TableCount struct {
 	Name     string `json:"name"`

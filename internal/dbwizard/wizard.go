@@ -86,27 +86,6 @@ func (w *Wizard) Close() {
 	w.wg.Wait()
 }
 
-// ConnectionTest is the answer of POST /api/database/test-connection.
-type ConnectionTest struct {
-	Success       bool   `json:"success"`
-	Message       string `json:"message"`
-	Backend       string `json:"backend"`
-	ServerVersion string `json:"server_version"`
-}
-
-// Preview is the answer of POST /api/database/preview-migration.
-type Preview struct {
-	Success   bool                 `json:"success"`
-	Message   string               `json:"message"`
-	Backend   string               `json:"backend"`
-	Tables    []docflow.TableCount `json:"tables"`
-	TotalRows int64                `json:"total_rows"`
-	// Kind is the migration this database would be the source of: copy
-	// (it is docflow's own), import (it is the original service's), or
-	// "" (neither).
-	Kind string `json:"kind"`
-}
-
 // source is an open database of either backend.
 type source struct {
 	backend string
@@ -187,12 +166,12 @@ func isRefusal(err error) bool {
 // that fails (a bad password, a host that does not answer, a file that
 // is not a database) is Success false with the reason, never an error;
 // only a URL of no known form is an error (EINVALID).
-func (w *Wizard) Test(ctx context.Context, raw string) (*ConnectionTest, error) {
+func (w *Wizard) Test(ctx context.Context, raw string) (*docflow.ConnectionTest, error) {
 	backend, _, err := docflow.ParseDatabaseURL(raw)
 	if err != nil {
 		return nil, err
 	}
-	out := &ConnectionTest{Backend: backend}
+	out := &docflow.ConnectionTest{Backend: backend}
 	src, err := w.open(ctx, raw)
 	if err != nil {
 		out.Message = "Connection failed: " + Reason(err)
@@ -215,12 +194,12 @@ func (w *Wizard) Test(ctx context.Context, raw string) (*ConnectionTest, error) 
 
 // Preview lists raw's tables with their row counts and says which
 // migration it would be the source of. Failures are as Test's.
-func (w *Wizard) Preview(ctx context.Context, raw string) (*Preview, error) {
+func (w *Wizard) Preview(ctx context.Context, raw string) (*docflow.MigrationPreview, error) {
 	backend, _, err := docflow.ParseDatabaseURL(raw)
 	if err != nil {
 		return nil, err
 	}
-	out := &Preview{Backend: backend, Tables: []docflow.TableCount{}}
+	out := &docflow.MigrationPreview{Backend: backend, Tables: []docflow.TableCount{}}
 	src, err := w.open(ctx, raw)
 	if err != nil {
 		out.Message = "Connection failed: " + Reason(err)
