@@ -177,11 +177,11 @@ type ConnectionTest struct {
 
 // MigrationPreview is the answer of POST /api/database/preview-migration.
 type MigrationPreview struct {
-	Success   bool                 `json:"success"`
-	Message   string               `json:"message"`
-	Backend   string               `json:"backend"`
+	Success   bool         `json:"success"`
+	Message   string       `json:"message"`
+	Backend   string       `json:"backend"`
 	Tables    []TableCount `json:"tables"`
-	TotalRows int64                `json:"total_rows"`
+	TotalRows int64        `json:"total_rows"`
 	// Kind is the migration this database would be the source of: copy
 	// (it is docflow's own), import (it is the original service's), or
 	// "" (neither).
