@@ -8,6 +8,6 @@
 // Its files:
 //   - sqlite.go: Open, the tables with their row counts, columns and rows
 //     in id order, and the engine's version.
-//   - legacytest: the original's schema written out as SQLite DDL, and a
-//     small database in it, for tests.
+//   - legacytest: the original's schema written out as DDL (SQLite and
+//     PostgreSQL), and a small database in it, for tests.
 package legacy
