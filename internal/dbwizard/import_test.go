@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"docflow"
@@ -287,3 +288,40 @@ func TestConnectionFailuresAreAnswers(t *testing.T) {
 }
 
 func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o600) }
+
+// The original's database on PostgreSQL imports as its SQLite file does.
+func TestImportOriginalPostgres(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	w, db := newWizard(t, Config{})
+	url := emptyDatabase(t)
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec := func(ctx context.Context, q string, args ...any) error {
+		_, err := conn.Exec(ctx, legacytest.Dollar(q), args...)
+		return err
+	}
+	for _, s := range legacytest.Schema(legacytest.Postgres) {
+		if err := exec(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := legacytest.Seed(ctx, exec); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	pv, err := w.Preview(ctx, url)
+	if err != nil || pv.Kind != docflow.MigrationImport {
+		t.Fatalf("preview: %+v, %v", pv, err)
+	}
+	started, err := w.Start(ctx, url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job := waitJob(t, w, started.ID); job.Status != docflow.MigrationCompleted {
+		t.Fatalf("job: %+v", job)
+	}
+	checkImported(t, db)
+}
