@@ -87,10 +87,11 @@
 //     when it stops.
 //   - dbcopy.go: the copy of docflow's database into another PostgreSQL,
 //     batch by batch with its progress in the target's transaction.
-//   - legacy_import.go, legacy_map.go, legacy_values.go: the import of the
-//     original service's database: the schema's check, the batches and
-//     legacy_import_rows (what each source row became), the mapping of
-//     each table, the reading of its values.
+//   - legacy_import.go, legacy_map.go, legacy_map_events.go,
+//     legacy_values.go: the import of the original service's database:
+//     the schema's check, the batches and legacy_import_rows (what each
+//     source row became), the mapping of each table (webhooks and
+//     integrations apart), the reading of its values.
 //
 // Fixtures, never called by the service:
 //   - imap_fixtures.go: IMAP sources for tests and benchmarks.

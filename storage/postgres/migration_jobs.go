@@ -70,7 +70,7 @@ func (s *MigrationJobStore) Claim(ctx context.Context, kind, fingerprint, source
 		case err != nil:
 			return err
 		}
-		if id != 0 && status == docflow.MigrationRunning && heartbeat.Add(lease).After(now) && leaseOwner != owner {
+		if id != 0 && status == docflow.MigrationRunning && heartbeat.Add(lease).After(now) {
 			j, err := scanJob(tx.QueryRow(ctx, `SELECT `+jobCols+` FROM db_migration_jobs WHERE id = $1`, id))
 			job = j
 			return err
