@@ -88,6 +88,12 @@
 //   - cloud_folders.go: CloudFolder, what the cloud folder browser lists.
 //   - allowlist.go: the outbound allow-lists' entries (host or host:port).
 //
+// The database wizard:
+//   - database_wizard.go: the backends, the connection URL's building and
+//     parsing, LegacySource (the original service's database, read), and
+//     MigrationJob, a copy or an import in the background with its
+//     progress and the report of what it could not carry over.
+//
 // Settings:
 //   - settings.go: SettingDef, Setting, SettingsStore and the validation
 //     of values.

@@ -154,7 +154,7 @@ func (a *authenticator) userFromToken(ctx context.Context, c *fasthttp.RequestCt
 }
 
 func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, token string) (*docflow.User, error) {
-	if !strings.HasPrefix(token, docflow.TokenPrefix) || len(token) > 200 {
+	if !docflow.TokenShaped(token) {
 		return nil, errInvalidToken
 	}
 	hash := HashToken(token)

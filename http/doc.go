@@ -89,6 +89,9 @@
 //     and the spec's send-to routes (POST /send_to_<provider>/), over the
 //     CloudFolderLister and DeliveryQueue it declares.
 //   - notify.go: the administrators' test notification.
+//   - database.go: the database wizard (backends, build-url,
+//     test-connection, preview-migration, migrate and its progress), over
+//     the DatabaseWizard it declares.
 //
 // Pages and operations:
 //   - app.go: the web application (web/app, built into static/app): the

@@ -46,6 +46,8 @@
 //   - cloud.go: the cloud drives' HTTP clients and options from the
 //     settings (their API URLs), for the destinations and the folder
 //     browser.
+//   - database.go: the database wizard of the process (its migrations
+//     stop at Close and stay resumable).
 //   - sweep.go: the blob sweep's schedule (one process at a time, under an
 //     advisory lock).
 package app

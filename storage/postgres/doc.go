@@ -79,6 +79,20 @@
 //     workers, their reports and the mails they finished, fenced by the
 //     settings' generation.
 //
+// The database wizard:
+//   - external.go: one connection to a database an administrator names
+//     (through the dial func handed in), its version, identity and tables;
+//     the original service's PostgreSQL database as a docflow.LegacySource.
+//   - migration_jobs.go: the wizard's jobs, leased to one process, resumed
+//     when it stops.
+//   - dbcopy.go: the copy of docflow's database into another PostgreSQL,
+//     batch by batch with its progress in the target's transaction.
+//   - legacy_import.go, legacy_map.go, legacy_map_events.go,
+//     legacy_values.go: the import of the original service's database:
+//     the schema's check, the batches and legacy_import_rows (what each
+//     source row became), the mapping of each table (webhooks and
+//     integrations apart), the reading of its values.
+//
 // Fixtures, never called by the service:
 //   - imap_fixtures.go: IMAP sources for tests and benchmarks.
 //   - benchdata.go: what cmd/docflow-bench seeds and measures, so the
