@@ -63,7 +63,12 @@ require (
 	github.com/aws/aws-sdk-go-v2/service/internal/s3shared v1.20.12 // indirect
 )
 
-require github.com/kr/fs v0.1.0 // indirect
+require (
+	github.com/agnivade/levenshtein v1.2.2 // indirect
+	github.com/graph-gophers/graphql-go v1.11.0 // indirect
+	github.com/kr/fs v0.1.0 // indirect
+	github.com/vektah/gqlparser/v2 v2.5.64 // indirect
+)
 
 require (
 	github.com/ClickHouse/ch-go v0.75.0 // indirect
