@@ -64,10 +64,16 @@ require (
 )
 
 require (
+	github.com/Khan/genqlient v0.8.1 // indirect
 	github.com/agnivade/levenshtein v1.2.2 // indirect
+	github.com/alexflint/go-arg v1.5.1 // indirect
+	github.com/alexflint/go-scalar v1.2.0 // indirect
 	github.com/graph-gophers/graphql-go v1.11.0 // indirect
 	github.com/kr/fs v0.1.0 // indirect
 	github.com/vektah/gqlparser/v2 v2.5.64 // indirect
+	golang.org/x/mod v0.42.0 // indirect
+	golang.org/x/tools v0.52.0 // indirect
+	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
 
 require (

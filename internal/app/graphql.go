@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"docflow"
-	dfhttp "docflow/http"
 	"docflow/graphql"
+	dfhttp "docflow/http"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
