@@ -241,4 +241,3 @@ func TestGraphQLMutationsFollowTheRESTRights(t *testing.T) {
 		t.Fatalf("after the refused mutation: %d %s", status, body)
 	}
 }
-
