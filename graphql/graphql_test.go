@@ -18,6 +18,7 @@ import (
 	"docflow/graphql"
 	"docflow/storage/postgres"
 	searchbleve "docflow/storage/search/bleve"
+	"docflow/streams"
 )
 
 // These tests run the executor over the real stores on a throwaway
@@ -131,7 +132,7 @@ func newEnv(t *testing.T, n int, vars map[string]string) *env {
 	tracedFiles := postgres.NewFileStore(traced)
 	api, err := graphql.New(graphql.Deps{Settings: settings, Files: tracedFiles, Comments: postgres.NewCommentStore(traced),
 		Shares: postgres.NewShareStore(traced), Pipelines: postgres.NewPipelineStore(traced),
-		Profiles: postgres.NewProfileStore(traced, nil), Index: index, Search: postgres.NewSearchStore(traced), Writes: noWrites{}})
+		Profiles: postgres.NewProfileStore(traced, streams.EncodeEvent), Index: index, Search: postgres.NewSearchStore(traced), Writes: noWrites{}})
 	if err != nil {
 		t.Fatal(err)
 	}
