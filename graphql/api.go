@@ -24,8 +24,9 @@ func Schema() string { return schemaText }
 // Limits of one request. A request over them is answered with an error
 // and not run.
 const (
-	// MaxDepth is the deepest nesting of fields a query may have.
-	MaxDepth = 12
+	// MaxDepth is the deepest nesting of fields a query may have (the
+	// standard introspection query, as GraphiQL sends it, reaches 14).
+	MaxDepth = 20
 	// MaxComplexity is the most a query may cost (complexity.go).
 	MaxComplexity = 50_000
 	// MaxQueryLength is the longest query text, in bytes.
