@@ -8,6 +8,8 @@
 //
 // Documents and their runs:
 //   - file.go: File, its statuses, FileStore (the file records and listings).
+//   - metadata_edit.go: MetadataEdit, the check of a person's edit of a
+//     document's metadata and how it applies; ValidIBAN.
 //   - blob.go: BlobStore, the content-addressed originals and processed files.
 //   - intake.go: the supported types and what intake hands storage
 //     (IngestRecord, UploadPolicy, Requeue).

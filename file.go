@@ -117,6 +117,10 @@ type FileFilter struct {
 	Tags             []string
 	OCRQuality       string // poor, good, unchecked
 	QualityThreshold float64
+	// Owner selects the files this user owns; SharedWith those shared
+	// with this user (either only narrows what VisibleTo lets through).
+	Owner      string
+	SharedWith string
 
 	SortBy    string // id, original_filename, file_size, mime_type, created_at
 	SortOrder string // asc, desc

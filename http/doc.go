@@ -65,7 +65,8 @@
 //     /api/files/{file_id}… route); files_content.go (preview, download, the bulk ZIP);
 //     files_bulk.go (deletion, reprocessing, pipeline assignment, one or
 //     in bulk); ownership.go (claims and assigned owners); files_audit.go
-//     (their audit entries); files_destinations.go (send-to: one document
+//     (their audit entries); files_metadata.go (a person's edit of the
+//     metadata, with its document.updated event); files_destinations.go (send-to: one document
 //     queued for one of the user's destinations).
 //   - shares.go, comments.go, annotations.go: working together, each route
 //     asking fileFor for the right it exercises.
@@ -94,7 +95,12 @@
 //   - notify.go: the administrators' test notification.
 //
 // Pages and operations:
-//   - home.go: the front page /, the route list /docs, static files.
+//   - app.go: the web application (web/app, built into static/app): the
+//     page routes (/, /files/{id}, the admin pages) answer its page with
+//     the signed-in user in a meta element; its hashed assets.
+//   - compress.go: Brotli or gzip for embedded text files, each
+//     compressed once.
+//   - home.go: the status page /status, the route list /docs, static files.
 //   - health.go: the health checks (details for administrators only).
 //   - ops.go: the operations page /ops over /api/analytics/*.
 //   - analytics.go: GET /api/analytics/*.

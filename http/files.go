@@ -25,6 +25,11 @@ type FilesDeps struct {
 	// Destinations, when set, gives a file's record its deliveries to
 	// storage destinations and serves send-to.
 	Destinations docflow.DestinationStore
+	// Edits and Announce, when both are set, serve PATCH
+	// /api/files/{file_id}/metadata: the edit is saved by Edits with its
+	// document.updated event, built by Announce (streams.DocumentUpdated).
+	Edits    fileEditor
+	Announce docflow.DocumentEventEncoder
 }
 
 // pipelineFinder finds a pipeline by id (docflow.PipelineStore).
@@ -49,6 +54,9 @@ func (s *Server) MountFiles(d FilesDeps) {
 	s.Handle("GET", "/api/files", b, h.list)
 	s.Handle("GET", "/api/files/{file_id}", b, h.get)
 	s.Handle("GET", "/api/files/{file_id}/metadata", b, h.metadata)
+	if d.Edits != nil && d.Announce != nil {
+		s.Handle("PATCH", "/api/files/{file_id}/metadata", b, h.editMetadata)
+	}
 	s.Handle("GET", "/api/files/{file_id}/preview", stream, h.content(true))
 	s.Handle("GET", "/api/files/{file_id}/download", stream, h.content(false))
 	s.Handle("DELETE", "/api/files/{file_id}", b, h.delete)
@@ -199,6 +207,21 @@ func (s *Server) parseFileFilter(c *fasthttp.RequestCtx) (docflow.FileFilter, er
 		for _, t := range strings.Split(v, ",") {
 			if t = strings.TrimSpace(t); t != "" {
 				f.Tags = append(f.Tags, t)
+			}
+		}
+	}
+	// owner: one user's files; shared_with_me: the files others shared
+	// with the current user (the documents page's filters).
+	f.Owner = strings.TrimSpace(string(args.Peek("owner")))
+	if v := strings.TrimSpace(string(args.Peek("shared_with_me"))); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			bad("shared_with_me", "shared_with_me must be true or false")
+		} else if on {
+			if u := CurrentUser(c); u != nil && !u.Anonymous && u.ID != "" {
+				f.SharedWith = u.ID
+			} else {
+				f.IDs = []int64{} // nothing is shared with the single user
 			}
 		}
 	}

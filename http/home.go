@@ -34,6 +34,8 @@ const pageHead = `<!doctype html>
 const pageBar = `<a class="skip" href="#main">Skip to content</a>
 <header class="bar"><a class="brand" href="/">docflow</a>
 <nav aria-label="Main"><ul>
+<li><a href="/">Documents</a></li>
+<li><a href="/status">Status</a></li>
 <li><a href="/docs">API reference</a></li>
 <li><a href="/ops">Operations</a></li>
 <li><a href="/api/diagnostic/health">Health (JSON)</a></li>
@@ -110,21 +112,24 @@ type docsView struct {
 	Groups                []routeGroup
 }
 
-// mountHome registers the landing page (where a sign-in lands), the API
-// reference and the static files the pages use.
+// mountHome registers the status page (who you are, the health checks,
+// the administrator's notices), the API reference, the static files the
+// pages use, /ops and the web application (app.go), whose documents page
+// is / (where a sign-in lands).
 func (s *Server) mountHome() {
 	page := Route{Auth: AuthNone}
-	s.Handle("GET", "/", page, s.home)
+	s.Handle("GET", "/status", page, s.home)
 	s.Handle("GET", "/docs", page, s.docs)
 	s.Handle("GET", "/static/{name}", Route{Auth: AuthNone, Limit: LimitNone}, serveStatic)
 	s.mountOps()
+	s.mountApp()
 }
 
 func (s *Server) home(c *fasthttp.RequestCtx) error {
 	u := CurrentUser(c)
 	if u == nil {
 		// NOTE: a relative Location: never one built from the Host header.
-		c.Response.Header.Set("Location", "/login?next="+url.QueryEscape("/"))
+		c.Response.Header.Set("Location", "/login?next="+url.QueryEscape("/status"))
 		c.SetStatusCode(fasthttp.StatusSeeOther)
 		return nil
 	}
@@ -228,6 +233,6 @@ func serveEmbedded(c *fasthttp.RequestCtx, dir, name string) error {
 	}
 	c.Response.Header.SetContentType(ct)
 	c.Response.Header.Set("Cache-Control", "public, max-age=3600")
-	c.SetBody(b)
+	writeCompressed(c, dir+name, b)
 	return nil
 }

@@ -84,7 +84,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
 	pipelines := postgres.NewPipelineStore(m.DB)
 	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake, Pipelines: pipelines,
-		Destinations: m.DestinationStore})
+		Destinations: m.DestinationStore, Edits: m.Files, Announce: streams.DocumentUpdated})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
 	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareStore(m.DB),
 		Comments: postgres.NewCommentStore(m.DB), Annotations: postgres.NewAnnotationStore(m.DB)})

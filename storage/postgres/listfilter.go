@@ -49,6 +49,12 @@ func fileWhereAfter(f docflow.FileFilter, args []any) (string, []any) {
 	if f.Search != "" {
 		conds = append(conds, `f.id IN (SELECT n.id FROM file_names n WHERE `+nameLike+arg(searchPattern(f.Search))+`)`)
 	}
+	if f.Owner != "" {
+		conds = append(conds, `f.owner_id = `+arg(f.Owner))
+	}
+	if f.SharedWith != "" {
+		conds = append(conds, `f.id IN (SELECT sw.file_id FROM shares sw WHERE sw.shared_with_user_id = `+arg(f.SharedWith)+`)`)
+	}
 	if f.MimeType != "" {
 		conds = append(conds, `f.mime_type = `+arg(f.MimeType))
 	}
