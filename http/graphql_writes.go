@@ -2,6 +2,7 @@ package http
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/valyala/fasthttp"
 
@@ -33,19 +34,31 @@ func (w *GraphQLWrites) request(ctx context.Context) (*fasthttp.RequestCtx, erro
 	return c, nil
 }
 
-// EditMetadata is PATCH /api/files/{id}/metadata.
-//
-// NOTE: that route is not in this build yet; its handler's core takes
-// the decoded body here once it is.
+// EditMetadata is PATCH /api/files/{id}/metadata, body its JSON body as
+// an object.
 func (w *GraphQLWrites) EditMetadata(ctx context.Context, fileID int64, body map[string]any) (*docflow.File, error) {
 	c, err := w.request(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := w.s.fileByID(c, w.s.files.d.Files, fileID, docflow.AccessEdit); err != nil {
+	f, err := w.s.fileByID(c, w.s.files.d.Files, fileID, docflow.AccessEdit)
+	if err != nil {
 		return nil, err
 	}
-	return nil, docflow.Errorf(docflow.ENOTIMPL, "Editing metadata is not available in this build")
+	raw := make(map[string]json.RawMessage, len(body))
+	for k, v := range body {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, invalid(k, "%s is not a JSON value", k)
+		}
+		raw[k] = b
+	}
+	edit, err := metadataEditFrom(raw)
+	if err != nil {
+		return nil, err
+	}
+	updated, _, err := w.s.files.applyMetadataEdit(c, f, edit)
+	return updated, err
 }
 
 // Reprocess is POST /api/files/{id}/reprocess.

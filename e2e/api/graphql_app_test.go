@@ -220,6 +220,25 @@ func TestGraphQLMutationsFollowTheRESTRights(t *testing.T) {
 		len(seen.Document.Comments) != 1 || len(seen.Document.Shares) != 1 {
 		t.Fatalf("ann's document after the writes: %+v %v", seen, err)
 	}
+	// Metadata: PATCH /api/files/{id}/metadata's rule, checks and answer.
+	var upd struct {
+		UpdateMetadata struct {
+			DocumentTitle *string
+			AiMetadata    map[string]any
+		}
+	}
+	if err := e.ann.do(`mutation { updateMetadata(id: 1, input: {title: "Renamed", tags: ["Tax"], fields: {amount: "12.5"}}) {
+		documentTitle aiMetadata } }`, nil, &upd); err != nil || upd.UpdateMetadata.DocumentTitle == nil ||
+		*upd.UpdateMetadata.DocumentTitle != "Renamed" || upd.UpdateMetadata.AiMetadata["amount"] != "12.50" {
+		t.Fatalf("the owner edits metadata: %+v %v", upd, err)
+	}
+	if err := e.ann.do(`mutation { updateMetadata(id: 1, input: {documentDate: "yesterday"}) { id } }`, nil, &upd); code(err) != docflow.EINVALID {
+		t.Fatalf("a bad date: %v, want invalid", err)
+	}
+	if err := e.bob.do(`mutation { updateMetadata(id: 1, input: {title: "Mine"}) { id } }`, nil, &upd); code(err) != docflow.EFORBIDDEN {
+		t.Fatalf("a viewer edits metadata: %v, want forbidden", err)
+	}
+
 	var del struct{ DeleteDocument bool }
 	if err := e.bob.do(`mutation { deleteDocument(id: 1) }`, nil, &del); code(err) != docflow.EFORBIDDEN {
 		t.Fatalf("a viewer deletes: %v, want forbidden", err)
