@@ -76,6 +76,10 @@
 //   - pipelines.go, routing.go, classification.go: pipelines and their
 //     steps, routing rules, classification rules.
 //   - queue.go: the queue's statistics.
+//   - graphql.go, graphql_writes.go: POST /graphql (the executor, package
+//     graphql, runs behind this server's middleware) and GraphiQL at GET
+//     /graphql; GraphQLWrites, the mutations' writes by these routes'
+//     code.
 //
 // Integrations and events out:
 //   - integrations.go, integrations_audit.go: /api/integrations/…, an

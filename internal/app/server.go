@@ -107,6 +107,11 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 	srv.MountCloud(dfhttp.CloudDeps{Folders: m.cloudFolders(), Files: m.Files, Integrations: m.integrationStore(), Deliveries: m.DestinationStore})
 	srv.MountDatabase(dfhttp.DatabaseDeps{Wizard: m.databaseWizard()})
+	if err := m.mountGraphQL(srv, pipelines); err != nil {
+		// The schema and the resolvers are built together: a mismatch is
+		// a bug no configuration causes.
+		panic(err)
+	}
 }
 
 // startPrometheus puts the Prometheus series beside the analytics store:

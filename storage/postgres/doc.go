@@ -57,6 +57,8 @@
 //   - audit.go: the audit log.
 //   - ownership.go: claims (decided by docflow.FileAccess under the rows'
 //     locks), share roles, assigned owners.
+//   - batchload.go: the comments, shares and processing logs of many
+//     files in one statement each.
 //   - shares.go, comments.go, mentions.go, annotations.go: shares, comments,
 //     the resolution of @mentions and the viewer shares they give,
 //     annotations.
