@@ -16,6 +16,7 @@ import (
 	"docflow"
 	"docflow/internal/app/apptest"
 	"docflow/internal/testsupport"
+	"docflow/internal/testsupport/oidcop"
 )
 
 // phone makes the docflow app's calls as the app makes them: a bearer
@@ -240,6 +241,31 @@ func TestMobileGenerateToken(t *testing.T) {
 		map[string]string{"device_name": strings.Repeat("x", 201)}} {
 		if st, raw := web.do("POST", "/api/mobile/generate-token", bad); st != 422 || !strings.Contains(raw, "device_name") {
 			t.Fatalf("generate-token %v: %d %s, want 422 naming device_name", bad, st, raw)
+		}
+	}
+}
+
+// TestWhoamiSSOPicture: an SSO user's avatar is the provider's picture
+// claim; one whose provider sends none (or a picture that is no http(s)
+// URL) gets the Gravatar-style URL of the verified address; the display
+// name and e-mail are the provider's.
+func TestWhoamiSSOPicture(t *testing.T) {
+	t.Parallel()
+	users := append([]oidcop.User{}, ssoUsers...)
+	users[0].Picture = "https://pictures.example.com/ann.png"
+	users[1].Picture = "javascript:alert(1)"
+	e := newSSOEnvWith(t, ssoOpts{users: users})
+	for _, c := range []struct{ user, owner, avatar string }{
+		{"ann", "ann@example.com", "https://pictures.example.com/ann.png"},
+		{"bob", "bob@example.com", docflow.GravatarURL("bob@example.com")},
+	} {
+		app := &phone{t: t, base: e.app.URL, token: e.mobileToken(c.user)}
+		st, me, raw := app.call("GET", "/api/mobile/whoami", nil)
+		if st != 200 || me["owner_id"] != c.owner || me["email"] != c.owner || me["avatar_url"] != c.avatar {
+			t.Fatalf("%s's whoami: %d %s, want avatar %s", c.user, st, raw, c.avatar)
+		}
+		if c.user == "ann" && (me["is_admin"] != true || me["display_name"] != "Ann Admin") {
+			t.Fatalf("ann's whoami: %s", raw)
 		}
 	}
 }
