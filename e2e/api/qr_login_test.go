@@ -163,7 +163,7 @@ func TestQRLogin(t *testing.T) {
 		t.Fatalf("status after the claim: %v", s)
 	}
 	if err := a.DB.Pool.QueryRow(t.Context(), `SELECT count(*) FROM audit_log WHERE action = $1 AND actor = $2 AND detail LIKE $3`,
-		docflow.AuditTokenCreate, "ann@example.com", "%Mobile App – Ann''s Pixel%").Scan(&n); err != nil || n != 1 {
+		docflow.AuditTokenCreate, "ann@example.com", "%Mobile App – Ann's Pixel%").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("audit entries of the claimed token: %d %v", n, err)
 	}
 

@@ -59,7 +59,8 @@ func (p *ProfileStore) SetPreferredLanguage(ctx context.Context, userID, lang st
 	return nil
 }
 
-// QRChallengeStore keeps the QR login's challenges (migration 0700),
+// QRChallengeStore keeps the QR login's challenges (qr_challenges, the
+// claim's columns from migration 0700),
 // known by the SHA-256 of their token only, so that any api process
 // answers the page's polling and the phone's claim.
 type QRChallengeStore struct{ db *DB }
@@ -116,7 +117,7 @@ func (s *QRChallengeStore) FindQRChallenge(ctx context.Context, tokenHash string
 // (claimed false), or ENOTFOUND when unknown. Two phones racing: one
 // claims, the other reads it claimed.
 func (s *QRChallengeStore) ClaimQRChallenge(ctx context.Context, tokenHash, deviceName string, at time.Time) (*docflow.QRChallenge, bool, error) {
-	q, err := scanQR(s.db.Pool.QueryRow(ctx, `UPDATE qr_challenges SET claimed_at = $2, device_name = $3
+	q, err := scanQR(s.db.Pool.QueryRow(ctx, `UPDATE qr_challenges SET claimed_at = $2, device_name = $3, status = 'claimed'
 		WHERE token_hash = $1 AND claimed_at IS NULL AND expires_at > $2 RETURNING `+qrCols, tokenHash, at, deviceName))
 	if err == nil {
 		return q, true, nil
