@@ -38,6 +38,7 @@ require (
 	github.com/prometheus/common v0.73.1
 	github.com/rs/zerolog v1.35.1
 	github.com/segmentio/kafka-go v0.4.51
+	github.com/skip2/go-qrcode v0.0.0-20200617195104-da1b6568686e
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/studio-b12/gowebdav v0.13.0
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c

@@ -89,6 +89,12 @@
 //     checkTargetURL, the check of every outbound URL a user gives.
 //   - automation.go: automation hooks (REST hooks for Zapier, Make, n8n).
 //   - mobile.go: the devices registered for push notifications.
+//   - mobile_app.go: the rest of the phone app's namespace: the token a
+//     signed-in browser makes for it (generate-token), whoami, the
+//     language preference.
+//   - qr_login.go: QR login: the challenge, its status and QR code (SVG
+//     drawn here), the phone's claim, and the page /qr-login
+//     (static/qr-login.js follows the challenge).
 //   - cloud.go: the cloud folder browser (POST /api/<provider>/list-folders)
 //     and the spec's send-to routes (POST /send_to_<provider>/), over the
 //     CloudFolderLister and DeliveryQueue it declares.

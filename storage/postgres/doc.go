@@ -48,6 +48,8 @@
 //   - userstate.go: what local_users says of a user id now.
 //   - token.go, session.go, mobile_code.go: API tokens, sessions, the
 //     mobile hand-off's one-time codes.
+//   - mobile.go: the phone app's profile facts and language preference,
+//     the QR login's challenges.
 //   - sso.go, sso_links.go: single sign-on (attempts taken once, identities
 //     bound to issuer and subject), and the administrators' links.
 //   - authmode.go: the authentication mode HTTP processes started in, and
