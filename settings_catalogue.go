@@ -43,7 +43,7 @@ var (
 	AnalyticsSampleInterval = secondsSetting(SettingDef{Key: "ANALYTICS_SAMPLE_SECONDS", Category: "Core", RestartRequired: true, Default: "5", Description: "Seconds between consumer-lag and process-resource samples", Check: IntBetween(1, 3600)})
 	LogLevel                = stringSetting(SettingDef{Key: "LOG_LEVEL", Category: "Core", RestartRequired: true, Type: TypeDropdown, Default: "info", Options: []string{"debug", "info", "warn", "error"}, Description: "Log level"})
 	LogFormat               = stringSetting(SettingDef{Key: "LOG_FORMAT", Category: "Core", RestartRequired: true, Type: TypeDropdown, Default: "console", Options: []string{"console", "json"}, Description: "Log format"})
-	Debug                   = boolSetting(SettingDef{Key: "DEBUG", Category: "Advanced", RestartRequired: true, Default: "false", Description: "Debug mode"})
+	Debug                   = boolSetting(SettingDef{Key: "DEBUG", Category: "Advanced", RestartRequired: true, Default: "false", Description: "Debug mode: log at the debug level whatever LOG_LEVEL says (every request, every setting change heard)"})
 
 	// Authentication
 	AuthEnabled              = boolSetting(SettingDef{Key: "AUTH_ENABLED", Category: "Authentication", RestartRequired: true, Default: "false", Description: "Require a session or API token (false = single-user mode)"})
@@ -112,9 +112,9 @@ var (
 	TextQualityThreshold              = floatSetting(SettingDef{Key: "TEXT_QUALITY_THRESHOLD", Category: "OCR", Type: TypeSlider, Default: "85", Description: "OCR quality score below which text counts as poor", Check: FloatBetween(0, 100)})
 	AzureDocumentIntelligenceEndpoint = stringSetting(SettingDef{Key: "AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT", Category: "OCR", Description: "Azure Document Intelligence endpoint for cloud OCR", Check: URLs("https", "http")})
 	AzureDocumentIntelligenceKey      = stringSetting(SettingDef{Key: "AZURE_DOCUMENT_INTELLIGENCE_KEY", Category: "OCR", Sensitive: true, Description: "Azure Document Intelligence key"})
-	AzureRegion                       = stringSetting(SettingDef{Key: "AZURE_REGION", Category: "OCR", Type: TypeAutocomp, Description: "Azure region"})
-	AWSRegion                         = stringSetting(SettingDef{Key: "AWS_REGION", Category: "Storage", Type: TypeAutocomp, Default: "us-east-1", Description: "AWS region"})
-	EasyOCRLanguages                  = listSetting(SettingDef{Key: "EASYOCR_LANGUAGES", Category: "OCR", Type: TypeMulti, Description: "Languages for an EasyOCR-compatible provider"})
+	AzureRegion                       = stringSetting(SettingDef{Key: "AZURE_REGION", Category: "OCR", Type: TypeAutocomp, Description: "Azure region of the Document Intelligence resource (westeurope): when AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT is empty, cloud OCR uses the regional endpoint https://<region>.api.cognitive.microsoft.com", Check: RegionName()})
+	AWSRegion                         = stringSetting(SettingDef{Key: "AWS_REGION", Category: "Storage", Type: TypeAutocomp, Default: "us-east-1", Description: "AWS region of the S3 destinations whose integration names none", Check: RegionName()})
+	EasyOCRLanguages                  = listSetting(SettingDef{Key: "EASYOCR_LANGUAGES", Category: "OCR", Type: TypeMulti, Description: "Languages of the original service's EasyOCR engine (en, de, ch_sim): docflow has no EasyOCR engine, so these are added, as Tesseract languages (en is eng), to TESSERACT_LANGUAGE where a step says auto; a code Tesseract has no language for has no effect"})
 
 	// AI
 	MetadataProvider        = stringSetting(SettingDef{Key: "METADATA_PROVIDER", Category: "AI", Type: TypeDropdown, Default: "rules", Options: []string{"rules", "openai"}, Description: "Metadata extraction provider"})

@@ -9,6 +9,7 @@ import (
 	"docflow/actors/pipeline"
 	"docflow/analytics"
 	"docflow/analytics/prom"
+	"docflow/processing/ocr"
 	dfhttp "docflow/http"
 	"docflow/storage/postgres"
 	"docflow/streams"
@@ -106,6 +107,8 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 	srv.MountCloud(dfhttp.CloudDeps{Folders: m.cloudFolders(), Files: m.Files, Integrations: m.integrationStore(), Deliveries: m.DestinationStore})
+	srv.MountSettings(dfhttp.SettingsDeps{Store: m.Settings, Suggest: map[string]dfhttp.Suggester{
+		docflow.TesseractLanguage.Key(): ocr.New(ocr.Options{}).Languages}})
 }
 
 // startPrometheus puts the Prometheus series beside the analytics store:
