@@ -9,8 +9,8 @@ import (
 	"docflow/actors/pipeline"
 	"docflow/analytics"
 	"docflow/analytics/prom"
-	"docflow/processing/ocr"
 	dfhttp "docflow/http"
+	"docflow/processing/ocr"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
