@@ -177,7 +177,7 @@ func (h *settingsHandlers) set(c *fasthttp.RequestCtx) error {
 	if req.Key != nil && !strings.EqualFold(strings.TrimSpace(*req.Key), key) {
 		return invalid("key", "key %q in the body is not the key of the path (%s)", *req.Key, key)
 	}
-	if len(req.Value) == 0 {
+	if len(req.Value) == 0 || string(req.Value) == "null" {
 		return invalid("value", "value is required (a string); to return to the environment or the default, DELETE /api/settings/%s", key)
 	}
 	value, ok := settingValue(req.Value)

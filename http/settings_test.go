@@ -206,7 +206,7 @@ func TestSettingsBulkUpdate(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	if got := join(m["updated"]); got != "UPLOAD_RATE_LIMIT_WINDOW,STEP_TIMEOUT,DEBUG" {
+	if got := join(m["updated"]); got != "DEBUG,UPLOAD_RATE_LIMIT_WINDOW,STEP_TIMEOUT" {
 		t.Errorf("updated %s", got)
 	}
 	if got := join(m["errors"]); got != "NO_SUCH_SETTING,STALLED_RUN_TIMEOUT" {

@@ -264,7 +264,7 @@ func TestSettingsSetMany(t *testing.T) {
 	for _, st := range set {
 		keys = append(keys, st.Key)
 	}
-	if strings.Join(keys, ",") != "UPLOAD_RATE_LIMIT_WINDOW,AUTH_ENABLED,ADMIN_PASSWORD" {
+	if strings.Join(keys, ",") != "AUTH_ENABLED,ADMIN_PASSWORD,UPLOAD_RATE_LIMIT_WINDOW" {
 		t.Fatalf("stored %v", keys)
 	}
 	for key, code := range map[string]string{"STEP_TIMEOUT": docflow.EINVALID, "NO_SUCH": docflow.ENOTFOUND, "DATABASE_URL": docflow.EINVALID} {
