@@ -37,7 +37,7 @@ func TestParseConfig(t *testing.T) {
 		t.Error("no credentials accepted")
 	}
 	in.Config["ca_certificate"] = "not a certificate"
-	if _, err := NewIntegration(in, netguard.Dialer{}); err == nil {
+	if _, err := NewIntegration(in, netguard.Dialer{}, ""); err == nil {
 		t.Error("a CA that does not parse accepted")
 	}
 }
