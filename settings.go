@@ -47,7 +47,7 @@ type Setting struct {
 	Source    string     `json:"source"` // db, env, default
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
 	// EnvOnly: the process reads it from its environment before the
-	// database opens (DATABASE_URL, WORKDIR, SESSION_SECRET), so it cannot
+	// database opens (DATABASE_URL, WORKDIR, SESSION_SECRET, LOG_FORMAT), so it cannot
 	// be set through the settings API.
 	EnvOnly bool `json:"env_only"`
 }

@@ -337,12 +337,12 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 	if err := m.Settings.Validate(); err != nil {
 		return "", err
 	}
-	// The logger again, as the database's values say (LOG_LEVEL,
-	// LOG_FORMAT, DEBUG): what is built from here on logs through it.
-	if m.cfg.Log == nil {
-		m.Log = newLogger(logLevel(m.Settings), docflow.LogFormat.Get(m.Settings), m.cfg.Stderr)
-	} else if docflow.Debug.Get(m.Settings) {
-		m.Log = m.Log.Level(zerolog.DebugLevel)
+	// The log level again, as the database's values say (LOG_LEVEL,
+	// DEBUG): what is built from here on logs at it.
+	if lvl := logLevel(m.Settings); lvl != logLevel(env) {
+		if l, err := zerolog.ParseLevel(strings.ToLower(lvl)); err == nil {
+			m.Log = m.Log.Level(l)
+		}
 	}
 	return secret, nil
 }

@@ -43,9 +43,9 @@ var bootstrapSettings = []string{docflow.LogLevel.Key(), docflow.LogFormat.Key()
 
 // envOnlySettings are the bootstrap settings a database value could never
 // change (the database itself, where it keeps its files, the key of its
-// sealed values): the settings API refuses them. The log's are read again
-// once the database is open.
-var envOnlySettings = []string{docflow.Workdir.Key(), docflow.SessionSecret.Key(), docflow.DatabaseURL.Key()}
+// sealed values, the log's format): the settings API refuses them. The log
+// level (LOG_LEVEL, DEBUG) is read again once the database is open.
+var envOnlySettings = []string{docflow.LogFormat.Key(), docflow.Workdir.Key(), docflow.SessionSecret.Key(), docflow.DatabaseURL.Key()}
 
 // logLevel is LOG_LEVEL, or debug while DEBUG is on.
 func logLevel(s docflow.SettingsReader) string {

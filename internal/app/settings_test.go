@@ -3,13 +3,17 @@ package app_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"docflow"
+	"docflow/internal/app"
 	"docflow/internal/app/apptest"
 	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
@@ -70,4 +74,29 @@ func TestSettingChangeReachesEveryProcess(t *testing.T) {
 	testsupport.WaitFor(t, 30*time.Second, "the worker hears the reset", func() bool {
 		return docflow.AllowFileDelete.Get(worker.Settings)
 	})
+}
+
+// DEBUG logs at the debug level, whatever LOG_LEVEL says: from the
+// environment when the logger is built, and from the database once it is
+// open (a stored value applies from the next start).
+func TestDebugSettingSetsTheLogLevel(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"LOG_LEVEL": "warn", "DEBUG": "true"}
+	if l := app.Logger(func(k string) string { return env[k] }, io.Discard); l.GetLevel() != zerolog.DebugLevel {
+		t.Fatalf("DEBUG in the environment: level %v", l.GetLevel())
+	}
+	ctx := context.Background()
+	db, cleanup, err := postgres.OpenTestDB(ctx, "app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cleanup)
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO settings (key, value) VALUES ('DEBUG', 'true')`); err != nil {
+		t.Fatal(err)
+	}
+	log := zerolog.New(io.Discard).Level(zerolog.InfoLevel)
+	a := apptest.New(t, apptest.Options{Role: "api", DB: db, Log: &log})
+	if a.Log.GetLevel() != zerolog.DebugLevel {
+		t.Fatalf("DEBUG in the database: level %v", a.Log.GetLevel())
+	}
 }

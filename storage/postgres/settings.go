@@ -136,7 +136,7 @@ func (s *SettingsStore) OnChange(f func(keys []string)) {
 }
 
 // EnvOnly marks keys a process reads from its environment before the
-// database opens (DATABASE_URL, WORKDIR, SESSION_SECRET): Set refuses
+// database opens (DATABASE_URL, WORKDIR, SESSION_SECRET, LOG_FORMAT): Set refuses
 // them, since a database value would never apply.
 func (s *SettingsStore) EnvOnly(keys ...string) {
 	s.mu.Lock()
