@@ -105,6 +105,9 @@
 //     entry: default, type, check, description, category.
 //   - settings_check.go: the checks of values (numbers, durations, URLs…).
 //   - settings_rules.go: rules across settings, checked at start.
+//   - settings_values.go: the values some settings take (regions, EasyOCR
+//     and embedding models for the settings API's suggestions), and what
+//     AZURE_REGION and EASYOCR_LANGUAGES mean for OCR.
 //
 // Analytics:
 //   - analytics.go: Metric, the one metric schema, and Recorder.

@@ -112,6 +112,10 @@
 //   - home.go: the status page /status, the route list /docs, static files.
 //   - health.go: the health checks (details for administrators only).
 //   - ops.go: the operations page /ops over /api/analytics/*.
+//   - settings.go: the settings API (/api/settings/…: list, one key, set,
+//     delete, bulk update, credentials overview, suggestions), sensitive
+//     values never shown; settings_page.go, the /settings page over it
+//     (static/settings.js saves only what changed).
 //   - analytics.go: GET /api/analytics/*.
 //   - metrics.go, metricsserver.go: GET /metrics, and a worker's own
 //     /metrics listener.

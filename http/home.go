@@ -38,6 +38,7 @@ const pageBar = `<a class="skip" href="#main">Skip to content</a>
 <li><a href="/status">Status</a></li>
 <li><a href="/docs">API reference</a></li>
 <li><a href="/ops">Operations</a></li>
+<li><a href="/settings">Settings</a></li>
 <li><a href="/api/diagnostic/health">Health (JSON)</a></li>
 {{if .CanSignOut}}<li><form method="post" action="/logout"><button type="submit" class="link">Sign out</button></form></li>
 {{else if .CanSignIn}}<li><a href="/login">Sign in</a></li>{{end}}

@@ -228,7 +228,7 @@ func (m *App) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.Settings.Start(5 * time.Second)
+	m.Settings.Start()
 	m.startUserStates()
 
 	if err := m.startRecorder(ctx); err != nil {
@@ -299,7 +299,7 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 	if m.cfg.Log != nil {
 		m.Log = *m.cfg.Log
 	} else {
-		m.Log = newLogger(docflow.LogLevel.Get(env), docflow.LogFormat.Get(env), m.cfg.Stderr)
+		m.Log = newLogger(logLevel(env), docflow.LogFormat.Get(env), m.cfg.Stderr)
 	}
 	if err := env.validate(bootstrapSettings...); err != nil {
 		return "", err
@@ -333,8 +333,16 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 		return "", err
 	}
 	m.onClose(func(context.Context) error { m.Settings.Close(); return nil })
+	m.Settings.EnvOnly(envOnlySettings...)
 	if err := m.Settings.Validate(); err != nil {
 		return "", err
+	}
+	// The log level again, as the database's values say (LOG_LEVEL,
+	// DEBUG): what is built from here on logs at it.
+	if lvl := logLevel(m.Settings); lvl != logLevel(env) {
+		if l, err := zerolog.ParseLevel(strings.ToLower(lvl)); err == nil {
+			m.Log = m.Log.Level(l)
+		}
 	}
 	return secret, nil
 }

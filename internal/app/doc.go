@@ -13,7 +13,9 @@
 //
 // Build's order: logger, WORKDIR, session secret (or one generated and kept
 // in WORKDIR/.session_secret), PostgreSQL (created if missing, migrated),
-// settings (a value the service cannot use stops the start, naming it), the
+// settings (a value the service cannot use stops the start, naming it; the
+// log is built again from them; then each process listens for changes to
+// them, see postgres.SettingsStore.Start), the
 // metrics recorder and the Prometheus series, the broker (embedded when
 // KAFKA_BROKERS is empty), topics, producer, outbox relay, blob store,
 // intake and watch folders, blob sweep, the actor engine, the steps and

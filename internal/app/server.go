@@ -10,6 +10,7 @@ import (
 	"docflow/analytics"
 	"docflow/analytics/prom"
 	dfhttp "docflow/http"
+	"docflow/processing/ocr"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
@@ -113,6 +114,8 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 		// a bug no configuration causes.
 		panic(err)
 	}
+	srv.MountSettings(dfhttp.SettingsDeps{Store: m.Settings, Suggest: map[string]dfhttp.Suggester{
+		docflow.TesseractLanguage.Key(): ocr.New(ocr.Options{}).Languages}})
 }
 
 // startPrometheus puts the Prometheus series beside the analytics store:

@@ -12,7 +12,10 @@
 //   - errors.go: driver errors as docflow codes.
 //   - cipher.go: AES-256-GCM for secrets at rest, keyed from SESSION_SECRET.
 //   - settings.go: the settings store (database, then environment, then
-//     the catalogue's default; sensitive values sealed; values checked).
+//     the catalogue's default; sensitive values sealed; values checked,
+//     several in one transaction); settings_listen.go, every process's
+//     listener that reloads them when the table's trigger notifies
+//     docflow_settings.
 //   - outbox.go: the one owner of the outbox table: Enqueue inside the
 //     caller's transaction, and the relay's side (lock due rows, mark them
 //     sent, LISTEN docflow_outbox, delete old rows).
