@@ -96,6 +96,10 @@
 //   - settings_check.go: the checks of values (numbers, durations, URLs…).
 //   - settings_rules.go: rules across settings, checked at start.
 //
+// Operations:
+//   - reset.go: the system reset's modes, confirmations, result and
+//     SystemResetter.
+//
 // Analytics:
 //   - analytics.go: Metric, the one metric schema, and Recorder.
 //   - analytics_query.go: an analytics window and its buckets.
