@@ -106,6 +106,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 	srv.MountCloud(dfhttp.CloudDeps{Folders: m.cloudFolders(), Files: m.Files, Integrations: m.integrationStore(), Deliveries: m.DestinationStore})
+	srv.MountSystemReset(dfhttp.SystemResetDeps{Resetter: m.reset})
 }
 
 // startPrometheus puts the Prometheus series beside the analytics store:
