@@ -87,7 +87,7 @@ func files(t *testing.T, c *client, hdr ...string) []listedFile {
 func waitStatus(t *testing.T, c *client, n int, want string, hdr ...string) []listedFile {
 	t.Helper()
 	var got []listedFile
-	testsupport.WaitFor(t, 3*time.Minute, fmt.Sprintf("%d files %s", n, want), func() bool {
+	done := func() bool {
 		got = files(t, c, hdr...)
 		if len(got) != n {
 			return false
@@ -98,7 +98,12 @@ func waitStatus(t *testing.T, c *client, n int, want string, hdr ...string) []li
 			}
 		}
 		return true
-	})
+	}
+	for deadline := time.Now().Add(5 * time.Minute); !done(); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %d files %s: %+v", n, want, got)
+		}
+	}
 	return got
 }
 
@@ -147,7 +152,7 @@ func TestSystemResetRefusals(t *testing.T) {
 	}
 	uploadAs(t, admin, "", "keep.txt", "keep me\n")
 
-	if got := admin.must(200, "GET", "/api/admin/system-reset/status", nil); got != `{"enabled":false,"factory_reset_on_startup":false}` {
+	if got := strings.TrimSpace(admin.must(200, "GET", "/api/admin/system-reset/status", nil)); got != `{"enabled":false,"factory_reset_on_startup":false}` {
 		t.Fatalf("status: %s", got)
 	}
 	admin.must(403, "POST", "/api/admin/system-reset/full", map[string]string{"confirmation": "DELETE"})

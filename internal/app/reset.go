@@ -232,7 +232,9 @@ func (r *systemReset) wipeFiles(ctx context.Context, start time.Time) docflow.Re
 	var out docflow.ResetFilesystem
 	if r.m.Blobs != nil && r.m.Files != nil {
 		st, err := r.m.Blobs.Sweep(ctx, blob.SweepOptions{MinAge: max(time.Since(start), time.Millisecond), InUse: r.m.Files.BlobsInUse,
-			OnError: func(key string, err error) { r.log.Warn().Err(err).Str("blob", key).Msg("system reset: blob not removed") }})
+			OnError: func(key string, err error) {
+				r.log.Warn().Err(err).Str("blob", key).Msg("system reset: blob not removed")
+			}})
 		out.DeletedFiles += st.Removed
 		if err != nil {
 			r.log.Error().Err(err).Msg("system reset: blob store not swept to the end; the blob sweep removes the rest")
