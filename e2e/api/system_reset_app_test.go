@@ -282,15 +282,20 @@ func TestSystemResetReimport(t *testing.T) {
 	uploadAs(t, c, token, "invoice.txt", "invoice number 1\n")
 	uploadAs(t, c, token, "letter.txt", "a letter\n")
 	uploadAs(t, c, token, "invoice-copy.txt", "invoice number 1\n") // a duplicate
-	testsupport.WaitFor(t, 3*time.Minute, "the documents processed", func() bool {
-		n := 0
-		for _, f := range files(t, c, auth...) {
+	for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		got, n := files(t, c, auth...), 0
+		for _, f := range got {
 			if f.Processing.Status == "completed" || f.Processing.Status == "duplicate" {
 				n++
 			}
 		}
-		return n == 3
-	})
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for the documents processed: %+v", got)
+		}
+	}
 
 	status, body := c.do("POST", "/api/admin/system-reset/reimport", map[string]string{"confirmation": "REIMPORT"}, auth...)
 	var res resetAnswer
