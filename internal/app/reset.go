@@ -54,8 +54,9 @@ type systemReset struct {
 	log   zerolog.Logger
 
 	mu sync.Mutex
-	// seen is the last reset whose caches this process dropped.
-	seen string
+	// claimed is the last reset this process took up (its own, or one
+	// heard); seen the last one whose caches it has dropped.
+	claimed, seen string
 }
 
 var _ docflow.SystemResetter = (*systemReset)(nil)
@@ -135,7 +136,7 @@ func (r *systemReset) locked(ctx context.Context, mode, actor string, settings m
 		return nil, err
 	}
 	r.mu.Lock()
-	r.seen = res.ID // its announcement, heard back, finds the caches dropped
+	r.claimed = res.ID // its announcement, heard back, is not acted on twice
 	r.mu.Unlock()
 	res.Database, err = r.store.Wipe(ctx, docflow.ResetWipe{Settings: settings, Messages: []docflow.OutboxMessage{announce}})
 	if err != nil {
@@ -145,6 +146,7 @@ func (r *systemReset) locked(ctx context.Context, mode, actor string, settings m
 		return nil, err
 	}
 	r.dropCaches(ctx)
+	r.dropped(res.ID)
 	res.Filesystem = r.wipeFiles(ctx, start)
 	if mode == docflow.ResetReimport {
 		moved, err := releaseStaged(stage, folder)
@@ -173,16 +175,24 @@ func (r *systemReset) heard(c streams.Control) {
 		return
 	}
 	r.mu.Lock()
-	if r.seen == c.ResetID {
+	if r.claimed == c.ResetID {
 		r.mu.Unlock()
 		return
 	}
-	r.seen = c.ResetID
+	r.claimed = c.ResetID
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	r.dropCaches(ctx)
+	r.dropped(c.ResetID)
 	r.log.Warn().Str("reset_id", c.ResetID).Str("mode", c.Mode).Msg("system reset announced: this process dropped its caches")
+}
+
+// dropped records that the caches are dropped for reset id.
+func (r *systemReset) dropped(id string) {
+	r.mu.Lock()
+	r.seen = id
+	r.mu.Unlock()
 }
 
 // dropCaches forgets what this process cached of the wiped tables: the
