@@ -92,27 +92,43 @@ func ListenControl(ctx context.Context, brokers []string, log zerolog.Logger, ha
 	if len(brokers) == 0 || handle == nil {
 		return nil, errors.New("listen control: brokers and a handler are required")
 	}
-	var d kafka.Dialer
-	var conn *kafka.Conn
-	var err error
-	for _, b := range brokers {
-		if conn, err = d.DialLeader(ctx, "tcp", b, TopicControl, 0); err == nil {
-			break
-		}
-	}
+	start, err := controlEnd(ctx, brokers)
 	if err != nil {
-		return nil, fmt.Errorf("listen control: %w", err)
-	}
-	start, err := conn.ReadLastOffset()
-	conn.Close()
-	if err != nil {
-		return nil, fmt.Errorf("listen control: end offset: %w", err)
+		return nil, err
 	}
 	l := &ControlListener{brokers: brokers, handle: handle, log: log.With().Str("component", "control").Logger(), done: make(chan struct{})}
 	var lctx context.Context
 	lctx, l.cancel = context.WithCancel(context.Background())
 	go l.run(lctx, start)
 	return l, nil
+}
+
+// controlEnd is the offset after the last message of TopicControl. A
+// topic just created may have no leader yet: it asks again for a while.
+func controlEnd(ctx context.Context, brokers []string) (int64, error) {
+	var d kafka.Dialer
+	var err error
+	for attempt := 0; ; attempt++ {
+		for _, b := range brokers {
+			var conn *kafka.Conn
+			if conn, err = d.DialLeader(ctx, "tcp", b, TopicControl, 0); err != nil {
+				continue
+			}
+			var end int64
+			end, err = conn.ReadLastOffset()
+			conn.Close()
+			if err == nil {
+				return end, nil
+			}
+		}
+		if attempt == 40 || ctx.Err() != nil {
+			return 0, fmt.Errorf("listen control: find the end of %s: %w", TopicControl, err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // run reads from offset next until ctx ends. A reader whose fetch timed
