@@ -3,11 +3,13 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"docflow"
 	"docflow/internal/app/apptest"
 	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
@@ -126,5 +128,53 @@ func TestFactoryResetOnStartupRunsOnce(t *testing.T) {
 	a.Close()
 	if tokens() != 1 {
 		t.Fatal("a second start wiped again")
+	}
+}
+
+// TestResetWithStepsInFlight: documents are inside a step that runs for
+// seconds when the reset wipes their rows. The steps end afterwards and
+// write nothing back (no file, run, log or name row comes back), nothing
+// crashes, and the process stays ready.
+func TestResetWithStepsInFlight(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := apptest.New(t, apptest.Options{Env: map[string]string{"ENABLE_TEST_STEP": "true", "ENABLE_FACTORY_RESET": "true"}})
+	p := &docflow.Pipeline{Name: "slow", IsDefault: true, IsActive: true,
+		Steps: []*docflow.PipelineStep{{StepType: docflow.StepTest, Label: "slow", Enabled: true,
+			Config: map[string]any{"sleep_ms": 3000, "title": "written back?"}}}}
+	if err := postgres.NewPipelineStore(a.DB).CreatePipeline(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		upload(t, a.URL, fmt.Sprintf("inflight-%d.txt", i), fmt.Sprintf("document %d\n", i))
+	}
+	count := func(sql string) int {
+		t.Helper()
+		var n int
+		if err := a.DB.Pool.QueryRow(ctx, sql).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	testsupport.WaitFor(t, 60*time.Second, "the steps running", func() bool {
+		return count(`SELECT count(*) FROM run_steps WHERE status = 'running'`) > 0
+	})
+
+	resp, err := http.Post(a.URL+"/api/admin/system-reset/full", "application/json", strings.NewReader(`{"confirmation":"DELETE"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("reset: %d", resp.StatusCode)
+	}
+	testsupport.WaitFor(t, 60*time.Second, "the steps in flight ended", func() bool { return a.Engine.InFlight() == 0 })
+	for _, table := range []string{"files", "runs", "run_steps", "processing_logs", "file_names"} {
+		if n := count(`SELECT count(*) FROM ` + table); n != 0 {
+			t.Errorf("%d rows written back to %s after the reset", n, table)
+		}
+	}
+	if status, body := get(t, a.URL+"/api/diagnostic/healthz/ready"); status != 200 {
+		t.Fatalf("not ready after the reset: %d %s", status, body)
 	}
 }
