@@ -88,14 +88,14 @@
 //     and the spec's send-to routes (POST /send_to_<provider>/), over the
 //     CloudFolderLister and DeliveryQueue it declares.
 //   - notify.go: the administrators' test notification.
-//   - system_reset.go: the system reset's status, full reset and reimport
-//     (ENABLE_FACTORY_RESET, the typed confirmation, the audit entry).
 //
 // Pages and operations:
 //   - home.go: the front page /, the route list /docs, static files.
 //   - health.go: the health checks (details for administrators only).
 //   - ops.go: the operations page /ops over /api/analytics/*.
 //   - analytics.go: GET /api/analytics/*.
+//   - system_reset.go: the system reset's status, full reset and reimport
+//     (ENABLE_FACTORY_RESET, the typed confirmation, the audit entry).
 //   - metrics.go, metricsserver.go: GET /metrics, and a worker's own
 //     /metrics listener.
 package http

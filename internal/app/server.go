@@ -96,6 +96,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationStore(m.DB)})
 	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
 	srv.MountNotifications(dfhttp.NotificationsDeps{Notifier: m.Notifier})
+	srv.MountSystemReset(dfhttp.SystemResetDeps{Resetter: m.reset})
 	srv.MountMobile(dfhttp.MobileDeps{Devices: m.Devices})
 	srv.MountAutomation(dfhttp.AutomationDeps{Hooks: postgres.NewAutomationHookStore(m.DB, m.cipher)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
@@ -106,7 +107,6 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 	srv.MountCloud(dfhttp.CloudDeps{Folders: m.cloudFolders(), Files: m.Files, Integrations: m.integrationStore(), Deliveries: m.DestinationStore})
-	srv.MountSystemReset(dfhttp.SystemResetDeps{Resetter: m.reset})
 }
 
 // startPrometheus puts the Prometheus series beside the analytics store:
