@@ -109,6 +109,10 @@
 //     and embedding models for the settings API's suggestions), and what
 //     AZURE_REGION and EASYOCR_LANGUAGES mean for OCR.
 //
+// Operations:
+//   - reset.go: the system reset's modes, confirmations, result and
+//     SystemResetter.
+//
 // Analytics:
 //   - analytics.go: Metric, the one metric schema, and Recorder.
 //   - analytics_query.go: an analytics window and its buckets.

@@ -117,6 +117,8 @@
 //     values never shown; settings_page.go, the /settings page over it
 //     (static/settings.js saves only what changed).
 //   - analytics.go: GET /api/analytics/*.
+//   - system_reset.go: the system reset's status, full reset and reimport
+//     (ENABLE_FACTORY_RESET, the typed confirmation, the audit entry).
 //   - metrics.go, metricsserver.go: GET /metrics, and a worker's own
 //     /metrics listener.
 package http

@@ -25,6 +25,7 @@ import (
 //	document.updated,
 //	file.updated,
 //	file.deleted         TopicEvents               evt_ + 24 hex digits
+//	control (reset)      TopicControl              ctl_ + 24 hex digits
 //
 // file.updated and file.deleted are also written by the database trigger of
 // migration 0003, in the same envelope and with ids of the same shape.

@@ -146,6 +146,8 @@ type App struct {
 	// sso is single sign-on's state (sso.go); its provider check is wired
 	// once the HTTP API is built.
 	sso *ssoState
+	// reset is the system reset (reset.go).
+	reset *systemReset
 
 	listener net.Listener
 	closers  []func(ctx context.Context) error
@@ -277,15 +279,19 @@ func (m *App) run(ctx context.Context) error {
 	if err := m.startWorkerMetrics(); err != nil {
 		return err
 	}
+	m.reset = m.newSystemReset()
 	if m.Role == "serve" || m.Role == "api" {
 		if err := m.startSearch(ctx); err != nil {
+			return err
+		}
+		if err := m.resetOnStartup(ctx); err != nil {
 			return err
 		}
 		if err := m.startHTTP(ctx, secret); err != nil {
 			return err
 		}
 	}
-	return nil
+	return m.listenControl(ctx)
 }
 
 // openStore builds what every command needs first: the logger, WORKDIR,
@@ -481,6 +487,9 @@ func (m *App) startStreams(ctx context.Context, workdir string) error {
 	defer cancel()
 	if err := streams.EnsureTopics(tctx, m.Brokers, topics.Configs()); err != nil {
 		return fmt.Errorf("create topics on %s: %w", strings.Join(m.Brokers, ","), err)
+	}
+	if err := streams.EnsureControlTopic(tctx, m.Brokers); err != nil {
+		return fmt.Errorf("create the control topic on %s: %w", strings.Join(m.Brokers, ","), err)
 	}
 	p, err := streams.NewProducer(streams.ProducerConfig{Brokers: m.Brokers})
 	if err != nil {

@@ -54,4 +54,9 @@
 //     stop at Close and stay resumable).
 //   - sweep.go: the blob sweep's schedule (one process at a time, under an
 //     advisory lock).
+//   - reset.go: the system reset (wipe, work files, reimport,
+//     FACTORY_RESET_ON_STARTUP) and every process's reaction to one
+//     announced on the control topic: its caches dropped. The control
+//     listener starts last in Build; a serve or api process runs
+//     FACTORY_RESET_ON_STARTUP's reset before it serves HTTP.
 package app

@@ -97,6 +97,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationStore(m.DB)})
 	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
 	srv.MountNotifications(dfhttp.NotificationsDeps{Notifier: m.Notifier})
+	srv.MountSystemReset(dfhttp.SystemResetDeps{Resetter: m.reset})
 	srv.MountMobile(dfhttp.MobileDeps{Devices: m.Devices})
 	srv.MountMobileApp(dfhttp.MobileAppDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent), QR: postgres.NewQRChallengeStore(m.DB)})
 	srv.MountAutomation(dfhttp.AutomationDeps{Hooks: postgres.NewAutomationHookStore(m.DB, m.cipher)})

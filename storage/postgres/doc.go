@@ -60,6 +60,9 @@
 //   - profiles.go, profile_signup.go, users.go: profiles and their
 //     statistics, sign-ups, users search and mentionable users.
 //   - audit.go: the audit log.
+//   - reset.go: the system reset's SQL: the content tables (read from the
+//     schema), their counts, the wipe in one transaction, the originals a
+//     reimport takes back, the reset lock.
 //   - ownership.go: claims (decided by docflow.FileAccess under the rows'
 //     locks), share roles, assigned owners.
 //   - batchload.go: the comments, shares and processing logs of many

@@ -39,6 +39,10 @@ func NewFileStore(db *DB) *FileStore {
 	return s
 }
 
+// DropCaches forgets the listing totals and page anchors it cached (a
+// system reset emptied the tables).
+func (s *FileStore) DropCaches() { s.counts.purge() }
+
 const fileCols = `f.id, f.filehash, f.original_filename, f.stored_filename, f.file_size, f.mime_type,
 	f.created_at, f.updated_at, f.owner_id, f.pipeline_id, f.status, f.source, f.duplicate_of,
 	f.original_blob, f.processed_blob, f.document_title, f.ocr_quality_score, f.ai_metadata,
