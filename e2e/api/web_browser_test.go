@@ -142,7 +142,7 @@ func TestWebPagesInBrowser(t *testing.T) {
 	if _, err := os.Stat("../../http/static/app/index.html"); err != nil {
 		t.Skip("the web pages are not built into http/static/app: make test builds them (make web, scripts/web.sh)")
 	}
-	ctx, cancel := headlessChromiumFor(t, 8*time.Minute)
+	ctx, cancel := headlessChromiumFor(t, 12*time.Minute)
 	t.Cleanup(cancel) // after the screenshot of a failure
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"}})
 	const ann, bob = "ann@example.com", "bob@example.com"
