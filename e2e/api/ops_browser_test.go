@@ -30,8 +30,15 @@ func browserPath() string {
 	return ""
 }
 
-// headlessChromium starts a headless Chromium with a fresh profile; cancel ends it.
+// headlessChromium starts a headless Chromium with a fresh profile for
+// at most two minutes; cancel ends it.
 func headlessChromium(t *testing.T) (context.Context, context.CancelFunc) {
+	t.Helper()
+	return headlessChromiumFor(t, 2*time.Minute)
+}
+
+// headlessChromiumFor is headlessChromium for at most d.
+func headlessChromiumFor(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
 	t.Helper()
 	path := browserPath()
 	if path == "" {
@@ -50,7 +57,7 @@ func headlessChromium(t *testing.T) (context.Context, context.CancelFunc) {
 	}
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	ctx, tcancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, tcancel := context.WithTimeout(ctx, d)
 	return ctx, func() {
 		tcancel()
 		cancel()

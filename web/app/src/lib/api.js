@@ -9,11 +9,20 @@
 // never hold an API token.
 
 export class ApiError extends Error {
-  constructor(status, detail) {
+  // fields: the server's per-field errors of a 422, {field: message}
+  // (field as the API names it: "title", "ai_metadata.amount").
+  constructor(status, detail, fields) {
     super(detail);
     this.status = status;
     this.detail = detail;
+    this.fields = fields || {};
   }
+}
+
+function fieldsOf(body) {
+  const out = {};
+  for (const e of (body && body.errors) || []) if (e && e.field) out[e.field] = e.message || '';
+  return out;
 }
 
 // detailOf turns an error body into one readable sentence: {"detail": "…"}
@@ -66,7 +75,7 @@ export async function request(method, path, { query, json, body, headers, signal
     } catch {
       /* not JSON */
     }
-    throw new ApiError(resp.status, detailOf(resp.status, parsed));
+    throw new ApiError(resp.status, detailOf(resp.status, parsed), fieldsOf(parsed));
   }
   if (raw) return resp;
   if (resp.status === 204) return null;

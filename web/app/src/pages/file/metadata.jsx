@@ -7,6 +7,15 @@ import { api } from '../../lib/api.js';
 import { notify } from '../../components/notices.jsx';
 
 const known = ['title', 'date', 'tags', 'sender', 'correspondent', 'document_type'];
+// The extracted fields a person may edit besides the named ones (sent as
+// ai_metadata.<key>); the pipeline's own fields are shown read-only.
+const extracted = [
+  ['amount', 'Amount'],
+  ['currency', 'Currency'],
+  ['reference_number', 'Reference number'],
+  ['iban', 'IBAN'],
+  ['language', 'Language'],
+];
 
 function fieldsOf(file) {
   const m = file.ai_metadata || {};
@@ -16,6 +25,7 @@ function fieldsOf(file) {
     tags: Array.isArray(m.tags) ? m.tags.join(', ') : '',
     correspondent: m.correspondent || m.sender || '',
     document_type: m.document_type || '',
+    ...Object.fromEntries(extracted.map(([k]) => [k, m[k] == null ? '' : String(m[k])])),
   };
 }
 
@@ -43,6 +53,7 @@ export function Metadata({ file, canEdit, onSaved }) {
         tags: form.tags.split(',').map((t) => t.trim()).filter(Boolean),
         correspondent: form.correspondent,
         document_type: form.document_type,
+        ai_metadata: Object.fromEntries(extracted.map(([k]) => [k, form[k]])),
       };
       await api.patch(`/api/files/${file.id}/metadata`, body);
       notify('Metadata saved');
@@ -52,8 +63,14 @@ export function Metadata({ file, canEdit, onSaved }) {
       if (err.status === 404 || err.status === 405) {
         setErrors({ _: 'This server cannot edit metadata yet.' });
       } else {
-        const m = /^([a-z_]+)/.exec(err.detail || '');
-        setErrors(m && m[1] in form ? { [m[1]]: err.detail } : { _: err.detail || err.message });
+        // 422 names each bad field ("title", "ai_metadata.amount").
+        const next = {};
+        for (const [f, msg] of Object.entries(err.fields || {})) {
+          const k = f.replace(/^ai_metadata\./, '');
+          next[k in form ? k : '_'] = msg;
+        }
+        if (Object.keys(next).length === 0 || !next._) next._ = err.detail || err.message;
+        setErrors(next);
       }
     } finally {
       setBusy(false);
@@ -89,6 +106,7 @@ export function Metadata({ file, canEdit, onSaved }) {
       {field('tags', 'Tags (comma-separated)')}
       {field('correspondent', 'Correspondent')}
       {field('document_type', 'Document type')}
+      {extracted.map(([k, label]) => field(k, label))}
       {errors._ && <p class="error" role="alert">{errors._}</p>}
       <div class="row">
         <button type="submit" disabled={busy}>Save</button>
