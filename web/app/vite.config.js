@@ -7,7 +7,7 @@ import { defineConfig } from 'vite';
 export default defineConfig({
   base: '/static/app/',
   // JSX compiles to Preact's runtime (no Babel, no plugin needed).
-  oxc: { jsx: { runtime: 'automatic', importSource: 'preact' } },
+  esbuild: { jsx: 'automatic', jsxImportSource: 'preact' },
   build: {
     outDir: '../../http/static/app',
     // scripts/web.sh clears the folder but keeps its committed README.md.
