@@ -255,7 +255,7 @@ func TestImportRefusesAnotherSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.Close()
-	_, err = w.Start(ctx, docflow.MigrationRequest{SourceURL: "sqlite://"+path})
+	_, err = w.Start(ctx, docflow.MigrationRequest{SourceURL: "sqlite://" + path})
 	if docflow.ErrorCode(err) != docflow.EINVALID || !strings.Contains(docflow.ErrorMessage(err), "not the original service's database") {
 		t.Fatalf("another schema: %v", err)
 	}
@@ -264,7 +264,7 @@ func TestImportRefusesAnotherSchema(t *testing.T) {
 	if err := writeFile(junk, "this is not a database, just text that is long enough to have a header"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: "sqlite://"+junk}); docflow.ErrorCode(err) != docflow.EINVALID {
+	if _, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: "sqlite://" + junk}); docflow.ErrorCode(err) != docflow.EINVALID {
 		t.Fatalf("not a database: %v", err)
 	}
 	if n := count(t, db, `SELECT count(*) FROM legacy_import_rows`) + count(t, db, `SELECT count(*) FROM db_migration_jobs`); n != 0 {
