@@ -55,6 +55,8 @@
 //     samples.
 //   - device.go: the devices registered for push, CheckPushToken,
 //     DeviceStore.
+//   - mobile.go: the phone app's profile (MobileProfileOf, GravatarURL),
+//     the language preference, the QR login's challenge.
 //   - notification.go: the administrators' notifications and Notifier.
 //   - delivery_batch.go: RecordedAttempt, an attempt recorded in a batch.
 //

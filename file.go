@@ -102,6 +102,8 @@ type FileFilter struct {
 	// nil = every file.
 	VisibleTo *Visibility
 	IDs       []int64
+	// OwnerID selects the files this user owns ("" = any owner or none).
+	OwnerID string
 
 	Search   string
 	MimeType string
@@ -124,6 +126,9 @@ type FileFilter struct {
 	SortOrder string // asc, desc
 	Page      int
 	PerPage   int
+	// Offset, when positive, is how many rows come before the page, in
+	// place of (Page-1)*PerPage: for clients that address rows, not pages.
+	Offset int
 
 	// WithProcessingStatus makes FindFiles fill each returned File's
 	// Processing in the same query.

@@ -76,6 +76,10 @@
 //   - pipelines.go, routing.go, classification.go: pipelines and their
 //     steps, routing rules, classification rules.
 //   - queue.go: the queue's statistics.
+//   - graphql.go, graphql_writes.go: POST /graphql (the executor, package
+//     graphql, runs behind this server's middleware) and GraphiQL at GET
+//     /graphql; GraphQLWrites, the mutations' writes by these routes'
+//     code.
 //
 // Integrations and events out:
 //   - integrations.go, integrations_audit.go: /api/integrations/…, an
@@ -85,6 +89,12 @@
 //     checkTargetURL, the check of every outbound URL a user gives.
 //   - automation.go: automation hooks (REST hooks for Zapier, Make, n8n).
 //   - mobile.go: the devices registered for push notifications.
+//   - mobile_app.go: the rest of the phone app's namespace: the token a
+//     signed-in browser makes for it (generate-token), whoami, the
+//     language preference.
+//   - qr_login.go: QR login: the challenge, its status and QR code (SVG
+//     drawn here), the phone's claim, and the page /qr-login
+//     (static/qr-login.js follows the challenge).
 //   - cloud.go: the cloud folder browser (POST /api/<provider>/list-folders)
 //     and the spec's send-to routes (POST /send_to_<provider>/), over the
 //     CloudFolderLister and DeliveryQueue it declares.

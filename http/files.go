@@ -48,6 +48,7 @@ func (s *Server) MountFiles(d FilesDeps) {
 		panic("http: MountFiles needs Files, Blobs, Intake and Pipelines")
 	}
 	h := &filesHandlers{s: s, d: d}
+	s.files = h
 	b := Route{Auth: AuthUser, Limit: LimitDefault}
 	stream := Route{Auth: AuthUser, Limit: LimitDefault, Timeout: 10 * time.Minute}
 	s.Handle("GET", "/api/files", b, h.list)
@@ -128,17 +129,7 @@ func (s *Server) fileByID(c *fasthttp.RequestCtx, files fileLoader, id int64, ne
 // the route found otherwise (by its stored name, say): the file access
 // rule's refusal, or nil.
 func (s *Server) authorizeFile(c *fasthttp.RequestCtx, files fileLoader, f *docflow.File, need docflow.Access) error {
-	access := s.fileAccess()
-	u := CurrentUser(c)
-	role := ""
-	// The share role is looked up only when it counts.
-	if access.NeedsShareRole(u, f, need) {
-		var err error
-		if role, err = files.ShareRole(RequestContext(c), f.ID, u.ID); err != nil {
-			return err
-		}
-	}
-	return access.Authorize(u, f, role, need)
+	return s.fileAccess().Check(RequestContext(c), files, CurrentUser(c), f, need)
 }
 
 type pagination struct {

@@ -37,8 +37,28 @@ func (h *filesHandlers) editMetadata(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	if err := edit.Check(); err != nil {
+	updated, changed, err := h.applyMetadataEdit(c, f, edit)
+	if err != nil {
 		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, map[string]any{
+		"file": fileRecord{ID: updated.ID, FileHash: updated.FileHash, OriginalFilename: updated.OriginalFilename,
+			StoredFilename: updated.StoredFilename, FileSize: updated.FileSize, MimeType: updated.MimeType,
+			CreatedAt: updated.CreatedAt, OwnerID: updated.OwnerID, PipelineID: updated.PipelineID,
+			DocumentTitle: updated.DocumentTitle, OCRQualityScore: updated.OCRQualityScore, AIMetadata: updated.AIMetadata,
+			DuplicateOf: updated.DuplicateOf, TaskID: updated.TaskID},
+		"changed": changed,
+	})
+	return nil
+}
+
+// applyMetadataEdit checks edit and saves it on f, which the route found
+// the user may edit, with its event and audit entry; it returns the file
+// and the fields that changed (also the GraphQL mutation updateMetadata's
+// way).
+func (h *filesHandlers) applyMetadataEdit(c *fasthttp.RequestCtx, f *docflow.File, edit *docflow.MetadataEdit) (*docflow.File, []string, error) {
+	if err := edit.Check(); err != nil {
+		return nil, nil, err
 	}
 	var changed []string
 	updated, err := h.d.Edits.EditFile(RequestContext(c), f.ID, func(f *docflow.File) ([]docflow.OutboxMessage, error) {
@@ -56,7 +76,7 @@ func (h *filesHandlers) editMetadata(c *fasthttp.RequestCtx) error {
 		return []docflow.OutboxMessage{m}, nil
 	})
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	if len(changed) > 0 {
 		h.s.auditFile(c, docflow.AuditFileMetadataUpdate, updated.ID, "changed "+strings.Join(changed, ", ")+" of "+fileLabel(updated))
@@ -64,15 +84,7 @@ func (h *filesHandlers) editMetadata(c *fasthttp.RequestCtx) error {
 	if changed == nil {
 		changed = []string{}
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{
-		"file": fileRecord{ID: updated.ID, FileHash: updated.FileHash, OriginalFilename: updated.OriginalFilename,
-			StoredFilename: updated.StoredFilename, FileSize: updated.FileSize, MimeType: updated.MimeType,
-			CreatedAt: updated.CreatedAt, OwnerID: updated.OwnerID, PipelineID: updated.PipelineID,
-			DocumentTitle: updated.DocumentTitle, OCRQualityScore: updated.OCRQualityScore, AIMetadata: updated.AIMetadata,
-			DuplicateOf: updated.DuplicateOf, TaskID: updated.TaskID},
-		"changed": changed,
-	})
-	return nil
+	return updated, changed, nil
 }
 
 // decodeMetadataEdit reads the body of a metadata edit: a JSON object of
@@ -83,6 +95,12 @@ func decodeMetadataEdit(c *fasthttp.RequestCtx) (*docflow.MetadataEdit, error) {
 	if err := decodeJSON(c, &raw); err != nil {
 		return nil, err
 	}
+	return metadataEditFrom(raw)
+}
+
+// metadataEditFrom reads a metadata edit from the body's keys (nil: the
+// body was not an object); 422 naming each bad key.
+func metadataEditFrom(raw map[string]json.RawMessage) (*docflow.MetadataEdit, error) {
 	if raw == nil {
 		return nil, invalid("body", "The body must be a JSON object of %s", strings.Join(metadataEditFields, ", "))
 	}

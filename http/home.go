@@ -72,7 +72,8 @@ var homePage = template.Must(template.New("home").Parse(pageHead + `<title>docfl
 <li><a href="/docs">API reference</a>: every endpoint this server answers.</li>
 <li>API tokens for scripts and apps: <code>POST /api/api-tokens/</code> with <code>{"name": "…"}</code>; send the token as <code>Authorization: Bearer dfl_…</code>.</li>
 <li>Upload a document: <code>POST /api/upload</code> (multipart field <code>file</code>); follow it with <code>GET /api/files</code>.</li>
-</ul>
+{{if .CanSignOut}}<li>The docflow phone app: <a href="/qr-login">sign it in with a QR code</a>.</li>
+{{end}}</ul>
 </section>
 </main></body></html>`))
 

@@ -44,8 +44,8 @@ func adminAPI(t *testing.T, a *apptest.App, token, path string, v any) {
 func typeInto(ctx context.Context, t *testing.T, name, text string) {
 	t.Helper()
 	sel := fmt.Sprintf(`[name=%q]`, name)
-	if err := chromedp.Do(ctx, chromedp.WaitVisible(sel, chromedp.ByQuery), chromedp.Clear(sel, chromedp.ByQuery),
-		chromedp.SendKeys(sel, text, chromedp.ByQuery)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Clear(chromedp.CSS(sel)),
+		chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
 		t.Fatalf("type into %s: %v", name, err)
 	}
 }
@@ -97,7 +97,7 @@ func TestAdminPagesInBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.ID("username")),
 		chromedp.SendKeys(chromedp.ID("username"), "admin"),
 		chromedp.SendKeys(chromedp.ID("password"), "admin pages"+kb.Enter),
-		chromedp.WaitVisible(`[name="pipeline-name"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(chromedp.CSS(`[name="pipeline-name"]`)),
 	)
 	if err != nil {
 		t.Fatalf("sign in and open /pipelines: %v (console: %q)", err, errs.take())
@@ -196,7 +196,7 @@ func TestAdminPagesInBrowser(t *testing.T) {
 	open(ctx, t, "Webhooks", "Webhooks and hooks")
 	typeInto(ctx, t, "new-webhook-url", receiver.URL+"/docflow")
 	typeInto(ctx, t, "new-webhook-secret", "a long webhook secret")
-	if err := chromedp.Do(ctx, chromedp.Click(`[name="new-webhook-document.processed"]`, chromedp.ByQuery)); err != nil {
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[name="new-webhook-document.processed"]`))); err != nil {
 		t.Fatal(err)
 	}
 	press(ctx, t, "", "Add webhook")

@@ -28,6 +28,8 @@
 //   - config.go: the settings read from the environment before the
 //     database opens.
 //   - server.go: the HTTP server with every resource mounted.
+//   - graphql.go: the GraphQL executor over the stores, mounted at
+//     /graphql with the REST routes' writes.
 //   - userstate.go: the one check of what a user id may do now (may it sign
 //     in, is it an administrator), handed to the HTTP server and to the
 //     delivery fan-out; local accounts' answers cached briefly.

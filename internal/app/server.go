@@ -97,6 +97,7 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
 	srv.MountNotifications(dfhttp.NotificationsDeps{Notifier: m.Notifier})
 	srv.MountMobile(dfhttp.MobileDeps{Devices: m.Devices})
+	srv.MountMobileApp(dfhttp.MobileAppDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent), QR: postgres.NewQRChallengeStore(m.DB)})
 	srv.MountAutomation(dfhttp.AutomationDeps{Hooks: postgres.NewAutomationHookStore(m.DB, m.cipher)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
@@ -107,6 +108,11 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 	srv.MountCloud(dfhttp.CloudDeps{Folders: m.cloudFolders(), Files: m.Files, Integrations: m.integrationStore(), Deliveries: m.DestinationStore})
 	srv.MountDatabase(dfhttp.DatabaseDeps{Wizard: m.databaseWizard()})
+	if err := m.mountGraphQL(srv, pipelines); err != nil {
+		// The schema and the resolvers are built together: a mismatch is
+		// a bug no configuration causes.
+		panic(err)
+	}
 }
 
 // startPrometheus puts the Prometheus series beside the analytics store:

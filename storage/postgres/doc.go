@@ -48,6 +48,8 @@
 //   - userstate.go: what local_users says of a user id now.
 //   - token.go, session.go, mobile_code.go: API tokens, sessions, the
 //     mobile hand-off's one-time codes.
+//   - mobile.go: the phone app's profile facts and language preference,
+//     the QR login's challenges.
 //   - sso.go, sso_links.go: single sign-on (attempts taken once, identities
 //     bound to issuer and subject), and the administrators' links.
 //   - authmode.go: the authentication mode HTTP processes started in, and
@@ -57,6 +59,8 @@
 //   - audit.go: the audit log.
 //   - ownership.go: claims (decided by docflow.FileAccess under the rows'
 //     locks), share roles, assigned owners.
+//   - batchload.go: the comments, shares and processing logs of many
+//     files in one statement each.
 //   - shares.go, comments.go, mentions.go, annotations.go: shares, comments,
 //     the resolution of @mentions and the viewer shares they give,
 //     annotations.

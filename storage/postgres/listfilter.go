@@ -40,6 +40,9 @@ func fileWhereAfter(f docflow.FileFilter, args []any) (string, []any) {
 			conds = append(conds, `f.id IN (`+strings.Join(sets, ` UNION ALL `)+`)`)
 		}
 	}
+	if f.OwnerID != "" {
+		conds = append(conds, `f.owner_id = `+arg(f.OwnerID))
+	}
 	if f.IDs != nil {
 		conds = append(conds, `f.id = ANY(`+arg(f.IDs)+`)`)
 	}
