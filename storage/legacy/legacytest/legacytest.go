@@ -1,8 +1,9 @@
 // Package legacytest builds databases in the original service's schema
 // for the import's tests: the schema written out as DDL from reading the
 // original's models (SQLite, as the original creates by default, or
-// PostgreSQL), and a small set of rows touching every table the import
-// takes and some it leaves.
+// PostgreSQL), a small set of rows touching every table the import
+// takes and some it leaves, and the original's work folder with the
+// contents those rows record (files.go).
 package legacytest
 
 import (
