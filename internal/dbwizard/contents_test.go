@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -212,5 +213,41 @@ func TestImportRefusesABadFolder(t *testing.T) {
 	}
 	if n := count(t, db, `SELECT count(*) FROM db_migration_jobs`); n != 0 {
 		t.Fatalf("%d jobs for refused imports", n)
+	}
+}
+
+// A content that is not what the original recorded is not kept: the
+// record stays without it, the report says so, and the store drops it.
+func TestImportContentsCheckTheHash(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	bs := newCountingBlobs(t)
+	w, db := newWizard(t, Config{Blobs: bs})
+	dir := workFolder(t)
+	changed := []byte("the letter, changed after the original recorded it\n")
+	if err := os.WriteFile(filepath.Join(dir, strings.TrimPrefix(legacytest.LetterOriginalPath, "/workdir/")), changed, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	started, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: legacyFile(t), SourceFilesDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := waitJob(t, w, started.ID)
+	if job.Status != docflow.MigrationCompleted {
+		t.Fatalf("job: %+v", job)
+	}
+	if n := count(t, db, `SELECT count(*) FROM files WHERE original_filename = 'letter.txt' AND original_blob = ''`); n != 1 {
+		t.Error("the changed letter was attached")
+	}
+	if ok, _ := bs.Exists(ctx, legacytest.Hash(changed)); ok {
+		t.Error("the changed content stayed in the store")
+	}
+	found := false
+	for _, u := range job.Unmapped {
+		found = found || (u.Table == postgres.LegacyContentsTable &&
+			strings.Contains(u.Reason, "original "+legacytest.LetterOriginalPath+": its content does not match the recorded hash"))
+	}
+	if !found {
+		t.Errorf("the report does not name the changed letter: %+v", job.Unmapped)
 	}
 }
