@@ -221,6 +221,20 @@ const (
 	MigrationImport = "import"
 )
 
+// MigrationRequest is what POST /api/database/migrate asks for.
+type MigrationRequest struct {
+	SourceURL string `json:"source_url"`
+	TargetURL string `json:"target_url"`
+	// SourceFilesDir is the original service's work folder as this
+	// machine sees it (an absolute path): an import brings the documents
+	// themselves from it into the blob store. Empty: records only.
+	SourceFilesDir string `json:"source_files_dir"`
+	// SourceWorkdir is the folder the original's records name (its
+	// WORKDIR, "/workdir" when empty): recorded paths under it are found
+	// under SourceFilesDir.
+	SourceWorkdir string `json:"source_workdir"`
+}
+
 // Statuses of a migration job.
 const (
 	MigrationRunning   = "running"

@@ -21,7 +21,7 @@ type DatabaseWizard interface {
 	Preview(ctx context.Context, url string) (*docflow.MigrationPreview, error)
 	// Start begins a migration in the background and returns its job:
 	// EINVALID for a refusal, EUNAVAILABLE for a database out of reach.
-	Start(ctx context.Context, sourceURL, targetURL string) (*docflow.MigrationJob, error)
+	Start(ctx context.Context, req docflow.MigrationRequest) (*docflow.MigrationJob, error)
 	// Job returns a job (ENOTFOUND); Jobs the latest ones.
 	Job(ctx context.Context, id int64) (*docflow.MigrationJob, error)
 	Jobs(ctx context.Context) ([]*docflow.MigrationJob, error)
@@ -127,20 +127,15 @@ func migrationOut(j *docflow.MigrationJob) migrationBody {
 		ProgressURL: "/api/database/migrations/" + strconv.FormatInt(j.ID, 10)}
 }
 
-type migrateReq struct {
-	SourceURL string `json:"source_url"`
-	TargetURL string `json:"target_url"`
-}
-
 // migrate starts the migration and answers 202 with its job; its
 // progress is GET progress_url. A source or target out of reach answers
 // success false with the reason, as test-connection does.
 func (h *databaseHandlers) migrate(c *fasthttp.RequestCtx) error {
-	var req migrateReq
+	var req docflow.MigrationRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	job, err := h.d.Wizard.Start(RequestContext(c), req.SourceURL, req.TargetURL)
+	job, err := h.d.Wizard.Start(RequestContext(c), req)
 	if docflow.ErrorCode(err) == docflow.EUNAVAILABLE {
 		writeJSON(c, fasthttp.StatusOK, map[string]any{"success": false, "tables_copied": 0, "rows_copied": 0,
 			"errors": []string{docflow.ErrorMessage(err)}})

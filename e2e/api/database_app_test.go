@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,6 +23,11 @@ func TestDatabaseWizardImportsTheOriginal(t *testing.T) {
 	e := newAccountsEnv(t)
 	path := filepath.Join(t.TempDir(), "docuelevate.db")
 	if err := legacytest.Build(context.Background(), path); err != nil {
+		t.Fatal(err)
+	}
+	// The original's work folder, as mounted on the docflow machine.
+	workdir := filepath.Join(t.TempDir(), "docuelevate", "workdir")
+	if err := legacytest.WriteWorkFolder(workdir); err != nil {
 		t.Fatal(err)
 	}
 
@@ -73,9 +79,15 @@ func TestDatabaseWizardImportsTheOriginal(t *testing.T) {
 		Status      string `json:"status"`
 		RowsCopied  int64  `json:"rows_copied"`
 		ProgressURL string `json:"progress_url"`
-		Unmapped    []any  `json:"unmapped"`
+		Unmapped    []struct {
+			Table  string `json:"table"`
+			Reason string `json:"reason"`
+		} `json:"unmapped"`
 	}
-	json.Unmarshal([]byte(e.admin.must(202, "POST", "/api/database/migrate", map[string]any{"source_url": built.URL, "target_url": ""})), &job) //nolint:errcheck
+	// A work folder that is not there is refused before anything starts.
+	e.admin.must(422, "POST", "/api/database/migrate", map[string]any{"source_url": built.URL, "source_files_dir": workdir + "-nowhere"})
+	json.Unmarshal([]byte(e.admin.must(202, "POST", "/api/database/migrate", map[string]any{ //nolint:errcheck
+		"source_url": built.URL, "target_url": "", "source_files_dir": workdir})), &job)
 	if !job.Success || job.JobID == 0 || job.ProgressURL == "" {
 		t.Fatalf("migrate: %+v", job)
 	}
@@ -92,6 +104,65 @@ func TestDatabaseWizardImportsTheOriginal(t *testing.T) {
 	if status != 200 || !strings.Contains(body, "invoice.pdf") {
 		t.Fatalf("the original's token: %d %s", status, body)
 	}
+	// The documents came with their records: each downloads and
+	// previews byte for byte as the original kept it.
+	var files struct {
+		Files []struct {
+			ID   int64  `json:"id"`
+			Name string `json:"original_filename"`
+		} `json:"files"`
+	}
+	json.Unmarshal([]byte(body), &files) //nolint:errcheck
+	ids := map[string]int64{}
+	for _, f := range files.Files {
+		ids[f.Name] = f.ID
+	}
+	for _, c := range []struct {
+		name, query string
+		want        []byte
+	}{
+		{"invoice.pdf", "/download?version=original", legacytest.InvoicePDF},
+		{"invoice.pdf", "/download", legacytest.InvoiceProcessedPDF},
+		{"invoice.pdf", "/preview?version=processed", legacytest.InvoiceProcessedPDF},
+		{"invoice copy.pdf", "/download?version=original", legacytest.InvoicePDF},
+	} {
+		if ids[c.name] == 0 {
+			t.Fatalf("%s is not among alice's files: %s", c.name, body)
+		}
+		s, got := e.bearer(legacytest.AliceToken, "GET", fmt.Sprintf("/api/files/%d%s", ids[c.name], c.query), nil)
+		if s != 200 || got != string(c.want) {
+			t.Errorf("%s%s: %d, %d bytes, want the original's %d", c.name, c.query, s, len(got), len(c.want))
+		}
+	}
+	var letterID int64
+	for _, q := range []string{"letter.txt"} {
+		var list struct {
+			Files []struct {
+				ID int64 `json:"id"`
+			} `json:"files"`
+		}
+		json.Unmarshal([]byte(e.admin.must(200, "GET", "/api/files?search="+q, nil)), &list) //nolint:errcheck
+		if len(list.Files) != 1 {
+			t.Fatalf("search %s: %+v", q, list)
+		}
+		letterID = list.Files[0].ID
+	}
+	if got := e.admin.must(200, "GET", fmt.Sprintf("/api/files/%d/preview?version=original", letterID), nil); got != string(legacytest.LetterText) {
+		t.Errorf("letter.txt preview: %q", got)
+	}
+	// The report names the file that was missing and the one whose
+	// paths leave the work folder.
+	report := ""
+	for _, u := range job.Unmapped {
+		if u.Table == "files (contents)" {
+			report += u.Reason + "\n"
+		}
+	}
+	if !strings.Contains(report, legacytest.ScanOriginalPath+": no file at this path") ||
+		!strings.Contains(report, legacytest.TraversalPath+": the path leaves the original's work folder: refused") {
+		t.Errorf("contents report:\n%s", report)
+	}
+
 	// Its users sign in with their passwords.
 	if s := newClient(t, e.a.URL).login("alice", legacytest.AlicePassword); s != 200 {
 		t.Fatalf("alice's sign-in: %d", s)

@@ -16,7 +16,7 @@ func (m *App) databaseWizard() *dbwizard.Wizard {
 	host, _ := os.Hostname()
 	b := make([]byte, 4)
 	rand.Read(b) //nolint:errcheck // crypto/rand does not fail
-	w := dbwizard.New(dbwizard.Config{DB: m.DB, Jobs: postgres.NewMigrationJobStore(m.DB),
+	w := dbwizard.New(dbwizard.Config{DB: m.DB, Jobs: postgres.NewMigrationJobStore(m.DB), Blobs: m.Blobs, BlobRefs: m.Files,
 		Log:   m.Log.With().Str("component", "dbwizard").Logger(),
 		Owner: host + "/" + hex.EncodeToString(b)})
 	m.onClose(func(context.Context) error { w.Close(); return nil })

@@ -84,7 +84,7 @@ func TestCopyToAnotherPostgresResumes(t *testing.T) {
 		return nil
 	}})
 	// Content to copy: the original's database imported first.
-	imp, err := w.Start(ctx, legacyFile(t), "")
+	imp, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: legacyFile(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestCopyToAnotherPostgresResumes(t *testing.T) {
 
 	saves.Store(0)
 	stopAt.Store(25)
-	first, err := w.Start(ctx, "", target)
+	first, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: "", TargetURL: target})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestCopyToAnotherPostgresResumes(t *testing.T) {
 		t.Fatalf("interrupted copy: %+v", j)
 	}
 	stopAt.Store(0)
-	second, err := w.Start(ctx, db.URL, target)
+	second, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: db.URL, TargetURL: target})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestCopyRefusesDocflowsOwnDatabase(t *testing.T) {
 	w, db := newWizard(t, Config{})
 	// The same database under another host name is still docflow's own.
 	for _, target := range []string{db.URL, strings.Replace(db.URL, "127.0.0.1", "localhost", 1)} {
-		_, err := w.Start(ctx, "", target)
+		_, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: "", TargetURL: target})
 		if docflow.ErrorCode(err) != docflow.EINVALID || !strings.Contains(docflow.ErrorMessage(err), "database docflow runs on") {
 			t.Errorf("copy into %s: %v", target, err)
 		}
@@ -159,7 +159,7 @@ func TestCopyRefusesDocflowsOwnDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cleanup()
-	if _, err := w.Start(ctx, "", other.URL); docflow.ErrorCode(err) != docflow.EINVALID || !strings.Contains(docflow.ErrorMessage(err), "not empty") {
+	if _, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: "", TargetURL: other.URL}); docflow.ErrorCode(err) != docflow.EINVALID || !strings.Contains(docflow.ErrorMessage(err), "not empty") {
 		t.Errorf("copy into a database in use: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"docflow"
 	"docflow/internal/testsupport"
+	"docflow/storage/blob"
 	"docflow/storage/legacy/legacytest"
 	"docflow/storage/postgres"
 )
@@ -30,6 +31,14 @@ func newWizard(t *testing.T, cfg Config) (*Wizard, *postgres.DB) {
 	}
 	t.Cleanup(cleanup)
 	cfg.DB, cfg.Jobs, cfg.Log = db, postgres.NewMigrationJobStore(db), zerolog.Nop()
+	if cfg.Blobs == nil {
+		bs, err := blob.Open(t.TempDir(), blob.Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { bs.Close() })
+		cfg.Blobs = bs
+	}
 	w := New(cfg)
 	t.Cleanup(w.Close)
 	return w, db
@@ -72,7 +81,7 @@ func count(t *testing.T, db *postgres.DB, query string, args ...any) int64 {
 
 // importedCounts are the rows the seed leaves in each docflow table.
 var importedCounts = map[string]int64{
-	"local_users": 2, "user_profiles": 2, "pipeline_steps": 2 + 8, "files": 4, "processing_logs": 2,
+	"local_users": 2, "user_profiles": 2, "pipeline_steps": 2 + 8, "files": 5, "processing_logs": 2,
 	"routing_rules": 1, "classification_rules": 1, "api_tokens": 2, "saved_searches": 1, "comments": 2,
 	"annotations": 1, "shares": 1, "webhooks": 1, "integrations": 2,
 }
@@ -101,7 +110,7 @@ func TestImportOriginalSQLite(t *testing.T) {
 		t.Fatalf("preview: %+v, %v", pv, err)
 	}
 
-	started, err := w.Start(ctx, url, "")
+	started, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +184,7 @@ func TestImportOriginalSQLite(t *testing.T) {
 	}
 
 	// The same source again takes nothing twice.
-	again, err := w.Start(ctx, url, "")
+	again, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +216,7 @@ func TestImportInterruptedResumes(t *testing.T) {
 		return nil
 	}})
 	url := legacyFile(t)
-	first, err := w.Start(ctx, url, "")
+	first, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +229,7 @@ func TestImportInterruptedResumes(t *testing.T) {
 		t.Fatalf("%d rows taken before the interruption", partial)
 	}
 	stopAt.Store(0)
-	second, err := w.Start(ctx, url, "")
+	second, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +255,7 @@ func TestImportRefusesAnotherSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	other.Close()
-	_, err = w.Start(ctx, "sqlite://"+path, "")
+	_, err = w.Start(ctx, docflow.MigrationRequest{SourceURL: "sqlite://" + path})
 	if docflow.ErrorCode(err) != docflow.EINVALID || !strings.Contains(docflow.ErrorMessage(err), "not the original service's database") {
 		t.Fatalf("another schema: %v", err)
 	}
@@ -255,7 +264,7 @@ func TestImportRefusesAnotherSchema(t *testing.T) {
 	if err := writeFile(junk, "this is not a database, just text that is long enough to have a header"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := w.Start(ctx, "sqlite://"+junk, ""); docflow.ErrorCode(err) != docflow.EINVALID {
+	if _, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: "sqlite://" + junk}); docflow.ErrorCode(err) != docflow.EINVALID {
 		t.Fatalf("not a database: %v", err)
 	}
 	if n := count(t, db, `SELECT count(*) FROM legacy_import_rows`) + count(t, db, `SELECT count(*) FROM db_migration_jobs`); n != 0 {
@@ -282,7 +291,7 @@ func TestConnectionFailuresAreAnswers(t *testing.T) {
 	if _, err := w.Test(ctx, "mysql://x@y/z"); docflow.ErrorCode(err) != docflow.EINVALID {
 		t.Fatalf("unknown backend: %v", err)
 	}
-	if _, err := w.Start(ctx, "postgres://x:y@127.0.0.1:1/docuelevate?sslmode=disable", ""); docflow.ErrorCode(err) != docflow.EUNAVAILABLE {
+	if _, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: "postgres://x:y@127.0.0.1:1/docuelevate?sslmode=disable"}); docflow.ErrorCode(err) != docflow.EUNAVAILABLE {
 		t.Fatalf("unreachable source: %v", err)
 	}
 }
@@ -316,7 +325,7 @@ func TestImportOriginalPostgres(t *testing.T) {
 	if err != nil || pv.Kind != docflow.MigrationImport {
 		t.Fatalf("preview: %+v, %v", pv, err)
 	}
-	started, err := w.Start(ctx, url, "")
+	started, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: url})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"docflow"
+	"docflow/storage/legacy"
 	"docflow/storage/postgres"
 )
 
@@ -28,8 +29,13 @@ import (
 // not finish (its process stopped, or it failed), or return it while it
 // runs; after it finished they start a new one that takes what was
 // added since.
-func (w *Wizard) Start(ctx context.Context, sourceURL, targetURL string) (*docflow.MigrationJob, error) {
-	sourceURL, targetURL = strings.TrimSpace(sourceURL), strings.TrimSpace(targetURL)
+//
+// An import given req.SourceFilesDir (the original's work folder on this
+// machine) brings the files' contents after the records (contents.go);
+// the folder is checked before anything is written. A copy takes no
+// folder.
+func (w *Wizard) Start(ctx context.Context, req docflow.MigrationRequest) (*docflow.MigrationJob, error) {
+	sourceURL, targetURL := strings.TrimSpace(req.SourceURL), strings.TrimSpace(req.TargetURL)
 	if sourceURL == "" {
 		sourceURL = w.cfg.DB.URL
 	}
@@ -44,9 +50,21 @@ func (w *Wizard) Start(ctx context.Context, sourceURL, targetURL string) (*docfl
 	}
 	switch kind {
 	case docflow.MigrationCopy:
+		if strings.TrimSpace(req.SourceFilesDir) != "" {
+			src.Close()
+			return nil, docflow.Errorf(docflow.EINVALID, "source_files_dir is for an import of the original service: a copy of docflow's database takes none")
+		}
 		return w.startCopy(ctx, src, sourceURL, targetURL)
 	case docflow.MigrationImport:
-		return w.startImport(ctx, src, sourceURL, targetURL)
+		var folder *legacy.Folder
+		if strings.TrimSpace(req.SourceFilesDir) != "" {
+			folder, err = legacy.OpenFolder(req.SourceFilesDir, req.SourceWorkdir)
+			if err != nil {
+				src.Close()
+				return nil, err
+			}
+		}
+		return w.startImport(ctx, src, folder, sourceURL, targetURL)
 	}
 	// The import's own check says what the source lacks.
 	_, err = postgres.PlanLegacyImport(ctx, src.legacy())
@@ -111,42 +129,51 @@ func (w *Wizard) startCopy(ctx context.Context, src *source, sourceURL, targetUR
 	return out, nil
 }
 
-func (w *Wizard) startImport(ctx context.Context, src *source, sourceURL, targetURL string) (*docflow.MigrationJob, error) {
+func (w *Wizard) startImport(ctx context.Context, src *source, folder *legacy.Folder, sourceURL, targetURL string) (*docflow.MigrationJob, error) {
+	closeAll := func() {
+		src.Close()
+		if folder != nil {
+			folder.Close()
+		}
+	}
 	if targetURL != "" && targetURL != w.cfg.DB.URL {
 		// Only docflow's own database takes an import: a target naming it
 		// another way is checked by identity.
 		backend, _, err := docflow.ParseDatabaseURL(targetURL)
 		if err != nil || backend != docflow.BackendPostgres {
-			src.Close()
+			closeAll()
 			return nil, docflow.Errorf(docflow.EINVALID, "the original service's database is imported into docflow's own database: leave target_url empty")
 		}
 		tgt, err := w.open(ctx, targetURL)
 		if err != nil {
-			src.Close()
+			closeAll()
 			return nil, w.connectError("target", err)
 		}
 		same, err := w.cfg.DB.SameDatabase(ctx, tgt.pg)
 		tgt.Close()
 		if err != nil || !same {
-			src.Close()
+			closeAll()
 			return nil, docflow.Errorf(docflow.EINVALID, "the original service's database is imported into docflow's own database: leave target_url empty")
 		}
 	}
 	plan, err := postgres.PlanLegacyImport(ctx, src.legacy())
 	if err != nil {
-		src.Close()
+		closeAll()
 		return nil, err
 	}
 	job, taken, err := w.claim(ctx, docflow.MigrationImport, sourceURL, "docflow")
 	if err != nil || !taken {
-		src.Close()
+		closeAll()
 		return job, err
 	}
 	key := fingerprint("source", sourceURL)
 	out := clone(job)
 	w.run(job, func(ctx context.Context, save func() error) error {
-		defer src.Close()
-		return w.cfg.DB.ImportLegacy(ctx, src.legacy(), plan, key, job, w.cfg.Batch, save)
+		defer closeAll()
+		if err := w.cfg.DB.ImportLegacy(ctx, src.legacy(), plan, key, job, w.cfg.Batch, save); err != nil {
+			return err
+		}
+		return w.importContents(ctx, src.legacy(), folder, key, job, save)
 	})
 	return out, nil
 }

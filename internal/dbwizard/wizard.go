@@ -13,6 +13,9 @@
 //   - wizard.go: Wizard, the connection test and the preview.
 //   - jobs.go: starting a migration (which kind, the refusals), the
 //     background run with its lease and heartbeat, resuming.
+//   - contents.go: an import's contents pass, the imported files'
+//     versions streamed from the original's work folder into the blob
+//     store.
 package dbwizard
 
 import (
@@ -46,9 +49,20 @@ type Config struct {
 	// (default 1 minute); Heartbeat how often a running job renews it
 	// (default Lease/4).
 	Lease, Heartbeat time.Duration
+	// Blobs is the blob store the contents of imported files go to;
+	// BlobRefs tells whether a file references a blob (default: the
+	// files table).
+	Blobs    docflow.BlobStore
+	BlobRefs BlobRefs
 	// AfterBatch, when set, is called after each batch a job saves; an
 	// error stops the job there as if its process had stopped (tests).
 	AfterBatch func(job *docflow.MigrationJob) error
+}
+
+// BlobRefs is what the wizard asks about the blobs files reference
+// (postgres.FileStore).
+type BlobRefs interface {
+	BlobInUse(ctx context.Context, key string) (bool, error)
 }
 
 // Wizard is the database wizard of one process.
@@ -61,8 +75,11 @@ type Wizard struct {
 
 // New returns the wizard; Close stops its running jobs.
 func New(cfg Config) *Wizard {
-	if cfg.DB == nil || cfg.Jobs == nil {
-		panic("dbwizard: New needs DB and Jobs")
+	if cfg.DB == nil || cfg.Jobs == nil || cfg.Blobs == nil {
+		panic("dbwizard: New needs DB, Jobs and Blobs")
+	}
+	if cfg.BlobRefs == nil {
+		cfg.BlobRefs = postgres.NewFileStore(cfg.DB)
 	}
 	if cfg.Dial == nil {
 		cfg.Dial = netguard.Dialer{AllowPrivate: true, Timeout: 10 * time.Second}.DialContext

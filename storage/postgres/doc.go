@@ -102,6 +102,9 @@
 //     the schema's check, the batches and legacy_import_rows (what each
 //     source row became), the mapping of each table (webhooks and
 //     integrations apart), the reading of its values.
+//   - legacy_contents.go: where each imported file's content stands (the
+//     blobs its record points at, what did not come and why), for the
+//     wizard's contents pass.
 //
 // Fixtures, never called by the service:
 //   - imap_fixtures.go: IMAP sources for tests and benchmarks.

@@ -333,12 +333,29 @@ func (im *legacyImporter) report(ctx context.Context, plan *LegacyPlan, job *doc
 	}
 	defer rows.Close()
 	job.Unmapped = append([]docflow.Unmapped{}, tables...)
+	var contents, more int64
 	for rows.Next() {
 		var u docflow.Unmapped
 		if err := rows.Scan(&u.Table, &u.Reason, &u.Rows); err != nil {
 			return err
 		}
+		if u.Table == LegacyContentsTable {
+			// A line per file whose content did not come: past a hundred,
+			// the rest are counted in one.
+			if contents++; contents > legacyContentLines {
+				more += u.Rows
+				continue
+			}
+		}
 		job.Unmapped = append(job.Unmapped, u)
+	}
+	if more > 0 {
+		job.Unmapped = append(job.Unmapped, docflow.Unmapped{Table: LegacyContentsTable, Rows: more,
+			Reason: "more files whose content did not come, for the same kinds of reasons as those above"})
 	}
 	return rows.Err()
 }
+
+// legacyContentLines is how many files whose content did not come the
+// report names one by one.
+const legacyContentLines = 100

@@ -242,7 +242,9 @@ func mapFile(ctx context.Context, tx pgx.Tx, im *legacyImporter, r docflow.Legac
 		}
 	}
 	size, _ := lint(r, "file_size")
-	notes := []string{"record only: the content stays with the original service"}
+	// The content comes after the records (the wizard's contents pass,
+	// legacy_contents.go), from the original's work folder.
+	var notes []string
 	meta, ok := ljsonObject(r, "ai_metadata")
 	if !ok {
 		notes = append(notes, "its AI metadata was not JSON and was dropped")

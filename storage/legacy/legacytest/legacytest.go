@@ -1,8 +1,9 @@
 // Package legacytest builds databases in the original service's schema
 // for the import's tests: the schema written out as DDL from reading the
 // original's models (SQLite, as the original creates by default, or
-// PostgreSQL), and a small set of rows touching every table the import
-// takes and some it leaves.
+// PostgreSQL), a small set of rows touching every table the import
+// takes and some it leaves, and the original's work folder with the
+// contents those rows record (files.go).
 package legacytest
 
 import (
@@ -121,8 +122,8 @@ const at = "2025-03-01 10:00:00.000000"
 
 // Seed writes the test rows through exec. Rows counted by the tests:
 // 2 local users, 2 profiles, 2 pipelines (the system one meets docflow's
-// default), 3 steps (one of a type docflow lacks), 4 files (one a
-// duplicate), 3 logs (one about no file), 1 routing rule, 1 classification
+// default), 3 steps (one of a type docflow lacks), 5 files (one a
+// duplicate; their contents are WriteWorkFolder's), 3 logs (one about no file), 1 routing rule, 1 classification
 // rule, 2 tokens (one revoked), 1 saved search, 2 comments (a reply), 1
 // annotation, 1 share, 2 webhooks (one with no event docflow delivers), 1
 // integration, 1 IMAP account, 2 settings and 1 plan (not imported).
@@ -131,9 +132,10 @@ func Seed(ctx context.Context, exec Exec) error {
 	if err != nil {
 		return err
 	}
-	hashA := strings.Repeat("a", 64)
-	hashB := strings.Repeat("b", 64)
+	hashA := Hash(InvoicePDF)
+	hashB := Hash(LetterText)
 	hashC := strings.Repeat("c", 64)
+	hashD := strings.Repeat("d", 64)
 	rows := []struct {
 		q    string
 		args []any
@@ -157,16 +159,24 @@ func Seed(ctx context.Context, exec Exec) error {
 			[]any{2, 2, 1, "extract_metadata_with_gpt", nil, nil, true}},
 		{`INSERT INTO pipeline_steps (id, pipeline_id, position, step_type, label, config, enabled) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			[]any{3, 2, 2, "translate_document", nil, `{}`, true}},
-		{`INSERT INTO files (id, owner_id, filehash, original_filename, local_filename, file_size, mime_type, is_duplicate, ocr_text,
-			ocr_quality_score, ai_metadata, document_title, pipeline_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			[]any{1, "alice@example.com", hashA, "invoice.pdf", "/workdir/tmp/0b6c2f2e-8a53-4c3e-9d38-4f3f8d1c2a10.pdf", 1234, "application/pdf",
-				false, "Invoice 42 from ACME", 91, `{"tags": ["invoice", "acme"], "document_type": "Invoice"}`, "ACME invoice", 2, at}},
-		{`INSERT INTO files (id, owner_id, filehash, original_filename, local_filename, file_size, mime_type, is_duplicate, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, []any{2, "bob@example.com", hashB, "letter.docx", "/workdir/tmp/letter.docx", 99, nil, false, at}},
+		{`INSERT INTO files (id, owner_id, filehash, original_filename, local_filename, original_file_path, processed_file_path, file_size,
+			mime_type, is_duplicate, ocr_text, ocr_quality_score, ai_metadata, document_title, pipeline_id, created_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			[]any{1, "alice@example.com", hashA, "invoice.pdf", "/workdir/tmp/0b6c2f2e-8a53-4c3e-9d38-4f3f8d1c2a10.pdf", InvoiceOriginalPath,
+				InvoiceProcessedPath, len(InvoicePDF), "application/pdf", false, "Invoice 42 from ACME", 91,
+				`{"tags": ["invoice", "acme"], "document_type": "Invoice"}`, "ACME invoice", 2, at}},
+		{`INSERT INTO files (id, owner_id, filehash, original_filename, local_filename, original_file_path, file_size, mime_type, is_duplicate,
+			ocr_text, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, []any{2, "bob@example.com", hashB, "letter.txt",
+			"/workdir/tmp/letter.txt", LetterOriginalPath, len(LetterText), nil, false, string(LetterText), at}},
 		{`INSERT INTO files (id, owner_id, filehash, original_filename, local_filename, file_size, mime_type, is_duplicate, duplicate_of_id, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, []any{3, "alice@example.com", hashA, "invoice copy.pdf", "/workdir/tmp/x.pdf", 1234, "application/pdf", true, 1, at}},
-		{`INSERT INTO files (id, owner_id, filehash, original_filename, local_filename, file_size, mime_type, is_duplicate, ai_metadata, created_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, []any{4, nil, hashC, "scan.png", "/workdir/tmp/scan.png", 5, "image/png", false, "not json", at}},
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, []any{3, "alice@example.com", hashA, "invoice copy.pdf", "/workdir/tmp/x.pdf", len(InvoicePDF),
+			"application/pdf", true, 1, at}},
+		{`INSERT INTO files (id, owner_id, filehash, original_filename, local_filename, original_file_path, file_size, mime_type, is_duplicate,
+			ai_metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, []any{4, nil, hashC, "scan.png", "/workdir/tmp/scan.png",
+			ScanOriginalPath, 5, "image/png", false, "not json", at}},
+		{`INSERT INTO files (id, owner_id, filehash, original_filename, local_filename, original_file_path, processed_file_path, file_size,
+			mime_type, is_duplicate, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, []any{5, "bob@example.com", hashD, "notes.txt",
+			OutsidePath, TraversalPath, SiblingPath, 10, "text/plain", false, at}},
 		{`INSERT INTO file_processing_steps (id, file_id, step_name, status) VALUES (?, ?, ?, ?)`, []any{1, 1, "ocr", "success"}},
 		{`INSERT INTO processing_logs (id, file_id, task_id, step_name, status, message, timestamp) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 			[]any{1, 1, "task-1", "ocr", "success", "OCR done", at}},
