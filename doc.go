@@ -13,6 +13,8 @@
 //   - blob.go: BlobStore, the content-addressed originals and processed files.
 //   - intake.go: the supported types and what intake hands storage
 //     (IngestRecord, UploadPolicy, Requeue).
+//   - idempotency.go: the Idempotency-Key rule's key check, the kept
+//     reply and IdempotencyStore.
 //   - filename.go: CleanFilename, the one rule of a stored file name.
 //   - pipeline.go: pipelines, their steps, routing rules and their matching
 //     (RoutingRule.Matches, MatchRules).

@@ -59,6 +59,8 @@
 //
 // Documents:
 //   - upload.go: uploads, process-url, processall and the automation upload.
+//   - idempotency.go: the Idempotency-Key rule wrapped around the upload
+//     and process-url handlers (a repeat replays the first answer).
 //   - files.go: the files API (listing, detail, metadata) and
 //     fileFor/visibleTo, the file access rule applied to the current user
 //     (fileFor loads and authorizes the file of every

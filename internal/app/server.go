@@ -82,7 +82,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 
 // mountResources mounts the resource routes on srv.
 func (m *App) mountResources(srv *dfhttp.Server) {
-	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
+	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake, Idempotency: postgres.NewIdempotencyStore(m.DB)})
 	pipelines := postgres.NewPipelineStore(m.DB)
 	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake, Pipelines: pipelines,
 		Destinations: m.DestinationStore, Edits: m.Files, Announce: streams.DocumentUpdated})

@@ -23,6 +23,8 @@
 //     template, for the tests of every package.
 //
 // Files and their runs:
+//   - idempotency.go: the Idempotency-Key store: keys claimed, completed
+//     with their answer, released, expired ones swept.
 //   - ingest.go, upload_policy.go: intake's writes (a docflow.IngestRecord
 //     in one transaction, the duplicate check and the daily count inside
 //     it) and the uploader's limits.
