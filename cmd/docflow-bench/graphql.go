@@ -55,15 +55,15 @@ func benchGraphQL(ctx context.Context, r *Report) error {
 	// REST, GraphQL, then REST again: the baseline is the better of the
 	// two REST runs, so a slow first run (caches filling) does not flatter
 	// GraphQL.
-	restA, err := requestLatencies(ctx, rest, graphqlClients, graphqlRequests)
+	restA, err := requestLatencies(ctx, rest, graphqlClients, graphqlRequests, nil)
 	if err != nil {
 		return fmt.Errorf("REST list: %w", err)
 	}
-	g, err := requestLatencies(ctx, gql, graphqlClients, graphqlRequests)
+	g, err := requestLatencies(ctx, gql, graphqlClients, graphqlRequests, nil)
 	if err != nil {
 		return fmt.Errorf("GraphQL documents: %w", err)
 	}
-	restB, err := requestLatencies(ctx, rest, graphqlClients, graphqlRequests)
+	restB, err := requestLatencies(ctx, rest, graphqlClients, graphqlRequests, nil)
 	if err != nil {
 		return fmt.Errorf("REST list: %w", err)
 	}
@@ -79,10 +79,13 @@ func benchGraphQL(ctx context.Context, r *Report) error {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // requestLatencies sends total requests prepared by prep from clients
-// closed-loop clients, after a warm-up round on each, and returns each
-// request's latency; a status other than 200 or a GraphQL error fails
-// the run.
-func requestLatencies(ctx context.Context, prep func(*fasthttp.Request), clients, total int) ([]time.Duration, error) {
+// closed-loop clients, after a warm-up round on each (then warmed, when
+// set, is called), and returns each request's latency; a status other
+// than 200 or a GraphQL error fails the run. The warm-up lets every HTTP
+// and database connection prepare its statements and PostgreSQL settle
+// on its plan (it plans the first five executions on each connection
+// afresh), so the figure is the steady state a running server gives.
+func requestLatencies(ctx context.Context, prep func(*fasthttp.Request), clients, total int, warmed func()) ([]time.Duration, error) {
 	client := &fasthttp.Client{MaxConnsPerHost: clients * 2, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
 	defer client.CloseIdleConnections()
 	do := func(req *fasthttp.Request, resp *fasthttp.Response) error {
@@ -111,6 +114,9 @@ func requestLatencies(ctx context.Context, prep func(*fasthttp.Request), clients
 		})
 	}
 	warm.Wait()
+	if warmed != nil {
+		warmed()
+	}
 	var next atomic.Int64
 	lat := make([]time.Duration, total)
 	var firstErr error

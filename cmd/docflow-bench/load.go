@@ -122,69 +122,10 @@ func getLoadAs(ctx context.Context, url, token string, clients, total int, warme
 
 // getLatencies is getLoadAs returning every request's latency.
 func getLatencies(ctx context.Context, url, token string, clients, total int, warmed func()) ([]time.Duration, error) {
-	client := &fasthttp.Client{MaxConnsPerHost: clients * 2, ReadTimeout: time.Minute, WriteTimeout: time.Minute}
-	defer client.CloseIdleConnections()
-	get := func(req *fasthttp.Request, resp *fasthttp.Response) error {
+	return requestLatencies(ctx, func(req *fasthttp.Request) {
 		req.SetRequestURI(url)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
-		if err := client.Do(req, resp); err != nil {
-			return err
-		}
-		if resp.StatusCode() != 200 {
-			return fmt.Errorf("status %d: %s", resp.StatusCode(), resp.Body())
-		}
-		return nil
-	}
-	var next atomic.Int64
-	lat := make([]time.Duration, total)
-	var firstErr error
-	var once sync.Once
-	var wg sync.WaitGroup
-	// Warm up connections and caches: every HTTP and database connection
-	// has prepared the statement and PostgreSQL has settled on its plan
-	// (it plans the first five executions on each connection afresh), so
-	// the figure is the steady state a running server gives.
-	var warm sync.WaitGroup
-	for i := 0; i < clients; i++ {
-		warm.Add(1)
-		go func() {
-			defer warm.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			for j := 0; j < listWarmRounds; j++ {
-				get(req, resp) //nolint:errcheck
-			}
-			fasthttp.ReleaseRequest(req)
-			fasthttp.ReleaseResponse(resp)
-		}()
-	}
-	warm.Wait()
-	if warmed != nil {
-		warmed()
-	}
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= total || ctx.Err() != nil {
-					return
-				}
-				t0 := time.Now()
-				err := get(req, resp)
-				lat[i] = time.Since(t0)
-				if err != nil {
-					once.Do(func() { firstErr = err })
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return lat, firstErr
+	}, clients, total, warmed)
 }
