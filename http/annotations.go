@@ -57,7 +57,7 @@ func (h *collabHandlers) listAnnotations(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"file_id": f.ID, "annotations": list, "total": len(list)})
+	writeJSON(c, fasthttp.StatusOK, annotationList{FileID: f.ID, Annotations: list, Total: len(list)})
 	return nil
 }
 
