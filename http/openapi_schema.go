@@ -3,6 +3,7 @@ package http
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -26,6 +27,7 @@ import (
 //	doc:"what the field means"       its description
 //	enum:"viewer,editor"             the values it takes
 //	example:"invoice.pdf"            an example value (a string)
+//	min:"1" max:"3650"               a number's bounds
 
 // schemaRegistry collects the named response types as components.
 type schemaRegistry struct {
@@ -206,7 +208,8 @@ func (r *schemaRegistry) fields(t reflect.Type, request bool, depth int, props m
 // annotate adds a field's doc, enum and example tags to its schema.
 func annotate(s map[string]any, f reflect.StructField) map[string]any {
 	doc, enum, example := f.Tag.Get("doc"), f.Tag.Get("enum"), f.Tag.Get("example")
-	if doc == "" && enum == "" && example == "" {
+	lo, hi := f.Tag.Get("min"), f.Tag.Get("max")
+	if doc == "" && enum == "" && example == "" && lo == "" && hi == "" {
 		return s
 	}
 	if _, ref := s["$ref"]; ref {
@@ -229,6 +232,12 @@ func annotate(s map[string]any, f reflect.StructField) map[string]any {
 	}
 	if example != "" {
 		s["examples"] = []any{example}
+	}
+	if n, err := strconv.ParseFloat(lo, 64); err == nil {
+		s["minimum"] = n
+	}
+	if n, err := strconv.ParseFloat(hi, 64); err == nil {
+		s["maximum"] = n
 	}
 	return s
 }

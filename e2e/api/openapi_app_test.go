@@ -159,7 +159,10 @@ func (f *fixtures) send(r dfhttp.RouteInfo, ex dfhttp.Example) (*nethttp.Request
 	got := map[string]string{}
 	path := r.Path
 	for _, name := range dfhttp.PathParams(r.Path) {
-		v := f.make(r.Path, name, got)
+		v, given := ex.Params[name]
+		if !given || name == "id" || strings.HasSuffix(name, "_id") {
+			v = f.make(r.Path, name, got)
+		}
 		got[name] = v
 		path = strings.Replace(path, "{"+name+"}", url.PathEscape(v), 1)
 	}
