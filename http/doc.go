@@ -9,10 +9,17 @@
 // dependencies, never an anonymous closure: every handler has a name in
 // stack traces and profiles.
 //
+// Every route is registered with its documentation (a Doc: summary,
+// parameters, the request and response types, errors, examples), from
+// which /openapi.json is generated; docs/api.md says how to write one.
+//
 // The server and what every request goes through:
 //   - server.go: Config, NewServer, the routes (a trailing slash is not
 //     significant) and the authentication levels: AuthUser, AuthAdmin,
 //     AuthToken (a bearer token even in single-user mode).
+//   - openapi.go, openapi_build.go, openapi_schema.go: Doc, the route's
+//     documentation; the OpenAPI 3.1 document GET /openapi.json built from
+//     the routes; the reflector of Go types into JSON Schema.
 //   - middleware.go: request id, recover, the per-request timeout, the body
 //     limit, authentication, the rate limit, the access log and the
 //     request metric (the route is its pattern, or "other").
@@ -51,7 +58,7 @@
 //     (/api/auth/*, /forgot-password, /reset-password) and the bounded
 //     background sender of their mail.
 //   - tokens.go, admin_tokens.go: a user's API tokens; an administrator's
-//     view of anyone's.
+//     view of anyone's; tokens_doc.go, their documentation.
 //   - local_users.go: the administrators' routes of local accounts.
 //   - users.go: user profiles under /api/admin/users, users search and
 //     mentionable users.
@@ -66,14 +73,17 @@
 //     files_bulk.go (deletion, reprocessing, pipeline assignment, one or
 //     in bulk); ownership.go (claims and assigned owners); files_audit.go
 //     (their audit entries); files_destinations.go (send-to: one document
-//     queued for one of the user's destinations).
+//     queued for one of the user's destinations); files_doc.go (the
+//     documentation of the files and upload routes, their answers' types).
 //   - shares.go, comments.go, annotations.go: working together, each route
-//     asking fileFor for the right it exercises.
+//     asking fileFor for the right it exercises; collab_doc.go, their
+//     request and response types and documentation.
 //   - search.go, similarity.go, saved_searches.go: search, similar
 //     documents and pairs, saved searches; embeddings.go, the embedding
-//     runs.
+//     runs; search_doc.go, the documentation of these and of the queue.
 //   - pipelines.go, routing.go, classification.go: pipelines and their
-//     steps, routing rules, classification rules.
+//     steps, routing rules, classification rules; pipelines_doc.go, their
+//     documentation.
 //   - queue.go: the queue's statistics.
 //
 // Integrations and events out:
@@ -82,6 +92,8 @@
 //     audited without credentials.
 //   - webhooks.go: webhooks, their deliveries and redelivery;
 //     checkTargetURL, the check of every outbound URL a user gives.
+//   - integrations_doc.go: the documentation of integrations, webhooks and
+//     automation hooks.
 //   - automation.go: automation hooks (REST hooks for Zapier, Make, n8n).
 //   - mobile.go: the devices registered for push notifications.
 //   - cloud.go: the cloud folder browser (POST /api/<provider>/list-folders)
@@ -90,7 +102,8 @@
 //   - notify.go: the administrators' test notification.
 //
 // Pages and operations:
-//   - home.go: the front page /, the route list /docs, static files.
+//   - home.go: the front page /, the API reference /docs (Swagger UI over
+//     /openapi.json, or the route list without it), static files.
 //   - health.go: the health checks (details for administrators only).
 //   - ops.go: the operations page /ops over /api/analytics/*.
 //   - analytics.go: GET /api/analytics/*.
