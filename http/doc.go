@@ -63,6 +63,9 @@
 //   - users.go: user profiles under /api/admin/users, users search and
 //     mentionable users.
 //   - audit.go: the audit helper and GET /api/admin/audit-log.
+//   - signin_doc.go, admin_doc.go: the request and response types and the
+//     documentation of the sign-in, self-service and administrators'
+//     routes (users, local accounts, SSO links, the audit log, ownership).
 //
 // Documents:
 //   - upload.go: uploads, process-url, processall and the automation upload.
@@ -109,4 +112,7 @@
 //   - analytics.go: GET /api/analytics/*.
 //   - metrics.go, metricsserver.go: GET /metrics, and a worker's own
 //     /metrics listener.
+//   - pages_doc.go, ops_doc.go: the documentation of the health checks, the
+//     pages, analytics, metrics, notifications, cloud folders and mobile
+//     devices.
 package http
