@@ -129,7 +129,7 @@ var (
 	docPreview = Doc{
 		Summary:   "Show a file inline",
 		Params:    []Param{{Name: "version", Required: true, Enum: versionParam.Enum, Doc: "Which bytes: as uploaded or as processed (PDF)"}},
-		Responses: []Response{{Status: 200, Binary: true, ContentType: "application/octet-stream", Doc: "The file, under its own MIME type"}},
+		Responses: []Response{{Status: 200, Binary: true, Doc: "The file, under its own MIME type"}},
 		Errors:    []int{400, 404},
 		Examples:  []Example{{Name: "original", Summary: "The uploaded bytes", Params: map[string]string{"file_id": "42", "version": "original"}}},
 	}

@@ -75,8 +75,9 @@ type Response struct {
 	Status int
 	// Body is a value of the type written (nil: none).
 	Body any
-	// ContentType is the body's type (default application/json); set
-	// Binary for a file's bytes.
+	// ContentType is the body's type (default application/json, or for
+	// Binary, a file's bytes, any type); set Binary for bytes that are not
+	// JSON.
 	ContentType string
 	Binary      bool
 	Doc         string

@@ -366,7 +366,7 @@ func responses(reg *schemaRegistry, r route) map[string]any {
 		switch {
 		case resp.Binary:
 			if ct == "" {
-				ct = "application/octet-stream"
+				ct = "*/*" // a file under its own MIME type
 			}
 			o["content"] = map[string]any{ct: map[string]any{}}
 		case resp.Body != nil:
