@@ -136,13 +136,13 @@ var (
 	}
 	docCreateAnnotation = Doc{
 		Summary: "Annotate a page of a file",
-		Description: "page, x and y are required; the rectangle is in PDF points from the page's top left. " +
+		Description: "page, x and y are required; x, y, width and height are fractions of the page (0 to 1) from its top left. " +
 			"annotation_type is note (default), highlight, underline or strikethrough; color a hex colour.",
 		Body:      annotationFields{},
 		Responses: []Response{Created(docflow.Annotation{})},
 		Errors:    []int{403, 404},
 		Examples: []Example{{Name: "highlight", Summary: "Highlight the total", Params: map[string]string{"file_id": "42"},
-			Body: map[string]any{"page": 1, "x": 72, "y": 640, "width": 180, "height": 18, "content": "Total due",
+			Body: map[string]any{"page": 1, "x": 0.12, "y": 0.81, "width": 0.3, "height": 0.025, "content": "Total due",
 				"annotation_type": "highlight", "color": "#ffeb3b"}}},
 	}
 	docUpdateAnnotation = Doc{
@@ -151,7 +151,7 @@ var (
 		Responses: []Response{OK(docflow.Annotation{})},
 		Errors:    []int{403, 404},
 		Examples: []Example{{Name: "move", Summary: "Move and recolour", Params: map[string]string{"file_id": "42", "annotation_id": "5"},
-			Body: map[string]any{"y": 660, "color": "#4caf50"}}},
+			Body: map[string]any{"y": 0.84, "color": "#4caf50"}}},
 	}
 	docDeleteAnnotation = Doc{
 		Summary:   "Delete an annotation (its author only)",

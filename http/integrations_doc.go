@@ -38,7 +38,7 @@ var deliveryParams = []Param{
 }
 
 var webdavExample = map[string]any{"direction": "DESTINATION", "integration_type": "WEBDAV", "name": "Nextcloud archive",
-	"config":      map[string]any{"url": "https://cloud.example.com/remote.php/dav/files/me/", "folder": "Documents"},
+	"config":      map[string]any{"url": "https://cloud.example.com/remote.php/dav/files/me/", "path": "Documents"},
 	"credentials": map[string]any{"username": "me", "password": "app-password"}}
 
 var (

@@ -73,6 +73,7 @@ func TestOpenAPIExamples(t *testing.T) {
 	t.Parallel()
 	a := apptest.New(t, apptest.Options{Env: map[string]string{
 		"AUTH_ENABLED":          "true",
+		"MULTI_USER_ENABLED":    "true",
 		"ADMIN_USERNAME":        exampleAdmin,
 		"WEBHOOK_ALLOWED_HOSTS": "hooks.example.com",
 	}})
@@ -264,7 +265,7 @@ func (f *fixtures) make(pattern, name string, got map[string]string) string {
 	case name == "comment_id":
 		return f.create("POST", file+"/comments", map[string]any{"body": "Please check the total."}, "id")
 	case name == "annotation_id":
-		return f.create("POST", file+"/annotations", map[string]any{"page": 1, "x": 10, "y": 10, "width": 100, "height": 20,
+		return f.create("POST", file+"/annotations", map[string]any{"page": 1, "x": 0.1, "y": 0.8, "width": 0.4, "height": 0.03,
 			"content": "total", "annotation_type": "highlight", "color": "#ffeb3b"}, "id")
 	case name == "token_id":
 		return f.create("POST", "/api/api-tokens/", map[string]any{"name": "example"}, "id")
@@ -287,7 +288,7 @@ func (f *fixtures) make(pattern, name string, got map[string]string) string {
 			"rule_type": "filename_pattern", "pattern": "(?i)invoice"}, "id")
 	case name == "id" && strings.HasPrefix(pattern, "/api/integrations"):
 		return f.create("POST", "/api/integrations/", map[string]any{"direction": "DESTINATION", "integration_type": "WEBDAV",
-			"name": "Archive " + f.unique(), "config": map[string]any{"url": "https://dav.example.com/remote.php/dav/files/me/"},
+			"name": "Archive " + f.unique(), "config": map[string]any{"url": "https://dav.example.com/remote.php/dav/files/me/", "path": "Archive"},
 			"credentials": map[string]any{"username": "me", "password": "secret"}}, "id")
 	case name == "id" && strings.HasPrefix(pattern, "/api/saved-searches"):
 		return f.create("POST", "/api/saved-searches", map[string]any{"name": "Invoices " + f.unique(),
