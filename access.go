@@ -1,5 +1,7 @@
 package docflow
 
+import "context"
+
 // Access is what a request needs to do with a file. The levels follow the
 // spec's share role table (interface.md, Share): view, comment/annotate,
 // edit metadata, delete, share; claim is the ownership route's own.
@@ -151,6 +153,36 @@ func (a FileAccess) NeedsShareRole(u *User, f *File, need Access) bool {
 		}
 	}
 	return false
+}
+
+// MayReadOwned reports whether u may read a record of owner, one of the
+// records users keep beside the system's (pipelines, routing rules): a
+// system record (nil owner) is everyone's to read, administrators read
+// every record, others their own.
+func MayReadOwned(u *User, owner *string) bool {
+	return owner == nil || u.IsAdmin || (!u.Anonymous && u.ID != "" && *owner == u.ID)
+}
+
+// ShareRoleFinder finds the role a share gives a user on a file
+// (FileStore.ShareRole).
+type ShareRoleFinder interface {
+	// ShareRole returns the role of userID's share of the file, "" for
+	// none.
+	ShareRole(ctx context.Context, fileID int64, userID string) (string, error)
+}
+
+// Check is Authorize with the share role looked up in roles, only when
+// the answer depends on it (NeedsShareRole): what every transport asks
+// before acting on one file.
+func (a FileAccess) Check(ctx context.Context, roles ShareRoleFinder, u *User, f *File, need Access) error {
+	role := ""
+	if a.NeedsShareRole(u, f, need) {
+		var err error
+		if role, err = roles.ShareRole(ctx, f.ID, u.ID); err != nil {
+			return err
+		}
+	}
+	return a.Authorize(u, f, role, need)
 }
 
 // Visibility is the view rule of FileAccess as a query filter, for the

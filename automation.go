@@ -104,11 +104,14 @@ func SampleEvent(name, ownerID string, now time.Time) Event {
 	owner := &ownerID
 	ev := Event{ID: "evt_sample000000000000000000", Name: name, Timestamp: now.UTC(), OwnerID: owner}
 	switch name {
-	case EventDocumentUploaded, EventDocumentProcessed, EventDocumentFailed:
+	case EventDocumentUploaded, EventDocumentProcessed, EventDocumentFailed, EventDocumentUpdated:
 		status := map[string]string{EventDocumentUploaded: StatusPending, EventDocumentProcessed: StatusCompleted,
-			EventDocumentFailed: StatusFailed}[name]
+			EventDocumentFailed: StatusFailed, EventDocumentUpdated: StatusCompleted}[name]
 		ev.Data = map[string]any{"file_id": 1, "filename": "invoice-2024-001.pdf", "status": status,
 			"title": "Invoice 2024-001", "owner_id": ownerID}
+		if name == EventDocumentUpdated {
+			ev.Data["changed"] = []string{"title", "tags"}
+		}
 	case EventUserPlanChanged:
 		ev.Data = map[string]any{"user_id": ownerID, "old_tier": "free", "new_tier": "pro"}
 	case EventUserPaymentIssue:

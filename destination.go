@@ -133,6 +133,14 @@ type DestinationLocation interface {
 	Location() string
 }
 
+// DestinationProbeWords is implemented by clients whose Probe checks the
+// right to write without writing (Paperless numbers and keeps every
+// document it consumes): ProbeWords says what the probe checked, for the
+// test's message ("the token may add documents").
+type DestinationProbeWords interface {
+	ProbeWords() string
+}
+
 // DestinationNamer is implemented by clients of destinations that refuse
 // some characters in names (OneDrive's ":*?<>|"): the engine passes each
 // name made from the filename_template through DestinationName before

@@ -133,3 +133,22 @@ func TestDestinationTesterMessages(t *testing.T) {
 		t.Error(ok, msg)
 	}
 }
+
+// wordyDest probes without writing, as Paperless does.
+type wordyDest struct{ fakeDest }
+
+func (*wordyDest) ProbeWords() string { return "the token may add documents" }
+
+func TestDestinationTesterProbeWords(t *testing.T) {
+	in := &Integration{IntegrationType: IntegrationPaperless}
+	run := func(f *wordyDest) (bool, string) {
+		return DestinationTester{New: func(*Integration) (DestinationClient, error) { return f, nil }}.TestIntegration(context.Background(), in)
+	}
+	if ok, msg := run(&wordyDest{}); !ok || msg != "Connected to bucket b, and the token may add documents" {
+		t.Error(ok, msg)
+	}
+	if ok, msg := run(&wordyDest{fakeDest{probe: DestFail(DestForbidden, "may not add documents", nil)}}); ok ||
+		msg != "Could not check the right to write to bucket b: may not add documents" {
+		t.Error(ok, msg)
+	}
+}

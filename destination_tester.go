@@ -73,13 +73,17 @@ func (t DestinationTester) TestIntegration(ctx context.Context, in *Integration)
 		return fail("Could not connect to", err)
 	}
 	defer c.Close(context.WithoutCancel(ctx)) //nolint:errcheck // the test's answer is given
+	did, stage := "wrote and removed a test file", "Could not write a test file to"
+	if w, ok := c.(DestinationProbeWords); ok {
+		did, stage = w.ProbeWords(), "Could not check the right to write to"
+	}
 	if err := c.Probe(ctx); err != nil {
-		return fail("Could not write a test file to", err)
+		return fail(stage, err)
 	}
 	if where == "" {
-		return true, "Connected, and wrote and removed a test file"
+		return true, "Connected, and " + did
 	}
-	return true, fmt.Sprintf("Connected to %s, and wrote and removed a test file", where)
+	return true, fmt.Sprintf("Connected to %s, and %s", where, did)
 }
 
 // DestinationReason is what a user is shown of a destination's failure:

@@ -8,9 +8,13 @@
 //
 // Documents and their runs:
 //   - file.go: File, its statuses, FileStore (the file records and listings).
+//   - metadata_edit.go: MetadataEdit, the check of a person's edit of a
+//     document's metadata and how it applies; ValidIBAN.
 //   - blob.go: BlobStore, the content-addressed originals and processed files.
 //   - intake.go: the supported types and what intake hands storage
 //     (IngestRecord, UploadPolicy, Requeue).
+//   - idempotency.go: the Idempotency-Key rule's key check, the kept
+//     reply and IdempotencyStore.
 //   - filename.go: CleanFilename, the one rule of a stored file name.
 //   - pipeline.go: pipelines, their steps, routing rules and their matching
 //     (RoutingRule.Matches, MatchRules).
@@ -53,6 +57,8 @@
 //     samples.
 //   - device.go: the devices registered for push, CheckPushToken,
 //     DeviceStore.
+//   - mobile.go: the phone app's profile (MobileProfileOf, GravatarURL),
+//     the language preference, the QR login's challenge.
 //   - notification.go: the administrators' notifications and Notifier.
 //   - delivery_batch.go: RecordedAttempt, an attempt recorded in a batch.
 //
@@ -86,6 +92,12 @@
 //   - cloud_folders.go: CloudFolder, what the cloud folder browser lists.
 //   - allowlist.go: the outbound allow-lists' entries (host or host:port).
 //
+// The database wizard:
+//   - database_wizard.go: the backends, the connection URL's building and
+//     parsing, LegacySource (the original service's database, read), and
+//     MigrationJob, a copy or an import in the background with its
+//     progress and the report of what it could not carry over.
+//
 // Settings:
 //   - settings.go: SettingDef, Setting, SettingsStore and the validation
 //     of values.
@@ -95,6 +107,13 @@
 //     entry: default, type, check, description, category.
 //   - settings_check.go: the checks of values (numbers, durations, URLs…).
 //   - settings_rules.go: rules across settings, checked at start.
+//   - settings_values.go: the values some settings take (regions, EasyOCR
+//     and embedding models for the settings API's suggestions), and what
+//     AZURE_REGION and EASYOCR_LANGUAGES mean for OCR.
+//
+// Operations:
+//   - reset.go: the system reset's modes, confirmations, result and
+//     SystemResetter.
 //
 // Analytics:
 //   - analytics.go: Metric, the one metric schema, and Recorder.

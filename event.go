@@ -12,9 +12,13 @@ const (
 	EventUserPaymentIssue  = "user.payment_issue"
 )
 
+// EventDocumentUpdated: a person changed a document's metadata
+// (MetadataEdit); its data adds changed, the fields that changed.
+const EventDocumentUpdated = "document.updated"
+
 // EventNames lists every event in a stable order.
 var EventNames = []string{
-	EventDocumentUploaded, EventDocumentProcessed, EventDocumentFailed,
+	EventDocumentUploaded, EventDocumentProcessed, EventDocumentFailed, EventDocumentUpdated,
 	EventUserSignup, EventUserPlanChanged, EventUserPaymentIssue,
 }
 

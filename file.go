@@ -102,6 +102,8 @@ type FileFilter struct {
 	// nil = every file.
 	VisibleTo *Visibility
 	IDs       []int64
+	// OwnerID selects the files this user owns ("" = any owner or none).
+	OwnerID string
 
 	Search   string
 	MimeType string
@@ -115,11 +117,18 @@ type FileFilter struct {
 	Tags             []string
 	OCRQuality       string // poor, good, unchecked
 	QualityThreshold float64
+	// Owner selects the files this user owns; SharedWith those shared
+	// with this user (either only narrows what VisibleTo lets through).
+	Owner      string
+	SharedWith string
 
 	SortBy    string // id, original_filename, file_size, mime_type, created_at
 	SortOrder string // asc, desc
 	Page      int
 	PerPage   int
+	// Offset, when positive, is how many rows come before the page, in
+	// place of (Page-1)*PerPage: for clients that address rows, not pages.
+	Offset int
 
 	// WithProcessingStatus makes FindFiles fill each returned File's
 	// Processing in the same query.

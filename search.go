@@ -2,6 +2,7 @@ package docflow
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -67,6 +68,15 @@ type SearchResult struct {
 type Neighbor struct {
 	FileID int64
 	Score  float64 // cosine similarity clamped to [0,1]
+}
+
+// SimilarityScore is a similarity as the API shows it: the cosine
+// clamped to [0, 1] and rounded to 4 decimals (NaN is 0).
+func SimilarityScore(v float64) float64 {
+	if math.IsNaN(v) {
+		return 0
+	}
+	return math.Round(min(max(v, 0), 1)*10000) / 10000
 }
 
 // SearchIndex is the full-text and vector index. Implementations: the

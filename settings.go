@@ -46,7 +46,18 @@ type Setting struct {
 	Value     string     `json:"value"`
 	Source    string     `json:"source"` // db, env, default
 	UpdatedAt *time.Time `json:"updated_at,omitempty"`
+	// EnvOnly: the process reads it from its environment before the
+	// database opens (DATABASE_URL, WORKDIR, SESSION_SECRET, LOG_FORMAT), so it cannot
+	// be set through the settings API.
+	EnvOnly bool `json:"env_only"`
 }
+
+// Audit actions of the settings API: the detail names the value, or only
+// that it changed when the setting is sensitive.
+const (
+	AuditSettingUpdate = "setting.update"
+	AuditSettingDelete = "setting.delete"
+)
 
 // SettingsStore resolves effective values: database, then environment,
 // then the catalogue default. Code reads a setting through its handle

@@ -43,7 +43,7 @@ var (
 	AnalyticsSampleInterval = secondsSetting(SettingDef{Key: "ANALYTICS_SAMPLE_SECONDS", Category: "Core", RestartRequired: true, Default: "5", Description: "Seconds between consumer-lag and process-resource samples", Check: IntBetween(1, 3600)})
 	LogLevel                = stringSetting(SettingDef{Key: "LOG_LEVEL", Category: "Core", RestartRequired: true, Type: TypeDropdown, Default: "info", Options: []string{"debug", "info", "warn", "error"}, Description: "Log level"})
 	LogFormat               = stringSetting(SettingDef{Key: "LOG_FORMAT", Category: "Core", RestartRequired: true, Type: TypeDropdown, Default: "console", Options: []string{"console", "json"}, Description: "Log format"})
-	Debug                   = boolSetting(SettingDef{Key: "DEBUG", Category: "Advanced", RestartRequired: true, Default: "false", Description: "Debug mode"})
+	Debug                   = boolSetting(SettingDef{Key: "DEBUG", Category: "Advanced", RestartRequired: true, Default: "false", Description: "Debug mode: log at the debug level whatever LOG_LEVEL says (every request, every setting change heard)"})
 
 	// Authentication
 	AuthEnabled              = boolSetting(SettingDef{Key: "AUTH_ENABLED", Category: "Authentication", RestartRequired: true, Default: "false", Description: "Require a session or API token (false = single-user mode)"})
@@ -90,11 +90,11 @@ var (
 	WatchFolderInterval         = secondsSetting(SettingDef{Key: "WATCH_FOLDER_INTERVAL", Category: "Uploads", Default: "10", Description: "Watch folder poll interval in seconds", Check: AtLeast(1)})
 
 	// Processing
-	StepTimeout             = secondsSetting(SettingDef{Key: "STEP_TIMEOUT", Category: "Processing", Default: "600", Description: "Seconds one step attempt may run", Check: AtLeast(1)})
-	StepRetryDelays         = durationsSetting(SettingDef{Key: "STEP_RETRY_DELAYS", Category: "Processing", Default: "60s,300s,900s", Description: "Retry delays of a failed step (jitter ±20 %)", Check: Durations()})
-	StepPoolSizes           = stringSetting(SettingDef{Key: "STEP_POOL_SIZES", Category: "Processing", Description: "Actors per step type, e.g. ocr=2,convert_to_pdf=2 (OCR defaults to the core count)", Check: PoolSizes()})
-	EnableTestStep          = boolSetting(SettingDef{Key: "ENABLE_TEST_STEP", Category: "Advanced", Default: "false", Description: "Register the pipeline's test step type (fault drills, multi-process tests, benchmarks)"})
-	StalledRunTimeout       = secondsSetting(SettingDef{Key: "STALLED_RUN_TIMEOUT", Category: "Processing", Default: "3600", Description: "Seconds after which a run with no progress is failed", Check: AtLeast(1)})
+	StepTimeout             = secondsSetting(SettingDef{Key: "STEP_TIMEOUT", Category: "Processing", RestartRequired: true, Default: "600", Description: "Seconds one step attempt may run", Check: AtLeast(1)})
+	StepRetryDelays         = durationsSetting(SettingDef{Key: "STEP_RETRY_DELAYS", Category: "Processing", RestartRequired: true, Default: "60s,300s,900s", Description: "Retry delays of a failed step (jitter ±20 %)", Check: Durations()})
+	StepPoolSizes           = stringSetting(SettingDef{Key: "STEP_POOL_SIZES", Category: "Processing", RestartRequired: true, Description: "Actors per step type, e.g. ocr=2,convert_to_pdf=2 (OCR defaults to the core count)", Check: PoolSizes()})
+	EnableTestStep          = boolSetting(SettingDef{Key: "ENABLE_TEST_STEP", Category: "Advanced", RestartRequired: true, Default: "false", Description: "Register the pipeline's test step type (fault drills, multi-process tests, benchmarks)"})
+	StalledRunTimeout       = secondsSetting(SettingDef{Key: "STALLED_RUN_TIMEOUT", Category: "Processing", RestartRequired: true, Default: "3600", Description: "Seconds after which a run with no progress is failed", Check: AtLeast(1)})
 	BlobSync                = stringSetting(SettingDef{Key: "BLOB_SYNC", Category: "Storage", RestartRequired: true, Type: TypeDropdown, Default: "group", Options: []string{"group", "file"}, Description: "How a stored file is made durable: group (one filesystem flush shared by concurrent writes; give WORKDIR/blobs its own filesystem if other programs write a lot beside it) or file (an fsync per file and directory)"})
 	BlobSweepInterval       = secondsSetting(SettingDef{Key: "BLOB_SWEEP_INTERVAL", Category: "Storage", RestartRequired: true, Default: "21600", Description: "Seconds between sweeps that remove stored files no record references (0 = never); the first runs a few minutes after start, one process sweeps at a time", Check: AtLeast(0)})
 	BlobSweepMinAge         = secondsSetting(SettingDef{Key: "BLOB_SWEEP_MIN_AGE", Category: "Storage", Default: "86400", Description: "Seconds since a stored file was last stored (or stored again) before a sweep may remove it; at least twice STEP_TIMEOUT (a lower value is raised to that)", Check: AtLeast(0)})
@@ -112,9 +112,9 @@ var (
 	TextQualityThreshold              = floatSetting(SettingDef{Key: "TEXT_QUALITY_THRESHOLD", Category: "OCR", Type: TypeSlider, Default: "85", Description: "OCR quality score below which text counts as poor", Check: FloatBetween(0, 100)})
 	AzureDocumentIntelligenceEndpoint = stringSetting(SettingDef{Key: "AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT", Category: "OCR", Description: "Azure Document Intelligence endpoint for cloud OCR", Check: URLs("https", "http")})
 	AzureDocumentIntelligenceKey      = stringSetting(SettingDef{Key: "AZURE_DOCUMENT_INTELLIGENCE_KEY", Category: "OCR", Sensitive: true, Description: "Azure Document Intelligence key"})
-	AzureRegion                       = stringSetting(SettingDef{Key: "AZURE_REGION", Category: "OCR", Type: TypeAutocomp, Description: "Azure region"})
-	AWSRegion                         = stringSetting(SettingDef{Key: "AWS_REGION", Category: "Storage", Type: TypeAutocomp, Default: "us-east-1", Description: "AWS region"})
-	EasyOCRLanguages                  = listSetting(SettingDef{Key: "EASYOCR_LANGUAGES", Category: "OCR", Type: TypeMulti, Description: "Languages for an EasyOCR-compatible provider"})
+	AzureRegion                       = stringSetting(SettingDef{Key: "AZURE_REGION", Category: "OCR", Type: TypeAutocomp, Description: "Azure region of the Document Intelligence resource (westeurope): when AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT is empty, cloud OCR uses the regional endpoint https://<region>.api.cognitive.microsoft.com", Check: RegionName()})
+	AWSRegion                         = stringSetting(SettingDef{Key: "AWS_REGION", Category: "Storage", Type: TypeAutocomp, Default: "us-east-1", Description: "AWS region of the S3 destinations whose integration names none", Check: RegionName()})
+	EasyOCRLanguages                  = listSetting(SettingDef{Key: "EASYOCR_LANGUAGES", Category: "OCR", Type: TypeMulti, Description: "Languages of the original service's EasyOCR engine (en, de, ch_sim): docflow has no EasyOCR engine, so these are added, as Tesseract languages (en is eng), to TESSERACT_LANGUAGE where a step says auto; a code Tesseract has no language for has no effect"})
 
 	// AI
 	MetadataProvider        = stringSetting(SettingDef{Key: "METADATA_PROVIDER", Category: "AI", Type: TypeDropdown, Default: "rules", Options: []string{"rules", "openai"}, Description: "Metadata extraction provider"})

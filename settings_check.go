@@ -377,6 +377,19 @@ func LanguageCodes() SettingCheck {
 	}
 }
 
+// RegionName accepts a cloud region's name (eu-central-1, westeurope):
+// lower-case letters, digits and hyphens; "" is not set.
+func RegionName() SettingCheck {
+	return func(v string) error {
+		for _, r := range strings.TrimSpace(v) {
+			if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+				return errors.New("must be a region name such as eu-central-1 or westeurope (lower-case letters, digits, hyphens)")
+			}
+		}
+		return nil
+	}
+}
+
 // EmailAddress accepts one e-mail address (with or without a name).
 func EmailAddress() SettingCheck {
 	return func(v string) error {

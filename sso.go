@@ -63,7 +63,10 @@ type SSOSignIn struct {
 	// RefreshToken, when the provider issued one, lets docflow ask the
 	// provider again later (kept sealed).
 	RefreshToken string
-	At           time.Time
+	// Picture is the provider's picture claim when CheckPictureURL
+	// accepts it ("" otherwise): the phone app's avatar.
+	Picture string
+	At      time.Time
 }
 
 // UserID is the docflow user id a first sign-in of this identity gets:

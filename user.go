@@ -102,6 +102,17 @@ const (
 // TokenPrefix starts every API token.
 const TokenPrefix = "dfl_"
 
+// LegacyTokenPrefix starts the API tokens the original service issued;
+// an import keeps their hashes (the same hex SHA-256), so they go on
+// working here.
+const LegacyTokenPrefix = "de_"
+
+// TokenShaped reports whether token may be an API token of docflow's or
+// of the original service's, before any lookup.
+func TokenShaped(token string) bool {
+	return len(token) <= 200 && (strings.HasPrefix(token, TokenPrefix) || strings.HasPrefix(token, LegacyTokenPrefix))
+}
+
 // Session is a browser session kept server-side.
 type Session struct {
 	ID      string

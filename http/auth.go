@@ -154,7 +154,7 @@ func (a *authenticator) userFromToken(ctx context.Context, c *fasthttp.RequestCt
 }
 
 func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, token string) (*docflow.User, error) {
-	if !strings.HasPrefix(token, docflow.TokenPrefix) || len(token) > 200 {
+	if !docflow.TokenShaped(token) {
 		return nil, errInvalidToken
 	}
 	hash := HashToken(token)
@@ -196,6 +196,10 @@ func (a *authenticator) tokenUser(ctx context.Context, c *fasthttp.RequestCtx, t
 
 // forget drops a token from the cache (after revoke or reactivate).
 func (a *authenticator) forget(hash string) { a.cache.Remove(hash) }
+
+// DropCaches forgets every token it cached: after a system reset a token
+// that is gone must not be taken for the rest of its cache time.
+func (s *Server) DropCaches() { s.auth.cache.Purge() }
 
 // forgetAll drops every cached token (an account's tokens were revoked
 // together), so the next request of each reads it again.

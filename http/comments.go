@@ -83,25 +83,37 @@ func (h *collabHandlers) createComment(c *fasthttp.RequestCtx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	body, err := commentBody(req.Body)
+	ans, err := h.commentOn(c, f, req.Body, req.ParentID)
 	if err != nil {
 		return err
 	}
-	if req.ParentID != nil && *req.ParentID <= 0 {
-		return invalid("parent_id", "parent_id must be a comment of this file")
+	writeJSON(c, fasthttp.StatusCreated, ans)
+	return nil
+}
+
+// commentOn writes the current user's comment on f, whose comment right
+// the route checked: the body checked, its mentions resolved and granted
+// by the file access rule, the grants audited (also the GraphQL mutation
+// comment's way).
+func (h *collabHandlers) commentOn(c *fasthttp.RequestCtx, f *docflow.File, bodyArg *string, parentID *int64) (commentAnswer, error) {
+	body, err := commentBody(bodyArg)
+	if err != nil {
+		return commentAnswer{}, err
+	}
+	if parentID != nil && *parentID <= 0 {
+		return commentAnswer{}, invalid("parent_id", "parent_id must be a comment of this file")
 	}
 	reach, err := h.mentions(c, f, body)
 	if err != nil {
-		return err
+		return commentAnswer{}, err
 	}
-	cm := &docflow.Comment{FileID: f.ID, UserID: h.actor(c), ParentID: req.ParentID, Body: body, Mentions: reach.Notified}
+	cm := &docflow.Comment{FileID: f.ID, UserID: h.actor(c), ParentID: parentID, Body: body, Mentions: reach.Notified}
 	granted, err := h.d.Comments.CreateComment(RequestContext(c), cm, reach.Grant)
 	if err != nil {
-		return err
+		return commentAnswer{}, err
 	}
 	h.auditGrants(c, cm.ID, docflow.MentionGrants{Granted: granted}, "")
-	writeJSON(c, fasthttp.StatusCreated, commentAnswer{cm, reach.NotNotified})
-	return nil
+	return commentAnswer{cm, reach.NotNotified}, nil
 }
 
 // ownComment finds the path's comment of f and checks the current user

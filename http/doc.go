@@ -69,13 +69,17 @@
 //
 // Documents:
 //   - upload.go: uploads, process-url, processall and the automation upload.
+//   - idempotency.go: the Idempotency-Key rule wrapped around the upload
+//     and process-url handlers (a repeat replays the first answer).
 //   - files.go: the files API (listing, detail, metadata) and
 //     fileFor/visibleTo, the file access rule applied to the current user
 //     (fileFor loads and authorizes the file of every
 //     /api/files/{file_id}… route); files_content.go (preview, download, the bulk ZIP);
 //     files_bulk.go (deletion, reprocessing, pipeline assignment, one or
 //     in bulk); ownership.go (claims and assigned owners); files_audit.go
-//     (their audit entries); files_destinations.go (send-to: one document
+//     (their audit entries); files_metadata.go (a person's edit of the
+//     metadata, with its document.updated event; files_metadata_doc.go,
+//     its documentation); files_destinations.go (send-to: one document
 //     queued for one of the user's destinations); files_doc.go (the
 //     documentation of the files and upload routes, their answers' types).
 //   - shares.go, comments.go, annotations.go: working together, each route
@@ -88,6 +92,10 @@
 //     steps, routing rules, classification rules; pipelines_doc.go, their
 //     documentation.
 //   - queue.go: the queue's statistics.
+//   - graphql.go, graphql_writes.go: POST /graphql (the executor, package
+//     graphql, runs behind this server's middleware) and GraphiQL at GET
+//     /graphql; GraphQLWrites, the mutations' writes by these routes'
+//     code.
 //
 // Integrations and events out:
 //   - integrations.go, integrations_audit.go: /api/integrations/…, an
@@ -99,17 +107,37 @@
 //     automation hooks.
 //   - automation.go: automation hooks (REST hooks for Zapier, Make, n8n).
 //   - mobile.go: the devices registered for push notifications.
+//   - mobile_app.go: the rest of the phone app's namespace: the token a
+//     signed-in browser makes for it (generate-token), whoami, the
+//     language preference.
+//   - qr_login.go: QR login: the challenge, its status and QR code (SVG
+//     drawn here), the phone's claim, and the page /qr-login
+//     (static/qr-login.js follows the challenge).
 //   - cloud.go: the cloud folder browser (POST /api/<provider>/list-folders)
 //     and the spec's send-to routes (POST /send_to_<provider>/), over the
 //     CloudFolderLister and DeliveryQueue it declares.
 //   - notify.go: the administrators' test notification.
+//   - database.go: the database wizard (backends, build-url,
+//     test-connection, preview-migration, migrate and its progress), over
+//     the DatabaseWizard it declares.
 //
 // Pages and operations:
-//   - home.go: the front page /, the API reference /docs (Swagger UI over
-//     /openapi.json, or the route list without it), static files.
+//   - app.go: the web application (web/app, built into static/app): the
+//     page routes (/, /files/{id}, the admin pages) answer its page with
+//     the signed-in user in a meta element; its hashed assets.
+//   - compress.go: Brotli or gzip for embedded text files, each
+//     compressed once.
+//   - home.go: the status page /status, the API reference /docs (Swagger
+//     UI over /openapi.json, or the route list without it), static files.
 //   - health.go: the health checks (details for administrators only).
 //   - ops.go: the operations page /ops over /api/analytics/*.
+//   - settings.go: the settings API (/api/settings/…: list, one key, set,
+//     delete, bulk update, credentials overview, suggestions), sensitive
+//     values never shown; settings_page.go, the /settings page over it
+//     (static/settings.js saves only what changed).
 //   - analytics.go: GET /api/analytics/*.
+//   - system_reset.go: the system reset's status, full reset and reimport
+//     (ENABLE_FACTORY_RESET, the typed confirmation, the audit entry).
 //   - metrics.go, metricsserver.go: GET /metrics, and a worker's own
 //     /metrics listener.
 //   - pages_doc.go, ops_doc.go: the documentation of the health checks, the

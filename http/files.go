@@ -25,6 +25,11 @@ type FilesDeps struct {
 	// Destinations, when set, gives a file's record its deliveries to
 	// storage destinations and serves send-to.
 	Destinations docflow.DestinationStore
+	// Edits and Announce, when both are set, serve PATCH
+	// /api/files/{file_id}/metadata: the edit is saved by Edits with its
+	// document.updated event, built by Announce (streams.DocumentUpdated).
+	Edits    fileEditor
+	Announce docflow.DocumentEventEncoder
 }
 
 // pipelineFinder finds a pipeline by id (docflow.PipelineStore).
@@ -43,11 +48,15 @@ func (s *Server) MountFiles(d FilesDeps) {
 		panic("http: MountFiles needs Files, Blobs, Intake and Pipelines")
 	}
 	h := &filesHandlers{s: s, d: d}
+	s.files = h
 	b := Route{Auth: AuthUser, Limit: LimitDefault}
 	stream := Route{Auth: AuthUser, Limit: LimitDefault, Timeout: 10 * time.Minute}
 	s.Handle("GET", "/api/files", b, h.list, docListFiles)
 	s.Handle("GET", "/api/files/{file_id}", b, h.get, docGetFile)
 	s.Handle("GET", "/api/files/{file_id}/metadata", b, h.metadata, docFileMetadata)
+	if d.Edits != nil && d.Announce != nil {
+		s.Handle("PATCH", "/api/files/{file_id}/metadata", b, h.editMetadata, docEditMetadata)
+	}
 	s.Handle("GET", "/api/files/{file_id}/preview", stream, h.content(true), docPreview)
 	s.Handle("GET", "/api/files/{file_id}/download", stream, h.content(false), docDownload)
 	s.Handle("DELETE", "/api/files/{file_id}", b, h.delete, docDeleteFile)
@@ -120,17 +129,7 @@ func (s *Server) fileByID(c *fasthttp.RequestCtx, files fileLoader, id int64, ne
 // the route found otherwise (by its stored name, say): the file access
 // rule's refusal, or nil.
 func (s *Server) authorizeFile(c *fasthttp.RequestCtx, files fileLoader, f *docflow.File, need docflow.Access) error {
-	access := s.fileAccess()
-	u := CurrentUser(c)
-	role := ""
-	// The share role is looked up only when it counts.
-	if access.NeedsShareRole(u, f, need) {
-		var err error
-		if role, err = files.ShareRole(RequestContext(c), f.ID, u.ID); err != nil {
-			return err
-		}
-	}
-	return access.Authorize(u, f, role, need)
+	return s.fileAccess().Check(RequestContext(c), files, CurrentUser(c), f, need)
 }
 
 type pagination struct {
@@ -208,6 +207,21 @@ func (s *Server) parseFileFilter(c *fasthttp.RequestCtx) (docflow.FileFilter, er
 		for _, t := range strings.Split(v, ",") {
 			if t = strings.TrimSpace(t); t != "" {
 				f.Tags = append(f.Tags, t)
+			}
+		}
+	}
+	// owner: one user's files; shared_with_me: the files others shared
+	// with the current user (the documents page's filters).
+	f.Owner = strings.TrimSpace(string(args.Peek("owner")))
+	if v := strings.TrimSpace(string(args.Peek("shared_with_me"))); v != "" {
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			bad("shared_with_me", "shared_with_me must be true or false")
+		} else if on {
+			if u := CurrentUser(c); u != nil && !u.Anonymous && u.ID != "" {
+				f.SharedWith = u.ID
+			} else {
+				f.IDs = []int64{} // nothing is shared with the single user
 			}
 		}
 	}

@@ -104,6 +104,17 @@ func (h *filesHandlers) delete(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
+	if err := h.deleteFile(c, f); err != nil {
+		return err
+	}
+	writeJSON(c, fasthttp.StatusOK, fileDeleted{Status: "success", Message: "File deleted", FileID: f.ID})
+	return nil
+}
+
+// deleteFile deletes f, which the route found the user may delete: the
+// record, its audit entry, and the blobs no other file references (also
+// the GraphQL mutation deleteDocument's way).
+func (h *filesHandlers) deleteFile(c *fasthttp.RequestCtx, f *docflow.File) error {
 	ctx := RequestContext(c)
 	orphans, err := h.d.Files.DeleteFile(ctx, f.ID)
 	if err != nil {
@@ -111,7 +122,6 @@ func (h *filesHandlers) delete(c *fasthttp.RequestCtx) error {
 	}
 	h.s.auditFile(c, docflow.AuditFileDelete, f.ID, fileLabel(f)+" deleted")
 	h.removeBlobs(ctx, orphans)
-	writeJSON(c, fasthttp.StatusOK, fileDeleted{Status: "success", Message: "File deleted", FileID: f.ID})
 	return nil
 }
 
@@ -157,18 +167,12 @@ func (h *filesHandlers) reprocess(cloud bool) Handler {
 		if err != nil {
 			return err
 		}
-		ok, errs, err := h.d.Intake.Reprocess(RequestContext(c), []int64{f.ID}, docflow.ReprocessOptions{ForceCloudOCR: cloud})
+		task, err := h.reprocessFile(c, f, cloud)
 		if err != nil {
 			return err
 		}
-		if e := errs[f.ID]; e != nil {
-			return e
-		}
-		if len(ok) != 1 {
-			return docflow.Errorf(docflow.ENOTFOUND, "File not found")
-		}
 		out := fileReprocessed{Status: "success", Message: "File queued for reprocessing", FileID: f.ID,
-			Filename: f.OriginalFilename, TaskID: ok[0].TaskID}
+			Filename: f.OriginalFilename, TaskID: task}
 		if cloud {
 			out.ForceCloudOCR = true
 			out.Message = "File queued for reprocessing with cloud OCR"
@@ -176,6 +180,23 @@ func (h *filesHandlers) reprocess(cloud bool) Handler {
 		writeJSON(c, fasthttp.StatusOK, out)
 		return nil
 	}
+}
+
+// reprocessFile queues f, which the route found the user may change, for
+// a new run and returns its task id (also the GraphQL mutation
+// reprocess's way).
+func (h *filesHandlers) reprocessFile(c *fasthttp.RequestCtx, f *docflow.File, cloud bool) (string, error) {
+	ok, errs, err := h.d.Intake.Reprocess(RequestContext(c), []int64{f.ID}, docflow.ReprocessOptions{ForceCloudOCR: cloud})
+	if err != nil {
+		return "", err
+	}
+	if e := errs[f.ID]; e != nil {
+		return "", e
+	}
+	if len(ok) != 1 {
+		return "", docflow.Errorf(docflow.ENOTFOUND, "File not found")
+	}
+	return ok[0].TaskID, nil
 }
 
 type reprocessed struct {

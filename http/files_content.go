@@ -74,8 +74,16 @@ func (h *filesHandlers) content(inline bool) Handler {
 		if inline {
 			disp = "inline"
 			// NOTE: an SVG or HTML-ish upload shown inline must not run
-			// script in the service's origin.
-			c.Response.Header.Set("Content-Security-Policy", "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'")
+			// script in the service's origin. The document page frames
+			// previews (same origin only). A PDF is not sandboxed: the
+			// browser's PDF viewer refuses sandboxed documents, and runs
+			// outside the page's origin anyway.
+			csp := "sandbox; default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; frame-ancestors 'self'"
+			if mimeType == "application/pdf" {
+				csp = "default-src 'none'; object-src 'self'; img-src 'self' data:; style-src 'unsafe-inline'; frame-ancestors 'self'"
+			}
+			c.Response.Header.Set("Content-Security-Policy", csp)
+			c.Response.Header.Set("X-Frame-Options", "SAMEORIGIN")
 		}
 		c.Response.Header.Set("Content-Disposition", ContentDisposition(disp, name))
 		c.Response.Header.Set("X-Content-Type-Options", "nosniff")

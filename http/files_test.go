@@ -463,3 +463,35 @@ func TestContentDisposition(t *testing.T) {
 		}
 	}
 }
+
+// TestFileListOwnerAndSharedFilters: owner and shared_with_me narrow the
+// list (the documents page's filters); a bad shared_with_me is 422 naming
+// it. The single user owns nothing and has nothing shared with it.
+func TestFileListOwnerAndSharedFilters(t *testing.T) {
+	t.Parallel()
+	fe := newFilesEnv(t, nil)
+	fe.mustUpload("mine.pdf", pdf("mine"))
+	count := func(query string) float64 {
+		t.Helper()
+		resp, body := fe.do("GET", "/api/files"+query, "", nil)
+		fe.expect(resp, body, 200)
+		return fe.json(body)["pagination"].(map[string]any)["total"].(float64)
+	}
+	if n := count(""); n != 1 {
+		t.Fatalf("all: %v", n)
+	}
+	if n := count("?owner=someone"); n != 0 {
+		t.Fatalf("owner=someone: %v", n)
+	}
+	if n := count("?shared_with_me=true"); n != 0 {
+		t.Fatalf("shared_with_me=true: %v", n)
+	}
+	if n := count("?shared_with_me=false"); n != 1 {
+		t.Fatalf("shared_with_me=false: %v", n)
+	}
+	resp, body := fe.do("GET", "/api/files?shared_with_me=maybe", "", nil)
+	fe.expect(resp, body, 422)
+	if !strings.Contains(string(body), "shared_with_me") {
+		t.Fatalf("422 does not name the parameter: %s", body)
+	}
+}

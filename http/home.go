@@ -34,8 +34,11 @@ const pageHead = `<!doctype html>
 const pageBar = `<a class="skip" href="#main">Skip to content</a>
 <header class="bar"><a class="brand" href="/">docflow</a>
 <nav aria-label="Main"><ul>
+<li><a href="/">Documents</a></li>
+<li><a href="/status">Status</a></li>
 <li><a href="/docs">API reference</a></li>
 <li><a href="/ops">Operations</a></li>
+<li><a href="/settings">Settings</a></li>
 <li><a href="/api/diagnostic/health">Health (JSON)</a></li>
 {{if .CanSignOut}}<li><form method="post" action="/logout"><button type="submit" class="link">Sign out</button></form></li>
 {{else if .CanSignIn}}<li><a href="/login">Sign in</a></li>{{end}}
@@ -70,7 +73,8 @@ var homePage = template.Must(template.New("home").Parse(pageHead + `<title>docfl
 <li><a href="/docs">API reference</a>: every endpoint this server answers.</li>
 <li>API tokens for scripts and apps: <code>POST /api/api-tokens/</code> with <code>{"name": "…"}</code>; send the token as <code>Authorization: Bearer dfl_…</code>.</li>
 <li>Upload a document: <code>POST /api/upload</code> (multipart field <code>file</code>); follow it with <code>GET /api/files</code>.</li>
-</ul>
+{{if .CanSignOut}}<li>The docflow phone app: <a href="/qr-login">sign it in with a QR code</a>.</li>
+{{end}}</ul>
 </section>
 </main></body></html>`))
 
@@ -123,21 +127,24 @@ type docsView struct {
 // make (scripts/web.sh) into the git-ignored static/vendor folder.
 var apiRenderer = "static/vendor/swagger-ui-bundle.js"
 
-// mountHome registers the landing page (where a sign-in lands), the API
-// reference and the static files the pages use.
+// mountHome registers the status page (who you are, the health checks,
+// the administrator's notices), the API reference, the static files the
+// pages use, /ops and the web application (app.go), whose documents page
+// is / (where a sign-in lands).
 func (s *Server) mountHome() {
 	page := Route{Auth: AuthNone}
-	s.Handle("GET", "/", page, s.home, docHome)
+	s.Handle("GET", "/status", page, s.home, docHome)
 	s.Handle("GET", "/docs", page, s.docs, docDocsPage)
 	s.Handle("GET", "/static/{name}", Route{Auth: AuthNone, Limit: LimitNone}, serveStatic, docStatic)
 	s.mountOps()
+	s.mountApp()
 }
 
 func (s *Server) home(c *fasthttp.RequestCtx) error {
 	u := CurrentUser(c)
 	if u == nil {
 		// NOTE: a relative Location: never one built from the Host header.
-		c.Response.Header.Set("Location", "/login?next="+url.QueryEscape("/"))
+		c.Response.Header.Set("Location", "/login?next="+url.QueryEscape("/status"))
 		c.SetStatusCode(fasthttp.StatusSeeOther)
 		return nil
 	}
@@ -249,6 +256,6 @@ func serveEmbedded(c *fasthttp.RequestCtx, dir, name string) error {
 	}
 	c.Response.Header.SetContentType(ct)
 	c.Response.Header.Set("Cache-Control", "public, max-age=3600")
-	c.SetBody(b)
+	writeCompressed(c, dir+name, b)
 	return nil
 }

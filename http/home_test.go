@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// TestLoginLandsOnAUsablePage: the page a login redirects to answers 200
-// and shows who is signed in, the links and the health summary.
+// TestLoginLandsOnAUsablePage: the page a login redirects to (the
+// documents page) answers 200, and /status shows who is signed in, the
+// links and the health summary.
 func TestLoginLandsOnAUsablePage(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, map[string]string{"AUTH_ENABLED": "true", "ADMIN_USERNAME": "root", "ADMIN_PASSWORD": "correct horse battery"})
@@ -30,7 +31,15 @@ func TestLoginLandsOnAUsablePage(t *testing.T) {
 			session = c.Value
 		}
 	}
+	// The landing page is the documents page: the application's page, or
+	// the page saying how to build it.
 	resp, body = e.do("GET", landing.Path, "", nil, "Cookie", SessionCookie+"="+session, "Accept", "text/html")
+	e.expect(resp, body, 200)
+	if landing.Path != "/" || !(strings.Contains(string(body), `<meta name="docflow-session"`) || strings.Contains(string(body), "make web")) {
+		t.Fatalf("landed on %q:\n%s", landing.Path, body)
+	}
+	// The status page shows who is signed in, the links and the health.
+	resp, body = e.do("GET", "/status", "", nil, "Cookie", SessionCookie+"="+session, "Accept", "text/html")
 	e.expect(resp, body, 200)
 	page := string(body)
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
@@ -44,7 +53,7 @@ func TestLoginLandsOnAUsablePage(t *testing.T) {
 		"database", "ok",
 	} {
 		if !strings.Contains(page, want) {
-			t.Fatalf("landing page lacks %q:\n%s", want, page)
+			t.Fatalf("status page lacks %q:\n%s", want, page)
 		}
 	}
 	// Signing out from the page goes back to the login form.
@@ -60,7 +69,7 @@ func TestLoginLandsOnAUsablePage(t *testing.T) {
 func TestLandingPageInSingleUserMode(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, nil)
-	resp, body := e.do("GET", "/", "", nil)
+	resp, body := e.do("GET", "/status", "", nil)
 	e.expect(resp, body, 200)
 	page := string(body)
 	for _, want := range []string{"Single-user mode", `href="/docs"`, "database"} {

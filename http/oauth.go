@@ -307,7 +307,7 @@ func (s *Server) handleSSOCallback(c *fasthttp.RequestCtx) error {
 		return s.ssoRefuse(c, att, "", who+": "+why, errSSONotAllowed)
 	}
 	res, err := s.sso.deps.Store.SignInSSO(ctx, docflow.SSOSignIn{Issuer: st.issuer, Subject: id.Subject, Email: id.Email,
-		IsAdmin: id.IsAdmin, RefreshToken: id.RefreshToken, At: s.cfg.Now()}, docflow.AdminUserID(s.cfg.Settings))
+		IsAdmin: id.IsAdmin, RefreshToken: id.RefreshToken, Picture: id.Picture, At: s.cfg.Now()}, docflow.AdminUserID(s.cfg.Settings))
 	var refused *docflow.SSORefusal
 	if errors.As(err, &refused) {
 		if refused.SubjectChanged {

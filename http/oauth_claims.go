@@ -21,6 +21,9 @@ type ssoUser struct {
 	IsAdmin bool
 	// RefreshToken is the provider's refresh token ("" when it gave none).
 	RefreshToken string
+	// Picture is the picture claim when docflow.CheckPictureURL accepts
+	// it ("" otherwise).
+	Picture string
 }
 
 // ssoClaims are the claims docflow reads, from the ID token and, for
@@ -31,6 +34,7 @@ type ssoClaims struct {
 	Name              string          `json:"name"`
 	PreferredUsername string          `json:"preferred_username"`
 	Groups            json.RawMessage `json:"groups"`
+	Picture           string          `json:"picture"`
 }
 
 // complete says whether nothing needs to be asked of the user info
@@ -50,6 +54,9 @@ func (c *ssoClaims) fill(more ssoClaims) {
 	}
 	if len(c.Groups) == 0 {
 		c.Groups = more.Groups
+	}
+	if c.Picture == "" {
+		c.Picture = more.Picture
 	}
 }
 
@@ -116,6 +123,9 @@ func (s *Server) ssoPolicy() ssoPolicy {
 // user makes the docflow user of subject with these claims.
 func (c *ssoClaims) user(subject string, p ssoPolicy) ssoUser {
 	u := ssoUser{Subject: subject, Groups: c.groups()}
+	if p := strings.TrimSpace(c.Picture); docflow.CheckPictureURL(p) {
+		u.Picture = p
+	}
 	if c.emailVerified(p.trustAbsent) {
 		u.Email = strings.ToLower(strings.TrimSpace(c.Email))
 	}

@@ -31,9 +31,7 @@ func ownerOf(u *docflow.User) *string {
 }
 
 // canSee reports whether u may read a record owned by owner.
-func canSee(u *docflow.User, owner *string) bool {
-	return owner == nil || u.IsAdmin || (ownerOf(u) != nil && *owner == u.ID)
-}
+func canSee(u *docflow.User, owner *string) bool { return docflow.MayReadOwned(u, owner) }
 
 // canChange reports whether u may change a record owned by owner: system
 // records need an administrator.

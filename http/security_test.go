@@ -47,7 +47,7 @@ var inlineCode = regexp.MustCompile(`(?i)<script(?:\s[^>]*)?>\s*[^<\s]|<style|\s
 func TestPagesWorkUnderTheCSP(t *testing.T) {
 	t.Parallel()
 	e := newTestEnv(t, nil)
-	for _, path := range []string{"/login", "/", "/docs"} {
+	for _, path := range []string{"/login", "/", "/docs", "/status", "/files/1"} {
 		resp, body := e.do("GET", path, "", nil)
 		e.expect(resp, body, 200)
 		if m := inlineCode.FindString(string(body)); m != "" {

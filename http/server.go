@@ -126,6 +126,10 @@ type Server struct {
 	// handoff is the mobile hand-off's code flow, once
 	// MountMobileHandOff mounted it (signin.go).
 	handoff *MobileHandOffDeps
+	// files and collab are the files and collaboration routes' handlers,
+	// once mounted: GraphQLWrites runs their code.
+	files  *filesHandlers
+	collab *collabHandlers
 	// life guards srv, ln, closed and the authenticator's start and stop:
 	// Serve runs on its own goroutine and Shutdown may come at any time,
 	// even before Serve.

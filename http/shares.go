@@ -27,6 +27,7 @@ func (s *Server) MountCollab(d CollabDeps) {
 		panic("http: MountCollab needs Files, Shares, Comments and Annotations")
 	}
 	h := &collabHandlers{s: s, d: d}
+	s.collab = h
 	b := Route{Auth: AuthUser, Limit: LimitDefault}
 	s.Handle("GET", "/api/files/{file_id}/shares", b, h.listShares, docListShares)
 	s.Handle("POST", "/api/files/{file_id}/shares", b, h.createShare, docCreateShare)
@@ -81,7 +82,19 @@ func (h *collabHandlers) shareWrite(c *fasthttp.RequestCtx) (*docflow.File, erro
 	if !h.s.multiUser() {
 		return nil, errMultiUserOff
 	}
-	return h.s.fileFor(c, h.d.Files, docflow.AccessShare)
+	id, err := pathID(c, "file_id")
+	if err != nil {
+		return nil, err
+	}
+	return h.shareWriteOn(c, id)
+}
+
+// shareWriteOn is shareWrite for the file id.
+func (h *collabHandlers) shareWriteOn(c *fasthttp.RequestCtx, id int64) (*docflow.File, error) {
+	if !h.s.multiUser() {
+		return nil, errMultiUserOff
+	}
+	return h.s.fileByID(c, h.d.Files, id, docflow.AccessShare)
 }
 
 func (h *collabHandlers) auditShare(c *fasthttp.RequestCtx, action string, sh *docflow.Share, how string) {
@@ -111,31 +124,42 @@ func (h *collabHandlers) createShare(c *fasthttp.RequestCtx) error {
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
-	if req.SharedWithUserID == nil {
-		return invalid("shared_with_user_id", "shared_with_user_id is required")
-	}
-	target, err := docflow.CheckShareTarget(*req.SharedWithUserID, h.actor(c), f.OwnerID)
+	sh, err := h.shareFile(c, f, req.SharedWithUserID, req.Role)
 	if err != nil {
 		return err
 	}
-	role, err := shareRoleArg(req.Role, docflow.RoleViewer)
+	writeJSON(c, fasthttp.StatusCreated, sh)
+	return nil
+}
+
+// shareFile shares f, whose share right shareWrite checked, with userID
+// as role (viewer when nil), or gives an existing share that role, and
+// audits it (also the GraphQL mutation share's way).
+func (h *collabHandlers) shareFile(c *fasthttp.RequestCtx, f *docflow.File, userID, roleArg *string) (*docflow.Share, error) {
+	if userID == nil {
+		return nil, invalid("shared_with_user_id", "shared_with_user_id is required")
+	}
+	target, err := docflow.CheckShareTarget(*userID, h.actor(c), f.OwnerID)
 	if err != nil {
-		return err
+		return nil, err
+	}
+	role, err := shareRoleArg(roleArg, docflow.RoleViewer)
+	if err != nil {
+		return nil, err
 	}
 	if f.OwnerID == nil {
-		return docflow.Errorf(docflow.EBADREQUEST, "The file has no owner: claim it or assign an owner before sharing it")
+		return nil, docflow.Errorf(docflow.EBADREQUEST, "The file has no owner: claim it or assign an owner before sharing it")
 	}
 	sh, created, err := h.d.Shares.PutShare(RequestContext(c), f.ID, *f.OwnerID, target, role)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	action := docflow.AuditShareCreate
 	if !created {
 		action = docflow.AuditShareUpdate
 	}
 	h.auditShare(c, action, sh, "")
-	writeJSON(c, fasthttp.StatusCreated, sh)
-	return nil
+	return sh, nil
 }
 
 func (h *collabHandlers) updateShare(c *fasthttp.RequestCtx) error {

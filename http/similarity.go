@@ -2,7 +2,6 @@ package http
 
 import (
 	"cmp"
-	"math"
 	"slices"
 	"time"
 
@@ -38,13 +37,7 @@ func (s *Server) mountSimilarity(h *searchHandlers) {
 
 // roundScore is the API's similarity: cosine clamped to [0, 1] and rounded
 // to 4 decimals.
-func roundScore(v float64) float64 {
-	if math.IsNaN(v) {
-		return 0
-	}
-	v = min(max(v, 0), 1)
-	return math.Round(v*10000) / 10000
-}
+func roundScore(v float64) float64 { return docflow.SimilarityScore(v) }
 
 type similarDocument struct {
 	FileID           int64     `json:"file_id"`

@@ -3,6 +3,8 @@ package http
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"io"
 	"mime"
@@ -20,6 +22,9 @@ import (
 // UploadDeps are the dependencies of the upload routes.
 type UploadDeps struct {
 	Intake docflow.IntakeService
+	// Idempotency keeps the Idempotency-Key header's keys
+	// (idempotency.go); nil ignores the header.
+	Idempotency docflow.IdempotencyStore
 }
 
 // uploadTimeout bounds one upload request: a 1 GiB body over a slow link.
@@ -39,7 +44,7 @@ func (s *Server) MountUploads(d UploadDeps) {
 	if d.Intake == nil {
 		panic("http: MountUploads needs Intake")
 	}
-	h := &uploadHandlers{s: s, d: d}
+	h := &uploadHandlers{s: s, d: d, idem: &idempotency{s: s, store: d.Idempotency}}
 	stream := Route{Auth: AuthUser, Limit: LimitUpload, Stream: true, Timeout: uploadTimeout}
 	s.Handle("POST", "/api/upload", stream, h.upload(docflow.ChannelUpload, fasthttp.StatusCreated), docUpload)
 	s.Handle("POST", "/api/files/upload", stream, h.upload(docflow.ChannelUpload, fasthttp.StatusOK), docFilesUpload)
@@ -47,13 +52,15 @@ func (s *Server) MountUploads(d UploadDeps) {
 	s.Handle("POST", "/api/files/ui-upload", stream, h.upload(docflow.ChannelUIUpload, fasthttp.StatusOK), docUIUpload)
 	s.Handle("POST", "/api/automation/actions/upload", Route{Auth: AuthToken, Limit: LimitUpload, Stream: true, Timeout: uploadTimeout},
 		h.upload(docflow.ChannelAutomation, fasthttp.StatusOK), docAutomationUpload)
-	s.Handle("POST", "/api/process-url", Route{Auth: AuthUser, Limit: LimitUpload, Timeout: 10 * time.Minute}, h.processURL, docProcessURL)
+	s.Handle("POST", "/api/process-url", Route{Auth: AuthUser, Limit: LimitUpload, Timeout: 10 * time.Minute},
+		h.idem.wrap(10*time.Minute, nil, h.processURL), docProcessURL)
 	s.Handle("POST", "/api/processall", Route{Auth: AuthAdmin, Limit: LimitDefault, Timeout: 10 * time.Minute}, h.processAll, docProcessAll)
 }
 
 type uploadHandlers struct {
-	s *Server
-	d UploadDeps
+	s    *Server
+	d    UploadDeps
+	idem *idempotency
 }
 
 type uploadResponse struct {
@@ -78,8 +85,11 @@ type duplicateInfo struct {
 // upload is the handler of an upload route of channel, answering
 // okStatus for a file taken in.
 func (h *uploadHandlers) upload(channel string, okStatus int) Handler {
+	run := h.idem.wrap(uploadTimeout, h.s.uploadBodyHash, func(c *fasthttp.RequestCtx) error {
+		return h.s.upload(c, h.d, channel, okStatus)
+	})
 	return func(c *fasthttp.RequestCtx) error {
-		err := h.s.upload(c, h.d, channel, okStatus)
+		err := run(c)
 		if err != nil {
 			// NOTE: the body may be partly unread; closing the connection
 			// spares reading (possibly gigabytes) just to reuse it.
@@ -115,6 +125,7 @@ func (s *Server) upload(c *fasthttp.RequestCtx, d UploadDeps, channel string, ok
 		return err
 	}
 	f := res.File
+	setIdempotentBody(c, part.FileName(), f.FileHash)
 	var task *string
 	if res.TaskID != "" {
 		task = &res.TaskID
@@ -144,6 +155,26 @@ func (s *Server) upload(c *fasthttp.RequestCtx, d UploadDeps, channel string, ok
 		writeJSON(c, okStatus, uploadResponse{TaskID: task, Status: status, Message: msg, Filename: f.OriginalFilename, FileID: f.ID, DuplicateOf: dup})
 	}
 	return nil
+}
+
+// uploadBodyHash reads a repeated upload's file part, bounded by
+// MAX_UPLOAD_SIZE and without keeping it, and returns its body hash as
+// setIdempotentBody records the first one's.
+func (s *Server) uploadBodyHash(c *fasthttp.RequestCtx) (string, error) {
+	part, err := s.filePart(c)
+	if err != nil {
+		return "", err
+	}
+	max := docflow.MaxUploadSize.Get(s.cfg.Settings)
+	h := sha256.New()
+	n, err := io.Copy(h, io.LimitReader(part, max+1))
+	if err != nil {
+		return "", docflow.Errorf(docflow.EBADREQUEST, "Upload incomplete: %v", err)
+	}
+	if n > max {
+		return "", docflow.Errorf(docflow.ETOOLARGE, "File exceeds the maximum upload size of %d bytes", max)
+	}
+	return uploadBodyHash(part.FileName(), hex.EncodeToString(h.Sum(nil))), nil
 }
 
 // filePart reads the streamed multipart body up to the part named "file".

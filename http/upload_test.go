@@ -58,7 +58,7 @@ func newFilesEnv(t *testing.T, env map[string]string, opts ...func(*intake.Confi
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.Server.MountUploads(UploadDeps{Intake: fe.Intake})
+		e.Server.MountUploads(UploadDeps{Intake: fe.Intake, Idempotency: postgres.NewIdempotencyStore(e.DB)})
 		e.Server.MountFiles(FilesDeps{Files: fe.Files, Blobs: fe.Blobs, Intake: fe.Intake, Pipelines: postgres.NewPipelineStore(e.DB)})
 		e.Server.MountOwnership(OwnershipDeps{Files: fe.Files})
 	})

@@ -546,6 +546,10 @@ func (s *Service) Reprocess(ctx context.Context, ids []int64, opts docflow.Repro
 }
 
 // processallDir is PROCESSALL_DIR, else WORKDIR/processall.
+// ProcessallDir is the folder processall reads (PROCESSALL_DIR, else
+// WORKDIR/processall).
+func (s *Service) ProcessallDir() string { return s.processallDir() }
+
 func (s *Service) processallDir() string {
 	if d := docflow.ProcessallDir.Get(s.cfg.Settings); d != "" {
 		return d

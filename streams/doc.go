@@ -24,6 +24,8 @@
 //     target topic once due (the pipeline's and the deliveries' retry
 //     tiers).
 //   - lag.go: each partition's lag behind a consumer group.
+//   - control.go: the control topic, read by every process from its end
+//     without a group (ControlListener), and its message: a system reset.
 //   - broker.go: the embedded broker (franz-go's kfake, persisted under
 //     WORKDIR/broker) for serve and the tests.
 package streams

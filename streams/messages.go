@@ -22,8 +22,10 @@ import (
 //	document.uploaded,
 //	document.processed,
 //	document.failed,
+//	document.updated,
 //	file.updated,
 //	file.deleted         TopicEvents               evt_ + 24 hex digits
+//	control (reset)      TopicControl              ctl_ + 24 hex digits
 //
 // file.updated and file.deleted are also written by the database trigger of
 // migration 0003, in the same envelope and with ids of the same shape.
@@ -135,6 +137,16 @@ func DocumentFailed(f *docflow.File, runID, step, reason string, now time.Time) 
 	return eventMessage(docflow.EventDocumentFailed, f.ID, f.OwnerID,
 		documentData(f, docflow.StatusFailed, map[string]any{"task_id": runID, "step": step, "error": truncateReason(reason)}), now)
 }
+
+// DocumentUpdated announces that a person changed the fields changed of
+// f's metadata (document.updated). It is the docflow.DocumentEventEncoder
+// the files API is handed.
+func DocumentUpdated(f *docflow.File, changed []string, now time.Time) (docflow.OutboxMessage, error) {
+	return eventMessage(docflow.EventDocumentUpdated, f.ID, f.OwnerID,
+		documentData(f, f.Status, map[string]any{"changed": changed}), now)
+}
+
+var _ docflow.DocumentEventEncoder = DocumentUpdated
 
 // documentData is the data of a document event: file_id, filename,
 // status, title and owner_id (what webhooks receive), plus extra.

@@ -12,6 +12,10 @@ import (
 // delivery.
 const targetCacheSize = 100_000
 
+// DropCaches forgets every subscriber's target (a system reset removed
+// the subscribers).
+func (s *Service) DropCaches() { s.targets.Purge() }
+
 // target returns where sub's deliveries go, from the cache when it was
 // read less than TargetTTL ago; ok is false when the service stopped
 // first.

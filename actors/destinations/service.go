@@ -86,6 +86,18 @@ func TaskMessage(integrationID, deliveryID, request int64) (docflow.OutboxMessag
 	return docflow.OutboxMessage{Topic: Topic, Key: strconv.FormatInt(integrationID, 10), Payload: b}, nil
 }
 
+// ChangedMessage tells integration id's actor that its integration
+// changed or is gone, as the trigger of migration 0600 does; the system
+// reset writes one per destination it removes (TRUNCATE fires no row
+// trigger).
+func ChangedMessage(id int64) (docflow.OutboxMessage, error) {
+	b, err := json.Marshal(message{Kind: kindChanged, IntegrationID: id})
+	if err != nil {
+		return docflow.OutboxMessage{}, err
+	}
+	return docflow.OutboxMessage{Topic: Topic, Key: strconv.FormatInt(id, 10), Payload: b}, nil
+}
+
 func decode(b []byte) (message, error) {
 	var m message
 	if err := json.Unmarshal(b, &m); err != nil {

@@ -9,7 +9,7 @@ import (
 	"docflow"
 )
 
-// The router and every step type are kinds of supervised actors: a step
+// The router and every step type are kinds of recovered actors: a step
 // type has as many actors as its pool size, and Stop stops them all.
 func TestStepsAndRoutingRunOnActors(t *testing.T) {
 	t.Parallel()

@@ -254,6 +254,14 @@ func lookup[K comparable, T any](c *routeCache, m *ttlcache.Cache[K, cached[T]],
 	return v, err
 }
 
+// DropCaches forgets the pipelines, rules and defaults the router cached
+// (a system reset replaced them). Call it once Start returned.
+func (e *Engine) DropCaches() {
+	if e.router != nil {
+		e.router.cache.clear()
+	}
+}
+
 func (c *routeCache) clear() {
 	c.pipelines.Purge()
 	c.ruleSets.Purge()

@@ -51,6 +51,7 @@ func sections() []section {
 		{"analytics-api", "each analytics endpoint's p99 over 30 days of 10 M events (BENCH_ANALYTICS_EVENTS, BENCH_ANALYTICS_DB)", benchAnalyticsAPI},
 		{"fanout", "document events to 10 webhooks on a local receiver vs its raw request rate: burst, p99 at 2,000/s, one receiver dead", benchFanout},
 		{"dest", "storage destinations: 1,000 documents of 100 KB to local WebDAV and S3 servers vs their client libraries, 1 GiB delivery memory", benchDestinations},
+		{"graphql", "GraphQL documents(limit: 100) p99 beside the REST list of the same 100, at 100,000 documents", adapt(benchGraphQL)},
 		{"imap", "IMAP sources from Dovecot: mails with a 100 KB PDF to pending vs the bare client, 100 idle sources' memory", benchIMAP},
 	}
 }

@@ -2,7 +2,8 @@
 // and `worker` build it (internal/app's test twin, apptest): every
 // resource mounted with its real dependencies, sign-in limits, single
 // sign-on against a real OpenID Connect provider, IMAP sources, metrics,
-// and the /ops page in headless Chromium. The tests of one resource at a
-// time, on a bare server, stay in package http, whose test binary then
-// links no adapter.
+// the /ops page and the web pages (web_browser_test.go: upload, search,
+// comments, shares, annotations, accessibility, escaping) in headless
+// Chromium. The tests of one resource at a time, on a bare server, stay in
+// package http, whose test binary then links no adapter.
 package api

@@ -60,7 +60,7 @@ func TestHealthDetailsForAdminsOnly(t *testing.T) {
 	if strings.Contains(body, port) || strings.Contains(body, "broker") || checks["queue"]["detail"] != "check failed; the details are shown to administrators" {
 		t.Fatalf("a user who is no administrator sees what failed: %s", body)
 	}
-	_, page := user.do("GET", "/", nil, "Accept", "text/html")
+	_, page := user.do("GET", "/status", nil, "Accept", "text/html")
 	if !strings.Contains(page, "queue") || !strings.Contains(page, "error") || strings.Contains(page, port) || strings.Contains(page, "broker") {
 		t.Fatalf("the user's home page:\n%s", page)
 	}
@@ -69,7 +69,7 @@ func TestHealthDetailsForAdminsOnly(t *testing.T) {
 	if !strings.Contains(checks["queue"]["detail"], port) {
 		t.Fatalf("the administrator's health lacks what failed: %s", body)
 	}
-	if _, page := admin.do("GET", "/", nil, "Accept", "text/html"); !strings.Contains(page, port) {
+	if _, page := admin.do("GET", "/status", nil, "Accept", "text/html"); !strings.Contains(page, port) {
 		t.Fatalf("the administrator's home page lacks what failed:\n%s", page)
 	}
 }

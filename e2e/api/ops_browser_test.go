@@ -30,8 +30,15 @@ func browserPath() string {
 	return ""
 }
 
-// headlessChromium starts a headless Chromium with a fresh profile; cancel ends it.
+// headlessChromium starts a headless Chromium with a fresh profile for
+// at most two minutes; cancel ends it.
 func headlessChromium(t *testing.T) (context.Context, context.CancelFunc) {
+	t.Helper()
+	return headlessChromiumFor(t, 2*time.Minute)
+}
+
+// headlessChromiumFor is headlessChromium for at most d.
+func headlessChromiumFor(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
 	t.Helper()
 	path := browserPath()
 	if path == "" {
@@ -50,7 +57,7 @@ func headlessChromium(t *testing.T) (context.Context, context.CancelFunc) {
 	}
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
-	ctx, tcancel := context.WithTimeout(ctx, 2*time.Minute)
+	ctx, tcancel := context.WithTimeout(ctx, d)
 	return ctx, func() {
 		tcancel()
 		cancel()
@@ -322,6 +329,103 @@ func TestOpsPageInBrowser(t *testing.T) {
 		t.Errorf("on a 390 px screen a chart is %v px wide", w)
 	}
 
+	if msgs := errs.take(); len(msgs) > 0 {
+		t.Errorf("console errors:\n%s", strings.Join(msgs, "\n"))
+	}
+}
+
+// seriesPixels counts the pixels of a chart's canvas in the colour of its
+// first series (#2456d3): what the chart drew of its data, whatever the
+// axes and grid drew around it.
+const seriesPixels = `(function(id){var c=document.querySelector("#"+id+" canvas");if(!c)return 0;
+	var d=c.getContext("2d").getImageData(0,0,c.width,c.height).data,n=0;
+	for(var i=0;i<d.length;i+=4){if(Math.abs(d[i]-0x24)<16&&Math.abs(d[i+1]-0x56)<16&&Math.abs(d[i+2]-0xd3)<16&&d[i+3]>200)n++}
+	return n})`
+
+// TestOpsChartsOfOneSample opens /ops over a few minutes of data — one
+// bucket of steps and finished documents, one sample of a process — and
+// checks what the page showed wrong on such data: a series of one bucket
+// is drawn (as a point), every chart's time axis spans the chosen range
+// (not years around the one sample), and at a phone's width nothing, the
+// steps table included, is wider than its card.
+func TestOpsChartsOfOneSample(t *testing.T) {
+	t.Parallel()
+	if _, err := fs.Stat(os.DirFS("../../http/static/vendor"), "uPlot.iife.min.js"); err != nil {
+		t.Skip("the chart library is not built into http/static/vendor: make test builds it (make web, scripts/web.sh)")
+	}
+	ctx, cancel := headlessChromium(t)
+	t.Cleanup(cancel)
+	screenshotOnFailure(t, ctx)
+	a := apptest.New(t, apptest.Options{Env: map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "ops password"}})
+	at := time.Now().Add(-2 * time.Minute)
+	for _, m := range []docflow.Metric{
+		{Kind: docflow.MetricStep, Time: at, StepType: "extract_metadata", Status: docflow.StepSucceeded, Duration: 700 * time.Millisecond, FileID: 1},
+		{Kind: docflow.MetricDocument, Time: at, Status: "completed", Duration: 4 * time.Second, Pipeline: "standard", FileID: 1},
+		{Kind: docflow.MetricProcess, Time: at, Process: "test-host:1", Worker: "serve", CPU: 10, RSS: 64 << 20, Goroutines: 50},
+	} {
+		a.Recorder.Record(m)
+	}
+	fctx, fcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer fcancel()
+	if err := a.Recorder.Flush(fctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
+	var errs consoleErrors
+	errs.listen(ctx)
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(a.URL+"/ops"),
+		chromedp.WaitVisible(chromedp.ID("username")),
+		chromedp.SendKeys(chromedp.ID("username"), "admin"),
+		chromedp.SendKeys(chromedp.ID("password"), "ops password"+kb.Enter),
+		chromedp.WaitVisible(chromedp.ID("chart-steps")),
+		waitLoads(0),
+	)
+	if err != nil {
+		t.Fatalf("sign in and open /ops: %v (console: %q)", err, errs.take())
+	}
+
+	// One bucket is drawn: as a point, in the series' colour.
+	for _, id := range []string{"chart-latency", "chart-steps"} {
+		if n := eval[int](ctx, t, fmt.Sprintf(`Number(document.getElementById(%q).getAttribute("data-lone-points"))`, id)); n == 0 {
+			t.Errorf("%s: no point drawn for its one bucket", id)
+		}
+		if px := eval[int](ctx, t, fmt.Sprintf(`%s(%q)`, seriesPixels, id)); px < 10 {
+			t.Errorf("%s: %d pixels of its series drawn, want a visible point", id, px)
+		}
+	}
+
+	// Every chart's time axis is the chosen range (the last hour), the
+	// worker resources' one sample included.
+	now := float64(time.Now().Unix())
+	for _, id := range []string{"chart-throughput", "chart-latency", "chart-steps", "chart-requests", "chart-workers"} {
+		lo := eval[float64](ctx, t, fmt.Sprintf(`Number(document.getElementById(%q).getAttribute("data-x-min"))`, id))
+		hi := eval[float64](ctx, t, fmt.Sprintf(`Number(document.getElementById(%q).getAttribute("data-x-max"))`, id))
+		if span := hi - lo; span < 3300 || span > 3900 || hi < now-300 || hi > now+300 {
+			t.Errorf("%s: time axis from %s to %s, want the last hour", id,
+				time.Unix(int64(lo), 0).UTC().Format(time.RFC3339), time.Unix(int64(hi), 0).UTC().Format(time.RFC3339))
+		}
+	}
+
+	// A phone's screen: the charts shrink to it, nothing scrolls sideways,
+	// and every card's content, the steps table included, fits the card.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.querySelector("#chart-steps canvas").getBoundingClientRect().width <= 390`,
+		chromedp.WithPollingTimeout(10*time.Second))); err != nil {
+		t.Errorf("the charts never shrank to a 390 px screen: %v", err)
+	}
+	if eval[bool](ctx, t, `document.documentElement.scrollWidth > window.innerWidth + 1`) {
+		t.Errorf("on a 390 px screen the page scrolls sideways (%v px wide)", eval[float64](ctx, t, `document.documentElement.scrollWidth`))
+	}
+	over := eval[[]string](ctx, t, `Array.prototype.slice.call(document.querySelectorAll(".grid section, .table-wrap")).filter(function(e){
+		return e.scrollWidth > e.clientWidth + 1}).map(function(e){return (e.id||e.querySelector("[id]").id)+" "+e.scrollWidth+">"+e.clientWidth})`)
+	if len(over) > 0 {
+		t.Errorf("on a 390 px screen these overflow their card: %v", over)
+	}
 	if msgs := errs.take(); len(msgs) > 0 {
 		t.Errorf("console errors:\n%s", strings.Join(msgs, "\n"))
 	}

@@ -49,7 +49,13 @@ type roleEnv struct {
 }
 
 func newRoleEnv(t *testing.T) *roleEnv {
-	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"}})
+	return newRoleEnvWith(t, apptest.Options{Role: "api", Env: map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true"}})
+}
+
+// newRoleEnvWith is newRoleEnv on a process built with o (which sets
+// AUTH_ENABLED and MULTI_USER_ENABLED itself).
+func newRoleEnvWith(t *testing.T, o apptest.Options) *roleEnv {
+	a := apptest.New(t, o)
 	re := &roleEnv{t: t, a: a, tokens: map[string]string{}, search: postgres.NewSearchStore(a.DB)}
 	tokens := postgres.NewTokenStore(a.DB)
 	for role, id := range roleUsers {

@@ -105,7 +105,7 @@ func TestSSONotices(t *testing.T) {
 		}
 		a := apptest.New(t, apptest.Options{Role: "api", Env: base})
 		e := &ssoEnv{t: t, app: a}
-		p := e.admin().do("GET", a.URL+"/", nil, "Accept", "text/html")
+		p := e.admin().do("GET", a.URL+"/status", nil, "Accept", "text/html")
 		if p.Status != 200 {
 			t.Fatalf("home: %d %s", p.Status, p.Body)
 		}

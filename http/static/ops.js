@@ -16,8 +16,9 @@
   var statusEl = document.getElementById("status");
   var formEl = document.getElementById("controls");
 
-  var charts = {};      // element id → {plot, key}
+  var charts = {};      // element id → {plot, key, state}
   var history = {};     // process → [{t, rss, cpu}]
+  var view = null;      // the window asked for last: {from, to} in seconds
   var inFlight = false;
   var again = false;     // a refresh asked for while one was running
   var timer = null;
@@ -120,6 +121,40 @@
 
   // ---- charts -------------------------------------------------------------
 
+  // window gives a report's own window in seconds, else the one asked for.
+  function windowOf(rep) {
+    var from = rep ? seconds(rep.from) : NaN, to = rep ? seconds(rep.to) : NaN;
+    if (!isNaN(from) && !isNaN(to) && to > from) return { from: from, to: to };
+    return view;
+  }
+
+  // lonePoints lists, per series (index 0 is the x series), the values that
+  // no line reaches: a line needs two neighbouring values (or, spanning
+  // gaps, any other value), so a series of one bucket would draw nothing.
+  // These are drawn as points.
+  function lonePoints(ys, spanGaps) {
+    return [null].concat(ys.map(function (col) {
+      var idx = [], n = 0, i;
+      for (i = 0; i < col.length; i++) if (col[i] !== null) n++;
+      for (i = 0; i < col.length; i++) {
+        if (col[i] === null) continue;
+        var prev = i > 0 ? col[i - 1] : null, next = i < col.length - 1 ? col[i + 1] : null;
+        if (spanGaps ? n === 1 : prev === null && next === null) idx.push(i);
+      }
+      return idx;
+    }));
+  }
+
+  // mark records on the chart's element what it shows: the x axis's span
+  // (seconds) and how many lone points it drew, for tests and tooling.
+  function mark(el, u, state) {
+    el.setAttribute("data-x-min", String(u.scales.x.min));
+    el.setAttribute("data-x-max", String(u.scales.x.max));
+    var n = 0;
+    (state.lone || []).forEach(function (idx, i) { if (i > 0 && u.series[i].show) n += idx.length; });
+    el.setAttribute("data-lone-points", String(n));
+  }
+
   function chartWidth(el) {
     return Math.max(240, el.clientWidth || el.parentNode.clientWidth || 320);
   }
@@ -128,11 +163,14 @@
     return window.innerWidth < 480 ? 180 : 220;
   }
 
-  // draw shows xs and ys as lines named by labels in the element id. The
-  // plot is kept and only its data replaced while the labels stay the same.
+  // draw shows xs and ys as lines named by labels in the element id, over
+  // opts.win (the chosen time range, {from, to} in seconds), with a point
+  // wherever no line reaches a value. The plot is kept and only its data
+  // replaced while the labels stay the same.
   function draw(id, xs, labels, ys, opts) {
     var el = document.getElementById(id);
     if (!el) return;
+    opts = opts || {};
     var any = ys.some(function (col) { return col.some(function (v) { return v !== null && v !== 0; }); });
     el.setAttribute("data-points", String(any ? xs.length : 0));
     if (!hasCharts) return;
@@ -149,33 +187,43 @@
     }
     var data = [xs].concat(ys);
     var key = labels.join("\u0000");
+    var lone = lonePoints(ys, !!opts.spanGaps);
     if (charts[id] && charts[id].key === key) {
+      charts[id].state.win = opts.win;
+      charts[id].state.lone = lone;
       charts[id].plot.setData(data);
       return;
     }
     if (charts[id]) charts[id].plot.destroy();
     clear(el);
-    opts = opts || {};
+    // state is what the plot's callbacks read, replaced with each new data.
+    var state = { win: opts.win, lone: lone };
     var series = [{}].concat(labels.map(function (label, i) {
       return { label: label, stroke: COLORS[i % COLORS.length], width: 2, spanGaps: !!opts.spanGaps,
         scale: opts.right && opts.right.indexOf(label) >= 0 ? "right" : "y",
-        value: function (u, v) { return v === null ? "–" : fmt(v); } };
+        value: function (u, v) { return v === null ? "–" : fmt(v); },
+        // Points where uPlot shows none (too dense) but no line reaches.
+        points: { size: 7, filter: function (u, si, show) {
+          var idx = state.lone[si];
+          return show || !idx || !idx.length ? null : idx;
+        } } };
     }));
     var axes = [{}, { scale: "y", size: 60, values: function (u, vals) { return vals.map(function (v) { return fmt(v); }); } }];
     if (opts.right) {
       axes.push({ scale: "right", side: 1, size: 60, grid: { show: false },
         values: function (u, vals) { return vals.map(function (v) { return fmt(v) + " ms"; }); } });
     }
-    var x = { time: true };
-    if (opts.minSpan) {
-      // A short history (the page's own samples) still spans minSpan seconds.
-      x.range = function (u, min, max) { return [Math.min(min, max - opts.minSpan), max]; };
-    }
+    // The x axis spans the chosen range whatever the data: one sample
+    // would otherwise make uPlot widen it to years around that instant.
+    var x = { time: true, range: function (u, min, max) {
+      return state.win ? [state.win.from, state.win.to] : [min, max];
+    } };
     var plot = new window.uPlot({
       width: chartWidth(el), height: chartHeight(), series: series, axes: axes,
-      scales: { x: x }, cursor: { drag: { x: false, y: false } }
+      scales: { x: x }, cursor: { drag: { x: false, y: false } },
+      hooks: { draw: [function (u) { mark(el, u, state); }] }
     }, data, el);
-    charts[id] = { plot: plot, key: key };
+    charts[id] = { plot: plot, key: key, state: state };
   }
 
   function resizeCharts() {
@@ -190,8 +238,8 @@
   function showOverview(rep) {
     var c = columns(rep, ["docs_in", "docs_out", "failed", "p50_ms", "p95_ms", "p99_ms", "backlog"],
       ["docs_in", "docs_out", "failed"]);
-    draw("chart-throughput", c.xs, ["in", "out", "failed"], c.ys.slice(0, 3));
-    draw("chart-latency", c.xs, ["p50", "p95", "p99"], c.ys.slice(3, 6).map(gaps), { spanGaps: true });
+    draw("chart-throughput", c.xs, ["in", "out", "failed"], c.ys.slice(0, 3), { win: windowOf(rep) });
+    draw("chart-latency", c.xs, ["p50", "p95", "p99"], c.ys.slice(3, 6).map(gaps), { spanGaps: true, win: windowOf(rep) });
     var t = rep.totals || {};
     var el = document.getElementById("totals-overview");
     clear(el);
@@ -221,12 +269,12 @@
     if (p.xs.length === xs.length) {
       p.keys.forEach(function (k, i) { labels.push(k); ys.push(p.ys[i]); });
     }
-    draw("chart-backlog", xs, labels, ys, { spanGaps: true });
+    draw("chart-backlog", xs, labels, ys, { spanGaps: true, win: windowOf(overview || lag) });
   }
 
   function showSteps(rep) {
     var p = pivot(rep, "step_type", "p95_ms", false);
-    draw("chart-steps", p.xs, p.keys, p.ys, { spanGaps: true });
+    draw("chart-steps", p.xs, p.keys, p.ys, { spanGaps: true, win: windowOf(rep) });
     var tbody = document.querySelector("#table-steps tbody");
     clear(tbody);
     var steps = (rep.totals && rep.totals.steps) || [];
@@ -246,7 +294,7 @@
 
   function showErrors(rep) {
     var p = pivot(rep, "error_class", "count", true);
-    draw("chart-errors", p.xs, p.keys, p.ys);
+    draw("chart-errors", p.xs, p.keys, p.ys, { win: windowOf(rep) });
     var tbody = document.querySelector("#table-errors tbody");
     clear(tbody);
     var classes = (rep.totals && rep.totals.classes) || [];
@@ -271,12 +319,12 @@
 
   function showIntake(rep) {
     var p = pivot(rep, "channel", "count", true);
-    draw("chart-intake", p.xs, p.keys, p.ys);
+    draw("chart-intake", p.xs, p.keys, p.ys, { win: windowOf(rep) });
   }
 
   function showRequests(rep) {
     var c = columns(rep, ["count", "errors_5xx", "p99_ms"], ["count", "errors_5xx"]);
-    draw("chart-requests", c.xs, ["requests", "5xx", "p99"], [c.ys[0], c.ys[1], gaps(c.ys[2])], { right: ["p99"], spanGaps: true });
+    draw("chart-requests", c.xs, ["requests", "5xx", "p99"], [c.ys[0], c.ys[1], gaps(c.ys[2])], { right: ["p99"], spanGaps: true, win: windowOf(rep) });
   }
 
   // showWorkers fills the processes table and adds their latest sample to
@@ -309,7 +357,7 @@
       history[n].forEach(function (s) { at[s.t] = s.rss; });
       return xs.map(function (t) { return at[t] === undefined ? null : at[t]; });
     });
-    draw("chart-workers", xs, names.map(function (n) { return n + " MiB"; }), ys, { spanGaps: true, minSpan: 300 });
+    draw("chart-workers", xs, names.map(function (n) { return n + " MiB"; }), ys, { spanGaps: true, win: view });
   }
 
   // ---- loading ------------------------------------------------------------
@@ -318,6 +366,7 @@
     var span = Number(rangeEl.value) || 3600;
     var to = new Date();
     var from = new Date(to.getTime() - span * 1000);
+    view = { from: Math.floor(from.getTime() / 1000), to: Math.ceil(to.getTime() / 1000) };
     return "?from=" + encodeURIComponent(from.toISOString()) + "&to=" + encodeURIComponent(to.toISOString());
   }
 

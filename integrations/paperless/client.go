@@ -37,6 +37,10 @@ var (
 // Location implements docflow.DestinationLocation: the server's address.
 func (c *Client) Location() string { return "Paperless-ngx " + strings.TrimSuffix(c.base, "api/") }
 
+// ProbeWords implements docflow.DestinationProbeWords: the probe checks the
+// token's right to add documents and writes nothing.
+func (c *Client) ProbeWords() string { return "the token may add documents" }
+
 // New returns the client of cfg. It connects nowhere yet.
 func New(cfg Config, o Options) (*Client, error) {
 	base, err := cfg.base()

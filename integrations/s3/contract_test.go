@@ -31,7 +31,7 @@ func integration(endpoint, bucket, prefix, access, secret string) *docflow.Integ
 
 func clientOf(in *docflow.Integration) func(testing.TB) docflow.DestinationClient {
 	return func(t testing.TB) docflow.DestinationClient {
-		c, err := NewIntegration(in, loopback)
+		c, err := NewIntegration(in, loopback, "")
 		if err != nil {
 			t.Fatal(err)
 		}

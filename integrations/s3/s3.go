@@ -137,11 +137,16 @@ func New(cfg Config, dialer netguard.Dialer) (*Client, error) {
 }
 
 // NewIntegration returns the client of an S3 integration: the
-// docflow.DestinationFactory internal/app registers.
-func NewIntegration(in *docflow.Integration, dialer netguard.Dialer) (docflow.DestinationClient, error) {
+// docflow.DestinationFactory internal/app registers. region is the region
+// of an integration whose config names none (the AWS_REGION setting; ""
+// keeps us-east-1).
+func NewIntegration(in *docflow.Integration, dialer netguard.Dialer, region string) (docflow.DestinationClient, error) {
 	cfg, err := ParseConfig(in)
 	if err != nil {
 		return nil, err
+	}
+	if r, _ := in.Config["region"].(string); strings.TrimSpace(r) == "" && strings.TrimSpace(region) != "" {
+		cfg.Region = strings.TrimSpace(region)
 	}
 	return New(cfg, dialer)
 }

@@ -37,7 +37,30 @@ func TestParseConfig(t *testing.T) {
 		t.Error("no credentials accepted")
 	}
 	in.Config["ca_certificate"] = "not a certificate"
-	if _, err := NewIntegration(in, netguard.Dialer{}); err == nil {
+	if _, err := NewIntegration(in, netguard.Dialer{}, ""); err == nil {
 		t.Error("a CA that does not parse accepted")
+	}
+}
+
+// AWS_REGION is the region of an integration that names none; its own
+// region wins.
+func TestNewIntegrationRegion(t *testing.T) {
+	creds := map[string]string{"access_key_id": "a", "secret_access_key": "s"}
+	for _, c := range []struct {
+		config  map[string]any
+		setting string
+		want    string
+	}{
+		{map[string]any{"bucket": "b"}, "eu-central-1", "eu-central-1"},
+		{map[string]any{"bucket": "b", "region": "ap-east-1"}, "eu-central-1", "ap-east-1"},
+		{map[string]any{"bucket": "b"}, "", "us-east-1"},
+	} {
+		dc, err := NewIntegration(&docflow.Integration{IntegrationType: docflow.IntegrationS3, Config: c.config, Credentials: creds}, netguard.Dialer{}, c.setting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := dc.(*Client).cfg.Region; got != c.want {
+			t.Errorf("%v with AWS_REGION %q: region %q, want %q", c.config, c.setting, got, c.want)
+		}
 	}
 }

@@ -146,6 +146,8 @@ type App struct {
 	// sso is single sign-on's state (sso.go); its provider check is wired
 	// once the HTTP API is built.
 	sso *ssoState
+	// reset is the system reset (reset.go).
+	reset *systemReset
 
 	listener net.Listener
 	closers  []func(ctx context.Context) error
@@ -228,7 +230,7 @@ func (m *App) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.Settings.Start(5 * time.Second)
+	m.Settings.Start()
 	m.startUserStates()
 
 	if err := m.startRecorder(ctx); err != nil {
@@ -277,15 +279,19 @@ func (m *App) run(ctx context.Context) error {
 	if err := m.startWorkerMetrics(); err != nil {
 		return err
 	}
+	m.reset = m.newSystemReset()
 	if m.Role == "serve" || m.Role == "api" {
 		if err := m.startSearch(ctx); err != nil {
+			return err
+		}
+		if err := m.resetOnStartup(ctx); err != nil {
 			return err
 		}
 		if err := m.startHTTP(ctx, secret); err != nil {
 			return err
 		}
 	}
-	return nil
+	return m.listenControl(ctx)
 }
 
 // openStore builds what every command needs first: the logger, WORKDIR,
@@ -299,7 +305,7 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 	if m.cfg.Log != nil {
 		m.Log = *m.cfg.Log
 	} else {
-		m.Log = newLogger(docflow.LogLevel.Get(env), docflow.LogFormat.Get(env), m.cfg.Stderr)
+		m.Log = newLogger(logLevel(env), docflow.LogFormat.Get(env), m.cfg.Stderr)
 	}
 	if err := env.validate(bootstrapSettings...); err != nil {
 		return "", err
@@ -333,8 +339,16 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 		return "", err
 	}
 	m.onClose(func(context.Context) error { m.Settings.Close(); return nil })
+	m.Settings.EnvOnly(envOnlySettings...)
 	if err := m.Settings.Validate(); err != nil {
 		return "", err
+	}
+	// The log level again, as the database's values say (LOG_LEVEL,
+	// DEBUG): what is built from here on logs at it.
+	if lvl := logLevel(m.Settings); lvl != logLevel(env) {
+		if l, err := zerolog.ParseLevel(strings.ToLower(lvl)); err == nil {
+			m.Log = m.Log.Level(l)
+		}
 	}
 	return secret, nil
 }
@@ -473,6 +487,9 @@ func (m *App) startStreams(ctx context.Context, workdir string) error {
 	defer cancel()
 	if err := streams.EnsureTopics(tctx, m.Brokers, topics.Configs()); err != nil {
 		return fmt.Errorf("create topics on %s: %w", strings.Join(m.Brokers, ","), err)
+	}
+	if err := streams.EnsureControlTopic(tctx, m.Brokers); err != nil {
+		return fmt.Errorf("create the control topic on %s: %w", strings.Join(m.Brokers, ","), err)
 	}
 	p, err := streams.NewProducer(streams.ProducerConfig{Brokers: m.Brokers})
 	if err != nil {

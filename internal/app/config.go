@@ -41,6 +41,20 @@ func (e *envSettings) Get(key string) string {
 // (and the values stored in it) is open.
 var bootstrapSettings = []string{docflow.LogLevel.Key(), docflow.LogFormat.Key(), docflow.Workdir.Key(), docflow.SessionSecret.Key(), docflow.DatabaseURL.Key()}
 
+// envOnlySettings are the bootstrap settings a database value could never
+// change (the database itself, where it keeps its files, the key of its
+// sealed values, the log's format): the settings API refuses them. The log
+// level (LOG_LEVEL, DEBUG) is read again once the database is open.
+var envOnlySettings = []string{docflow.LogFormat.Key(), docflow.Workdir.Key(), docflow.SessionSecret.Key(), docflow.DatabaseURL.Key()}
+
+// logLevel is LOG_LEVEL, or debug while DEBUG is on.
+func logLevel(s docflow.SettingsReader) string {
+	if docflow.Debug.Get(s) {
+		return "debug"
+	}
+	return docflow.LogLevel.Get(s)
+}
+
 // validate checks the environment's (or the default) values of keys; see
 // docflow.ValidateSettings.
 func (e *envSettings) validate(keys ...string) error {
@@ -66,7 +80,7 @@ func Env(getenv func(string) string) docflow.SettingsReader {
 // getenv, writing to w.
 func Logger(getenv func(string) string, w io.Writer) zerolog.Logger {
 	env := newEnvSettings(getenv)
-	return newLogger(docflow.LogLevel.Get(env), docflow.LogFormat.Get(env), w)
+	return newLogger(logLevel(env), docflow.LogFormat.Get(env), w)
 }
 
 // ValidateEnv checks the values getenv (or the defaults) give keys, as the

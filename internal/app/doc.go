@@ -13,7 +13,9 @@
 //
 // Build's order: logger, WORKDIR, session secret (or one generated and kept
 // in WORKDIR/.session_secret), PostgreSQL (created if missing, migrated),
-// settings (a value the service cannot use stops the start, naming it), the
+// settings (a value the service cannot use stops the start, naming it; the
+// log is built again from them; then each process listens for changes to
+// them, see postgres.SettingsStore.Start), the
 // metrics recorder and the Prometheus series, the broker (embedded when
 // KAFKA_BROKERS is empty), topics, producer, outbox relay, blob store,
 // intake and watch folders, blob sweep, the actor engine, the steps and
@@ -28,6 +30,8 @@
 //   - config.go: the settings read from the environment before the
 //     database opens.
 //   - server.go: the HTTP server with every resource mounted.
+//   - graphql.go: the GraphQL executor over the stores, mounted at
+//     /graphql with the REST routes' writes.
 //   - userstate.go: the one check of what a user id may do now (may it sign
 //     in, is it an administrator), handed to the HTTP server and to the
 //     delivery fan-out; local accounts' answers cached briefly.
@@ -46,6 +50,13 @@
 //   - cloud.go: the cloud drives' HTTP clients and options from the
 //     settings (their API URLs), for the destinations and the folder
 //     browser.
+//   - database.go: the database wizard of the process (its migrations
+//     stop at Close and stay resumable).
 //   - sweep.go: the blob sweep's schedule (one process at a time, under an
 //     advisory lock).
+//   - reset.go: the system reset (wipe, work files, reimport,
+//     FACTORY_RESET_ON_STARTUP) and every process's reaction to one
+//     announced on the control topic: its caches dropped. The control
+//     listener starts last in Build; a serve or api process runs
+//     FACTORY_RESET_ON_STARTUP's reset before it serves HTTP.
 package app

@@ -51,7 +51,7 @@ func (m *App) DestinationFactories() docflow.DestinationFactories {
 			return webdav.NewIntegration(in, m.integrationDialer())
 		},
 		docflow.IntegrationS3: func(in *docflow.Integration) (docflow.DestinationClient, error) {
-			return s3.NewIntegration(in, m.integrationDialer())
+			return s3.NewIntegration(in, m.integrationDialer(), docflow.AWSRegion.Get(m.Settings))
 		},
 		docflow.IntegrationSFTP: func(in *docflow.Integration) (docflow.DestinationClient, error) {
 			return sftp.New(in, m.integrationDialer())

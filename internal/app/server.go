@@ -10,6 +10,7 @@ import (
 	"docflow/analytics"
 	"docflow/analytics/prom"
 	dfhttp "docflow/http"
+	"docflow/processing/ocr"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
@@ -81,10 +82,10 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 
 // mountResources mounts the resource routes on srv.
 func (m *App) mountResources(srv *dfhttp.Server) {
-	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake})
+	srv.MountUploads(dfhttp.UploadDeps{Intake: m.Intake, Idempotency: postgres.NewIdempotencyStore(m.DB)})
 	pipelines := postgres.NewPipelineStore(m.DB)
 	srv.MountFiles(dfhttp.FilesDeps{Files: m.Files, Blobs: m.Blobs, Intake: m.Intake, Pipelines: pipelines,
-		Destinations: m.DestinationStore})
+		Destinations: m.DestinationStore, Edits: m.Files, Announce: streams.DocumentUpdated})
 	srv.MountOwnership(dfhttp.OwnershipDeps{Files: m.Files})
 	srv.MountCollab(dfhttp.CollabDeps{Files: m.Files, Shares: postgres.NewShareStore(m.DB),
 		Comments: postgres.NewCommentStore(m.DB), Annotations: postgres.NewAnnotationStore(m.DB)})
@@ -96,7 +97,9 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountClassification(dfhttp.ClassificationDeps{Rules: postgres.NewClassificationStore(m.DB)})
 	srv.MountWebhooks(dfhttp.WebhooksDeps{Webhooks: m.Webhooks})
 	srv.MountNotifications(dfhttp.NotificationsDeps{Notifier: m.Notifier})
+	srv.MountSystemReset(dfhttp.SystemResetDeps{Resetter: m.reset})
 	srv.MountMobile(dfhttp.MobileDeps{Devices: m.Devices})
+	srv.MountMobileApp(dfhttp.MobileAppDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent), QR: postgres.NewQRChallengeStore(m.DB)})
 	srv.MountAutomation(dfhttp.AutomationDeps{Hooks: postgres.NewAutomationHookStore(m.DB, m.cipher)})
 	srv.MountEmbeddings(dfhttp.EmbeddingsDeps{Files: m.Files, Queue: m.Embeddings})
 	srv.MountSearch(dfhttp.SearchDeps{Index: m.Index, Store: m.SearchStore, Files: m.Files})
@@ -106,6 +109,14 @@ func (m *App) mountResources(srv *dfhttp.Server) {
 	srv.MountUsers(dfhttp.UsersDeps{Profiles: postgres.NewProfileStore(m.DB, streams.EncodeEvent)})
 	srv.MountIntegrations(dfhttp.IntegrationsDeps{Store: m.integrationStore(), Testers: m.IntegrationTesters()})
 	srv.MountCloud(dfhttp.CloudDeps{Folders: m.cloudFolders(), Files: m.Files, Integrations: m.integrationStore(), Deliveries: m.DestinationStore})
+	srv.MountDatabase(dfhttp.DatabaseDeps{Wizard: m.databaseWizard()})
+	if err := m.mountGraphQL(srv, pipelines); err != nil {
+		// The schema and the resolvers are built together: a mismatch is
+		// a bug no configuration causes.
+		panic(err)
+	}
+	srv.MountSettings(dfhttp.SettingsDeps{Store: m.Settings, Suggest: map[string]dfhttp.Suggester{
+		docflow.TesseractLanguage.Key(): ocr.New(ocr.Options{}).Languages}})
 }
 
 // startPrometheus puts the Prometheus series beside the analytics store:

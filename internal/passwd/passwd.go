@@ -1,4 +1,6 @@
-// Package passwd hashes and verifies local account passwords with argon2id.
+// Package passwd hashes and verifies local account passwords with argon2id
+// (and verifies the bcrypt hashes of accounts imported from the original
+// service, which the first sign-in replaces).
 //
 // A hash is stored as a PHC-style string,
 //
@@ -18,6 +20,7 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/argon2"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // Params are argon2id's cost parameters.
@@ -74,6 +77,9 @@ func HashWith(password string, p Params) (string, error) {
 // Verify reports whether password matches encoded, comparing the keys in
 // constant time. A malformed hash is an error, never a match.
 func Verify(password, encoded string) (bool, error) {
+	if isBcrypt(encoded) {
+		return verifyBcrypt(password, encoded)
+	}
 	p, salt, key, err := decode(encoded)
 	if err != nil {
 		return false, err
@@ -83,6 +89,29 @@ func Verify(password, encoded string) (bool, error) {
 	}
 	got := argon2.IDKey([]byte(password), salt, p.Time, p.Memory, p.Threads, uint32(len(key)))
 	return subtle.ConstantTimeCompare(got, key) == 1, nil
+}
+
+// isBcrypt reports a bcrypt hash ($2a$, $2b$, $2y$): the original
+// service's, kept by the database wizard's import so that its users sign
+// in with their passwords; the first sign-in replaces it (NeedsRehash).
+func isBcrypt(encoded string) bool {
+	return len(encoded) == 60 && (strings.HasPrefix(encoded, "$2a$") || strings.HasPrefix(encoded, "$2b$") || strings.HasPrefix(encoded, "$2y$"))
+}
+
+// verifyBcrypt checks password against a bcrypt hash (constant time
+// inside bcrypt); a malformed one is an error, never a match.
+func verifyBcrypt(password, encoded string) (bool, error) {
+	if len(password) > MaxPasswordBytes {
+		return false, nil
+	}
+	err := bcrypt.CompareHashAndPassword([]byte(encoded), []byte(password))
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, bcrypt.ErrMismatchedHashAndPassword), errors.Is(err, bcrypt.ErrPasswordTooLong):
+		return false, nil
+	}
+	return false, ErrMalformed
 }
 
 // NeedsRehash reports whether encoded was made with other parameters than

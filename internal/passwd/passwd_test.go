@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 func TestHashVerify(t *testing.T) {
@@ -82,5 +84,23 @@ func BenchmarkVerify(b *testing.B) {
 	h, _ := Hash("benchmark-password")
 	for b.Loop() {
 		Verify("benchmark-password", h) //nolint:errcheck
+	}
+}
+
+// An account imported from the original service signs in with its bcrypt
+// hash, and the hash is then replaced.
+func TestVerifyImportedBcrypt(t *testing.T) {
+	h, err := bcrypt.GenerateFromPassword([]byte("correct horse battery"), bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := Verify("correct horse battery", string(h)); !ok || err != nil {
+		t.Fatalf("right password: %v, %v", ok, err)
+	}
+	if ok, err := Verify("wrong password", string(h)); ok || err != nil {
+		t.Fatalf("wrong password: %v, %v", ok, err)
+	}
+	if !NeedsRehash(string(h)) {
+		t.Fatal("a bcrypt hash must be replaced at the next sign-in")
 	}
 }

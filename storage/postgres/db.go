@@ -84,6 +84,19 @@ func (db *DB) Migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	defer conn.Release()
+	return migrateOn(ctx, conn)
+}
+
+// migrator is a connection migrations run on: a pool's or one of its own
+// (a copy's target, dbcopy.go).
+type migrator interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// migrateOn applies the migrations on conn under the advisory lock.
+func migrateOn(ctx context.Context, conn migrator) error {
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", migrationLock); err != nil {
 		return fmt.Errorf("migrate lock: %w", err)
 	}

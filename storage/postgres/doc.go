@@ -12,7 +12,10 @@
 //   - errors.go: driver errors as docflow codes.
 //   - cipher.go: AES-256-GCM for secrets at rest, keyed from SESSION_SECRET.
 //   - settings.go: the settings store (database, then environment, then
-//     the catalogue's default; sensitive values sealed; values checked).
+//     the catalogue's default; sensitive values sealed; values checked,
+//     several in one transaction); settings_listen.go, every process's
+//     listener that reloads them when the table's trigger notifies
+//     docflow_settings.
 //   - outbox.go: the one owner of the outbox table: Enqueue inside the
 //     caller's transaction, and the relay's side (lock due rows, mark them
 //     sent, LISTEN docflow_outbox, delete old rows).
@@ -20,6 +23,8 @@
 //     template, for the tests of every package.
 //
 // Files and their runs:
+//   - idempotency.go: the Idempotency-Key store: keys claimed, completed
+//     with their answer, released, expired ones swept.
 //   - ingest.go, upload_policy.go: intake's writes (a docflow.IngestRecord
 //     in one transaction, the duplicate check and the daily count inside
 //     it) and the uploader's limits.
@@ -48,6 +53,8 @@
 //   - userstate.go: what local_users says of a user id now.
 //   - token.go, session.go, mobile_code.go: API tokens, sessions, the
 //     mobile hand-off's one-time codes.
+//   - mobile.go: the phone app's profile facts and language preference,
+//     the QR login's challenges.
 //   - sso.go, sso_links.go: single sign-on (attempts taken once, identities
 //     bound to issuer and subject), and the administrators' links.
 //   - authmode.go: the authentication mode HTTP processes started in, and
@@ -55,8 +62,13 @@
 //   - profiles.go, profile_signup.go, users.go: profiles and their
 //     statistics, sign-ups, users search and mentionable users.
 //   - audit.go: the audit log.
+//   - reset.go: the system reset's SQL: the content tables (read from the
+//     schema), their counts, the wipe in one transaction, the originals a
+//     reimport takes back, the reset lock.
 //   - ownership.go: claims (decided by docflow.FileAccess under the rows'
 //     locks), share roles, assigned owners.
+//   - batchload.go: the comments, shares and processing logs of many
+//     files in one statement each.
 //   - shares.go, comments.go, mentions.go, annotations.go: shares, comments,
 //     the resolution of @mentions and the viewer shares they give,
 //     annotations.
@@ -78,6 +90,23 @@
 //   - imap_sources.go: the IMAP sources' leases, shared fairly among live
 //     workers, their reports and the mails they finished, fenced by the
 //     settings' generation.
+//
+// The database wizard:
+//   - external.go: one connection to a database an administrator names
+//     (through the dial func handed in), its version, identity and tables;
+//     the original service's PostgreSQL database as a docflow.LegacySource.
+//   - migration_jobs.go: the wizard's jobs, leased to one process, resumed
+//     when it stops.
+//   - dbcopy.go: the copy of docflow's database into another PostgreSQL,
+//     batch by batch with its progress in the target's transaction.
+//   - legacy_import.go, legacy_map.go, legacy_map_events.go,
+//     legacy_values.go: the import of the original service's database:
+//     the schema's check, the batches and legacy_import_rows (what each
+//     source row became), the mapping of each table (webhooks and
+//     integrations apart), the reading of its values.
+//   - legacy_contents.go: where each imported file's content stands (the
+//     blobs its record points at, what did not come and why), for the
+//     wizard's contents pass.
 //
 // Fixtures, never called by the service:
 //   - imap_fixtures.go: IMAP sources for tests and benchmarks.

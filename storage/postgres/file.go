@@ -39,6 +39,10 @@ func NewFileStore(db *DB) *FileStore {
 	return s
 }
 
+// DropCaches forgets the listing totals and page anchors it cached (a
+// system reset emptied the tables).
+func (s *FileStore) DropCaches() { s.counts.purge() }
+
 const fileCols = `f.id, f.filehash, f.original_filename, f.stored_filename, f.file_size, f.mime_type,
 	f.created_at, f.updated_at, f.owner_id, f.pipeline_id, f.status, f.source, f.duplicate_of,
 	f.original_blob, f.processed_blob, f.document_title, f.ocr_quality_score, f.ai_metadata,
@@ -145,13 +149,22 @@ func (s *FileStore) FindFilesByIDs(ctx context.Context, ids []int64) ([]*docflow
 // step may change (the tags column follows the AI metadata's by trigger,
 // migration 0300). ENOTFOUND for a missing file or pipeline.
 func (s *FileStore) UpdateFile(ctx context.Context, id int64, fn func(*docflow.File) error) (*docflow.File, error) {
+	return s.EditFile(ctx, id, func(f *docflow.File) ([]docflow.OutboxMessage, error) { return nil, fn(f) })
+}
+
+// EditFile is UpdateFile whose fn also returns the outbox messages that
+// announce the change (a person's metadata edit: document.updated), written
+// in the same transaction. The search index hears of the change through
+// the files_changed trigger (migration 0003), as for every change.
+func (s *FileStore) EditFile(ctx context.Context, id int64, fn func(*docflow.File) ([]docflow.OutboxMessage, error)) (*docflow.File, error) {
 	var out *docflow.File
 	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		f, err := scanFile(tx.QueryRow(ctx, `SELECT `+fileColsText+` FROM files f WHERE f.id=$1 FOR UPDATE`, id), true)
 		if err != nil {
 			return notFound(err, "File not found")
 		}
-		if err := fn(f); err != nil {
+		msgs, err := fn(f)
+		if err != nil {
 			return err
 		}
 		meta, err := json.Marshal(f.AIMetadata)
@@ -170,6 +183,9 @@ func (s *FileStore) UpdateFile(ctx context.Context, id int64, fn func(*docflow.F
 			if errors.As(err, &pgErr) && pgErr.Code == "23503" && strings.Contains(pgErr.ConstraintName, "pipeline") {
 				return docflow.Errorf(docflow.ENOTFOUND, "Pipeline not found")
 			}
+			return fmt.Errorf("update file %d: %w", id, err)
+		}
+		if err := Enqueue(ctx, tx, msgs...); err != nil {
 			return fmt.Errorf("update file %d: %w", id, err)
 		}
 		out = f

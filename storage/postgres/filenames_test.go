@@ -117,6 +117,8 @@ func TestFindFilesSearchWithEachFilter(t *testing.T) {
 			"('s3' = ANY(storage_providers) OR 'webdav' = ANY(storage_providers))"},
 		{"tags", func(f *docflow.FileFilter) { f.Tags = []string{"paid"} }, "tags @> '{paid}'"},
 		{"quality", func(f *docflow.FileFilter) { f.OCRQuality, f.QualityThreshold = "poor", 85 }, "ocr_quality_score < 85"},
+		{"owner", func(f *docflow.FileFilter) { f.Owner = "ann" }, "owner_id = 'ann'"},
+		{"shared with", func(f *docflow.FileFilter) { f.SharedWith = "ann" }, "id IN (SELECT file_id FROM shares WHERE shared_with_user_id = 'ann')"},
 	}
 	for _, fl := range filters {
 		for _, sortBy := range docflow.FileSortFields {

@@ -68,6 +68,13 @@ func newListCache(now func() time.Time) *listCache {
 	return &listCache{now: now, m: m}
 }
 
+// purge drops every cached value (a system reset emptied the tables).
+func (c *listCache) purge() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.m.Purge()
+}
+
 // peek is key's entry (nil when none) without making it recently used.
 func (c *listCache) peek(key string) *listEntry {
 	e, _ := c.m.Peek(key)

@@ -40,11 +40,20 @@ func fileWhereAfter(f docflow.FileFilter, args []any) (string, []any) {
 			conds = append(conds, `f.id IN (`+strings.Join(sets, ` UNION ALL `)+`)`)
 		}
 	}
+	if f.OwnerID != "" {
+		conds = append(conds, `f.owner_id = `+arg(f.OwnerID))
+	}
 	if f.IDs != nil {
 		conds = append(conds, `f.id = ANY(`+arg(f.IDs)+`)`)
 	}
 	if f.Search != "" {
 		conds = append(conds, `f.id IN (SELECT n.id FROM file_names n WHERE `+nameLike+arg(searchPattern(f.Search))+`)`)
+	}
+	if f.Owner != "" {
+		conds = append(conds, `f.owner_id = `+arg(f.Owner))
+	}
+	if f.SharedWith != "" {
+		conds = append(conds, `f.id IN (SELECT sw.file_id FROM shares sw WHERE sw.shared_with_user_id = `+arg(f.SharedWith)+`)`)
 	}
 	if f.MimeType != "" {
 		conds = append(conds, `f.mime_type = `+arg(f.MimeType))

@@ -66,7 +66,10 @@ func planListing(filter docflow.FileFilter) listPlan {
 		page = 1
 	}
 	p.offset = (page - 1) * p.per
-	p.visible = visibleOnly(filter, p.col) && page*p.per <= maxSortInMemory
+	if filter.Offset > 0 {
+		p.offset = filter.Offset
+	}
+	p.visible = visibleOnly(filter, p.col) && p.offset+p.per <= maxSortInMemory
 	p.where, p.args = fileWhere(filter)
 	p.order = p.col + " " + p.dir
 	if p.col != "f.id" {

@@ -32,9 +32,9 @@ const listVisible = listSkip + 1
 // plan.
 func visibleOnly(f docflow.FileFilter, col string) bool {
 	return f.VisibleTo != nil && f.VisibleTo.UserID != "" && !f.VisibleTo.Unclaimed && col == "f.created_at" &&
-		f.IDs == nil && f.Search == "" && f.MimeType == "" &&
+		f.IDs == nil && f.OwnerID == "" && f.Search == "" && f.MimeType == "" &&
 		f.Status == "" && f.DateFrom == nil && f.DateTo == nil && len(f.StorageProviders) == 0 && len(f.Tags) == 0 &&
-		f.OCRQuality == ""
+		f.OCRQuality == "" && f.Owner == "" && f.SharedWith == ""
 }
 
 // findVisible returns one page of what user may see, newest (dir DESC) or

@@ -35,6 +35,9 @@ func NewSearchStore(db *DB) *SearchStore {
 	return &SearchStore{db: db, counts: newCountCache(db.Now)}
 }
 
+// DropCaches forgets the counts it cached (a system reset).
+func (s *SearchStore) DropCaches() { s.counts.Purge() }
+
 // visibleCond is the condition on files alias a of the files v lets its
 // user see (docflow.Visibility.Sees), with its parameter appended to
 // args.

@@ -9,14 +9,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/rs/zerolog"
 
 	"docflow"
 )
 
 // SettingsStore implements docflow.SettingsStore: database values (kept
-// in memory and refreshed periodically so several processes agree), then the
-// environment, then the catalogue default.
+// in memory; every process reloads them when PostgreSQL notifies a change,
+// see Start), then the environment, then the catalogue default.
 type SettingsStore struct {
 	db     *DB
 	cipher *Cipher
@@ -29,9 +30,17 @@ type SettingsStore struct {
 	mu      sync.RWMutex
 	values  map[string]string // decrypted database values
 	updated map[string]time.Time
+	// envOnly are the keys a process reads from its environment before
+	// the database opens (EnvOnly): a database value would never apply.
+	envOnly map[string]bool
+	// onChange are called after a reload that changed database values
+	// (OnChange).
+	onChange []func(keys []string)
 
-	stop chan struct{}
-	done chan struct{}
+	// listening is closed once the listener listens (settings_listen.go).
+	listening chan struct{}
+	stop      context.CancelFunc
+	done      chan struct{}
 }
 
 var _ docflow.SettingsStore = (*SettingsStore)(nil)
@@ -44,7 +53,8 @@ func NewSettingsStore(ctx context.Context, db *DB, c *Cipher, getenv func(string
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	s := &SettingsStore{db: db, cipher: c, getenv: getenv, log: log, defs: map[string]docflow.SettingDef{}}
+	s := &SettingsStore{db: db, cipher: c, getenv: getenv, log: log, defs: map[string]docflow.SettingDef{},
+		envOnly: map[string]bool{}, listening: make(chan struct{})}
 	for _, d := range docflow.Catalogue() {
 		s.defs[d.Key] = d
 		s.order = append(s.order, d.Key)
@@ -55,7 +65,8 @@ func NewSettingsStore(ctx context.Context, db *DB, c *Cipher, getenv func(string
 	return s, nil
 }
 
-// Reload reads every database value.
+// Reload reads every database value; the callbacks of OnChange hear of
+// the keys whose database value changed.
 func (s *SettingsStore) Reload(ctx context.Context) error {
 	rows, err := s.db.Pool.Query(ctx, `SELECT key, value, encrypted, updated_at FROM settings`)
 	if err != nil {
@@ -86,40 +97,53 @@ func (s *SettingsStore) Reload(ctx context.Context) error {
 		return err
 	}
 	s.mu.Lock()
+	changed := changedKeys(s.values, values)
 	s.values, s.updated = values, updated
+	hooks := s.onChange
 	s.mu.Unlock()
+	if len(changed) > 0 {
+		for _, f := range hooks {
+			f(changed)
+		}
+	}
 	return nil
 }
 
-// Start refreshes the cached database values every interval until Close.
-func (s *SettingsStore) Start(interval time.Duration) {
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(s.done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-t.C:
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				if err := s.Reload(ctx); err != nil {
-					s.log.Debug().Err(err).Msg("settings refresh")
-				}
-				cancel()
-			}
+// changedKeys are the keys whose value differs between old and new, sorted.
+func changedKeys(old, new map[string]string) []string {
+	var out []string
+	for k, v := range new {
+		if o, ok := old[k]; !ok || o != v {
+			out = append(out, k)
 		}
-	}()
+	}
+	for k := range old {
+		if _, ok := new[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
-// Close stops the refresher.
-func (s *SettingsStore) Close() {
-	if s.stop != nil {
-		close(s.stop)
-		<-s.done
-		s.stop = nil
+// OnChange calls f, after a reload, with the keys whose database value
+// changed (in this process or another). f runs on the listener's
+// goroutine: it must not block. Register before Start.
+func (s *SettingsStore) OnChange(f func(keys []string)) {
+	s.mu.Lock()
+	s.onChange = append(s.onChange, f)
+	s.mu.Unlock()
+}
+
+// EnvOnly marks keys a process reads from its environment before the
+// database opens (DATABASE_URL, WORKDIR, SESSION_SECRET, LOG_FORMAT): Set refuses
+// them, since a database value would never apply.
+func (s *SettingsStore) EnvOnly(keys ...string) {
+	s.mu.Lock()
+	for _, k := range keys {
+		s.envOnly[k] = true
 	}
+	s.mu.Unlock()
 }
 
 // Get returns the effective value of key.
@@ -146,6 +170,7 @@ func (s *SettingsStore) effective(key string) *docflow.Setting {
 	v, ok := s.values[key]
 	at, hasAt := s.updated[key]
 	s.mu.RUnlock()
+	st.EnvOnly = s.isEnvOnly(key)
 	switch {
 	case ok:
 		st.Value, st.Source = v, "db"
@@ -180,38 +205,120 @@ func (s *SettingsStore) List(ctx context.Context) ([]*docflow.Setting, error) {
 // Set stores a database value. EINVALID (a 422 from the settings API)
 // when the service could not use it: the wrong type, refused by the
 // setting's Check or, with the other settings, by a rule across settings
-// (docflow.SettingRules); the message names the setting, the value and why.
+// (docflow.SettingRules), or a key read from the environment only
+// (EnvOnly); the message names the setting, the value and why. ENOTFOUND
+// for a key outside the catalogue.
 func (s *SettingsStore) Set(ctx context.Context, key, value string) (*docflow.Setting, error) {
-	def, ok := s.defs[key]
-	if !ok {
-		return nil, docflow.Errorf(docflow.ENOTFOUND, "Unknown setting: %s", key)
-	}
-	if err := docflow.ValidateSettingValue(&def, value); err != nil {
+	set, failed, err := s.SetMany(ctx, map[string]string{key: value})
+	if err != nil {
 		return nil, err
 	}
-	if err := docflow.CheckSettingRulesFor(key, value, "db", s.valueOf); err != nil {
+	if err := failed[key]; err != nil {
 		return nil, err
 	}
-	stored := value
-	if def.Sensitive {
-		enc, err := s.cipher.Encrypt(value)
-		if err != nil {
-			return nil, err
+	return set[0], nil
+}
+
+// SetMany stores several database values in one transaction: those the
+// service can use, each checked as Set checks one and the rules across
+// settings checked with the other values of the batch in place (so
+// AUTH_ENABLED and a long ADMIN_PASSWORD may arrive together). It returns
+// the settings it stored, in catalogue order, and why each other key was
+// refused (ENOTFOUND, EINVALID). err is a failure to store at all.
+func (s *SettingsStore) SetMany(ctx context.Context, values map[string]string) ([]*docflow.Setting, map[string]error, error) {
+	failed := map[string]error{}
+	good := map[string]string{}
+	for key, value := range values {
+		def, ok := s.defs[key]
+		switch {
+		case !ok:
+			failed[key] = docflow.Errorf(docflow.ENOTFOUND, "Unknown setting: %s", key)
+		case s.isEnvOnly(key):
+			failed[key] = docflow.Errorf(docflow.EINVALID, "%s is read from the environment before the database opens: set it in the environment of every process, not here", key)
+		default:
+			if err := docflow.ValidateSettingValue(&def, value); err != nil {
+				failed[key] = err
+			} else {
+				good[key] = value
+			}
 		}
-		stored = enc
+	}
+	// A rule is checked with the batch in place; a key that breaks one
+	// leaves the batch, and the rest is checked again without it.
+	for again := true; again; {
+		again = false
+		with := func(k string) (string, string) {
+			if v, ok := good[k]; ok {
+				return v, "db"
+			}
+			return s.valueOf(k)
+		}
+		for _, key := range sortedKeys(good) {
+			if err := docflow.CheckSettingRulesFor(key, good[key], "db", with); err != nil {
+				failed[key] = err
+				delete(good, key)
+				again = true
+				break
+			}
+		}
+	}
+	if len(good) == 0 {
+		return nil, failed, nil
 	}
 	now := s.db.Now()
-	_, err := s.db.Pool.Exec(ctx, `INSERT INTO settings (key, value, encrypted, updated_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (key) DO UPDATE SET value=EXCLUDED.value, encrypted=EXCLUDED.encrypted, updated_at=EXCLUDED.updated_at`,
-		key, stored, def.Sensitive, now)
+	stored := map[string]string{}
+	for key, value := range good {
+		stored[key] = value
+		if s.defs[key].Sensitive {
+			enc, err := s.cipher.Encrypt(value)
+			if err != nil {
+				return nil, nil, err
+			}
+			stored[key] = enc
+		}
+	}
+	err := pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
+		for _, key := range sortedKeys(good) {
+			_, err := tx.Exec(ctx, `INSERT INTO settings (key, value, encrypted, updated_at) VALUES ($1, $2, $3, $4)
+				ON CONFLICT (key) DO UPDATE SET value=EXCLUDED.value, encrypted=EXCLUDED.encrypted, updated_at=EXCLUDED.updated_at`,
+				key, stored[key], s.defs[key].Sensitive, now)
+			if err != nil {
+				return fmt.Errorf("set %s: %w", key, err)
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("set %s: %w", key, err)
+		return nil, nil, err
 	}
 	s.mu.Lock()
-	s.values[key] = value
-	s.updated[key] = now
+	for key, value := range good {
+		s.values[key] = value
+		s.updated[key] = now
+	}
 	s.mu.Unlock()
-	return s.effective(key), nil
+	var out []*docflow.Setting
+	for _, key := range s.order {
+		if _, ok := good[key]; ok {
+			out = append(out, s.effective(key))
+		}
+	}
+	return out, failed, nil
+}
+
+func (s *SettingsStore) isEnvOnly(key string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.envOnly[key]
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Delete removes the database value; EINVALID when the value that then

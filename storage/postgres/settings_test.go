@@ -5,10 +5,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/internal/testsupport"
 )
 
 func openTest(t *testing.T) *DB {
@@ -174,5 +176,111 @@ func TestSettingsRefuseValuesTheServiceCannotUse(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q lacks %q", err, want)
 		}
+	}
+}
+
+// Two stores on one database, as two processes have: a value set, changed
+// or removed through one reaches the other through the table's
+// notification, with no reload asked for; a change made by hand in SQL too.
+func TestSettingsChangeReachesOtherProcess(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openTest(t)
+	c, err := NewCipher(strings.Repeat("k", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(k string) string {
+		if k == "UPLOAD_RATE_LIMIT_WINDOW" {
+			return "90"
+		}
+		return ""
+	}
+	a, err := NewSettingsStore(ctx, db, c, env, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewSettingsStore(ctx, db, c, env, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := make(chan []string, 10)
+	b.OnChange(func(keys []string) { changed <- keys })
+	b.Start()
+	t.Cleanup(b.Close)
+	<-b.Listening()
+
+	if _, err := a.Set(ctx, "UPLOAD_RATE_LIMIT_WINDOW", "120"); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, 10*time.Second, "B sees the value A set", func() bool { return b.Get("UPLOAD_RATE_LIMIT_WINDOW") == "120" })
+	if keys := <-changed; len(keys) != 1 || keys[0] != "UPLOAD_RATE_LIMIT_WINDOW" {
+		t.Fatalf("OnChange heard %v", keys)
+	}
+	// Sensitive: sealed in the table, readable in B.
+	if _, err := a.Set(ctx, "OPENAI_API_KEY", "sk-from-a"); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, 10*time.Second, "B sees the sealed value", func() bool { return b.Get("OPENAI_API_KEY") == "sk-from-a" })
+	if err := a.Delete(ctx, "UPLOAD_RATE_LIMIT_WINDOW"); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, 10*time.Second, "B falls back to the environment", func() bool { return b.Get("UPLOAD_RATE_LIMIT_WINDOW") == "90" })
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO settings (key, value) VALUES ('WATCH_FOLDER_INTERVAL', '7')`); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, 10*time.Second, "B sees a change made in SQL", func() bool { return b.Get("WATCH_FOLDER_INTERVAL") == "7" })
+	if _, err := db.Pool.Exec(ctx, `TRUNCATE settings`); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, 10*time.Second, "B sees the table emptied", func() bool {
+		return b.Get("WATCH_FOLDER_INTERVAL") == "10" && b.Get("OPENAI_API_KEY") == ""
+	})
+}
+
+// SetMany stores the values it can use in one transaction, reports the
+// others by key, and checks rules across settings with the batch in place.
+func TestSettingsSetMany(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openTest(t)
+	c, err := NewCipher(strings.Repeat("k", 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewSettingsStore(ctx, db, c, func(string) string { return "" }, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.EnvOnly("DATABASE_URL")
+	set, failed, err := s.SetMany(ctx, map[string]string{
+		"UPLOAD_RATE_LIMIT_WINDOW": "30", "STEP_TIMEOUT": "soon", "NO_SUCH": "1",
+		"DATABASE_URL": "postgres://x@h/db", "AUTH_ENABLED": "true", "ADMIN_PASSWORD": "a long enough password",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, st := range set {
+		keys = append(keys, st.Key)
+	}
+	if strings.Join(keys, ",") != "AUTH_ENABLED,ADMIN_PASSWORD,UPLOAD_RATE_LIMIT_WINDOW" {
+		t.Fatalf("stored %v", keys)
+	}
+	for key, code := range map[string]string{"STEP_TIMEOUT": docflow.EINVALID, "NO_SUCH": docflow.ENOTFOUND, "DATABASE_URL": docflow.EINVALID} {
+		if got := docflow.ErrorCode(failed[key]); got != code {
+			t.Errorf("%s: %v, want %s", key, failed[key], code)
+		}
+	}
+	if !strings.Contains(docflow.ErrorMessage(failed["STEP_TIMEOUT"]), "STEP_TIMEOUT") {
+		t.Errorf("the error does not name the setting: %v", failed["STEP_TIMEOUT"])
+	}
+	// A short password with authentication on breaks the rule: refused,
+	// and the store keeps the long one.
+	if _, failed, _ = s.SetMany(ctx, map[string]string{"ADMIN_PASSWORD": "short"}); docflow.ErrorCode(failed["ADMIN_PASSWORD"]) != docflow.EINVALID {
+		t.Fatalf("short password: %v", failed)
+	}
+	if s.Get("ADMIN_PASSWORD") != "a long enough password" {
+		t.Fatal("the refused password replaced the stored one")
 	}
 }

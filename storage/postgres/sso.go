@@ -114,7 +114,8 @@ func (s *SSOStore) FindSSOUser(ctx context.Context, userID string) (*docflow.SSO
 // waiting for its first sign-in is bound, and the provider's admin status,
 // the refresh token (a sign-in without one keeps the previous) and the
 // time of verification are stored; a user the provider had refused is
-// enabled again. A refusal is a *docflow.SSORefusal and changes nothing.
+// enabled again; the picture is the sign-in's. A refusal is a
+// *docflow.SSORefusal and changes nothing.
 func (s *SSOStore) SignInSSO(ctx context.Context, in docflow.SSOSignIn, adminUserID string) (*docflow.SSOResolution, error) {
 	if in.Issuer == "" || in.Subject == "" {
 		return nil, docflow.Errorf(docflow.EINVALID, "an SSO sign-in needs an issuer and a subject")
@@ -155,13 +156,13 @@ func (s *SSOStore) SignInSSO(ctx context.Context, in docflow.SSOSignIn, adminUse
 			return err
 		}
 		_, err = tx.Exec(ctx, `INSERT INTO sso_users (user_id, issuer, subject, email, bound_at, linked, is_admin, verified_at, refresh_token,
-				disabled_at, disabled_reason, first_sign_in_at, last_sign_in_at)
-			VALUES ($1, $2, $3, $4, $5, $8, $6, $5, $7, NULL, '', $5, $5)
+				disabled_at, disabled_reason, first_sign_in_at, last_sign_in_at, picture)
+			VALUES ($1, $2, $3, $4, $5, $8, $6, $5, $7, NULL, '', $5, $5, $9)
 			ON CONFLICT (user_id) DO UPDATE SET issuer = EXCLUDED.issuer, subject = EXCLUDED.subject, email = EXCLUDED.email,
 				bound_at = COALESCE(sso_users.bound_at, EXCLUDED.bound_at), linked = EXCLUDED.linked, is_admin = EXCLUDED.is_admin,
 				verified_at = EXCLUDED.verified_at, refresh_token = COALESCE(EXCLUDED.refresh_token, sso_users.refresh_token),
-				disabled_at = NULL, disabled_reason = '', last_sign_in_at = EXCLUDED.last_sign_in_at`,
-			res.UserID, in.Issuer, in.Subject, in.Email, in.At, in.IsAdmin, sealed, res.Linked)
+				disabled_at = NULL, disabled_reason = '', last_sign_in_at = EXCLUDED.last_sign_in_at, picture = EXCLUDED.picture`,
+			res.UserID, in.Issuer, in.Subject, in.Email, in.At, in.IsAdmin, sealed, res.Linked, in.Picture)
 		return err
 	})
 	if err != nil {

@@ -87,11 +87,12 @@ func (s *ocrStep) engine() *ocr.Engine {
 }
 
 // language resolves the step's ocr_language: auto (or empty) is the
-// TESSERACT_LANGUAGE setting, default eng+deu.
+// TESSERACT_LANGUAGE setting, default eng+deu, with the Tesseract
+// languages of EASYOCR_LANGUAGES added (docflow has no EasyOCR engine).
 func (s *ocrStep) language(cfg map[string]any) string {
 	lang := stringOf(cfg, "ocr_language")
 	if lang == "" || lang == "auto" {
-		lang = strings.TrimSpace(docflow.TesseractLanguage.Get(s.d.Settings))
+		lang = docflow.OCRLanguagesWithEasyOCR(docflow.TesseractLanguage.Get(s.d.Settings), docflow.EasyOCRLanguages.Get(s.d.Settings))
 	}
 	if lang == "" {
 		lang = ocr.DefaultLanguage
@@ -175,9 +176,12 @@ func ocrResult(res *ocr.Result, bytes int64) *docflow.StepResult {
 // retry cannot configure them.
 func (s *ocrStep) cloud(ctx context.Context, in *docflow.StepInput, pdf string) (*docflow.StepResult, error) {
 	endpoint := strings.TrimSpace(docflow.AzureDocumentIntelligenceEndpoint.Get(s.d.Settings))
+	if endpoint == "" {
+		endpoint = docflow.AzureRegionalEndpoint(docflow.AzureRegion.Get(s.d.Settings))
+	}
 	key := strings.TrimSpace(docflow.AzureDocumentIntelligenceKey.Get(s.d.Settings))
 	if endpoint == "" || key == "" {
-		return nil, invalidf("cloud OCR was requested but no provider is configured: set AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT and AZURE_DOCUMENT_INTELLIGENCE_KEY")
+		return nil, invalidf("cloud OCR was requested but no provider is configured: set AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT (or AZURE_REGION) and AZURE_DOCUMENT_INTELLIGENCE_KEY")
 	}
 	az, err := ocr.NewAzure(ocr.AzureConfig{Endpoint: endpoint, Key: key, PollInterval: azurePoll, HTTPClient: s.d.HTTPClient})
 	if err != nil {

@@ -39,6 +39,8 @@ type User struct {
 	NoEmailVerified bool
 	// Groups is sent as the groups claim (absent when empty).
 	Groups []string
+	// Picture is sent as the picture claim (absent when empty).
+	Picture string
 }
 
 // Config shapes a provider.
@@ -147,6 +149,7 @@ type userStore struct {
 	groups     map[string][]string
 	noVerified map[string]bool
 	disabled   map[string]bool
+	pictures   map[string]string
 }
 
 func (u *userStore) put(x User) {
@@ -156,6 +159,10 @@ func (u *userStore) put(x User) {
 		LastName: x.FamilyName, Email: x.Email, EmailVerified: x.EmailVerified}
 	u.groups[x.ID] = x.Groups
 	u.noVerified[x.ID] = x.NoEmailVerified
+	if u.pictures == nil {
+		u.pictures = map[string]string{}
+	}
+	u.pictures[x.ID] = x.Picture
 	delete(u.disabled, x.ID)
 }
 
@@ -187,6 +194,12 @@ func (u *userStore) claims(subject string) ([]string, bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.groups[subject], u.noVerified[subject]
+}
+
+func (u *userStore) picture(subject string) string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.pictures[subject]
 }
 
 func (u *userStore) isDisabled(subject string) bool {
@@ -255,6 +268,9 @@ func (s *groupsStorage) addClaims(ui *oidc.UserInfo, subject string) {
 	groups, noVerified := s.users.claims(subject)
 	if len(groups) > 0 {
 		ui.AppendClaims("groups", groups)
+	}
+	if pic := s.users.picture(subject); pic != "" {
+		ui.Picture = pic
 	}
 	if noVerified {
 		ui.EmailVerified = false

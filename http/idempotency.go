@@ -1,0 +1,173 @@
+package http
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"docflow"
+)
+
+// The Idempotency-Key rule of the write routes that create documents (the
+// uploads and process-url): a request repeated with the same key by the
+// same user within docflow.IdempotencyKeyTTL answers what the first one
+// answered and runs nothing; the same key on another request (method,
+// path or body) is 422; a repeat while the first still runs is 409 with
+// Retry-After. Keys live in PostgreSQL, so every api process shares them.
+
+// idempotencyHeader is the request header naming a request.
+const idempotencyHeader = "Idempotency-Key"
+
+// idempotencySweepEvery is how often one process deletes expired keys.
+const idempotencySweepEvery = 10 * time.Minute
+
+// keyBodyHash is the user value a streamed route's handler sets to its
+// body's hash once it has read the body (setIdempotentBody).
+const keyBodyHash = "docflow.idempotent.body"
+
+// idempotency applies the rule with one store; nil store: the header is
+// ignored.
+type idempotency struct {
+	s         *Server
+	store     docflow.IdempotencyStore
+	lastSweep atomic.Int64 // unix seconds of this process's last sweep
+}
+
+// bodyHasher returns the content hash of a repeated streamed request's
+// body, reading it without keeping it.
+type bodyHasher func(c *fasthttp.RequestCtx) (string, error)
+
+// wrap applies the rule to next. lease bounds how long a claimed key
+// waits for its request (the route's timeout). A streamed route (stream
+// not nil) reports its body hash with setIdempotentBody as it reads the
+// body, and stream hashes the body of a repeat; other routes' bodies are
+// in memory and hashed here.
+func (in *idempotency) wrap(lease time.Duration, stream bodyHasher, next Handler) Handler {
+	return func(c *fasthttp.RequestCtx) error {
+		raw := c.Request.Header.Peek(idempotencyHeader)
+		if raw == nil || in.store == nil {
+			return next(c)
+		}
+		key := string(raw)
+		if !docflow.ValidIdempotencyKey(key) {
+			return invalid("Idempotency-Key", "Idempotency-Key must be 1 to 255 printable ASCII characters")
+		}
+		ctx := RequestContext(c)
+		in.maybeSweep()
+		user := idempotencyUser(c)
+		reqHash := ""
+		if stream == nil {
+			sum := sha256.Sum256(c.PostBody())
+			reqHash = requestHash(c, hex.EncodeToString(sum[:]))
+		}
+		reply, claimed, err := in.store.ClaimIdempotencyKey(ctx, user, key, reqHash, lease)
+		if err != nil {
+			return err
+		}
+		if !claimed {
+			return in.replay(c, reply, reqHash, stream)
+		}
+		err = next(c)
+		status := c.Response.StatusCode()
+		if stream != nil {
+			if body, _ := c.UserValue(keyBodyHash).(string); body != "" {
+				reqHash = requestHash(c, body)
+			}
+		}
+		// NOTE: a failed request leaves nothing to repeat: the key is
+		// freed so that the client's retry runs it again. The release
+		// outlives the request's context (a timeout must not keep the key).
+		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err != nil || status >= 500 || reqHash == "" {
+			if rerr := in.store.ReleaseIdempotencyKey(bg, user, key); rerr != nil {
+				in.s.log.Warn().Err(rerr).Str("request_id", RequestID(c)).Msg("idempotency key not released")
+			}
+			return err
+		}
+		body := append([]byte(nil), c.Response.Body()...)
+		if cerr := in.store.CompleteIdempotencyKey(bg, user, key, reqHash, status, string(c.Response.Header.ContentType()), body); cerr != nil {
+			// The request did its work: its answer goes out; a repeat
+			// meets a running key until its lease ends.
+			in.s.log.Error().Err(cerr).Str("request_id", RequestID(c)).Msg("idempotency key not completed")
+		}
+		return nil
+	}
+}
+
+// replay answers a repeat from the key's reply.
+func (in *idempotency) replay(c *fasthttp.RequestCtx, reply *docflow.IdempotentReply, reqHash string, stream bodyHasher) error {
+	if reply.Running {
+		return &docflow.Error{Code: docflow.ECONFLICT, RetryAfter: 1,
+			Message: "A request with this Idempotency-Key is still running; retry after a second"}
+	}
+	if stream != nil {
+		h, err := stream(c)
+		if err != nil {
+			return err
+		}
+		reqHash = requestHash(c, h)
+	}
+	if reqHash != reply.RequestHash {
+		return invalid("Idempotency-Key", "This Idempotency-Key was used for a different request; use a new key for a new request")
+	}
+	c.Response.Header.Set("Idempotent-Replayed", "true")
+	if reply.ContentType != "" {
+		c.Response.Header.SetContentType(reply.ContentType)
+	}
+	c.SetStatusCode(reply.Status)
+	c.Response.SetBody(reply.Body)
+	return nil
+}
+
+// maybeSweep deletes expired keys in the background, at most once per
+// idempotencySweepEvery in this process.
+func (in *idempotency) maybeSweep() {
+	now := time.Now().Unix()
+	last := in.lastSweep.Load()
+	if now-last < int64(idempotencySweepEvery/time.Second) || !in.lastSweep.CompareAndSwap(last, now) {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := in.store.SweepIdempotencyKeys(ctx); err != nil {
+			in.s.log.Warn().Err(err).Msg("expired idempotency keys not swept")
+		}
+	}()
+}
+
+// idempotencyUser is the key's owner: the user id, "" for the single user
+// of an instance without authentication.
+func idempotencyUser(c *fasthttp.RequestCtx) string {
+	if u := CurrentUser(c); u != nil && !u.Anonymous {
+		return u.ID
+	}
+	return ""
+}
+
+// requestHash is SHA-256 over the method, the path (without a trailing
+// slash, which routes ignore) and the body's content hash.
+func requestHash(c *fasthttp.RequestCtx, bodyHash string) string {
+	h := sha256.New()
+	io.WriteString(h, string(c.Method())+"\n"+strings.TrimSuffix(string(c.Path()), "/")+"\n"+bodyHash) //nolint:errcheck
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// setIdempotentBody records a streamed request's body hash: its file name
+// and the content hash intake computed while storing it.
+func setIdempotentBody(c *fasthttp.RequestCtx, filename, contentHash string) {
+	c.SetUserValue(keyBodyHash, uploadBodyHash(filename, contentHash))
+}
+
+// uploadBodyHash is an upload's body hash: the file part's name and
+// content hash.
+func uploadBodyHash(filename, contentHash string) string {
+	return filename + "\n" + contentHash
+}

@@ -1,0 +1,156 @@
+package http
+
+import (
+	"context"
+	"fmt"
+	"net"
+	nethttp "net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"docflow/storage/postgres"
+)
+
+// uploadWithKey posts a file to /api/upload with an Idempotency-Key.
+func (fe *filesEnv) uploadWithKey(key, filename string, content []byte) (*nethttp.Response, []byte) {
+	fe.t.Helper()
+	ctype, body := multipartBody("file", filename, content)
+	return fe.do("POST", "/api/upload", "", body, "Content-Type", ctype, "Idempotency-Key", key)
+}
+
+// TestIdempotencyKeyUploadRepeat: the same key twice makes one document
+// and the same answer; the same key with another file is 422; a bad key
+// is 422 before anything is read.
+func TestIdempotencyKeyUploadRepeat(t *testing.T) {
+	t.Parallel()
+	fe := newFilesEnv(t, nil)
+	resp1, raw1 := fe.uploadWithKey("retry-1", "a.pdf", pdf("idem-a"))
+	fe.expect(resp1, raw1, 201)
+	resp2, raw2 := fe.uploadWithKey("retry-1", "a.pdf", pdf("idem-a"))
+	fe.expect(resp2, raw2, 201)
+	if string(raw1) != string(raw2) || resp2.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("repeat answered %s (replayed %q), first %s", raw2, resp2.Header.Get("Idempotent-Replayed"), raw1)
+	}
+	if n := fe.count(`SELECT count(*) FROM files`); n != 1 {
+		t.Fatalf("%d files after a repeat, want 1", n)
+	}
+	resp, raw := fe.uploadWithKey("retry-1", "a.pdf", pdf("idem-other"))
+	fe.expect(resp, raw, 422)
+	resp, raw = fe.uploadWithKey("retry-1", "renamed.pdf", pdf("idem-a"))
+	fe.expect(resp, raw, 422)
+	for _, bad := range []string{strings.Repeat("k", 256), "tab\there", "é"} {
+		resp, raw = fe.uploadWithKey(bad, "b.pdf", pdf("idem-b"))
+		fe.expect(resp, raw, 422)
+	}
+	// Another key is another request.
+	resp, raw = fe.uploadWithKey("retry-2", "c.pdf", pdf("idem-c"))
+	fe.expect(resp, raw, 201)
+	if n := fe.count(`SELECT count(*) FROM files`); n != 2 {
+		t.Fatalf("%d files, want 2", n)
+	}
+}
+
+// TestIdempotencyKeyPerUser: two users' equal keys are two requests.
+func TestIdempotencyKeyPerUser(t *testing.T) {
+	t.Parallel()
+	fe := newFilesEnv(t, map[string]string{"AUTH_ENABLED": "true"})
+	ctype, body := multipartBody("file", "p.pdf", pdf("per-user"))
+	for _, owner := range []string{"alice", "bob"} {
+		resp, raw := fe.do("POST", "/api/upload", fe.token(owner), body, "Content-Type", ctype, "Idempotency-Key", "same")
+		fe.expect(resp, raw, 201)
+		if resp.Header.Get("Idempotent-Replayed") != "" {
+			t.Fatalf("%s got another user's answer", owner)
+		}
+	}
+}
+
+// TestIdempotencyKeyConcurrentRepeats: repeats racing the first make one
+// document; each answers the first's answer or 409 with Retry-After.
+func TestIdempotencyKeyConcurrentRepeats(t *testing.T) {
+	t.Parallel()
+	fe := newFilesEnv(t, nil)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	statuses := map[int]int{}
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, raw := fe.uploadWithKey("race", "r.pdf", pdf("race"))
+			mu.Lock()
+			defer mu.Unlock()
+			statuses[resp.StatusCode]++
+			if resp.StatusCode == 409 && resp.Header.Get("Retry-After") == "" {
+				t.Errorf("409 without Retry-After: %s", raw)
+			}
+		}()
+	}
+	wg.Wait()
+	if statuses[201] < 1 || statuses[201]+statuses[409] != 8 {
+		t.Fatalf("statuses %v", statuses)
+	}
+	if n := fe.count(`SELECT count(*) FROM files`); n != 1 {
+		t.Fatalf("%d files after concurrent repeats, want 1", n)
+	}
+}
+
+// TestIdempotencyKeyProcessURL: process-url repeats answer the first
+// answer without fetching again; another URL under the key is 422; a
+// failed request frees its key.
+func TestIdempotencyKeyProcessURL(t *testing.T) {
+	t.Parallel()
+	var hits int64
+	var mu sync.Mutex
+	srv := fetchServer(t, &hits, &mu)
+	local := fmt.Sprintf("http://localhost:%d", srv.Listener.Addr().(*net.TCPAddr).Port)
+	fe := newFilesEnv(t, map[string]string{"URL_FETCH_ALLOWED_HOSTS": "localhost", "UPLOAD_RATE_LIMIT_PER_USER": "1000"})
+	post := func(key, url string) (*nethttp.Response, []byte) {
+		return fe.do("POST", "/api/process-url", "", map[string]any{"url": url}, "Idempotency-Key", key)
+	}
+	resp1, raw1 := post("u1", local+"/doc.pdf")
+	fe.expect(resp1, raw1, 200)
+	resp2, raw2 := post("u1", local+"/doc.pdf")
+	fe.expect(resp2, raw2, 200)
+	if string(raw1) != string(raw2) {
+		t.Fatalf("repeat %s, first %s", raw2, raw1)
+	}
+	mu.Lock()
+	if hits != 1 {
+		t.Fatalf("fetched %d times", hits)
+	}
+	mu.Unlock()
+	resp, raw := post("u1", local+"/noname")
+	fe.expect(resp, raw, 422)
+	resp, raw = post("u2", local+"/fail")
+	fe.expect(resp, raw, 502)
+	var n int
+	if err := fe.DB.Pool.QueryRow(context.Background(), `SELECT count(*) FROM idempotency_keys WHERE key = 'u2'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("failed request left its key: %d %v", n, err)
+	}
+	if n := fe.count(`SELECT count(*) FROM files`); n != 1 {
+		t.Fatalf("%d files, want 1", n)
+	}
+}
+
+// TestIdempotencyKeysSwept: expired keys are deleted, and an expired key
+// is a new request.
+func TestIdempotencyKeysSwept(t *testing.T) {
+	t.Parallel()
+	fe := newFilesEnv(t, nil)
+	resp, raw := fe.uploadWithKey("old", "o.pdf", pdf("old"))
+	fe.expect(resp, raw, 201)
+	ctx := context.Background()
+	if _, err := fe.DB.Pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	resp, raw = fe.uploadWithKey("old", "o2.pdf", pdf("old-2"))
+	fe.expect(resp, raw, 201)
+	if _, err := fe.DB.Pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 second'`); err != nil {
+		t.Fatal(err)
+	}
+	n, err := postgres.NewIdempotencyStore(fe.DB).SweepIdempotencyKeys(ctx)
+	if err != nil || n != 1 || fe.count(`SELECT count(*) FROM idempotency_keys`) != 0 {
+		t.Fatalf("swept %d %v", n, err)
+	}
+}
