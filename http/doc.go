@@ -134,7 +134,8 @@
 //   - settings.go: the settings API (/api/settings/…: list, one key, set,
 //     delete, bulk update, credentials overview, suggestions), sensitive
 //     values never shown; settings_page.go, the /settings page over it
-//     (static/settings.js saves only what changed).
+//     (static/settings.js saves only what changed); settings_doc.go, the
+//     documentation of both and of the system reset.
 //   - analytics.go: GET /api/analytics/*.
 //   - system_reset.go: the system reset's status, full reset and reimport
 //     (ENABLE_FACTORY_RESET, the typed confirmation, the audit entry).

@@ -56,14 +56,14 @@ func (s *Server) MountSettings(d SettingsDeps) {
 	}
 	h := &settingsHandlers{s: s, d: d, suggest: suggest}
 	a := Route{Auth: AuthAdmin}
-	s.Handle("GET", "/api/settings/", a, h.list)
-	s.Handle("GET", "/api/settings/credentials", a, h.credentials)
-	s.Handle("POST", "/api/settings/bulk-update", a, h.bulk)
-	s.Handle("GET", "/api/settings/{key}", a, h.get)
-	s.Handle("POST", "/api/settings/{key}", a, h.set)
-	s.Handle("DELETE", "/api/settings/{key}", a, h.delete)
-	s.Handle("GET", "/api/settings/{key}/suggestions", a, h.suggestions)
-	s.Handle("GET", "/settings", Route{Auth: AuthNone}, h.page)
+	s.Handle("GET", "/api/settings/", a, h.list, docListSettings)
+	s.Handle("GET", "/api/settings/credentials", a, h.credentials, docSettingCredentials)
+	s.Handle("POST", "/api/settings/bulk-update", a, h.bulk, docBulkSettings)
+	s.Handle("GET", "/api/settings/{key}", a, h.get, docGetSetting)
+	s.Handle("POST", "/api/settings/{key}", a, h.set, docSetSetting)
+	s.Handle("DELETE", "/api/settings/{key}", a, h.delete, docDeleteSetting)
+	s.Handle("GET", "/api/settings/{key}/suggestions", a, h.suggestions, docSettingSuggestions)
+	s.Handle("GET", "/settings", Route{Auth: AuthNone}, h.page, docSettingsPage)
 }
 
 func fixedSuggestions(values []string) Suggester {

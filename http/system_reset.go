@@ -25,12 +25,12 @@ func (s *Server) MountSystemReset(d SystemResetDeps) {
 		panic("http: MountSystemReset needs a Resetter")
 	}
 	h := &resetHandlers{s: s, d: d}
-	s.Handle("GET", "/api/admin/system-reset/status", Route{Auth: AuthAdmin}, h.status)
+	s.Handle("GET", "/api/admin/system-reset/status", Route{Auth: AuthAdmin}, h.status, docResetStatus)
 	// A reset waits for the tables' locks and sweeps the blob store: it
 	// may take minutes on a large installation.
 	opts := Route{Auth: AuthAdmin, Timeout: 30 * time.Minute}
-	s.Handle("POST", "/api/admin/system-reset/full", opts, h.full)
-	s.Handle("POST", "/api/admin/system-reset/reimport", opts, h.reimport)
+	s.Handle("POST", "/api/admin/system-reset/full", opts, h.full, docResetFull)
+	s.Handle("POST", "/api/admin/system-reset/reimport", opts, h.reimport, docResetReimport)
 }
 
 type resetHandlers struct {
