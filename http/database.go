@@ -40,16 +40,16 @@ func (s *Server) MountDatabase(d DatabaseDeps) {
 	}
 	h := &databaseHandlers{s: s, d: d}
 	a := Route{Auth: AuthAdmin}
-	s.Handle("GET", "/api/database/backends", a, h.backends)
-	s.Handle("POST", "/api/database/build-url", a, h.buildURL)
+	s.Handle("GET", "/api/database/backends", a, h.backends, docDatabaseBackends)
+	s.Handle("POST", "/api/database/build-url", a, h.buildURL, docDatabaseBuildURL)
 	// Connecting to a host that does not answer takes up to the
 	// connection timeout, a count of every table longer.
 	slow := Route{Auth: AuthAdmin, Timeout: 2 * time.Minute}
-	s.Handle("POST", "/api/database/test-connection", slow, h.test)
-	s.Handle("POST", "/api/database/preview-migration", slow, h.preview)
-	s.Handle("POST", "/api/database/migrate", slow, h.migrate)
-	s.Handle("GET", "/api/database/migrations", a, h.jobs)
-	s.Handle("GET", "/api/database/migrations/{job_id}", a, h.job)
+	s.Handle("POST", "/api/database/test-connection", slow, h.test, docDatabaseTest)
+	s.Handle("POST", "/api/database/preview-migration", slow, h.preview, docDatabasePreview)
+	s.Handle("POST", "/api/database/migrate", slow, h.migrate, docDatabaseMigrate)
+	s.Handle("GET", "/api/database/migrations", a, h.jobs, docDatabaseMigrations)
+	s.Handle("GET", "/api/database/migrations/{job_id}", a, h.job, docDatabaseMigration)
 }
 
 type databaseHandlers struct {

@@ -119,7 +119,7 @@
 //   - notify.go: the administrators' test notification.
 //   - database.go: the database wizard (backends, build-url,
 //     test-connection, preview-migration, migrate and its progress), over
-//     the DatabaseWizard it declares.
+//     the DatabaseWizard it declares; database_doc.go, their documentation.
 //
 // Pages and operations:
 //   - app.go: the web application (web/app, built into static/app): the
