@@ -112,7 +112,8 @@
 //     language preference.
 //   - qr_login.go: QR login: the challenge, its status and QR code (SVG
 //     drawn here), the phone's claim, and the page /qr-login
-//     (static/qr-login.js follows the challenge).
+//     (static/qr-login.js follows the challenge); mobile_doc.go, the
+//     documentation of these.
 //   - cloud.go: the cloud folder browser (POST /api/<provider>/list-folders)
 //     and the spec's send-to routes (POST /send_to_<provider>/), over the
 //     CloudFolderLister and DeliveryQueue it declares.

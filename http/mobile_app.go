@@ -37,9 +37,9 @@ func (s *Server) MountMobileApp(d MobileAppDeps) {
 	h := &mobileAppHandlers{s: s, d: d}
 	// NOTE: a browser session specifically: a token cannot mint more
 	// tokens for itself here (a bearer token is 401).
-	s.Handle("POST", "/api/mobile/generate-token", Route{Auth: AuthSession, Limit: LimitAuth}, h.generateToken)
-	s.Handle("GET", "/api/mobile/whoami", Route{Auth: AuthUser}, h.whoami)
-	s.Handle("POST", "/api/i18n/language", Route{Auth: AuthUser}, h.language)
+	s.Handle("POST", "/api/mobile/generate-token", Route{Auth: AuthSession, Limit: LimitAuth}, h.generateToken, docMobileGenerateToken)
+	s.Handle("GET", "/api/mobile/whoami", Route{Auth: AuthUser}, h.whoami, docMobileWhoami)
+	s.Handle("POST", "/api/i18n/language", Route{Auth: AuthUser}, h.language, docLanguage)
 	s.mountQRLogin(h)
 }
 

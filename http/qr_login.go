@@ -40,12 +40,12 @@ type QRChallengeStore interface {
 func (s *Server) mountQRLogin(h *mobileAppHandlers) {
 	// The browser's side: a session specifically, as generate-token.
 	browser := Route{Auth: AuthSession}
-	s.Handle("POST", "/api/qr-auth/challenge", Route{Auth: AuthSession, Limit: LimitAuth}, h.qrChallenge)
-	s.Handle("GET", "/api/qr-auth/challenge/{token}", browser, h.qrStatus)
-	s.Handle("GET", "/api/qr-auth/challenge/{token}/qr.svg", browser, h.qrImage)
+	s.Handle("POST", "/api/qr-auth/challenge", Route{Auth: AuthSession, Limit: LimitAuth}, h.qrChallenge, docQRChallenge)
+	s.Handle("GET", "/api/qr-auth/challenge/{token}", browser, h.qrStatus, docQRStatus)
+	s.Handle("GET", "/api/qr-auth/challenge/{token}/qr.svg", browser, h.qrImage, docQRImage)
 	// The phone's side: the challenge is its credential.
-	s.Handle("POST", "/api/qr-auth/claim", Route{Auth: AuthNone, Limit: LimitAuth}, h.qrClaim)
-	s.Handle("GET", "/qr-login", Route{Auth: AuthNone}, h.qrPage)
+	s.Handle("POST", "/api/qr-auth/claim", Route{Auth: AuthNone, Limit: LimitAuth}, h.qrClaim, docQRClaim)
+	s.Handle("GET", "/qr-login", Route{Auth: AuthNone}, h.qrPage, docQRLoginPage)
 }
 
 // qrChallenge is POST /api/qr-auth/challenge: a new challenge of the
