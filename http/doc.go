@@ -95,7 +95,7 @@
 //   - graphql.go, graphql_writes.go: POST /graphql (the executor, package
 //     graphql, runs behind this server's middleware) and GraphiQL at GET
 //     /graphql; GraphQLWrites, the mutations' writes by these routes'
-//     code.
+//     code; graphql_doc.go, their documentation.
 //
 // Integrations and events out:
 //   - integrations.go, integrations_audit.go: /api/integrations/…, an

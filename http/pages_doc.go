@@ -40,8 +40,20 @@ var (
 		Examples:    []Example{{Name: "health", Summary: "All checks"}},
 	}
 	docHome = Doc{
-		Summary:   "The front page (sign-in first when needed)",
-		Responses: []Response{HTML("The page"), {Status: 303, Doc: "To /login when not signed in", Headers: map[string]string{"Location": "/login?next=/"}}},
+		Summary:   "The status page: who you are, the health checks, the administrator's notices",
+		Responses: []Response{HTML("The page"), {Status: 303, Doc: "To /login when not signed in", Headers: map[string]string{"Location": "/login?next=%2Fstatus"}}},
+	}
+	docAppPage = Doc{
+		Summary: "A page of the web application (documents, a document, pipelines, rules, integrations, webhooks, tokens, users, audit)",
+		Description: "Every page route answers the same HTML page, with the signed-in user in a meta element; " +
+			"the application's scripts then use this API.",
+		Responses: []Response{HTML("The page"), {Status: 303, Doc: "To /login when not signed in, back here after", Headers: map[string]string{"Location": "/login?next=%2F"}}},
+	}
+	docAppAsset = Doc{
+		Summary:   "A script or style of the web application (its name carries a hash of its content)",
+		Params:    []Param{{Name: "name", In: "path", Doc: "The file's name"}},
+		Responses: []Response{{Status: 200, Binary: true, Doc: "The file, cached as immutable"}},
+		Errors:    []int{404},
 	}
 	docDocsPage = Doc{
 		Summary:   "This reference, interactive",
