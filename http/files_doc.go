@@ -1,6 +1,10 @@
 package http
 
-import "docflow"
+import (
+	"slices"
+
+	"docflow"
+)
 
 // The response types of the files API and uploads, and the documentation
 // of their routes (/openapi.json).
@@ -206,37 +210,37 @@ var (
 		Errors:    []int{403, 404},
 	}
 
-	docUpload = Doc{
+	docUpload = idempotent(Doc{
 		Summary:     "Upload a document",
 		Description: "A multipart form with the file in field file. The file is stored and queued for its pipeline; follow it with GET /api/files/{file_id}.",
 		Multipart:   uploadFields,
 		Responses:   []Response{Created(uploadResponse{})},
 		Errors:      []int{400, 403},
 		Examples:    []Example{{Name: "upload", Summary: "Upload a text file"}},
-	}
-	docFilesUpload = Doc{
+	})
+	docFilesUpload = idempotent(Doc{
 		Summary:   "Upload a document (200)",
 		Multipart: uploadFields,
 		Responses: []Response{OK(uploadResponse{})},
 		Errors:    []int{400, 403},
 		Examples:  []Example{{Name: "upload", Summary: "Upload a text file"}},
-	}
-	docUIUpload = Doc{
+	})
+	docUIUpload = idempotent(Doc{
 		Summary:     "Upload a document from the web front end",
 		Description: "With ENABLE_DEDUPLICATION an exact duplicate answers status duplicate with duplicate_of, and is not queued again. Subject to the per-user upload window.",
 		Multipart:   uploadFields,
 		Responses:   []Response{OK(uploadResponse{})},
 		Errors:      []int{400, 403},
 		Examples:    []Example{{Name: "upload", Summary: "Upload a text file"}},
-	}
-	docAutomationUpload = Doc{
+	})
+	docAutomationUpload = idempotent(Doc{
 		Summary:   "Upload a document from an automation platform",
 		Multipart: uploadFields,
 		Responses: []Response{OK(uploadResponse{})},
 		Errors:    []int{400, 403},
 		Examples:  []Example{{Name: "upload", Summary: "Upload a text file"}},
-	}
-	docProcessURL = Doc{
+	})
+	docProcessURL = idempotent(Doc{
 		Summary: "Fetch a document from a URL and process it",
 		Description: "Private and internal addresses are refused (400), as are unsupported types (400); " +
 			"404 nothing at the URL, 408 too slow, 413 too large, 502 no connection.",
@@ -245,7 +249,7 @@ var (
 		Errors:    []int{400, 403, 404, 408, 413, 502},
 		Examples: []Example{{Name: "private", Summary: "An internal address is refused", Status: 400,
 			Body: map[string]any{"url": "http://127.0.0.1/invoice.pdf"}}},
-	}
+	})
 	docProcessAll = Doc{
 		Summary:     "Process every PDF in the working folder",
 		Description: "Over 20 files, tasks are spread out (throttled).",
@@ -254,3 +258,31 @@ var (
 		Examples:    []Example{{Name: "all", Summary: "Queue the working folder's PDFs"}},
 	}
 )
+
+// idempotencyKeyParam is the header of the routes that create documents
+// (idempotency.go).
+var idempotencyKeyParam = Param{Name: idempotencyHeader, In: "header", Example: "3f2b9c1e-upload-42",
+	Doc: "Names the request (1 to 255 printable ASCII characters): a repeat with the same key by the same user " +
+		"within a day answers what the first answered and runs nothing; the same key on another request is 422; " +
+		"a repeat while the first still runs is 409 with Retry-After."}
+
+// idempotent adds the Idempotency-Key header, its 409 and the
+// Idempotent-Replayed answer header to the documentation of a route
+// wrapped by idempotency.wrap.
+func idempotent(d Doc) Doc {
+	d.Params = append(append([]Param{}, d.Params...), idempotencyKeyParam)
+	if !slices.Contains(d.Errors, 409) {
+		d.Errors = append(append([]int{}, d.Errors...), 409)
+	}
+	rs := make([]Response, len(d.Responses))
+	for i, r := range d.Responses {
+		h := map[string]string{"Idempotent-Replayed": "true when this is the answer of an earlier request with the same Idempotency-Key"}
+		for k, v := range r.Headers {
+			h[k] = v
+		}
+		r.Headers = h
+		rs[i] = r
+	}
+	d.Responses = rs
+	return d
+}
