@@ -71,7 +71,7 @@ func (h *databaseHandlers) buildURL(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]string{"url": u})
+	writeJSON(c, fasthttp.StatusOK, databaseURL{URL: u})
 	return nil
 }
 
@@ -137,8 +137,7 @@ func (h *databaseHandlers) migrate(c *fasthttp.RequestCtx) error {
 	}
 	job, err := h.d.Wizard.Start(RequestContext(c), req)
 	if docflow.ErrorCode(err) == docflow.EUNAVAILABLE {
-		writeJSON(c, fasthttp.StatusOK, map[string]any{"success": false, "tables_copied": 0, "rows_copied": 0,
-			"errors": []string{docflow.ErrorMessage(err)}})
+		writeJSON(c, fasthttp.StatusOK, migrationUnreachable{Errors: []string{docflow.ErrorMessage(err)}})
 		return nil
 	}
 	if err != nil {
@@ -170,6 +169,6 @@ func (h *databaseHandlers) jobs(c *fasthttp.RequestCtx) error {
 	for _, j := range js {
 		out = append(out, migrationOut(j))
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"migrations": out})
+	writeJSON(c, fasthttp.StatusOK, migrationList{Migrations: out})
 	return nil
 }

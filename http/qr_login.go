@@ -61,9 +61,9 @@ func (h *mobileAppHandlers) qrChallenge(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	server := h.s.BaseURL()
-	writeJSON(c, fasthttp.StatusCreated, map[string]any{"challenge_token": token, "expires_at": q.ExpiresAt,
-		"qr_url": docflow.QRLoginURL(token, server), "qr_image_url": "/api/qr-auth/challenge/" + token + "/qr.svg",
-		"server": server})
+	writeJSON(c, fasthttp.StatusCreated, qrChallengeCreated{ChallengeToken: token, ExpiresAt: q.ExpiresAt,
+		QRURL: docflow.QRLoginURL(token, server), QRImageURL: "/api/qr-auth/challenge/" + token + "/qr.svg",
+		Server: server})
 	return nil
 }
 
@@ -95,8 +95,8 @@ func (h *mobileAppHandlers) qrStatus(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	c.Response.Header.Set("Cache-Control", "no-store")
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"status": q.Status(h.s.cfg.Now()), "expires_at": q.ExpiresAt,
-		"claimed_at": q.ClaimedAt, "device_name": q.DeviceName})
+	writeJSON(c, fasthttp.StatusOK, qrChallengeStatus{Status: q.Status(h.s.cfg.Now()), ExpiresAt: q.ExpiresAt,
+		ClaimedAt: q.ClaimedAt, DeviceName: q.DeviceName})
 	return nil
 }
 
