@@ -18,8 +18,8 @@ import (
 func (h *tokenHandlers) mountAdminTokens() {
 	s := h.s
 	a := Route{Auth: AuthAdmin}
-	s.Handle("GET", "/api/admin/users/{user_id}/tokens", a, h.adminList)
-	s.Handle("DELETE", "/api/admin/users/{user_id}/tokens/{token_id}", a, h.adminDelete)
+	s.Handle("GET", "/api/admin/users/{user_id}/tokens", a, h.adminList, docAdminListTokens)
+	s.Handle("DELETE", "/api/admin/users/{user_id}/tokens/{token_id}", a, h.adminDelete, docAdminDeleteToken)
 }
 
 func (h *tokenHandlers) adminList(c *fasthttp.RequestCtx) error {

@@ -33,13 +33,13 @@ func (s *Server) MountAnalytics(d AnalyticsDeps) {
 	}
 	h := &analyticsHandlers{s: s, d: d}
 	b := Route{Auth: AuthAdmin}
-	s.Handle("GET", "/api/analytics/overview", b, h.overview)
-	s.Handle("GET", "/api/analytics/steps", b, h.steps)
-	s.Handle("GET", "/api/analytics/intake", b, h.intake)
-	s.Handle("GET", "/api/analytics/errors", b, h.errors)
-	s.Handle("GET", "/api/analytics/lag", b, h.lag)
-	s.Handle("GET", "/api/analytics/requests", b, h.requests)
-	s.Handle("GET", "/api/analytics/integrations", b, h.integrations)
+	s.Handle("GET", "/api/analytics/overview", b, h.overview, docAnalyticsOverview)
+	s.Handle("GET", "/api/analytics/steps", b, h.steps, docAnalyticsSteps)
+	s.Handle("GET", "/api/analytics/intake", b, h.intake, docAnalyticsIntake)
+	s.Handle("GET", "/api/analytics/errors", b, h.errors, docAnalyticsErrors)
+	s.Handle("GET", "/api/analytics/lag", b, h.lag, docAnalyticsLag)
+	s.Handle("GET", "/api/analytics/requests", b, h.requests, docAnalyticsRequests)
+	s.Handle("GET", "/api/analytics/integrations", b, h.integrations, docAnalyticsIntegrations)
 }
 
 type analyticsHandlers struct {

@@ -13,11 +13,11 @@ import (
 // annotationFields is the request body of POST and PUT; absent or null
 // fields are not given.
 type annotationFields struct {
-	Page           *int     `json:"page"`
-	X              *float64 `json:"x"`
-	Y              *float64 `json:"y"`
-	Width          *float64 `json:"width"`
-	Height         *float64 `json:"height"`
+	Page           *int     `json:"page" min:"1"`
+	X              *float64 `json:"x" min:"0" max:"1" doc:"Fraction of the page's width from its left"`
+	Y              *float64 `json:"y" min:"0" max:"1" doc:"Fraction of the page's height from its top"`
+	Width          *float64 `json:"width" min:"0" max:"1"`
+	Height         *float64 `json:"height" min:"0" max:"1"`
 	Content        *string  `json:"content"`
 	AnnotationType *string  `json:"annotation_type"`
 	Color          *string  `json:"color"`
@@ -57,7 +57,7 @@ func (h *collabHandlers) listAnnotations(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"file_id": f.ID, "annotations": list, "total": len(list)})
+	writeJSON(c, fasthttp.StatusOK, annotationList{FileID: f.ID, Annotations: list, Total: len(list)})
 	return nil
 }
 

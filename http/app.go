@@ -59,9 +59,9 @@ type appSession struct {
 // mountApp registers the application's page routes and its assets.
 func (s *Server) mountApp() {
 	for _, p := range appPages {
-		s.Handle("GET", p, Route{Auth: AuthNone}, s.appPage)
+		s.Handle("GET", p, Route{Auth: AuthNone}, s.appPage, docAppPage)
 	}
-	s.Handle("GET", "/static/app/assets/{name}", Route{Auth: AuthNone, Limit: LimitNone}, serveAppAsset)
+	s.Handle("GET", "/static/app/assets/{name}", Route{Auth: AuthNone, Limit: LimitNone}, serveAppAsset, docAppAsset)
 }
 
 // appPage answers a page route with the application's page and the

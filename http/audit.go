@@ -37,7 +37,7 @@ func (s *Server) mountAudit() {
 	if s.cfg.Audit == nil {
 		return
 	}
-	s.Handle("GET", "/api/admin/audit-log", Route{Auth: AuthAdmin}, s.handleAuditLog)
+	s.Handle("GET", "/api/admin/audit-log", Route{Auth: AuthAdmin}, s.handleAuditLog, docAuditLog)
 }
 
 func (s *Server) handleAuditLog(c *fasthttp.RequestCtx) error {
@@ -86,8 +86,8 @@ func (s *Server) handleAuditLog(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"entries": entries, "total": total, "page": f.Page,
-		"per_page": f.PerPage, "pages": (total + f.PerPage - 1) / f.PerPage})
+	writeJSON(c, fasthttp.StatusOK, auditPage{Entries: entries, Total: total, Page: f.Page,
+		PerPage: f.PerPage, Pages: (total + f.PerPage - 1) / f.PerPage})
 	return nil
 }
 

@@ -40,14 +40,14 @@ func (s *Server) MountAutomation(d AutomationDeps) {
 	}
 	h := &hookHandlers{s: s, d: d}
 	r := Route{Auth: AuthToken}
-	s.Handle("GET", "/api/automation/events", r, h.events)
-	s.Handle("POST", "/api/automation/hooks/subscribe", r, h.subscribe)
-	s.Handle("GET", "/api/automation/hooks", r, h.list)
-	s.Handle("GET", "/api/automation/hooks/{hook_id}", r, h.get)
-	s.Handle("PUT", "/api/automation/hooks/{hook_id}", r, h.update)
-	s.Handle("DELETE", "/api/automation/hooks/{hook_id}", r, h.delete)
-	s.Handle("GET", "/api/automation/hooks/{hook_id}/deliveries", r, h.deliveries)
-	s.Handle("GET", "/api/automation/triggers/sample/{event}", r, h.sample)
+	s.Handle("GET", "/api/automation/events", r, h.events, docHookEvents)
+	s.Handle("POST", "/api/automation/hooks/subscribe", r, h.subscribe, docSubscribeHook)
+	s.Handle("GET", "/api/automation/hooks", r, h.list, docListHooks)
+	s.Handle("GET", "/api/automation/hooks/{hook_id}", r, h.get, docGetHook)
+	s.Handle("PUT", "/api/automation/hooks/{hook_id}", r, h.update, docUpdateHook)
+	s.Handle("DELETE", "/api/automation/hooks/{hook_id}", r, h.delete, docDeleteHook)
+	s.Handle("GET", "/api/automation/hooks/{hook_id}/deliveries", r, h.deliveries, docHookDeliveries)
+	s.Handle("GET", "/api/automation/triggers/sample/{event}", r, h.sample, docHookSample)
 }
 
 func (h *hookHandlers) events(c *fasthttp.RequestCtx) error {

@@ -38,13 +38,13 @@ func (s *Server) MountClassification(d ClassificationDeps) {
 	}
 	h := &classificationHandlers{d: d}
 	b := Route{Auth: AuthUser}
-	s.Handle("GET", "/api/classification-rules/categories", b, h.categories)
-	s.Handle("GET", "/api/classification-rules/rule-types", b, h.ruleTypes)
-	s.Handle("GET", "/api/classification-rules", b, h.list)
-	s.Handle("POST", "/api/classification-rules", b, h.create)
-	s.Handle("GET", "/api/classification-rules/{rule_id}", b, h.get)
-	s.Handle("PUT", "/api/classification-rules/{rule_id}", b, h.update)
-	s.Handle("DELETE", "/api/classification-rules/{rule_id}", b, h.delete)
+	s.Handle("GET", "/api/classification-rules/categories", b, h.categories, docClassCategories)
+	s.Handle("GET", "/api/classification-rules/rule-types", b, h.ruleTypes, docClassRuleTypes)
+	s.Handle("GET", "/api/classification-rules", b, h.list, docListClassRules)
+	s.Handle("POST", "/api/classification-rules", b, h.create, docCreateClassRule)
+	s.Handle("GET", "/api/classification-rules/{rule_id}", b, h.get, docGetClassRule)
+	s.Handle("PUT", "/api/classification-rules/{rule_id}", b, h.update, docUpdateClassRule)
+	s.Handle("DELETE", "/api/classification-rules/{rule_id}", b, h.delete, docDeleteClassRule)
 }
 
 type classificationHandlers struct{ d ClassificationDeps }

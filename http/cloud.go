@@ -80,13 +80,13 @@ func (s *Server) MountCloud(d CloudDeps) {
 	b := Route{Auth: AuthUser, Limit: LimitDefault}
 	for provider, typ := range cloudProviders {
 		if l := d.Folders[provider]; l != nil {
-			s.Handle("POST", "/api/"+provider+"/list-folders", b, h.listFolders(provider, l))
+			s.Handle("POST", "/api/"+provider+"/list-folders", b, h.listFolders(provider, l), docListFolders)
 		}
 		if d.Deliveries != nil {
 			if d.Files == nil || d.Integrations == nil {
 				panic("http: MountCloud's send-to routes need Files and Integrations")
 			}
-			s.Handle("POST", "/send_to_"+provider+"/", b, h.sendTo(typ))
+			s.Handle("POST", "/send_to_"+provider+"/", b, h.sendTo(typ), docCloudSendTo)
 		}
 	}
 }

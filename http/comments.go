@@ -34,7 +34,7 @@ func (h *collabHandlers) listComments(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"file_id": f.ID, "comments": docflow.ThreadComments(flat), "total": len(flat)})
+	writeJSON(c, fasthttp.StatusOK, commentList{FileID: f.ID, Comments: docflow.ThreadComments(flat), Total: len(flat)})
 	return nil
 }
 
@@ -79,10 +79,7 @@ func (h *collabHandlers) createComment(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	var req struct {
-		Body     *string `json:"body"`
-		ParentID *int64  `json:"parent_id"`
-	}
+	var req commentCreate
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -145,9 +142,7 @@ func (h *collabHandlers) updateComment(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	var req struct {
-		Body *string `json:"body"`
-	}
+	var req commentUpdate
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -195,9 +190,7 @@ func (h *collabHandlers) resolveComment(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	var req struct {
-		IsResolved *bool `json:"is_resolved"`
-	}
+	var req commentResolve
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}

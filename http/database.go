@@ -40,16 +40,16 @@ func (s *Server) MountDatabase(d DatabaseDeps) {
 	}
 	h := &databaseHandlers{s: s, d: d}
 	a := Route{Auth: AuthAdmin}
-	s.Handle("GET", "/api/database/backends", a, h.backends)
-	s.Handle("POST", "/api/database/build-url", a, h.buildURL)
+	s.Handle("GET", "/api/database/backends", a, h.backends, docDatabaseBackends)
+	s.Handle("POST", "/api/database/build-url", a, h.buildURL, docDatabaseBuildURL)
 	// Connecting to a host that does not answer takes up to the
 	// connection timeout, a count of every table longer.
 	slow := Route{Auth: AuthAdmin, Timeout: 2 * time.Minute}
-	s.Handle("POST", "/api/database/test-connection", slow, h.test)
-	s.Handle("POST", "/api/database/preview-migration", slow, h.preview)
-	s.Handle("POST", "/api/database/migrate", slow, h.migrate)
-	s.Handle("GET", "/api/database/migrations", a, h.jobs)
-	s.Handle("GET", "/api/database/migrations/{job_id}", a, h.job)
+	s.Handle("POST", "/api/database/test-connection", slow, h.test, docDatabaseTest)
+	s.Handle("POST", "/api/database/preview-migration", slow, h.preview, docDatabasePreview)
+	s.Handle("POST", "/api/database/migrate", slow, h.migrate, docDatabaseMigrate)
+	s.Handle("GET", "/api/database/migrations", a, h.jobs, docDatabaseMigrations)
+	s.Handle("GET", "/api/database/migrations/{job_id}", a, h.job, docDatabaseMigration)
 }
 
 type databaseHandlers struct {
@@ -71,7 +71,7 @@ func (h *databaseHandlers) buildURL(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]string{"url": u})
+	writeJSON(c, fasthttp.StatusOK, databaseURL{URL: u})
 	return nil
 }
 
@@ -137,8 +137,7 @@ func (h *databaseHandlers) migrate(c *fasthttp.RequestCtx) error {
 	}
 	job, err := h.d.Wizard.Start(RequestContext(c), req)
 	if docflow.ErrorCode(err) == docflow.EUNAVAILABLE {
-		writeJSON(c, fasthttp.StatusOK, map[string]any{"success": false, "tables_copied": 0, "rows_copied": 0,
-			"errors": []string{docflow.ErrorMessage(err)}})
+		writeJSON(c, fasthttp.StatusOK, migrationUnreachable{Errors: []string{docflow.ErrorMessage(err)}})
 		return nil
 	}
 	if err != nil {
@@ -170,6 +169,6 @@ func (h *databaseHandlers) jobs(c *fasthttp.RequestCtx) error {
 	for _, j := range js {
 		out = append(out, migrationOut(j))
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"migrations": out})
+	writeJSON(c, fasthttp.StatusOK, migrationList{Migrations: out})
 	return nil
 }

@@ -9,10 +9,17 @@
 // dependencies, never an anonymous closure: every handler has a name in
 // stack traces and profiles.
 //
+// Every route is registered with its documentation (a Doc: summary,
+// parameters, the request and response types, errors, examples), from
+// which /openapi.json is generated; docs/api.md says how to write one.
+//
 // The server and what every request goes through:
 //   - server.go: Config, NewServer, the routes (a trailing slash is not
 //     significant) and the authentication levels: AuthUser, AuthAdmin,
 //     AuthToken (a bearer token even in single-user mode).
+//   - openapi.go, openapi_build.go, openapi_schema.go: Doc, the route's
+//     documentation; the OpenAPI 3.1 document GET /openapi.json built from
+//     the routes; the reflector of Go types into JSON Schema.
 //   - middleware.go: request id, recover, the per-request timeout, the body
 //     limit, authentication, the rate limit, the access log and the
 //     request metric (the route is its pattern, or "other").
@@ -51,11 +58,14 @@
 //     (/api/auth/*, /forgot-password, /reset-password) and the bounded
 //     background sender of their mail.
 //   - tokens.go, admin_tokens.go: a user's API tokens; an administrator's
-//     view of anyone's.
+//     view of anyone's; tokens_doc.go, their documentation.
 //   - local_users.go: the administrators' routes of local accounts.
 //   - users.go: user profiles under /api/admin/users, users search and
 //     mentionable users.
 //   - audit.go: the audit helper and GET /api/admin/audit-log.
+//   - signin_doc.go, admin_doc.go: the request and response types and the
+//     documentation of the sign-in, self-service and administrators'
+//     routes (users, local accounts, SSO links, the audit log, ownership).
 //
 // Documents:
 //   - upload.go: uploads, process-url, processall and the automation upload.
@@ -68,20 +78,24 @@
 //     files_bulk.go (deletion, reprocessing, pipeline assignment, one or
 //     in bulk); ownership.go (claims and assigned owners); files_audit.go
 //     (their audit entries); files_metadata.go (a person's edit of the
-//     metadata, with its document.updated event); files_destinations.go (send-to: one document
-//     queued for one of the user's destinations).
+//     metadata, with its document.updated event; files_metadata_doc.go,
+//     its documentation); files_destinations.go (send-to: one document
+//     queued for one of the user's destinations); files_doc.go (the
+//     documentation of the files and upload routes, their answers' types).
 //   - shares.go, comments.go, annotations.go: working together, each route
-//     asking fileFor for the right it exercises.
+//     asking fileFor for the right it exercises; collab_doc.go, their
+//     request and response types and documentation.
 //   - search.go, similarity.go, saved_searches.go: search, similar
 //     documents and pairs, saved searches; embeddings.go, the embedding
-//     runs.
+//     runs; search_doc.go, the documentation of these and of the queue.
 //   - pipelines.go, routing.go, classification.go: pipelines and their
-//     steps, routing rules, classification rules.
+//     steps, routing rules, classification rules; pipelines_doc.go, their
+//     documentation.
 //   - queue.go: the queue's statistics.
 //   - graphql.go, graphql_writes.go: POST /graphql (the executor, package
 //     graphql, runs behind this server's middleware) and GraphiQL at GET
 //     /graphql; GraphQLWrites, the mutations' writes by these routes'
-//     code.
+//     code; graphql_doc.go, their documentation.
 //
 // Integrations and events out:
 //   - integrations.go, integrations_audit.go: /api/integrations/…, an
@@ -89,6 +103,8 @@
 //     audited without credentials.
 //   - webhooks.go: webhooks, their deliveries and redelivery;
 //     checkTargetURL, the check of every outbound URL a user gives.
+//   - integrations_doc.go: the documentation of integrations, webhooks and
+//     automation hooks.
 //   - automation.go: automation hooks (REST hooks for Zapier, Make, n8n).
 //   - mobile.go: the devices registered for push notifications.
 //   - mobile_app.go: the rest of the phone app's namespace: the token a
@@ -96,14 +112,15 @@
 //     language preference.
 //   - qr_login.go: QR login: the challenge, its status and QR code (SVG
 //     drawn here), the phone's claim, and the page /qr-login
-//     (static/qr-login.js follows the challenge).
+//     (static/qr-login.js follows the challenge); mobile_doc.go, the
+//     documentation of these.
 //   - cloud.go: the cloud folder browser (POST /api/<provider>/list-folders)
 //     and the spec's send-to routes (POST /send_to_<provider>/), over the
 //     CloudFolderLister and DeliveryQueue it declares.
 //   - notify.go: the administrators' test notification.
 //   - database.go: the database wizard (backends, build-url,
 //     test-connection, preview-migration, migrate and its progress), over
-//     the DatabaseWizard it declares.
+//     the DatabaseWizard it declares; database_doc.go, their documentation.
 //
 // Pages and operations:
 //   - app.go: the web application (web/app, built into static/app): the
@@ -111,16 +128,21 @@
 //     the signed-in user in a meta element; its hashed assets.
 //   - compress.go: Brotli or gzip for embedded text files, each
 //     compressed once.
-//   - home.go: the status page /status, the route list /docs, static files.
+//   - home.go: the status page /status, the API reference /docs (Swagger
+//     UI over /openapi.json, or the route list without it), static files.
 //   - health.go: the health checks (details for administrators only).
 //   - ops.go: the operations page /ops over /api/analytics/*.
 //   - settings.go: the settings API (/api/settings/…: list, one key, set,
 //     delete, bulk update, credentials overview, suggestions), sensitive
 //     values never shown; settings_page.go, the /settings page over it
-//     (static/settings.js saves only what changed).
+//     (static/settings.js saves only what changed); settings_doc.go, the
+//     documentation of both and of the system reset.
 //   - analytics.go: GET /api/analytics/*.
 //   - system_reset.go: the system reset's status, full reset and reimport
 //     (ENABLE_FACTORY_RESET, the typed confirmation, the audit entry).
 //   - metrics.go, metricsserver.go: GET /metrics, and a worker's own
 //     /metrics listener.
+//   - pages_doc.go, ops_doc.go: the documentation of the health checks, the
+//     pages, analytics, metrics, notifications, cloud folders and mobile
+//     devices.
 package http

@@ -33,8 +33,8 @@ func (s *Server) MountEmbeddings(d EmbeddingsDeps) {
 	}
 	h := &embeddingHandlers{s: s, d: d}
 	b := Route{Auth: AuthUser}
-	s.Handle("POST", "/api/files/{file_id}/compute-embedding", b, h.compute)
-	s.Handle("POST", "/api/diagnostic/compute-all-embeddings", b, h.computeAll)
+	s.Handle("POST", "/api/files/{file_id}/compute-embedding", b, h.compute, docComputeEmbedding)
+	s.Handle("POST", "/api/diagnostic/compute-all-embeddings", b, h.computeAll, docComputeAllEmbeddings)
 }
 
 type embeddingHandlers struct {
@@ -65,7 +65,7 @@ func (h *embeddingHandlers) compute(c *fasthttp.RequestCtx) error {
 	if !ok {
 		return docflow.Errorf(docflow.ENOTFOUND, "File not found")
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "queued", "file_id": f.ID, "task_id": taskID})
+	writeJSON(c, fasthttp.StatusOK, embeddingQueued{Status: "queued", FileID: f.ID, TaskID: taskID})
 	return nil
 }
 
@@ -93,6 +93,6 @@ func (h *embeddingHandlers) computeAll(c *fasthttp.RequestCtx) error {
 			return err
 		}
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "queued", "files_queued": queued})
+	writeJSON(c, fasthttp.StatusOK, embeddingsQueued{Status: "queued", FilesQueued: queued})
 	return nil
 }

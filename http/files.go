@@ -51,24 +51,24 @@ func (s *Server) MountFiles(d FilesDeps) {
 	s.files = h
 	b := Route{Auth: AuthUser, Limit: LimitDefault}
 	stream := Route{Auth: AuthUser, Limit: LimitDefault, Timeout: 10 * time.Minute}
-	s.Handle("GET", "/api/files", b, h.list)
-	s.Handle("GET", "/api/files/{file_id}", b, h.get)
-	s.Handle("GET", "/api/files/{file_id}/metadata", b, h.metadata)
+	s.Handle("GET", "/api/files", b, h.list, docListFiles)
+	s.Handle("GET", "/api/files/{file_id}", b, h.get, docGetFile)
+	s.Handle("GET", "/api/files/{file_id}/metadata", b, h.metadata, docFileMetadata)
 	if d.Edits != nil && d.Announce != nil {
-		s.Handle("PATCH", "/api/files/{file_id}/metadata", b, h.editMetadata)
+		s.Handle("PATCH", "/api/files/{file_id}/metadata", b, h.editMetadata, docEditMetadata)
 	}
-	s.Handle("GET", "/api/files/{file_id}/preview", stream, h.content(true))
-	s.Handle("GET", "/api/files/{file_id}/download", stream, h.content(false))
-	s.Handle("DELETE", "/api/files/{file_id}", b, h.delete)
-	s.Handle("POST", "/api/files/bulk-delete", b, h.bulkDelete)
-	s.Handle("POST", "/api/files/{file_id}/reprocess", b, h.reprocess(false))
-	s.Handle("POST", "/api/files/{file_id}/reprocess-with-cloud-ocr", b, h.reprocess(true))
-	s.Handle("POST", "/api/files/bulk-reprocess", b, h.bulkReprocess(false))
-	s.Handle("POST", "/api/files/bulk-reprocess-cloud-ocr", b, h.bulkReprocess(true))
-	s.Handle("POST", "/api/files/bulk-download", stream, h.bulkDownload)
-	s.Handle("POST", "/api/files/{file_id}/assign-pipeline", b, h.assignPipeline)
+	s.Handle("GET", "/api/files/{file_id}/preview", stream, h.content(true), docPreview)
+	s.Handle("GET", "/api/files/{file_id}/download", stream, h.content(false), docDownload)
+	s.Handle("DELETE", "/api/files/{file_id}", b, h.delete, docDeleteFile)
+	s.Handle("POST", "/api/files/bulk-delete", b, h.bulkDelete, docBulkDelete)
+	s.Handle("POST", "/api/files/{file_id}/reprocess", b, h.reprocess(false), docReprocess)
+	s.Handle("POST", "/api/files/{file_id}/reprocess-with-cloud-ocr", b, h.reprocess(true), docReprocessCloud)
+	s.Handle("POST", "/api/files/bulk-reprocess", b, h.bulkReprocess(false), docBulkReprocess)
+	s.Handle("POST", "/api/files/bulk-reprocess-cloud-ocr", b, h.bulkReprocess(true), docBulkReprocessCloud)
+	s.Handle("POST", "/api/files/bulk-download", stream, h.bulkDownload, docBulkDownload)
+	s.Handle("POST", "/api/files/{file_id}/assign-pipeline", b, h.assignPipeline, docAssignPipeline)
 	if d.Destinations != nil {
-		s.Handle("POST", "/api/files/{file_id}/send-to/{integration_id}", b, h.sendTo)
+		s.Handle("POST", "/api/files/{file_id}/send-to/{integration_id}", b, h.sendTo, docSendTo)
 	}
 }
 
@@ -362,15 +362,15 @@ func (h *filesHandlers) get(c *fasthttp.RequestCtx) error {
 			return err
 		}
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{
-		"destinations": dests,
-		"file": fileRecord{ID: f.ID, FileHash: f.FileHash, OriginalFilename: f.OriginalFilename, StoredFilename: f.StoredFilename,
+	writeJSON(c, fasthttp.StatusOK, fileDetail{
+		Destinations: dests,
+		File: fileRecord{ID: f.ID, FileHash: f.FileHash, OriginalFilename: f.OriginalFilename, StoredFilename: f.StoredFilename,
 			FileSize: f.FileSize, MimeType: f.MimeType, CreatedAt: f.CreatedAt, OwnerID: f.OwnerID, PipelineID: f.PipelineID,
 			DocumentTitle: f.DocumentTitle, OCRQualityScore: f.OCRQualityScore, AIMetadata: f.AIMetadata,
 			DuplicateOf: f.DuplicateOf, TaskID: f.TaskID},
-		"processing_status": runSummary{st, st.PipelineID, st.PipelineName},
-		"logs":              logs,
-		"files_on_disk":     map[string]bool{"original": orig, "processed": proc},
+		ProcessingStatus: runSummary{st, st.PipelineID, st.PipelineName},
+		Logs:             logs,
+		FilesOnDisk:      filesOnDisk{Original: orig, Processed: proc},
 	})
 	return nil
 }
@@ -395,12 +395,12 @@ func (h *filesHandlers) metadata(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	m := f.AIMetadata
-	writeJSON(c, fasthttp.StatusOK, map[string]string{
-		"document_type":  metaString(m, "document_type"),
-		"date":           metaString(m, "date"),
-		"vendor":         metaString(m, "vendor", "sender"),
-		"amount":         metaString(m, "amount"),
-		"extracted_text": f.OCRText,
+	writeJSON(c, fasthttp.StatusOK, fileMetadata{
+		DocumentType:  metaString(m, "document_type"),
+		Date:          metaString(m, "date"),
+		Vendor:        metaString(m, "vendor", "sender"),
+		Amount:        metaString(m, "amount"),
+		ExtractedText: f.OCRText,
 	})
 	return nil
 }

@@ -107,7 +107,7 @@ func (h *filesHandlers) delete(c *fasthttp.RequestCtx) error {
 	if err := h.deleteFile(c, f); err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "success", "message": "File deleted", "file_id": f.ID})
+	writeJSON(c, fasthttp.StatusOK, fileDeleted{Status: "success", Message: "File deleted", FileID: f.ID})
 	return nil
 }
 
@@ -155,8 +155,8 @@ func (h *filesHandlers) bulkDelete(c *fasthttp.RequestCtx) error {
 	}
 	h.s.auditFiles(c, docflow.AuditFileDelete, "bulk-delete", deleted)
 	h.removeBlobs(ctx, orphans)
-	writeJSON(c, fasthttp.StatusOK, map[string]any{
-		"status": "success", "message": "Deleted " + strconv.Itoa(len(deleted)) + " files", "deleted_ids": deleted,
+	writeJSON(c, fasthttp.StatusOK, filesDeleted{
+		Status: "success", Message: "Deleted " + strconv.Itoa(len(deleted)) + " files", DeletedIDs: deleted,
 	})
 	return nil
 }
@@ -171,11 +171,11 @@ func (h *filesHandlers) reprocess(cloud bool) Handler {
 		if err != nil {
 			return err
 		}
-		out := map[string]any{"status": "success", "message": "File queued for reprocessing", "file_id": f.ID,
-			"filename": f.OriginalFilename, "task_id": task}
+		out := fileReprocessed{Status: "success", Message: "File queued for reprocessing", FileID: f.ID,
+			Filename: f.OriginalFilename, TaskID: task}
 		if cloud {
-			out["force_cloud_ocr"] = true
-			out["message"] = "File queued for reprocessing with cloud OCR"
+			out.ForceCloudOCR = true
+			out.Message = "File queued for reprocessing with cloud OCR"
 		}
 		writeJSON(c, fasthttp.StatusOK, out)
 		return nil
@@ -247,12 +247,9 @@ func (h *filesHandlers) bulkReprocess(cloud bool) Handler {
 				errList = append(errList, fileError{FileID: id, Error: docflow.ErrorMessage(e)})
 			}
 		}
-		out := map[string]any{
-			"status": "success", "message": "Queued " + strconv.Itoa(len(processed)) + " files for reprocessing",
-			"processed_files": processed, "errors": errList, "task_ids": taskIDs,
-		}
-		if cloud {
-			out["force_cloud_ocr"] = true
+		out := bulkReprocessed{
+			Status: "success", Message: "Queued " + strconv.Itoa(len(processed)) + " files for reprocessing",
+			ProcessedFiles: processed, Errors: errList, TaskIDs: taskIDs, ForceCloudOCR: cloud,
 		}
 		writeJSON(c, fasthttp.StatusOK, out)
 		return nil
@@ -292,6 +289,6 @@ func (h *filesHandlers) assignPipeline(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"file_id": updated.ID, "pipeline_id": updated.PipelineID})
+	writeJSON(c, fasthttp.StatusOK, pipelineAssigned{FileID: updated.ID, PipelineID: updated.PipelineID})
 	return nil
 }

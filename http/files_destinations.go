@@ -26,6 +26,6 @@ func (h *filesHandlers) sendTo(c *fasthttp.RequestCtx) error {
 	if err := h.d.Destinations.SendFileTo(RequestContext(c), f.ID, owner, id); err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusAccepted, map[string]any{"status": "queued", "file_id": f.ID, "integration_id": id})
+	writeJSON(c, fasthttp.StatusAccepted, sendQueued{Status: "queued", FileID: f.ID, IntegrationID: id})
 	return nil
 }

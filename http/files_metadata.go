@@ -41,13 +41,13 @@ func (h *filesHandlers) editMetadata(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{
-		"file": fileRecord{ID: updated.ID, FileHash: updated.FileHash, OriginalFilename: updated.OriginalFilename,
+	writeJSON(c, fasthttp.StatusOK, metadataEdited{
+		File: fileRecord{ID: updated.ID, FileHash: updated.FileHash, OriginalFilename: updated.OriginalFilename,
 			StoredFilename: updated.StoredFilename, FileSize: updated.FileSize, MimeType: updated.MimeType,
 			CreatedAt: updated.CreatedAt, OwnerID: updated.OwnerID, PipelineID: updated.PipelineID,
 			DocumentTitle: updated.DocumentTitle, OCRQualityScore: updated.OCRQualityScore, AIMetadata: updated.AIMetadata,
 			DuplicateOf: updated.DuplicateOf, TaskID: updated.TaskID},
-		"changed": changed,
+		Changed: changed,
 	})
 	return nil
 }

@@ -31,8 +31,8 @@ func (s *Server) MountGraphQL(d GraphQLDeps) {
 		panic("http: MountGraphQL needs Execute")
 	}
 	h := &graphqlHandlers{s: s, d: d}
-	s.Handle("POST", "/graphql", Route{Auth: AuthUser, Limit: LimitDefault}, h.execute)
-	s.Handle("GET", "/graphql", Route{Auth: AuthNone, Limit: LimitDefault}, h.playground)
+	s.Handle("POST", "/graphql", Route{Auth: AuthUser, Limit: LimitDefault}, h.execute, docGraphQL)
+	s.Handle("GET", "/graphql", Route{Auth: AuthNone, Limit: LimitDefault}, h.playground, docGraphiQL)
 }
 
 type graphqlHandlers struct {

@@ -77,9 +77,9 @@ func (s *Server) runChecks(ctx context.Context) (map[string]checkResult, bool, b
 
 func (s *Server) mountHealth() {
 	none := Route{Auth: AuthNone, Limit: LimitNone}
-	s.Handle("GET", "/api/diagnostic/healthz/live", none, s.handleLive)
-	s.Handle("GET", "/api/diagnostic/healthz/ready", none, s.handleReady)
-	s.Handle("GET", "/api/diagnostic/health", Route{Auth: AuthUser, Limit: LimitNone}, s.handleHealth)
+	s.Handle("GET", "/api/diagnostic/healthz/live", none, s.handleLive, docLive)
+	s.Handle("GET", "/api/diagnostic/healthz/ready", none, s.handleReady, docReady)
+	s.Handle("GET", "/api/diagnostic/health", Route{Auth: AuthUser, Limit: LimitNone}, s.handleHealth, docHealth)
 }
 
 func (s *Server) handleLive(c *fasthttp.RequestCtx) error {
@@ -95,10 +95,10 @@ func (s *Server) handleReady(c *fasthttp.RequestCtx) error {
 	// and database). The details are in the log and for administrators.
 	hideDetails(checks, publicCheckDetail)
 	if !critOK {
-		writeJSON(c, fasthttp.StatusServiceUnavailable, map[string]any{"status": "not_ready", "checks": checks})
+		writeJSON(c, fasthttp.StatusServiceUnavailable, readiness{Status: "not_ready", Checks: checks})
 		return nil
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "ready", "checks": checks})
+	writeJSON(c, fasthttp.StatusOK, readiness{Status: "ready", Checks: checks})
 	return nil
 }
 
@@ -108,10 +108,8 @@ func (s *Server) handleHealth(c *fasthttp.RequestCtx) error {
 		hideDetails(checks, userCheckDetail)
 	}
 	status, code := healthStatus(critOK, allOK)
-	writeJSON(c, code, map[string]any{
-		"status": status, "version": s.cfg.Version,
-		"timestamp": s.cfg.Now().UTC().Format(time.RFC3339Nano), "checks": checks,
-	})
+	writeJSON(c, code, healthReport{Status: status, Version: s.cfg.Version,
+		Timestamp: s.cfg.Now().UTC().Format(time.RFC3339Nano), Checks: checks})
 	return nil
 }
 

@@ -78,11 +78,15 @@ var homePage = template.Must(template.New("home").Parse(pageHead + `<title>docfl
 </section>
 </main></body></html>`))
 
-var docsPage = template.Must(template.New("docs").Parse(pageHead + `<title>API reference · docflow</title></head>
+var docsPage = template.Must(template.New("docs").Parse(pageHead + `
+{{if .Renderer}}<link rel="stylesheet" href="/static/vendor/swagger-ui.css">{{end}}
+<title>API reference · docflow</title></head>
 <body>` + pageBar + `
-<main id="main">
+<main id="main" class="api-docs">
 <h1>API reference</h1>
-<p>Every route this server answers. Bodies are JSON (<code>Content-Type: application/json</code>) unless an upload says multipart; errors are <code>{"detail": "…"}</code>.</p>
+<p>The OpenAPI 3.1 document of this server: <a href="/openapi.json">/openapi.json</a>. Bodies are JSON (<code>Content-Type: application/json</code>) unless an upload says multipart; errors are <code>{"detail": "…"}</code>.</p>
+{{if .Renderer}}<div id="swagger-ui"></div>
+{{else}}<p class="notice" id="no-renderer" role="status">The interactive reference is not built into this binary (run <code>make build</code>, which installs its renderer with npm): below is every route this server answers.</p>
 {{range .Groups}}<section aria-labelledby="g-{{.ID}}">
 <h2 id="g-{{.ID}}">{{.Title}}</h2>
 <div class="table-wrap"><table>
@@ -90,7 +94,10 @@ var docsPage = template.Must(template.New("docs").Parse(pageHead + `<title>API r
 <tbody>{{range .Routes}}<tr><td class="method">{{.Method}}</td><td><code>{{.Path}}</code></td></tr>
 {{end}}</tbody></table></div>
 </section>
-{{end}}</main></body></html>`))
+{{end}}{{end}}</main>
+{{if .Renderer}}<script src="/static/vendor/swagger-ui-bundle.js"></script>
+<script src="/static/apidocs.js"></script>{{end}}
+</body></html>`))
 
 type checkRow struct{ Name, Status, Detail string }
 
@@ -111,8 +118,14 @@ type routeGroup struct {
 
 type docsView struct {
 	CanSignOut, CanSignIn bool
-	Groups                []routeGroup
+	// Renderer: the reference's renderer was built into the binary.
+	Renderer bool
+	Groups   []routeGroup
 }
+
+// apiRenderer is the /docs page's renderer inside staticFiles, built by
+// make (scripts/web.sh) into the git-ignored static/vendor folder.
+var apiRenderer = "static/vendor/swagger-ui-bundle.js"
 
 // mountHome registers the status page (who you are, the health checks,
 // the administrator's notices), the API reference, the static files the
@@ -120,9 +133,9 @@ type docsView struct {
 // is / (where a sign-in lands).
 func (s *Server) mountHome() {
 	page := Route{Auth: AuthNone}
-	s.Handle("GET", "/status", page, s.home)
-	s.Handle("GET", "/docs", page, s.docs)
-	s.Handle("GET", "/static/{name}", Route{Auth: AuthNone, Limit: LimitNone}, serveStatic)
+	s.Handle("GET", "/status", page, s.home, docHome)
+	s.Handle("GET", "/docs", page, s.docs, docDocsPage)
+	s.Handle("GET", "/static/{name}", Route{Auth: AuthNone, Limit: LimitNone}, serveStatic, docStatic)
 	s.mountOps()
 	s.mountApp()
 }
@@ -158,11 +171,19 @@ func (s *Server) home(c *fasthttp.RequestCtx) error {
 	return renderPage(c, homePage, v)
 }
 
-// docs lists the routes registered on the router, grouped by the part of
-// the path after /api/.
+// docs renders /openapi.json interactively; without the renderer built in,
+// it lists the routes registered on the router, grouped by the part of the
+// path after /api/.
 func (s *Server) docs(c *fasthttp.RequestCtx) error {
 	u := CurrentUser(c)
 	v := docsView{CanSignOut: u != nil && u.SessionID != "", CanSignIn: u == nil}
+	if _, err := fs.Stat(staticFiles, apiRenderer); err == nil {
+		v.Renderer = true
+		// NOTE: the renderer styles elements inline; scripts stay this
+		// site's files only.
+		c.Response.Header.Set("Content-Security-Policy", docsContentSecurityPolicy)
+		return renderPage(c, docsPage, v)
+	}
 	byGroup := map[string][]routeRow{}
 	for method, paths := range s.router.List() {
 		for _, p := range paths {

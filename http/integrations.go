@@ -74,13 +74,13 @@ func (s *Server) MountIntegrations(d IntegrationsDeps) {
 	}
 	h := &integrationHandlers{s: s, d: d}
 	b := Route{Auth: AuthUser}
-	s.Handle("GET", "/api/integrations/", b, h.list)
-	s.Handle("GET", "/api/integrations/quota/", b, h.quota)
-	s.Handle("GET", "/api/integrations/{id}", b, h.get)
-	s.Handle("POST", "/api/integrations/", b, h.create)
-	s.Handle("PUT", "/api/integrations/{id}", b, h.update)
-	s.Handle("DELETE", "/api/integrations/{id}", b, h.delete)
-	s.Handle("POST", "/api/integrations/test", b, h.test)
+	s.Handle("GET", "/api/integrations/", b, h.list, docListIntegrations)
+	s.Handle("GET", "/api/integrations/quota/", b, h.quota, docIntegrationQuota)
+	s.Handle("GET", "/api/integrations/{id}", b, h.get, docGetIntegration)
+	s.Handle("POST", "/api/integrations/", b, h.create, docCreateIntegration)
+	s.Handle("PUT", "/api/integrations/{id}", b, h.update, docUpdateIntegration)
+	s.Handle("DELETE", "/api/integrations/{id}", b, h.delete, docDeleteIntegration)
+	s.Handle("POST", "/api/integrations/test", b, h.test, docTestIntegration)
 }
 
 type integrationHandlers struct {
@@ -126,10 +126,8 @@ func (h *integrationHandlers) quota(c *fasthttp.RequestCtx) error {
 		}
 		return out
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{
-		"tier_id": u.Tier, "tier_name": docflow.TierName(u.Tier),
-		"destinations": count(docflow.DirectionDestination), "sources": count(docflow.DirectionSource),
-	})
+	writeJSON(c, fasthttp.StatusOK, integrationQuota{TierID: u.Tier, TierName: docflow.TierName(u.Tier),
+		Destinations: count(docflow.DirectionDestination), Sources: count(docflow.DirectionSource)})
 	return nil
 }
 
@@ -264,7 +262,7 @@ func (h *integrationHandlers) test(c *fasthttp.RequestCtx) error {
 	ok, msg := h.d.Testers.Test(tctx, in)
 	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditIntegrationTest, Target: integrationTarget(in.ID),
 		Detail: integrationTestDetail(in, ok)})
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"success": ok, "message": msg})
+	writeJSON(c, fasthttp.StatusOK, integrationTest{Success: ok, Message: msg})
 	return nil
 }
 

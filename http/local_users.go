@@ -32,12 +32,12 @@ func (s *Server) MountLocalUsers(d LocalUsersDeps) {
 	s.mail = newMailSender(s, d)
 	h := &localUserHandlers{s: s, d: d}
 	a := Route{Auth: AuthAdmin}
-	s.Handle("GET", "/api/admin/users/local", a, h.list)
-	s.Handle("POST", "/api/admin/users/local", a, h.create)
-	s.Handle("PATCH", "/api/admin/users/local/{local_user_id}", a, h.update)
-	s.Handle("DELETE", "/api/admin/users/local/{local_user_id}", a, h.delete)
-	s.Handle("POST", "/api/admin/users/local/{local_user_id}/set-password", a, h.setPassword)
-	s.Handle("POST", "/api/admin/users/local/{local_user_id}/send-password-reset", a, h.sendPasswordReset)
+	s.Handle("GET", "/api/admin/users/local", a, h.list, docListLocalUsers)
+	s.Handle("POST", "/api/admin/users/local", a, h.create, docCreateLocalUser)
+	s.Handle("PATCH", "/api/admin/users/local/{local_user_id}", a, h.update, docUpdateLocalUser)
+	s.Handle("DELETE", "/api/admin/users/local/{local_user_id}", a, h.delete, docDeleteLocalUser)
+	s.Handle("POST", "/api/admin/users/local/{local_user_id}/set-password", a, h.setPassword, docSetPassword)
+	s.Handle("POST", "/api/admin/users/local/{local_user_id}/send-password-reset", a, h.sendPasswordReset, docSendPasswordReset)
 	h.mountSelfService()
 }
 
@@ -123,9 +123,7 @@ func (h *localUserHandlers) setPassword(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	var req struct {
-		Password string `json:"password"`
-	}
+	var req passwordSet
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -158,10 +156,10 @@ func (h *localUserHandlers) sendPasswordReset(c *fasthttp.RequestCtx) error {
 	}
 	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditLocalUserReset, Target: localTarget(id), Detail: detail})
 	if reason != "" {
-		writeJSON(c, fasthttp.StatusOK, map[string]any{"sent": false, "reason": reason})
+		writeJSON(c, fasthttp.StatusOK, resetMailSent{Sent: false, Reason: reason})
 		return nil
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"sent": true})
+	writeJSON(c, fasthttp.StatusOK, resetMailSent{Sent: true})
 	return nil
 }
 

@@ -124,9 +124,9 @@ func (s *Server) renderLogin(c *fasthttp.RequestCtx, status int, v loginView) er
 }
 
 func (s *Server) mountLogin() {
-	s.Handle("GET", "/login", Route{Auth: AuthNone}, s.handleLoginPage)
-	s.Handle("POST", "/login", Route{Auth: AuthNone, Limit: LimitAuth}, s.handleLogin)
-	s.Handle("POST", "/logout", Route{Auth: AuthNone}, s.handleLogout)
+	s.Handle("GET", "/login", Route{Auth: AuthNone}, s.handleLoginPage, docLoginPage)
+	s.Handle("POST", "/login", Route{Auth: AuthNone, Limit: LimitAuth}, s.handleLogin, docLogin)
+	s.Handle("POST", "/logout", Route{Auth: AuthNone}, s.handleLogout, docLogout)
 }
 
 func (s *Server) handleLoginPage(c *fasthttp.RequestCtx) error {

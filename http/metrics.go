@@ -25,7 +25,7 @@ func (s *Server) MountMetrics(d MetricsDeps) {
 		panic("http: MountMetrics needs Gatherer")
 	}
 	h := &metricsHandlers{s: s, d: d}
-	s.Handle("GET", "/metrics", Route{Auth: AuthMetrics, Limit: LimitNone}, h.metrics)
+	s.Handle("GET", "/metrics", Route{Auth: AuthMetrics, Limit: LimitNone}, h.metrics, docMetrics)
 }
 
 type metricsHandlers struct {

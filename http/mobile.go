@@ -24,9 +24,9 @@ func (s *Server) MountMobile(d MobileDeps) {
 	}
 	h := &deviceHandlers{d: d}
 	b := Route{Auth: AuthUser}
-	s.Handle("POST", "/api/mobile/register-device", b, h.register)
-	s.Handle("GET", "/api/mobile/devices", b, h.list)
-	s.Handle("DELETE", "/api/mobile/devices/{device_id}", b, h.delete)
+	s.Handle("POST", "/api/mobile/register-device", b, h.register, docRegisterDevice)
+	s.Handle("GET", "/api/mobile/devices", b, h.list, docListDevices)
+	s.Handle("DELETE", "/api/mobile/devices/{device_id}", b, h.delete, docDeleteDevice)
 }
 
 type deviceHandlers struct {
@@ -34,11 +34,7 @@ type deviceHandlers struct {
 }
 
 func (h *deviceHandlers) register(c *fasthttp.RequestCtx) error {
-	var req struct {
-		PushToken  *string `json:"push_token"`
-		DeviceName *string `json:"device_name"`
-		Platform   *string `json:"platform"`
-	}
+	var req deviceRegistration
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}

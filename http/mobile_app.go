@@ -37,9 +37,9 @@ func (s *Server) MountMobileApp(d MobileAppDeps) {
 	h := &mobileAppHandlers{s: s, d: d}
 	// NOTE: a browser session specifically: a token cannot mint more
 	// tokens for itself here (a bearer token is 401).
-	s.Handle("POST", "/api/mobile/generate-token", Route{Auth: AuthSession, Limit: LimitAuth}, h.generateToken)
-	s.Handle("GET", "/api/mobile/whoami", Route{Auth: AuthUser}, h.whoami)
-	s.Handle("POST", "/api/i18n/language", Route{Auth: AuthUser}, h.language)
+	s.Handle("POST", "/api/mobile/generate-token", Route{Auth: AuthSession, Limit: LimitAuth}, h.generateToken, docMobileGenerateToken)
+	s.Handle("GET", "/api/mobile/whoami", Route{Auth: AuthUser}, h.whoami, docMobileWhoami)
+	s.Handle("POST", "/api/i18n/language", Route{Auth: AuthUser}, h.language, docLanguage)
 	s.mountQRLogin(h)
 }
 
@@ -71,8 +71,8 @@ func deviceNameOf(name *string, fallback string) (string, error) {
 }
 
 // mobileTokenAnswer is the answer that hands the app a token (shown once).
-func mobileTokenAnswer(t *docflow.APIToken) map[string]any {
-	return map[string]any{"token": t.Token, "token_id": t.ID, "name": t.Name, "created_at": t.CreatedAt, "expires_at": t.ExpiresAt}
+func mobileTokenAnswer(t *docflow.APIToken) appToken {
+	return appToken{Token: t.Token, TokenID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt}
 }
 
 // generateToken is POST /api/mobile/generate-token {device_name}: the
@@ -139,6 +139,6 @@ func (h *mobileAppHandlers) language(c *fasthttp.RequestCtx) error {
 	if err := h.d.Profiles.SetPreferredLanguage(RequestContext(c), h.s.tokenOwner(CurrentUser(c)), lang); err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]string{"preferred_language": lang})
+	writeJSON(c, fasthttp.StatusOK, languageSet{PreferredLanguage: lang})
 	return nil
 }

@@ -26,7 +26,7 @@ func (s *Server) MountNotifications(d NotificationsDeps) {
 	// The channels run at once, each bounded by WEBHOOK_TIMEOUT; the
 	// request's own bound leaves room for the slowest.
 	h := &notifyHandlers{d: d}
-	s.Handle("POST", "/api/diagnostic/test-notification", Route{Auth: AuthAdmin, Timeout: 90 * time.Second}, h.test)
+	s.Handle("POST", "/api/diagnostic/test-notification", Route{Auth: AuthAdmin, Timeout: 90 * time.Second}, h.test, docTestNotification)
 }
 
 type notifyHandlers struct {

@@ -114,8 +114,8 @@ func (s *Server) MountSSO(d SSODeps) {
 	// Discovery, the token exchange and the user info each have their
 	// own timeout; the route's covers all three.
 	opts := Route{Auth: AuthNone, Limit: LimitAuth, Timeout: 3*d.Timeout + 5*time.Second}
-	s.Handle("GET", "/oauth-login", opts, s.handleSSOLogin)
-	s.Handle("GET", "/oauth-callback", opts, s.handleSSOCallback)
+	s.Handle("GET", "/oauth-login", opts, s.handleSSOLogin, docSSOLogin)
+	s.Handle("GET", "/oauth-callback", opts, s.handleSSOCallback, docSSOCallback)
 	if d.Admin != nil {
 		s.mountSSOAdmin(d.Admin)
 	}

@@ -109,8 +109,8 @@ type opsView struct {
 // mountOps registers the operations page /ops (administrators) and the
 // built front-end files it loads.
 func (s *Server) mountOps() {
-	s.Handle("GET", "/ops", Route{Auth: AuthNone}, s.ops)
-	s.Handle("GET", "/static/vendor/{name}", Route{Auth: AuthNone, Limit: LimitNone}, serveVendor)
+	s.Handle("GET", "/ops", Route{Auth: AuthNone}, s.ops, docOpsPage)
+	s.Handle("GET", "/static/vendor/{name}", Route{Auth: AuthNone, Limit: LimitNone}, serveVendor, docStatic)
 }
 
 // ops is the live operations page. Its script reads /api/analytics/* every

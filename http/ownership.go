@@ -24,9 +24,9 @@ func (s *Server) MountOwnership(d OwnershipDeps) {
 	}
 	h := &ownershipHandlers{s: s, d: d}
 	b := Route{Auth: AuthUser, Limit: LimitDefault}
-	s.Handle("POST", "/api/files/{file_id}/claim", b, h.claim)
-	s.Handle("POST", "/api/files/bulk-claim", b, h.bulkClaim)
-	s.Handle("POST", "/api/files/assign-owner", Route{Auth: AuthAdmin, Limit: LimitDefault}, h.assignOwner)
+	s.Handle("POST", "/api/files/{file_id}/claim", b, h.claim, docClaim)
+	s.Handle("POST", "/api/files/bulk-claim", b, h.bulkClaim, docBulkClaim)
+	s.Handle("POST", "/api/files/assign-owner", Route{Auth: AuthAdmin, Limit: LimitDefault}, h.assignOwner, docAssignOwner)
 }
 
 type ownershipHandlers struct {

@@ -73,17 +73,17 @@ func (s *Server) MountPipelines(d PipelinesDeps) {
 	}
 	h := &pipelineHandlers{d: d}
 	b := Route{Auth: AuthUser}
-	s.Handle("GET", "/api/pipelines/step-types", b, h.stepTypes)
-	s.Handle("GET", "/api/pipelines", b, h.list)
-	s.Handle("POST", "/api/pipelines", b, h.create(false))
-	s.Handle("POST", "/api/pipelines/admin/system", Route{Auth: AuthAdmin}, h.create(true))
-	s.Handle("GET", "/api/pipelines/{pipeline_id}", b, h.get)
-	s.Handle("PUT", "/api/pipelines/{pipeline_id}", b, h.update)
-	s.Handle("DELETE", "/api/pipelines/{pipeline_id}", b, h.delete)
-	s.Handle("POST", "/api/pipelines/{pipeline_id}/steps", b, h.addStep)
-	s.Handle("PUT", "/api/pipelines/{pipeline_id}/steps/reorder", b, h.reorder)
-	s.Handle("PUT", "/api/pipelines/{pipeline_id}/steps/{step_id}", b, h.updateStep)
-	s.Handle("DELETE", "/api/pipelines/{pipeline_id}/steps/{step_id}", b, h.deleteStep)
+	s.Handle("GET", "/api/pipelines/step-types", b, h.stepTypes, docStepTypes)
+	s.Handle("GET", "/api/pipelines", b, h.list, docListPipelines)
+	s.Handle("POST", "/api/pipelines", b, h.create(false), docCreatePipeline)
+	s.Handle("POST", "/api/pipelines/admin/system", Route{Auth: AuthAdmin}, h.create(true), docCreateSystemPipeline)
+	s.Handle("GET", "/api/pipelines/{pipeline_id}", b, h.get, docGetPipeline)
+	s.Handle("PUT", "/api/pipelines/{pipeline_id}", b, h.update, docUpdatePipeline)
+	s.Handle("DELETE", "/api/pipelines/{pipeline_id}", b, h.delete, docDeletePipeline)
+	s.Handle("POST", "/api/pipelines/{pipeline_id}/steps", b, h.addStep, docAddStep)
+	s.Handle("PUT", "/api/pipelines/{pipeline_id}/steps/reorder", b, h.reorder, docReorderSteps)
+	s.Handle("PUT", "/api/pipelines/{pipeline_id}/steps/{step_id}", b, h.updateStep, docUpdateStep)
+	s.Handle("DELETE", "/api/pipelines/{pipeline_id}/steps/{step_id}", b, h.deleteStep, docDeleteStep)
 }
 
 type pipelineHandlers struct{ d PipelinesDeps }

@@ -40,12 +40,12 @@ type QRChallengeStore interface {
 func (s *Server) mountQRLogin(h *mobileAppHandlers) {
 	// The browser's side: a session specifically, as generate-token.
 	browser := Route{Auth: AuthSession}
-	s.Handle("POST", "/api/qr-auth/challenge", Route{Auth: AuthSession, Limit: LimitAuth}, h.qrChallenge)
-	s.Handle("GET", "/api/qr-auth/challenge/{token}", browser, h.qrStatus)
-	s.Handle("GET", "/api/qr-auth/challenge/{token}/qr.svg", browser, h.qrImage)
+	s.Handle("POST", "/api/qr-auth/challenge", Route{Auth: AuthSession, Limit: LimitAuth}, h.qrChallenge, docQRChallenge)
+	s.Handle("GET", "/api/qr-auth/challenge/{token}", browser, h.qrStatus, docQRStatus)
+	s.Handle("GET", "/api/qr-auth/challenge/{token}/qr.svg", browser, h.qrImage, docQRImage)
 	// The phone's side: the challenge is its credential.
-	s.Handle("POST", "/api/qr-auth/claim", Route{Auth: AuthNone, Limit: LimitAuth}, h.qrClaim)
-	s.Handle("GET", "/qr-login", Route{Auth: AuthNone}, h.qrPage)
+	s.Handle("POST", "/api/qr-auth/claim", Route{Auth: AuthNone, Limit: LimitAuth}, h.qrClaim, docQRClaim)
+	s.Handle("GET", "/qr-login", Route{Auth: AuthNone}, h.qrPage, docQRLoginPage)
 }
 
 // qrChallenge is POST /api/qr-auth/challenge: a new challenge of the
@@ -61,9 +61,9 @@ func (h *mobileAppHandlers) qrChallenge(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	server := h.s.BaseURL()
-	writeJSON(c, fasthttp.StatusCreated, map[string]any{"challenge_token": token, "expires_at": q.ExpiresAt,
-		"qr_url": docflow.QRLoginURL(token, server), "qr_image_url": "/api/qr-auth/challenge/" + token + "/qr.svg",
-		"server": server})
+	writeJSON(c, fasthttp.StatusCreated, qrChallengeCreated{ChallengeToken: token, ExpiresAt: q.ExpiresAt,
+		QRURL: docflow.QRLoginURL(token, server), QRImageURL: "/api/qr-auth/challenge/" + token + "/qr.svg",
+		Server: server})
 	return nil
 }
 
@@ -95,8 +95,8 @@ func (h *mobileAppHandlers) qrStatus(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	c.Response.Header.Set("Cache-Control", "no-store")
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"status": q.Status(h.s.cfg.Now()), "expires_at": q.ExpiresAt,
-		"claimed_at": q.ClaimedAt, "device_name": q.DeviceName})
+	writeJSON(c, fasthttp.StatusOK, qrChallengeStatus{Status: q.Status(h.s.cfg.Now()), ExpiresAt: q.ExpiresAt,
+		ClaimedAt: q.ClaimedAt, DeviceName: q.DeviceName})
 	return nil
 }
 

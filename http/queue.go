@@ -20,8 +20,8 @@ func (s *Server) MountQueue(d QueueDeps) {
 	}
 	h := &queueHandlers{d: d}
 	b := Route{Auth: AuthUser}
-	s.Handle("GET", "/api/queue/stats", b, h.stats)
-	s.Handle("GET", "/api/queue/pending-count", b, h.pendingCount)
+	s.Handle("GET", "/api/queue/stats", b, h.stats, docQueueStats)
+	s.Handle("GET", "/api/queue/pending-count", b, h.pendingCount, docPendingCount)
 }
 
 type queueHandlers struct {
@@ -51,6 +51,6 @@ func (h *queueHandlers) pendingCount(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]int{"total_pending": n})
+	writeJSON(c, fasthttp.StatusOK, pendingCount{TotalPending: n})
 	return nil
 }

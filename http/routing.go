@@ -21,24 +21,21 @@ func (s *Server) MountRouting(d RoutingDeps) {
 	}
 	h := &routingHandlers{d: d}
 	b := Route{Auth: AuthUser}
-	s.Handle("GET", "/api/routing-rules/operators", b, h.operators)
-	s.Handle("GET", "/api/routing-rules", b, h.list)
-	s.Handle("POST", "/api/routing-rules", b, h.create)
-	s.Handle("POST", "/api/routing-rules/evaluate", b, h.evaluate)
-	s.Handle("PUT", "/api/routing-rules/reorder", b, h.reorder)
-	s.Handle("GET", "/api/routing-rules/{rule_id}", b, h.get)
-	s.Handle("PUT", "/api/routing-rules/{rule_id}", b, h.update)
-	s.Handle("DELETE", "/api/routing-rules/{rule_id}", b, h.delete)
+	s.Handle("GET", "/api/routing-rules/operators", b, h.operators, docRoutingOperators)
+	s.Handle("GET", "/api/routing-rules", b, h.list, docListRoutingRules)
+	s.Handle("POST", "/api/routing-rules", b, h.create, docCreateRoutingRule)
+	s.Handle("POST", "/api/routing-rules/evaluate", b, h.evaluate, docEvaluateRouting)
+	s.Handle("PUT", "/api/routing-rules/reorder", b, h.reorder, docReorderRoutingRules)
+	s.Handle("GET", "/api/routing-rules/{rule_id}", b, h.get, docGetRoutingRule)
+	s.Handle("PUT", "/api/routing-rules/{rule_id}", b, h.update, docUpdateRoutingRule)
+	s.Handle("DELETE", "/api/routing-rules/{rule_id}", b, h.delete, docDeleteRoutingRule)
 }
 
 type routingHandlers struct{ d RoutingDeps }
 
 func (h *routingHandlers) operators(c *fasthttp.RequestCtx) error {
-	writeJSON(c, fasthttp.StatusOK, map[string]any{
-		"operators":       docflow.RoutingOperators,
-		"builtin_fields":  docflow.RoutingBuiltinFields,
-		"metadata_prefix": docflow.RoutingMetadataPrefix,
-	})
+	writeJSON(c, fasthttp.StatusOK, routingOperators{Operators: docflow.RoutingOperators,
+		BuiltinFields: docflow.RoutingBuiltinFields, MetadataPrefix: docflow.RoutingMetadataPrefix})
 	return nil
 }
 
@@ -249,9 +246,9 @@ func (h *routingHandlers) evaluate(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"matched": rule != nil, "rule": rule, "target_pipeline": nil}
+	out := routingEvaluation{Matched: rule != nil, Rule: rule}
 	if p != nil {
-		out["target_pipeline"] = pipelineRef{ID: p.ID, Name: p.Name, IsActive: p.IsActive}
+		out.TargetPipeline = &pipelineRef{ID: p.ID, Name: p.Name, IsActive: p.IsActive}
 	}
 	writeJSON(c, fasthttp.StatusOK, out)
 	return nil

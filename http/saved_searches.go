@@ -19,10 +19,10 @@ const savedSearchMaxName = 200
 func (s *Server) mountSavedSearches(store docflow.SavedSearchStore) {
 	h := &savedSearchHandlers{store: store}
 	b := Route{Auth: AuthUser}
-	s.Handle("GET", "/api/saved-searches", b, h.list)
-	s.Handle("POST", "/api/saved-searches", b, h.create)
-	s.Handle("PUT", "/api/saved-searches/{id}", b, h.update)
-	s.Handle("DELETE", "/api/saved-searches/{id}", b, h.delete)
+	s.Handle("GET", "/api/saved-searches", b, h.list, docListSavedSearches)
+	s.Handle("POST", "/api/saved-searches", b, h.create, docCreateSavedSearch)
+	s.Handle("PUT", "/api/saved-searches/{id}", b, h.update, docUpdateSavedSearch)
+	s.Handle("DELETE", "/api/saved-searches/{id}", b, h.delete, docDeleteSavedSearch)
 }
 
 type savedSearchHandlers struct {

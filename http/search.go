@@ -29,7 +29,7 @@ func (s *Server) MountSearch(d SearchDeps) {
 	}
 	h := &searchHandlers{s: s, index: d.Index, store: d.Store, files: d.Files}
 	b := Route{Auth: AuthUser}
-	s.Handle("GET", "/api/search", b, h.search)
+	s.Handle("GET", "/api/search", b, h.search, docSearch)
 	s.mountSavedSearches(d.Store)
 	s.mountSimilarity(h)
 }

@@ -18,6 +18,11 @@ import (
 const contentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
 
+// docsContentSecurityPolicy is the /docs page's: its renderer sets styles
+// inline; scripts are still this site's files only.
+const docsContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+	"object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+
 // Headers of CORS answers to an origin listed in CORS_ALLOWED_ORIGINS.
 const (
 	corsAllowMethods  = "GET, POST, PUT, PATCH, DELETE"

@@ -13,7 +13,7 @@ import (
 
 // selfServiceAnswer is the one body of request-password-reset and
 // forgot-username, whatever the address.
-var selfServiceAnswer = map[string]any{"detail": "If an account has this e-mail address, a message is on its way."}
+var selfServiceAnswer = Detail{Detail: "If an account has this e-mail address, a message is on its way."}
 
 // mountSelfService mounts /api/auth/request-password-reset,
 // /api/auth/forgot-username, /api/auth/reset-password and the
@@ -21,13 +21,13 @@ var selfServiceAnswer = map[string]any{"detail": "If an account has this e-mail 
 func (h *localUserHandlers) mountSelfService() {
 	s := h.s
 	r := Route{Auth: AuthNone, Limit: LimitAuth}
-	s.Handle("POST", "/api/auth/request-password-reset", r, h.requestPasswordReset)
-	s.Handle("POST", "/api/auth/forgot-username", r, h.forgotUsername)
-	s.Handle("POST", "/api/auth/reset-password", r, h.apiResetPassword)
-	s.Handle("GET", "/forgot-password", Route{Auth: AuthNone}, h.forgotPage)
-	s.Handle("POST", "/forgot-password", r, h.forgotForm)
-	s.Handle("GET", "/reset-password", Route{Auth: AuthNone}, h.resetPage)
-	s.Handle("POST", "/reset-password", r, h.resetForm)
+	s.Handle("POST", "/api/auth/request-password-reset", r, h.requestPasswordReset, docRequestPasswordReset)
+	s.Handle("POST", "/api/auth/forgot-username", r, h.forgotUsername, docForgotUsername)
+	s.Handle("POST", "/api/auth/reset-password", r, h.apiResetPassword, docResetPassword)
+	s.Handle("GET", "/forgot-password", Route{Auth: AuthNone}, h.forgotPage, docForgotPage)
+	s.Handle("POST", "/forgot-password", r, h.forgotForm, docForgotForm)
+	s.Handle("GET", "/reset-password", Route{Auth: AuthNone}, h.resetPage, docResetPage)
+	s.Handle("POST", "/reset-password", r, h.resetForm, docResetForm)
 }
 
 func (h *localUserHandlers) requestPasswordReset(c *fasthttp.RequestCtx) error {
@@ -41,9 +41,7 @@ func (h *localUserHandlers) forgotUsername(c *fasthttp.RequestCtx) error {
 // queueMail queues a self-service mail of kind to the body's address and
 // answers the same whatever the address.
 func (h *localUserHandlers) queueMail(c *fasthttp.RequestCtx, kind string) error {
-	var req struct {
-		Email string `json:"email"`
-	}
+	var req selfServiceRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -57,11 +55,7 @@ func (h *localUserHandlers) queueMail(c *fasthttp.RequestCtx, kind string) error
 }
 
 func (h *localUserHandlers) apiResetPassword(c *fasthttp.RequestCtx) error {
-	var req struct {
-		Token       string `json:"token"`
-		NewPassword string `json:"new_password"`
-		Confirm     string `json:"new_password_confirm"`
-	}
+	var req passwordReset
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}

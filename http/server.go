@@ -135,6 +135,9 @@ type Server struct {
 	// even before Serve.
 	life   sync.Mutex
 	closed bool
+	// routes are the registered routes with their documentation, what
+	// /openapi.json is built from (openapi.go).
+	routes []route
 }
 
 // NewServer builds the server and mounts the foundation routes (health,
@@ -159,6 +162,7 @@ func NewServer(cfg Config) *Server {
 	s.mountLogin()
 	s.mountAudit()
 	s.mountHome()
+	s.mountOpenAPI()
 	return s
 }
 
@@ -180,13 +184,20 @@ func (s *Server) BaseURL() string {
 	return "http://" + docflow.ListenAddr.Get(s.cfg.Settings)
 }
 
-// Handle registers a route. A trailing slash is not significant: the API
-// names some collections with one ("/api/api-tokens/") and clients send
-// both, so routes are stored without it and requests are matched without it.
-func (s *Server) Handle(method, path string, opts Route, h Handler) {
+// Handle registers a route with its documentation (openapi.go: Doc; a
+// route without one fails TestEveryRouteIsDocumented). A trailing slash is
+// not significant: the API names some collections with one
+// ("/api/api-tokens/") and clients send both, so routes are stored without
+// it and requests are matched without it.
+func (s *Server) Handle(method, path string, opts Route, h Handler, doc ...Doc) {
 	if len(path) > 1 {
 		path = strings.TrimSuffix(path, "/")
 	}
+	r := route{Method: method, Path: path, Opts: opts}
+	if len(doc) > 0 {
+		r.Doc = &doc[0]
+	}
+	s.routes = append(s.routes, r)
 	s.router.Handle(method, path, s.wrap(path, opts, h))
 }
 

@@ -56,14 +56,14 @@ func (s *Server) MountSettings(d SettingsDeps) {
 	}
 	h := &settingsHandlers{s: s, d: d, suggest: suggest}
 	a := Route{Auth: AuthAdmin}
-	s.Handle("GET", "/api/settings/", a, h.list)
-	s.Handle("GET", "/api/settings/credentials", a, h.credentials)
-	s.Handle("POST", "/api/settings/bulk-update", a, h.bulk)
-	s.Handle("GET", "/api/settings/{key}", a, h.get)
-	s.Handle("POST", "/api/settings/{key}", a, h.set)
-	s.Handle("DELETE", "/api/settings/{key}", a, h.delete)
-	s.Handle("GET", "/api/settings/{key}/suggestions", a, h.suggestions)
-	s.Handle("GET", "/settings", Route{Auth: AuthNone}, h.page)
+	s.Handle("GET", "/api/settings/", a, h.list, docListSettings)
+	s.Handle("GET", "/api/settings/credentials", a, h.credentials, docSettingCredentials)
+	s.Handle("POST", "/api/settings/bulk-update", a, h.bulk, docBulkSettings)
+	s.Handle("GET", "/api/settings/{key}", a, h.get, docGetSetting)
+	s.Handle("POST", "/api/settings/{key}", a, h.set, docSetSetting)
+	s.Handle("DELETE", "/api/settings/{key}", a, h.delete, docDeleteSetting)
+	s.Handle("GET", "/api/settings/{key}/suggestions", a, h.suggestions, docSettingSuggestions)
+	s.Handle("GET", "/settings", Route{Auth: AuthNone}, h.page, docSettingsPage)
 }
 
 func fixedSuggestions(values []string) Suggester {
@@ -128,7 +128,7 @@ func (h *settingsHandlers) list(c *fasthttp.RequestCtx) error {
 	for _, st := range all {
 		out = append(out, h.view(st))
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"settings": out, "categories": docflow.SettingCategories})
+	writeJSON(c, fasthttp.StatusOK, settingsList{Settings: out, Categories: docflow.SettingCategories})
 	return nil
 }
 
@@ -325,8 +325,8 @@ func (h *settingsHandlers) bulk(c *fasthttp.RequestCtx) error {
 	if len(ignored) > 0 {
 		detail += ", " + strconv.Itoa(len(ignored)) + " ignored (empty values do not clear a setting: delete it instead)"
 	}
-	writeJSON(c, status, map[string]any{"detail": detail, "updated": updated, "errors": refused, "ignored": ignored,
-		"restart_required": restart, "settings": views})
+	writeJSON(c, status, settingsBulkResult{Detail: detail, Updated: updated, Errors: refused, Ignored: ignored,
+		RestartRequired: restart, Settings: views})
 	return nil
 }
 
@@ -360,8 +360,8 @@ func (h *settingsHandlers) credentials(c *fasthttp.RequestCtx) error {
 		}
 		out = append(out, v)
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"credentials": out, "total": len(out),
-		"configured_count": configured, "unconfigured_count": len(out) - configured})
+	writeJSON(c, fasthttp.StatusOK, credentialsOverview{Credentials: out, Total: len(out),
+		ConfiguredCount: configured, UnconfiguredCount: len(out) - configured})
 	return nil
 }
 
@@ -389,7 +389,7 @@ func (h *settingsHandlers) suggestions(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	q := string(c.QueryArgs().Peek("q"))
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"key": key, "suggestions": docflow.FilterSuggestions(all, q, limit)})
+	writeJSON(c, fasthttp.StatusOK, settingSuggestions{Key: key, Suggestions: docflow.FilterSuggestions(all, q, limit)})
 	return nil
 }
 

@@ -29,22 +29,22 @@ func (s *Server) MountCollab(d CollabDeps) {
 	h := &collabHandlers{s: s, d: d}
 	s.collab = h
 	b := Route{Auth: AuthUser, Limit: LimitDefault}
-	s.Handle("GET", "/api/files/{file_id}/shares", b, h.listShares)
-	s.Handle("POST", "/api/files/{file_id}/shares", b, h.createShare)
-	s.Handle("PUT", "/api/files/{file_id}/shares/{share_id}", b, h.updateShare)
-	s.Handle("DELETE", "/api/files/{file_id}/shares/{share_id}", b, h.deleteShare)
-	s.Handle("GET", "/api/files/{file_id}/shared-with", b, h.sharedWith)
+	s.Handle("GET", "/api/files/{file_id}/shares", b, h.listShares, docListShares)
+	s.Handle("POST", "/api/files/{file_id}/shares", b, h.createShare, docCreateShare)
+	s.Handle("PUT", "/api/files/{file_id}/shares/{share_id}", b, h.updateShare, docUpdateShare)
+	s.Handle("DELETE", "/api/files/{file_id}/shares/{share_id}", b, h.deleteShare, docDeleteShare)
+	s.Handle("GET", "/api/files/{file_id}/shared-with", b, h.sharedWith, docSharedWith)
 
-	s.Handle("GET", "/api/files/{file_id}/comments", b, h.listComments)
-	s.Handle("POST", "/api/files/{file_id}/comments", b, h.createComment)
-	s.Handle("PUT", "/api/files/{file_id}/comments/{comment_id}", b, h.updateComment)
-	s.Handle("DELETE", "/api/files/{file_id}/comments/{comment_id}", b, h.deleteComment)
-	s.Handle("PATCH", "/api/files/{file_id}/comments/{comment_id}/resolve", b, h.resolveComment)
+	s.Handle("GET", "/api/files/{file_id}/comments", b, h.listComments, docListComments)
+	s.Handle("POST", "/api/files/{file_id}/comments", b, h.createComment, docCreateComment)
+	s.Handle("PUT", "/api/files/{file_id}/comments/{comment_id}", b, h.updateComment, docUpdateComment)
+	s.Handle("DELETE", "/api/files/{file_id}/comments/{comment_id}", b, h.deleteComment, docDeleteComment)
+	s.Handle("PATCH", "/api/files/{file_id}/comments/{comment_id}/resolve", b, h.resolveComment, docResolveComment)
 
-	s.Handle("GET", "/api/files/{file_id}/annotations", b, h.listAnnotations)
-	s.Handle("POST", "/api/files/{file_id}/annotations", b, h.createAnnotation)
-	s.Handle("PUT", "/api/files/{file_id}/annotations/{annotation_id}", b, h.updateAnnotation)
-	s.Handle("DELETE", "/api/files/{file_id}/annotations/{annotation_id}", b, h.deleteAnnotation)
+	s.Handle("GET", "/api/files/{file_id}/annotations", b, h.listAnnotations, docListAnnotations)
+	s.Handle("POST", "/api/files/{file_id}/annotations", b, h.createAnnotation, docCreateAnnotation)
+	s.Handle("PUT", "/api/files/{file_id}/annotations/{annotation_id}", b, h.updateAnnotation, docUpdateAnnotation)
+	s.Handle("DELETE", "/api/files/{file_id}/annotations/{annotation_id}", b, h.deleteAnnotation, docDeleteAnnotation)
 }
 
 type collabHandlers struct {
@@ -116,10 +116,7 @@ func (h *collabHandlers) listShares(c *fasthttp.RequestCtx) error {
 }
 
 func (h *collabHandlers) createShare(c *fasthttp.RequestCtx) error {
-	var req struct {
-		SharedWithUserID *string `json:"shared_with_user_id"`
-		Role             *string `json:"role"`
-	}
+	var req shareCreate
 	f, err := h.shareWrite(c)
 	if err != nil {
 		return err
@@ -166,9 +163,7 @@ func (h *collabHandlers) shareFile(c *fasthttp.RequestCtx, f *docflow.File, user
 }
 
 func (h *collabHandlers) updateShare(c *fasthttp.RequestCtx) error {
-	var req struct {
-		Role *string `json:"role"`
-	}
+	var req shareUpdate
 	shareID, err := pathID(c, "share_id")
 	if err != nil {
 		return err
@@ -207,8 +202,8 @@ func (h *collabHandlers) deleteShare(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	h.auditShare(c, docflow.AuditShareDelete, sh, "")
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "success",
-		"message": "Share removed: " + sh.SharedWithUserID + " no longer has access"})
+	writeJSON(c, fasthttp.StatusOK, statusMessage{Status: "success",
+		Message: "Share removed: " + sh.SharedWithUserID + " no longer has access"})
 	return nil
 }
 

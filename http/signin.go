@@ -74,7 +74,7 @@ func (s *Server) MountMobileHandOff(d MobileHandOffDeps) {
 		panic("http: MountMobileHandOff needs Codes")
 	}
 	s.handoff = &d
-	s.Handle("POST", "/api/mobile/token", Route{Auth: AuthNone, Limit: LimitAuth}, s.handleMobileToken)
+	s.Handle("POST", "/api/mobile/token", Route{Auth: AuthNone, Limit: LimitAuth}, s.handleMobileToken, docMobileToken)
 }
 
 // mobileReq is the mobile app's part of a sign-in: where the hand-off goes
@@ -199,12 +199,7 @@ var errBadMobileCode = docflow.Errorf(docflow.EBADREQUEST, "Invalid or expired c
 // with the verifier of its challenge (and the redirect_uri it was sent
 // to, when given); anything else is 400 "Invalid or expired code".
 func (s *Server) handleMobileToken(c *fasthttp.RequestCtx) error {
-	var req struct {
-		Code         string `json:"code"`
-		CodeVerifier string `json:"code_verifier"`
-		RedirectURI  string `json:"redirect_uri"`
-		DeviceName   string `json:"device_name"`
-	}
+	var req mobileTokenRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -234,7 +229,7 @@ func (s *Server) handleMobileToken(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	s.auditTokenCreate(c, t, m.UserID)
-	writeJSON(c, fasthttp.StatusCreated, map[string]any{"token": t.Token, "token_id": t.ID, "name": t.Name,
-		"created_at": t.CreatedAt, "expires_at": t.ExpiresAt})
+	writeJSON(c, fasthttp.StatusCreated, mobileToken{Token: t.Token, TokenID: t.ID, Name: t.Name,
+		CreatedAt: t.CreatedAt, ExpiresAt: t.ExpiresAt})
 	return nil
 }

@@ -29,10 +29,10 @@ const (
 
 func (s *Server) mountSimilarity(h *searchHandlers) {
 	b := Route{Auth: AuthUser}
-	s.Handle("GET", "/api/files/{file_id}/similar", b, h.similar)
-	s.Handle("GET", "/api/similarity/pairs", b, h.pairs)
-	s.Handle("GET", "/api/files/{file_id}/embedding-status", b, h.embeddingStatus)
-	s.Handle("GET", "/api/diagnostic/embeddings", b, h.embeddingDiagnostics)
+	s.Handle("GET", "/api/files/{file_id}/similar", b, h.similar, docSimilar)
+	s.Handle("GET", "/api/similarity/pairs", b, h.pairs, docSimilarPairs)
+	s.Handle("GET", "/api/files/{file_id}/embedding-status", b, h.embeddingStatus, docEmbeddingStatus)
+	s.Handle("GET", "/api/diagnostic/embeddings", b, h.embeddingDiagnostics, docEmbeddingDiagnostics)
 }
 
 // roundScore is the API's similarity: cosine clamped to [0, 1] and rounded

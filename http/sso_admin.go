@@ -44,12 +44,12 @@ func (s *Server) mountSSOAdmin(st SSOAdminStore) {
 	h := &ssoAdminHandlers{s: s, st: st}
 	a := Route{Auth: AuthAdmin}
 	const link = "/api/admin/users/local/{local_user_id}/sso-link"
-	s.Handle("GET", link, a, h.getLink)
-	s.Handle("PUT", link, a, h.putLink)
-	s.Handle("DELETE", link, a, h.deleteLink)
+	s.Handle("GET", link, a, h.getLink, docGetSSOLink)
+	s.Handle("PUT", link, a, h.putLink, docPutSSOLink)
+	s.Handle("DELETE", link, a, h.deleteLink, docDeleteSSOLink)
 	const identity = "/api/admin/users/{user_id}/sso-identity"
-	s.Handle("GET", identity, a, h.getIdentity)
-	s.Handle("DELETE", identity, a, h.forgetIdentity)
+	s.Handle("GET", identity, a, h.getIdentity, docGetSSOIdentity)
+	s.Handle("DELETE", identity, a, h.forgetIdentity, docForgetSSOIdentity)
 }
 
 type ssoAdminHandlers struct {
@@ -75,10 +75,7 @@ func (h *ssoAdminHandlers) putLink(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	var req struct {
-		Issuer  string `json:"issuer"`
-		Subject string `json:"subject"`
-	}
+	var req ssoLinkRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}

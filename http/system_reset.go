@@ -25,12 +25,12 @@ func (s *Server) MountSystemReset(d SystemResetDeps) {
 		panic("http: MountSystemReset needs a Resetter")
 	}
 	h := &resetHandlers{s: s, d: d}
-	s.Handle("GET", "/api/admin/system-reset/status", Route{Auth: AuthAdmin}, h.status)
+	s.Handle("GET", "/api/admin/system-reset/status", Route{Auth: AuthAdmin}, h.status, docResetStatus)
 	// A reset waits for the tables' locks and sweeps the blob store: it
 	// may take minutes on a large installation.
 	opts := Route{Auth: AuthAdmin, Timeout: 30 * time.Minute}
-	s.Handle("POST", "/api/admin/system-reset/full", opts, h.full)
-	s.Handle("POST", "/api/admin/system-reset/reimport", opts, h.reimport)
+	s.Handle("POST", "/api/admin/system-reset/full", opts, h.full, docResetFull)
+	s.Handle("POST", "/api/admin/system-reset/reimport", opts, h.reimport, docResetReimport)
 }
 
 type resetHandlers struct {
@@ -40,9 +40,9 @@ type resetHandlers struct {
 
 func (h *resetHandlers) status(c *fasthttp.RequestCtx) error {
 	st := h.s.cfg.Settings
-	writeJSON(c, fasthttp.StatusOK, map[string]bool{
-		"enabled":                  docflow.EnableFactoryReset.Get(st),
-		"factory_reset_on_startup": docflow.FactoryResetOnStartup.Get(st),
+	writeJSON(c, fasthttp.StatusOK, resetStatus{
+		Enabled:               docflow.EnableFactoryReset.Get(st),
+		FactoryResetOnStartup: docflow.FactoryResetOnStartup.Get(st),
 	})
 	return nil
 }
@@ -85,6 +85,6 @@ func (h *resetHandlers) reset(c *fasthttp.RequestCtx, mode string) error {
 		detail += fmt.Sprintf(", %d originals moved to %s", res.Reimport.FilesMoved, res.Reimport.ReimportFolder)
 	}
 	h.s.audit(c, docflow.AuditEntry{Action: "system.reset", Target: mode, Detail: detail})
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"status": "success", "result": res})
+	writeJSON(c, fasthttp.StatusOK, resetDone{Status: "success", Result: res})
 	return nil
 }

@@ -95,10 +95,10 @@ func pathID(c *fasthttp.RequestCtx, name string) (int64, error) {
 func (s *Server) mountTokens() {
 	h := &tokenHandlers{s: s}
 	b := Route{Auth: AuthUser}
-	s.Handle("POST", "/api/api-tokens/", b, h.create)
-	s.Handle("GET", "/api/api-tokens/", b, h.list)
-	s.Handle("DELETE", "/api/api-tokens/{token_id}", b, h.delete)
-	s.Handle("POST", "/api/api-tokens/{token_id}/reactivate", b, h.reactivate)
+	s.Handle("POST", "/api/api-tokens/", b, h.create, docCreateToken)
+	s.Handle("GET", "/api/api-tokens/", b, h.list, docListTokens)
+	s.Handle("DELETE", "/api/api-tokens/{token_id}", b, h.delete, docDeleteToken)
+	s.Handle("POST", "/api/api-tokens/{token_id}/reactivate", b, h.reactivate, docReactivateToken)
 	h.mountAdminTokens()
 }
 
@@ -108,8 +108,8 @@ type tokenHandlers struct {
 
 // tokenCreate is a request to create a token.
 type tokenCreate struct {
-	Name          *string `json:"name"`
-	ExpiresInDays *int    `json:"expires_in_days"`
+	Name          *string `json:"name" openapi:"required" doc:"What the token is for (at most 200 characters)"`
+	ExpiresInDays *int    `json:"expires_in_days" min:"1" max:"3650" doc:"Days until it expires (default: never)"`
 }
 
 func (h *tokenHandlers) create(c *fasthttp.RequestCtx) error {

@@ -46,15 +46,15 @@ func (s *Server) MountUploads(d UploadDeps) {
 	}
 	h := &uploadHandlers{s: s, d: d, idem: &idempotency{s: s, store: d.Idempotency}}
 	stream := Route{Auth: AuthUser, Limit: LimitUpload, Stream: true, Timeout: uploadTimeout}
-	s.Handle("POST", "/api/upload", stream, h.upload(docflow.ChannelUpload, fasthttp.StatusCreated))
-	s.Handle("POST", "/api/files/upload", stream, h.upload(docflow.ChannelUpload, fasthttp.StatusOK))
-	s.Handle("POST", "/api/ui-upload", stream, h.upload(docflow.ChannelUIUpload, fasthttp.StatusOK))
-	s.Handle("POST", "/api/files/ui-upload", stream, h.upload(docflow.ChannelUIUpload, fasthttp.StatusOK))
+	s.Handle("POST", "/api/upload", stream, h.upload(docflow.ChannelUpload, fasthttp.StatusCreated), docUpload)
+	s.Handle("POST", "/api/files/upload", stream, h.upload(docflow.ChannelUpload, fasthttp.StatusOK), docFilesUpload)
+	s.Handle("POST", "/api/ui-upload", stream, h.upload(docflow.ChannelUIUpload, fasthttp.StatusOK), docUIUpload)
+	s.Handle("POST", "/api/files/ui-upload", stream, h.upload(docflow.ChannelUIUpload, fasthttp.StatusOK), docUIUpload)
 	s.Handle("POST", "/api/automation/actions/upload", Route{Auth: AuthToken, Limit: LimitUpload, Stream: true, Timeout: uploadTimeout},
-		h.upload(docflow.ChannelAutomation, fasthttp.StatusOK))
+		h.upload(docflow.ChannelAutomation, fasthttp.StatusOK), docAutomationUpload)
 	s.Handle("POST", "/api/process-url", Route{Auth: AuthUser, Limit: LimitUpload, Timeout: 10 * time.Minute},
-		h.idem.wrap(10*time.Minute, nil, h.processURL))
-	s.Handle("POST", "/api/processall", Route{Auth: AuthAdmin, Limit: LimitDefault, Timeout: 10 * time.Minute}, h.processAll)
+		h.idem.wrap(10*time.Minute, nil, h.processURL), docProcessURL)
+	s.Handle("POST", "/api/processall", Route{Auth: AuthAdmin, Limit: LimitDefault, Timeout: 10 * time.Minute}, h.processAll, docProcessAll)
 }
 
 type uploadHandlers struct {
@@ -425,10 +425,7 @@ func readPartHeader(br *bufio.Reader) (name, filename string, err error) {
 }
 
 func (h *uploadHandlers) processURL(c *fasthttp.RequestCtx) error {
-	var req struct {
-		URL      *string `json:"url"`
-		Filename *string `json:"filename"`
-	}
+	var req processURLRequest
 	if err := decodeJSON(c, &req); err != nil {
 		return err
 	}
@@ -477,8 +474,6 @@ func (h *uploadHandlers) processAll(c *fasthttp.RequestCtx) error {
 			msg += " (throttled)"
 		}
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{
-		"message": msg, "pdf_files": res.PDFFiles, "task_ids": res.TaskIDs, "throttled": res.Throttled,
-	})
+	writeJSON(c, fasthttp.StatusOK, processAllResult{Message: msg, PDFFiles: res.PDFFiles, TaskIDs: res.TaskIDs, Throttled: res.Throttled})
 	return nil
 }

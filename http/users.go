@@ -42,13 +42,13 @@ func (s *Server) MountUsers(d UsersDeps) {
 	a := Route{Auth: AuthAdmin, Limit: LimitDefault}
 	b := Route{Auth: AuthUser, Limit: LimitDefault}
 	h := usersHandlers{s: s, d: d}
-	s.Handle("GET", "/api/admin/users", a, h.list)
-	s.Handle("GET", "/api/admin/users/{user_id}", a, h.detail)
-	s.Handle("PUT", "/api/admin/users/{user_id}", a, h.put)
-	s.Handle("DELETE", "/api/admin/users/{user_id}", a, h.delete)
-	s.Handle("POST", "/api/admin/users/{user_id}/payment-issue", a, h.paymentIssue)
-	s.Handle("GET", "/api/users/search", b, h.search)
-	s.Handle("GET", "/api/users/mentionable", b, h.mentionable)
+	s.Handle("GET", "/api/admin/users", a, h.list, docListProfiles)
+	s.Handle("GET", "/api/admin/users/{user_id}", a, h.detail, docProfileDetail)
+	s.Handle("PUT", "/api/admin/users/{user_id}", a, h.put, docPutProfile)
+	s.Handle("DELETE", "/api/admin/users/{user_id}", a, h.delete, docDeleteProfile)
+	s.Handle("POST", "/api/admin/users/{user_id}/payment-issue", a, h.paymentIssue, docPaymentIssue)
+	s.Handle("GET", "/api/users/search", b, h.search, docSearchUsers)
+	s.Handle("GET", "/api/users/mentionable", b, h.mentionable, docMentionable)
 }
 
 type usersHandlers struct {
@@ -101,8 +101,8 @@ func (h usersHandlers) list(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"users": users, "total": total, "page": page,
-		"per_page": per, "pages": (total + per - 1) / per})
+	writeJSON(c, fasthttp.StatusOK, profileList{Users: users, Total: total, Page: page,
+		PerPage: per, Pages: (total + per - 1) / per})
 	return nil
 }
 
@@ -266,9 +266,7 @@ func (h usersHandlers) paymentIssue(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	var in struct {
-		Issue *string `json:"issue"`
-	}
+	var in paymentIssue
 	if err := decodeJSON(c, &in); err != nil {
 		return err
 	}
@@ -283,7 +281,7 @@ func (h usersHandlers) paymentIssue(c *fasthttp.RequestCtx) error {
 		return err
 	}
 	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditPaymentIssue, Target: "user:" + id, Detail: *in.Issue})
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"acknowledged": true, "user_id": id, "profile": p})
+	writeJSON(c, fasthttp.StatusOK, paymentIssueAck{Acknowledged: true, UserID: id, Profile: p})
 	return nil
 }
 
@@ -300,7 +298,7 @@ func (h usersHandlers) search(c *fasthttp.RequestCtx) error {
 	if err != nil {
 		return err
 	}
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"users": ids})
+	writeJSON(c, fasthttp.StatusOK, userIDs{Users: ids})
 	return nil
 }
 

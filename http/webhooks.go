@@ -42,14 +42,14 @@ func (s *Server) MountWebhooks(d WebhooksDeps) {
 	}
 	h := &webhookHandlers{s: s, d: d}
 	b := Route{Auth: AuthAdmin}
-	s.Handle("GET", "/api/webhooks/events/", b, h.events)
-	s.Handle("GET", "/api/webhooks/", b, h.list)
-	s.Handle("POST", "/api/webhooks/", b, h.create)
-	s.Handle("GET", "/api/webhooks/{webhook_id}", b, h.get)
-	s.Handle("PUT", "/api/webhooks/{webhook_id}", b, h.update)
-	s.Handle("DELETE", "/api/webhooks/{webhook_id}", b, h.delete)
-	s.Handle("GET", "/api/webhooks/{webhook_id}/deliveries", b, h.deliveries)
-	s.Handle("POST", "/api/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver", b, h.redeliver)
+	s.Handle("GET", "/api/webhooks/events/", b, h.events, docWebhookEvents)
+	s.Handle("GET", "/api/webhooks/", b, h.list, docListWebhooks)
+	s.Handle("POST", "/api/webhooks/", b, h.create, docCreateWebhook)
+	s.Handle("GET", "/api/webhooks/{webhook_id}", b, h.get, docGetWebhook)
+	s.Handle("PUT", "/api/webhooks/{webhook_id}", b, h.update, docUpdateWebhook)
+	s.Handle("DELETE", "/api/webhooks/{webhook_id}", b, h.delete, docDeleteWebhook)
+	s.Handle("GET", "/api/webhooks/{webhook_id}/deliveries", b, h.deliveries, docWebhookDeliveries)
+	s.Handle("POST", "/api/webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver", b, h.redeliver, docRedeliver)
 }
 
 func (h *webhookHandlers) events(c *fasthttp.RequestCtx) error {
@@ -284,8 +284,8 @@ func deliveryPage(c *fasthttp.RequestCtx) (page, perPage int, err error) {
 
 // writeDeliveryPage answers {deliveries, total, page, per_page, pages}.
 func writeDeliveryPage(c *fasthttp.RequestCtx, list []docflow.DeliveryLogEntry, total, page, perPage int) {
-	writeJSON(c, fasthttp.StatusOK, map[string]any{"deliveries": list, "total": total, "page": page,
-		"per_page": perPage, "pages": (total + perPage - 1) / perPage})
+	writeJSON(c, fasthttp.StatusOK, deliveryLog{Deliveries: list, Total: total, Page: page,
+		PerPage: perPage, Pages: (total + perPage - 1) / perPage})
 }
 
 func (h *webhookHandlers) redeliver(c *fasthttp.RequestCtx) error {
@@ -302,6 +302,6 @@ func (h *webhookHandlers) redeliver(c *fasthttp.RequestCtx) error {
 	}
 	h.s.audit(c, docflow.AuditEntry{Action: docflow.AuditWebhookRedeliver, Target: "webhook:" + strconv.FormatInt(id, 10),
 		Detail: "delivery " + strconv.FormatInt(did, 10)})
-	writeJSON(c, fasthttp.StatusAccepted, map[string]any{"status": "queued", "delivery_id": did})
+	writeJSON(c, fasthttp.StatusAccepted, redeliveryQueued{Status: "queued", DeliveryID: did})
 	return nil
 }

@@ -4,6 +4,8 @@
 # http/static/app/README.md):
 #   - the /ops page's chart library (uPlot) from web/ops, copied into
 #     http/static/vendor;
+#   - the /docs page's renderer of /openapi.json (Swagger UI) from
+#     web/apidocs, copied into http/static/vendor;
 #   - the web application (web/app: the documents pages and the admin
 #     pages), built with Vite into http/static/app.
 # Each part is skipped when its output is newer than its sources.
@@ -16,6 +18,33 @@ need_npm() {
     exit 1
   fi
 }
+
+# The /docs page's renderer of /openapi.json (Swagger UI, Apache-2.0), in
+# its own block: built whether or not the chart library below is fresh.
+(
+  src=web/apidocs
+  out=http/static/vendor
+  files=(swagger-ui-bundle.js swagger-ui.css)
+  fresh=1
+  for f in "${files[@]}" swagger-ui.LICENSE; do
+    if [ ! -f "$out/$f" ] || [ "$src/package-lock.json" -nt "$out/$f" ]; then fresh=0; fi
+  done
+  if [ "$fresh" = 1 ]; then
+    echo "web: API reference renderer up to date"
+    exit 0
+  fi
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "web: npm not found (apt-get install npm); /docs will list the routes without its renderer" >&2
+    exit 1
+  fi
+  echo "web: npm ci in $src"
+  (cd "$src" && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error)
+  for f in "${files[@]}"; do
+    cp "$src/node_modules/swagger-ui-dist/$f" "$out/$f"
+  done
+  cp "$src/node_modules/swagger-ui-dist/LICENSE" "$out/swagger-ui.LICENSE"
+  echo "web: copied ${files[*]} into $out"
+)
 
 # --- /ops chart library -----------------------------------------------------
 src=web/ops
