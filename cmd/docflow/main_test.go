@@ -74,15 +74,15 @@ func TestServeStartsAndStops(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"database":{"status":"ok"}`) {
 		t.Fatalf("ready: %d %s", resp.StatusCode, body)
 	}
-	// The front page, where a sign-in lands, in single-user mode.
-	resp, err = http.Get("http://" + addr + "/")
+	// The status page (the web application is at /), in single-user mode.
+	resp, err = http.Get("http://" + addr + "/status")
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != 200 || !strings.Contains(string(body), "Single-user mode") || !strings.Contains(string(body), "database") {
-		t.Fatalf("front page: %d %s", resp.StatusCode, body)
+		t.Fatalf("status page: %d %s", resp.StatusCode, body)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
