@@ -37,7 +37,7 @@ func TestWebhooksAPI(t *testing.T) {
 
 	resp, body = e.do("GET", "/api/webhooks/events", admin, nil)
 	e.expect(resp, body, 200)
-	if strings.TrimSpace(string(body)) != `["document.uploaded","document.processed","document.failed","user.signup","user.plan_changed","user.payment_issue"]` {
+	if strings.TrimSpace(string(body)) != `["document.uploaded","document.processed","document.failed","document.updated","user.signup","user.plan_changed","user.payment_issue"]` {
 		t.Errorf("events %s", body)
 	}
 
