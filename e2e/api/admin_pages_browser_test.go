@@ -80,7 +80,7 @@ func TestAdminPagesInBrowser(t *testing.T) {
 	defer receiver.Close()
 	ctx, cancel := headlessChromium(t)
 	t.Cleanup(cancel)
-	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "admin pages",
+	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{"AUTH_ENABLED": "true", "ADMIN_PASSWORD": "admin pages test",
 		"WEBHOOK_ALLOWED_HOSTS": "127.0.0.1"}})
 	token := a.Token(t, "admin")
 	if err := chromedp.Do(ctx); err != nil {
@@ -96,7 +96,7 @@ func TestAdminPagesInBrowser(t *testing.T) {
 		chromedp.Navigate(a.URL+"/pipelines"),
 		chromedp.WaitVisible(chromedp.ID("username")),
 		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "admin pages"+kb.Enter),
+		chromedp.SendKeys(chromedp.ID("password"), "admin pages test"+kb.Enter),
 		chromedp.WaitVisible(chromedp.CSS(`[name="pipeline-name"]`)),
 	)
 	if err != nil {

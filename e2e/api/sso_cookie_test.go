@@ -141,7 +141,7 @@ func TestSSONoticeOfOldMerges(t *testing.T) {
 	restart := func() string {
 		t.Helper()
 		a := apptest.New(t, apptest.Options{Role: "api", Env: env, DB: first.DB})
-		p := (&ssoEnv{t: t, app: a}).admin().do("GET", a.URL+"/", nil, "Accept", "text/html")
+		p := (&ssoEnv{t: t, app: a}).admin().do("GET", a.URL+"/status", nil, "Accept", "text/html")
 		return p.Body
 	}
 	if body := restart(); !strings.Contains(body, "merged@example.com") || !strings.Contains(body, "sso-link") {

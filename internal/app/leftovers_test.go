@@ -35,7 +35,7 @@ func browser(t *testing.T, base, user, password string) *nethttp.Client {
 // homePage returns / as c sees it, unescaped.
 func homePage(t *testing.T, c *nethttp.Client, base string) string {
 	t.Helper()
-	resp, err := c.Get(base + "/")
+	resp, err := c.Get(base + "/status")
 	if err != nil {
 		t.Fatal(err)
 	}
