@@ -89,7 +89,7 @@ var opsPage = template.Must(template.New("ops").Parse(pageHead + `
 <section aria-labelledby="h-workers">
 <h2 id="h-workers">Worker resources</h2>
 <div class="chart" id="chart-workers" role="img" aria-label="Resident memory of each process"></div>
-<div class="table-wrap"><table id="table-workers">
+<div class="table-wrap"><table id="table-workers" class="stack">
 <caption class="sr">Processes and their latest sample</caption>
 <thead><tr><th scope="col">Process</th><th scope="col">Role</th><th scope="col">CPU %</th><th scope="col">Memory MiB</th><th scope="col">Goroutines</th><th scope="col">Metrics dropped</th><th scope="col">Last seen</th></tr></thead>
 <tbody></tbody></table></div>

@@ -44,8 +44,17 @@ func adminAPI(t *testing.T, a *apptest.App, token, path string, v any) {
 func typeInto(ctx context.Context, t *testing.T, name, text string) {
 	t.Helper()
 	sel := fmt.Sprintf(`[name=%q]`, name)
-	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel)), chromedp.Clear(chromedp.CSS(sel)),
-		chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
+	// NOTE: chromedp.Clear empties the element without an input event, so
+	// the page's own state keeps the old value and the keys typed next are
+	// added to it: the field is emptied as a user's delete key does.
+	clear := fmt.Sprintf(`(function(){var e=document.querySelector(%q);e.value='';e.dispatchEvent(new Event('input',{bubbles:true}));return true})()`, sel)
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+		t.Fatalf("type into %s: %v", name, err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](clear)); err != nil {
+		t.Fatalf("type into %s: %v", name, err)
+	}
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(sel), text)); err != nil {
 		t.Fatalf("type into %s: %v", name, err)
 	}
 }

@@ -52,6 +52,18 @@
     return td;
   }
 
+  // labelCells gives each body cell its column's header as data-label,
+  // which a narrow screen shows beside the value when a .stack table's
+  // rows become cards.
+  function labelCells(tbody) {
+    var heads = tbody.parentNode.querySelectorAll("thead th");
+    Array.prototype.forEach.call(tbody.rows, function (tr) {
+      Array.prototype.forEach.call(tr.cells, function (td, i) {
+        if (heads[i] && td.colSpan === 1) td.setAttribute("data-label", heads[i].textContent);
+      });
+    });
+  }
+
   function link(href, text) {
     var a = document.createElement("a");
     a.href = href;
@@ -203,7 +215,10 @@
         scale: opts.right && opts.right.indexOf(label) >= 0 ? "right" : "y",
         value: function (u, v) { return v === null ? "–" : fmt(v); },
         // Points where uPlot shows none (too dense) but no line reaches.
-        points: { size: 7, filter: function (u, si, show) {
+        // Earlier series get larger points: series of equal values (p50,
+        // p95 and p99 of one document) draw concentric rings, each colour
+        // visible, not one point hiding the others.
+        points: { size: 7 + 4 * (labels.length - 1 - i), width: 2, fill: COLORS[i % COLORS.length], filter: function (u, si, show) {
           var idx = state.lone[si];
           return show || !idx || !idx.length ? null : idx;
         } } };
@@ -348,6 +363,7 @@
       h.push({ t: now, rss: (p.rss_bytes || 0) / 1048576 });
       if (h.length > HISTORY) h.shift();
     });
+    labelCells(tbody);
     var names = Object.keys(history).sort();
     var times = {};
     names.forEach(function (n) { history[n].forEach(function (s) { times[s.t] = true; }); });

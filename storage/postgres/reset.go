@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"docflow"
 )
@@ -147,6 +148,28 @@ func (s *ResetStore) Wipe(ctx context.Context, w docflow.ResetWipe) (counts map[
 			return nil, fmt.Errorf("reset: setting %s cannot be written by a reset", key)
 		}
 	}
+	// The ACCESS EXCLUSIVE locks are taken while steps and relays run:
+	// PostgreSQL may pick the reset as a deadlock's victim (40P01), which
+	// leaves nothing done, so the whole transaction is tried again.
+	for attempt := 1; ; attempt++ {
+		counts, err = s.wipeOnce(ctx, w)
+		var pgErr *pgconn.PgError
+		if err == nil || attempt == wipeAttempts || !errors.As(err, &pgErr) || (pgErr.Code != "40P01" && pgErr.Code != "40001") {
+			return counts, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		}
+	}
+}
+
+// wipeAttempts bounds Wipe's tries after deadlocks.
+const wipeAttempts = 5
+
+// wipeOnce is one try of Wipe's transaction.
+func (s *ResetStore) wipeOnce(ctx context.Context, w docflow.ResetWipe) (counts map[string]int64, err error) {
 	err = pgx.BeginFunc(ctx, s.db.Pool, func(tx pgx.Tx) error {
 		counts = map[string]int64{}
 		tables, err := wipedTables(ctx, tx)
