@@ -189,10 +189,12 @@ func New(cfg Config) (*Service, error) {
 	main.Handler, delay.Handler = s.handle, s.relay.Handle
 	var err error
 	if s.consumer, err = streams.NewConsumer(main); err != nil {
+		s.cancel() // ends the delay relay's goroutine
 		return nil, fmt.Errorf("new delivery: %w", err)
 	}
 	if len(delay.Topics) > 0 {
 		if s.delay, err = streams.NewConsumer(delay); err != nil {
+			s.cancel()
 			return nil, fmt.Errorf("new delivery: %w", err)
 		}
 	}
