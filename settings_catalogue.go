@@ -132,6 +132,7 @@ var (
 
 	// Notifications
 	WebhookTimeout                = secondsSetting(SettingDef{Key: "WEBHOOK_TIMEOUT", Category: "Notifications", Default: "10", Description: "Webhook delivery timeout in seconds", Check: AtLeast(1)})
+	WebhookConcurrency            = intSetting(SettingDef{Key: "WEBHOOK_CONCURRENCY", Category: "Notifications", Default: "4", Description: "Delivery attempts to one receiver (a webhook, an automation hook, a device, an admin channel) that may run at once: a receiver that hangs on some events keeps the other slots for its retries and newer events", Check: IntBetween(1, 64)})
 	WebhookRetryDelays            = durationsSetting(SettingDef{Key: "WEBHOOK_RETRY_DELAYS", Category: "Notifications", RestartRequired: true, Default: "60,300,900", Description: "Retry delays of a failed webhook delivery (jitter ±20 %)", Check: Durations()})
 	WebhookAllowedHosts           = listSetting(SettingDef{Key: "WEBHOOK_ALLOWED_HOSTS", Category: "Notifications", Description: "Hosts webhooks, automation hooks, the push relay and notification channels may be delivered to even when they resolve to private addresses: host (every port) or host:port (that port only; IPv6 as [addr]:port)", Check: AllowList()})
 	PushRelayURL                  = stringSetting(SettingDef{Key: "PUSH_RELAY_URL", Category: "Notifications", Default: "https://exp.host/--/api/v2/push/send", Description: "Push notification relay", Check: URLs("https", "http")})

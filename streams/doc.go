@@ -22,7 +22,7 @@
 //     at once, the way the relay publishes them.
 //   - delay.go: DelayRelay, which returns a message of a delay topic to its
 //     target topic once due (the pipeline's and the deliveries' retry
-//     tiers).
+//     tiers), every waiting message in one heap under one timer.
 //   - lag.go: each partition's lag behind a consumer group.
 //   - control.go: the control topic, read by every process from its end
 //     without a group (ControlListener), and its message: a system reset.

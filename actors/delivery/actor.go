@@ -57,11 +57,17 @@ type runningJob struct {
 type stallCheck struct{}
 
 // subscriberActor queues the attempts to one subscriber and runs at most
-// limit at once (one, a probe, while the latest failed), each on a
-// goroutine of its own: Receive never waits on a receiver. Once an
-// attempt has gone unanswered for StallAfter, the subscriber's whole
-// queue, and every job it receives while stalled, is postponed to the
-// first delay topic, or a later one for an attempt postponed before (no
+// its limit (Service.perSubscriber, WEBHOOK_CONCURRENCY) at once (while
+// the latest was refused or failed, one probe beside the attempts
+// unanswered for StallAfter; an attempt that timed out hung on its own
+// event and counts as no refusal), each on a
+// goroutine of its own: Receive never waits on a receiver. An attempt
+// that hangs holds its slot alone: the others take the queue in turn, so
+// a retry or a newer event to a receiver that hangs on some events is
+// sent on time. Once every slot is held by an attempt unanswered for
+// StallAfter (the subscriber is stalled), the subscriber's whole queue,
+// and every job it receives while stalled, is postponed to the first
+// delay topic, or a later one for an attempt postponed before (no
 // attempt counted; Service.postponement), and its event acknowledged, and
 // so are the stalled attempts' jobs (the attempt still records its
 // outcome when it ends; the postponed copy is then stale). While it
@@ -72,7 +78,6 @@ type stallCheck struct{}
 // receiver's queue is bounded by that window alone.
 type subscriberActor struct {
 	s       *Service
-	limit   int
 	seq     uint64
 	running map[uint64]*runningJob
 	failing bool
@@ -104,8 +109,9 @@ func (a *subscriberActor) Receive(c *actor.Context) {
 	default:
 		return
 	}
+	limit := a.s.perSubscriber()
 	if len(a.s.tiers) > 0 {
-		if a.stalled(now) {
+		if a.stalled(now, limit) {
 			// Nothing waits behind a stalled attempt, and the stalled
 			// attempts' events are let go: the consumer's window moves on.
 			for _, r := range a.running {
@@ -120,9 +126,10 @@ func (a *subscriberActor) Receive(c *actor.Context) {
 		}
 	}
 	engine, self := c.Engine(), c.PID()
-	limit := a.limit
 	if a.failing {
-		limit = 1 // a probe at a time while the receiver fails
+		// A probe at a time while the receiver fails, beside the attempts
+		// that hang on their own events.
+		limit = min(limit, 1+a.stalledCount(now))
 	}
 	for len(a.running) < limit && len(a.queue) > 0 {
 		j := a.queue[0]
@@ -152,14 +159,22 @@ func (a *subscriberActor) Receive(c *actor.Context) {
 	}
 }
 
-// stalled reports whether an attempt has gone unanswered for StallAfter.
-func (a *subscriberActor) stalled(now time.Time) bool {
+// stalled reports whether every one of the limit slots is held by an
+// attempt unanswered for StallAfter: nothing in the queue could start.
+func (a *subscriberActor) stalled(now time.Time, limit int) bool {
+	n := a.stalledCount(now)
+	return n > 0 && n >= limit
+}
+
+// stalledCount is how many attempts have gone unanswered for StallAfter.
+func (a *subscriberActor) stalledCount(now time.Time) int {
+	n := 0
 	for _, r := range a.running {
 		if now.Sub(r.at) >= a.s.cfg.StallAfter {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }
 
 // slow reports whether the queue beyond MaxQueue goes to the retry topic
@@ -197,7 +212,7 @@ func (s *Service) submit(j *job) {
 	pid, ok := s.actors[key]
 	if !ok {
 		pid = s.cfg.Actors.Spawn(func() actor.Receiver {
-			return &subscriberActor{s: s, limit: s.cfg.PerSubscriber, running: map[uint64]*runningJob{}}
+			return &subscriberActor{s: s, running: map[uint64]*runningJob{}}
 		}, "delivery", actors.SpawnOpts(s.log, actor.WithID(key))...)
 		s.actors[key] = pid
 	}
@@ -208,7 +223,8 @@ func (s *Service) submit(j *job) {
 
 // attempt makes one attempt of j and records it; j is resolved unless the
 // service stopped before the outcome was recorded. failed reports a
-// receiver that did not take the delivery.
+// receiver that refused the delivery or failed it other than by timing
+// out (a receiver that hangs on one event may answer the next).
 //
 // free is called once the receiver answered (or not), before the outcome
 // is recorded: the subscriber's slot goes to its next attempt while the
@@ -261,7 +277,8 @@ func (s *Service) attempt(j *job, free func(failed bool)) (failed bool) {
 	if res.Err != nil {
 		r = Result{Err: res.Err}
 	}
-	if r.Err != nil && errors.Is(r.Err, context.DeadlineExceeded) {
+	hung := r.Err != nil && errors.Is(r.Err, context.DeadlineExceeded)
+	if hung {
 		r.Err = &netguard.Failure{Class: fmt.Sprintf("timed out after %v", timeout), Err: r.Err}
 	}
 	a := docflow.DeliveryAttempt{DeliveryID: d.ID, Attempt: n, StatusCode: r.StatusCode,
@@ -282,9 +299,10 @@ func (s *Service) attempt(j *job, free func(failed bool)) (failed bool) {
 			}
 		}
 	}
-	free(a.Status != docflow.DeliveryDelivered)
+	failed = a.Status != docflow.DeliveryDelivered && !hung
+	free(failed)
 	if !s.record(docflow.RecordedAttempt{Subscriber: d.Subscriber, Attempt: a, Retry: retry}) {
-		return a.Status != docflow.DeliveryDelivered
+		return failed
 	}
 	if a.Unsubscribe {
 		s.targets.Remove(d.Subscriber)
@@ -303,7 +321,7 @@ func (s *Service) attempt(j *job, free func(failed bool)) (failed bool) {
 	ev.Int("attempt", n).Int("status_code", r.StatusCode).Str("error", a.Error).Str("status", a.Status).
 		Dur("took", a.Duration).Msg("delivery attempt")
 	j.resolve()
-	return a.Status != docflow.DeliveryDelivered
+	return failed
 }
 
 // record writes attempt r, with the next batch when the store takes

@@ -74,7 +74,7 @@ type Config struct {
 	// attempt.
 	Timeout time.Duration
 	// PerSubscriber is how many attempts to one subscriber run at once.
-	// Default 8.
+	// Default WEBHOOK_CONCURRENCY, read as each actor takes a message.
 	PerSubscriber int
 	// MaxQueue is how many attempts may wait for a subscriber that is
 	// failing (its latest attempt failed) or slow (its latest attempt took
@@ -154,9 +154,6 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Jitter <= 0 {
 		cfg.Jitter = 0.2
 	}
-	if cfg.PerSubscriber <= 0 {
-		cfg.PerSubscriber = 8
-	}
 	if cfg.MaxQueue <= 0 {
 		cfg.MaxQueue = 64
 	}
@@ -192,14 +189,25 @@ func New(cfg Config) (*Service, error) {
 	main.Handler, delay.Handler = s.handle, s.relay.Handle
 	var err error
 	if s.consumer, err = streams.NewConsumer(main); err != nil {
+		s.cancel() // ends the delay relay's goroutine
 		return nil, fmt.Errorf("new delivery: %w", err)
 	}
 	if len(delay.Topics) > 0 {
 		if s.delay, err = streams.NewConsumer(delay); err != nil {
+			s.cancel()
 			return nil, fmt.Errorf("new delivery: %w", err)
 		}
 	}
 	return s, nil
+}
+
+// perSubscriber is how many attempts to one subscriber may run at once:
+// Config.PerSubscriber, else WEBHOOK_CONCURRENCY.
+func (s *Service) perSubscriber() int {
+	if s.cfg.PerSubscriber > 0 {
+		return s.cfg.PerSubscriber
+	}
+	return max(docflow.WebhookConcurrency.Get(s.cfg.Settings), 1)
 }
 
 func (s *Service) retryTopics() []string {

@@ -9,8 +9,9 @@
 // the store records one delivery per (event id, subscriber) in PostgreSQL,
 // idempotently, and each delivery goes to the actor of its subscriber,
 // which makes the attempt on a goroutine of its own (never inside Receive)
-// with at most PerSubscriber attempts at once, so a slow or dead receiver
-// only ever delays its own deliveries. An event is acknowledged once
+// with at most WEBHOOK_CONCURRENCY attempts at once, so a slow or dead
+// receiver only ever delays its own deliveries, and one that hangs on some
+// events only those: the other slots take its retries and newer events. An event is acknowledged once
 // every one of its deliveries is resolved: delivered, given up, dropped,
 // or recorded as failed together with its retry, which the same
 // transaction writes to the outbox for the delay topic of its tier. The
@@ -22,11 +23,12 @@
 //
 // The actors: "delivery/<kind>:<id>" (delivery/webhook:3), one per
 // subscriber with deliveries. Each queues its subscriber's attempts,
-// starts at most PerSubscriber at once, each on a goroutine (the request
+// starts at most WEBHOOK_CONCURRENCY at once, each on a goroutine (the request
 // under WEBHOOK_TIMEOUT through actors.RunTimed), and records each attempt
 // with its retry in a batch of attempts before the acknowledgement. A
-// subscriber whose attempt went unanswered for StallAfter has its whole
-// queue postponed to the retry tiers, a failing or slow one its queue
+// subscriber all of whose slots hold attempts unanswered for StallAfter
+// has its whole queue postponed to the retry tiers, a failing or slow one
+// its queue
 // beyond MaxQueue (subscriberActor says how): a slow or dead receiver
 // holds only its own actor's slots, not memory nor the consumer's
 // in-flight window.

@@ -32,9 +32,9 @@
 // (group-committed write, write-through publish, acknowledgement; a panic
 // in it dead-letters the delivery), which lets the actor take its next
 // task meanwhile; a running step's lease is
-// renewed from a timer (time.AfterFunc), not a waiting goroutine. Per
-// delayed task, a goroutine waits until it is due (the delay relay). Per
-// engine: two group-commit flushers each for claims and results, the
+// renewed from a timer (time.AfterFunc), not a waiting goroutine. The
+// delayed tasks wait in the delay relay's one heap, on its one goroutine
+// and timer, however many they are. Per engine: two group-commit flushers each for claims and results, the
 // write-through flusher, the stall detector and the worker heartbeat. Stop
 // waits for all of them.
 //

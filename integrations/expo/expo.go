@@ -1,8 +1,9 @@
 // Package expo is the client of the Expo push service, which the mobile
-// app's push tokens belong to: one message per attempt, under the rule
-// that keeps events going out off the service's own network
-// (internal/netguard with WEBHOOK_ALLOWED_HOSTS). actors/delivery decides
-// when and to which device; this package makes one attempt.
+// app's push tokens belong to, under the rule that keeps events going out
+// off the service's own network (internal/netguard with
+// WEBHOOK_ALLOWED_HOSTS). actors/delivery decides when and to which
+// device; this package makes one attempt per message, the attempts made
+// at the same time sharing requests of up to 100 messages (batch.go).
 package expo
 
 import (
@@ -25,8 +26,9 @@ import (
 // turned off).
 const DeviceNotRegistered = "DeviceNotRegistered"
 
-// maxResponseBody is how much of the relay's answer is read.
-const maxResponseBody = 64 << 10
+// maxResponseBody is how much of the relay's answer is read: the tickets
+// of a request of 100 messages take a few KiB.
+const maxResponseBody = 256 << 10
 
 // DeviceDeactivator deactivates a device the relay reported unregistered
 // (postgres.DeviceStore).
@@ -53,8 +55,11 @@ type ticket struct {
 }
 
 // Sender delivers document.processed to a device through the push relay
-// at PUSH_RELAY_URL (read at each attempt): a POST of a JSON array of one
-// message, {to, title, body, data: {file_id}}. The relay's connections
+// at PUSH_RELAY_URL (read at each request): a POST of a JSON array of
+// messages, {to, title, body, data: {file_id}}, up to 100 of them, the
+// messages of the attempts under way at once (the relay answers a ticket
+// per message, in order, and each attempt's outcome is its own message's
+// ticket), at most 6 requests at a time. The relay's connections
 // follow the webhooks' rule: a private or internal address is refused
 // unless WEBHOOK_ALLOWED_HOSTS admits its host and port; no redirects are
 // followed. A ticket with DeviceNotRegistered deactivates the device and
@@ -64,14 +69,17 @@ type Sender struct {
 	settings docflow.SettingsStore
 	devices  DeviceDeactivator
 	client   *http.Client
+	batch    *batcher
 }
 
 // NewSender builds the sender.
 func NewSender(settings docflow.SettingsStore, devices DeviceDeactivator) *Sender {
-	return &Sender{settings: settings, devices: devices,
-		client: netguard.Client(netguard.ClientOptions{MaxIdleConnsPerHost: 256, Dialer: netguard.Dialer{
+	p := &Sender{settings: settings, devices: devices,
+		client: netguard.Client(netguard.ClientOptions{MaxIdleConnsPerHost: maxRequests, Dialer: netguard.Dialer{
 			Timeout: 10 * time.Second,
 			Allowed: func() []string { return docflow.WebhookAllowedHosts.Get(settings) }}})}
+	p.batch = &batcher{post: p.post}
+	return p
 }
 
 // MessageFor is the message telling a device that ev's document finished
@@ -90,21 +98,48 @@ func MessageFor(token string, ev docflow.Event) Message {
 		Data: map[string]any{"file_id": ev.Data["file_id"]}}
 }
 
-// Send pushes d's event to the device t: one attempt, bounded by ctx.
+// Send pushes d's event to the device t: one attempt, bounded by ctx, its
+// message sent in a request with the others under way.
 func (p *Sender) Send(ctx context.Context, t docflow.DeliveryTarget, d *docflow.EventDelivery) docflow.DeliveryResult {
+	o := p.batch.send(ctx, MessageFor(t.PushToken, d.Event))
+	if o.err != nil {
+		return docflow.DeliveryResult{StatusCode: o.status, Err: o.err}
+	}
+	tk := o.tk
+	if tk.Status == "ok" {
+		return docflow.DeliveryResult{StatusCode: o.status}
+	}
+	if tk.Details.Error == DeviceNotRegistered {
+		if err := p.devices.DeactivateDevice(ctx, d.Subscriber.ID); err != nil {
+			return docflow.DeliveryResult{StatusCode: o.status,
+				Err: fmt.Errorf("%s; deactivate device: %w", DeviceNotRegistered, err)}
+		}
+		return docflow.DeliveryResult{StatusCode: o.status, Final: true,
+			Err: errors.New(DeviceNotRegistered + ": device deactivated")}
+	}
+	return docflow.DeliveryResult{StatusCode: o.status,
+		Err: fmt.Errorf("relay refused the message: %s %s", tk.Details.Error, tk.Message)}
+}
+
+// post makes one request of msgs under WEBHOOK_TIMEOUT and returns the
+// answer's status and its tickets, or the request's error (a network
+// error, a non-2xx answer, an answer without tickets).
+func (p *Sender) post(msgs []Message) (int, []ticket, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), docflow.WebhookTimeout.Get(p.settings))
+	defer cancel()
 	url := docflow.PushRelayURL.Get(p.settings)
 	if url == "" {
 		// The default is the Expo push service, which the mobile app's
 		// push tokens belong to.
 		url = docflow.PushRelayURL.Default()
 	}
-	body, err := json.Marshal([]Message{MessageFor(t.PushToken, d.Event)})
+	body, err := json.Marshal(msgs)
 	if err != nil {
-		return docflow.DeliveryResult{Err: err}
+		return 0, nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
-		return docflow.DeliveryResult{Err: err}
+		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
@@ -113,12 +148,12 @@ func (p *Sender) Send(ctx context.Context, t docflow.DeliveryTarget, d *docflow.
 	// decompresses the answer.
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return docflow.DeliveryResult{Err: netguard.Public(err)}
+		return 0, nil, netguard.Public(err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
 	if err != nil {
-		return docflow.DeliveryResult{StatusCode: resp.StatusCode, Err: fmt.Errorf("read relay answer: %w", err)}
+		return resp.StatusCode, nil, fmt.Errorf("read relay answer: %w", err)
 	}
 	var out struct {
 		Data   json.RawMessage `json:"data"`
@@ -133,37 +168,8 @@ func (p *Sender) Send(ctx context.Context, t docflow.DeliveryTarget, d *docflow.
 		if len(out.Errors) > 0 {
 			msg += ": " + out.Errors[0].Code + " " + out.Errors[0].Message
 		}
-		return docflow.DeliveryResult{StatusCode: resp.StatusCode, Err: errors.New(msg)}
+		return resp.StatusCode, nil, errors.New(msg)
 	}
-	tk, err := firstTicket(out.Data)
-	if err != nil {
-		return docflow.DeliveryResult{StatusCode: resp.StatusCode, Err: err}
-	}
-	if tk.Status == "ok" {
-		return docflow.DeliveryResult{StatusCode: resp.StatusCode}
-	}
-	if tk.Details.Error == DeviceNotRegistered {
-		if err := p.devices.DeactivateDevice(ctx, d.Subscriber.ID); err != nil {
-			return docflow.DeliveryResult{StatusCode: resp.StatusCode,
-				Err: fmt.Errorf("%s; deactivate device: %w", DeviceNotRegistered, err)}
-		}
-		return docflow.DeliveryResult{StatusCode: resp.StatusCode, Final: true,
-			Err: errors.New(DeviceNotRegistered + ": device deactivated")}
-	}
-	return docflow.DeliveryResult{StatusCode: resp.StatusCode,
-		Err: fmt.Errorf("relay refused the message: %s %s", tk.Details.Error, tk.Message)}
-}
-
-// firstTicket reads the ticket of the request's one message: Expo answers
-// an array request with an array of tickets (an object for an object).
-func firstTicket(data json.RawMessage) (ticket, error) {
-	var tks []ticket
-	if err := json.Unmarshal(data, &tks); err == nil && len(tks) > 0 {
-		return tks[0], nil
-	}
-	var tk ticket
-	if err := json.Unmarshal(data, &tk); err == nil && tk.Status != "" {
-		return tk, nil
-	}
-	return ticket{}, errors.New("relay answer holds no push ticket")
+	tks, err := tickets(out.Data, len(msgs))
+	return resp.StatusCode, tks, err
 }

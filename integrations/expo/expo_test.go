@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"unicode/utf8"
@@ -27,9 +28,14 @@ func (m pushSettings) Set(context.Context, string, string) (*docflow.Setting, er
 }
 func (m pushSettings) Delete(context.Context, string) error { return nil }
 
-type deactivated struct{ ids []int64 }
+type deactivated struct {
+	mu  sync.Mutex
+	ids []int64
+}
 
 func (d *deactivated) DeactivateDevice(_ context.Context, id int64) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.ids = append(d.ids, id)
 	return nil
 }

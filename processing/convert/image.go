@@ -61,7 +61,10 @@ func (c *Converter) image(ctx context.Context, in, mt, out string) error {
 		// img2pdf refuses some valid images (PNG with alpha, unusual BMP
 		// headers): decode them here, flatten on white and try again.
 		flat := filepath.Join(dir, "flat.png")
-		if ferr := flatten(in, flat); ferr != nil {
+		if ferr := flatten(in, flat, c.opts.MaxPixels, proc.MemoryLimit()); ferr != nil {
+			if docflow.ErrorCode(ferr) == docflow.EINVALID {
+				return ferr // too large to decode: that is the reason to give
+			}
 			return invalidIfFailed(fmt.Errorf("image to pdf: %w; decode: %v", err, ferr))
 		}
 		if _, err := proc.Run(ctx, proc.Cmd{Path: bin, Args: []string{"--output", dst, flat}, Dir: dir, Timeout: c.opts.ToolTimeout}); err != nil {
@@ -239,13 +242,36 @@ func gifFrames(r *bufio.Reader, limit int) ([][2]int64, error) {
 
 // flatten decodes the first frame (all frames of a GIF are not needed for
 // the fallback: img2pdf handles animated GIFs itself), composes it over
-// white and writes an opaque PNG.
-func flatten(in, out string) error {
+// white and writes an opaque PNG. It is the one image decoder run in
+// process, so it reads the header first (image.DecodeConfig: a few bytes,
+// nothing allocated for pixels) and refuses, with EINVALID, an image of
+// more than maxPixels pixels or whose decoding would need more memory than
+// memLimit, the bound the external tools run under (proc.MemoryLimit,
+// TOOL_MEMORY_LIMIT; 0 = none): the decoded image and the white canvas.
+func flatten(in, out string, maxPixels, memLimit int64) error {
 	f, err := os.Open(in)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	cfg, format, err := image.DecodeConfig(bufio.NewReader(f))
+	if err != nil {
+		return docflow.Errorf(docflow.EINVALID, "unreadable image header: %v", err)
+	}
+	w, h := int64(cfg.Width), int64(cfg.Height)
+	if w <= 0 || h <= 0 {
+		return docflow.Errorf(docflow.EINVALID, "image has an empty size %dx%d", w, h)
+	}
+	if px := w * h; px > maxPixels {
+		return docflow.Errorf(docflow.EINVALID, "image is %dx%d = %d pixels, more than the limit of %d (decompression bomb?)", w, h, px, maxPixels)
+	}
+	if need := decodeMemory(cfg, format); memLimit > 0 && need > memLimit {
+		return docflow.Errorf(docflow.EINVALID, "decoding the %dx%d image would need about %s, more than the processing tools may use (TOOL_MEMORY_LIMIT, %s)",
+			w, h, proc.FormatBytes(need), proc.FormatBytes(memLimit))
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
 	img, _, err := image.Decode(bufio.NewReader(f))
 	if err != nil {
 		return err
@@ -263,4 +289,31 @@ func flatten(in, out string) error {
 		return err
 	}
 	return o.Close()
+}
+
+// decodeMemory estimates the bytes flatten holds for an image of cfg: the
+// decoded pixels in the decoder's layout, a JPEG's coefficients (a
+// progressive one keeps them all, four bytes for each of three samples),
+// and the RGBA canvas.
+func decodeMemory(cfg image.Config, format string) int64 {
+	px := int64(cfg.Width) * int64(cfg.Height)
+	per := int64(4)
+	switch cfg.ColorModel {
+	case color.GrayModel, color.AlphaModel:
+		per = 1
+	case color.Gray16Model, color.Alpha16Model:
+		per = 2
+	case color.RGBA64Model, color.NRGBA64Model:
+		per = 8
+	case color.YCbCrModel:
+		per = 3
+	default:
+		if _, ok := cfg.ColorModel.(color.Palette); ok {
+			per = 1
+		}
+	}
+	if format == "jpeg" {
+		per += 12
+	}
+	return px * (per + 4)
 }
