@@ -78,9 +78,11 @@ const (
 	// maxLease bounds a batch of permits.
 	maxLease = 50
 	shards   = 64
-	// sweepAt is the number of keys of a shard past which lapsed ones
-	// are dropped.
-	sweepAt = 20_000
+	// sweepAt is the number of keys of a shard (64 of them) past which
+	// lapsed ones are dropped, at most every sweepEvery: a full sweep of
+	// live keys is not repeated for each new key.
+	sweepAt    = 2_000
+	sweepEvery = time.Second
 )
 
 // ErrUnavailable is returned while the store is left alone after a
@@ -114,7 +116,8 @@ type Shared struct {
 	now    func() time.Time
 	shards [shards]struct {
 		sync.Mutex
-		m map[string]*bucket
+		m     map[string]*bucket
+		swept time.Time
 	}
 	// down is set while the store is failing; retryAt (UnixNano) is when
 	// it is asked again.
@@ -208,8 +211,9 @@ func (l *Shared) bucket(key string) *bucket {
 	defer sh.Unlock()
 	b := sh.m[key]
 	if b == nil {
-		if len(sh.m) >= sweepAt {
-			sweep(sh.m, l.now())
+		if now := l.now(); len(sh.m) >= sweepAt && now.Sub(sh.swept) >= sweepEvery {
+			sh.swept = now
+			sweep(sh.m, now)
 		}
 		b = &bucket{}
 		sh.m[key] = b
