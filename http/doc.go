@@ -31,7 +31,8 @@
 //     and download deadlines that move with progress, the minimum download
 //     rate, connections per client address.
 //   - ratelimit.go: the sliding-window rate limits, per user or address
-//     (an IPv6 /64 is one address).
+//     (an IPv6 /64 is one address), shared by every api process through
+//     Config.SharedLimits, in memory without it or while it fails.
 //   - security.go: security headers, CORS for CORS_ALLOWED_ORIGINS, the
 //     refusal of cross-site state-changing requests, NUL screening.
 //   - rebind.go: single-user mode answers only requests addressed to its

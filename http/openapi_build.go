@@ -87,7 +87,7 @@ Every error is a JSON object `+"`{\"detail\": \"…\"}`"+` whose detail says wha
 
 ## Limits (this server's settings now)
 - JSON bodies: at most %d bytes (MAX_REQUEST_BODY_SIZE); uploads at most %d bytes (MAX_UPLOAD_SIZE); larger ones get 413.
-- Rate limits, per user when signed in and per client address otherwise (RATE_LIMITING_ENABLED=%t): %s for most routes (RATE_LIMIT_DEFAULT), %s for uploads (RATE_LIMIT_UPLOAD), %s for sign-in (RATE_LIMIT_AUTH). Each route says its class; over it, 429 with Retry-After.
+- Rate limits, per user when signed in and per client address otherwise, counted across every api process (RATE_LIMITING_ENABLED=%t): %s for most routes (RATE_LIMIT_DEFAULT), %s for uploads (RATE_LIMIT_UPLOAD), %s for sign-in (RATE_LIMIT_AUTH). Each route says its class; over it, 429 with Retry-After.
 - Uploads per signed-in user: %d per %d s (UPLOAD_RATE_LIMIT_PER_USER, UPLOAD_RATE_LIMIT_WINDOW), fewer under load.`,
 		docflow.TokenPrefix, SessionCookie,
 		docflow.MaxRequestBodySize.Get(st), docflow.MaxUploadSize.Get(st), docflow.RateLimitingEnabled.Get(st),

@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"hash/fnv"
 	"math"
 	"sync"
@@ -25,9 +26,21 @@ type window struct {
 
 const limiterShards = 64
 
-// rateLimiter keeps sliding-window counters per key in memory. NOTE: limits
-// are per process; with several api processes behind a balancer each
-// enforces its share.
+// SharedLimiter holds a rate limit across every process that shares it
+// (internal/ratelimit over PostgreSQL, wired by internal/app). Take spends
+// one request of key under limit per period: ok false when the shared
+// window is full, with the wait until it ends; an error when the shared
+// store failed, and then this process's in-memory limiter decides (fail
+// open to a per-process limit; the limiter logs the outage).
+type SharedLimiter interface {
+	Take(ctx context.Context, key string, limit int, period time.Duration) (ok bool, retryAfter time.Duration, err error)
+}
+
+// rateLimiter keeps sliding-window counters per key in memory: the API's
+// limits when no SharedLimiter is configured or while it fails, and the
+// bearer-token failure limit (per process, authfail.go). NOTE: alone, its
+// limits are per process; with several api processes behind a balancer
+// each enforces its share.
 type rateLimiter struct {
 	now    func() time.Time
 	shards [limiterShards]struct {
@@ -125,7 +138,8 @@ func (l *rateLimiter) sweep(m map[string]*window, now time.Time, period time.Dur
 }
 
 // rateLimit applies the route's class: per user when authenticated, per
-// client address otherwise (an IPv6 /64 counts as one address: addrKey).
+// client address otherwise (an IPv6 /64 counts as one address: addrKey);
+// across every api process when Config.SharedLimits is set.
 func (s *Server) rateLimit(c *fasthttp.RequestCtx, class Limit, user *docflow.User) error {
 	if class == LimitNone || !docflow.RateLimitingEnabled.Get(s.cfg.Settings) {
 		return nil
@@ -149,10 +163,25 @@ func (s *Server) rateLimit(c *fasthttp.RequestCtx, class Limit, user *docflow.Us
 	} else {
 		key = name + "|ip|" + s.auth.clientKey(c)
 	}
+	if shared := s.cfg.SharedLimits; shared != nil {
+		ok, wait, err := shared.Take(RequestContext(c), key, r.N, r.Period)
+		if err == nil {
+			if !ok {
+				return rateLimited(r, int(math.Max(1, math.Ceil(wait.Seconds()))))
+			}
+			return nil
+		}
+		// The shared store failed: this process's limit decides.
+	}
 	if ok, retry := s.limiter.allow(key, r); !ok {
-		e := docflow.Errorf(docflow.ERATELIMIT, "Rate limit exceeded: %d per %s", r.N, r.Unit)
-		e.RetryAfter = retry
-		return e
+		return rateLimited(r, retry)
 	}
 	return nil
+}
+
+// rateLimited is the 429 of a rate limit r, retry seconds to wait.
+func rateLimited(r rate, retry int) error {
+	e := docflow.Errorf(docflow.ERATELIMIT, "Rate limit exceeded: %d per %s", r.N, r.Unit)
+	e.RetryAfter = retry
+	return e
 }

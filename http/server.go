@@ -100,6 +100,10 @@ type Config struct {
 	// settings, leftovers of single-user mode); the home page shows them
 	// to administrators only. nil = none.
 	AdminNotices func(ctx context.Context) []string
+	// SharedLimits holds the rate limits (RATE_LIMIT_DEFAULT, _UPLOAD,
+	// _AUTH) across every api process sharing the database; nil: each
+	// process limits alone (ratelimit.go).
+	SharedLimits SharedLimiter
 	// LoginThrottleRuns bounds the runs of failed sign-ins the sign-in
 	// throttle remembers (authfail.go); 0 = 100,000. Tests set a small
 	// bound to reach it with few requests.

@@ -74,6 +74,19 @@ type Config struct {
 	Resolver Resolver
 	// Recorder receives one MetricIntake per offered document (nil = none).
 	Recorder docflow.Recorder
+	// SharedLimits holds the per-user upload window across every api
+	// process sharing the database (nil: per process, in memory).
+	SharedLimits SharedLimiter
+}
+
+// SharedLimiter is a rate limit every process shares (internal/ratelimit
+// over PostgreSQL, wired by internal/app). Take spends one upload of key
+// under limit per period: ok false when the shared window is full; an
+// error when the shared store failed, and then this process's in-memory
+// window decides (fail open to a per-process limit; the limiter logs the
+// outage).
+type SharedLimiter interface {
+	Take(ctx context.Context, key string, limit int, period time.Duration) (ok bool, retryAfter time.Duration, err error)
 }
 
 // Resolver is the part of *net.Resolver the URL fetcher uses.
@@ -154,7 +167,7 @@ func (s *Service) Admit(ctx context.Context, user *docflow.User, channel string)
 		if err != nil {
 			return nil // the HTTP layer logs an unusable RATE_LIMIT_UPLOAD
 		}
-		if !s.window.take("", s.now(), r.Period, r.N) {
+		if !s.takeWindow(ctx, "", r.Period, r.N) {
 			e := docflow.Errorf(docflow.ERATELIMIT, "Rate limit exceeded: %d per %s", r.N, r.Unit)
 			e.RetryAfter = max(1, int(r.Period.Seconds())/2)
 			return e
@@ -167,12 +180,27 @@ func (s *Service) Admit(ctx context.Context, user *docflow.User, channel string)
 		return nil
 	}
 	limit := effectiveLimit(base, s.load.current(ctx))
-	if !s.window.take(*owner, s.now(), time.Duration(secs)*time.Second, limit) {
+	if !s.takeWindow(ctx, *owner, time.Duration(secs)*time.Second, limit) {
 		e := docflow.Errorf(docflow.ERATELIMIT, "Rate limit exceeded: %d per %d seconds", limit, secs)
 		e.RetryAfter = max(1, secs/2)
 		return e
 	}
 	return nil
+}
+
+// takeWindow counts one upload of owner ("" the anonymous single user)
+// when fewer than limit happened in the last span: in the window every
+// process shares when there is one and it answers, else in this
+// process's.
+func (s *Service) takeWindow(ctx context.Context, owner string, span time.Duration, limit int) bool {
+	if s.cfg.SharedLimits != nil {
+		// The single user's key ends in "": no user id is empty.
+		ok, _, err := s.cfg.SharedLimits.Take(ctx, "upload-window|"+owner, limit, span)
+		if err == nil {
+			return ok
+		}
+	}
+	return s.window.take(owner, s.now(), span, limit)
 }
 
 // policy returns the owner's daily limit (0 = unlimited) after checking

@@ -15,9 +15,9 @@ import (
 // limit reacts to sustained load, not to one request.
 const loadCacheTTL = 5 * time.Second
 
-// window is a per-user sliding log of upload times. NOTE: it lives in this
-// process; several api processes each enforce the limit on what they see,
-// as the request rate limits of the http package do.
+// window is a per-user sliding log of upload times, in this process: the
+// window when no Config.SharedLimits is set or while it fails. NOTE: alone,
+// several api processes each enforce the limit on what they see.
 type window struct {
 	mu    sync.Mutex
 	users map[string][]time.Time

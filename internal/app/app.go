@@ -30,6 +30,7 @@ import (
 	"docflow/integrations/notify"
 	"docflow/integrations/smtp"
 	"docflow/internal/netguard"
+	"docflow/internal/ratelimit"
 	"docflow/storage/blob"
 	"docflow/storage/postgres"
 	"docflow/streams"
@@ -148,6 +149,8 @@ type App struct {
 	sso *ssoState
 	// reset is the system reset (reset.go).
 	reset *systemReset
+	// limits are the rate limits every process shares (ratelimit.go).
+	limits *ratelimit.Shared
 
 	listener net.Listener
 	closers  []func(ctx context.Context) error
@@ -393,8 +396,9 @@ func (m *App) startCore(ctx context.Context) error {
 	m.Files.SetListConcurrency(docflow.ListQueryConcurrency.Get(m.Settings))
 	m.Runs = postgres.NewRunStore(m.DB)
 	m.Embeddings = steps.NewEmbeddingRuns(postgres.NewEmbeddingStore(m.DB))
+	m.startRateLimits(ctx)
 	icfg := intake.Config{Files: m.Files, Blobs: m.Blobs, Settings: m.Settings, Recorder: m.Recorder,
-		Log: m.Log.With().Str("component", "intake").Logger(), WorkDir: m.Workdir}
+		Log: m.Log.With().Str("component", "intake").Logger(), WorkDir: m.Workdir, SharedLimits: m.limits}
 	if m.cfg.Intake != nil {
 		m.cfg.Intake(&icfg)
 	}

@@ -18,7 +18,7 @@
 // them, see postgres.SettingsStore.Start), the
 // metrics recorder and the Prometheus series, the broker (embedded when
 // KAFKA_BROKERS is empty), topics, producer, outbox relay, blob store,
-// intake and watch folders, blob sweep, the actor engine, the steps and
+// the shared rate limits, intake and watch folders, blob sweep, the actor engine, the steps and
 // their registry, the pipeline engine and event delivery (serve, worker),
 // the search index and indexer (serve, api), HTTP. Each part registers its
 // closer as it is built; on SIGTERM, or when Build fails half-way, Close
@@ -52,6 +52,9 @@
 //     browser.
 //   - database.go: the database wizard of the process (its migrations
 //     stop at Close and stay resumable).
+//   - ratelimit.go: the rate limits every process shares in PostgreSQL
+//     (the API's and the per-user upload window) and the sweep of their
+//     expired windows.
 //   - sweep.go: the blob sweep's schedule (one process at a time, under an
 //     advisory lock).
 //   - reset.go: the system reset (wipe, work files, reimport,

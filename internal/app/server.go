@@ -53,6 +53,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 		UserState:    m.users.state,
 		Now:          m.cfg.Now,
 		AdminNotices: m.adminNotices,
+		SharedLimits: m.limits,
 	}
 	if m.cfg.HTTP != nil {
 		m.cfg.HTTP(&hcfg)

@@ -25,6 +25,9 @@
 // Files and their runs:
 //   - idempotency.go: the Idempotency-Key store: keys claimed, completed
 //     with their answer, released, expired ones swept.
+//   - ratelimit.go: the rate limits every process shares: permits of a
+//     sliding-window counter leased in one statement, expired windows
+//     swept (internal/ratelimit spends the leases).
 //   - ingest.go, upload_policy.go: intake's writes (a docflow.IngestRecord
 //     in one transaction, the duplicate check and the daily count inside
 //     it) and the uploader's limits.
