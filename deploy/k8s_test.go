@@ -409,9 +409,13 @@ func checkTermination(t *testing.T, name string, spec corev1.PodSpec) {
 			}
 		}
 	}
-	if spec.TerminationGracePeriodSeconds == nil || time.Duration(*spec.TerminationGracePeriodSeconds)*time.Second <= pause+bound {
+	var grace time.Duration
+	if spec.TerminationGracePeriodSeconds != nil {
+		grace = time.Duration(*spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	if grace <= pause+bound {
 		t.Errorf("%s: terminationGracePeriodSeconds %v, want above %v (preStop) + %v (docflow's shutdown bound)",
-			name, spec.TerminationGracePeriodSeconds, pause, bound)
+			name, grace, pause, bound)
 	}
 }
 
