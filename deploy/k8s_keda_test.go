@@ -130,6 +130,7 @@ func checkScaledObjectSchema(t *testing.T, name string, so *scaledObject) {
 // router's and each standard step's), reading the brokers docflow uses;
 // the base, for clusters without KEDA, has no ScaledObject.
 func TestKubernetesWorkerAutoscaling(t *testing.T) {
+	t.Parallel()
 	if base := render(t, "base"); len(base.scaledObject) != 0 {
 		t.Errorf("the base has ScaledObjects %v: it must apply on a cluster without KEDA", keys(base.scaledObject))
 	}

@@ -168,8 +168,10 @@ var kustomizations = []string{"base", "overlays/production"}
 // real commands, real settings, sane resources, budgets and autoscalers
 // that select what they mean to, and docflow's shutdown bound.
 func TestKubernetesManifests(t *testing.T) {
+	t.Parallel()
 	for _, dir := range kustomizations {
 		t.Run(strings.ReplaceAll(dir, "/", "_"), func(t *testing.T) {
+			t.Parallel()
 			r := render(t, dir)
 			if len(r.deployments) != 2 || r.deployments["docflow-api"] == nil || r.deployments["docflow-worker"] == nil {
 				t.Fatalf("deployments %v, want docflow-api and docflow-worker", keys(r.deployments))
