@@ -1,7 +1,10 @@
-// Package deploy_test checks the production stack's files without docker:
-// docker-compose.yml loaded as `docker compose` would (compose-go), the
-// Prometheus configuration and its rules (promtool), and, when GRAFANA_URL
-// is set, a live Grafana provisioned from deploy/grafana.
+// Package deploy_test checks the production stack's files without docker
+// or a cluster: docker-compose.yml loaded as `docker compose` would
+// (compose-go), the Prometheus configuration and its rules (promtool), the
+// Kubernetes manifests of deploy/k8s built with kustomize's library and
+// decoded strictly into their Kubernetes types (k8s_test.go, with KEDA's
+// ScaledObject in k8s_keda_test.go), and, when GRAFANA_URL is set, a live
+// Grafana provisioned from deploy/grafana.
 package deploy_test
 
 import (

@@ -142,7 +142,8 @@
 //   - system_reset.go: the system reset's status, full reset and reimport
 //     (ENABLE_FACTORY_RESET, the typed confirmation, the audit entry).
 //   - metrics.go, metricsserver.go: GET /metrics, and a worker's own
-//     /metrics listener.
+//     /metrics listener, which answers the liveness and readiness probes
+//     too (LivePath, ReadyPath).
 //   - pages_doc.go, ops_doc.go: the documentation of the health checks, the
 //     pages, analytics, metrics, notifications, cloud folders and mobile
 //     devices.

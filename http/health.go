@@ -77,8 +77,8 @@ func (s *Server) runChecks(ctx context.Context) (map[string]checkResult, bool, b
 
 func (s *Server) mountHealth() {
 	none := Route{Auth: AuthNone, Limit: LimitNone}
-	s.Handle("GET", "/api/diagnostic/healthz/live", none, s.handleLive, docLive)
-	s.Handle("GET", "/api/diagnostic/healthz/ready", none, s.handleReady, docReady)
+	s.Handle("GET", LivePath, none, s.handleLive, docLive)
+	s.Handle("GET", ReadyPath, none, s.handleReady, docReady)
 	s.Handle("GET", "/api/diagnostic/health", Route{Auth: AuthUser, Limit: LimitNone}, s.handleHealth, docHealth)
 }
 

@@ -10,6 +10,7 @@ import (
 	nethttp "net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,10 +26,22 @@ const (
 	metricsIdleTimeout  = 60 * time.Second
 )
 
+// Probe paths. The API serves them (health.go), and so does a worker's
+// metrics listener, so that an orchestrator probes every process alike
+// (deploy/k8s).
+const (
+	LivePath  = "/api/diagnostic/healthz/live"
+	ReadyPath = "/api/diagnostic/healthz/ready"
+)
+
+// readyTimeout bounds a readiness check of the metrics listener, as
+// runChecks bounds the API's.
+const readyTimeout = 3 * time.Second
+
 // MetricsServer serves the Prometheus exposition of a process without the
 // API (a worker) on an address of its own (WORKER_METRICS_ADDR). It answers
-// GET (and HEAD) /metrics and 404 to anything else, with no body that
-// would say what the process is.
+// GET (and HEAD) /metrics, the probes LivePath and ReadyPath, and 404 to
+// anything else, with no body that would say what the process is.
 type MetricsServer struct {
 	srv *nethttp.Server
 	ln  net.Listener
@@ -39,12 +52,16 @@ type MetricsServer struct {
 // one the endpoint answers only on a loopback listener (ListensBeyondLoopback
 // false), and only requests addressed to an IP address or localhost, so a
 // page whose name was re-resolved to 127.0.0.1 (DNS rebinding) reads
-// nothing; on any other listener it answers 401 to everyone. Close stops
-// it.
-func ServeMetrics(ln net.Listener, g prometheus.Gatherer, token func() string, log zerolog.Logger) *MetricsServer {
-	if g == nil || token == nil {
-		panic("http: ServeMetrics needs a Gatherer and a token func")
+// nothing; on any other listener it answers 401 to everyone. The probes
+// need no token (a probe cannot carry a secret) and say only ok or not:
+// LivePath answers 200 while the process serves, ReadyPath 200 while
+// ready (the database answers) returns nil, else 503; the reason is
+// logged once each time readiness is lost. Close stops it.
+func ServeMetrics(ln net.Listener, g prometheus.Gatherer, token func() string, ready func(context.Context) error, log zerolog.Logger) *MetricsServer {
+	if g == nil || token == nil || ready == nil {
+		panic("http: ServeMetrics needs a Gatherer, a token func and a readiness check")
 	}
+	var unready atomic.Bool
 	beyond := ListensBeyondLoopback(ln.Addr())
 	metrics := promhttp.HandlerFor(g, promhttp.HandlerOpts{
 		// Export what was gathered when one collector fails, as GET
@@ -53,7 +70,31 @@ func ServeMetrics(ln net.Listener, g prometheus.Gatherer, token func() string, l
 		Timeout:       metricsWriteTimeout - time.Second,
 	})
 	h := nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
-		if r.URL.Path != "/metrics" || (r.Method != nethttp.MethodGet && r.Method != nethttp.MethodHead) {
+		if r.Method != nethttp.MethodGet && r.Method != nethttp.MethodHead {
+			w.WriteHeader(nethttp.StatusNotFound)
+			return
+		}
+		switch r.URL.Path {
+		case "/metrics":
+		case LivePath:
+			probeAnswer(w, nethttp.StatusOK, `{"status":"ok"}`)
+			return
+		case ReadyPath:
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			defer cancel()
+			if err := ready(ctx); err != nil {
+				if !unready.Swap(true) {
+					log.Warn().Err(err).Msg("not ready: the readiness probe answers 503")
+				}
+				probeAnswer(w, nethttp.StatusServiceUnavailable, `{"status":"not_ready"}`)
+				return
+			}
+			if unready.Swap(false) {
+				log.Info().Msg("ready again")
+			}
+			probeAnswer(w, nethttp.StatusOK, `{"status":"ready"}`)
+			return
+		default:
 			w.WriteHeader(nethttp.StatusNotFound)
 			return
 		}
@@ -92,6 +133,14 @@ func ServeMetrics(ln net.Listener, g prometheus.Gatherer, token func() string, l
 		}
 	}()
 	return s
+}
+
+// probeAnswer writes a probe's answer.
+func probeAnswer(w nethttp.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body+"\n")
 }
 
 // Addr is the address the listener is bound to.

@@ -58,6 +58,13 @@ func (m *Main) Close(ctx context.Context) error {
 	return err
 }
 
+// shutdownTimeout bounds a service's shutdown after SIGTERM: the HTTP
+// server drains, the workers finish and commit, then what is left is
+// abandoned (a step's lease lapses and another worker takes it). An
+// orchestrator's grace period must exceed it (deploy/k8s, checked by
+// deploy/k8s_test.go).
+const shutdownTimeout = 30 * time.Second
+
 func runService(ctx context.Context, role string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(role, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -89,7 +96,7 @@ func runService(ctx context.Context, role string, args []string, stdout, stderr 
 		err = m.Wait(ctx)
 	}
 	m.Log.Info().Msg("shutting down")
-	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	if cerr := m.Close(sctx); cerr != nil && err == nil {
 		err = cerr

@@ -15,6 +15,7 @@ import (
 // step attempts and durations it records, the consumer lag it sees and its
 // process resources. METRICS_TOKEN, when set, is asked of the scraper as on
 // the API; beyond loopback it must be set, or the worker refuses to start.
+// The same listener answers the liveness and readiness probes.
 func (m *App) startWorkerMetrics() error {
 	addr := docflow.WorkerMetricsAddr.Get(m.Settings)
 	if m.Role != "worker" || addr == "" {
@@ -33,7 +34,9 @@ func (m *App) startWorkerMetrics() error {
 		return fmt.Errorf("WORKER_METRICS_ADDR=%s listens beyond loopback (on %s) and METRICS_TOKEN is empty: anyone who reaches it would read this worker's metrics; "+
 			"set METRICS_TOKEN (at least 24 characters, sent by the scraper as a bearer token), or listen on 127.0.0.1", addr, ln.Addr())
 	}
-	srv := dfhttp.ServeMetrics(ln, m.Prom.Registry(), func() string { return docflow.MetricsToken.Get(m.Settings) }, m.Log)
+	// Ready while the database answers: without it a worker can claim and
+	// record nothing (the API's readiness has the same critical check).
+	srv := dfhttp.ServeMetrics(ln, m.Prom.Registry(), func() string { return docflow.MetricsToken.Get(m.Settings) }, m.DB.Ping, m.Log)
 	m.MetricsServer = srv
 	m.onClose(srv.Close)
 	m.Log.Info().Str("listen", ln.Addr().String()).Msg("worker metrics on GET /metrics")

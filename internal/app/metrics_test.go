@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"docflow"
+	dfhttp "docflow/http"
 	"docflow/internal/app/apptest"
 )
 
@@ -31,8 +32,9 @@ func scrape(t *testing.T, url, token string) (int, string) {
 
 // TestWorkerMetricsListener: a worker with WORKER_METRICS_ADDR serves the
 // core series on GET /metrics once it has processed a document (step
-// attempts and durations, consumer lag, process resources), answers 404
-// with no body to any other path, and asks for METRICS_TOKEN once set.
+// attempts and durations, consumer lag, process resources), answers the
+// probes, answers 404 with no body to any other path, and asks for
+// METRICS_TOKEN once set (of /metrics, not of the probes).
 func TestWorkerMetricsListener(t *testing.T) {
 	t.Parallel()
 	a := apptest.New(t, apptest.Options{Role: "worker", Env: map[string]string{"WORKER_METRICS_ADDR": "127.0.0.1:0"}})
@@ -104,6 +106,14 @@ func TestWorkerMetricsListener(t *testing.T) {
 	}
 	if code, b := scrape(t, base+"/metrics", token); code != http.StatusOK || !strings.Contains(b, "docflow_step_attempts_total") {
 		t.Errorf("GET /metrics with the token: %d", code)
+	}
+
+	// The probes want no token (a kubelet's cannot carry one) and answer
+	// ready while the worker's database does.
+	for path, want := range map[string]string{dfhttp.LivePath: `{"status":"ok"}`, dfhttp.ReadyPath: `{"status":"ready"}`} {
+		if code, b := scrape(t, base+path, ""); code != http.StatusOK || strings.TrimSpace(b) != want {
+			t.Errorf("GET %s without the token: %d %q, want 200 %s", path, code, b, want)
+		}
 	}
 }
 
