@@ -135,5 +135,5 @@ func procLoadPerCPU() float64 {
 	if err != nil {
 		return 0
 	}
-	return v / float64(runtime.NumCPU())
+	return v / float64(runtime.GOMAXPROCS(0))
 }

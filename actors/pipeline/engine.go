@@ -244,7 +244,8 @@ func (e *Engine) poolSize(stepType string) int {
 	}
 	switch stepType {
 	case docflow.StepOCR:
-		return runtime.NumCPU()
+		// GOMAXPROCS, not NumCPU: it follows a container's CPU limit.
+		return runtime.GOMAXPROCS(0)
 	case docflow.StepConvertToPDF:
 		return max(1, docflow.ConvertConcurrency.Get(e.cfg.Settings))
 	}

@@ -37,7 +37,7 @@ func busy() error {
 // and queue waiting (less than 0 counts as 0: refused whenever all run).
 func Limit(h docflow.PasswordHasher, concurrency, queue int) *Limited {
 	if concurrency <= 0 {
-		concurrency = runtime.NumCPU()
+		concurrency = runtime.GOMAXPROCS(0)
 	}
 	return &Limited{h: h, slots: make(chan struct{}, concurrency), queue: int64(max(queue, 0))}
 }

@@ -89,7 +89,7 @@ func New(opts Options) (*Converter, error) {
 		opts.TempDir = os.TempDir()
 	}
 	if opts.MaxConcurrent <= 0 {
-		opts.MaxConcurrent = max(1, runtime.NumCPU()/2)
+		opts.MaxConcurrent = max(1, runtime.GOMAXPROCS(0)/2)
 	}
 	if opts.OfficeTimeout <= 0 {
 		opts.OfficeTimeout = DefaultOfficeTimeout

@@ -148,7 +148,7 @@ func New(opts Options) *Engine {
 		opts.Tesseract = "tesseract"
 	}
 	if opts.Parallelism <= 0 {
-		opts.Parallelism = runtime.NumCPU()
+		opts.Parallelism = runtime.GOMAXPROCS(0)
 	}
 	if opts.DefaultLanguage == "" || opts.DefaultLanguage == "auto" {
 		opts.DefaultLanguage = DefaultLanguage

@@ -69,7 +69,8 @@ func poolSize(st docflow.SettingsStore, stepType string) int {
 			}
 		}
 	}
-	return runtime.NumCPU()
+	// GOMAXPROCS, not NumCPU: it follows a container's CPU limit.
+	return runtime.GOMAXPROCS(0)
 }
 
 func (s *ocrStep) engine() *ocr.Engine {
