@@ -118,7 +118,24 @@ func deploy(ctx context.Context, o deployOptions) (*Deployment, error) {
 	}
 	for i := range o.APIs {
 		addr := "127.0.0.1:" + strconv.Itoa(ports[5+i])
-		p := newProc(fmt.Sprintf("api-%d", i+1), o.Bin, d.Logs, append(d.env[:len(d.env):len(d.env)], "LISTEN_ADDR="+addr), "api")
+		env := append(d.env[:len(d.env):len(d.env)], "LISTEN_ADDR="+addr)
+		if i > 0 {
+			// NOTE: the embedded search index (WORKDIR/search) can be
+			// opened by one process only, so each further api process has
+			// a WORKDIR of its own, whose blobs are the shared store.
+			work := filepath.Join(o.Dir, fmt.Sprintf("work-api-%d", i+1))
+			if err := os.MkdirAll(work, 0o755); err != nil {
+				return d, err
+			}
+			if err := os.MkdirAll(filepath.Join(d.Work, "blobs"), 0o750); err != nil {
+				return d, err
+			}
+			if err := os.Symlink(filepath.Join(d.Work, "blobs"), filepath.Join(work, "blobs")); err != nil {
+				return d, err
+			}
+			env = append(env, "WORKDIR="+work)
+		}
+		p := newProc(fmt.Sprintf("api-%d", i+1), o.Bin, d.Logs, env, "api")
 		d.APIs = append(d.APIs, p)
 		d.APIURLs = append(d.APIURLs, "http://"+addr)
 	}
