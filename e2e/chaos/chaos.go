@@ -93,8 +93,11 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintln(tw, "INVARIANT\tRESULT\tDETAIL")
 	for _, c := range r.Checks {
 		res := "ok"
-		if !c.OK {
+		switch {
+		case !c.OK:
 			res = "FAILED"
+		case c.Warn:
+			res = "warn"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", c.Name, res, c.Detail)
 	}
