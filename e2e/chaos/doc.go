@@ -10,7 +10,7 @@
 // once, each delivery to a destination once, every event delivered with
 // its one id, no blob left unreferenced after a sweep, no completed file
 // without its processed version. `make chaos` runs it through
-// cmd/docflow-chaos; chaos_test.go runs a short form in `make test`.
+// cmd/docflow-chaos; TestChaosShort runs a short form in `make test`.
 // docs/chaos.md says how to run it and read its tables.
 //
 // Files:

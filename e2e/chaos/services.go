@@ -59,7 +59,10 @@ func startPostgres(ctx context.Context, dir string, port int) (*Postgres, error)
 		return nil, fmt.Errorf("initdb: %w\n%s", err, out)
 	}
 	// A test cluster: no fsync (a killed server loses nothing the OS
-	// holds), room for every process's pool.
+	// holds), room for every process's pool. synchronous_commit stays on:
+	// off, a crash loses transactions whose commit was answered (the WAL
+	// still in the server's memory), and the run would report the
+	// documents of those answers as lost.
 	conf := fmt.Sprintf(`
 port = %d
 listen_addresses = '127.0.0.1'
@@ -67,7 +70,6 @@ unix_socket_directories = '%s'
 max_connections = 300
 shared_buffers = 128MB
 fsync = off
-synchronous_commit = off
 full_page_writes = off
 `, port, p.data)
 	f, err := os.OpenFile(filepath.Join(p.data, "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
