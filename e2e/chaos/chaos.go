@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -53,6 +54,7 @@ type Report struct {
 	Retries  int64          // requests sent again with their key
 	Replays  int64          // answers replayed from a key
 	Reproc   int            // reprocessing requests
+	Exits    map[string]int // runs of each process that ended on their own
 	Took     time.Duration
 	Dir      string
 }
@@ -87,6 +89,13 @@ func (r *Report) Print(w io.Writer) {
 	tw.Flush()
 	for _, e := range r.FaultErr {
 		fmt.Fprintf(w, "  fault error: %s\n", e)
+	}
+	var exits []string
+	for _, name := range sortedKeys(r.Exits) {
+		exits = append(exits, fmt.Sprintf("%s ×%d", name, r.Exits[name]))
+	}
+	if len(exits) > 0 {
+		fmt.Fprintf(w, "  exited on their own and started again by the supervisor: %s (see their logs)\n", strings.Join(exits, ", "))
 	}
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -194,6 +203,35 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	// A supervisor, as a service manager would be: a process that exits
+	// on its own (not by a fault) is started again a second later.
+	sctx, stopSupervisor := context.WithCancel(ctx)
+	supervised := make(chan struct{})
+	go func() {
+		defer close(supervised)
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			for _, p := range d.procs() {
+				if err := p.supervise(); err != nil {
+					logf("supervisor: %v", err)
+				}
+			}
+		}
+	}()
+	defer func() {
+		stopSupervisor()
+		<-supervised
+		rep.Exits = map[string]int{}
+		for _, p := range d.procs() {
+			if n := p.Exits(); n > 0 {
+				rep.Exits[p.Name] = n
+			}
+		}
+	}()
 	c := newClient(d.APIURLs, 3*time.Minute)
 	if cfg.Short {
 		c.giveUp = 90 * time.Second
@@ -257,6 +295,15 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	rep.Checks = ch.run(ctx)
 	rep.Took = time.Since(start)
 	return rep, nil
+}
+
+func sortedKeys(m map[string]int) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // missingKinds counts the fault kinds the deployment cannot have (no

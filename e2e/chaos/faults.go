@@ -70,7 +70,7 @@ func (f *faults) take(ps []*Proc) *Proc {
 	defer f.mu.Unlock()
 	var free []*Proc
 	for _, p := range ps {
-		if !f.busy[p] {
+		if !f.busy[p] && p.Running() {
 			free = append(free, p)
 		}
 	}
@@ -79,6 +79,7 @@ func (f *faults) take(ps []*Proc) *Proc {
 	}
 	p := free[f.rng.IntN(len(free))]
 	f.busy[p] = true
+	p.hold(true)
 	return p
 }
 
@@ -86,6 +87,7 @@ func (f *faults) release(p *Proc) {
 	f.mu.Lock()
 	delete(f.busy, p)
 	f.mu.Unlock()
+	p.hold(false)
 }
 
 func (f *faults) run(ctx context.Context) {

@@ -26,6 +26,9 @@ type Proc struct {
 	exited  chan struct{}
 	starts  int
 	stopped bool // paused with SIGSTOP
+	held    bool // a fault holds it: the supervisor leaves it alone
+	exits   int  // runs that ended on their own (not by the driver)
+	ending  bool // the driver is ending the current run
 }
 
 func newProc(name, bin, logDir string, env []string, args ...string) *Proc {
@@ -53,9 +56,50 @@ func (p *Proc) Start() error {
 		return fmt.Errorf("start %s: %w", p.Name, err)
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	p.cmd, p.exited, p.stopped = cmd, exited, false
+	go func() {
+		_ = cmd.Wait()
+		p.mu.Lock()
+		if !p.ending {
+			p.exits++
+		}
+		p.mu.Unlock()
+		close(exited)
+	}()
+	p.cmd, p.exited, p.stopped, p.ending = cmd, exited, false, false
 	return nil
+}
+
+// hold marks the process held by a fault (true) or free again.
+func (p *Proc) hold(on bool) {
+	p.mu.Lock()
+	p.held = on
+	p.mu.Unlock()
+}
+
+// Exits counts the runs of the process that ended on their own.
+func (p *Proc) Exits() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exits
+}
+
+// supervise starts the process again when it has exited on its own (as
+// a service manager would), unless a fault holds it.
+func (p *Proc) supervise() error {
+	p.mu.Lock()
+	idle := p.exited != nil && !p.held
+	if idle {
+		select {
+		case <-p.exited:
+		default:
+			idle = false
+		}
+	}
+	p.mu.Unlock()
+	if !idle {
+		return nil
+	}
+	return p.Start()
 }
 
 // Pid is the running process's id (0 when none runs).
@@ -106,6 +150,9 @@ func (p *Proc) Kill() {
 	if cmd == nil {
 		return
 	}
+	p.mu.Lock()
+	p.ending = true
+	p.mu.Unlock()
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	<-exited
 }
@@ -118,6 +165,9 @@ func (p *Proc) Stop(grace time.Duration) {
 	if cmd == nil {
 		return
 	}
+	p.mu.Lock()
+	p.ending = true
+	p.mu.Unlock()
 	if stopped {
 		_ = cmd.Process.Signal(syscall.SIGCONT)
 	}
