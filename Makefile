@@ -5,12 +5,13 @@ BIN := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
 
-.PHONY: run test build web lint imports bench deps deps-run services clean help
+.PHONY: run test build web lint imports bench chaos deps deps-run services clean help
 
 help:
 	@echo "make run    start docflow (installs and starts what it needs)"
 	@echo "make test   run the whole test suite (installs what the tests need)"
 	@echo "make bench  run the speed and memory benchmarks"
+	@echo "make chaos  run the chaos suite: 10,000 documents under faults (DOCS=…)"
 	@echo "make build  build bin/docflow"
 	@echo "make lint   gofmt, go vet, the import map and the documentation links"
 
@@ -82,6 +83,18 @@ bench: deps services web
 	$(GO) build -o $(BIN)/docflow-bench ./cmd/docflow-bench
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/docflow ./cmd/docflow
 	$(BIN)/docflow-bench $(BENCH_ARGS)
+
+# The chaos suite (docs/chaos.md): broker, two api and three worker
+# processes on a private PostgreSQL and ClickHouse, DOCS documents under
+# random faults, then the invariants. CHAOS_ARGS adds flags (-seed, -keep,
+# -short, -duration).
+DOCS ?= 10000
+chaos: deps services web
+	@echo "==> building docflow and the chaos driver"
+	@mkdir -p $(BIN)
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/docflow ./cmd/docflow
+	$(GO) build -o $(BIN)/docflow-chaos ./cmd/docflow-chaos
+	$(BIN)/docflow-chaos -docs $(DOCS) -bin $(BIN)/docflow $(CHAOS_ARGS)
 
 clean:
 	rm -rf $(BIN)

@@ -47,6 +47,10 @@ type IdempotencyStore interface {
 	// holds. An expired key, or one whose running request's lease ended,
 	// is claimed anew. requestHash may be "" when not known yet.
 	ClaimIdempotencyKey(ctx context.Context, user, key, requestHash string, lease time.Duration) (reply *IdempotentReply, claimed bool, err error)
+	// ExtendIdempotencyKey moves the lease of a claimed key whose request
+	// still runs to lease from now; a completed or released key is left
+	// alone.
+	ExtendIdempotencyKey(ctx context.Context, user, key string, lease time.Duration) error
 	// CompleteIdempotencyKey stores the answer of the claimed key.
 	CompleteIdempotencyKey(ctx context.Context, user, key, requestHash string, status int, contentType string, body []byte) error
 	// ReleaseIdempotencyKey forgets a claimed key whose request failed, so

@@ -24,6 +24,10 @@ import (
 // idempotencyHeader is the request header naming a request.
 const idempotencyHeader = "Idempotency-Key"
 
+// defaultIdempotencyHold is how long a claimed key stays locked without
+// news of its request (UploadDeps.IdempotencyHold).
+const defaultIdempotencyHold = 30 * time.Second
+
 // idempotencySweepEvery is how often one process deletes expired keys.
 const idempotencySweepEvery = 10 * time.Minute
 
@@ -36,7 +40,8 @@ const keyBodyHash = "docflow.idempotent.body"
 type idempotency struct {
 	s         *Server
 	store     docflow.IdempotencyStore
-	lastSweep atomic.Int64 // unix seconds of this process's last sweep
+	hold      time.Duration // 0: defaultIdempotencyHold
+	lastSweep atomic.Int64  // unix seconds of this process's last sweep
 }
 
 // bodyHasher returns the content hash of a repeated streamed request's
@@ -44,7 +49,11 @@ type idempotency struct {
 type bodyHasher func(c *fasthttp.RequestCtx) (string, error)
 
 // wrap applies the rule to next. lease bounds how long a claimed key
-// waits for its request (the route's timeout). A streamed route (stream
+// waits for its request (the route's timeout). The key is claimed for
+// the hold only, and renewed while the request runs (keepHeld): a
+// process that dies mid-request frees its key within the hold, so that
+// the client's retry runs, instead of meeting 409 for the whole route
+// timeout (30 minutes for an upload). A streamed route (stream
 // not nil) reports its body hash with setIdempotentBody as it reads the
 // body, and stream hashes the body of a repeat; other routes' bodies are
 // in memory and hashed here.
@@ -66,14 +75,21 @@ func (in *idempotency) wrap(lease time.Duration, stream bodyHasher, next Handler
 			sum := sha256.Sum256(c.PostBody())
 			reqHash = requestHash(c, hex.EncodeToString(sum[:]))
 		}
-		reply, claimed, err := in.store.ClaimIdempotencyKey(ctx, user, key, reqHash, lease)
+		hold := in.hold
+		if hold <= 0 {
+			hold = defaultIdempotencyHold
+		}
+		hold = min(hold, lease)
+		reply, claimed, err := in.store.ClaimIdempotencyKey(ctx, user, key, reqHash, hold)
 		if err != nil {
 			return err
 		}
 		if !claimed {
 			return in.replay(c, reply, reqHash, stream)
 		}
+		stopHolding := in.keepHeld(c, user, key, hold, lease)
 		err = next(c)
+		stopHolding()
 		status := c.Response.StatusCode()
 		if stream != nil {
 			if body, _ := c.UserValue(keyBodyHash).(string); body != "" {
@@ -99,6 +115,43 @@ func (in *idempotency) wrap(lease time.Duration, stream bodyHasher, next Handler
 		}
 		return nil
 	}
+}
+
+// keepHeld renews the claimed key's lease every third of hold while the
+// request runs, at most until lease has passed; the returned function
+// stops it and waits until it has stopped.
+//
+// NOTE: a renewal that fails (the database unreachable for a whole hold)
+// lets the lease lapse while the request runs, and a repeat may then run
+// too: the price of freeing the keys of dead processes quickly. A
+// request needs the database to take its document in as well, so a
+// database away that long has failed it too, most likely.
+func (in *idempotency) keepHeld(c *fasthttp.RequestCtx, user, key string, hold, lease time.Duration) func() {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	rid := RequestID(c) // read here: the handler owns c meanwhile
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(hold / 3)
+		defer tick.Stop()
+		end := time.Now().Add(lease)
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-tick.C:
+				if now.After(end) {
+					return
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), hold/3)
+				err := in.store.ExtendIdempotencyKey(ctx, user, key, hold)
+				cancel()
+				if err != nil {
+					in.s.log.Warn().Err(err).Str("request_id", rid).Msg("idempotency key not renewed")
+				}
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // replay answers a repeat from the key's reply.

@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"net"
 	nethttp "net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 )
 
@@ -130,6 +133,72 @@ func TestIdempotencyKeyProcessURL(t *testing.T) {
 	}
 	if n := fe.count(`SELECT count(*) FROM files`); n != 1 {
 		t.Fatalf("%d files, want 1", n)
+	}
+}
+
+// TestIdempotencyKeyHeldWhileRunningFreedWhenAbandoned: a request that
+// runs longer than the hold keeps its key (a repeat is 409), and a key
+// whose process died mid-request (claimed, never renewed nor completed)
+// is free once the hold has passed, not after the route's timeout.
+func TestIdempotencyKeyHeldWhileRunningFreedWhenAbandoned(t *testing.T) {
+	t.Parallel()
+	const hold = 300 * time.Millisecond
+	release := make(chan struct{})
+	started := make(chan struct{}, 1)
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		if r.URL.Path == "/slow.pdf" {
+			started <- struct{}{}
+			<-release
+		}
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Write(pdf("held " + r.URL.Path)) //nolint:errcheck
+	}))
+	defer srv.Close()
+	local := fmt.Sprintf("http://localhost:%d", srv.Listener.Addr().(*net.TCPAddr).Port)
+	fe := newFilesEnvWith(t, map[string]string{"URL_FETCH_ALLOWED_HOSTS": "localhost", "UPLOAD_RATE_LIMIT_PER_USER": "1000"},
+		func(d *UploadDeps) { d.IdempotencyHold = hold })
+	post := func(key, url string) (*nethttp.Response, []byte) {
+		return fe.do("POST", "/api/process-url", "", map[string]any{"url": url}, "Idempotency-Key", key)
+	}
+
+	first := make(chan []byte)
+	go func() {
+		resp, raw := post("slow", local+"/slow.pdf")
+		if resp.StatusCode != 200 {
+			t.Errorf("slow request: %d %s", resp.StatusCode, raw)
+		}
+		first <- raw
+	}()
+	<-started
+	// Several holds later the request still runs, and still holds its key.
+	time.Sleep(4 * hold)
+	resp, raw := post("slow", local+"/slow.pdf")
+	fe.expect(resp, raw, 409)
+	close(release)
+	raw1 := <-first
+	resp, raw = post("slow", local+"/slow.pdf")
+	fe.expect(resp, raw, 200)
+	if string(raw) != string(raw1) || resp.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("repeat after the first ended: %s (replayed %q), first %s", raw, resp.Header.Get("Idempotent-Replayed"), raw1)
+	}
+
+	// A process that claimed a key and died: the key is held for the hold
+	// only.
+	ctx := context.Background()
+	store := postgres.NewIdempotencyStore(fe.DB)
+	if _, claimed, err := store.ClaimIdempotencyKey(ctx, "", "orphan", "", hold); err != nil || !claimed {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	resp, raw = post("orphan", local+"/orphan.pdf")
+	if resp.StatusCode == 409 {
+		testsupport.WaitFor(t, 10*time.Second, "the abandoned key freed", func() bool {
+			resp, raw = post("orphan", local+"/orphan.pdf")
+			return resp.StatusCode != 409
+		})
+	}
+	fe.expect(resp, raw, 200)
+	if n := fe.count(`SELECT count(*) FROM files`); n != 2 {
+		t.Fatalf("%d files, want 2", n)
 	}
 }
 

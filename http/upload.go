@@ -25,6 +25,9 @@ type UploadDeps struct {
 	// Idempotency keeps the Idempotency-Key header's keys
 	// (idempotency.go); nil ignores the header.
 	Idempotency docflow.IdempotencyStore
+	// IdempotencyHold is how long a claimed key stays locked without its
+	// process renewing it (default 30 s; see idempotency.wrap).
+	IdempotencyHold time.Duration
 }
 
 // uploadTimeout bounds one upload request: a 1 GiB body over a slow link.
@@ -44,7 +47,7 @@ func (s *Server) MountUploads(d UploadDeps) {
 	if d.Intake == nil {
 		panic("http: MountUploads needs Intake")
 	}
-	h := &uploadHandlers{s: s, d: d, idem: &idempotency{s: s, store: d.Idempotency}}
+	h := &uploadHandlers{s: s, d: d, idem: &idempotency{s: s, store: d.Idempotency, hold: d.IdempotencyHold}}
 	stream := Route{Auth: AuthUser, Limit: LimitUpload, Stream: true, Timeout: uploadTimeout}
 	s.Handle("POST", "/api/upload", stream, h.upload(docflow.ChannelUpload, fasthttp.StatusCreated), docUpload)
 	s.Handle("POST", "/api/files/upload", stream, h.upload(docflow.ChannelUpload, fasthttp.StatusOK), docFilesUpload)

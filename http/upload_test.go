@@ -41,6 +41,13 @@ type filesEnv struct {
 
 func newFilesEnv(t *testing.T, env map[string]string, opts ...func(*intake.Config)) *filesEnv {
 	t.Helper()
+	return newFilesEnvWith(t, env, nil, opts...)
+}
+
+// newFilesEnvWith is newFilesEnv with the upload routes' dependencies
+// changed by uploads (when not nil).
+func newFilesEnvWith(t *testing.T, env map[string]string, uploads func(*UploadDeps), opts ...func(*intake.Config)) *filesEnv {
+	t.Helper()
 	fe := &filesEnv{}
 	fe.testEnv = newTestEnv(t, env, func(e *testEnv) {
 		var err error
@@ -58,7 +65,11 @@ func newFilesEnv(t *testing.T, env map[string]string, opts ...func(*intake.Confi
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.Server.MountUploads(UploadDeps{Intake: fe.Intake, Idempotency: postgres.NewIdempotencyStore(e.DB)})
+		deps := UploadDeps{Intake: fe.Intake, Idempotency: postgres.NewIdempotencyStore(e.DB)}
+		if uploads != nil {
+			uploads(&deps)
+		}
+		e.Server.MountUploads(deps)
 		e.Server.MountFiles(FilesDeps{Files: fe.Files, Blobs: fe.Blobs, Intake: fe.Intake, Pipelines: postgres.NewPipelineStore(e.DB)})
 		e.Server.MountOwnership(OwnershipDeps{Files: fe.Files})
 	})

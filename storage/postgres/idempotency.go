@@ -66,6 +66,16 @@ func (s *IdempotencyStore) ClaimIdempotencyKey(ctx context.Context, user, key, r
 	return nil, false, docflow.Errorf(docflow.EUNAVAILABLE, "The idempotency key is changing hands; retry the request")
 }
 
+// ExtendIdempotencyKey implements docflow.IdempotencyStore.
+func (s *IdempotencyStore) ExtendIdempotencyKey(ctx context.Context, user, key string, lease time.Duration) error {
+	_, err := s.db.Pool.Exec(ctx, `UPDATE idempotency_keys SET locked_until = now() + $3::interval
+		WHERE user_id = $1 AND key = $2 AND state = 'running'`, user, key, lease)
+	if err != nil {
+		return fmt.Errorf("extend idempotency key: %w", dbErr(err))
+	}
+	return nil
+}
+
 // CompleteIdempotencyKey implements docflow.IdempotencyStore.
 func (s *IdempotencyStore) CompleteIdempotencyKey(ctx context.Context, user, key, requestHash string, status int, contentType string, body []byte) error {
 	_, err := s.db.Pool.Exec(ctx, `UPDATE idempotency_keys SET state = 'completed', request_hash = $3,

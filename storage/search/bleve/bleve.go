@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	blevesearch "github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -51,7 +52,14 @@ type Options struct {
 	ExactLimit int
 	// TotalCap bounds the count of a broad query (DefaultTotalCap when 0).
 	TotalCap int
+	// LockTimeout bounds the wait for the index's lock, held by another
+	// process that has the directory open (DefaultLockTimeout when 0):
+	// Open then fails instead of waiting for ever.
+	LockTimeout time.Duration
 }
+
+// DefaultLockTimeout is Options.LockTimeout's default.
+const DefaultLockTimeout = 10 * time.Second
 
 // Index is the embedded SearchIndex. It is safe for concurrent use; writes
 // are serialised, searches run concurrently with them.
@@ -84,8 +92,13 @@ func Open(dir string, opts Options) (*Index, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("open search index: %w", err)
 	}
+	lock := opts.LockTimeout
+	if lock <= 0 {
+		lock = DefaultLockTimeout
+	}
 	config := map[string]any{
 		"unsafe_batch": opts.NoSync,
+		"bolt_timeout": lock.String(),
 	}
 	path := filepath.Join(dir, indexDirName)
 	var idx blevesearch.Index

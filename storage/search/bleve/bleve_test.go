@@ -2,6 +2,7 @@ package bleve_test
 
 import (
 	"testing"
+	"time"
 
 	"docflow"
 	"docflow/storage/search/bleve"
@@ -50,4 +51,28 @@ func TestContractTiered(t *testing.T) {
 	searchtest.RunContract(t, func(t *testing.T) docflow.SearchIndex {
 		return openWith(t, t.TempDir(), bleve.Options{ExactLimit: 1})
 	})
+}
+
+// TestOpenInUseFails: a directory another Open holds (another process, in
+// production) fails the second Open after LockTimeout, instead of leaving
+// it waiting for ever.
+func TestOpenInUseFails(t *testing.T) {
+	dir := t.TempDir()
+	open(t, dir)
+	done := make(chan error, 1)
+	go func() {
+		x, err := bleve.Open(dir, bleve.Options{LockTimeout: 100 * time.Millisecond})
+		if err == nil {
+			x.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a second Open of a directory in use succeeded")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a second Open of a directory in use still waits after a minute")
+	}
 }
