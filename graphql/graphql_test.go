@@ -37,7 +37,7 @@ func (s *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQu
 
 // env is an executor over a seeded database whose statements are counted.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	db      *postgres.DB
 	counter *statementCounter
 	api     *graphql.API
@@ -65,7 +65,7 @@ func (noWrites) Delete(context.Context, int64) error {
 
 // newEnv seeds n files, the first owned by ann and the rest by bob, with
 // two comments (one a reply) on each; vars are the environment settings.
-func newEnv(t *testing.T, n int, vars map[string]string) *env {
+func newEnv(t testing.TB, n int, vars map[string]string) *env {
 	t.Helper()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "gql")
