@@ -60,6 +60,13 @@ test: deps services imports web
 	@echo "==> go test -race ./... (this takes a while on 2 cores)"
 	@# -ldflags=-w: no DWARF in the test binaries, a quarter less link time each
 	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START)
+	@FUZZTIME=4s bash scripts/fuzz.sh
+
+# Every fuzz target for a longer time each (make test runs them for 4 s);
+# docs/testing.md says how to keep an input that fails.
+.PHONY: fuzz
+fuzz: services
+	@FUZZTIME=$${FUZZTIME:-60s} bash scripts/fuzz.sh
 
 # The import map: ARCHITECTURE.md's package table says what each package may
 # import, and TestImportsFollowTheMap holds the code to it (go test, no tools

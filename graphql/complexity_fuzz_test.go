@@ -35,7 +35,7 @@ func TestComplexityOfAFragmentFan(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("counted in %v", d)
 	}
-	if cost, _ := Complexity(fragmentFan(3), "", nil); cost != 1+25*(1+2*(1+2*(1+2*(1+2*1)))) {
+	if cost, _ := Complexity(fragmentFan(3), "", nil); cost != 1+25*(1+2*(1+2*(1+2*1))) {
 		t.Fatalf("3 fragments: cost %d", cost)
 	}
 }
