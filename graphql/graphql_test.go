@@ -243,6 +243,15 @@ func TestLimits(t *testing.T) {
 		t.Fatalf("a costly query: errors %v, %d statements: want QUERY_TOO_COMPLEX, not run", r.Errors, n)
 	}
 
+	// 5,000 copies of one field: cheap by cost, but 12.5 million pairs
+	// for validation to compare; refused at MaxOverlapPairs, in moments
+	// rather than minutes.
+	start := time.Now()
+	r, n = e.run(admin, "{ "+strings.Repeat("__typename ", 5000)+"}", nil)
+	if len(r.Errors) == 0 || n != 0 || time.Since(start) > 20*time.Second {
+		t.Fatalf("5,000 copies of a field: errors %v, %d statements, %v", r.Errors, n, time.Since(start))
+	}
+
 	r, n = e.run(admin, `{ documents { id noSuchField } }`, nil)
 	if len(r.Errors) == 0 || !strings.Contains(r.Errors[0].Message, "noSuchField") || n != 0 {
 		t.Fatalf("an unknown field: errors %v, %d statements: want an error naming it", r.Errors, n)
