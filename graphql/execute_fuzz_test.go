@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	gqlgo "github.com/graph-gophers/graphql-go"
+
 	"docflow/graphql"
 )
 
@@ -48,7 +50,18 @@ func FuzzExecute(f *testing.F) {
 		defer cancel()
 		before := e.counter.n.Load()
 		start := time.Now()
-		resp := e.api.Execute(ctx, u, graphql.Request{Query: query, OperationName: op, Variables: v})
+		var resp *gqlgo.Response
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			resp = e.api.Execute(ctx, u, graphql.Request{Query: query, OperationName: op, Variables: v})
+		}()
+		// A hang is a failure with its input, not a run that never ends.
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("a %d-byte query has not been answered in 2 minutes", len(query))
+		}
 		took := time.Since(start)
 		ran := e.counter.n.Load() - before
 		b, err := json.Marshal(resp)

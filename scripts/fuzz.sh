@@ -54,6 +54,9 @@ to_seconds() {
 }
 timeout_s=$(($(to_seconds "$FUZZTIME") + $(to_seconds "$GRACE")))
 
+# pkg is the package argument of a folder: "." or "./graphql".
+pkg() { if [ "$1" = . ]; then echo .; else echo "./$1"; fi; }
+
 # Build each package's fuzz binary, FUZZ_JOBS at a time.
 echo "==> fuzz: building ${#pkgs[@]} packages' fuzz binaries"
 build() {
@@ -64,20 +67,20 @@ build() {
 declare -A name_of
 for dir in "${pkgs[@]}"; do
   dir=${dir#./}
-  [ "$dir" = . ] && dir=
-  name=$(echo "${dir:-root}" | tr '/.' '__')
+  name=root
+  [ "$dir" = . ] || name=$(echo "$dir" | tr '/.' '__')
   name_of[$dir]=$name
   while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n; done
-  build "./$dir" "$name" &
+  build "$(pkg "$dir")" "$name" &
 done
 wait
 failed=()
 for dir in "${!name_of[@]}"; do
   name=${name_of[$dir]}
   if [ ! -x "$work/$name.test" ]; then
-    echo "fuzz: ./$dir does not build:" >&2
+    echo "fuzz: $(pkg "$dir") does not build:" >&2
     cat "$work/$name.build" >&2
-    failed+=("./$dir (build)")
+    failed+=("$(pkg "$dir") (build)")
   fi
 done
 
@@ -86,7 +89,7 @@ done
 run_target() {
   local dir=$1 name=$2 target=$3 log=$4 path
   path=$(cat "$work/$name.path")
-  (cd "${dir:-.}" && timeout --signal=QUIT --kill-after=10 "$timeout_s" "$work/$name.test" \
+  (cd "$dir" && timeout --signal=QUIT --kill-after=10 "$timeout_s" "$work/$name.test" \
     -test.run='^$' -test.fuzz="^${target}\$" -test.fuzztime="$FUZZTIME" -test.parallel=1 \
     -test.fuzzcachedir="$cache/$path") >"$log" 2>&1
   echo $? >"$log.rc"
@@ -97,7 +100,7 @@ declare -a runs
 for dir in "${!name_of[@]}"; do
   name=${name_of[$dir]}
   [ -x "$work/$name.test" ] || continue
-  for target in $(cd "${dir:-.}" && "$work/$name.test" -test.list '^Fuzz' | grep -E "$TARGETS"); do
+  for target in $(cd "$dir" && "$work/$name.test" -test.list '^Fuzz' | grep -E "$TARGETS"); do
     log="$work/$name.$target.log"
     runs+=("$dir $target $log")
     n=$((n + 1))
@@ -112,21 +115,24 @@ for r in "${runs[@]}"; do
   read -r dir target log <<<"$r"
   rc=$(cat "$log.rc" 2>/dev/null || echo 1)
   if [ "$rc" != 0 ]; then
-    echo "--- FAIL: $target (./$dir)" >&2
+    echo "--- FAIL: $target ($(pkg "$dir"))" >&2
     tail -n 40 "$log" >&2
     if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
       echo "    hung: stopped after ${timeout_s}s" >&2
     fi
     input=$(grep -o 'testdata/fuzz/[^ ]*' "$log" | tail -1)
     if [ -n "$input" ]; then
-      echo "    failing input: ${dir:+$dir/}$input" >&2
-      echo "    re-run: go test -run '$target/$(basename "$input")' ./$dir" >&2
+      echo "    failing input: $dir/$input" >&2
+      echo "    re-run: go test -run '$target/$(basename "$input")' $(pkg "$dir")" >&2
     fi
-    failed+=("$target (./$dir)")
+    failed+=("$target ($(pkg "$dir"))")
   fi
 done
 
 secs=$(($(date +%s) - start))
+if [ "$n" -eq 0 ]; then
+  failed+=("no target ran")
+fi
 if [ "${#failed[@]}" -gt 0 ]; then
   echo "fuzz: ${#failed[@]} of $n failed in ${secs}s: ${failed[*]}" >&2
   exit 1

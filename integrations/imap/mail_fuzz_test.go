@@ -54,7 +54,7 @@ var mailSeeds = []string{
 }
 
 // FuzzReadMail: whatever a message's bytes, readMail reads it to its end
-// without a panic or an error (the literal is whole and the sink takes
+// in bounded time without a panic or an error (the literal is whole and the sink takes
 // everything: a broken mail is skipped, never retried); the mail gets a
 // key of bounded length; at most max_attachments attachments are handed
 // over, each once, with a clean name (CleanFilename's, no path) of a
@@ -71,9 +71,21 @@ func FuzzReadMail(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		tr := &trackReader{r: bytes.NewReader(raw), size: int64(len(raw))}
-		p, err := k.readMail(ctx, 42, tr, sink, make(chan struct{}, 4), zerolog.Nop())
-		if p != nil {
-			p.wg.Wait()
+		var p *pending
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p, err = k.readMail(ctx, 42, tr, sink, make(chan struct{}, 4), zerolog.Nop())
+			if p != nil {
+				p.wg.Wait()
+			}
+		}()
+		// A hang is a failure with its input, not a run that never ends.
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("reading a %d-byte mail has not ended in 2 minutes", len(raw))
 		}
 		if err != nil || p == nil || p.err != nil {
 			t.Fatalf("readMail: %v (pending %v)", err, p)

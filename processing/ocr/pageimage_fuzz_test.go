@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
 )
 
 // fuzzPDFs are the seeds of FuzzPageImage: one-page PDFs, a plain PNG
@@ -89,7 +91,19 @@ func FuzzPageImage(f *testing.F) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		m, err := readPDFModel(ctx, path)
+		var m *model.Context
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			m, err = readPDFModel(ctx, path)
+		}()
+		// A hang is a failure with its input, not a run that never ends.
+		select {
+		case <-done:
+		case <-time.After(2 * time.Minute):
+			t.Fatalf("reading a %d-byte PDF has not ended in 2 minutes", len(pdf))
+		}
 		if err != nil {
 			return
 		}
