@@ -67,3 +67,17 @@ func FuzzAnalyticsParams(f *testing.F) {
 		}
 	})
 }
+
+// A filter that is not UTF-8 is refused (422 on its field), not handed to
+// PostgreSQL, which would refuse the report's statement (found by
+// FuzzAnalyticsParams).
+func TestAnalyticsFilterMustBeUTF8(t *testing.T) {
+	s := &Server{cfg: Config{Now: time.Now}}
+	var c fasthttp.RequestCtx
+	c.Request.SetRequestURI("/api/analytics/steps?channel=%ff%fe")
+	_, err := s.analyticsQuery(&c)
+	e, ok := err.(*docflow.Error)
+	if !ok || e.Code != docflow.EINVALID || len(e.Fields) != 1 || e.Fields[0].Field != "channel" {
+		t.Fatalf("%v", err)
+	}
+}
