@@ -97,6 +97,11 @@ bench: deps services web
 # random faults, then the invariants. CHAOS_ARGS adds flags (-seed, -keep,
 # -short, -duration).
 DOCS ?= 10000
+# The short form (150 documents, every fault once, about two minutes).
+.PHONY: chaos-short
+chaos-short: deps services
+	DOCFLOW_CHAOS=1 $(GO) test -count=1 -timeout 15m -run TestChaosShort -v ./e2e/chaos
+
 chaos: deps services web
 	@echo "==> building docflow and the chaos driver"
 	@mkdir -p $(BIN)
