@@ -285,13 +285,16 @@ func TestWebPagesInBrowser(t *testing.T) {
 	waitJS(ctx, t, 20*time.Second, "the role changed", `document.querySelector('.shares li select').value === 'viewer'`)
 
 	// Draw an annotation over the page and describe it.
-	if err := chromedp.Do(ctx, chromedp.Click(chromedp.ID("draw-toggle"))); err != nil {
-		t.Fatal(err)
-	}
+	press(ctx, t, "", "Draw an annotation")
+	waitJS(ctx, t, 20*time.Second, "drawing on", `document.getElementById('draw-toggle').getAttribute('aria-pressed') === 'true'`)
 	box := eval[[]float64](ctx, t, `(function(){var e=document.getElementById('annotation-layer');e.scrollIntoView();var r=e.getBoundingClientRect();return [r.left, r.top, r.width, r.height]})()`)
 	x0, y0 := box[0]+box[2]*0.2, box[1]+box[3]*0.3
 	x1, y1 := box[0]+box[2]*0.6, box[1]+box[3]*0.4
-	err = chromedp.Do(ctx,
+	// Bounded apart from the test's context: when the form never shows,
+	// the failure still gets its screenshot.
+	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
+	defer dcancel()
+	err = chromedp.Do(dctx,
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y0, held),
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, (x0+x1)/2, (y0+y1)/2, held),
 		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x1, y1, held),
@@ -300,7 +303,7 @@ func TestWebPagesInBrowser(t *testing.T) {
 		chromedp.Click(chromedp.CSS(".annotation-form button[type=submit]")),
 	)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("draw an annotation and describe it: %v", err)
 	}
 	waitJS(ctx, t, 20*time.Second, "the annotation", `document.querySelectorAll('.annotations .annotation').length === 1 && document.querySelectorAll('#annotation-layer .box:not(.draft)').length === 1`)
 	if x := eval[float64](ctx, t, `parseFloat(document.querySelector('#annotation-layer .box').style.left)`); x < 15 || x > 25 {

@@ -194,9 +194,11 @@ func TestSourceLeasesFairShare(t *testing.T) {
 	}
 	claim("b", 0)
 	stamp()
+	// The sources a gives up are free from its next claim on: the whole
+	// ttl is counted from before it.
+	start := time.Now()
 	claim("a", 4) // share 4 among a, b and c
 	claim("b", 4)
-	start := time.Now()
 	for {
 		stamp()
 		a, errA := ss.ClaimSources(ctx, "a", ttl)
