@@ -11,6 +11,7 @@ help:
 	@echo "make run    start docflow (installs and starts what it needs)"
 	@echo "make test   run the whole test suite (installs what the tests need)"
 	@echo "make bench  run the speed and memory benchmarks"
+	@echo "make fuzz   fuzz every target for a minute each (FUZZTIME=…)"
 	@echo "make chaos  run the chaos suite: 10,000 documents under faults (DOCS=…)"
 	@echo "make build  build bin/docflow"
 	@echo "make lint   gofmt, go vet, the import map and the documentation links"
@@ -62,6 +63,13 @@ test: deps services imports web
 	@# -ldflags=-w: no DWARF in the test binaries, a quarter less link time each
 	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START)
 
+# Every fuzz target for FUZZTIME each (go test, and so make test, runs
+# each target's committed corpus as ordinary tests); docs/testing.md says
+# how to keep an input that fails.
+.PHONY: fuzz
+fuzz: services
+	@FUZZTIME=$${FUZZTIME:-60s} bash scripts/fuzz.sh
+
 # The import map: ARCHITECTURE.md's package table says what each package may
 # import, and TestImportsFollowTheMap holds the code to it (go test, no tools
 # needed); beside it, the root doc.go's file index, the links between the
@@ -89,6 +97,11 @@ bench: deps services web
 # random faults, then the invariants. CHAOS_ARGS adds flags (-seed, -keep,
 # -short, -duration).
 DOCS ?= 10000
+# The short form (150 documents, every fault once, about two minutes).
+.PHONY: chaos-short
+chaos-short: deps services
+	DOCFLOW_CHAOS=1 $(GO) test -count=1 -timeout 15m -run TestChaosShort -v ./e2e/chaos
+
 chaos: deps services web
 	@echo "==> building docflow and the chaos driver"
 	@mkdir -p $(BIN)

@@ -2,6 +2,7 @@ package docflow
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -33,11 +34,10 @@ func NewAnalyticsQuery(from, to time.Time, interval time.Duration, now time.Time
 	if from.After(to) {
 		return AnalyticsQuery{}, invalidField("from", "from is after to")
 	}
-	span := to.Sub(from)
 	if interval == 0 {
 		interval = autoIntervals[len(autoIntervals)-1]
 		for _, d := range autoIntervals {
-			if buckets(span, d) <= AnalyticsAutoBuckets {
+			if buckets(from, to, d) <= AnalyticsAutoBuckets {
 				interval = d
 				break
 			}
@@ -46,17 +46,26 @@ func NewAnalyticsQuery(from, to time.Time, interval time.Duration, now time.Time
 	if interval < AnalyticsMinInterval || interval%AnalyticsMinInterval != 0 {
 		return AnalyticsQuery{}, invalidField("interval", "interval must be a positive multiple of 60 seconds")
 	}
-	if n := buckets(span, interval); n > AnalyticsMaxBuckets {
+	if n := buckets(from, to, interval); n > AnalyticsMaxBuckets {
 		return AnalyticsQuery{}, invalidField("interval",
 			fmt.Sprintf("interval gives %d buckets; at most %d are allowed", n, AnalyticsMaxBuckets))
 	}
 	return AnalyticsQuery{From: from, To: to, Interval: interval}, nil
 }
 
-// buckets counts the aligned buckets of width d that [0, span) touches,
-// at most one more than span/d.
-func buckets(span, d time.Duration) int64 {
-	return int64(span/d) + 1
+// buckets counts the aligned buckets of width d that [from, to) touches,
+// at most one more than the span over d. A span longer than a
+// time.Duration holds (292 years; to.Sub stops there) is counted in
+// seconds, and one beyond int64 seconds counts as too many.
+func buckets(from, to time.Time, d time.Duration) int64 {
+	if span := to.Sub(from); span < math.MaxInt64 {
+		return int64(span/d) + 1
+	}
+	secs := to.Unix() - from.Unix()
+	if secs < 0 || d < time.Second {
+		return math.MaxInt64
+	}
+	return secs/int64(d/time.Second) + 1
 }
 
 // Bucket returns the start of the bucket holding t.

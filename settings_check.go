@@ -189,11 +189,20 @@ func unwrapURLError(err error) error {
 func redactedURL(v string) string {
 	u, err := url.Parse(v)
 	if err != nil {
-		// Unparsed: hide whatever may be credentials.
-		if i, j := strings.Index(v, "://"), strings.LastIndex(v, "@"); i >= 0 && j > i {
-			return v[:i+3] + "xxxxx" + v[j:]
+		// Unparsed: hide whatever may be credentials (up to the last
+		// "@"), and, as below, whatever follows the host.
+		i := strings.Index(v, "://")
+		if i < 0 {
+			return v
 		}
-		return v
+		head, rest := v[:i+3], v[i+3:]
+		if j := strings.LastIndex(rest, "@"); j >= 0 {
+			head, rest = head+"xxxxx@", rest[j+1:]
+		}
+		if k := strings.IndexAny(rest, "/?#"); k >= 0 {
+			rest = rest[:k] + "/..."
+		}
+		return head + rest
 	}
 	// A path or query may hold a token (a notification URL's, say): only
 	// the scheme, user and host are shown.

@@ -187,3 +187,15 @@ func TestURLPasswordIsNotShown(t *testing.T) {
 		}
 	}
 }
+
+// A URL that does not parse shows no more than one that does: the token
+// in its path or query is hidden with its password (found by
+// FuzzSettingValue).
+func TestUnparsedURLPathIsNotShown(t *testing.T) {
+	for _, v := range []string{"gotify://push.example.com/Atoken123%zz", "ntfy://u:pw@h:x/Atoken123?p=1", "json://h%zz?token=Atoken123"} {
+		err := ValidateSettingValue(catalogueDef(t, "NOTIFICATION_URLS"), v)
+		if msg := ErrorMessage(err); err == nil || strings.Contains(msg, "Atoken123") || strings.Contains(msg, "pw") {
+			t.Errorf("%s: %v", v, err)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func Complexity(query, op string, vars map[string]any) (cost int, ok bool) {
 	if operation == nil {
 		return 0, false
 	}
-	w := costWalker{frags: doc.Fragments, vars: vars, visiting: map[string]bool{}}
+	w := costWalker{frags: doc.Fragments, vars: vars, visiting: map[string]bool{}, costs: map[fragmentUse]int{}}
 	return w.selections(operation.SelectionSet, true), true
 }
 
@@ -65,6 +65,17 @@ type costWalker struct {
 	frags    ast.FragmentDefinitionList
 	vars     map[string]any
 	visiting map[string]bool // fragments being expanded (a cycle is a validation error)
+	// costs are the fragments' costs already counted: a fragment costs
+	// the same wherever it is spread, and counting it once per spread
+	// would take time exponential in the number of fragments (each
+	// spreading the next twice: 40 fragments, 2^40 fields).
+	costs map[fragmentUse]int
+}
+
+// fragmentUse is a fragment spread at the operation's root or below it.
+type fragmentUse struct {
+	name string
+	root bool
 }
 
 // selections returns the cost of set; root reports whether it is the
@@ -82,9 +93,15 @@ func (w *costWalker) selections(set ast.SelectionSet, root bool) int {
 			if f == nil || w.visiting[s.Name] {
 				continue
 			}
-			w.visiting[s.Name] = true
-			total = saturate(total, w.selections(f.SelectionSet, root))
-			w.visiting[s.Name] = false
+			use := fragmentUse{s.Name, root}
+			c, ok := w.costs[use]
+			if !ok {
+				w.visiting[s.Name] = true
+				c = w.selections(f.SelectionSet, root)
+				w.visiting[s.Name] = false
+				w.costs[use] = c
+			}
+			total = saturate(total, c)
 		}
 	}
 	return total

@@ -37,7 +37,7 @@ func (s *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQu
 
 // env is an executor over a seeded database whose statements are counted.
 type env struct {
-	t       *testing.T
+	t       testing.TB
 	db      *postgres.DB
 	counter *statementCounter
 	api     *graphql.API
@@ -65,7 +65,7 @@ func (noWrites) Delete(context.Context, int64) error {
 
 // newEnv seeds n files, the first owned by ann and the rest by bob, with
 // two comments (one a reply) on each; vars are the environment settings.
-func newEnv(t *testing.T, n int, vars map[string]string) *env {
+func newEnv(t testing.TB, n int, vars map[string]string) *env {
 	t.Helper()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "gql")
@@ -241,6 +241,15 @@ func TestLimits(t *testing.T) {
 	r, n = e.run(admin, wide, nil)
 	if len(r.Errors) == 0 || r.Errors[0].Extensions["code"] != "QUERY_TOO_COMPLEX" || n != 0 {
 		t.Fatalf("a costly query: errors %v, %d statements: want QUERY_TOO_COMPLEX, not run", r.Errors, n)
+	}
+
+	// 5,000 copies of one field: cheap by cost, but 12.5 million pairs
+	// for validation to compare; refused at MaxOverlapPairs, in moments
+	// rather than minutes.
+	start := time.Now()
+	r, n = e.run(admin, "{ "+strings.Repeat("__typename ", 5000)+"}", nil)
+	if len(r.Errors) == 0 || n != 0 || time.Since(start) > 20*time.Second {
+		t.Fatalf("5,000 copies of a field: errors %v, %d statements, %v", r.Errors, n, time.Since(start))
 	}
 
 	r, n = e.run(admin, `{ documents { id noSuchField } }`, nil)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/valyala/fasthttp"
 
@@ -134,8 +135,10 @@ func (s *Server) analyticsQuery(c *fasthttp.RequestCtx) (docflow.AnalyticsQuery,
 	filters := map[string]string{}
 	for _, name := range []string{"step_type", "channel"} {
 		v := strings.TrimSpace(string(args.Peek(name)))
-		if len(v) > maxFilterLen || strings.ContainsRune(v, 0) {
-			errs = append(errs, docflow.FieldError{Field: name, Message: name + " is too long or holds a NUL"})
+		// NOTE: PostgreSQL refuses a text parameter that is not UTF-8: a
+		// 500 from the report, were it not refused here.
+		if len(v) > maxFilterLen || strings.ContainsRune(v, 0) || !utf8.ValidString(v) {
+			errs = append(errs, docflow.FieldError{Field: name, Message: name + " is too long, holds a NUL or is not UTF-8"})
 		}
 		filters[name] = v
 	}

@@ -1,6 +1,7 @@
 package streams
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -83,13 +84,15 @@ func FuzzDecodeStepTask(f *testing.F) {
 			}
 			return
 		}
-		// Whatever decodes re-encodes and decodes to the same task.
+		// Whatever decodes re-encodes and decodes to the same envelope
+		// and task.
 		out, err := Encode(env.ID, env.TS, task)
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
-		if _, again, err := Decode[StepTask](out); err != nil || again.RunID != task.RunID || again.Attempt != task.Attempt {
-			t.Fatalf("round trip: %v", err)
+		env2, again, err := Decode[StepTask](out)
+		if err != nil || env2.ID != env.ID || !env2.TS.Equal(env.TS) || !reflect.DeepEqual(again, task) {
+			t.Fatalf("round trip of %q: %+v %+v, %v; want %+v %+v", in, env2, again, err, env, task)
 		}
 	})
 }

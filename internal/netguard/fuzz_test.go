@@ -3,9 +3,12 @@ package netguard
 import (
 	"context"
 	"errors"
+	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"docflow"
 )
@@ -101,3 +104,87 @@ func FuzzHostEntry(f *testing.F) {
 		}
 	})
 }
+
+// fuzzResolver answers every name with the same addresses.
+type fuzzResolver []net.IPAddr
+
+func (r fuzzResolver) LookupIPAddr(context.Context, string) ([]net.IPAddr, error) { return r, nil }
+
+// FuzzDialAddr: the Dialer's address check, whatever the address dialled,
+// the resolver's answers and the allow-list entry: unless the entry
+// admits the host and port, an address that net/netip calls loopback,
+// private, link-local, multicast or unspecified (mapped into IPv6 or
+// not, answered by the resolver or written as the host in any spelling)
+// is refused with ErrPrivate before any connection; and ErrPrivate is
+// never the answer for a host the entry admits or whose addresses are
+// all public. The context is cancelled: nothing is ever connected.
+// Seeds in testdata/fuzz/FuzzDialAddr.
+func FuzzDialAddr(f *testing.F) {
+	f.Add("example.com:443", []byte{93, 184, 216, 34}, "")
+	f.Add("example.com:443", []byte{93, 184, 216, 34, 10, 0, 0, 1}, "")
+	f.Add("127.1:80", []byte{}, "")
+	f.Add("[::ffff:169.254.169.254]:80", []byte{}, "")
+	f.Add("hooks.corp:8443", []byte{10, 0, 0, 1}, "hooks.corp:8443")
+	f.Add("hooks.corp:8443", []byte{10, 0, 0, 1}, "hooks.corp:443")
+	f.Add("0x7f000001:22", []byte{}, "")
+	f.Add("h:1", []byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 10, 0, 0, 1}, "")
+	f.Add("[fe80::1%eth0]:80", []byte{}, "")
+	f.Fuzz(func(t *testing.T, addr string, raw []byte, allow string) {
+		var answers []net.IPAddr
+		if len(raw) == 16 {
+			answers = append(answers, net.IPAddr{IP: net.IP(raw)})
+		} else {
+			for i := 0; i+4 <= len(raw) && i < 16; i += 4 {
+				answers = append(answers, net.IPAddr{IP: net.IP(raw[i : i+4])})
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		d := Dialer{Allowed: func() []string { return []string{allow} }, Resolver: fuzzResolver(answers), Timeout: time.Second}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if conn != nil {
+			conn.Close()
+			t.Fatalf("%q connected", addr)
+		}
+		host, portText, splitErr := net.SplitHostPort(addr)
+		port, portErr := strconv.ParseUint(portText, 10, 16)
+		if splitErr != nil || portErr != nil || port == 0 {
+			if err == nil {
+				t.Fatalf("%q: no error", addr)
+			}
+			return
+		}
+		var addrs []netip.Addr
+		if ip, ok := parseLooseIP(host); ok {
+			addrs = []netip.Addr{ip}
+		} else {
+			for _, a := range answers {
+				if ip, ok := netip.AddrFromSlice(a.IP); ok {
+					addrs = append(addrs, ip)
+				}
+			}
+		}
+		internal, public := false, true
+		for _, ip := range addrs {
+			u := ip.Unmap()
+			if u.IsLoopback() || u.IsPrivate() || u.IsLinkLocalUnicast() || u.IsLinkLocalMulticast() ||
+				u.IsInterfaceLocalMulticast() || u.IsMulticast() || u.IsUnspecified() {
+				internal = true
+			}
+			if !publicAddr(u) {
+				public = false
+			}
+		}
+		allowed := HostAllowed([]string{allow}, host, int(port))
+		refused := errors.Is(err, ErrPrivate)
+		if !allowed && internal && !refused {
+			t.Fatalf("%q (answers %v, allow %q): %v, want ErrPrivate", addr, answers, allow, err)
+		}
+		if refused && (allowed || (public && len(addrs) > 0)) {
+			t.Fatalf("%q (answers %v, allow %q) refused: %v", addr, answers, allow, err)
+		}
+	})
+}
+
+// publicAddr is the package's rule, named apart from the local variable.
+func publicAddr(ip netip.Addr) bool { return public(ip) }

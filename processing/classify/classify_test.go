@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"regexp"
 	"testing"
 
 	"docflow"
@@ -143,6 +144,49 @@ func FuzzClassify(f *testing.F) {
 		got := Classify(text, filename, map[string]any{"a": "b"}, rules, true)
 		if got.Confidence < 0 || got.Confidence > 100 || got.Category == "" {
 			t.Fatalf("bad result %+v", got)
+		}
+	})
+}
+
+// FuzzClassifyRule: a rule the catalogue's check accepts is one the
+// classifier uses: alone, it classifies as its category a document that
+// has its first keyword, its metadata field and value, or (its pattern
+// taken literally) a file named as its pattern; and a rule the check
+// refuses never counts. Seeds in testdata/fuzz/FuzzClassifyRule.
+func FuzzClassifyRule(f *testing.F) {
+	f.Add("content_keyword", " Rechnung | invoice ", "invoice", false)
+	f.Add("metadata_match", " vendor = ACME ", "c", true)
+	f.Add("filename_pattern", "scan(1).PDF", "c", false)
+	f.Add("filename_pattern", "(", "c", false)
+	f.Add("content_keyword", "İ", "c", false)
+	f.Fuzz(func(t *testing.T, typ, pattern, category string, caseSensitive bool) {
+		r := rule("r", category, typ, pattern, 0)
+		r.CaseSensitive = caseSensitive
+		var text, filename string
+		var meta map[string]any
+		if docflow.CheckClassificationRule(r) != nil {
+			got := Classify(pattern, pattern, map[string]any{pattern: pattern}, []*docflow.ClassificationRule{r}, false)
+			if got.Category != Unknown || len(got.MatchedRules) != 0 {
+				t.Fatalf("refused rule %+v counted: %+v", r, got)
+			}
+			return
+		}
+		switch typ {
+		case docflow.RuleContentKeyword:
+			text = docflow.ClassificationKeywords(pattern, true)[0]
+		case docflow.RuleMetadataMatch:
+			field, value, _ := docflow.SplitMetadataPattern(pattern)
+			meta = map[string]any{field: value}
+		case docflow.RuleFilenamePattern:
+			filename = pattern
+			r.Pattern = regexp.QuoteMeta(pattern)
+			if docflow.CheckClassificationRule(r) != nil {
+				return // quoting made it too long
+			}
+		}
+		got := Classify(text, filename, meta, []*docflow.ClassificationRule{r}, false)
+		if got.Category != category || len(got.MatchedRules) != 1 {
+			t.Fatalf("%+v on text %q, file %q, metadata %v: %+v", r, text, filename, meta, got)
 		}
 	})
 }

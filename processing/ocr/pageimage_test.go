@@ -56,7 +56,7 @@ type pageSpec struct {
 }
 
 // write lays out the pages (page tree in object 1) and writes the file.
-func (p *testPDF) write(t *testing.T, path string, pages []pageSpec) {
+func (p *testPDF) write(t testing.TB, path string, pages []pageSpec) {
 	t.Helper()
 	pagesObj := p.add("") // filled below
 	var kids []string
@@ -91,7 +91,7 @@ func (p *testPDF) write(t *testing.T, path string, pages []pageSpec) {
 
 // pngParts encodes img with image/png and returns its IHDR fields, PLTE
 // and the concatenated IDAT data (a zlib stream of PNG-filtered rows).
-func pngParts(t *testing.T, img image.Image) (depth, colorType int, plte, idat []byte) {
+func pngParts(t testing.TB, img image.Image) (depth, colorType int, plte, idat []byte) {
 	t.Helper()
 	var b bytes.Buffer
 	if err := png.Encode(&b, img); err != nil {
@@ -117,7 +117,7 @@ func pngParts(t *testing.T, img image.Image) (depth, colorType int, plte, idat [
 // flateImage adds img as a FlateDecode image with PNG predictors, the way
 // processing/convert and img2pdf store PNG data, plus extra entries; the
 // colour space comes from the PNG unless cs is given.
-func (p *testPDF) flateImage(t *testing.T, img image.Image, cs, extra string) int {
+func (p *testPDF) flateImage(t testing.TB, img image.Image, cs, extra string) int {
 	t.Helper()
 	depth, ct, plte, idat := pngParts(t, img)
 	colors := map[int]int{0: 1, 2: 3, 3: 1}[ct]
