@@ -64,6 +64,10 @@ type DeliveryTask struct {
 	Request int64
 	// Attempt is this attempt's number within the request, from 1.
 	Attempt int
+	// Claim is the attempt's token: while its lease lasts no one else
+	// starts an attempt of the delivery (RenewDeliveryClaims extends it,
+	// ReleaseDeliveryClaims gives it back).
+	Claim int64
 	// Blob is the blob to deliver: the processed file, else the original.
 	Blob string
 	// Fields fill the integration's filename_template.
@@ -71,6 +75,18 @@ type DeliveryTask struct {
 	// Doc is the document's description, without its Name (which the
 	// integration's template makes).
 	Doc DestinationDoc
+}
+
+// DeliveryClaimedError is StartDelivery's answer when another attempt of
+// the delivery is under way: its claim's lease lasts until Until (the
+// process that holds it renews it; when that process died, the delivery
+// can be claimed after Until).
+type DeliveryClaimedError struct {
+	Until time.Time
+}
+
+func (e *DeliveryClaimedError) Error() string {
+	return "the delivery is being attempted elsewhere until " + e.Until.UTC().Format(time.RFC3339)
 }
 
 // DeliveryOutcome is how an attempt ended, as the integration's actor

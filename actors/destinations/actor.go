@@ -43,10 +43,12 @@ type (
 		refused error // the record cannot be used (credentials sealed under another secret)
 		stopped bool
 	}
-	// prepared is a task started in storage (nil: stale).
+	// prepared is a task started in storage (nil: stale, unless
+	// claimed, when another attempt holds it until then).
 	prepared struct {
 		j       *job
 		task    *docflow.DeliveryTask
+		claimed time.Time
 		stopped bool
 	}
 	// sent is the end of a delivery's call.
@@ -108,14 +110,18 @@ type destinationActor struct {
 	preparing int    // tasks being started in storage
 	ready     []*job // started, waiting for the client
 	sending   *job
+	held      map[taskKey]*job // the tasks held, one job each (claims.go)
+	waiting   []*job           // tasks claimed elsewhere, asking again later
 	paused    time.Time
 	resumeSet bool
 	watched   map[context.Context]bool
+	// renewTimer renews the claims' leases while the actor lives.
+	renewTimer *time.Timer
 }
 
 func newDestinationActor(s *Service, id int64) actor.Producer {
 	return func() actor.Receiver {
-		return &destinationActor{s: s, id: id, watched: map[context.Context]bool{},
+		return &destinationActor{s: s, id: id, watched: map[context.Context]bool{}, held: map[taskKey]*job{},
 			log: s.log.With().Int64("integration", id).Logger()}
 	}
 }
@@ -127,6 +133,7 @@ func (a *destinationActor) Receive(c *actor.Context) {
 		return
 	case actor.Started:
 		a.e, a.self = c.Engine(), c.PID()
+		a.scheduleRenew()
 	case actor.Stopped:
 		a.stop()
 		return
@@ -135,7 +142,7 @@ func (a *destinationActor) Receive(c *actor.Context) {
 		if m.msg.Kind == kindChanged {
 			a.changes = append(a.changes, m)
 			a.load()
-		} else {
+		} else if a.hold(m) {
 			a.queue = append(a.queue, m)
 		}
 	case loaded:
@@ -144,8 +151,13 @@ func (a *destinationActor) Receive(c *actor.Context) {
 		a.preparing--
 		switch {
 		case m.stopped || m.j.d.Owned().Err() != nil:
+			a.unhold(m.j)
+			a.releaseClaims(m.task)
 			m.j.d.Release()
+		case !m.claimed.IsZero():
+			a.wait(m.j, m.claimed)
 		case m.task == nil:
+			a.unhold(m.j)
 			m.j.d.Ack() // stale: delivered, cancelled or asked again since
 		default:
 			m.j.task = m.task
@@ -160,6 +172,10 @@ func (a *destinationActor) Receive(c *actor.Context) {
 		a.dropLost(m.ctx)
 	case resume:
 		a.resumeSet = false
+	case renewTick:
+		a.renew()
+	case requeue:
+		a.applyRequeue(m.j)
 	case cancelled:
 		for _, j := range m.changes {
 			j.d.Ack()
@@ -371,12 +387,17 @@ func (a *destinationActor) recordState(st actors.IntegrationState, cause error) 
 func (a *destinationActor) prepare(j *job) {
 	s, e, self := a.s, a.e, a.self
 	var task *docflow.DeliveryTask
+	var claimed time.Time
 	ok := s.retry("start delivery", func(ctx context.Context) error {
 		var err error
-		task, err = s.cfg.Store.StartDelivery(ctx, j.msg.DeliveryID, j.msg.IntegrationID, j.msg.Request)
+		task, err = s.cfg.Store.StartDelivery(ctx, j.msg.DeliveryID, j.msg.IntegrationID, j.msg.Request, s.cfg.ClaimLease)
+		var ce *docflow.DeliveryClaimedError
+		if errors.As(err, &ce) {
+			claimed, err = ce.Until, nil
+		}
 		return err
 	})
-	e.Send(self, prepared{j: j, task: task, stopped: !ok})
+	e.Send(self, prepared{j: j, task: task, claimed: claimed, stopped: !ok})
 }
 
 // send hands j to the client actor, or records at once why it cannot go.
@@ -431,24 +452,24 @@ func (a *destinationActor) send(j *job) {
 // them again.
 func (a *destinationActor) dropLost(ctx context.Context) {
 	delete(a.watched, ctx)
-	keep := a.queue[:0]
-	for _, j := range a.queue {
-		if j.d.Owned() == ctx {
-			j.d.Release()
-		} else {
-			keep = append(keep, j)
+	keep := func(js []*job, given func(*job)) []*job {
+		kept := js[:0]
+		for _, j := range js {
+			if j.d.Owned() == ctx {
+				a.unhold(j)
+				given(j)
+				j.d.Release()
+			} else {
+				kept = append(kept, j)
+			}
 		}
+		return kept
 	}
-	a.queue = keep
-	ready := a.ready[:0]
-	for _, j := range a.ready {
-		if j.d.Owned() == ctx {
-			j.d.Release()
-		} else {
-			ready = append(ready, j)
-		}
-	}
-	a.ready = ready
+	a.queue = keep(a.queue, func(*job) {})
+	a.waiting = keep(a.waiting, func(*job) {})
+	var unsent []*docflow.DeliveryTask
+	a.ready = keep(a.ready, func(j *job) { unsent = append(unsent, j.task) })
+	a.releaseClaims(unsent...)
 	if a.sending != nil && a.sending.d.Owned() == ctx {
 		a.sending.cancel(errLost)
 	}
@@ -476,9 +497,16 @@ func (a *destinationActor) stop() {
 	for _, j := range a.ready {
 		j.d.Release()
 	}
+	for _, j := range a.waiting {
+		j.d.Release()
+	}
 	for _, j := range a.changes {
 		j.d.Release()
 	}
-	a.queue, a.ready, a.changes = nil, nil, nil
+	a.queue, a.ready, a.waiting, a.changes = nil, nil, nil, nil
+	a.held = map[taskKey]*job{}
+	if a.renewTimer != nil {
+		a.renewTimer.Stop()
+	}
 	a.stopClient()
 }

@@ -109,7 +109,8 @@ func (e *env) start(adjust func(*Config)) (*Service, func(time.Duration)) {
 	cfg := Config{Actors: ae, Brokers: e.brokers, Store: e.store, Blobs: e.blobs, Factories: e.factories(),
 		Settings: e.settings, Publisher: e.producer, Log: e.log, Partitions: 2, Consumer: streamstest.FastGroup,
 		RetryDelays:    []time.Duration{150 * time.Millisecond, 200 * time.Millisecond, 250 * time.Millisecond},
-		InitialBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Timeout: 30 * time.Second}
+		InitialBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, Timeout: 30 * time.Second,
+		ClaimLease: 2 * time.Second}
 	if adjust != nil {
 		adjust(&cfg)
 	}

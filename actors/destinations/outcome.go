@@ -62,7 +62,13 @@ func (a *destinationActor) finish(j *job, res *callResult, err error) {
 	if j.ctx != nil && j.ctx.Err() != nil {
 		cause = context.Cause(j.ctx)
 	}
+	a.unhold(j)
 	if err != nil && (errors.Is(cause, errLost) || errors.Is(cause, context.Canceled) && a.s.ctx.Err() != nil) {
+		if errors.Is(cause, errLost) {
+			// The attempt was cut short: the next owner makes it again
+			// without waiting for the claim's lease.
+			a.releaseClaims(task)
+		}
 		j.d.Release()
 		return
 	}

@@ -23,6 +23,14 @@
 // A failed destination is retried alone; the others' deliveries are
 // separate tasks.
 //
+// A task message may come twice (the outbox publishes again after a
+// fault): an attempt is claimed in storage with a lease (StartDelivery),
+// renewed while this process holds it, so that a delivery under way or
+// done is not attempted again; a copy arriving while its task is held
+// here is dropped at once, and one whose delivery another process holds
+// waits for that claim to end, which it does when the process died
+// (claims.go).
+//
 // Goroutines, not actors: the consumer's fetch loops (they hand each
 // message to its actor and never wait); per task, the start of its attempt
 // in storage (a few at once per integration); per outcome, its recording,
@@ -119,8 +127,15 @@ type Store interface {
 	// DestinationIntegration returns the integration with its credentials
 	// and its settings' generation; ENOTFOUND when deleted.
 	DestinationIntegration(ctx context.Context, id int64) (*docflow.Integration, int64, error)
-	// StartDelivery begins an attempt (nil: stale, nothing to do).
-	StartDelivery(ctx context.Context, id, integrationID, request int64) (*docflow.DeliveryTask, error)
+	// StartDelivery begins an attempt under a claim leased for lease
+	// (nil: stale, nothing to do; *docflow.DeliveryClaimedError: another
+	// attempt holds the delivery).
+	StartDelivery(ctx context.Context, id, integrationID, request int64, lease time.Duration) (*docflow.DeliveryTask, error)
+	// RenewDeliveryClaims extends the leases of the claims held.
+	RenewDeliveryClaims(ctx context.Context, claims []int64, lease time.Duration) error
+	// ReleaseDeliveryClaims gives back claims whose attempts were not
+	// made.
+	ReleaseDeliveryClaims(ctx context.Context, claims []int64) error
 	// FinishDelivery records an attempt's outcome with the retry's task
 	// message, in one transaction.
 	FinishDelivery(ctx context.Context, o docflow.DeliveryOutcome, retry *docflow.OutboxMessage) (bool, error)
@@ -160,6 +175,10 @@ type Config struct {
 	Jitter      float64 // ± fraction of a retry delay; default 0.2
 	// Timeout bounds one delivery; default DESTINATION_TIMEOUT.
 	Timeout time.Duration
+	// ClaimLease is how long an attempt's claim lasts unless renewed
+	// (every third of it while the attempt is held): how long a delivery
+	// whose process died waits before another takes it over. Default 30 s.
+	ClaimLease time.Duration
 	// InitialBackoff and MaxBackoff bound a client's reconnects (1 s, 30 s).
 	InitialBackoff, MaxBackoff time.Duration
 	// Consumer adjusts the consumer's configuration (tests shorten the
@@ -213,6 +232,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if cfg.Jitter <= 0 {
 		cfg.Jitter = 0.2
+	}
+	if cfg.ClaimLease <= 0 {
+		cfg.ClaimLease = 30 * time.Second
 	}
 	if cfg.InitialBackoff <= 0 {
 		cfg.InitialBackoff = time.Second

@@ -62,6 +62,13 @@ type Config struct {
 	// at start and every RetentionEvery (default an hour).
 	RetentionDays  int
 	RetentionEvery time.Duration
+	// Offline lets Open start while the server does not answer (a
+	// connection that fails, not a server's refusal): the Recorder's
+	// writes fail, and metrics are held and dropped as opts bound them,
+	// until it answers; the database and tables are made before the first
+	// write that reaches it. Metrics are not the system of record: a
+	// process starts during an outage of ClickHouse.
+	Offline bool
 }
 
 // validName reports whether s is a plain identifier, safe to splice into
@@ -121,6 +128,7 @@ type Recorder struct {
 	*analytics.Recorder
 	Queries
 	owned     driver.Conn // closed by Close when Open made it
+	w         *writer
 	retention *retainer
 }
 
@@ -140,13 +148,27 @@ func Open(ctx context.Context, cfg Config, opts analytics.Options) (*Recorder, e
 	if err != nil {
 		return nil, fmt.Errorf("open clickhouse: %w", err)
 	}
-	if err := conn.Ping(ctx); err != nil {
-		conn.Close()
-		return nil, fmt.Errorf("ping clickhouse: %w", err)
+	// setup makes the schema and sets the TTL.
+	setup := func(ctx context.Context) error {
+		if err := Migrate(ctx, conn, database); err != nil {
+			return err
+		}
+		if cfg.RetentionDays > 0 {
+			if _, err := ApplyTTL(ctx, conn, database, cfg.RetentionDays); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	if err := Migrate(ctx, conn, database); err != nil {
+	serr := conn.Ping(ctx)
+	if serr != nil {
+		serr = fmt.Errorf("ping clickhouse: %w", serr)
+	} else {
+		serr = setup(ctx)
+	}
+	if serr != nil && (!cfg.Offline || isServerError(serr)) {
 		conn.Close()
-		return nil, err
+		return nil, serr
 	}
 	r, err := New(conn, database, opts)
 	if err != nil {
@@ -154,11 +176,16 @@ func Open(ctx context.Context, cfg Config, opts analytics.Options) (*Recorder, e
 		return nil, err
 	}
 	r.owned = conn
-	if cfg.RetentionDays > 0 {
-		if _, err := ApplyTTL(ctx, conn, database, cfg.RetentionDays); err != nil {
-			r.Close()
-			return nil, err
+	if serr != nil {
+		// NOTE: the first write (the batcher retries with backoff) makes
+		// the schema once the server answers.
+		r.w.pending(setup)
+		if opts.Logger != nil {
+			opts.Logger.Warn().Err(serr).Msg("ClickHouse does not answer: starting without it; metrics are held in memory " +
+				"(within the buffer's bound) and written once it answers")
 		}
+	}
+	if cfg.RetentionDays > 0 {
 		r.retention = startRetention(conn, database, cfg, opts)
 	}
 	return r, nil
@@ -183,7 +210,7 @@ func New(conn driver.Conn, database string, opts analytics.Options) (*Recorder, 
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse recorder: %w", err)
 	}
-	return &Recorder{Recorder: rec, Queries: q}, nil
+	return &Recorder{Recorder: rec, Queries: q, w: w}, nil
 }
 
 // Close flushes, stops the writer and closes the connection Open made.
@@ -221,6 +248,33 @@ type writer struct {
 	// hists is the cache of the Queries beside the writer: told of rows
 	// written into buckets it may keep.
 	hists *histCache
+
+	// setup, when set, is to run before the first write (Open started
+	// while the server did not answer); setupMu serializes it.
+	setupMu sync.Mutex
+	setup   func(ctx context.Context) error
+}
+
+// pending arranges for setup to run before the next write, until it
+// succeeds once.
+func (w *writer) pending(setup func(ctx context.Context) error) {
+	w.setupMu.Lock()
+	w.setup = setup
+	w.setupMu.Unlock()
+}
+
+// ensureSetup runs the pending setup, if any.
+func (w *writer) ensureSetup(ctx context.Context) error {
+	w.setupMu.Lock()
+	defer w.setupMu.Unlock()
+	if w.setup == nil {
+		return nil
+	}
+	if err := w.setup(ctx); err != nil {
+		return fmt.Errorf("prepare clickhouse: %w", err)
+	}
+	w.setup = nil
+	return nil
 }
 
 // maxUncertain bounds the tokens kept: a batch given up at Close never
@@ -248,6 +302,9 @@ func (w *writer) markUncertain(token string, on bool) {
 // log whether that insert finished, so a write that landed while its
 // answer was lost (a timeout, a cut connection) is not written twice.
 func (w *writer) WriteMetrics(ctx context.Context, rows []docflow.Metric) error {
+	if err := w.ensureSetup(ctx); err != nil {
+		return err
+	}
 	token, attempt, ok := analytics.BatchToken(ctx)
 	if ok {
 		w.mu.Lock()

@@ -34,8 +34,13 @@ func (m *App) startRecorder(ctx context.Context) error {
 		return nil
 	}
 	if u := docflow.ClickHouseURL.Get(m.Settings); u != "" {
+		// NOTE: Offline: a process starts while ClickHouse is down (it
+		// holds metrics within ANALYTICS_BUFFER_ROWS and connects when
+		// ClickHouse answers); a server that refuses (a wrong password)
+		// still stops it.
 		rec, err := chanalytics.Open(ctx, chanalytics.Config{URL: u,
-			User: docflow.ClickHouseUser.Get(m.Settings), Password: docflow.ClickHousePassword.Get(m.Settings), RetentionDays: days, RetentionEvery: retentionEvery}, opts)
+			User: docflow.ClickHouseUser.Get(m.Settings), Password: docflow.ClickHousePassword.Get(m.Settings), RetentionDays: days, RetentionEvery: retentionEvery,
+			Offline: true}, opts)
 		if err != nil {
 			return fmt.Errorf("connect ClickHouse at %s: %w (unset CLICKHOUSE_URL to record metrics in PostgreSQL)", RedactURL(u), err)
 		}

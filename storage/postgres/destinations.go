@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"path"
 	"strconv"
 	"strings"
@@ -206,22 +208,39 @@ func (s *DestinationStore) DestinationIntegration(ctx context.Context, id int64)
 }
 
 // StartDelivery begins an attempt of delivery id for request: the
-// delivery becomes sending with one more attempt, and the task says what
-// to deliver. Nil (and no change) when the delivery is gone, belongs to
-// another integration, a later request replaced it, or it is already
-// delivered, failed or cancelled.
-func (s *DestinationStore) StartDelivery(ctx context.Context, id, integrationID, request int64) (_ *docflow.DeliveryTask, err error) {
+// delivery becomes sending with one more attempt under a new claim whose
+// lease ends after lease, and the task says what to deliver. Nil (and no
+// change) when the delivery is gone, belongs to another integration, a
+// later request replaced it, or it is already delivered, failed or
+// cancelled. A *docflow.DeliveryClaimedError when another attempt holds
+// it: a delivery that is sending is claimed again only once its claim's
+// lease ended (its process died), so one delivery is never sent by two
+// attempts at once.
+func (s *DestinationStore) StartDelivery(ctx context.Context, id, integrationID, request int64, lease time.Duration) (_ *docflow.DeliveryTask, err error) {
 	defer mapDBError(&err)
-	t := docflow.DeliveryTask{DeliveryID: id, IntegrationID: integrationID, Request: request}
+	now := s.db.Now()
+	t := docflow.DeliveryTask{DeliveryID: id, IntegrationID: integrationID, Request: request, Claim: newClaim()}
 	f, err := scanFile(s.db.Pool.QueryRow(ctx, `
 		WITH d AS (
-			UPDATE file_destinations SET status = 'sending', attempts = attempts + 1, updated_at = $4
-			WHERE id = $1 AND integration_id = $2 AND request = $3 AND status IN ('queued', 'retrying', 'sending')
+			UPDATE file_destinations SET status = 'sending', attempts = attempts + 1, updated_at = $4,
+				claim = $5, claim_until = $6
+			WHERE id = $1 AND integration_id = $2 AND request = $3 AND (status IN ('queued', 'retrying')
+				OR status = 'sending' AND (claim_until IS NULL OR claim_until <= $4))
 			RETURNING file_id, attempts)
 		SELECT `+fileCols+`, d.attempts FROM d JOIN files f ON f.id = d.file_id`,
-		id, integrationID, request, s.db.Now()), false, &t.Attempt)
+		id, integrationID, request, now, t.Claim, now.Add(lease)), false, &t.Attempt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
+		var until time.Time
+		err := s.db.Pool.QueryRow(ctx, `SELECT claim_until FROM file_destinations
+			WHERE id = $1 AND integration_id = $2 AND request = $3 AND status = 'sending' AND claim_until IS NOT NULL`,
+			id, integrationID, request).Scan(&until)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			return nil, nil
+		case err != nil:
+			return nil, err
+		}
+		return nil, &docflow.DeliveryClaimedError{Until: until}
 	} else if err != nil {
 		return nil, err
 	}
@@ -247,6 +266,31 @@ func (s *DestinationStore) StartDelivery(ctx context.Context, id, integrationID,
 		t.Doc.Correspondent = strings.TrimSpace(c)
 	}
 	return &t, nil
+}
+
+// newClaim is a new attempt's token (never 0).
+func newClaim() int64 {
+	return rand.Int64N(math.MaxInt64-1) + 1
+}
+
+// RenewDeliveryClaims extends the leases of claims, the attempts a
+// process holds (prepared or under way), to lease from now.
+func (s *DestinationStore) RenewDeliveryClaims(ctx context.Context, claims []int64, lease time.Duration) (err error) {
+	defer mapDBError(&err)
+	_, err = s.db.Pool.Exec(ctx, `UPDATE file_destinations SET claim_until = $2
+		WHERE claim = ANY($1) AND status = 'sending'`, claims, s.db.Now().Add(lease))
+	return err
+}
+
+// ReleaseDeliveryClaims gives back claims whose attempts were not made
+// (their process no longer owns the deliveries): the attempt is not
+// counted, and the next owner claims the delivery without waiting for the
+// lease to end.
+func (s *DestinationStore) ReleaseDeliveryClaims(ctx context.Context, claims []int64) (err error) {
+	defer mapDBError(&err)
+	_, err = s.db.Pool.Exec(ctx, `UPDATE file_destinations SET claim_until = NULL, attempts = greatest(attempts - 1, 0)
+		WHERE claim = ANY($1) AND status = 'sending'`, claims)
+	return err
 }
 
 // FinishDelivery records how an attempt ended, if its request is still

@@ -3,7 +3,10 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"docflow"
 )
@@ -105,6 +108,14 @@ func (s *RunStore) StartRun(ctx context.Context, runID string, fileID int64, pip
 			set_config('docflow.outbox_quiet', $8, true)`,
 		runID, pipelineID, types, labels, configs, fileID, logMessage, quiet, final,
 		a.topics, a.keys, a.payloads, a.headers, a.avail, max(0, s.direct.Milliseconds())).Scan(&n, &ids, new(string))
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" && pgErr.ConstraintName == "run_steps_pkey" {
+		// NOTE: two routers of one run (a copy of its "ingested" message)
+		// both pass the NOT EXISTS, evaluated before the other committed;
+		// the later one's steps collide with the earlier's, and the
+		// statement, failing as a whole, wrote nothing: routed already.
+		return &docflow.RunWrite{}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("start run %s: %w", runID, err)
 	}

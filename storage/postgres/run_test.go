@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -107,6 +110,55 @@ func TestUnreachableDatabaseIsUnavailable(t *testing.T) {
 		"active rules": rulesErr} {
 		if err == nil || docflow.ErrorCode(err) != docflow.EUNAVAILABLE {
 			t.Errorf("%s with the database away: %v (code %s), want EUNAVAILABLE", name, err, docflow.ErrorCode(err))
+		}
+	}
+}
+
+// Routers racing on copies of one run's "ingested" message: one records
+// the run's steps, the others are told it was routed already, none gets
+// an error (a unique violation of run_steps was one, logged as such).
+func TestStartRunRacingRouters(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db := openTest(t)
+	s := NewRunStore(db)
+	steps := []*docflow.PipelineStep{{StepType: "test", Label: "a", Enabled: true}, {StepType: "test", Label: "b", Enabled: true}}
+	for round := range 20 {
+		runID := fmt.Sprintf("race-%d", round)
+		var fileID int64
+		if err := db.Pool.QueryRow(ctx, `INSERT INTO files (filehash, original_filename, stored_filename, file_size, mime_type, task_id)
+			VALUES ($1, 'a.pdf', 's.pdf', 1, 'application/pdf', $1) RETURNING id`, runID).Scan(&fileID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Pool.Exec(ctx, `INSERT INTO runs (id, file_id) VALUES ($1, $2)`, runID, fileID); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var recorded atomic.Int32
+		start := make(chan struct{})
+		for range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				w, err := s.StartRun(ctx, runID, fileID, nil, steps, "routed")
+				if err != nil {
+					t.Errorf("%s: %v", runID, err)
+					return
+				}
+				if w.Recorded {
+					recorded.Add(1)
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		var n int
+		if err := db.Pool.QueryRow(ctx, `SELECT count(*) FROM run_steps WHERE run_id = $1`, runID).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if recorded.Load() != 1 || n != 2 {
+			t.Fatalf("%s: recorded by %d routers, %d steps", runID, recorded.Load(), n)
 		}
 	}
 }

@@ -1,0 +1,146 @@
+package destinations
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"docflow"
+	"docflow/internal/testsupport"
+	"docflow/streams"
+)
+
+// claimLog wraps the store and records each process's StartDelivery
+// answers, by delivery: "task", "claimed" or "stale".
+type claimLog struct {
+	Store
+	mu      sync.Mutex
+	answers map[int64][]string
+}
+
+func (c *claimLog) StartDelivery(ctx context.Context, id, integrationID, request int64, lease time.Duration) (*docflow.DeliveryTask, error) {
+	t, err := c.Store.StartDelivery(ctx, id, integrationID, request, lease)
+	a := "stale"
+	switch {
+	case errors.As(err, new(*docflow.DeliveryClaimedError)):
+		a = "claimed"
+	case err != nil:
+		return t, err
+	case t != nil:
+		a = "task"
+	}
+	c.mu.Lock()
+	c.answers[id] = append(c.answers[id], a)
+	c.mu.Unlock()
+	return t, err
+}
+
+func (c *claimLog) of(id int64) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.answers[id]...)
+}
+
+// settled: the process got a task for the delivery, or found it stale.
+func (c *claimLog) settled(id int64) bool {
+	a := c.of(id)
+	return len(a) > 0 && a[len(a)-1] != "claimed"
+}
+
+// One delivery task given twice to each of two processes (each its own
+// consumer group, so both own the partition), the copies arriving while
+// the first attempt is under way: the document is sent once, one
+// "Delivered" line is logged; a process that holds the task drops the
+// copy without asking storage, and the other waits for the claim's lease
+// and then finds the delivery done.
+func TestCopiesOfOneTaskDeliverOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	d := newDAV(t)
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	d.setHook(func(n int64, w http.ResponseWriter, r *http.Request) bool {
+		if n == 1 {
+			once.Do(func() { close(started) })
+			<-release
+		}
+		return false
+	})
+	logs := []*claimLog{{Store: e.store, answers: map[int64][]string{}}, {Store: e.store, answers: map[int64][]string{}}}
+	for i, l := range logs {
+		e.start(func(c *Config) {
+			c.Store, c.GroupID, c.ClaimLease = l, fmt.Sprintf("dest-copies-%d", i), time.Second
+		})
+	}
+	share := e.davIntegration(d, "Share", "/in", "p", nil)
+	f := e.file("once.pdf", "", []byte("once"))
+	e.enqueue(f, "run-1")
+	select {
+	case <-started:
+	case <-time.After(20 * time.Second):
+		close(release)
+		t.Fatal("the upload did not start")
+	}
+	var id int64
+	if err := e.db.Pool.QueryRow(e.ctx, `SELECT id FROM file_destinations WHERE file_id = $1`, f.ID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	// The copy, as a republish after a fault makes it; then a later task
+	// on the same partition, which each process gets after the copy.
+	m, err := TaskMessage(share.ID, id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.producer.Publish(e.ctx, streams.Message{Topic: m.Topic, Key: []byte(m.Key), Value: m.Payload}); err != nil {
+		t.Fatal(err)
+	}
+	g := e.file("later.pdf", "", []byte("later"))
+	e.enqueue(g, "run-1")
+	var gid int64
+	if err := e.db.Pool.QueryRow(e.ctx, `SELECT id FROM file_destinations WHERE file_id = $1`, g.ID).Scan(&gid); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, 20*time.Second, "both processes ask for the later task", func() bool {
+		return len(logs[0].of(gid)) > 0 && len(logs[1].of(gid)) > 0
+	})
+	close(release)
+	e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
+	e.waitStatus(g, share, docflow.DestinationDelivered, 20*time.Second)
+	testsupport.WaitFor(t, 20*time.Second, "both processes settled", func() bool {
+		return logs[0].settled(id) && logs[1].settled(id) && logs[0].settled(gid) && logs[1].settled(gid)
+	})
+	tasks := 0
+	for i, l := range logs {
+		a := l.of(id)
+		t.Logf("process %d: %v", i, a)
+		if a[0] == "task" {
+			tasks++
+			if len(a) != 1 {
+				t.Fatalf("the process sending asked again for a copy: %v", a)
+			}
+		}
+	}
+	if tasks != 1 {
+		t.Fatalf("%d attempts started", tasks)
+	}
+	if names := d.files(t, "in"); len(names) != 2 || d.puts.Load() != 2 {
+		t.Fatalf("share holds %v after %d PUTs", names, d.puts.Load())
+	}
+	delivered := 0
+	for _, l := range append(e.logs(f), e.logs(g)...) {
+		if strings.HasPrefix(l, "completed: Delivered to Share") {
+			delivered++
+		}
+	}
+	if delivered != 2 {
+		t.Fatalf("logs %q %q", e.logs(f), e.logs(g))
+	}
+	if ds := e.destinations(f)[share.ID]; ds.Attempts != 1 {
+		t.Fatalf("delivery %+v", ds)
+	}
+}
