@@ -7,7 +7,6 @@ import (
 	"mime/multipart"
 	nethttp "net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"docflow/internal/app/apptest"
@@ -65,24 +64,10 @@ func TestIdempotencyKeyAcrossAPIProcesses(t *testing.T) {
 		t.Fatalf("%d files, want 1", n)
 	}
 
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	statuses := map[int]int{}
-	for i := range 8 {
-		base := a.URL
-		if i%2 == 1 {
-			base = b.URL
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, _ := send(base, "k-race", "race")
-			mu.Lock()
-			statuses[s]++
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	statuses := acrossTwo(8, a.URL, b.URL, func(base string) int {
+		s, _ := send(base, "k-race", "race")
+		return s
+	})
 	if statuses[201] < 1 || statuses[201]+statuses[409] != 8 {
 		t.Fatalf("concurrent repeats answered %v", statuses)
 	}

@@ -91,24 +91,10 @@ func TestAPIRateLimitAcrossProcesses(t *testing.T) {
 		t.Fatalf("429 with Retry-After %q and %s", last429[0], last429[1])
 	}
 
-	var mu sync.Mutex
-	statuses := map[int]int{}
-	var wg sync.WaitGroup
-	for i := range 40 {
-		base := a.URL
-		if i%2 == 1 {
-			base = b.URL
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s, _, _ := call(t, "GET", base+"/api/api-tokens/", bob, nil, "")
-			mu.Lock()
-			statuses[s]++
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+	statuses := acrossTwo(40, a.URL, b.URL, func(base string) int {
+		s, _, _ := call(t, "GET", base+"/api/api-tokens/", bob, nil, "")
+		return s
+	})
 	if statuses[200] > 10 || statuses[200] < 9 || statuses[200]+statuses[429] != 40 {
 		t.Fatalf("a burst of 40 through both processes under 10/day: %v, want 10 (at least 9) admitted, the rest 429", statuses)
 	}
@@ -182,4 +168,26 @@ func TestUploadWindowAcrossProcesses(t *testing.T) {
 		s, _, _ := upload(b.URL)
 		return s == 200
 	})
+}
+
+// acrossTwo sends n requests at once, alternating between the processes
+// at baseA and baseB, and counts the statuses do returns.
+func acrossTwo(n int, baseA, baseB string, do func(base string) int) map[int]int {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	statuses := map[int]int{}
+	for i := range n {
+		base := baseA
+		if i%2 == 1 {
+			base = baseB
+		}
+		wg.Go(func() {
+			s := do(base)
+			mu.Lock()
+			statuses[s]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return statuses
 }
