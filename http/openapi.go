@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -209,7 +210,33 @@ func statusText(code int) string {
 	return fmt.Sprintf("Status %d", code)
 }
 
-// operationID is a route's unique name: the method and the path's words.
+// operationIDs names each documented route ("METHOD path") uniquely: the
+// method and the path's words after /api; a page outside /api whose name
+// an API route has already (GET /settings beside GET /api/settings/) ends
+// in "Page".
+func operationIDs(routes []route) map[string]string {
+	ids := map[string]string{}
+	taken := map[string]bool{}
+	for _, pass := range []bool{true, false} {
+		for _, r := range routes {
+			if r.Doc == nil || strings.HasPrefix(r.Path, "/api/") != pass {
+				continue
+			}
+			id := operationID(r.Method, r.Path)
+			if taken[id] {
+				id += "Page"
+			}
+			for n := 2; taken[id]; n++ {
+				id = operationID(r.Method, r.Path) + "Page" + strconv.Itoa(n)
+			}
+			taken[id] = true
+			ids[r.Method+" "+r.Path] = id
+		}
+	}
+	return ids
+}
+
+// operationID is a route's name: the method and the path's words.
 func operationID(method, path string) string {
 	var b strings.Builder
 	b.WriteString(strings.ToLower(method))

@@ -19,6 +19,7 @@ func (s *Server) OpenAPI() map[string]any {
 	reg.names[reflect.TypeFor[errorBody]()], reg.taken["Error"] = "Error", reflect.TypeFor[errorBody]()
 	paths := map[string]any{}
 	tags := map[string]bool{}
+	ids := operationIDs(s.routes)
 	for _, r := range s.routes {
 		if r.Doc == nil {
 			continue
@@ -29,6 +30,7 @@ func (s *Server) OpenAPI() map[string]any {
 			paths[r.Path] = item
 		}
 		op := s.operation(reg, r)
+		op["operationId"] = ids[r.Method+" "+r.Path]
 		tags[op["tags"].([]any)[0].(string)] = true
 		item[strings.ToLower(r.Method)] = op
 	}
@@ -128,9 +130,8 @@ func (s *Server) operation(reg *schemaRegistry, r route) map[string]any {
 		}
 	}
 	op := map[string]any{
-		"operationId": operationID(r.Method, r.Path),
-		"summary":     d.Summary,
-		"tags":        []any{tag},
+		"summary": d.Summary,
+		"tags":    []any{tag},
 	}
 	desc := strings.TrimSpace(d.Description)
 	if extra := s.routeNotes(r); extra != "" {

@@ -109,13 +109,21 @@ func TestUndocumentedRoutesAreListed(t *testing.T) {
 }
 
 func TestOperationIDsAreUnique(t *testing.T) {
-	seen := map[string]string{}
+	doc := &Doc{Summary: "x"}
+	var routes []route
 	for _, r := range [][2]string{{"GET", "/api/files"}, {"GET", "/api/files/{file_id}"}, {"POST", "/api/files/bulk-delete"},
-		{"GET", "/api/api-tokens"}, {"DELETE", "/api/api-tokens/{token_id}"}} {
-		id := operationID(r[0], r[1])
+		{"GET", "/settings"}, {"GET", "/api/settings/"}, {"GET", "/api/api-tokens"}, {"DELETE", "/api/api-tokens/{token_id}"}} {
+		routes = append(routes, route{Method: r[0], Path: r[1], Doc: doc})
+	}
+	ids := operationIDs(routes)
+	seen := map[string]string{}
+	for key, id := range ids {
 		if other, ok := seen[id]; ok {
-			t.Errorf("%s %s and %s share the operation id %s", r[0], r[1], other, id)
+			t.Errorf("%s and %s share the operation id %s", key, other, id)
 		}
-		seen[id] = r[1]
+		seen[id] = key
+	}
+	if ids["GET /api/settings/"] != "getSettings" || ids["GET /settings"] != "getSettingsPage" {
+		t.Errorf("the API route keeps its name, the page's ends in Page: %v", ids)
 	}
 }

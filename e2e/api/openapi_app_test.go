@@ -47,14 +47,27 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		t.Fatalf("the document is not valid OpenAPI 3.1:\n%s", validationErrors(errs))
 	}
 	var doc struct {
-		OpenAPI string                    `json:"openapi"`
-		Paths   map[string]map[string]any `json:"paths"`
+		OpenAPI string `json:"openapi"`
+		Paths   map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+		} `json:"paths"`
 	}
 	if err := json.Unmarshal([]byte(body), &doc); err != nil {
 		t.Fatal(err)
 	}
 	if doc.OpenAPI != "3.1.0" {
 		t.Errorf("openapi = %q", doc.OpenAPI)
+	}
+	// OpenAPI requires operation ids unique in the document; renderers
+	// (the /docs page) show one of two operations that share one.
+	ids := map[string]string{}
+	for path, item := range doc.Paths {
+		for method, op := range item {
+			if other, ok := ids[op.OperationID]; ok {
+				t.Errorf("%s %s and %s share the operation id %q", method, path, other, op.OperationID)
+			}
+			ids[op.OperationID] = method + " " + path
+		}
 	}
 	for _, r := range a.HTTP.Routes() {
 		if r.Doc == nil {

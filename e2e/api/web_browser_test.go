@@ -287,23 +287,41 @@ func TestWebPagesInBrowser(t *testing.T) {
 	// Draw an annotation over the page and describe it.
 	press(ctx, t, "", "Draw an annotation")
 	waitJS(ctx, t, 20*time.Second, "drawing on", `document.getElementById('draw-toggle').getAttribute('aria-pressed') === 'true'`)
-	box := eval[[]float64](ctx, t, `(function(){var e=document.getElementById('annotation-layer');e.scrollIntoView();var r=e.getBoundingClientRect();return [r.left, r.top, r.width, r.height]})()`)
-	x0, y0 := box[0]+box[2]*0.2, box[1]+box[3]*0.3
-	x1, y1 := box[0]+box[2]*0.6, box[1]+box[3]*0.4
-	// Bounded apart from the test's context: when the form never shows,
-	// the failure still gets its screenshot.
+	// The drag is sent again when the page did not take it: the layer has
+	// just become a drawing surface, and until the browser's compositor
+	// knows, a press can land in the PDF viewer's frame below it.
+	dragged := false
+	for attempt := 0; attempt < 3 && !dragged; attempt++ {
+		box := eval[[]float64](ctx, t, `(function(){var e=document.getElementById('annotation-layer');e.scrollIntoView();var r=e.getBoundingClientRect();return [r.left, r.top, r.width, r.height]})()`)
+		x0, y0 := box[0]+box[2]*0.2, box[1]+box[3]*0.3
+		x1, y1 := box[0]+box[2]*0.6, box[1]+box[3]*0.4
+		// Bounded apart from the test's context: when the drag is never
+		// taken, the failure still gets its screenshot.
+		dctx, dcancel := context.WithTimeout(ctx, 20*time.Second)
+		err = chromedp.Do(dctx,
+			chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y0, held),
+			chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, (x0+x1)/2, (y0+y1)/2, held),
+			chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x1, y1, held),
+			chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x1, y1, held),
+		)
+		if err == nil {
+			_, err = chromedp.Run(dctx, chromedp.Poll[bool](`document.getElementById('an-width').value !== '' && Number(document.getElementById('an-width').value) > 0`,
+				chromedp.WithPollingTimeout(3*time.Second)))
+			dragged = err == nil
+		}
+		dcancel()
+	}
+	if !dragged {
+		t.Fatalf("drag over the page: the region was not taken after 3 tries: %v", err)
+	}
 	dctx, dcancel := context.WithTimeout(ctx, time.Minute)
 	defer dcancel()
 	err = chromedp.Do(dctx,
-		chromedp.MouseEvent(input.DispatchMouseEventTypeMousePressed, x0, y0, held),
-		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, (x0+x1)/2, (y0+y1)/2, held),
-		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, x1, y1, held),
-		chromedp.MouseEvent(input.DispatchMouseEventTypeMouseReleased, x1, y1, held),
 		chromedp.SendKeys(chromedp.ID("an-content"), hostileText),
 		chromedp.Click(chromedp.CSS(".annotation-form button[type=submit]")),
 	)
 	if err != nil {
-		t.Fatalf("draw an annotation and describe it: %v", err)
+		t.Fatalf("describe the annotation and save it: %v", err)
 	}
 	waitJS(ctx, t, 20*time.Second, "the annotation", `document.querySelectorAll('.annotations .annotation').length === 1 && document.querySelectorAll('#annotation-layer .box:not(.draft)').length === 1`)
 	if x := eval[float64](ctx, t, `parseFloat(document.querySelector('#annotation-layer .box').style.left)`); x < 15 || x > 25 {
