@@ -1,7 +1,9 @@
 // Command testsummary reads `go test -json` output on stdin, prints each
 // package's time as it finishes, the output of failed tests, skip reasons
 // and the wall time of the whole run, and closes with one line:
-// "N passed, N failed, N skipped". It exits 1 when anything failed.
+// "N passed, N failed, N skipped". Before the skip reasons it lists the
+// slowest tests, so the next engineer sees where the suite's time goes.
+// It exits 1 when anything failed.
 package main
 
 import (
@@ -45,6 +47,7 @@ func summarize(in io.Reader, w io.Writer, wall func() string) int {
 	var passed, failed, skipped int
 	var failures, skips []string
 	pkgFailed := map[string]bool{}
+	var slow []timed
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -66,6 +69,9 @@ func summarize(in io.Reader, w io.Writer, wall func() string) int {
 				b.WriteString(e.Output)
 			}
 		case "pass":
+			if e.Test != "" && !strings.Contains(e.Test, "/") {
+				slow = append(slow, timed{e.Package + " " + e.Test, e.Elapsed})
+			}
 			if e.Test != "" {
 				passed++
 			} else {
@@ -101,6 +107,13 @@ func summarize(in io.Reader, w io.Writer, wall func() string) int {
 		}
 		failed += boolInt(len(failures) == 0)
 	}
+	if len(slow) > 0 {
+		sort.Slice(slow, func(i, j int) bool { return slow[i].secs > slow[j].secs })
+		fmt.Fprintln(w, "\nSlowest tests:")
+		for _, s := range slow[:min(len(slow), slowest)] {
+			fmt.Fprintf(w, "  %6.1fs %s\n", s.secs, s.name)
+		}
+	}
 	if len(skips) > 0 {
 		sort.Strings(skips)
 		fmt.Fprintln(w, "\nSkipped tests:")
@@ -114,6 +127,14 @@ func summarize(in io.Reader, w io.Writer, wall func() string) int {
 		return 1
 	}
 	return 0
+}
+
+// slowest is how many of the slowest passed tests the summary lists.
+const slowest = 15
+
+type timed struct {
+	name string
+	secs float64
 }
 
 func boolInt(b bool) int {

@@ -26,7 +26,7 @@ func TestSummaryEndsWithWallTimeAndCounts(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "ok   docflow/a") || !strings.Contains(out.String(), "1.5s") ||
 		!strings.Contains(out.String(), "FAIL docflow/b") || !strings.Contains(out.String(), "boom") ||
-		!strings.Contains(out.String(), "no ClickHouse") {
+		!strings.Contains(out.String(), "no ClickHouse") || !strings.Contains(out.String(), "Slowest tests:\n     0.5s docflow/a TestOK") {
 		t.Fatalf("summary:\n%s", out.String())
 	}
 	if n := len(lines); n < 2 || lines[n-2] != "total wall time 31m5s (go test 17m32s)" || lines[n-1] != "1 passed, 1 failed, 1 skipped" {
