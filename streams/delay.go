@@ -27,7 +27,7 @@ import (
 // A message whose partition is revoked before it is due is released
 // unacknowledged at once (Delivery.Release), for the partition's next
 // owner. A relay stopped (its context done) before a message is due
-// leaves it unacknowledged, for the partition's next owner.
+// releases it the same way, so the consumer's Close returns at once.
 type DelayRelay struct {
 	pub  Publisher
 	log  zerolog.Logger
@@ -99,9 +99,12 @@ func (r *DelayRelay) Handle(d *Delivery) {
 		switch o {
 		case delayForwarded:
 			d.Ack()
-		case delayRevoked:
+		case delayRevoked, delayStopped:
+			// Unacknowledged, for the partition's next owner; released
+			// rather than left unresolved, so the consumer's Close does
+			// not wait its whole deadline for a message due later.
 			d.Release()
-		} // stopping: unresolved, the next owner waits for it
+		}
 	})
 }
 

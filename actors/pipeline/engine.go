@@ -121,7 +121,11 @@ type Engine struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// stopDelay stops the retry tiers' delay relay: Stop calls it first,
+	// so the tasks it holds until their due time are released at once
+	// rather than keeping the delay consumer's Close waiting.
+	stopDelay context.CancelFunc
+	wg        sync.WaitGroup
 	// spawnMu orders spawn's wg.Add before Stop's wg.Wait.
 	spawnMu  sync.Mutex
 	stopping bool
@@ -309,7 +313,9 @@ func (e *Engine) start(ctx context.Context) error {
 		}
 	}
 	if len(e.retry.Tiers) > 0 {
-		dr := streams.NewDelayRelay(e.ctx, e.cfg.Publisher, e.log, e.now, "task")
+		dctx, stopDelay := context.WithCancel(e.ctx)
+		e.stopDelay = stopDelay
+		dr := streams.NewDelayRelay(dctx, e.cfg.Publisher, e.log, e.now, "task")
 		if err := e.consume(DelayGroup, "retry", e.retry.Topics(), dr.Handle, func(c *streams.ConsumerConfig) {
 			// NOTE: a delay topic holds tasks in due order; the budget only
 			// bounds how many wait in memory.
@@ -318,7 +324,7 @@ func (e *Engine) start(ctx context.Context) error {
 			return err
 		}
 		e.wg.Add(1)
-		go func() { defer e.wg.Done(); <-e.ctx.Done(); dr.Wait() }()
+		go func() { defer e.wg.Done(); <-dctx.Done(); dr.Wait() }()
 	}
 	e.wg.Add(3 + 2*groupFlushers)
 	for range groupFlushers {
@@ -386,6 +392,9 @@ func (e *Engine) InFlight() int {
 func (e *Engine) Stop(ctx context.Context) error {
 	var errs []error
 	e.stopOnce.Do(func() {
+		if e.stopDelay != nil {
+			e.stopDelay()
+		}
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for _, c := range e.consumers {

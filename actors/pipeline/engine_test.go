@@ -1,11 +1,13 @@
 package pipeline
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"docflow"
+	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 	"docflow/streams"
 )
@@ -175,4 +177,32 @@ func TestRedeliveredTaskIsNotRunAgain(t *testing.T) {
 		t.Fatalf("redelivered task re-ran: %d log rows, then %d", before, after)
 	}
 	e.completedExactlyOnce(run)
+}
+
+// A retry waiting in the delay relay does not hold the engine's Stop: the
+// relay releases it, unacknowledged, for the next worker, and Stop
+// returns well before its deadline.
+func TestStopReleasesWaitingRetries(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *Config) { c.RetryDelays = []time.Duration{time.Hour} })
+	p := e.pipeline("flaky", map[string]any{"mode": "fail", "times": 1.0})
+	id, _ := e.ingest("later.pdf", "later", &p.ID, nil)
+	// The retry tiers' consumer is the engine's last.
+	delay := e.Engine.consumers[len(e.Engine.consumers)-1]
+	testsupport.WaitFor(t, 20*time.Second, "the retry held by the delay relay", func() bool {
+		retrying := false
+		for _, l := range e.logs(id) {
+			retrying = retrying || l.Status == docflow.StepRetrying
+		}
+		return retrying && delay.InFlight() > 0
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := e.Engine.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Stop took %v with a retry due in an hour", d)
+	}
 }
