@@ -71,3 +71,47 @@ func BenchmarkBareHandler(b *testing.B) {
 		serveAgain(h, c)
 	}
 }
+
+// BenchmarkTokenList is GET /api/api-tokens/ with a bearer token through
+// the whole middleware, in process (the database round trip included).
+func BenchmarkTokenList(b *testing.B) {
+	e := newTestEnv(b, map[string]string{"AUTH_ENABLED": "true"})
+	tok := e.token("alice")
+	h := e.Server.Handler()
+	c := probeRequest("GET", "/api/api-tokens/", "Authorization", "Bearer "+tok)
+	serveAgain(h, c)
+	if c.Response.StatusCode() != 200 {
+		b.Fatalf("%d %s", c.Response.StatusCode(), c.Response.Body())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		serveAgain(h, c)
+	}
+}
+
+// TestTrustedProxiesGiveTheForwardedClient: behind a proxy listed in
+// TRUSTED_PROXIES (an address or a network) the client is the right-most
+// X-Forwarded-For address that is not a proxy; a peer not listed is the
+// client itself, whatever it forwards; a change of the setting applies to
+// the next request.
+func TestTrustedProxiesGiveTheForwardedClient(t *testing.T) {
+	t.Parallel()
+	e := newTestEnv(t, nil)
+	a := e.Server.auth
+	addr := func(xff string) string {
+		return a.clientAddr(probeRequest("GET", "/api/files", "X-Forwarded-For", xff)).String()
+	}
+	const xff = "198.51.100.9, 203.0.113.7, 127.0.0.9"
+	for _, tc := range []struct{ proxies, want string }{
+		{"", "127.0.0.1"},
+		{"10.0.0.0/8", "127.0.0.1"},
+		{"127.0.0.1", "127.0.0.9"},
+		{"127.0.0.0/8", "203.0.113.7"},
+		{"::1, 127.0.0.0/8, 203.0.113.7", "198.51.100.9"},
+	} {
+		e.SetEnv("TRUSTED_PROXIES", tc.proxies)
+		if got := addr(xff); got != tc.want {
+			t.Fatalf("TRUSTED_PROXIES=%q: client %s, want %s", tc.proxies, got, tc.want)
+		}
+	}
+}
