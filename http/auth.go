@@ -10,6 +10,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -46,6 +47,9 @@ type authenticator struct {
 	// failed sign-ins per user name (authfail.go).
 	failures *rateLimiter
 	logins   *loginThrottle
+
+	// proxies is TRUSTED_PROXIES parsed (trustedProxies).
+	proxies atomic.Pointer[proxyList]
 }
 
 func newAuthenticator(cfg Config) *authenticator {
@@ -316,8 +320,8 @@ func (a *authenticator) clientKey(c *fasthttp.RequestCtx) string { return addrKe
 // peer is a trusted proxy.
 func (a *authenticator) clientAddr(c *fasthttp.RequestCtx) net.IP {
 	ip := c.RemoteIP()
-	proxies := docflow.TrustedProxies.Get(a.cfg.Settings)
-	if len(proxies) == 0 || !ipIn(ip, proxies) {
+	proxies := a.trustedProxies()
+	if !proxies.contains(ip) {
 		return ip
 	}
 	xff := string(c.Request.Header.Peek("X-Forwarded-For"))
@@ -328,12 +332,57 @@ func (a *authenticator) clientAddr(c *fasthttp.RequestCtx) net.IP {
 		if p == nil {
 			break
 		}
-		if !ipIn(p, proxies) {
+		if !proxies.contains(p) {
 			return p
 		}
 	}
 	return ip
 }
+
+// proxyList is TRUSTED_PROXIES parsed, kept while the setting's text is
+// the same: the client's address is asked for on every request of a
+// token and of a rate-limited route.
+type proxyList struct {
+	raw  string
+	nets []*net.IPNet // an address alone is a network of one
+}
+
+// trustedProxies returns TRUSTED_PROXIES parsed.
+func (a *authenticator) trustedProxies() *proxyList {
+	raw := a.cfg.Settings.Get(docflow.TrustedProxies.Key())
+	if p := a.proxies.Load(); p != nil && p.raw == raw {
+		return p
+	}
+	p := &proxyList{raw: raw}
+	for _, item := range docflow.TrustedProxies.Get(rawSetting(raw)) {
+		if _, n, err := net.ParseCIDR(item); err == nil {
+			p.nets = append(p.nets, n)
+		} else if ip := net.ParseIP(item); ip != nil {
+			if ip4 := ip.To4(); ip4 != nil {
+				ip = ip4
+			}
+			p.nets = append(p.nets, &net.IPNet{IP: ip, Mask: net.CIDRMask(len(ip)*8, len(ip)*8)})
+		}
+	}
+	a.proxies.Store(p)
+	return p
+}
+
+// contains reports whether ip is one of the proxies.
+func (p *proxyList) contains(ip net.IP) bool {
+	for _, n := range p.nets {
+		if n.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+// rawSetting reads every key as one text (a setting's effective value,
+// parsed by its handle).
+type rawSetting string
+
+func (r rawSetting) Get(string) string { return string(r) }
 
 func ipIn(ip net.IP, list []string) bool {
 	for _, p := range list {

@@ -131,7 +131,8 @@
 //     compressed once.
 //   - home.go: the status page /status, the API reference /docs (Swagger
 //     UI over /openapi.json, or the route list without it), static files.
-//   - health.go: the health checks (details for administrators only).
+//   - health.go: the health checks (details for administrators only);
+//     the liveness probe, answered ahead of the router and middleware.
 //   - ops.go: the operations page /ops over /api/analytics/*.
 //   - settings.go: the settings API (/api/settings/…: list, one key, set,
 //     delete, bulk update, credentials overview, suggestions), sensitive

@@ -24,7 +24,7 @@ import (
 // `docflow api` builds it use internal/app's test twin instead, in
 // e2e/api (internal/app imports http).
 type testEnv struct {
-	t        *testing.T
+	t        testing.TB
 	DB       *postgres.DB
 	Settings *postgres.SettingsStore
 	Tokens   *postgres.TokenStore
@@ -37,7 +37,7 @@ type testEnv struct {
 
 // newTestEnv starts a server. env overrides environment settings; mount
 // registers extra routes before serving.
-func newTestEnv(t *testing.T, env map[string]string, mount ...func(*testEnv)) *testEnv {
+func newTestEnv(t testing.TB, env map[string]string, mount ...func(*testEnv)) *testEnv {
 	t.Helper()
 	ctx := context.Background()
 	db, cleanup, err := postgres.OpenTestDB(ctx, "http")

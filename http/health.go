@@ -82,10 +82,43 @@ func (s *Server) mountHealth() {
 	s.Handle("GET", "/api/diagnostic/health", Route{Auth: AuthUser, Limit: LimitNone}, s.handleHealth, docHealth)
 }
 
+// liveBody is the liveness probe's answer; jsonType its content type.
+var (
+	liveBody = []byte(`{"status":"ok"}` + "\n")
+	jsonType = []byte("application/json")
+)
+
+// handleLive is GET LivePath's handler as the router knows it (for its
+// documentation); answerLive answers it before the router.
 func (s *Server) handleLive(c *fasthttp.RequestCtx) error {
-	c.Response.Header.SetContentType("application/json")
-	c.SetBodyString(`{"status":"ok"}` + "\n")
+	c.Response.Header.SetContentTypeBytes(jsonType)
+	c.Response.SetBodyRaw(liveBody)
 	return nil
+}
+
+// answerLive answers GET LivePath (a trailing slash is not significant)
+// ahead of the router and the middleware, and reports whether it did.
+// Orchestrators and load balancers send the probe every few seconds, and
+// it says only that the process serves: it needs no credentials (a
+// token or cookie it carries is not looked up, so it is no oracle for
+// them either), reads no body, changes nothing (no cross-site check), is
+// not rate limited, and is neither logged nor recorded as a request
+// metric. It keeps the security headers, and allocates nothing.
+// Other methods go through the router (405, as on every route).
+func (s *Server) answerLive(c *fasthttp.RequestCtx) bool {
+	if !c.IsGet() {
+		return false
+	}
+	p := c.Path()
+	if len(p) > 1 && p[len(p)-1] == '/' {
+		p = p[:len(p)-1]
+	}
+	if string(p) != LivePath {
+		return false
+	}
+	s.setSecurityHeaders(c)
+	s.handleLive(c) //nolint:errcheck // never fails
+	return true
 }
 
 func (s *Server) handleReady(c *fasthttp.RequestCtx) error {

@@ -30,16 +30,39 @@ const (
 	corsExposeHeaders = "Content-Disposition, Retry-After, X-Request-ID"
 )
 
+// The security headers in canonical form (setSecurityHeaders).
+var (
+	hdrCSP            = []byte("Content-Security-Policy")
+	valCSP            = []byte(contentSecurityPolicy)
+	hdrNoSniff        = []byte("X-Content-Type-Options")
+	valNoSniff        = []byte("nosniff")
+	hdrFrameOptions   = []byte("X-Frame-Options")
+	valDeny           = []byte("DENY")
+	hdrReferrerPolicy = []byte("Referrer-Policy")
+	valSameOrigin     = []byte("same-origin")
+	hdrHSTS           = []byte("Strict-Transport-Security")
+	valHSTS           = []byte("max-age=31536000")
+)
+
+// httpsSite reports whether BASE_URL is https (without BASE_URL the site
+// is http on LISTEN_ADDR, BaseURL).
+func (s *Server) httpsSite() bool {
+	u := strings.TrimSpace(docflow.BaseURL.Get(s.cfg.Settings))
+	return len(u) >= len("https://") && strings.EqualFold(u[:len("https://")], "https://")
+}
+
 // setSecurityHeaders adds the headers every response carries, and the CORS
 // headers when the request comes from an allowed other origin.
+// Every response carries them, so they are set in their canonical form
+// (fasthttp then copies them as they are) and without allocating.
 func (s *Server) setSecurityHeaders(c *fasthttp.RequestCtx) {
 	h := &c.Response.Header
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "same-origin")
-	if strings.HasPrefix(strings.ToLower(s.BaseURL()), "https://") {
-		h.Set("Strict-Transport-Security", "max-age=31536000")
+	h.SetCanonical(hdrCSP, valCSP)
+	h.SetCanonical(hdrNoSniff, valNoSniff)
+	h.SetCanonical(hdrFrameOptions, valDeny)
+	h.SetCanonical(hdrReferrerPolicy, valSameOrigin)
+	if s.httpsSite() {
+		h.SetCanonical(hdrHSTS, valHSTS)
 	}
 	if origin := c.Request.Header.Peek("Origin"); len(origin) > 0 && s.corsAllowed(string(origin)) {
 		h.Set("Access-Control-Allow-Origin", string(origin))

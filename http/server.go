@@ -209,6 +209,9 @@ func (s *Server) Handle(method, path string, opts Route, h Handler, doc ...Doc) 
 func (s *Server) Handler() fasthttp.RequestHandler { return s.root }
 
 func (s *Server) root(c *fasthttp.RequestCtx) {
+	if s.answerLive(c) {
+		return
+	}
 	if p := c.Path(); len(p) > 1 && p[len(p)-1] == '/' {
 		c.Request.URI().SetPathBytes(p[:len(p)-1])
 	}

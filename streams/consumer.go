@@ -391,6 +391,15 @@ const maxFetchWait = 10 * time.Second
 // the slowest of its partitions.
 const slowHandover = maxFetchWait + 10*time.Second
 
+// readerQueue caps the messages a partition's reader fetches ahead of
+// its dispatch. The reader allocates its whole queue when it is made
+// (about 200 bytes a message), idle or not: a queue as long as the
+// partition's in-flight window (up to 2048 for the delivery retry tiers)
+// cost a worker tens of MiB across its partitions, and the window does
+// not need it: the reader fills the queue again while the window's
+// messages are handled.
+const readerQueue = 128
+
 // readerErrorEvery spaces a partition's logged reader errors.
 const readerErrorEvery = 30 * time.Second
 
@@ -442,7 +451,7 @@ func (c *Consumer) consumePartition(ctx context.Context, p *partition, start int
 			MinBytes:              1,
 			MaxBytes:              8 << 20,
 			MaxWait:               wait,
-			QueueCapacity:         c.cfg.MaxInFlightPerPartition,
+			QueueCapacity:         min(c.cfg.MaxInFlightPerPartition, readerQueue),
 			OffsetOutOfRangeError: true,
 			ReadBackoffMin:        20 * time.Millisecond,
 			ReadBackoffMax:        time.Second,

@@ -365,6 +365,17 @@ func (s *Service) handle(d *streams.Delivery) {
 		case !ok:
 			d.Ack()
 		default:
+			// A few fan-outs at a time: a burst of events must not take
+			// every connection of the store's pool from the attempts'
+			// batches. The slot is taken here, on the partition's fetch
+			// goroutine, so that a backlog of events waits in its
+			// partition rather than as goroutines holding decoded events
+			// (up to MaxInFlight of them, tens of MiB).
+			select {
+			case s.fanouts <- struct{}{}:
+			case <-s.ctx.Done():
+				return // stopping: unacknowledged, made again by the next owner
+			}
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()
@@ -398,16 +409,11 @@ func deliverableEvent(b []byte) (docflow.Event, bool, error) {
 }
 
 // fanout records ev's deliveries and submits them; ack runs once all are
-// resolved. While the store is unreachable it retries with back-off; a
-// stopping service leaves the event unacknowledged.
+// resolved. It runs holding a slot of s.fanouts (taken by handle) and
+// gives it back once the deliveries are recorded. While the store is
+// unreachable it retries with back-off; a stopping service leaves the
+// event unacknowledged.
 func (s *Service) fanout(ev docflow.Event, ack func()) {
-	// A few fan-outs at a time: a burst of events must not take every
-	// connection of the store's pool from the attempts' batches.
-	select {
-	case s.fanouts <- struct{}{}:
-	case <-s.ctx.Done():
-		return
-	}
 	var ds []docflow.EventDelivery
 	ok := s.retry("fan out "+ev.ID, func(ctx context.Context) (err error) {
 		ds, err = s.cfg.Store.Fanout(ctx, ev)

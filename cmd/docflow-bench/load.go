@@ -84,6 +84,9 @@ func load(ctx context.Context, url string, conns int, d time.Duration, prep func
 	el := time.Since(start)
 	close(stop)
 	wg.Wait()
+	// The next load's connections count alone against the server's cap
+	// of connections per address.
+	hc.CloseIdleConnections()
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)

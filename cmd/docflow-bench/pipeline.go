@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +32,9 @@ const pipelineBenchSteps = 8
 // document on an idle system, and 10 000 documents queued at once (peak
 // memory, lag draining to zero).
 func benchPipeline(ctx context.Context, r *Report) error {
+	if os.Getenv("BENCH_PIPELINE") == "backlog" {
+		return benchPipelineBacklogRows(ctx, r)
+	}
 	// Latency on an idle system.
 	lat, err := benchPipelineLatency(ctx, 40)
 	if err != nil {
@@ -66,7 +71,11 @@ func benchPipeline(ctx context.Context, r *Report) error {
 	r.Add(Row{Section: "pipeline", Name: "step claims per shared transaction of the engine", Value: tp.claimsPerBatch, Unit: "claims", Target: "info", Pass: true})
 	r.Add(Row{Section: "pipeline", Name: "step results per shared transaction of the engine", Value: tp.resultsPerBatch, Unit: "results", Target: "info", Pass: true})
 
-	// 10 000 documents at once.
+	return benchPipelineBacklogRows(ctx, r)
+}
+
+// benchPipelineBacklogRows queues 10 000 documents at once.
+func benchPipelineBacklogRows(ctx context.Context, r *Report) error {
 	q, err := benchPipelineBacklog(ctx, 10000)
 	if err != nil {
 		return err
@@ -320,15 +329,28 @@ func benchPipelineBacklog(ctx context.Context, n int) (pipeBacklog, error) {
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
+	// BENCH_PIPELINE_PROFILE=dir: the heap profile and the goroutines at
+	// each new peak (4 MiB above the last written), and a line of the
+	// runtime's memory figures.
+	prof := os.Getenv("BENCH_PIPELINE_PROFILE")
+	if rss, err := rssMiB(os.Getpid()); err == nil && prof != "" {
+		fmt.Fprintf(os.Stderr, "backlog start: rss %.1f MiB, %s\n", rss, memLine())
+	}
 	go func() {
 		defer wg.Done()
 		t := time.NewTicker(50 * time.Millisecond)
 		defer t.Stop()
+		written := 0.0
 		for {
 			if rss, err := rssMiB(os.Getpid()); err == nil {
 				mu.Lock()
 				out.peakRSS = max(out.peakRSS, rss)
 				mu.Unlock()
+				if prof != "" && rss > written+4 {
+					written = rss
+					writePeakProfiles(prof + "/backlog-heap.pb")
+					fmt.Fprintf(os.Stderr, "backlog peak: rss %.1f MiB, %s\n", rss, memLine())
+				}
 			}
 			select {
 			case <-stop:
@@ -365,4 +387,33 @@ func benchPipelineBacklog(ctx context.Context, n int) (pipeBacklog, error) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return out, nil
+}
+
+// memLine is the Go runtime's memory in MiB: the heap in use, idle and
+// given back, the stacks, the runtime's own structures, and the
+// goroutines.
+func memLine() string {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	mib := func(b uint64) float64 { return float64(b) / (1 << 20) }
+	return fmt.Sprintf("heap in use %.1f, idle %.1f, released %.1f; stacks %.1f; runtime %.1f MiB; %d goroutines",
+		mib(m.HeapInuse), mib(m.HeapIdle), mib(m.HeapReleased), mib(m.StackInuse),
+		mib(m.OtherSys+m.MSpanSys+m.MCacheSys+m.GCSys+m.BuckHashSys), runtime.NumGoroutine())
+}
+
+// writePeakProfiles writes the heap profile to path and the goroutines,
+// grouped by stack, to path.goroutines.
+func writePeakProfiles(path string) {
+	for _, p := range []struct {
+		name, path string
+		debug      int
+	}{{"heap", path, 0}, {"goroutine", path + ".goroutines", 1}} {
+		f, err := os.Create(p.path)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return
+		}
+		pprof.Lookup(p.name).WriteTo(f, p.debug) //nolint:errcheck
+		f.Close()
+	}
 }
