@@ -362,6 +362,9 @@ func TestOpsChartsOfOneSample(t *testing.T) {
 		{Kind: docflow.MetricStep, Time: at, StepType: "extract_metadata", Status: docflow.StepSucceeded, Duration: 700 * time.Millisecond, FileID: 1},
 		{Kind: docflow.MetricDocument, Time: at, Status: "completed", Duration: 4 * time.Second, Pipeline: "standard", FileID: 1},
 		{Kind: docflow.MetricProcess, Time: at, Process: "test-host:1", Worker: "serve", CPU: 10, RSS: 64 << 20, Goroutines: 50},
+		// One request: the page's own requests are recorded after its
+		// first load, and liveness probes are not recorded at all.
+		{Kind: docflow.MetricRequest, Time: at, Method: "GET", Route: "/api/files", HTTPStatus: 200, Duration: 4 * time.Millisecond},
 	} {
 		a.Recorder.Record(m)
 	}
