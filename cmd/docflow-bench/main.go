@@ -53,6 +53,7 @@ func sections() []section {
 		{"dest", "storage destinations: 1,000 documents of 100 KB to local WebDAV and S3 servers vs their client libraries, 1 GiB delivery memory", benchDestinations},
 		{"graphql", "GraphQL documents(limit: 100) p99 beside the REST list of the same 100, at 100,000 documents", adapt(benchGraphQL)},
 		{"web", "the documents page's first load in headless Chromium: bytes transferred and time until the list is shown", benchWeb},
+		{"busy", "uploads from 32 clients while the steps work through a backlog vs intake only, then SIGTERM with the backlog: time to exit, steps released, every document ended after a restart", benchBusy},
 		{"imap", "IMAP sources from Dovecot: mails with a 100 KB PDF to pending vs the bare client, 100 idle sources' memory", benchIMAP},
 	}
 }
