@@ -246,6 +246,18 @@ func pickRoute(x int) mixRoute {
 	return mixRoutes[len(mixRoutes)-1]
 }
 
+// routeP99s is each route's p99 in milliseconds, on one line.
+func (r mixResult) routeP99s() string {
+	var b strings.Builder
+	for i, route := range mixRoutes {
+		if i > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "%.0f", millis(percentile(r.Routes[route.name].lat, 0.99)))
+	}
+	return b.String()
+}
+
 // printMix prints a window's figures per route.
 func printMix(r *Report, section, title string, res mixResult) {
 	infoLine(r, section, title, fmt.Sprintf("offered %.0f/s, answered %.1f/s, p50 %.1f ms, p99 %.1f ms, %d errors, load average %.1f",
@@ -259,4 +271,13 @@ func printMix(r *Report, section, title string, res mixResult) {
 		}
 		infoLine(r, section, "  "+route.name, line)
 	}
+}
+
+// routeNames are the routes in the order of routeP99s.
+func routeNames() string {
+	var names []string
+	for _, r := range mixRoutes {
+		names = append(names, strings.Replace(r.name, " /api", " ", 1))
+	}
+	return strings.Join(names, ", ")
 }
