@@ -104,7 +104,7 @@ bench-bin: deps services web
 # goroutines, open files and database connections. Not in CI.
 LOAD_DURATION ?= 10m
 SOAK_DURATION ?= 1h
-SOAK_RATE ?= 40
+SOAK_RATE ?= 20
 load: bench-bin
 	$(BIN)/docflow-bench -only load -load-duration $(LOAD_DURATION) $(BENCH_ARGS)
 

@@ -244,7 +244,7 @@ func benchSoak(ctx context.Context, r *Report, o *options) error {
 		end := median(ends)
 		bound := hi + max(a.rel*hi, a.abs)
 		r.Add(Row{Section: section, Name: fmt.Sprintf("%s: last interval's median (first interval's highest %.0f)", name, hi),
-			Value: end, Unit: "", Target: fmt.Sprintf("<= %.0f (+%.0f%% or +%.0f)", bound, 100*a.rel, a.abs), Pass: end <= bound})
+			Value: end, Unit: "", Target: fmt.Sprintf("<= %.0f (+%.0f%%, at least +%.0f)", bound, 100*a.rel, a.abs), Pass: end <= bound})
 	}
 	return nil
 }

@@ -91,7 +91,7 @@ func main() {
 	flag.IntVar(&lo.docs, "load-docs", 5000, "documents seeded for the load and soak sections (-quick: 2000)")
 	flag.DurationVar(&lo.soakDuration, "soak-duration", time.Hour, "the soak's duration")
 	flag.DurationVar(&lo.soakEvery, "soak-every", 5*time.Minute, "a row of the soak's table every so often")
-	flag.Float64Var(&lo.soakRate, "soak-rate", 40, "the soak's rate, requests a second")
+	flag.Float64Var(&lo.soakRate, "soak-rate", 20, "the soak's rate, requests a second")
 	flag.Parse()
 	if *quick {
 		set := map[string]bool{}
