@@ -134,11 +134,16 @@ var soakAllowance = map[string]struct{ rel, abs float64 }{
 	"RSS MiB":    {0.20, 32},
 	"goroutines": {0.10, 50},
 	"open files": {0.10, 20},
+	"sockets":    {0.10, 20},
 	"PG conns":   {0.25, 4},
 }
 
+// soakResources are the resources a soak judges, in its table's order.
+var soakResources = []string{"RSS MiB", "goroutines", "open files", "sockets", "PG conns"}
+
 func (s procSample) values() map[string]float64 {
-	return map[string]float64{"RSS MiB": s.RSSMiB, "goroutines": float64(s.Goroutines), "open files": float64(s.FDs), "PG conns": float64(s.PGConns)}
+	return map[string]float64{"RSS MiB": s.RSSMiB, "goroutines": float64(s.Goroutines), "open files": float64(s.FDs),
+		"sockets": float64(s.Sockets), "PG conns": float64(s.PGConns)}
 }
 
 // benchSoak runs the mix at a moderate rate for the soak's duration and
@@ -192,9 +197,9 @@ func benchSoak(ctx context.Context, r *Report, o *options) error {
 		}
 	})
 	row := func(label string, s procSample) {
-		infoLine(r, section, label, fmt.Sprintf("%12.0f %10d %10d %8d %10d %6.1f", s.RSSMiB, s.Goroutines, s.FDs, s.PGConns, s.Unfinished, s.Load1))
+		infoLine(r, section, label, fmt.Sprintf("%12.0f %10d %10d %8d %8d %10d %6.1f", s.RSSMiB, s.Goroutines, s.FDs, s.Sockets, s.PGConns, s.Unfinished, s.Load1))
 	}
-	infoLine(r, section, fmt.Sprintf("%.0f req/s of the mix for %s", lo.soakRate, lo.soakDuration), "     RSS MiB goroutines open files PG conns unfinished   load")
+	infoLine(r, section, fmt.Sprintf("%.0f req/s of the mix for %s", lo.soakRate, lo.soakDuration), soakHeader)
 	mu.Lock()
 	row("start", samples[0])
 	mu.Unlock()
@@ -223,7 +228,7 @@ func benchSoak(ctx context.Context, r *Report, o *options) error {
 		return fmt.Errorf("sampling the server: %w", sampleErr)
 	}
 	printMix(r, section, fmt.Sprintf("%.0f req/s for %s", lo.soakRate, lo.soakDuration), all)
-	infoLine(r, section, "the server over the soak", "     RSS MiB goroutines open files PG conns unfinished   load")
+	infoLine(r, section, "the server over the soak", soakHeader)
 	for i, s := range rows {
 		row("  "+labels[i], s)
 	}
@@ -231,7 +236,7 @@ func benchSoak(ctx context.Context, r *Report, o *options) error {
 	// The first interval's highest sample against the last interval's
 	// median.
 	first, last := samplesWithin(samples, begin, begin.Add(lo.soakEvery)), samplesWithin(samples, begin.Add(lo.soakDuration-lo.soakEvery), time.Now())
-	for _, name := range []string{"RSS MiB", "goroutines", "open files", "PG conns"} {
+	for _, name := range soakResources {
 		a := soakAllowance[name]
 		var hi float64
 		for _, s := range first {
@@ -248,6 +253,9 @@ func benchSoak(ctx context.Context, r *Report, o *options) error {
 	}
 	return nil
 }
+
+// soakHeader names the columns of the soak's table.
+const soakHeader = "     RSS MiB goroutines open files  sockets PG conns unfinished   load"
 
 // samplesWithin are the samples taken from a until b.
 func samplesWithin(s []procSample, a, b time.Time) []procSample {

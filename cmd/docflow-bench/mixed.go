@@ -86,7 +86,7 @@ type mixer struct {
 	tokens  []string // their bearer tokens
 	docs    int      // seeded documents 1..docs, document i owned by users[(i-1) % len(users)]
 	uploads []*uploadTemplate
-	client  *fasthttp.Client
+	client  *fasthttp.HostClient
 	serial  atomic.Int64
 	// maxInFlight bounds the requests awaiting an answer; a request due
 	// while that many wait is not sent and counts as an error.

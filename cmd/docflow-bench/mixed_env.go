@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -59,8 +60,9 @@ func newMixEnv(ctx context.Context, o *options, name string, docs int) (*mixEnv,
 	// Room for a second of the highest rate to wait at once.
 	const inFlight = 1024
 	e.mixer = &mixer{url: s.url, users: users, tokens: tokens, docs: docs, uploads: tpl, maxInFlight: inFlight,
-		client: &fasthttp.Client{MaxConnsPerHost: inFlight, ReadTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second,
-			MaxIdleConnDuration: time.Minute}}
+		client: &fasthttp.HostClient{Addr: strings.TrimPrefix(s.url, "http://"), MaxConns: inFlight,
+			ReadTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second, MaxIdleConnDuration: time.Minute}}
+	s.clientConns = e.mixer.client.ConnsCount
 	return e, nil
 }
 

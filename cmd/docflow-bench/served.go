@@ -27,6 +27,9 @@ type served struct {
 	cmd                             *exec.Cmd
 	exited                          chan struct{}
 	starts                          int
+	// clientConns, when set, counts the benchmark's own connections to
+	// the process, which the sampler leaves out of its sockets.
+	clientConns func() int
 }
 
 // newServed prepares a serve process on dbURL with WORKDIR workdir; env
@@ -153,7 +156,8 @@ type procSample struct {
 	At         time.Time
 	RSSMiB     float64
 	Goroutines int
-	FDs        int
+	FDs        int // open files, sockets not counted
+	Sockets    int // open sockets, the benchmark client's connections not counted
 	PGConns    int // connections to its database, the sampler's own excluded
 	Unfinished int // runs not yet terminal
 	Load1      float64
@@ -183,11 +187,21 @@ func (p *sampler) sample(ctx context.Context) (procSample, error) {
 	if out.RSSMiB, err = rssMiB(pid); err != nil {
 		return out, err
 	}
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	dir := fmt.Sprintf("/proc/%d/fd", pid)
+	fds, err := os.ReadDir(dir)
 	if err != nil {
 		return out, err
 	}
-	out.FDs = len(fds)
+	for _, fd := range fds {
+		if l, err := os.Readlink(dir + "/" + fd.Name()); err == nil && strings.HasPrefix(l, "socket:") {
+			out.Sockets++
+		} else {
+			out.FDs++
+		}
+	}
+	if p.s.clientConns != nil {
+		out.Sockets -= p.s.clientConns()
+	}
 	if out.Goroutines, err = p.s.goroutines(ctx); err != nil {
 		return out, err
 	}
