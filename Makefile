@@ -11,6 +11,8 @@ help:
 	@echo "make run    start docflow (installs and starts what it needs)"
 	@echo "make test   run the whole test suite (installs what the tests need)"
 	@echo "make bench  run the speed and memory benchmarks"
+	@echo "make load   the mixed workload at the highest rate held (LOAD_DURATION=10m)"
+	@echo "make soak   the mixed workload for an hour, the server's resources watched (SOAK_DURATION=1h)"
 	@echo "make fuzz   fuzz every target for a minute each (FUZZTIME=…)"
 	@echo "make chaos  run the chaos suite: 10,000 documents under faults (DOCS=…)"
 	@echo "make build  build bin/docflow"
@@ -85,12 +87,29 @@ lint: imports
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-bench: deps services web
+bench: bench-bin
+	$(BIN)/docflow-bench $(BENCH_ARGS)
+
+.PHONY: bench-bin load soak
+bench-bin: deps services web
 	@echo "==> building the benchmark driver"
 	@mkdir -p $(BIN)
 	$(GO) build -o $(BIN)/docflow-bench ./cmd/docflow-bench
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/docflow ./cmd/docflow
-	$(BIN)/docflow-bench $(BENCH_ARGS)
+
+# The mixed workload on a docflow serve (docs/benchmarks.md, "Load and
+# soak"): load finds the highest rate the machine holds and runs it for
+# LOAD_DURATION (also a section of make bench); soak runs it at SOAK_RATE
+# requests a second for SOAK_DURATION and watches the server's memory,
+# goroutines, open files and database connections. Not in CI.
+LOAD_DURATION ?= 10m
+SOAK_DURATION ?= 1h
+SOAK_RATE ?= 20
+load: bench-bin
+	$(BIN)/docflow-bench -only load -load-duration $(LOAD_DURATION) $(BENCH_ARGS)
+
+soak: bench-bin
+	$(BIN)/docflow-bench -only soak -soak-duration $(SOAK_DURATION) -soak-rate $(SOAK_RATE) $(BENCH_ARGS)
 
 # The chaos suite (docs/chaos.md): broker, two api and three worker
 # processes on a private PostgreSQL and ClickHouse, DOCS documents under

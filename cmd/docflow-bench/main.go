@@ -32,7 +32,11 @@ type options struct {
 	quick   bool
 	bin     string // path of the docflow binary
 	workdir string
+	load    loadOptions
 }
+
+// optIn are the sections that run only when -only names them.
+var optIn = map[string]bool{"soak": true}
 
 func sections() []section {
 	return []section{
@@ -53,6 +57,9 @@ func sections() []section {
 		{"dest", "storage destinations: 1,000 documents of 100 KB to local WebDAV and S3 servers vs their client libraries, 1 GiB delivery memory", benchDestinations},
 		{"graphql", "GraphQL documents(limit: 100) p99 beside the REST list of the same 100, at 100,000 documents", adapt(benchGraphQL)},
 		{"web", "the documents page's first load in headless Chromium: bytes transferred and time until the list is shown", benchWeb},
+		{"busy", "uploads from 32 clients while the steps work through a backlog vs intake only, then SIGTERM with the backlog: time to exit, steps released, every document ended after a restart", benchBusy},
+		{"load", "the mixed workload (60 % lists and details, 20 % search, 15 % 100 KB uploads, 5 % writes) on a multi-user serve: the highest rate held, then that rate for -load-duration, p50/p99 per route", benchLoad},
+		{"soak", "the mixed workload at -soak-rate for -soak-duration: the server's memory, goroutines, open files and database connections over time (only with -only soak)", benchSoak},
 		{"imap", "IMAP sources from Dovecot: mails with a 100 KB PDF to pending vs the bare client, 100 idle sources' memory", benchIMAP},
 	}
 }
@@ -76,7 +83,29 @@ func main() {
 	list := flag.Bool("list", false, "list the sections and exit")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of this process (the in-process servers and clients) to `file`")
 	root := flag.String("dir", "data/bench", "`directory` for the benchmarks' files (blob stores, corpora, indexes), emptied at the end")
+	var lo loadOptions
+	flag.DurationVar(&lo.duration, "load-duration", 10*time.Minute, "the load section's run at the highest rate held (-quick: 1m)")
+	flag.DurationVar(&lo.step, "load-step", 30*time.Second, "each step of the load section's search for the highest rate (-quick: 10s)")
+	flag.Float64Var(&lo.start, "load-start", 20, "the first step's rate, requests a second")
+	flag.DurationVar(&lo.p99, "load-p99", 250*time.Millisecond, "the p99 over every route a step must keep to hold")
+	flag.IntVar(&lo.docs, "load-docs", 5000, "documents seeded for the load and soak sections (-quick: 2000)")
+	flag.DurationVar(&lo.soakDuration, "soak-duration", time.Hour, "the soak's duration")
+	flag.DurationVar(&lo.soakEvery, "soak-every", 5*time.Minute, "a row of the soak's table every so often")
+	flag.Float64Var(&lo.soakRate, "soak-rate", 20, "the soak's rate, requests a second")
 	flag.Parse()
+	if *quick {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["load-duration"] {
+			lo.duration = time.Minute
+		}
+		if !set["load-step"] {
+			lo.step = 10 * time.Second
+		}
+		if !set["load-docs"] {
+			lo.docs = 2000
+		}
+	}
 	if *list {
 		for _, s := range sections() {
 			fmt.Printf("%-10s %s\n", s.name, s.desc)
@@ -103,7 +132,7 @@ func main() {
 		os.Exit(1)
 	}
 	defer os.RemoveAll(dir)
-	o := &options{quick: *quick, bin: *bin, workdir: dir}
+	o := &options{quick: *quick, bin: *bin, workdir: dir, load: lo}
 	want := map[string]bool{}
 	for _, s := range strings.Split(*only, ",") {
 		if s = strings.TrimSpace(s); s != "" {
@@ -126,7 +155,7 @@ func main() {
 	fmt.Printf("docflow-bench: %s, GOMAXPROCS cores as the machine has; figures are printed with their targets\n\n", time.Now().Format(time.RFC3339))
 	failed := 0
 	for _, s := range sections() {
-		if len(want) > 0 && !want[s.name] {
+		if len(want) > 0 && !want[s.name] || len(want) == 0 && optIn[s.name] {
 			continue
 		}
 		fmt.Printf("== %s: %s\n", s.name, s.desc)

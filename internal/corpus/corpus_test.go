@@ -122,3 +122,35 @@ func TestGenerate(t *testing.T) {
 		}
 	}
 }
+
+// TestPaddedTextPDF: the padded PDF has the size asked for, its text is
+// extracted as written (no repair of the cross-reference table needed),
+// and a line patched in place with text of the same length stays valid.
+func TestPaddedTextPDF(t *testing.T) {
+	b := PaddedTextPDF([][]string{{"Padded document", "Reference LOAD-00000000"}}, 100<<10)
+	if len(b) < 100<<10 || len(b) > 100<<10+256 {
+		t.Fatalf("size %d, want about %d", len(b), 100<<10)
+	}
+	i := bytes.Index(b, []byte("LOAD-00000000"))
+	if i < 0 || bytes.Count(b, []byte("LOAD-00000000")) != 1 {
+		t.Fatal("the reference line is not in the file once")
+	}
+	copy(b[i:], "LOAD-00001234")
+	if _, err := exec.LookPath("pdftotext"); err != nil {
+		t.Skip("pdftotext not installed: install poppler-utils")
+	}
+	path := t.TempDir() + "/padded.pdf"
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("pdftotext", path, "-")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || stderr.Len() > 0 {
+		t.Fatalf("pdftotext: %v: %s", err, stderr.String())
+	}
+	if !strings.Contains(string(out), "Reference LOAD-00001234") {
+		t.Fatalf("text %q", out)
+	}
+}

@@ -31,7 +31,30 @@ func pdfEscape(s string) string {
 // TextPDF returns a born-digital PDF (A4, Helvetica 11 pt), one page per
 // entry of pages. It writes the objects and the cross-reference table
 // itself: a 500-page file takes milliseconds and needs no office suite.
-func TextPDF(pages [][]string) []byte {
+func TextPDF(pages [][]string) []byte { return textPDF(pages, 0) }
+
+// PaddedTextPDF is TextPDF with an embedded file stream that no page
+// shows added (before the cross-reference table, as a producer writes
+// one), so that the file is size bytes or a little more: a document of a
+// common size, whose weight in real files is fonts and images, read by
+// the steps as the plain text PDF is. A line of pages may be patched in
+// place afterwards with text of the same length.
+func PaddedTextPDF(pages [][]string, size int) []byte {
+	b := textPDF(pages, 0)
+	// The padding object's own syntax and its cross-reference entry take
+	// about 100 bytes beside its data; a second pass corrects the guess.
+	pad := size - len(b) - 100
+	for range 2 {
+		if pad <= 0 || len(b) == size {
+			break
+		}
+		b = textPDF(pages, pad)
+		pad += size - len(b)
+	}
+	return b
+}
+
+func textPDF(pages [][]string, pad int) []byte {
 	var buf bytes.Buffer
 	var offsets []int
 	obj := func(body string) {
@@ -57,6 +80,13 @@ func TextPDF(pages [][]string) []byte {
 		}
 		c.WriteString("ET")
 		obj(fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", c.Len(), c.String()))
+	}
+	if pad > 0 {
+		data := make([]byte, pad)
+		for i := range data {
+			data[i] = byte('a' + i%26)
+		}
+		obj(fmt.Sprintf("<< /Type /EmbeddedFile /Length %d >>\nstream\n%s\nendstream", pad, data))
 	}
 	xref := buf.Len()
 	fmt.Fprintf(&buf, "xref\n0 %d\n0000000000 65535 f \n", len(offsets)+1)

@@ -270,3 +270,20 @@ func (db *DB) InsertBenchTokenFor(ctx context.Context, owner, prefix, hash strin
 		owner, prefix, hash)
 	return err
 }
+
+// StepsLeftRunning counts the steps recorded as running and, of those,
+// the ones whose lease belongs to a worker that still has its heartbeat
+// row. A process that stops removes its own row, and a step whose
+// worker has none may be claimed at once by another: held counts the
+// steps a stopped process did not release.
+func (db *DB) StepsLeftRunning(ctx context.Context) (running, held int, err error) {
+	err = db.Pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE EXISTS (SELECT 1 FROM workers w WHERE w.id = rs.lease_owner))
+		FROM run_steps rs WHERE rs.status = 'running'`).Scan(&running, &held)
+	return running, held, err
+}
+
+// RunCounts counts the database's completed and failed runs.
+func (db *DB) RunCounts(ctx context.Context) (completed, failed int, err error) {
+	err = db.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE status = 'completed'), count(*) FILTER (WHERE status = 'failed') FROM runs`).Scan(&completed, &failed)
+	return completed, failed, err
+}

@@ -158,11 +158,26 @@ func TestBenchRunMeasurements(t *testing.T) {
 	if err != nil || done != 1 || failed != 1 {
 		t.Fatalf("outcomes = %d completed, %d failed, %v; want 1, 1", done, failed, err)
 	}
+	if done, failed, err := db.RunCounts(ctx); err != nil || done != 1 || failed != 1 {
+		t.Fatalf("run counts = %d completed, %d failed, %v; want 1, 1", done, failed, err)
+	}
 	if c, err := db.CompletedRuns(ctx, runs); err != nil || c != 1 {
 		t.Fatalf("completed runs = %d, %v; want 1", c, err)
 	}
 	if ms, err := db.RunLatencyMillis(ctx, "run-a"); err != nil || ms != 50 {
 		t.Fatalf("latency = %v ms, %v; want 50", ms, err)
+	}
+	// run-c's first step runs under a worker that has its heartbeat row,
+	// its second under one that has none (it stopped).
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO workers (id, host, pid) VALUES ('w-live', 'h', 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `INSERT INTO run_steps (run_id, position, step_type, status, lease_owner) VALUES
+		('run-c', 0, 'test', 'running', 'w-live'), ('run-c', 1, 'test', 'running', 'w-gone'), ('run-c', 2, 'test', 'queued', '')`); err != nil {
+		t.Fatal(err)
+	}
+	if running, held, err := db.StepsLeftRunning(ctx); err != nil || running != 2 || held != 1 {
+		t.Fatalf("steps left running = %d, held %d, %v; want 2, 1", running, held, err)
 	}
 	elapsed, err := db.RunsFinishedSince(ctx, []string{"run-a"}, start)
 	if err != nil || elapsed < 50*time.Millisecond || elapsed > time.Minute {
