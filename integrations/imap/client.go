@@ -6,8 +6,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/emersion/go-imap/v2"
@@ -109,6 +111,25 @@ func (k *Client) Connect(ctx context.Context) error {
 		}
 	default:
 		c = imapclient.New(conn, opts)
+	}
+	// The greeting first: a server that is not speaking IMAP is told from
+	// a broken connection before any login is sent (the client reports
+	// both as one flattened error, so the connection's own read error
+	// decides).
+	if err := c.WaitGreeting(); err != nil {
+		c.Close()
+		var ie *imap.Error
+		switch rerr := conn.firstReadErr(); {
+		case rerr != nil || ctx.Err() != nil:
+			return connErr(fmt.Errorf("greeting from %s: %w", addr, errors.Join(rerr, ctx.Err())))
+		case errors.As(err, &ie):
+			// BYE as a greeting: an IMAP server refusing connections for
+			// now (too many, shutting down): tried again later.
+			return connErr(fmt.Errorf("greeting from %s: %w", addr, err))
+		case strings.Contains(err.Error(), "connection closed before greeting"):
+			return connErr(fmt.Errorf("greeting from %s: %w", addr, io.ErrUnexpectedEOF))
+		}
+		return &netguard.Failure{Class: netguard.FailProtocol, Err: fmt.Errorf("greeting from %s: %w", addr, err)}
 	}
 	// fail sorts a failed command: the connection's failures wrap
 	// ErrConnection; the server's refusal is the class given; anything

@@ -45,6 +45,10 @@ type deadlineConn struct {
 	timeout time.Duration
 	idle    atomic.Bool
 	aborted atomic.Bool
+	// readErr is the first error a read returned: the client's own error
+	// messages flatten it, and Connect needs it to tell a broken
+	// connection from a server that is not speaking IMAP.
+	readErr atomic.Pointer[error]
 }
 
 func (c *deadlineConn) Read(p []byte) (int, error) {
@@ -56,7 +60,19 @@ func (c *deadlineConn) Read(p []byte) (int, error) {
 	} else {
 		c.Conn.SetReadDeadline(time.Now().Add(c.timeout)) //nolint:errcheck
 	}
-	return c.Conn.Read(p)
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.readErr.CompareAndSwap(nil, &err)
+	}
+	return n, err
+}
+
+// firstReadErr is the first error a read returned, or nil.
+func (c *deadlineConn) firstReadErr() error {
+	if p := c.readErr.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 func (c *deadlineConn) Write(p []byte) (int, error) {
