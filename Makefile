@@ -4,6 +4,10 @@ GO ?= go
 BIN := bin
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.Version=$(VERSION)
+# The server tests create their databases on: the private cluster of
+# scripts/pgtest.sh once `make services` started it (evaluated per command,
+# so a cluster started earlier in the same make counts).
+export DOCFLOW_TEST_DATABASE_URL ?= $(shell bash scripts/pgtest.sh url)
 
 .PHONY: run test build web lint imports bench chaos deps deps-run services clean help
 
@@ -45,6 +49,8 @@ deps-run:
 services:
 	@echo "==> checking PostgreSQL"
 	@bash scripts/postgres.sh
+	@echo "==> checking the tests' PostgreSQL (a private cluster without fsync)"
+	@bash scripts/pgtest.sh start || echo "the tests' cluster could not start: tests use the server on 5432"
 	@echo "==> checking ClickHouse (tests)"
 	@bash scripts/clickhouse.sh start || echo "ClickHouse could not start: its tests will skip and say why"
 	@echo "==> checking chDB (the ClickHouse SQL on a current engine)"
@@ -56,14 +62,18 @@ run: deps-run build
 	@echo "==> starting docflow serve (Ctrl-C to stop); open http://$${LISTEN_ADDR:-127.0.0.1:8000}"
 	$(BIN)/docflow serve
 
+# Tests of one package run at once (t.Parallel); go test's default is the
+# number of cores.
+TEST_PARALLEL ?= 4
 test: TEST_START := $(shell date +%s)
 test: deps services imports web
 	@# vet with the race build's flags, so go test reuses every package vet compiled
 	@echo "==> go vet -race"
 	$(GO) vet -race ./...
 	@echo "==> go test -race ./... (this takes a while on 2 cores)"
-	@# -ldflags=-w: no DWARF in the test binaries, a quarter less link time each
-	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START)
+	@# -ldflags=-w: no DWARF in the test binaries, a quarter less link time each.
+	@# -parallel: most tests wait on PostgreSQL, servers and clocks, not the CPU.
+	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m -parallel $(TEST_PARALLEL) ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START)
 
 # Every fuzz target for FUZZTIME each (go test, and so make test, runs
 # each target's committed corpus as ordinary tests); docs/testing.md says
