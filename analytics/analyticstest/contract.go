@@ -417,7 +417,12 @@ func testOutageRecovers(t *testing.T, newSubject NewSubject) {
 // landed: the client times out and retries the batch, which must not be
 // stored twice.
 func testLostAnswerWrittenOnce(t *testing.T, newSubject NewSubject) {
-	s := newSubject(t, retryOptions())
+	// The write must land before the client gives up on it: a timeout
+	// cancels the statement on the server (pgx sends a cancel request),
+	// and a loaded machine's server can take over a second to commit.
+	opts := retryOptions()
+	opts.WriteTimeout = 4 * time.Second
+	s := newSubject(t, opts)
 	if s.Proxy == nil {
 		t.Skip("no proxy: cannot lose an answer")
 	}
@@ -434,7 +439,7 @@ func testLostAnswerWrittenOnce(t *testing.T, newSubject NewSubject) {
 	for i := 200; i < 300; i++ {
 		s.Recorder.Record(step(b, i))
 	}
-	eventually(t, 15*time.Second, "the batch stored while its answer is held", func() bool { return stepCount(t, s.Reader) == 300 })
+	eventually(t, 30*time.Second, "the batch stored while its answer is held", func() bool { return stepCount(t, s.Reader) == 300 })
 	eventually(t, 15*time.Second, "the write timing out", func() bool { return s.Recorder.Stats().WriteErrors > errs })
 	// More rows meanwhile: the retry must still be the same batch.
 	for i := 300; i < 350; i++ {
