@@ -75,7 +75,7 @@ func New(d Deps) (*API, error) {
 	}
 	a := &API{d: d}
 	s, err := gqlgo.ParseSchema(schemaText, &rootResolver{a: a},
-		gqlgo.UseStringDescriptions(), gqlgo.MaxDepth(MaxDepth), gqlgo.MaxQueryLength(MaxQueryLength),
+		gqlgo.UseStringDescriptions(), gqlgo.UseFieldResolvers(), gqlgo.MaxDepth(MaxDepth), gqlgo.MaxQueryLength(MaxQueryLength),
 		gqlgo.MaxParallelism(4), gqlgo.OverlapValidationLimit(MaxOverlapPairs))
 	if err != nil {
 		return nil, fmt.Errorf("graphql schema: %w", err)

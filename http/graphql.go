@@ -19,10 +19,10 @@ import (
 
 // GraphQLDeps are the dependencies of /graphql.
 type GraphQLDeps struct {
-	// Execute runs one GraphQL request for u and returns its response (a
-	// JSON-encodable value, answered with status 200 whatever its
-	// errors). ctx carries the request for GraphQLWrites.
-	Execute func(ctx context.Context, u *docflow.User, query, operationName string, variables map[string]any) any
+	// Execute runs one GraphQL request for u and returns the JSON of its
+	// response, answered with status 200 whatever its errors (an error
+	// of its own is a 500). ctx carries the request for GraphQLWrites.
+	Execute func(ctx context.Context, u *docflow.User, query, operationName string, variables map[string]any) ([]byte, error)
 }
 
 // MountGraphQL registers POST and GET /graphql.
@@ -69,7 +69,14 @@ func (h *graphqlHandlers) execute(c *fasthttp.RequestCtx) error {
 		op = *req.OperationName
 	}
 	ctx := context.WithValue(RequestContext(c), graphqlRequestKey{}, c)
-	writeJSON(c, fasthttp.StatusOK, h.d.Execute(ctx, CurrentUser(c), *req.Query, op, vars))
+	body, err := h.d.Execute(ctx, CurrentUser(c), *req.Query, op, vars)
+	if err != nil {
+		return err
+	}
+	c.Response.Header.SetContentType("application/json")
+	c.SetStatusCode(fasthttp.StatusOK)
+	c.Response.AppendBody(body)
+	c.Response.AppendBody([]byte{'\n'})
 	return nil
 }
 
