@@ -55,9 +55,12 @@ func newBatch(a *API, files []*docflow.File) *batch {
 }
 
 func (b *batch) resolvers() []*documentResolver {
+	// One array holds them all: one allocation, not one per document.
+	rs := make([]documentResolver, len(b.files))
 	out := make([]*documentResolver, len(b.files))
 	for i, f := range b.files {
-		out[i] = &documentResolver{ID: int32(f.ID), OriginalFilename: f.OriginalFilename, MimeType: f.MimeType,
+		out[i] = &rs[i]
+		rs[i] = documentResolver{ID: int32(f.ID), OriginalFilename: f.OriginalFilename, MimeType: f.MimeType,
 			FileSize: float64(f.FileSize), DocumentTitle: f.DocumentTitle, OwnerID: f.OwnerID, Status: f.Status,
 			OcrQualityScore: f.OCRQualityScore, f: f, b: b}
 	}
