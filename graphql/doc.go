@@ -23,7 +23,8 @@
 //     pipeline, settings, users, user) and the interfaces they read.
 //   - document.go: the Document type and the batch loading of what its
 //     documents are asked for (one statement per kind for a whole list);
-//     a list reads brief records unless aiMetadata is asked for.
+//     a list reads brief records unless aiMetadata is asked for, into
+//     arrays reused from one request to the next.
 //   - search.go: search and similar.
 //   - mutation.go: the mutations and Writes.
 //   - types.go: the plain types' resolvers and the JSON scalar.

@@ -2,6 +2,7 @@ package graphql
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	gqlgo "github.com/graph-gophers/graphql-go"
@@ -54,17 +55,60 @@ func newBatch(a *API, files []*docflow.File) *batch {
 	return b
 }
 
+// resolvers returns the batch's documents' resolvers.
 func (b *batch) resolvers() []*documentResolver {
-	// One array holds them all: one allocation, not one per document.
-	rs := make([]documentResolver, len(b.files))
-	out := make([]*documentResolver, len(b.files))
+	return b.fill(make([]documentResolver, len(b.files)), make([]*documentResolver, 0, len(b.files)))
+}
+
+// fill sets rs (one per document of the batch) to the documents'
+// resolvers and returns out with pointers to them appended: one array
+// for them all, not one allocation each.
+func (b *batch) fill(rs []documentResolver, out []*documentResolver) []*documentResolver {
 	for i, f := range b.files {
-		out[i] = &rs[i]
 		rs[i] = documentResolver{ID: int32(f.ID), OriginalFilename: f.OriginalFilename, MimeType: f.MimeType,
 			FileSize: float64(f.FileSize), DocumentTitle: f.DocumentTitle, OwnerID: f.OwnerID, Status: f.Status,
 			OcrQualityScore: f.OCRQualityScore, f: f, b: b}
+		out = append(out, &rs[i])
 	}
 	return out
+}
+
+// docList holds the arrays one list of documents is read into: its
+// records, pointers to them, their resolvers and the list of those. A
+// request takes them from API.lists and gives them back once its answer
+// is written (Execute).
+//
+// NOTE: a list of 100 documents allocated 120 KB, and the garbage
+// collector ran about ten times as often during GraphQL lists as during
+// the REST listing of the same page, its pauses showing in the tail
+// latency; the records and resolvers were 45 KB of it. The rest is the
+// executor's own.
+type docList struct {
+	files []docflow.File
+	ptrs  []*docflow.File
+	rs    []documentResolver
+	out   []*documentResolver
+}
+
+// reset empties the arrays, dropping what they point to.
+func (l *docList) reset() {
+	clear(l.files[:cap(l.files)])
+	clear(l.ptrs[:cap(l.ptrs)])
+	clear(l.rs[:cap(l.rs)])
+	clear(l.out[:cap(l.out)])
+	l.files, l.ptrs, l.rs, l.out = l.files[:0], l.ptrs[:0], l.rs[:0], l.out[:0]
+}
+
+// listBatch makes the batch of the records read into l and returns its
+// resolvers, all in l's arrays.
+func (a *API) listBatch(l *docList) []*documentResolver {
+	l.ptrs = l.ptrs[:0]
+	for i := range l.files {
+		l.ptrs = append(l.ptrs, &l.files[i])
+	}
+	l.rs = slices.Grow(l.rs[:0], len(l.files))[:len(l.files)]
+	l.out = newBatch(a, l.ptrs).fill(l.rs, l.out[:0])
+	return l.out
 }
 
 // documentResolver resolves a Document. Its exported fields are the

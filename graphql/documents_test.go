@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"docflow"
@@ -78,4 +79,38 @@ func TestDocumentsAnswerTheSameFromBriefRecords(t *testing.T) {
 			t.Fatalf("the brief answer %s lacks %s", ja, want)
 		}
 	}
+}
+
+// Lists of documents read into arrays that requests reuse: requests at
+// the same time, each with two lists, still answer each its own.
+func TestConcurrentListsAnswerEachTheirOwn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 60, nil)
+	query := func(off int) string {
+		return fmt.Sprintf(`{ a: documents(limit: 10, offset: %d) { id originalFilename } b: documents(limit: 3, offset: %d) { id documentTitle } }`, off, off+20)
+	}
+	want := map[int]string{}
+	for off := range 8 {
+		r, _ := e.run(admin, query(off), nil)
+		if len(r.Errors) > 0 {
+			t.Fatal(r.Errors)
+		}
+		want[off] = string(r.Data["a"]) + string(r.Data["b"])
+	}
+	if want[0] == want[1] {
+		t.Fatalf("offsets 0 and 1 answered alike: %s", want[0])
+	}
+	var wg sync.WaitGroup
+	for off := range 8 {
+		wg.Go(func() {
+			for range 20 {
+				r, _ := e.run(admin, query(off), nil)
+				if got := string(r.Data["a"]) + string(r.Data["b"]); len(r.Errors) > 0 || got != want[off] {
+					t.Errorf("offset %d: %s (errors %v), want %s", off, got, r.Errors, want[off])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,16 +59,28 @@ func benchGraphQL(ctx context.Context, r *Report) error {
 	// and PostgreSQL) is printed beside it: on a busy machine the p99s
 	// follow the scheduler, the CPU figures much less.
 	type run struct {
-		lat []time.Duration
-		cpu intakeCPUPer
+		lat  []time.Duration
+		cpu  intakeCPUPer
+		rate float64 // requests a second
+		gcs  uint32  // garbage collections in this process
 	}
 	measure := func(name string, prep func(*fasthttp.Request)) (run, error) {
 		var cpu0 intakeCPU
-		lat, err := requestLatencies(ctx, prep, graphqlClients, graphqlRequests, func() { cpu0 = e.cpu(ctx) })
+		var t0 time.Time
+		var ms0 runtime.MemStats
+		lat, err := requestLatencies(ctx, prep, graphqlClients, graphqlRequests, func() {
+			runtime.ReadMemStats(&ms0)
+			cpu0 = e.cpu(ctx)
+			t0 = time.Now()
+		})
 		if err != nil {
 			return run{}, fmt.Errorf("%s: %w", name, err)
 		}
-		return run{lat, e.cpu(ctx).sub(cpu0).per(graphqlRequests)}, nil
+		rate := graphqlRequests / time.Since(t0).Seconds()
+		cpu := e.cpu(ctx).sub(cpu0).per(graphqlRequests)
+		var ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms1)
+		return run{lat, cpu, rate, ms1.NumGC - ms0.NumGC}, nil
 	}
 	restA, err := measure("REST list", rest)
 	if err != nil {
@@ -85,7 +98,8 @@ func benchGraphQL(ctx context.Context, r *Report) error {
 		name string
 		r    run
 	}{{"REST list, first run", restA}, {"GraphQL documents", g}, {"REST list, second run", restB}} {
-		infoLine(r, section, x.name+": p50, p99", fmt.Sprintf("%12.2f ms, %.2f ms", ms(percentile(x.r.lat, 0.5)), ms(percentile(x.r.lat, 0.99))))
+		infoLine(r, section, x.name+": p50, p99, rate, GCs", fmt.Sprintf("%12.2f ms, %.2f ms, %.0f requests/s, %d GCs",
+			ms(percentile(x.r.lat, 0.5)), ms(percentile(x.r.lat, 0.99)), x.r.rate, x.r.gcs))
 		cpuLine(r, section, x.name+": CPU per request", x.r.cpu, nil)
 	}
 	base := min(percentile(restA.lat, 0.99), percentile(restB.lat, 0.99))

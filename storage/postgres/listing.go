@@ -38,17 +38,20 @@ func (s *FileStore) FindFiles(ctx context.Context, filter docflow.FileFilter) ([
 	return listPage(ctx, s, filter, filePages(filter.WithProcessingStatus))
 }
 
-// FindFilesBrief returns one page of files and the total as FindFiles
-// does, each record without what a list of documents does not show: the
-// AI metadata (nil), the hash, the blob keys, the source and the storage
-// providers are left empty, and the filter's WithProcessingStatus is
-// ignored.
+// FindFilesBrief appends one page of files to dst and returns it with
+// the total, as FindFiles finds them, each record without what a list of
+// documents does not show: the AI metadata (nil), the hash, the blob
+// keys, the source and the storage providers are left empty, and the
+// filter's WithProcessingStatus is ignored. A caller may reuse dst from
+// one listing to the next.
 //
 // NOTE: the AI metadata is most of a record's bytes once a document is
 // processed; reading and decoding it, and the columns beside it, made a
 // page of 100 records cost half again what the REST listing's page does.
-func (s *FileStore) FindFilesBrief(ctx context.Context, filter docflow.FileFilter) ([]*docflow.File, int, error) {
-	return listPage(ctx, s, filter, briefPages)
+func (s *FileStore) FindFilesBrief(ctx context.Context, filter docflow.FileFilter, dst []docflow.File) ([]docflow.File, int, error) {
+	r := briefPages
+	r.dst = dst
+	return listPage(ctx, s, filter, r)
 }
 
 // ListFiles returns one page of files as a listing shows them, with their
@@ -312,11 +315,11 @@ func filePages(status bool) pageReader[*docflow.File] {
 }
 
 // briefPages reads the records FindFilesBrief returns (briefCols).
-var briefPages = pageReader[*docflow.File]{cols: briefCols, collect: collectBrief}
+var briefPages = pageReader[docflow.File]{cols: briefCols, collect: collectBrief}
 
-// collectBrief reads a page's rows: briefCols, then the total when total
-// is not nil. n is the most rows the query returns.
-func collectBrief(rows pgx.Rows, _ []*docflow.File, n int, total *int) ([]*docflow.File, error) {
+// collectBrief appends a page's rows to dst: briefCols, then the total
+// when total is not nil. n is the most rows the query returns.
+func collectBrief(rows pgx.Rows, dst []docflow.File, n int, total *int) ([]docflow.File, error) {
 	defer rows.Close()
 	var f docflow.File
 	var status pgtype.DriverBytes
@@ -325,7 +328,7 @@ func collectBrief(rows pgx.Rows, _ []*docflow.File, n int, total *int) ([]*docfl
 	if total != nil {
 		dest = append(dest, total)
 	}
-	page := make([]docflow.File, 0, n)
+	page := slices.Grow(dst, n)
 	for rows.Next() {
 		f = docflow.File{}
 		if err := rows.Scan(dest...); err != nil {
@@ -334,14 +337,7 @@ func collectBrief(rows pgx.Rows, _ []*docflow.File, n int, total *int) ([]*docfl
 		f.Status = statusString(status)
 		page = append(page, f)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	out := make([]*docflow.File, len(page))
-	for i := range page {
-		out[i] = &page[i]
-	}
-	return out, nil
+	return page, rows.Err()
 }
 
 // summaryPages reads what a listing shows (summaryCols) with the run's
