@@ -77,6 +77,9 @@ func New(d Deps) (*API, error) {
 		return nil, errors.New("graphql: New needs every dependency")
 	}
 	a := &API{d: d, lists: sync.Pool{New: func() any { return &docList{} }}}
+	// UseFieldResolvers lets a resolver's exported field answer the schema
+	// field of its name where the resolver has no method for it: the
+	// plain fields of a Document (document.go).
 	s, err := gqlgo.ParseSchema(schemaText, &rootResolver{a: a},
 		gqlgo.UseStringDescriptions(), gqlgo.UseFieldResolvers(), gqlgo.MaxDepth(MaxDepth), gqlgo.MaxQueryLength(MaxQueryLength),
 		gqlgo.MaxParallelism(4), gqlgo.OverlapValidationLimit(MaxOverlapPairs))

@@ -115,8 +115,9 @@ func (a *API) listBatch(l *docList) []*documentResolver {
 // schema fields of the same names, read by the executor as fields
 // (UseFieldResolvers); the others are its methods.
 //
-// NOTE: a method is called through reflection, which cost half of the
-// executor's time for a list of 100 documents with three plain fields.
+// NOTE: a method is called through reflection, which cost a quarter of
+// the executor's time for a list of 100 documents with three plain
+// fields.
 type documentResolver struct {
 	ID               int32
 	OriginalFilename string
