@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"sync"
 
 	gqlgo "github.com/graph-gophers/graphql-go"
 	gqlerrors "github.com/graph-gophers/graphql-go/errors"
@@ -64,6 +65,8 @@ type Deps struct {
 type API struct {
 	schema *gqlgo.Schema
 	d      Deps
+	// lists are arrays for lists of documents, reused (docList).
+	lists sync.Pool
 }
 
 // New parses the schema and binds the resolvers to it; an error means the
@@ -73,9 +76,12 @@ func New(d Deps) (*API, error) {
 		d.Profiles == nil || d.Index == nil || d.Search == nil || d.Writes == nil {
 		return nil, errors.New("graphql: New needs every dependency")
 	}
-	a := &API{d: d}
+	a := &API{d: d, lists: sync.Pool{New: func() any { return &docList{} }}}
+	// UseFieldResolvers lets a resolver's exported field answer the schema
+	// field of its name where the resolver has no method for it: the
+	// plain fields of a Document (document.go).
 	s, err := gqlgo.ParseSchema(schemaText, &rootResolver{a: a},
-		gqlgo.UseStringDescriptions(), gqlgo.MaxDepth(MaxDepth), gqlgo.MaxQueryLength(MaxQueryLength),
+		gqlgo.UseStringDescriptions(), gqlgo.UseFieldResolvers(), gqlgo.MaxDepth(MaxDepth), gqlgo.MaxQueryLength(MaxQueryLength),
 		gqlgo.MaxParallelism(4), gqlgo.OverlapValidationLimit(MaxOverlapPairs))
 	if err != nil {
 		return nil, fmt.Errorf("graphql schema: %w", err)
@@ -103,7 +109,14 @@ func (a *API) Execute(ctx context.Context, u *docflow.User, req Request) *gqlgo.
 		return errorResponse(fmt.Sprintf("The query's complexity is %d; at most %d is allowed (ask for fewer documents or fewer nested lists)",
 			cost, MaxComplexity), "QUERY_TOO_COMPLEX")
 	}
-	return a.schema.Exec(withUser(ctx, u), req.Query, req.OperationName, req.Variables)
+	r := &request{user: u}
+	resp := a.schema.Exec(context.WithValue(ctx, ctxKey{}, r), req.Query, req.OperationName, req.Variables)
+	// The answer is written out: the lists' arrays serve the next request.
+	for _, l := range r.lists {
+		l.reset()
+		a.lists.Put(l)
+	}
+	return resp
 }
 
 func errorResponse(msg, code string) *gqlgo.Response {
@@ -112,14 +125,35 @@ func errorResponse(msg, code string) *gqlgo.Response {
 
 type ctxKey struct{}
 
-func withUser(ctx context.Context, u *docflow.User) context.Context {
-	return context.WithValue(ctx, ctxKey{}, u)
+// request is what the resolvers of one request share: its user, and the
+// arrays its lists of documents took (given back when it ends).
+type request struct {
+	user *docflow.User
+
+	mu    sync.Mutex
+	lists []*docList
 }
 
 // userOf returns the request's user (nil when there is none).
 func userOf(ctx context.Context) *docflow.User {
-	u, _ := ctx.Value(ctxKey{}).(*docflow.User)
-	return u
+	if r, _ := ctx.Value(ctxKey{}).(*request); r != nil {
+		return r.user
+	}
+	return nil
+}
+
+// takeList returns arrays for a list of documents, to be given back when
+// the request ends; outside a request (no Execute) new ones.
+func (a *API) takeList(ctx context.Context) *docList {
+	r, _ := ctx.Value(ctxKey{}).(*request)
+	if r == nil {
+		return &docList{}
+	}
+	l := a.lists.Get().(*docList)
+	r.mu.Lock()
+	r.lists = append(r.lists, l)
+	r.mu.Unlock()
+	return l
 }
 
 // access is the file access rule as the settings state it now.

@@ -18,10 +18,13 @@
 //   - api.go: New, Execute, the limits, the user of a request, errors
 //     as GraphQL errors (with the docflow code in their extensions).
 //   - complexity.go: the cost of a query, checked before it runs.
+//   - response.go: a response's JSON, its data as the executor wrote it.
 //   - query.go: the spec's queries (documents, document, pipelines,
 //     pipeline, settings, users, user) and the interfaces they read.
 //   - document.go: the Document type and the batch loading of what its
-//     documents are asked for (one statement per kind for a whole list).
+//     documents are asked for (one statement per kind for a whole list);
+//     a list reads brief records unless aiMetadata is asked for, into
+//     arrays reused from one request to the next.
 //   - search.go: search and similar.
 //   - mutation.go: the mutations and Writes.
 //   - types.go: the plain types' resolvers and the JSON scalar.

@@ -2,6 +2,7 @@ package graphql
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	gqlgo "github.com/graph-gophers/graphql-go"
@@ -54,34 +55,88 @@ func newBatch(a *API, files []*docflow.File) *batch {
 	return b
 }
 
+// resolvers returns the batch's documents' resolvers.
 func (b *batch) resolvers() []*documentResolver {
-	out := make([]*documentResolver, len(b.files))
+	return b.fill(make([]documentResolver, len(b.files)), make([]*documentResolver, 0, len(b.files)))
+}
+
+// fill sets rs (one per document of the batch) to the documents'
+// resolvers and returns out with pointers to them appended: one array
+// for them all, not one allocation each.
+func (b *batch) fill(rs []documentResolver, out []*documentResolver) []*documentResolver {
 	for i, f := range b.files {
-		out[i] = &documentResolver{f: f, b: b}
+		rs[i] = documentResolver{ID: int32(f.ID), OriginalFilename: f.OriginalFilename, MimeType: f.MimeType,
+			FileSize: float64(f.FileSize), DocumentTitle: f.DocumentTitle, OwnerID: f.OwnerID, Status: f.Status,
+			OcrQualityScore: f.OCRQualityScore, f: f, b: b}
+		out = append(out, &rs[i])
 	}
 	return out
 }
 
+// docList holds the arrays one list of documents is read into: its
+// records, pointers to them, their resolvers and the list of those. A
+// request takes them from API.lists and gives them back once its answer
+// is written (Execute).
+//
+// NOTE: a list of 100 documents allocated 120 KB, and the garbage
+// collector ran about ten times as often during GraphQL lists as during
+// the REST listing of the same page, its pauses showing in the tail
+// latency; the records and resolvers were 45 KB of it. The rest is the
+// executor's own.
+type docList struct {
+	files []docflow.File
+	ptrs  []*docflow.File
+	rs    []documentResolver
+	out   []*documentResolver
+}
+
+// reset empties the arrays, dropping what they point to.
+func (l *docList) reset() {
+	clear(l.files[:cap(l.files)])
+	clear(l.ptrs[:cap(l.ptrs)])
+	clear(l.rs[:cap(l.rs)])
+	clear(l.out[:cap(l.out)])
+	l.files, l.ptrs, l.rs, l.out = l.files[:0], l.ptrs[:0], l.rs[:0], l.out[:0]
+}
+
+// listBatch makes the batch of the records read into l and returns its
+// resolvers, all in l's arrays.
+func (a *API) listBatch(l *docList) []*documentResolver {
+	l.ptrs = l.ptrs[:0]
+	for i := range l.files {
+		l.ptrs = append(l.ptrs, &l.files[i])
+	}
+	l.rs = slices.Grow(l.rs[:0], len(l.files))[:len(l.files)]
+	l.out = newBatch(a, l.ptrs).fill(l.rs, l.out[:0])
+	return l.out
+}
+
+// documentResolver resolves a Document. Its exported fields are the
+// schema fields of the same names, read by the executor as fields
+// (UseFieldResolvers); the others are its methods.
+//
+// NOTE: a method is called through reflection, which cost a quarter of
+// the executor's time for a list of 100 documents with three plain
+// fields.
 type documentResolver struct {
+	ID               int32
+	OriginalFilename string
+	MimeType         string
+	FileSize         float64
+	DocumentTitle    *string
+	OwnerID          *string
+	Status           string
+	OcrQualityScore  *float64
+
 	f *docflow.File
 	b *batch
 }
 
-func (d *documentResolver) ID() int32                { return int32(d.f.ID) }
-func (d *documentResolver) OriginalFilename() string { return d.f.OriginalFilename }
-func (d *documentResolver) MimeType() string         { return d.f.MimeType }
-func (d *documentResolver) FileSize() float64        { return float64(d.f.FileSize) }
-func (d *documentResolver) DocumentTitle() *string   { return d.f.DocumentTitle }
-func (d *documentResolver) CreatedAt() gqlgo.Time    { return gqlgo.Time{Time: d.f.CreatedAt} }
-func (d *documentResolver) UpdatedAt() gqlgo.Time    { return gqlgo.Time{Time: d.f.UpdatedAt} }
-func (d *documentResolver) OwnerID() *string         { return d.f.OwnerID }
-func (d *documentResolver) PipelineID() *int32       { return int32Ptr(d.f.PipelineID) }
-func (d *documentResolver) Status() string           { return d.f.Status }
-func (d *documentResolver) IsDuplicate() bool        { return d.f.Status == docflow.StatusDuplicate }
-func (d *documentResolver) DuplicateOf() *int32      { return int32Ptr(d.f.DuplicateOf) }
-func (d *documentResolver) OcrQualityScore() *float64 {
-	return d.f.OCRQualityScore
-}
+func (d *documentResolver) CreatedAt() gqlgo.Time { return gqlgo.Time{Time: d.f.CreatedAt} }
+func (d *documentResolver) UpdatedAt() gqlgo.Time { return gqlgo.Time{Time: d.f.UpdatedAt} }
+func (d *documentResolver) PipelineID() *int32    { return int32Ptr(d.f.PipelineID) }
+func (d *documentResolver) IsDuplicate() bool     { return d.f.Status == docflow.StatusDuplicate }
+func (d *documentResolver) DuplicateOf() *int32   { return int32Ptr(d.f.DuplicateOf) }
 
 func (d *documentResolver) Language() *string {
 	if d.f.Language == "" {

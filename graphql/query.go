@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	gqlgo "github.com/graph-gophers/graphql-go"
+
 	"docflow"
 )
 
@@ -18,6 +20,10 @@ type FileReader interface {
 	FindFileByID(ctx context.Context, id int64) (*docflow.File, error)
 	// FindFiles returns a page of files and the total count.
 	FindFiles(ctx context.Context, filter docflow.FileFilter) ([]*docflow.File, int, error)
+	// FindFilesBrief is FindFiles for less, appending the page to dst:
+	// the records' AI metadata is nil (and their hash, blob keys, source
+	// and storage providers are empty).
+	FindFilesBrief(ctx context.Context, filter docflow.FileFilter, dst []docflow.File) ([]docflow.File, int, error)
 	// ProcessingStatuses summarises each file's current run, by file id.
 	ProcessingStatuses(ctx context.Context, files []*docflow.File) (map[int64]docflow.ProcessingStatus, error)
 	// ProcessingLogsOfFiles returns the logs of the files among ids, by
@@ -88,11 +94,20 @@ func (r *rootResolver) Documents(ctx context.Context, args struct {
 		}
 		filter.OwnerID = *args.OwnerID
 	}
-	files, _, err := r.a.d.Files.FindFiles(ctx, filter)
-	if err != nil {
+	// Only aiMetadata needs more of a record than the brief one holds.
+	if gqlgo.HasSelectedField(ctx, "aiMetadata") {
+		files, _, err := r.a.d.Files.FindFiles(ctx, filter)
+		if err != nil {
+			return nil, asGraphQLError(err)
+		}
+		return newBatch(r.a, files).resolvers(), nil
+	}
+	l := r.a.takeList(ctx)
+	var err error
+	if l.files, _, err = r.a.d.Files.FindFilesBrief(ctx, filter, l.files[:0]); err != nil {
 		return nil, asGraphQLError(err)
 	}
-	return newBatch(r.a, files).resolvers(), nil
+	return r.a.listBatch(l), nil
 }
 
 func (r *rootResolver) Document(ctx context.Context, args struct{ ID int32 }) (*documentResolver, error) {

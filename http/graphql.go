@@ -19,10 +19,11 @@ import (
 
 // GraphQLDeps are the dependencies of /graphql.
 type GraphQLDeps struct {
-	// Execute runs one GraphQL request for u and returns its response (a
-	// JSON-encodable value, answered with status 200 whatever its
-	// errors). ctx carries the request for GraphQLWrites.
-	Execute func(ctx context.Context, u *docflow.User, query, operationName string, variables map[string]any) any
+	// Execute runs one GraphQL request for u and appends the JSON of its
+	// response to dst, answered with status 200 whatever its errors (an
+	// error of its own is a 500). ctx carries the request for
+	// GraphQLWrites.
+	Execute func(ctx context.Context, dst []byte, u *docflow.User, query, operationName string, variables map[string]any) ([]byte, error)
 }
 
 // MountGraphQL registers POST and GET /graphql.
@@ -69,7 +70,14 @@ func (h *graphqlHandlers) execute(c *fasthttp.RequestCtx) error {
 		op = *req.OperationName
 	}
 	ctx := context.WithValue(RequestContext(c), graphqlRequestKey{}, c)
-	writeJSON(c, fasthttp.StatusOK, h.d.Execute(ctx, CurrentUser(c), *req.Query, op, vars))
+	// The answer is written into the response's own (pooled) buffer.
+	body, err := h.d.Execute(ctx, c.Response.SwapBody(nil)[:0], CurrentUser(c), *req.Query, op, vars)
+	if err != nil {
+		return err
+	}
+	c.Response.Header.SetContentType("application/json")
+	c.SetStatusCode(fasthttp.StatusOK)
+	c.Response.SwapBody(append(body, '\n'))
 	return nil
 }
 

@@ -22,8 +22,8 @@ func (m *App) mountGraphQL(srv *dfhttp.Server, pipelines *postgres.PipelineStore
 	if err != nil {
 		return err
 	}
-	srv.MountGraphQL(dfhttp.GraphQLDeps{Execute: func(ctx context.Context, u *docflow.User, query, op string, vars map[string]any) any {
-		return api.Execute(ctx, u, graphql.Request{Query: query, OperationName: op, Variables: vars})
+	srv.MountGraphQL(dfhttp.GraphQLDeps{Execute: func(ctx context.Context, dst []byte, u *docflow.User, query, op string, vars map[string]any) ([]byte, error) {
+		return graphql.AppendResponse(dst, api.Execute(ctx, u, graphql.Request{Query: query, OperationName: op, Variables: vars}))
 	}})
 	return nil
 }

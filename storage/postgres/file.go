@@ -52,6 +52,12 @@ const fileCols = `f.id, f.filehash, f.original_filename, f.stored_filename, f.fi
 // the run the status summary looks up.
 const summaryCols = `f.id, f.original_filename, f.file_size, f.mime_type, f.created_at, f.owner_id, f.status, f.task_id`
 
+// briefCols are the columns FindFilesBrief reads: fileCols without the
+// AI metadata, the hash, the blob keys, the source and the storage
+// providers.
+const briefCols = `f.id, f.original_filename, f.file_size, f.mime_type, f.created_at, f.updated_at, f.owner_id,
+	f.pipeline_id, f.status, f.duplicate_of, f.document_title, f.ocr_quality_score, f.language, f.task_id`
+
 // fileColsText adds the OCR text, which listings never need.
 const fileColsText = fileCols + `, f.ocr_text`
 

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -413,6 +414,16 @@ func TestFindFilesSearchWithEveryFilter(t *testing.T) {
 		if l := listed[0]; l.ID != want.ID || l.OriginalFilename != want.OriginalFilename || l.FileSize != want.FileSize ||
 			l.MimeType != want.MimeType || !l.CreatedAt.Equal(want.CreatedAt) || *l.OwnerID != *want.OwnerID || l.Processing != want.Processing {
 			t.Fatalf("sort %s: listed %+v, want %+v", sort, l, want)
+		}
+		brief, total, err := s.FindFilesBrief(ctx, filter, nil)
+		if err != nil || total != 1 || len(brief) != 1 {
+			t.Fatalf("sort %s: brief %d files, total %d, %v", sort, len(brief), total, err)
+		}
+		full := *f
+		full.FileHash, full.StoredFilename, full.Source, full.OriginalBlob, full.ProcessedBlob = "", "", "", "", ""
+		full.AIMetadata, full.StorageProviders, full.Processing = nil, nil, nil
+		if b := brief[0]; !reflect.DeepEqual(b, full) {
+			t.Fatalf("sort %s: brief %+v, want %+v", sort, b, full)
 		}
 	}
 }

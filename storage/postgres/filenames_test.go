@@ -133,6 +133,15 @@ func TestFindFilesSearchWithEachFilter(t *testing.T) {
 				if err != nil || ltotal != total || len(listed) != len(got) {
 					t.Fatalf("%s, sort %s, %q: ListFiles %d of %d, FindFiles %d of %d, %v", fl.name, sortBy, search, len(listed), ltotal, len(got), total, err)
 				}
+				brief, btotal, err := s.FindFilesBrief(ctx, filter, nil)
+				if err != nil || btotal != total || len(brief) != len(got) {
+					t.Fatalf("%s, sort %s, %q: FindFilesBrief %d of %d, FindFiles %d of %d, %v", fl.name, sortBy, search, len(brief), btotal, len(got), total, err)
+				}
+				for i := range brief {
+					if brief[i].ID != got[i].ID {
+						t.Fatalf("%s, sort %s, %q: FindFilesBrief's row %d is file %d, FindFiles' %d", fl.name, sortBy, search, i, brief[i].ID, got[i].ID)
+					}
+				}
 				var want []int64
 				var wantTotal int
 				q := fmt.Sprintf(`SELECT coalesce(array_agg(id ORDER BY %s DESC, id DESC), '{}'), count(*) FROM files
