@@ -62,9 +62,14 @@ run: deps-run build
 	@echo "==> starting docflow serve (Ctrl-C to stop); open http://$${LISTEN_ADDR:-127.0.0.1:8000}"
 	$(BIN)/docflow serve
 
-# Tests of one package run at once (t.Parallel); go test's default is the
-# number of cores.
+# Packages tested at once (-p) and tests of one package run at once
+# (-parallel, for t.Parallel tests); go test's default for both is the
+# number of cores, but most tests wait on PostgreSQL, servers and clocks
+# rather than the CPU. TEST_FLAGS adds flags (-count=1 to run every test
+# again rather than reuse go test's cache of passed packages).
+TEST_PROCS ?= 4
 TEST_PARALLEL ?= 4
+TEST_FLAGS ?=
 test: TEST_START := $(shell date +%s)
 test: deps services imports web
 	@# vet with the race build's flags, so go test reuses every package vet compiled
@@ -72,8 +77,7 @@ test: deps services imports web
 	$(GO) vet -race ./...
 	@echo "==> go test -race ./... (this takes a while on 2 cores)"
 	@# -ldflags=-w: no DWARF in the test binaries, a quarter less link time each.
-	@# -parallel: most tests wait on PostgreSQL, servers and clocks, not the CPU.
-	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m -parallel $(TEST_PARALLEL) ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START)
+	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m -p $(TEST_PROCS) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START)
 
 # Every fuzz target for FUZZTIME each (go test, and so make test, runs
 # each target's committed corpus as ordinary tests); docs/testing.md says
