@@ -17,6 +17,7 @@ import (
 	"docflow"
 	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
+	"docflow/streams/streamstest"
 )
 
 // A document goes to each active destination once, under the name its
@@ -378,7 +379,9 @@ func TestOneProcessPerIntegration(t *testing.T) {
 			}}
 		})
 	}
-	time.Sleep(3 * time.Second) // both in the group
+	// Both in the group, a partition each, before any work: a rebalance
+	// while delivering could hand one integration to both.
+	streamstest.WaitGroupShared(t, e.brokers[0], DefaultGroupID, 2, time.Minute)
 	var ins []*docflow.Integration
 	for i := range 6 {
 		ins = append(ins, e.davIntegration(d, fmt.Sprintf("Share %d", i), fmt.Sprintf("/in%d", i), "p", nil))

@@ -27,6 +27,7 @@ import (
 	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
 	"docflow/streams"
+	"docflow/streams/streamstest"
 )
 
 // proc is a docflow process started by a test.
@@ -229,9 +230,7 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 	// comes: a worker that joined late on a loaded machine would otherwise
 	// find the work done (or hold no partition) when it is to be killed.
 	brokerAddr := fmt.Sprintf("127.0.0.1:%d", bport)
-	testsupport.WaitFor(t, procWait, "both workers holding partitions of the test step", func() bool {
-		return groupMembersWithPartitions(ctx, brokerAddr, StepGroup(docflow.StepTest)) == 2
-	})
+	streamstest.WaitGroupShared(t, brokerAddr, StepGroup(docflow.StepTest), 2, procWait)
 
 	const docs = 40
 	for i := range docs {
@@ -330,28 +329,6 @@ func TestBrokerAPIAndTwoWorkers(t *testing.T) {
 // come up or a state to show: seconds on an idle machine, generous for a
 // loaded one (race-built processes starting beside the suite).
 const procWait = 3 * time.Minute
-
-// groupMembersWithPartitions is how many members of the consumer group
-// hold at least one partition, as the broker describes the group (0 when
-// it cannot tell).
-func groupMembersWithPartitions(ctx context.Context, broker, group string) int {
-	cl := &kafka.Client{Addr: kafka.TCP(broker), Timeout: 10 * time.Second}
-	desc, err := cl.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
-	if err != nil || len(desc.Groups) != 1 || desc.Groups[0].GroupState != "Stable" {
-		return 0
-	}
-	n := 0
-	for _, m := range desc.Groups[0].Members {
-		parts := 0
-		for _, tp := range m.MemberAssignments.Topics {
-			parts += len(tp.Partitions)
-		}
-		if parts > 0 {
-			n++
-		}
-	}
-	return n
-}
 
 func testLogLevel() string {
 	if l := os.Getenv("DOCFLOW_TEST_LOG_LEVEL"); l != "" {
