@@ -86,7 +86,7 @@ func TestDeliversToEveryDestinationOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.enqueue(f, "run-2")
-	testsupport.WaitFor(t, 20*time.Second, "second version", func() bool {
+	testsupport.WaitFor(t, time.Minute, "second version", func() bool {
 		b, _ := os.ReadFile(filepath.Join(d.dir, "scans", "in", name))
 		return string(b) == "%PDF-1.4 second"
 	})
@@ -256,10 +256,10 @@ func TestDeactivatedOrDeletedWhileInFlight(t *testing.T) {
 			} else if err := e.integ.DeleteIntegration(e.ctx, "ann", share.ID); err != nil {
 				t.Fatal(err)
 			}
-			testsupport.WaitFor(t, 20*time.Second, "the upload cancelled", stall.clientGone.Load)
+			testsupport.WaitFor(t, time.Minute, "the upload cancelled", stall.clientGone.Load)
 			want := "the destination was " + how
 			for _, file := range []*docflow.File{f, g} {
-				testsupport.WaitFor(t, 20*time.Second, "cancelled", func() bool {
+				testsupport.WaitFor(t, time.Minute, "cancelled", func() bool {
 					ds, err := e.store.FileDestinations(e.ctx, file.ID)
 					return err == nil && len(ds) == 1 && ds[0].Status == docflow.DestinationCancelled &&
 						ds[0].Error != nil && *ds[0].Error == want
@@ -296,7 +296,7 @@ func TestWorkerKilledMidUpload(t *testing.T) {
 	}
 	// The worker dies: it leaves without waiting for anything.
 	stopA(time.Millisecond)
-	testsupport.WaitFor(t, 10*time.Second, "the upload cut", stall.clientGone.Load)
+	testsupport.WaitFor(t, time.Minute, "the upload cut", stall.clientGone.Load)
 	e.start(nil)
 	ds := e.waitStatus(f, share, docflow.DestinationDelivered, 30*time.Second)
 	if b, err := os.ReadFile(filepath.Join(d.dir, "in", "big.pdf")); err != nil || string(b) != body {
@@ -329,7 +329,7 @@ func TestSendTo(t *testing.T) {
 	if err := e.store.SendFileTo(e.ctx, f.ID, "ann", share.ID); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 20*time.Second, "second PUT", func() bool { return d.puts.Load() == 2 })
+	testsupport.WaitFor(t, time.Minute, "second PUT", func() bool { return d.puts.Load() == 2 })
 	e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
 	if names := d.files(t, "in"); len(names) != 1 {
 		t.Fatalf("share holds %v", names)

@@ -189,7 +189,7 @@ func TestStopReleasesWaitingRetries(t *testing.T) {
 	id, _ := e.ingest("later.pdf", "later", &p.ID, nil)
 	// The retry tiers' consumer is the engine's last.
 	delay := e.Engine.consumers[len(e.Engine.consumers)-1]
-	testsupport.WaitFor(t, 20*time.Second, "the retry held by the delay relay", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the retry held by the delay relay", func() bool {
 		retrying := false
 		for _, l := range e.logs(id) {
 			retrying = retrying || l.Status == docflow.StepRetrying

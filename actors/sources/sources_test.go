@@ -71,7 +71,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := imaptest.Append(ctx, addr, "alice", "secret", "INBOX", mails...); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 20*time.Second, "10 documents", func() bool {
+	testsupport.WaitFor(t, time.Minute, "10 documents", func() bool {
 		n, _, _ := store.CountMailFiles(ctx, in.ID)
 		return n == 10
 	})
@@ -100,7 +100,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stats []docflow.IntakeTypeTotal
-	testsupport.WaitFor(t, 10*time.Second, "10 intake metrics", func() bool {
+	testsupport.WaitFor(t, time.Minute, "10 intake metrics", func() bool {
 		if err := a.Recorder.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +115,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if len(stats) != 1 || stats[0].Channel != docflow.ChannelEmail || stats[0].Count != 10 {
 		t.Fatalf("intake stats = %+v", stats)
 	}
-	testsupport.WaitFor(t, 10*time.Second, "status", func() bool {
+	testsupport.WaitFor(t, time.Minute, "status", func() bool {
 		st, _, _, _ := store.SourceRow(ctx, in.ID)
 		return st.DocumentsIngested == 10 && st.MessagesSeen == 10 && st.LastPollAt != nil && st.State == "connected"
 	})
@@ -155,7 +155,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := store.UpdateSourceFixture(ctx, in, false); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 20*time.Second, "the late mail", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the late mail", func() bool {
 		n, _, _ := store.CountMailFiles(ctx, in.ID)
 		return n == 11
 	})
@@ -166,7 +166,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := store.AddSourceFixture(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 10*time.Second, "the login error", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the login error", func() bool {
 		st, le, _, _ := store.SourceRow(ctx, bad.ID)
 		return le != nil && strings.Contains(*le, "login refused") && st.State == string(actors.IntegrationBackingOff)
 	})
@@ -203,7 +203,7 @@ func TestSourcesRecordIntegrationMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := strconv.FormatInt(in.ID, 10)
-	testsupport.WaitFor(t, 20*time.Second, "a poll that took the attachment in", func() bool {
+	testsupport.WaitFor(t, time.Minute, "a poll that took the attachment in", func() bool {
 		for _, m := range rec.Metrics(docflow.MetricIntegration) {
 			if m.Target == target && m.Bytes == int64(len(pdf)) {
 				return true
@@ -260,7 +260,7 @@ func TestSourcesRecoverFromPanickingStore(t *testing.T) {
 	if err := store.AddSourceFixture(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 20*time.Second, "the source's status after a poll", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the source's status after a poll", func() bool {
 		st, _, owner, _ := store.SourceRow(ctx, in.ID)
 		return owner != nil && st.LastPollAt != nil && st.State == "connected"
 	})

@@ -132,7 +132,7 @@ func TestOutboxOrderPerKey(t *testing.T) {
 	if n := checkKeyOrder(t, got); n != keys*perKey {
 		t.Fatalf("distinct %d, want %d", n, keys*perKey)
 	}
-	testsupport.WaitFor(t, 5*time.Second, "rows marked sent", func() bool { return unsent(t, db, relayTopic) == 0 })
+	testsupport.WaitFor(t, time.Minute, "rows marked sent", func() bool { return unsent(t, db, relayTopic) == 0 })
 	if r.Published() != keys*perKey {
 		t.Fatalf("relay counted %d", r.Published())
 	}
@@ -222,7 +222,7 @@ func TestOutboxCrashBetweenPublishAndMark(t *testing.T) {
 	if streams.HeaderValue(got[15], "x-attempt") != "1" {
 		t.Fatalf("headers lost: %v", got[15].Headers)
 	}
-	testsupport.WaitFor(t, 5*time.Second, "rows marked sent", func() bool { return unsent(t, db, relayTopic) == 0 })
+	testsupport.WaitFor(t, time.Minute, "rows marked sent", func() bool { return unsent(t, db, relayTopic) == 0 })
 }
 
 // TestOutboxTwoRelays runs two relays (two workers each) over one backlog:
@@ -344,7 +344,7 @@ func TestOutboxUnknownTopicDoesNotBlock(t *testing.T) {
 	if len(late) != 2 || string(late[0].Value) != "1:0" || string(late[1].Value) != "1:1" {
 		t.Fatalf("missing topic, once created, got %d messages", len(late))
 	}
-	testsupport.WaitFor(t, 5*time.Second, "all marked", func() bool { return unsent(t, db, missing) == 0 })
+	testsupport.WaitFor(t, time.Minute, "all marked", func() bool { return unsent(t, db, missing) == 0 })
 }
 
 // TestOutboxWriteThrough: rows written quiet by a write-through store are
