@@ -246,8 +246,14 @@ func TestConsumerStuckMessage(t *testing.T) {
 		}
 		return true
 	})
-	// Let the stuck partition run into its budget.
-	time.Sleep(500 * time.Millisecond)
+	// The stuck partition runs into its budget, and commits up to the
+	// stuck message.
+	testsupport.WaitFor(t, time.Minute, "the stuck partition at its budget, committed up to the stuck message", func() bool {
+		mu.Lock()
+		past := pastStuck
+		mu.Unlock()
+		return past >= budget-1 && committed(t, brokers, "g-stuck", topic, parts)[stuckPart] >= stuckOffset
+	})
 	c := committed(t, brokers, "g-stuck", topic, parts)
 	if got := c[stuckPart]; got != stuckOffset {
 		t.Fatalf("stuck partition committed %d, want %d (just before the stuck message)", got, stuckOffset)
@@ -313,7 +319,7 @@ func TestBrokerRestartKeepsData(t *testing.T) {
 	}
 	produceN(t, p, topic, 300, func(i int) string { return "second-" + strconv.Itoa(i) })
 	// (values repeat "0".."299": the second round is told apart by count)
-	old := streamstest.ReadTopic(t, brokers, topic, parts, 600, 20*time.Second)
+	old := streamstest.ReadTopic(t, brokers, topic, parts, 600, time.Minute)
 	if len(old) != 600 {
 		t.Fatalf("topic holds %d messages after restart, want 600", len(old))
 	}
@@ -376,7 +382,7 @@ func TestConsumerPoisonMessage(t *testing.T) {
 			d.Ack()
 		},
 	})
-	dl := streamstest.ReadTopic(t, brokers, streams.TopicDLQ, streams.DefaultPartitions, 1, 20*time.Second)
+	dl := streamstest.ReadTopic(t, brokers, streams.TopicDLQ, streams.DefaultPartitions, 1, time.Minute)
 	if len(dl) != 1 {
 		t.Fatalf("dead letters: %d, want 1", len(dl))
 	}

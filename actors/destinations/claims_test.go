@@ -109,8 +109,8 @@ func TestCopiesOfOneTaskDeliverOnce(t *testing.T) {
 		return len(logs[0].of(gid)) > 0 && len(logs[1].of(gid)) > 0
 	})
 	close(release)
-	e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
-	e.waitStatus(g, share, docflow.DestinationDelivered, 20*time.Second)
+	e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
+	e.waitStatus(g, share, docflow.DestinationDelivered, time.Minute)
 	testsupport.WaitFor(t, time.Minute, "both processes settled", func() bool {
 		return logs[0].settled(id) && logs[1].settled(id) && logs[0].settled(gid) && logs[1].settled(gid)
 	})

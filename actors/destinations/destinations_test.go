@@ -36,8 +36,8 @@ func TestDeliversToEveryDestinationOnce(t *testing.T) {
 	if q := e.enqueue(f, "run-1"); len(q) != 2 {
 		t.Fatalf("queued %+v", q)
 	}
-	ds := e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
-	dl := e.waitStatus(f, folder, docflow.DestinationDelivered, 20*time.Second)
+	ds := e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
+	dl := e.waitStatus(f, folder, docflow.DestinationDelivered, time.Minute)
 	name := f.CreatedAt.UTC().Format(time.DateOnly) + " Invoice ACME.pdf"
 	if ds.RemotePath != "/scans/in/"+name || ds.Attempts != 1 || ds.DeliveredAt == nil || ds.Error != nil || ds.Type != "WEBDAV" {
 		t.Fatalf("webdav delivery %+v", ds)
@@ -90,7 +90,7 @@ func TestDeliversToEveryDestinationOnce(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(d.dir, "scans", "in", name))
 		return string(b) == "%PDF-1.4 second"
 	})
-	e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
+	e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
 	if names := d.files(t, "scans/in"); len(names) != 1 {
 		t.Fatalf("files on the share %v", names)
 	}
@@ -124,7 +124,7 @@ func TestDownForTwoAttemptsDeliveredOnTheThird(t *testing.T) {
 	folder := e.integration(docflow.IntegrationLocal, "Archive", map[string]any{"path": "a"}, nil)
 	f := e.file("report.pdf", "", []byte("report"))
 	e.enqueue(f, "run-1")
-	ds := e.waitStatus(f, share, docflow.DestinationDelivered, 30*time.Second)
+	ds := e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
 	if ds.Attempts != 3 || d.puts.Load() != 3 {
 		t.Fatalf("attempts %d, PUTs %d", ds.Attempts, d.puts.Load())
 	}
@@ -162,8 +162,8 @@ func TestWrongCredentials(t *testing.T) {
 	folder := e.integration(docflow.IntegrationLocal, "Archive", map[string]any{"path": "a"}, nil)
 	f := e.file("report.pdf", "", []byte("report"))
 	e.enqueue(f, "run-1")
-	e.waitStatus(f, folder, docflow.DestinationDelivered, 20*time.Second)
-	ds := e.waitStatus(f, share, docflow.DestinationFailed, 30*time.Second)
+	e.waitStatus(f, folder, docflow.DestinationDelivered, time.Minute)
+	ds := e.waitStatus(f, share, docflow.DestinationFailed, time.Minute)
 	if ds.Error == nil || !strings.Contains(*ds.Error, "401") || ds.Attempts != 4 {
 		t.Fatalf("delivery %+v (%v)", ds, ds.Error)
 	}
@@ -186,7 +186,7 @@ func TestTemplateCannotEscape(t *testing.T) {
 	folder := e.integration(docflow.IntegrationLocal, "Archive", map[string]any{"path": "a", "filename_template": "{title}"}, nil)
 	f := e.file("x.pdf", "../../../etc/passwd", []byte("x"))
 	e.enqueue(f, "run-1")
-	dl := e.waitStatus(f, folder, docflow.DestinationDelivered, 20*time.Second)
+	dl := e.waitStatus(f, folder, docflow.DestinationDelivered, time.Minute)
 	if dl.RemotePath != "ann/a/-.-.-etc-passwd.pdf" {
 		t.Fatalf("delivered as %q", dl.RemotePath)
 	}
@@ -298,7 +298,7 @@ func TestWorkerKilledMidUpload(t *testing.T) {
 	stopA(time.Millisecond)
 	testsupport.WaitFor(t, time.Minute, "the upload cut", stall.clientGone.Load)
 	e.start(nil)
-	ds := e.waitStatus(f, share, docflow.DestinationDelivered, 30*time.Second)
+	ds := e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
 	if b, err := os.ReadFile(filepath.Join(d.dir, "in", "big.pdf")); err != nil || string(b) != body {
 		t.Fatalf("share holds %d bytes, %v", len(b), err)
 	}
@@ -325,12 +325,12 @@ func TestSendTo(t *testing.T) {
 	if err := e.store.SendFileTo(e.ctx, f.ID, "ann", share.ID); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
+	e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
 	if err := e.store.SendFileTo(e.ctx, f.ID, "ann", share.ID); err != nil {
 		t.Fatal(err)
 	}
 	testsupport.WaitFor(t, time.Minute, "second PUT", func() bool { return d.puts.Load() == 2 })
-	e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
+	e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
 	if names := d.files(t, "in"); len(names) != 1 {
 		t.Fatalf("share holds %v", names)
 	}
@@ -394,7 +394,7 @@ func TestOneProcessPerIntegration(t *testing.T) {
 	}
 	for _, f := range files {
 		for _, in := range ins {
-			e.waitStatus(f, in, docflow.DestinationDelivered, 30*time.Second)
+			e.waitStatus(f, in, docflow.DestinationDelivered, time.Minute)
 		}
 	}
 	used := map[int]bool{}

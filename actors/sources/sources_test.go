@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,7 +54,9 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	addr := imaptest.MemServer(t, "alice", "secret", false)
-	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", NoRelay: true, Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
+	logs := &logBuffer{}
+	log := zerolog.New(logs).Level(zerolog.InfoLevel)
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", NoRelay: true, Log: &log, Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,12 +144,15 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := store.UpdateSourceFixture(ctx, in, false); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// The worker's supervisor stops the source at its next scan (at once:
+	// the change wakes it), however long that takes on a loaded machine.
+	stopped := fmt.Sprintf(`"integration":%d,"message":"sources: source stopped"`, in.ID)
+	testsupport.WaitFor(t, time.Minute, "the deactivated source stopped", func() bool { return strings.Contains(logs.String(), stopped) })
 	if err := imaptest.Append(ctx, addr, "alice", "secret", "INBOX", imaptest.Mail("late@x", "late",
 		imaptest.Attachment{Name: "late.pdf", Data: imaptest.PDF("late", 100)})); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a scan that took it would have come by now
 	if n, _, _ := store.CountMailFiles(ctx, in.ID); n != 10 {
 		t.Fatalf("a deactivated source took mail: %d", n)
 	}
@@ -267,4 +273,22 @@ func TestSourcesRecoverFromPanickingStore(t *testing.T) {
 	if n, m := ps.claims.Load(), ps.saves.Load(); n < 2 || m < 2 {
 		t.Fatalf("%d claims and %d status writes, want a panicked one and more of each", n, m)
 	}
+}
+
+// logBuffer is a log sink a test reads while the process writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

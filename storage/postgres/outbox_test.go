@@ -125,7 +125,7 @@ func TestOutboxOrderPerKey(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	got := streamstest.ReadTopic(t, brokers, relayTopic, parts, keys*perKey, 30*time.Second)
+	got := streamstest.ReadTopic(t, brokers, relayTopic, parts, keys*perKey, time.Minute)
 	if len(got) != keys*perKey {
 		t.Fatalf("published %d messages, want %d", len(got), keys*perKey)
 	}
@@ -157,7 +157,7 @@ func TestOutboxRollback(t *testing.T) {
 		t.Fatalf("transaction: %v", err)
 	}
 	enqueueTx(t, db, docflow.OutboxMessage{Topic: relayTopic, Key: "1", Payload: []byte("real")})
-	got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 1, 10*time.Second)
+	got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 1, time.Minute)
 	if len(got) != 1 || string(got[0].Value) != "real" {
 		t.Fatalf("published %d messages, first %q; want only \"real\"", len(got), firstValue(got))
 	}
@@ -210,12 +210,12 @@ func TestOutboxCrashBetweenPublishAndMark(t *testing.T) {
 	if n := unsent(t, db, relayTopic); n != 10 {
 		t.Fatalf("%d rows unsent after the crash, want 10", n)
 	}
-	if got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 10, 10*time.Second); len(got) != 10 {
+	if got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 10, time.Minute); len(got) != 10 {
 		t.Fatalf("first publish: %d messages", len(got))
 	}
 
 	startRelay(t, postgres.NewOutbox(db), p, nil)
-	got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 20, 10*time.Second)
+	got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 20, time.Minute)
 	if len(got) != 20 {
 		t.Fatalf("after restart the topic holds %d messages, want the 10 twice", len(got))
 	}
@@ -246,7 +246,7 @@ func TestOutboxTwoRelays(t *testing.T) {
 	small := func(c *streams.RelayConfig) { c.BatchSize = 50 }
 	r1 := startRelay(t, postgres.NewOutbox(db), p, small)
 	r2 := startRelay(t, postgres.NewOutbox(db), p, small)
-	got := streamstest.ReadTopic(t, brokers, relayTopic, parts, n, 30*time.Second)
+	got := streamstest.ReadTopic(t, brokers, relayTopic, parts, n, time.Minute)
 	if len(got) != n {
 		t.Fatalf("published %d messages, want %d exactly", len(got), n)
 	}
@@ -269,7 +269,7 @@ func TestOutboxDelayed(t *testing.T) {
 
 	start := time.Now()
 	enqueueTx(t, db, docflow.OutboxMessage{Topic: relayTopic, Key: "1", Payload: []byte("later"), AvailableAt: start.Add(400 * time.Millisecond)})
-	got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 1, 10*time.Second)
+	got := streamstest.ReadTopic(t, brokers, relayTopic, 1, 1, time.Minute)
 	if len(got) != 1 {
 		t.Fatal("delayed row never published")
 	}
@@ -331,7 +331,7 @@ func TestOutboxUnknownTopicDoesNotBlock(t *testing.T) {
 	for i := 1; i <= 20; i++ {
 		enqueueTx(t, db, docflow.OutboxMessage{Topic: good, Key: "1", Payload: fmt.Appendf(nil, "1:%d", i)})
 	}
-	got := streamstest.ReadTopic(t, brokers, good, 1, 21, 10*time.Second)
+	got := streamstest.ReadTopic(t, brokers, good, 1, 21, time.Minute)
 	if len(got) != 21 {
 		t.Fatalf("good topic got %d of 21 while another topic failed", len(got))
 	}
@@ -340,7 +340,7 @@ func TestOutboxUnknownTopicDoesNotBlock(t *testing.T) {
 		t.Fatal("rows of the missing topic left the outbox")
 	}
 	streamstest.CreateTopics(t, brokers, 1, missing)
-	late := streamstest.ReadTopic(t, brokers, missing, 1, 2, 20*time.Second)
+	late := streamstest.ReadTopic(t, brokers, missing, 1, 2, time.Minute)
 	if len(late) != 2 || string(late[0].Value) != "1:0" || string(late[1].Value) != "1:1" {
 		t.Fatalf("missing topic, once created, got %d messages", len(late))
 	}
