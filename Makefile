@@ -9,11 +9,12 @@ LDFLAGS := -X main.Version=$(VERSION)
 # so a cluster started earlier in the same make counts).
 export DOCFLOW_TEST_DATABASE_URL ?= $(shell bash scripts/pgtest.sh url)
 
-.PHONY: run test build web lint imports bench chaos deps deps-run services clean help
+.PHONY: run test test-stress build web lint imports bench chaos deps deps-run services clean help
 
 help:
 	@echo "make run    start docflow (installs and starts what it needs)"
 	@echo "make test   run the whole test suite (installs what the tests need)"
+	@echo "make test-stress  the suite 3 times beside a CPU-burning load (STRESS_RUNS, STRESS_BURNERS, STRESS_PKGS)"
 	@echo "make bench  run the speed and memory benchmarks"
 	@echo "make load   the mixed workload at the highest rate held (LOAD_DURATION=10m)"
 	@echo "make soak   the mixed workload for an hour, the server's resources watched (SOAK_DURATION=1h)"
@@ -78,6 +79,13 @@ test: deps services imports web
 	@echo "==> go test -race ./... (this takes a while on 2 cores)"
 	@# -ldflags=-w: no DWARF in the test binaries, a quarter less link time each.
 	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m -p $(TEST_PROCS) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START)
+
+# The suite STRESS_RUNS times (3) beside STRESS_BURNERS busy processes
+# (one per core) at nice 19: a test that waits for a guessed time shows
+# itself here. STRESS_PKGS narrows the packages, STRESS_RUN the tests
+# (docs/testing.md, "Under load").
+test-stress: deps services web
+	@bash scripts/stress.sh
 
 # Every fuzz target for FUZZTIME each (go test, and so make test, runs
 # each target's committed corpus as ordinary tests); docs/testing.md says

@@ -22,7 +22,7 @@ func TestNewEngineBridgesLogs(t *testing.T) {
 	noop := func(*actor.Context) {}
 	e.SpawnFunc(noop, "dup", actor.WithID("1"))
 	e.SpawnFunc(noop, "dup", actor.WithID("1"))
-	testsupport.WaitFor(t, 5*time.Second, "bridged hollywood log", func() bool {
+	testsupport.WaitFor(t, time.Minute, "bridged hollywood log", func() bool {
 		return strings.Contains(logs.String(), `"component":"actor-engine"`) &&
 			strings.Contains(logs.String(), "already claimed")
 	})

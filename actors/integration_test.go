@@ -138,7 +138,7 @@ func send(e *actor.Engine, pid *actor.PID, msg string) (string, error) {
 
 func waitConnected(t *testing.T, e *actor.Engine, pid *actor.PID) {
 	t.Helper()
-	testsupport.WaitFor(t, 10*time.Second, "connected", func() bool {
+	testsupport.WaitFor(t, time.Minute, "connected", func() bool {
 		_, err := send(e, pid, "ping")
 		return err == nil
 	})

@@ -72,7 +72,7 @@ func TestPoolRunsJobsWithBoundedConcurrency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testsupport.WaitFor(t, 20*time.Second, "all results", func() bool { return col.len() == n })
+	testsupport.WaitFor(t, time.Minute, "all results", func() bool { return col.len() == n })
 	for i := range n {
 		r := col.get(strconv.Itoa(i))
 		if i%100 == 99 {
@@ -169,7 +169,7 @@ func TestPoolTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	testsupport.WaitFor(t, 5*time.Second, "three results", func() bool { return col.len() == 3 })
+	testsupport.WaitFor(t, time.Minute, "three results", func() bool { return col.len() == 3 })
 	if el := time.Since(start); el > time.Second {
 		t.Fatalf("a single worker took %v: the ignoring job held it", el)
 	}
@@ -188,7 +188,7 @@ func TestPoolTimeout(t *testing.T) {
 	if err := pool.Submit(Job[string, string]{ID: "long", Msg: "honour", Timeout: 300 * time.Millisecond, Done: col.done}); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 5*time.Second, "long result", func() bool { return col.len() == 4 })
+	testsupport.WaitFor(t, time.Minute, "long result", func() bool { return col.len() == 4 })
 	if r := col.get("long"); !errors.Is(r.Err, ErrTimeout) || r.Duration < 250*time.Millisecond {
 		t.Fatalf("long: %v after %v", r.Err, r.Duration)
 	}
@@ -218,7 +218,7 @@ func TestPoolPanics(t *testing.T) {
 	for i := range 10 {
 		_ = pool.Submit(Job[int, int]{ID: "cb" + strconv.Itoa(i), Msg: 1, Done: func(Result[int]) { cb.Add(1); panic("callback") }})
 	}
-	testsupport.WaitFor(t, 10*time.Second, "results", func() bool { return col.len() == 50 && cb.Load() == 10 })
+	testsupport.WaitFor(t, time.Minute, "results", func() bool { return col.len() == 50 && cb.Load() == 10 })
 	for i := range 50 {
 		r := col.get(strconv.Itoa(i))
 		var perr *PanicError
@@ -288,7 +288,7 @@ func TestPoolCloseDeadline(t *testing.T) {
 	if err := pool.Close(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("close: %v", err)
 	}
-	testsupport.WaitFor(t, 5*time.Second, "every job ended", func() bool { return col.len() == 3 })
+	testsupport.WaitFor(t, time.Minute, "every job ended", func() bool { return col.len() == 3 })
 	if r := col.get("0"); r.Err == nil {
 		t.Fatal("running job reported success")
 	}

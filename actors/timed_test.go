@@ -18,10 +18,11 @@ func TestRunTimed(t *testing.T) {
 	}
 	release := make(chan struct{})
 	defer close(release)
-	start := time.Now()
+	// The job returns only when the test ends: RunTimed returning at all
+	// shows it was abandoned, however slow the machine.
 	r = RunTimed(context.Background(), 20*time.Millisecond, func(context.Context) (int, error) { <-release; return 1, nil })
-	if !errors.Is(r.Err, ErrTimeout) || !r.Abandoned || time.Since(start) > time.Second {
-		t.Fatalf("ignoring job: %+v after %v", r, time.Since(start))
+	if !errors.Is(r.Err, ErrTimeout) || !r.Abandoned {
+		t.Fatalf("ignoring job: %+v", r)
 	}
 	stop := errors.New("shutting down")
 	ctx, cancel := context.WithCancelCause(context.Background())

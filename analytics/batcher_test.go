@@ -88,7 +88,7 @@ func TestBatcherFlushAtSize(t *testing.T) {
 	for i := range 250 {
 		b.Add(i)
 	}
-	testsupport.WaitFor(t, 5*time.Second, "two full batches", func() bool { return b.Stats().Written == 200 })
+	testsupport.WaitFor(t, time.Minute, "two full batches", func() bool { return b.Stats().Written == 200 })
 	time.Sleep(50 * time.Millisecond)
 	if s := b.Stats(); s.Written != 200 || s.Buffered != 50 {
 		t.Fatalf("stats %+v, want 200 written and 50 buffered until the interval", s)
@@ -111,7 +111,7 @@ func TestBatcherFlushAtInterval(t *testing.T) {
 	for i := range 3 {
 		b.Add(i)
 	}
-	testsupport.WaitFor(t, 5*time.Second, "the interval flush", func() bool { return len(f.rows()) == 3 })
+	testsupport.WaitFor(t, time.Minute, "the interval flush", func() bool { return len(f.rows()) == 3 })
 	checkOrdered(t, f.rows(), 3)
 }
 
@@ -181,12 +181,12 @@ func TestBatcherRetriesWithoutLoss(t *testing.T) {
 	if err := b.Flush(context.Background()); err == nil {
 		t.Fatal("Flush succeeded while the store is down")
 	}
-	testsupport.WaitFor(t, 5*time.Second, "a few retries", func() bool { return b.Stats().WriteErrors >= 3 })
+	testsupport.WaitFor(t, time.Minute, "a few retries", func() bool { return b.Stats().WriteErrors >= 3 })
 	if s := b.Stats(); s.Written != 0 || s.Dropped != 0 || s.Buffered != 800 {
 		t.Fatalf("stats during outage %+v", s)
 	}
 	f.setFail(false)
-	testsupport.WaitFor(t, 5*time.Second, "the backlog written by the background retry", func() bool { return b.Stats().Written == 800 })
+	testsupport.WaitFor(t, time.Minute, "the backlog written by the background retry", func() bool { return b.Stats().Written == 800 })
 	checkOrdered(t, f.rows(), 800)
 }
 
@@ -198,18 +198,18 @@ func TestBatcherOutageIsBounded(t *testing.T) {
 	for i := range 1000 {
 		b.Add(i)
 		if i%50 == 49 { // let the loop take what it may before going on
-			testsupport.WaitFor(t, 5*time.Second, "the loop to catch up", func() bool {
+			testsupport.WaitFor(t, time.Minute, "the loop to catch up", func() bool {
 				q := b.queuedRows()
 				return q == 0 || b.Stats().Buffered-int64(q) >= 200
 			})
 		}
 	}
-	testsupport.WaitFor(t, 5*time.Second, "the buffer at its bound", func() bool { return b.Stats().Buffered == 300 })
+	testsupport.WaitFor(t, time.Minute, "the buffer at its bound", func() bool { return b.Stats().Buffered == 300 })
 	if s := b.Stats(); s.Dropped != 700 {
 		t.Fatalf("stats %+v: want 700 dropped with 300 buffered", s)
 	}
 	f.setFail(false)
-	testsupport.WaitFor(t, 5*time.Second, "the backlog written", func() bool { return b.Stats().Written == 300 })
+	testsupport.WaitFor(t, time.Minute, "the backlog written", func() bool { return b.Stats().Written == 300 })
 	checkOrdered(t, f.rows(), 300)
 }
 
@@ -402,7 +402,7 @@ func TestBatcherConcurrentWriters(t *testing.T) {
 	for i := range 2000 {
 		b.Add(i)
 	}
-	testsupport.WaitFor(t, 5*time.Second, "the full batches written", func() bool { return b.Stats().Written == 2000 })
+	testsupport.WaitFor(t, time.Minute, "the full batches written", func() bool { return b.Stats().Written == 2000 })
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,7 @@ func TestIMAPExactlyOnceThroughKills(t *testing.T) {
 	if n := count(); n != want {
 		t.Fatalf("%d documents, want %d", n, want)
 	}
-	testsupport.WaitFor(t, 30*time.Second, "every mail flagged seen", func() bool {
+	testsupport.WaitFor(t, time.Minute, "every mail flagged seen", func() bool {
 		total, unseen, err := imaptest.Count(d.Addr, "alice", "secret", "INBOX")
 		return err == nil && total == uint32(mails) && unseen == 0
 	})

@@ -191,7 +191,7 @@ func TestIdempotencyKeyHeldWhileRunningFreedWhenAbandoned(t *testing.T) {
 	}
 	resp, raw = post("orphan", local+"/orphan.pdf")
 	if resp.StatusCode == 409 {
-		testsupport.WaitFor(t, 10*time.Second, "the abandoned key freed", func() bool {
+		testsupport.WaitFor(t, time.Minute, "the abandoned key freed", func() bool {
 			resp, raw = post("orphan", local+"/orphan.pdf")
 			return resp.StatusCode != 409
 		})

@@ -118,7 +118,7 @@ func TestWatchFolderIngestsStableFilesOnceAcrossRestarts(t *testing.T) {
 	}
 	restarted := newTestService(t, db, blobs, settings).NewWatcher()
 	restarted.Start(ctx)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "processed", "c.pdf")); err == nil {
 			break

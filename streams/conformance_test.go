@@ -96,7 +96,7 @@ func TestConsumerOutOfOrderAcks(t *testing.T) {
 		},
 	})
 	testsupport.WaitFor(t, 90*time.Second, "20,000 acks", func() bool { return acked.Load() >= n })
-	testsupport.WaitFor(t, 10*time.Second, "commits at the end of every partition", func() bool {
+	testsupport.WaitFor(t, time.Minute, "commits at the end of every partition", func() bool {
 		sum := committedTotal(t, brokers, "g-ooo", topic, parts)
 		return sum == n
 	})
@@ -157,11 +157,11 @@ func TestConsumerRebalance(t *testing.T) {
 
 	a := startConsumer(t, cfgA)
 	produce(0)
-	testsupport.WaitFor(t, 30*time.Second, "first member busy", func() bool { return count() > third/4 })
+	testsupport.WaitFor(t, time.Minute, "first member busy", func() bool { return count() > third/4 })
 	bm := startConsumer(t, cfgB) // joins with the first round in flight
-	testsupport.WaitFor(t, 30*time.Second, "second member assigned", func() bool { return bm.Generations() > 0 && a.Generations() > 1 })
+	testsupport.WaitFor(t, time.Minute, "second member assigned", func() bool { return bm.Generations() > 0 && a.Generations() > 1 })
 	produce(1)
-	testsupport.WaitFor(t, 30*time.Second, "two rounds", func() bool { return count() == 2*third })
+	testsupport.WaitFor(t, time.Minute, "two rounds", func() bool { return count() == 2*third })
 	mu.Lock()
 	if byMem["b"] == 0 {
 		t.Errorf("second member handled nothing of the second round: %v", byMem)
@@ -180,7 +180,7 @@ func TestConsumerRebalance(t *testing.T) {
 	produce(2) // while the first member leaves
 	<-done
 	testsupport.WaitFor(t, 60*time.Second, "every message", func() bool { return count() == 3*third })
-	testsupport.WaitFor(t, 15*time.Second, "group fully committed", func() bool {
+	testsupport.WaitFor(t, time.Minute, "group fully committed", func() bool {
 		sum := committedTotal(t, brokers, "g-rebalance", topic, parts)
 		return sum == 3*third
 	})
@@ -237,7 +237,7 @@ func TestConsumerStuckMessage(t *testing.T) {
 			go d.Ack()
 		},
 	})
-	testsupport.WaitFor(t, 30*time.Second, "other partitions consumed", func() bool {
+	testsupport.WaitFor(t, time.Minute, "other partitions consumed", func() bool {
 		c := committed(t, brokers, "g-stuck", topic, parts)
 		for part := 1; part < parts; part++ {
 			if c[part] <= 0 {
@@ -246,8 +246,14 @@ func TestConsumerStuckMessage(t *testing.T) {
 		}
 		return true
 	})
-	// Let the stuck partition run into its budget.
-	time.Sleep(500 * time.Millisecond)
+	// The stuck partition runs into its budget, and commits up to the
+	// stuck message.
+	testsupport.WaitFor(t, time.Minute, "the stuck partition at its budget, committed up to the stuck message", func() bool {
+		mu.Lock()
+		past := pastStuck
+		mu.Unlock()
+		return past >= budget-1 && committed(t, brokers, "g-stuck", topic, parts)[stuckPart] >= stuckOffset
+	})
 	c := committed(t, brokers, "g-stuck", topic, parts)
 	if got := c[stuckPart]; got != stuckOffset {
 		t.Fatalf("stuck partition committed %d, want %d (just before the stuck message)", got, stuckOffset)
@@ -267,7 +273,7 @@ func TestConsumerStuckMessage(t *testing.T) {
 	}
 	// Releasing it lets the partition catch up to the end.
 	s.Ack()
-	testsupport.WaitFor(t, 30*time.Second, "stuck partition committed to its end", func() bool {
+	testsupport.WaitFor(t, time.Minute, "stuck partition committed to its end", func() bool {
 		sum := committedTotal(t, brokers, "g-stuck", topic, parts)
 		return sum == n
 	})
@@ -299,7 +305,7 @@ func TestBrokerRestartKeepsData(t *testing.T) {
 	count := func() int { mu.Lock(); defer mu.Unlock(); return len(seen) }
 	cfg := streams.ConsumerConfig{Brokers: brokers, GroupID: "g-restart", Topics: []string{topic}, DeadLetters: p, Handler: handler}
 	c1 := startConsumer(t, cfg)
-	testsupport.WaitFor(t, 30*time.Second, "first 300", func() bool { return count() == 300 })
+	testsupport.WaitFor(t, time.Minute, "first 300", func() bool { return count() == 300 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := c1.Close(ctx); err != nil {
@@ -313,7 +319,7 @@ func TestBrokerRestartKeepsData(t *testing.T) {
 	}
 	produceN(t, p, topic, 300, func(i int) string { return "second-" + strconv.Itoa(i) })
 	// (values repeat "0".."299": the second round is told apart by count)
-	old := streamstest.ReadTopic(t, brokers, topic, parts, 600, 20*time.Second)
+	old := streamstest.ReadTopic(t, brokers, topic, parts, 600, time.Minute)
 	if len(old) != 600 {
 		t.Fatalf("topic holds %d messages after restart, want 600", len(old))
 	}
@@ -321,7 +327,7 @@ func TestBrokerRestartKeepsData(t *testing.T) {
 	clear(seen)
 	mu.Unlock()
 	startConsumer(t, cfg)
-	testsupport.WaitFor(t, 30*time.Second, "second 300", func() bool { return count() == 300 })
+	testsupport.WaitFor(t, time.Minute, "second 300", func() bool { return count() == 300 })
 	time.Sleep(300 * time.Millisecond)
 	mu.Lock()
 	defer mu.Unlock()
@@ -376,7 +382,7 @@ func TestConsumerPoisonMessage(t *testing.T) {
 			d.Ack()
 		},
 	})
-	dl := streamstest.ReadTopic(t, brokers, streams.TopicDLQ, streams.DefaultPartitions, 1, 20*time.Second)
+	dl := streamstest.ReadTopic(t, brokers, streams.TopicDLQ, streams.DefaultPartitions, 1, time.Minute)
 	if len(dl) != 1 {
 		t.Fatalf("dead letters: %d, want 1", len(dl))
 	}
@@ -392,7 +398,7 @@ func TestConsumerPoisonMessage(t *testing.T) {
 	if streams.HeaderValue(m, streams.HeaderReason) == "" {
 		t.Error("dead letter without x-reason")
 	}
-	testsupport.WaitFor(t, 20*time.Second, "valid tasks handled and all committed", func() bool {
+	testsupport.WaitFor(t, time.Minute, "valid tasks handled and all committed", func() bool {
 		sum := committedTotal(t, brokers, "g-poison", topic, parts)
 		return ok.Load() == 10 && sum == 11
 	})
@@ -428,7 +434,7 @@ func TestConsumerFailurePolicy(t *testing.T) {
 			d.Ack()
 		},
 	})
-	testsupport.WaitFor(t, 20*time.Second, "committed past the failed message", func() bool {
+	testsupport.WaitFor(t, time.Minute, "committed past the failed message", func() bool {
 		return committed(t, brokers, "g-failure", topic, 1)[0] == 3
 	})
 	if calls.Load() != 3 {
@@ -453,7 +459,7 @@ func TestLag(t *testing.T) {
 	}
 	startConsumer(t, streams.ConsumerConfig{Brokers: brokers, GroupID: "g-lag", Topics: []string{topic}, DeadLetters: p,
 		Handler: func(d *streams.Delivery) { d.Ack() }})
-	testsupport.WaitFor(t, 20*time.Second, "lag drained", func() bool {
+	testsupport.WaitFor(t, time.Minute, "lag drained", func() bool {
 		lag, err := streams.ConsumerLags(ctx, brokers, map[string]string{topic: "g-lag"})
 		return err == nil && lag[topic] == 0
 	})
@@ -482,8 +488,8 @@ func TestConsumerSurvivesBrokerRestart(t *testing.T) {
 			d.Ack()
 		}})
 	produceN(t, p, topic, 100, func(i int) string { return strconv.Itoa(i) })
-	testsupport.WaitFor(t, 20*time.Second, "first 100", func() bool { return count() == 100 })
-	testsupport.WaitFor(t, 20*time.Second, "the first 100 committed", func() bool {
+	testsupport.WaitFor(t, time.Minute, "first 100", func() bool { return count() == 100 })
+	testsupport.WaitFor(t, time.Minute, "the first 100 committed", func() bool {
 		return committedTotal(t, brokers, "g-live", topic, parts) == 100
 	})
 	b.Close()

@@ -130,7 +130,7 @@ func TestDelayRelayHoldsABacklogOnOneGoroutine(t *testing.T) {
 	if grown := runtime.NumGoroutine() - before; grown > 2 {
 		t.Errorf("%d goroutines more with %d tasks waiting", grown, n)
 	}
-	testsupport.WaitFor(t, 30*time.Second, "every task published", func() bool { return forwardedCount.Load() == n })
+	testsupport.WaitFor(t, time.Minute, "every task published", func() bool { return forwardedCount.Load() == n })
 	if grown := runtime.NumGoroutine() - before; grown > 2 {
 		t.Errorf("%d goroutines more after the backlog", grown)
 	}
@@ -208,7 +208,7 @@ func TestDelayRelayReleasesRevokedPartitions(t *testing.T) {
 		})
 	}
 	revoke()
-	testsupport.WaitFor(t, 5*time.Second, "the revoked partition's tasks released", func() bool { return released.Load() == 50 })
+	testsupport.WaitFor(t, time.Minute, "the revoked partition's tasks released", func() bool { return released.Load() == 50 })
 	cancel()
 	r.Wait()
 	if kept.Load() != 0 || stopped.Load() != 50 || pub.count() != 0 {

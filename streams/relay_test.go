@@ -172,7 +172,7 @@ func TestRelayWakesOnNotification(t *testing.T) {
 	wake := <-store.wake
 	store.add(docflow.OutboxMessage{Topic: "t", Key: "1", Payload: []byte("now")})
 	wake()
-	testsupport.WaitFor(t, 5*time.Second, "the row published", func() bool { return r.Published() == 1 })
+	testsupport.WaitFor(t, time.Minute, "the row published", func() bool { return r.Published() == 1 })
 }
 
 // TestRelayPublishErrorRollsBack: a RelayDue that fails after publishing

@@ -106,17 +106,17 @@ func TestAlertsActorTicks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Each tick asks for the channels first.
-	testsupport.WaitFor(t, 10*time.Second, "five ticks", func() bool { return st.timesAsked("NOTIFICATION_URLS") >= 5 })
+	testsupport.WaitFor(t, time.Minute, "five ticks", func() bool { return st.timesAsked("NOTIFICATION_URLS") >= 5 })
 	if calls, _ := rec.seen(); calls != 0 {
 		t.Fatalf("%d claims without a channel", calls)
 	}
 
 	st.set("NOTIFICATION_URLS", "json://127.0.0.1:9/admin")
-	testsupport.WaitFor(t, 10*time.Second, "the failing integration claimed", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the failing integration claimed", func() bool {
 		_, got := rec.seen()
 		return len(got) > 0
 	})
-	testsupport.WaitFor(t, 10*time.Second, "three claims", func() bool {
+	testsupport.WaitFor(t, time.Minute, "three claims", func() bool {
 		calls, _ := rec.seen()
 		return calls >= 3
 	})

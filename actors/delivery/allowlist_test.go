@@ -47,7 +47,7 @@ func TestAllowListPortsAndFailuresInFixedWords(t *testing.T) {
 	e.start(func(c *Config) { c.RetryDelays = []time.Duration{} })
 	e.emit(7)
 	for _, w := range []*docflow.Webhook{wl, wu, wb} {
-		testsupport.WaitFor(t, 15*time.Second, "a final attempt", func() bool {
+		testsupport.WaitFor(t, time.Minute, "a final attempt", func() bool {
 			l := e.deliveries(w)
 			return len(l) == 1 && (l[0].Status == docflow.DeliveryDelivered || l[0].Status == docflow.DeliveryFailed)
 		})

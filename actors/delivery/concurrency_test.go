@@ -69,7 +69,7 @@ func TestReceiverHangingOnSomeEventsHoldsUpOnlyThose(t *testing.T) {
 		emitted[id] = time.Now()
 		e.emit(id)
 	}
-	testsupport.WaitFor(t, 10*time.Second, "the refused event's first attempt", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the refused event's first attempt", func() bool {
 		for _, d := range e.deliveries(ws) {
 			if d.Attempt == 1 && len(d.Attempts) == 1 && d.Attempts[0].NextAttemptAt != nil {
 				return true
@@ -78,14 +78,14 @@ func TestReceiverHangingOnSomeEventsHoldsUpOnlyThose(t *testing.T) {
 		return false
 	})
 	// Past StallAfter: the two hanging attempts count as stalled.
-	testsupport.WaitFor(t, 10*time.Second, "the hanging attempts past StallAfter", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the hanging attempts past StallAfter", func() bool {
 		return time.Since(emitted[hangB]) > 2*time.Second
 	})
 	for id := int64(10); id < 16; id++ {
 		emitted[id] = time.Now()
 		e.emit(id)
 	}
-	testsupport.WaitFor(t, 20*time.Second, "every event but the hanging ones delivered", func() bool {
+	testsupport.WaitFor(t, time.Minute, "every event but the hanging ones delivered", func() bool {
 		n := 0
 		for _, d := range e.deliveries(ws) {
 			if d.Status == docflow.DeliveryDelivered {

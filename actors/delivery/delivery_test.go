@@ -43,8 +43,8 @@ func TestDeliveredOnThirdAttemptSigned(t *testing.T) {
 	e.start(func(c *Config) { c.Metrics = metrics })
 	id := e.emit(42)
 
-	testsupport.WaitFor(t, 15*time.Second, "three requests", func() bool { return len(rc.requests()) >= 3 })
-	testsupport.WaitFor(t, 5*time.Second, "delivery recorded", func() bool {
+	testsupport.WaitFor(t, time.Minute, "three requests", func() bool { return len(rc.requests()) >= 3 })
+	testsupport.WaitFor(t, time.Minute, "delivery recorded", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered
 	})
@@ -166,11 +166,11 @@ func TestHangingReceiverTimesOutWithoutDelayingOthers(t *testing.T) {
 	for i := range 5 {
 		e.emit(int64(100 + i))
 	}
-	testsupport.WaitFor(t, 10*time.Second, "the fast receiver's 5 deliveries", func() bool { return len(fast.requests()) == 5 })
+	testsupport.WaitFor(t, time.Minute, "the fast receiver's 5 deliveries", func() bool { return len(fast.requests()) == 5 })
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("the fast receiver waited %v behind the hanging one", took)
 	}
-	testsupport.WaitFor(t, 20*time.Second, "the hanging deliveries given up", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the hanging deliveries given up", func() bool {
 		l := e.deliveries(wh)
 		if len(l) != 5 {
 			return false
@@ -221,7 +221,7 @@ func TestRedirectAndPrivateAddressRefused(t *testing.T) {
 	e.start(func(c *Config) { c.RetryDelays = []time.Duration{} })
 	e.emit(7)
 	for _, w := range []*docflow.Webhook{wr, wp} {
-		testsupport.WaitFor(t, 10*time.Second, "given up", func() bool {
+		testsupport.WaitFor(t, time.Minute, "given up", func() bool {
 			l := e.deliveries(w)
 			return len(l) == 1 && l[0].Status == docflow.DeliveryFailed
 		})
@@ -265,7 +265,7 @@ func TestHugeResponseReadUpToTheBound(t *testing.T) {
 	w := e.webhook(big.URL, "", docflow.EventDocumentUploaded)
 	e.start(nil)
 	e.emit(9)
-	testsupport.WaitFor(t, 10*time.Second, "delivered", func() bool {
+	testsupport.WaitFor(t, time.Minute, "delivered", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered
 	})
@@ -292,8 +292,8 @@ func TestDeletedWebhookDropsQueuedDeliveries(t *testing.T) {
 	e.start(func(c *Config) { c.RetryDelays = []time.Duration{time.Second} })
 	e.emit(11)
 	e.emit(12)
-	testsupport.WaitFor(t, 10*time.Second, "first attempts", func() bool { return len(rc.requests()) == 2 })
-	testsupport.WaitFor(t, 5*time.Second, "first attempts recorded", func() bool {
+	testsupport.WaitFor(t, time.Minute, "first attempts", func() bool { return len(rc.requests()) == 2 })
+	testsupport.WaitFor(t, time.Minute, "first attempts recorded", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 2 && l[0].Attempt == 1 && l[1].Attempt == 1
 	})
@@ -301,7 +301,7 @@ func TestDeletedWebhookDropsQueuedDeliveries(t *testing.T) {
 	if err := e.store.DeleteWebhook(context.Background(), w.ID); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 10*time.Second, "dropped", func() bool {
+	testsupport.WaitFor(t, time.Minute, "dropped", func() bool {
 		var n int
 		_ = e.db.Pool.QueryRow(context.Background(), `SELECT count(*) FROM event_deliveries
 			WHERE subscriber = $1 AND status = 'dropped' AND last_error = 'subscriber deleted'`, "webhook:"+itoa(w.ID)).Scan(&n)
@@ -333,13 +333,13 @@ func TestStoppedWithDeliveryInFlightDeliversAfterRestart(t *testing.T) {
 	w := e.webhook(rc.URL, "secret", docflow.EventDocumentUploaded)
 	_, stop := e.start(func(c *Config) { c.Timeout = 30 * time.Second })
 	id := e.emit(21)
-	testsupport.WaitFor(t, 10*time.Second, "the first request", func() bool { return len(rc.requests()) == 1 })
+	testsupport.WaitFor(t, time.Minute, "the first request", func() bool { return len(rc.requests()) == 1 })
 	stop(300 * time.Millisecond)
 	if l := e.deliveries(w); len(l) != 1 || l[0].Attempt != 0 || l[0].Status != docflow.DeliveryPending {
 		t.Fatalf("after the stop: %+v", l)
 	}
 	e.start(nil)
-	testsupport.WaitFor(t, 20*time.Second, "delivered after the restart", func() bool {
+	testsupport.WaitFor(t, time.Minute, "delivered after the restart", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered
 	})
@@ -362,7 +362,7 @@ func TestRedeliver(t *testing.T) {
 	w := e.webhook(rc.URL, "", docflow.EventDocumentUploaded)
 	e.start(nil)
 	e.emit(31)
-	testsupport.WaitFor(t, 10*time.Second, "delivered", func() bool {
+	testsupport.WaitFor(t, time.Minute, "delivered", func() bool {
 		l := e.deliveries(w)
 		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered
 	})
@@ -370,7 +370,7 @@ func TestRedeliver(t *testing.T) {
 	if err := e.store.Redeliver(context.Background(), w.ID, d.ID); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 10*time.Second, "redelivered", func() bool {
+	testsupport.WaitFor(t, time.Minute, "redelivered", func() bool {
 		l := e.deliveries(w)
 		return l[0].Status == docflow.DeliveryDelivered && l[0].Attempt == 2
 	})
@@ -401,7 +401,7 @@ func TestFailingFor24HoursIsFlagged(t *testing.T) {
 	}
 	e.start(nil)
 	e.emit(51)
-	testsupport.WaitFor(t, 10*time.Second, "the flag cleared by a success", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the flag cleared by a success", func() bool {
 		got, _ := e.store.FindWebhook(ctx, w.ID)
 		return !got.Failing && got.FailingSince == nil
 	})
@@ -441,7 +441,7 @@ func TestDeadReceiverBacklogDoesNotHoldOthers(t *testing.T) {
 	for i := range n {
 		e.emit(int64(200 + i))
 	}
-	testsupport.WaitFor(t, 15*time.Second, "the live receiver's deliveries", func() bool { return len(live.requests()) == n })
+	testsupport.WaitFor(t, time.Minute, "the live receiver's deliveries", func() bool { return len(live.requests()) == n })
 	if took := time.Since(start); took > 8*time.Second {
 		t.Errorf("the live receiver waited %v", took)
 	}

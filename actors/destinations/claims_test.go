@@ -105,13 +105,13 @@ func TestCopiesOfOneTaskDeliverOnce(t *testing.T) {
 	if err := e.db.Pool.QueryRow(e.ctx, `SELECT id FROM file_destinations WHERE file_id = $1`, g.ID).Scan(&gid); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 20*time.Second, "both processes ask for the later task", func() bool {
+	testsupport.WaitFor(t, time.Minute, "both processes ask for the later task", func() bool {
 		return len(logs[0].of(gid)) > 0 && len(logs[1].of(gid)) > 0
 	})
 	close(release)
-	e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
-	e.waitStatus(g, share, docflow.DestinationDelivered, 20*time.Second)
-	testsupport.WaitFor(t, 20*time.Second, "both processes settled", func() bool {
+	e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
+	e.waitStatus(g, share, docflow.DestinationDelivered, time.Minute)
+	testsupport.WaitFor(t, time.Minute, "both processes settled", func() bool {
 		return logs[0].settled(id) && logs[1].settled(id) && logs[0].settled(gid) && logs[1].settled(gid)
 	})
 	tasks := 0

@@ -17,6 +17,7 @@ import (
 	"docflow"
 	"docflow/internal/testsupport"
 	"docflow/storage/postgres"
+	"docflow/streams/streamstest"
 )
 
 // A document goes to each active destination once, under the name its
@@ -35,8 +36,8 @@ func TestDeliversToEveryDestinationOnce(t *testing.T) {
 	if q := e.enqueue(f, "run-1"); len(q) != 2 {
 		t.Fatalf("queued %+v", q)
 	}
-	ds := e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
-	dl := e.waitStatus(f, folder, docflow.DestinationDelivered, 20*time.Second)
+	ds := e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
+	dl := e.waitStatus(f, folder, docflow.DestinationDelivered, time.Minute)
 	name := f.CreatedAt.UTC().Format(time.DateOnly) + " Invoice ACME.pdf"
 	if ds.RemotePath != "/scans/in/"+name || ds.Attempts != 1 || ds.DeliveredAt == nil || ds.Error != nil || ds.Type != "WEBDAV" {
 		t.Fatalf("webdav delivery %+v", ds)
@@ -85,11 +86,11 @@ func TestDeliversToEveryDestinationOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.enqueue(f, "run-2")
-	testsupport.WaitFor(t, 20*time.Second, "second version", func() bool {
+	testsupport.WaitFor(t, time.Minute, "second version", func() bool {
 		b, _ := os.ReadFile(filepath.Join(d.dir, "scans", "in", name))
 		return string(b) == "%PDF-1.4 second"
 	})
-	e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
+	e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
 	if names := d.files(t, "scans/in"); len(names) != 1 {
 		t.Fatalf("files on the share %v", names)
 	}
@@ -123,7 +124,7 @@ func TestDownForTwoAttemptsDeliveredOnTheThird(t *testing.T) {
 	folder := e.integration(docflow.IntegrationLocal, "Archive", map[string]any{"path": "a"}, nil)
 	f := e.file("report.pdf", "", []byte("report"))
 	e.enqueue(f, "run-1")
-	ds := e.waitStatus(f, share, docflow.DestinationDelivered, 30*time.Second)
+	ds := e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
 	if ds.Attempts != 3 || d.puts.Load() != 3 {
 		t.Fatalf("attempts %d, PUTs %d", ds.Attempts, d.puts.Load())
 	}
@@ -161,8 +162,8 @@ func TestWrongCredentials(t *testing.T) {
 	folder := e.integration(docflow.IntegrationLocal, "Archive", map[string]any{"path": "a"}, nil)
 	f := e.file("report.pdf", "", []byte("report"))
 	e.enqueue(f, "run-1")
-	e.waitStatus(f, folder, docflow.DestinationDelivered, 20*time.Second)
-	ds := e.waitStatus(f, share, docflow.DestinationFailed, 30*time.Second)
+	e.waitStatus(f, folder, docflow.DestinationDelivered, time.Minute)
+	ds := e.waitStatus(f, share, docflow.DestinationFailed, time.Minute)
 	if ds.Error == nil || !strings.Contains(*ds.Error, "401") || ds.Attempts != 4 {
 		t.Fatalf("delivery %+v (%v)", ds, ds.Error)
 	}
@@ -185,7 +186,7 @@ func TestTemplateCannotEscape(t *testing.T) {
 	folder := e.integration(docflow.IntegrationLocal, "Archive", map[string]any{"path": "a", "filename_template": "{title}"}, nil)
 	f := e.file("x.pdf", "../../../etc/passwd", []byte("x"))
 	e.enqueue(f, "run-1")
-	dl := e.waitStatus(f, folder, docflow.DestinationDelivered, 20*time.Second)
+	dl := e.waitStatus(f, folder, docflow.DestinationDelivered, time.Minute)
 	if dl.RemotePath != "ann/a/-.-.-etc-passwd.pdf" {
 		t.Fatalf("delivered as %q", dl.RemotePath)
 	}
@@ -255,10 +256,10 @@ func TestDeactivatedOrDeletedWhileInFlight(t *testing.T) {
 			} else if err := e.integ.DeleteIntegration(e.ctx, "ann", share.ID); err != nil {
 				t.Fatal(err)
 			}
-			testsupport.WaitFor(t, 20*time.Second, "the upload cancelled", stall.clientGone.Load)
+			testsupport.WaitFor(t, time.Minute, "the upload cancelled", stall.clientGone.Load)
 			want := "the destination was " + how
 			for _, file := range []*docflow.File{f, g} {
-				testsupport.WaitFor(t, 20*time.Second, "cancelled", func() bool {
+				testsupport.WaitFor(t, time.Minute, "cancelled", func() bool {
 					ds, err := e.store.FileDestinations(e.ctx, file.ID)
 					return err == nil && len(ds) == 1 && ds[0].Status == docflow.DestinationCancelled &&
 						ds[0].Error != nil && *ds[0].Error == want
@@ -295,9 +296,9 @@ func TestWorkerKilledMidUpload(t *testing.T) {
 	}
 	// The worker dies: it leaves without waiting for anything.
 	stopA(time.Millisecond)
-	testsupport.WaitFor(t, 10*time.Second, "the upload cut", stall.clientGone.Load)
+	testsupport.WaitFor(t, time.Minute, "the upload cut", stall.clientGone.Load)
 	e.start(nil)
-	ds := e.waitStatus(f, share, docflow.DestinationDelivered, 30*time.Second)
+	ds := e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
 	if b, err := os.ReadFile(filepath.Join(d.dir, "in", "big.pdf")); err != nil || string(b) != body {
 		t.Fatalf("share holds %d bytes, %v", len(b), err)
 	}
@@ -324,12 +325,12 @@ func TestSendTo(t *testing.T) {
 	if err := e.store.SendFileTo(e.ctx, f.ID, "ann", share.ID); err != nil {
 		t.Fatal(err)
 	}
-	e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
+	e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
 	if err := e.store.SendFileTo(e.ctx, f.ID, "ann", share.ID); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 20*time.Second, "second PUT", func() bool { return d.puts.Load() == 2 })
-	e.waitStatus(f, share, docflow.DestinationDelivered, 20*time.Second)
+	testsupport.WaitFor(t, time.Minute, "second PUT", func() bool { return d.puts.Load() == 2 })
+	e.waitStatus(f, share, docflow.DestinationDelivered, time.Minute)
 	if names := d.files(t, "in"); len(names) != 1 {
 		t.Fatalf("share holds %v", names)
 	}
@@ -378,7 +379,9 @@ func TestOneProcessPerIntegration(t *testing.T) {
 			}}
 		})
 	}
-	time.Sleep(3 * time.Second) // both in the group
+	// Both in the group, a partition each, before any work: a rebalance
+	// while delivering could hand one integration to both.
+	streamstest.WaitGroupShared(t, e.brokers[0], DefaultGroupID, 2, time.Minute)
 	var ins []*docflow.Integration
 	for i := range 6 {
 		ins = append(ins, e.davIntegration(d, fmt.Sprintf("Share %d", i), fmt.Sprintf("/in%d", i), "p", nil))
@@ -391,7 +394,7 @@ func TestOneProcessPerIntegration(t *testing.T) {
 	}
 	for _, f := range files {
 		for _, in := range ins {
-			e.waitStatus(f, in, docflow.DestinationDelivered, 30*time.Second)
+			e.waitStatus(f, in, docflow.DestinationDelivered, time.Minute)
 		}
 	}
 	used := map[int]bool{}

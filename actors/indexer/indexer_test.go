@@ -172,12 +172,12 @@ func TestIndexerFollowsEvents(t *testing.T) {
 	c := e.file("c.pdf", "completed", "holiday photos", `{}`, []float32{0, 0, 1})
 	pending := e.file("d.pdf", "processing", "invoice draft", `{}`, nil)
 	e.emit(docflow.EventDocumentProcessed, "", a, b, c, pending)
-	testsupport.WaitFor(t, 20*time.Second, "three documents indexed", func() bool { return len(e.hits("invoice")) == 2 && len(e.hits("holiday")) == 1 })
+	testsupport.WaitFor(t, time.Minute, "three documents indexed", func() bool { return len(e.hits("invoice")) == 2 && len(e.hits("holiday")) == 1 })
 	if hits := e.hits("draft"); len(hits) != 0 {
 		t.Fatalf("an unfinished file was indexed: %v", hits)
 	}
 	// a and b are near each other (cosine ≈ 0.9998); c is far from both.
-	testsupport.WaitFor(t, 20*time.Second, "the pair of a and b", func() bool { return e.pairCount() == 1 })
+	testsupport.WaitFor(t, time.Minute, "the pair of a and b", func() bool { return e.pairCount() == 1 })
 	pairs, _, err := e.store.FindSimilarityPairs(context.Background(), docflow.SimilarityPairFilter{MinScore: 0.5})
 	if err != nil || len(pairs) != 1 || pairs[0].FileA.FileID != a || pairs[0].FileB.FileID != b || pairs[0].Score < 0.99 {
 		t.Fatalf("pairs %+v %v", pairs, err)
@@ -185,18 +185,18 @@ func TestIndexerFollowsEvents(t *testing.T) {
 
 	// A metadata edit is re-indexed.
 	e.emit(streams.EventFileUpdated, `UPDATE files SET document_title='Renamed zebra' WHERE id=$1`, c)
-	testsupport.WaitFor(t, 20*time.Second, "the new title", func() bool { return len(e.hits("zebra")) == 1 })
+	testsupport.WaitFor(t, time.Minute, "the new title", func() bool { return len(e.hits("zebra")) == 1 })
 
 	// A deleted file leaves the index; its pairs go with the row.
 	e.emit(streams.EventFileDeleted, `DELETE FROM files WHERE id=$1`, a)
-	testsupport.WaitFor(t, 20*time.Second, "the deleted document gone", func() bool { return len(e.hits("acme")) == 0 })
+	testsupport.WaitFor(t, time.Minute, "the deleted document gone", func() bool { return len(e.hits("acme")) == 0 })
 	if n := e.pairCount(); n != 0 {
 		t.Fatalf("%d pairs left", n)
 	}
 	// Other events on the topic are acknowledged and ignored.
 	e.emit(docflow.EventDocumentUploaded, "", b)
 	e.emit(docflow.EventDocumentProcessed, "", b) // a duplicate delivery is harmless
-	testsupport.WaitFor(t, 20*time.Second, "all events acknowledged", func() bool { return x.consumer.InFlight() == 0 && x.Indexed() >= 4 })
+	testsupport.WaitFor(t, time.Minute, "all events acknowledged", func() bool { return x.consumer.InFlight() == 0 && x.Indexed() >= 4 })
 	if x.DeadLettered() != 0 {
 		t.Fatalf("%d dead letters", x.DeadLettered())
 	}
@@ -250,13 +250,13 @@ func TestIndexerRetriesAndDeadLetters(t *testing.T) {
 	e.emit(docflow.EventDocumentProcessed, "", good, bad)
 
 	// While the index is down nothing is acknowledged.
-	testsupport.WaitFor(t, 20*time.Second, "retries against a down index", func() bool { return fl.calls.Load() >= 3 })
+	testsupport.WaitFor(t, time.Minute, "retries against a down index", func() bool { return fl.calls.Load() >= 3 })
 	if n := x.consumer.InFlight(); n != 2 {
 		t.Fatalf("%d events in flight while the index is down, want 2", n)
 	}
 	fl.down.Store(false)
-	testsupport.WaitFor(t, 20*time.Second, "the good document", func() bool { return len(e.hits("walrus")) == 1 })
-	testsupport.WaitFor(t, 20*time.Second, "the refused document dead-lettered", func() bool { return x.DeadLettered() == 1 && x.consumer.InFlight() == 0 })
+	testsupport.WaitFor(t, time.Minute, "the good document", func() bool { return len(e.hits("walrus")) == 1 })
+	testsupport.WaitFor(t, time.Minute, "the refused document dead-lettered", func() bool { return x.DeadLettered() == 1 && x.consumer.InFlight() == 0 })
 
 	// The dead letter carries the reason.
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: e.brokers, Topic: streams.TopicDLQ, Partition: 0, MaxWait: 100 * time.Millisecond})
@@ -285,8 +285,8 @@ func TestIndexerDeadLettersPoison(t *testing.T) {
 	}
 	id := e.file("after.pdf", "completed", "narwhal", `{}`, nil)
 	e.emit(docflow.EventDocumentProcessed, "", id)
-	testsupport.WaitFor(t, 20*time.Second, "the event after the poison", func() bool { return len(e.hits("narwhal")) == 1 })
-	testsupport.WaitFor(t, 20*time.Second, "nothing in flight", func() bool { return x.consumer.InFlight() == 0 })
+	testsupport.WaitFor(t, time.Minute, "the event after the poison", func() bool { return len(e.hits("narwhal")) == 1 })
+	testsupport.WaitFor(t, time.Minute, "nothing in flight", func() bool { return x.consumer.InFlight() == 0 })
 }
 
 func TestFileEventParsing(t *testing.T) {
@@ -357,13 +357,13 @@ func TestIndexerFallsBackToTextOnly(t *testing.T) {
 	x := e.start(e.index)
 	first := e.file("first.pdf", "completed", "kestrel one", `{}`, []float32{1, 0, 0})
 	e.emit(docflow.EventDocumentProcessed, "", first)
-	testsupport.WaitFor(t, 20*time.Second, "the first document", func() bool { return len(e.hits("kestrel")) == 1 })
+	testsupport.WaitFor(t, time.Minute, "the first document", func() bool { return len(e.hits("kestrel")) == 1 })
 	// An embedding of another model's size: the index refuses it, and on the
 	// last attempt the text is indexed alone.
 	odd := e.file("odd.pdf", "completed", "kestrel two", `{}`, []float32{1, 0})
 	e.emit(docflow.EventDocumentProcessed, "", odd)
-	testsupport.WaitFor(t, 20*time.Second, "the odd document, text only", func() bool { return len(e.hits("kestrel")) == 2 })
-	testsupport.WaitFor(t, 20*time.Second, "nothing in flight", func() bool { return x.consumer.InFlight() == 0 })
+	testsupport.WaitFor(t, time.Minute, "the odd document, text only", func() bool { return len(e.hits("kestrel")) == 2 })
+	testsupport.WaitFor(t, time.Minute, "nothing in flight", func() bool { return x.consumer.InFlight() == 0 })
 	if x.DeadLettered() != 0 || e.index.EmbeddingCount() != 1 {
 		t.Fatalf("dead letters %d, embeddings %d", x.DeadLettered(), e.index.EmbeddingCount())
 	}

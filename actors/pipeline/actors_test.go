@@ -31,7 +31,7 @@ func TestStepsAndRoutingRunOnActors(t *testing.T) {
 		id, _ := e.ingest(fmt.Sprintf("a%d.pdf", i), fmt.Sprint("a", i), &p.ID, nil)
 		ids = append(ids, id)
 	}
-	for id, s := range e.waitTerminal(30*time.Second, ids...) {
+	for id, s := range e.waitTerminal(time.Minute, ids...) {
 		if s != docflow.StatusCompleted {
 			t.Fatalf("file %d: %s", id, s)
 		}

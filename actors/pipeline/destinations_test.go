@@ -47,7 +47,7 @@ func TestDeliveredDocumentsRecordTheirProviders(t *testing.T) {
 	})
 	p := e.pipeline("deliver", map[string]any{"type": docflow.StepSendToDestinations})
 	id, run := e.ingest("report.pdf", "report bytes", &p.ID, nil)
-	if s := e.waitTerminal(20*time.Second, id)[id]; s != docflow.StatusCompleted {
+	if s := e.waitTerminal(time.Minute, id)[id]; s != docflow.StatusCompleted {
 		t.Fatalf("status %s logs %+v", s, e.logs(id))
 	}
 	files := postgres.NewFileStore(e.DB)
@@ -68,7 +68,7 @@ func TestDeliveredDocumentsRecordTheirProviders(t *testing.T) {
 
 	off.Store(true)
 	kept, _ := e.ingest("kept.pdf", "kept bytes", &p.ID, nil)
-	e.waitTerminal(20*time.Second, kept)
+	e.waitTerminal(time.Minute, kept)
 
 	for _, c := range []struct {
 		providers []string

@@ -23,7 +23,7 @@ func TestDocumentFlowsThroughItsPipeline(t *testing.T) {
 		ids = append(ids, id)
 		runs = append(runs, run)
 	}
-	got := e.waitTerminal(20*time.Second, ids...)
+	got := e.waitTerminal(time.Minute, ids...)
 	for id, s := range got {
 		if s != docflow.StatusCompleted {
 			t.Fatalf("file %d: %s; logs %+v", id, s, e.logs(id))
@@ -74,7 +74,7 @@ func TestDocumentFlowsThroughItsPipeline(t *testing.T) {
 			}
 		}
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
 		if count(); steps >= 15 && docs >= 5 || time.Now().After(deadline) {
 			break
 		}
@@ -111,7 +111,7 @@ func TestRoutingAtIntake(t *testing.T) {
 	byRule, _ := e.ingest("INV-42.pdf", "a", nil, nil)
 	assigned, _ := e.ingest("INV-43.pdf", "b", &other.ID, nil) // explicit assignment wins
 	none, noneRun := e.ingest("nothing.pdf", "c", nil, nil)    // an empty pipeline completes at once
-	e.waitTerminal(20*time.Second, byRule, assigned, none)
+	e.waitTerminal(time.Minute, byRule, assigned, none)
 	for id, want := range map[int64]string{byRule: "routed", assigned: "assigned"} {
 		var title *string
 		_ = e.DB.Pool.QueryRow(e.ctx, `SELECT document_title FROM files WHERE id=$1`, id).Scan(&title)
@@ -132,7 +132,7 @@ func TestRetryThenSucceed(t *testing.T) {
 	e := newEnv(t, nil)
 	p := e.pipeline("flaky", map[string]any{"mode": "fail", "times": 2.0})
 	id, run := e.ingest("flaky.pdf", "x", &p.ID, nil)
-	if s := e.waitTerminal(20*time.Second, id)[id]; s != docflow.StatusCompleted {
+	if s := e.waitTerminal(time.Minute, id)[id]; s != docflow.StatusCompleted {
 		t.Fatalf("status %s; logs %+v", s, e.logs(id))
 	}
 	r := e.run(run)
@@ -159,7 +159,7 @@ func TestRedeliveredTaskIsNotRunAgain(t *testing.T) {
 	e := newEnv(t, nil)
 	p := e.pipeline("one", map[string]any{})
 	id, run := e.ingest("once.pdf", "once", &p.ID, nil)
-	e.waitTerminal(20*time.Second, id)
+	e.waitTerminal(time.Minute, id)
 	before := len(e.logs(id))
 	// A copy of the task, as a broker would redeliver it.
 	m, err := streams.StepTaskMessage(streams.StepTask{RunID: run, FileID: id, Position: 0, StepType: docflow.StepTest, Attempt: 1}, time.Now())
@@ -171,7 +171,7 @@ func TestRedeliveredTaskIsNotRunAgain(t *testing.T) {
 	}
 	// A later document on the same key completes, so the copy was consumed.
 	id2, _ := e.ingest("twice.pdf", "twice", &p.ID, nil)
-	e.waitTerminal(20*time.Second, id2)
+	e.waitTerminal(time.Minute, id2)
 	time.Sleep(200 * time.Millisecond)
 	if after := len(e.logs(id)); after != before {
 		t.Fatalf("redelivered task re-ran: %d log rows, then %d", before, after)
@@ -189,7 +189,7 @@ func TestStopReleasesWaitingRetries(t *testing.T) {
 	id, _ := e.ingest("later.pdf", "later", &p.ID, nil)
 	// The retry tiers' consumer is the engine's last.
 	delay := e.Engine.consumers[len(e.Engine.consumers)-1]
-	testsupport.WaitFor(t, 20*time.Second, "the retry held by the delay relay", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the retry held by the delay relay", func() bool {
 		retrying := false
 		for _, l := range e.logs(id) {
 			retrying = retrying || l.Status == docflow.StepRetrying

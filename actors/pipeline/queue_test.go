@@ -13,7 +13,7 @@ func TestInspectorReportsLagAndWorkers(t *testing.T) {
 	e := newEnv(t, func(c *Config) { c.StepTypes = []string{docflow.StepTest} })
 	p := e.pipeline("one", map[string]any{})
 	id, _ := e.ingest("q.pdf", "q", &p.ID, nil)
-	e.waitTerminal(20*time.Second, id)
+	e.waitTerminal(time.Minute, id)
 	// Nobody here consumes OCR tasks: they wait in the topic.
 	for i := range 5 {
 		m, err := streams.StepTaskMessage(streams.StepTask{RunID: "r", FileID: int64(i + 1), StepType: docflow.StepOCR, Attempt: 1}, time.Now())
@@ -25,7 +25,7 @@ func TestInspectorReportsLagAndWorkers(t *testing.T) {
 		}
 	}
 	in := NewInspector(e.Brokers, e.Store, append([]string{docflow.StepTest}, docflow.StandardSteps...))
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	var st *docflow.QueueStats
 	for {
 		var err error

@@ -36,7 +36,7 @@ func TestRecoveryAnnouncesARunAsIntakeDid(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Published by the relay, so recovery does not leave the run to it.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		var unsent int
 		if err := e.DB.Pool.QueryRow(e.ctx, `SELECT count(*) FROM outbox WHERE sent_at IS NULL`).Scan(&unsent); err != nil {

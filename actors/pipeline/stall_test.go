@@ -122,10 +122,10 @@ func TestStepUnderLiveLeaseIsNotStalled(t *testing.T) {
 	e, ttl := leaseEnv(t, g, nil)
 	p := e.pipeline("long", map[string]any{})
 	id, run := e.ingest("long.pdf", "long", &p.ID, nil)
-	g.waitStarted(t, run, 20*time.Second)
+	g.waitStarted(t, run, time.Minute)
 	checkNotStalled(t, e, 4*ttl)
 	close(g.release)
-	if s := e.waitTerminal(20*time.Second, id)[id]; s != docflow.StatusCompleted {
+	if s := e.waitTerminal(time.Minute, id)[id]; s != docflow.StatusCompleted {
 		t.Fatalf("a step running longer than the stall timeout was failed: %s %+v", s, e.logs(id))
 	}
 }
@@ -140,12 +140,12 @@ func TestQueuedBehindBusyStepTypeIsNotStalled(t *testing.T) {
 	e, _ := leaseEnv(t, g, func(c *Config) { c.PoolSizes = map[string]int{docflow.StepTest: 1} })
 	p := e.pipeline("one at a time", map[string]any{})
 	first, firstRun := e.ingest("first.pdf", "first", &p.ID, nil)
-	g.waitStarted(t, firstRun, 20*time.Second)
+	g.waitStarted(t, firstRun, time.Minute)
 	second, secondRun := e.ingest("second.pdf", "second", &p.ID, nil)
 	// The second, routed, waits for the only actor; once it has waited
 	// longer than the stall timeout it would be taken for stalled but for
 	// the busy type.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		runs, err := e.Store.StalledRuns(e.ctx, 300*time.Millisecond, nil, 100)
 		if err != nil {
@@ -166,7 +166,7 @@ func TestQueuedBehindBusyStepTypeIsNotStalled(t *testing.T) {
 	}
 	checkNotStalled(t, e, 500*time.Millisecond)
 	close(g.release)
-	got := e.waitTerminal(20*time.Second, first, second)
+	got := e.waitTerminal(time.Minute, first, second)
 	if got[first] != docflow.StatusCompleted || got[second] != docflow.StatusCompleted {
 		t.Fatalf("statuses %v; logs %+v", got, e.logs(second))
 	}

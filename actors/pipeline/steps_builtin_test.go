@@ -17,10 +17,10 @@ func TestCheckDuplicatesStopsTheRun(t *testing.T) {
 	e := newEnv(t, nil)
 	p := e.pipeline("dedup", map[string]any{"type": docflow.StepCheckDuplicates}, map[string]any{"title": "after"})
 	orig, _ := e.ingest("orig.pdf", "same bytes", &p.ID, nil)
-	e.waitTerminal(20*time.Second, orig)
+	e.waitTerminal(time.Minute, orig)
 	dup, dupRun := e.ingest("copy.pdf", "same bytes", &p.ID, nil)
 	other, _ := e.ingest("other.pdf", "other bytes", &p.ID, nil)
-	got := e.waitTerminal(20*time.Second, dup, other)
+	got := e.waitTerminal(time.Minute, dup, other)
 	if e.fileStatus(orig) != docflow.StatusCompleted || got[dup] != docflow.StatusDuplicate || got[other] != docflow.StatusCompleted {
 		t.Fatalf("statuses orig %s dup %s other %s", e.fileStatus(orig), got[dup], got[other])
 	}
@@ -54,7 +54,7 @@ func TestSendToLocalDestination(t *testing.T) {
 	p := e.pipeline("deliver", map[string]any{"type": docflow.StepSendToDestinations})
 	// Without LOCAL_DESTINATION_DIR the step is skipped.
 	skipped, skippedRun := e.ingest("nowhere.pdf", "nowhere", &p.ID, nil)
-	e.waitTerminal(20*time.Second, skipped)
+	e.waitTerminal(time.Minute, skipped)
 	if r := e.run(skippedRun); r.Steps[0].Status != docflow.StepSkipped {
 		t.Fatalf("step %+v", r.Steps[0])
 	}
@@ -62,7 +62,7 @@ func TestSendToLocalDestination(t *testing.T) {
 	e.setDestDir(dir)
 	owner := "alice@example.com"
 	id, run := e.ingest("report.pdf", "report bytes", &p.ID, &owner)
-	if s := e.waitTerminal(20*time.Second, id)[id]; s != docflow.StatusCompleted {
+	if s := e.waitTerminal(time.Minute, id)[id]; s != docflow.StatusCompleted {
 		t.Fatalf("status %s logs %+v", s, e.logs(id))
 	}
 	want := filepath.Join(dir, owner, strconv.FormatInt(id, 10)+"_report.pdf")
@@ -81,7 +81,7 @@ func TestSendToLocalDestination(t *testing.T) {
 	// then the file fails with the reason.
 	e.setDestDir("/proc/forbidden")
 	bad, badRun := e.ingest("bad.pdf", "bad bytes", &p.ID, nil)
-	if s := e.waitTerminal(20*time.Second, bad)[bad]; s != docflow.StatusFailed {
+	if s := e.waitTerminal(time.Minute, bad)[bad]; s != docflow.StatusFailed {
 		t.Fatalf("status %s", s)
 	}
 	if r := e.run(badRun); r.Steps[0].Attempts != 3 || !strings.Contains(r.Steps[0].Message, "local") {

@@ -91,10 +91,10 @@ func TestSourcesBalanceAcrossWorkers(t *testing.T) {
 		t.Cleanup(func() { <-e.Poison(pid).Done() })
 	}
 	start("a", store)
-	testsupport.WaitFor(t, 5*time.Second, "a holding all", func() bool { return held()["a"] == 10 })
+	testsupport.WaitFor(t, time.Minute, "a holding all", func() bool { return held()["a"] == 10 })
 	b := &dyingStore{SourceStore: store}
 	start("b", b)
-	testsupport.WaitFor(t, 5*time.Second, "an even share", func() bool { h := held(); return h["a"] == 5 && h["b"] == 5 })
+	testsupport.WaitFor(t, time.Minute, "an even share", func() bool { h := held(); return h["a"] == 5 && h["b"] == 5 })
 	// Stable: nobody sheds what it was given.
 	time.Sleep(time.Second)
 	if h := held(); h["a"] != 5 || h["b"] != 5 {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,7 +54,9 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	addr := imaptest.MemServer(t, "alice", "secret", false)
-	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", NoRelay: true, Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
+	logs := &logBuffer{}
+	log := zerolog.New(logs).Level(zerolog.InfoLevel)
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", NoRelay: true, Log: &log, Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +74,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := imaptest.Append(ctx, addr, "alice", "secret", "INBOX", mails...); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 20*time.Second, "10 documents", func() bool {
+	testsupport.WaitFor(t, time.Minute, "10 documents", func() bool {
 		n, _, _ := store.CountMailFiles(ctx, in.ID)
 		return n == 10
 	})
@@ -100,7 +103,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stats []docflow.IntakeTypeTotal
-	testsupport.WaitFor(t, 10*time.Second, "10 intake metrics", func() bool {
+	testsupport.WaitFor(t, time.Minute, "10 intake metrics", func() bool {
 		if err := a.Recorder.Flush(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -115,7 +118,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if len(stats) != 1 || stats[0].Channel != docflow.ChannelEmail || stats[0].Count != 10 {
 		t.Fatalf("intake stats = %+v", stats)
 	}
-	testsupport.WaitFor(t, 10*time.Second, "status", func() bool {
+	testsupport.WaitFor(t, time.Minute, "status", func() bool {
 		st, _, _, _ := store.SourceRow(ctx, in.ID)
 		return st.DocumentsIngested == 10 && st.MessagesSeen == 10 && st.LastPollAt != nil && st.State == "connected"
 	})
@@ -141,12 +144,15 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := store.UpdateSourceFixture(ctx, in, false); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// The worker's supervisor stops the source at its next scan (at once:
+	// the change wakes it), however long that takes on a loaded machine.
+	stopped := fmt.Sprintf(`"integration":%d,"message":"sources: source stopped"`, in.ID)
+	testsupport.WaitFor(t, time.Minute, "the deactivated source stopped", func() bool { return strings.Contains(logs.String(), stopped) })
 	if err := imaptest.Append(ctx, addr, "alice", "secret", "INBOX", imaptest.Mail("late@x", "late",
 		imaptest.Attachment{Name: "late.pdf", Data: imaptest.PDF("late", 100)})); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a scan that took it would have come by now
 	if n, _, _ := store.CountMailFiles(ctx, in.ID); n != 10 {
 		t.Fatalf("a deactivated source took mail: %d", n)
 	}
@@ -155,7 +161,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := store.UpdateSourceFixture(ctx, in, false); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 20*time.Second, "the late mail", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the late mail", func() bool {
 		n, _, _ := store.CountMailFiles(ctx, in.ID)
 		return n == 11
 	})
@@ -166,7 +172,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	if err := store.AddSourceFixture(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 10*time.Second, "the login error", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the login error", func() bool {
 		st, le, _, _ := store.SourceRow(ctx, bad.ID)
 		return le != nil && strings.Contains(*le, "login refused") && st.State == string(actors.IntegrationBackingOff)
 	})
@@ -203,7 +209,7 @@ func TestSourcesRecordIntegrationMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := strconv.FormatInt(in.ID, 10)
-	testsupport.WaitFor(t, 20*time.Second, "a poll that took the attachment in", func() bool {
+	testsupport.WaitFor(t, time.Minute, "a poll that took the attachment in", func() bool {
 		for _, m := range rec.Metrics(docflow.MetricIntegration) {
 			if m.Target == target && m.Bytes == int64(len(pdf)) {
 				return true
@@ -260,11 +266,29 @@ func TestSourcesRecoverFromPanickingStore(t *testing.T) {
 	if err := store.AddSourceFixture(ctx, in); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, 20*time.Second, "the source's status after a poll", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the source's status after a poll", func() bool {
 		st, _, owner, _ := store.SourceRow(ctx, in.ID)
 		return owner != nil && st.LastPollAt != nil && st.State == "connected"
 	})
 	if n, m := ps.claims.Load(), ps.saves.Load(); n < 2 || m < 2 {
 		t.Fatalf("%d claims and %d status writes, want a panicked one and more of each", n, m)
 	}
+}
+
+// logBuffer is a log sink a test reads while the process writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -41,7 +41,7 @@ func TestHealthDetailsForAdminsOnly(t *testing.T) {
 			Checks map[string]map[string]string `json:"checks"`
 		}
 		var body string
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(time.Minute)
 		for {
 			_, body = c.do("GET", "/api/diagnostic/health", nil)
 			if err := json.Unmarshal([]byte(body), &out); err != nil {

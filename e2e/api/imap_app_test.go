@@ -9,11 +9,15 @@ import (
 	"net"
 	nethttp "net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"docflow/integrations/imap/imaptest"
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 )
 
 // TestBuiltAPIIMAPSource: a mailbox added through the API (single-user
@@ -25,7 +29,9 @@ func TestBuiltAPIIMAPSource(t *testing.T) {
 	ctx := context.Background()
 	addr := imaptest.MemServer(t, "alice", "secret", true)
 	host, port, _ := net.SplitHostPort(addr)
-	a := apptest.New(t, apptest.Options{Role: "serve", Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
+	logs := &logBuffer{}
+	log := zerolog.New(logs).Level(zerolog.InfoLevel)
+	a := apptest.New(t, apptest.Options{Role: "serve", Log: &log, Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
 	call := func(method, path, body string) (int, []byte) {
 		t.Helper()
 		req, _ := nethttp.NewRequest(method, a.URL+path, bytes.NewBufferString(body))
@@ -77,7 +83,7 @@ func TestBuiltAPIIMAPSource(t *testing.T) {
 		Status     sourceStatus `json:"status"`
 		LastUsedAt *string      `json:"last_used_at"`
 	}
-	end := time.Now().Add(30 * time.Second)
+	end := time.Now().Add(time.Minute)
 	for {
 		_, b := call("GET", "/api/integrations/?direction=SOURCE", "")
 		_ = json.Unmarshal(b, &list)
@@ -100,16 +106,37 @@ func TestBuiltAPIIMAPSource(t *testing.T) {
 	if status, b := call("PUT", fmt.Sprintf("/api/integrations/%d", in.ID), `{"is_active": false}`); status != 200 {
 		t.Fatalf("deactivate: %d %s", status, b)
 	}
-	time.Sleep(time.Second)
+	// The supervisor stops the source at its next scan (at once: the
+	// change wakes it), however long that takes on a loaded machine.
+	stopped := fmt.Sprintf(`"integration":%d,"message":"sources: source stopped"`, in.ID)
+	testsupport.WaitFor(t, time.Minute, "the deactivated source stopped", func() bool { return strings.Contains(logs.String(), stopped) })
 	if err := imaptest.Append(ctx, addr, "alice", "secret", "INBOX", imaptest.Mail("c@x", "late",
 		imaptest.Attachment{Name: "c.pdf", Data: imaptest.PDF("c", 500)})); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // a source still running would have taken it by now
 	if _, unseen, _ := imaptest.Count(addr, "alice", "secret", "INBOX"); unseen != 1 {
 		t.Fatalf("a deactivated source took mail: %d unseen", unseen)
 	}
 	if status, _ := call("DELETE", fmt.Sprintf("/api/integrations/%d", in.ID), ""); status != 204 {
 		t.Fatalf("delete: %d", status)
 	}
+}
+
+// logBuffer is a log sink a test reads while the process writes.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

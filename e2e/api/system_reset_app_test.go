@@ -309,7 +309,7 @@ func TestSystemResetReimport(t *testing.T) {
 	if res.Result.Database["files"] != 3 {
 		t.Errorf("counts: %v", res.Result.Database)
 	}
-	testsupport.WaitFor(t, 30*time.Second, "the worker hears the reset", func() bool { return w.LastReset() == res.Result.ID })
+	testsupport.WaitFor(t, time.Minute, "the worker hears the reset", func() bool { return w.LastReset() == res.Result.ID })
 
 	c = newClient(t, a.URL)
 	token = a.Token(t, "admin") // the old one was wiped
@@ -322,7 +322,7 @@ func TestSystemResetReimport(t *testing.T) {
 	if !names["invoice.txt"] || !names["letter.txt"] {
 		t.Fatalf("documents back: %+v", back)
 	}
-	testsupport.WaitFor(t, 30*time.Second, "the originals moved out of the watch folder", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the originals moved out of the watch folder", func() bool {
 		entries, _ := os.ReadDir(folder)
 		for _, e := range entries {
 			if e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".incoming") {

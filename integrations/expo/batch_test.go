@@ -117,7 +117,7 @@ func TestPushesBatchedWithEachTicketApplied(t *testing.T) {
 	}
 	// Every push is in a request under way or queued behind them before
 	// the relay answers any.
-	testsupport.WaitFor(t, 20*time.Second, "every push queued or sent", func() bool {
+	testsupport.WaitFor(t, time.Minute, "every push queued or sent", func() bool {
 		return int(relay.received.Load())+p.batch.queued() == n
 	})
 	close(relay.gate)
@@ -196,7 +196,7 @@ func TestPushRequestRefusedFailsEachAttempt(t *testing.T) {
 	if r := p.Send(ctx, tgt, d); r.Err == nil {
 		t.Errorf("cancelled attempt: %+v", r)
 	}
-	testsupport.WaitFor(t, 5*time.Second, "the cancelled push dropped", func() bool { return p.batch.queued() == 0 })
+	testsupport.WaitFor(t, time.Minute, "the cancelled push dropped", func() bool { return p.batch.queued() == 0 })
 	if calls.Load() != before {
 		t.Errorf("a cancelled push was sent")
 	}

@@ -32,12 +32,13 @@ func clickhouseAddr(t *testing.T) string {
 		addr = "127.0.0.1:19000"
 	}
 	ping := func() error {
-		conn, err := ch.Open(&ch.Options{Addr: []string{addr}, DialTimeout: 2 * time.Second})
+		conn, err := ch.Open(&ch.Options{Addr: []string{addr}, DialTimeout: 10 * time.Second})
 		if err != nil {
 			return err
 		}
 		defer conn.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		// Generous: a loaded machine must not pass for a missing server.
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		return conn.Ping(ctx)
 	}
@@ -52,6 +53,10 @@ func clickhouseAddr(t *testing.T) string {
 	}
 	return addr
 }
+
+// outageWait bounds each wait of the outage tests: seconds on an idle
+// machine, generous for a loaded one.
+const outageWait = 3 * time.Minute
 
 // syncBuffer is a log sink tests read while the process writes.
 type syncBuffer struct {
@@ -71,11 +76,18 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestClickHouseOutageDuringABurst: with ClickHouse unreachable, documents
-// still flow through the pipeline at once, Record never blocks, the metrics
-// held in memory stay within ANALYTICS_BUFFER_ROWS, and what could not be
-// held is dropped, counted, logged and shown by the analytics API once
-// ClickHouse is back, when recording resumes.
+// TestClickHouseOutageDuringABurst: with ClickHouse hanging (it accepts
+// connections and answers nothing), documents still flow through the
+// pipeline, Record never blocks, the metrics held in memory stay within
+// ANALYTICS_BUFFER_ROWS, and what could not be held is dropped, counted,
+// logged and shown by the analytics API once ClickHouse is back, when
+// recording resumes. (A ClickHouse that refuses connections is
+// TestStartsWhileClickHouseIsDown's.)
+//
+// NOTE: hanging rather than refusing, so that a Record waiting on the
+// store would never return: the burst then fails by its outer bound
+// however slow the machine, where against a refusing store a blocking
+// Record only shows as slow, which a busy machine is too.
 func TestClickHouseOutageDuringABurst(t *testing.T) {
 	t.Parallel()
 	addr := clickhouseAddr(t)
@@ -104,10 +116,9 @@ func TestClickHouseOutageDuringABurst(t *testing.T) {
 	}
 	stats := a.RecorderStats
 
-	proxy.Break()
+	proxy.Stall()
 	// The burst: documents through the API and the pipeline, and a flood of
 	// metrics far past the bound from many goroutines.
-	start := time.Now()
 	var ids []int64
 	for i := range 20 {
 		ids = append(ids, upload(t, a.URL, fmt.Sprintf("burst%d.txt", i), fmt.Sprintf("document %d\n", i)))
@@ -122,11 +133,14 @@ func TestClickHouseOutageDuringABurst(t *testing.T) {
 			}
 		}()
 	}
-	wg.Wait()
-	if d := time.Since(start); d > 20*time.Second {
-		t.Fatalf("uploads and 40,000 Record calls took %v with ClickHouse down", d)
+	flooded := make(chan struct{})
+	go func() { wg.Wait(); close(flooded) }()
+	select {
+	case <-flooded:
+	case <-time.After(outageWait):
+		t.Fatalf("40,000 Record calls not done after %v with ClickHouse hanging: Record blocks", outageWait)
 	}
-	testsupport.WaitFor(t, 30*time.Second, "every document completed with ClickHouse down", func() bool {
+	testsupport.WaitFor(t, outageWait, "every document completed with ClickHouse hanging", func() bool {
 		for _, id := range ids {
 			f, err := a.Files.FindFileByID(ctx, id)
 			if err != nil || f.Status != docflow.StatusCompleted {
@@ -142,12 +156,12 @@ func TestClickHouseOutageDuringABurst(t *testing.T) {
 	if st.Dropped < 40_000-bound || st.Written != 0 && st.Written > int64(bound) {
 		t.Fatalf("stats %+v: want at least %d dropped", st, 40_000-bound)
 	}
-	testsupport.WaitFor(t, 10*time.Second, "the drop logged", func() bool {
+	testsupport.WaitFor(t, outageWait, "the drop logged", func() bool {
 		return strings.Contains(logs.String(), "analytics metrics dropped")
 	})
 
 	proxy.Restore()
-	testsupport.WaitFor(t, 30*time.Second, "the buffered metrics written", func() bool {
+	testsupport.WaitFor(t, outageWait, "the buffered metrics written", func() bool {
 		s := stats()
 		return s.Written > 0 && s.Buffered < 50
 	})
@@ -155,7 +169,7 @@ func TestClickHouseOutageDuringABurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ov docflow.OverviewReport
-	testsupport.WaitFor(t, 15*time.Second, "the drop count in the overview's process samples", func() bool {
+	testsupport.WaitFor(t, outageWait, "the drop count in the overview's process samples", func() bool {
 		a.Recorder.Flush(ctx) //nolint:errcheck
 		status, body := get(t, a.URL+"/api/analytics/overview")
 		if status != 200 || json.Unmarshal([]byte(body), &ov) != nil || ov.Totals.Recorder == nil {

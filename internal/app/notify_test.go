@@ -96,7 +96,7 @@ func TestAdminNotifiedOfFailedDocuments(t *testing.T) {
 	}
 	id := upload(t, a.URL, "broken.txt", "a document\n")
 	testsupport.WaitFor(t, 60*time.Second, "broken.txt failed", failed(id))
-	testsupport.WaitFor(t, 30*time.Second, "the admins notified", func() bool { return len(seen()) >= 1 })
+	testsupport.WaitFor(t, time.Minute, "the admins notified", func() bool { return len(seen()) >= 1 })
 	if s := seen(); len(s) != 1 || !strings.Contains(s[0], "document failed: broken.txt") {
 		t.Fatalf("notifications: %q", s)
 	}

@@ -25,8 +25,10 @@ func TestRunStatsTimeoutAndMissingTool(t *testing.T) {
 		t.Fatalf("failed run: %v", err)
 	}
 	start := time.Now()
-	_, err = Run(ctx, Cmd{Path: sh, Args: []string{"-c", "sleep 10"}, Timeout: 100 * time.Millisecond})
-	if docflow.ErrorCode(err) != docflow.ETIMEOUT || time.Since(start) > 5*time.Second {
+	// The command would sleep five minutes: a minute bounds a run that
+	// ignored its timeout, however slow the machine.
+	_, err = Run(ctx, Cmd{Path: sh, Args: []string{"-c", "sleep 300"}, Timeout: 100 * time.Millisecond})
+	if docflow.ErrorCode(err) != docflow.ETIMEOUT || time.Since(start) > time.Minute {
 		t.Fatalf("timeout: %v after %v", err, time.Since(start))
 	}
 	after := Stats()["sh"]

@@ -136,7 +136,7 @@ func TestWindowSlides(t *testing.T) {
 	if !refused {
 		t.Fatal("20 requests in quick succession under 3/second, none refused")
 	}
-	testsupport.WaitFor(t, 5*time.Second, "the window to slide on", func() bool { ok, _ := take(b); return ok })
+	testsupport.WaitFor(t, time.Minute, "the window to slide on", func() bool { ok, _ := take(b); return ok })
 }
 
 // TestStoreDownFailsOpen: when the database fails, Take returns the error

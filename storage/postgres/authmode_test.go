@@ -52,7 +52,7 @@ func TestAuthModeLeftovers(t *testing.T) {
 		t.Errorf("back to single-user: %+v", l)
 	}
 	// The new token is made once the database's clock is past the switch.
-	testsupport.WaitFor(t, 10*time.Second, "the database clock past the switch", func() bool {
+	testsupport.WaitFor(t, time.Minute, "the database clock past the switch", func() bool {
 		var past bool
 		if err := db.Pool.QueryRow(ctx, `SELECT now() > $1`, off).Scan(&past); err != nil {
 			t.Fatal(err)

@@ -96,19 +96,39 @@ func TestIngestMailAttachmentExactlyOnce(t *testing.T) {
 	}
 }
 
+// elapse moves every time the source leases are judged by (the leases'
+// ends, the worker stamps, the sources' creation) d into the past, as if
+// d had passed: the lease tests run on long leases and pass time this way,
+// so no claim outlasts a lease by accident however slow the machine is.
+func elapse(t *testing.T, db *postgres.DB, d time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	ms := d.Milliseconds()
+	if _, err := db.Pool.Exec(ctx, `UPDATE source_workers SET seen_at = seen_at - make_interval(secs => $1::float8 / 1000)`, ms); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Pool.Exec(ctx, `UPDATE integrations SET lease_expires_at = lease_expires_at - make_interval(secs => $1::float8 / 1000),
+		created_at = created_at - make_interval(secs => $1::float8 / 1000)`, ms); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// leaseTTL is the lease of the lease tests: long beside any pause of a
+// loaded machine; the tests pass it with elapse.
+const leaseTTL = time.Hour
+
 // A source is leased to one owner at a time; the lease passes on expiry,
 // the credentials come back decrypted, and a report needs the lease.
 func TestSourceLeases(t *testing.T) {
-	// Serial: a 300 ms lease must outlast the claims right after it and be
-	// over 400 ms later; other tests on the CPU would blur both.
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := openFiles(t)
 	ss, in := sourceFixture(t, db)
-	a, err := ss.ClaimSources(ctx, "a", 300*time.Millisecond)
+	a, err := ss.ClaimSources(ctx, "a", leaseTTL)
 	if err != nil || len(a) != 1 || a[0].Integration.Credentials["password"] != "p" || a[0].Integration.Config["host"] != "h" {
 		t.Fatalf("claim a = %+v, %v", a, err)
 	}
-	if b, err := ss.ClaimSources(ctx, "b", time.Second); err != nil || len(b) != 0 {
+	if b, err := ss.ClaimSources(ctx, "b", leaseTTL); err != nil || len(b) != 0 {
 		t.Fatalf("b took a's lease: %+v, %v", b, err)
 	}
 	if err := ss.SaveSourceReport(ctx, in.ID, "b", docflow.SourceReport{Generation: a[0].Generation}); docflow.ErrorCode(err) != docflow.ENOTFOUND {
@@ -118,12 +138,17 @@ func TestSourceLeases(t *testing.T) {
 	if err := ss.SaveSourceReport(ctx, in.ID, "a", docflow.SourceReport{Status: st, Cursor: docflow.MailCursor{UIDValidity: 7, LastUID: 9}, LastError: "x", Generation: a[0].Generation}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(400 * time.Millisecond)
-	b, err := ss.ClaimSources(ctx, "b", time.Second)
+	// Just before a's lease ends, it still holds; just after, b takes it.
+	elapse(t, db, leaseTTL-leaseTTL/10)
+	if b, err := ss.ClaimSources(ctx, "b", leaseTTL); err != nil || len(b) != 0 {
+		t.Fatalf("b took a's lease before its end: %+v, %v", b, err)
+	}
+	elapse(t, db, leaseTTL/5)
+	b, err := ss.ClaimSources(ctx, "b", leaseTTL)
 	if err != nil || len(b) != 1 || b[0].Cursor.LastUID != 9 || b[0].Integration.Status.MessagesSeen != 3 {
 		t.Fatalf("b after expiry = %+v, %v", b, err)
 	}
-	if a, _ := ss.ClaimSources(ctx, "a", time.Second); len(a) != 0 {
+	if a, _ := ss.ClaimSources(ctx, "a", leaseTTL); len(a) != 0 {
 		t.Fatal("a still holds the lease")
 	}
 	if err := ss.ReleaseSources(ctx, "b"); err != nil {
@@ -133,7 +158,7 @@ func TestSourceLeases(t *testing.T) {
 	if err := ss.UpdateSourceFixture(ctx, in, false); err != nil {
 		t.Fatal(err)
 	}
-	if a, _ := ss.ClaimSources(ctx, "a", time.Second); len(a) != 0 {
+	if a, _ := ss.ClaimSources(ctx, "a", leaseTTL); len(a) != 0 {
 		t.Fatal("an inactive source was leased")
 	}
 }
@@ -142,8 +167,7 @@ func TestSourceLeases(t *testing.T) {
 // makes the first give up half, a worker that leaves hands its half over at
 // once, and one that dies hands it over when its lease and stamp expire.
 func TestSourceLeasesFairShare(t *testing.T) {
-	// Serial: its claims are timed against 1.5 s leases and worker stamps;
-	// other tests on the CPU would blur them.
+	t.Parallel()
 	ctx := context.Background()
 	db, _ := openFiles(t)
 	ss, _ := sourceFixture(t, db)
@@ -154,14 +178,19 @@ func TestSourceLeasesFairShare(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Long enough that a run of claims on a loaded machine never outlasts
-	// a lease by accident.
-	const ttl = 1500 * time.Millisecond
-	claim := func(owner string, want int) {
+	const ttl = leaseTTL
+	claims := func(owner string) int {
 		t.Helper()
 		got, err := ss.ClaimSources(ctx, owner, ttl)
-		if err != nil || len(got) != want {
-			t.Fatalf("%s holds %d sources, want %d (%v)", owner, len(got), want, err)
+		if err != nil {
+			t.Fatalf("%s claims: %v", owner, err)
+		}
+		return len(got)
+	}
+	claim := func(owner string, want int) {
+		t.Helper()
+		if n := claims(owner); n != want {
+			t.Fatalf("%s holds %d sources, want %d", owner, n, want)
 		}
 	}
 	claim("a", 10)
@@ -177,10 +206,11 @@ func TestSourceLeasesFairShare(t *testing.T) {
 	claim("b", 0)
 	claim("a", 5)
 	claim("b", 5)
-	// b dies: its stamp and leases expire together.
-	time.Sleep(ttl / 2)
+	// b dies: its stamp and leases expire together. Half a ttl on, b
+	// still counts and holds its half.
+	elapse(t, db, ttl/2)
 	claim("a", 5)
-	time.Sleep(ttl/2 + 200*time.Millisecond)
+	elapse(t, db, ttl/2+ttl/10)
 	claim("a", 10)
 
 	// A worker that stamps itself but takes nothing (stalled scans) makes
@@ -195,26 +225,22 @@ func TestSourceLeasesFairShare(t *testing.T) {
 	claim("b", 0)
 	stamp()
 	// The sources a gives up are free from its next claim on: the whole
-	// ttl is counted from before it.
-	start := time.Now()
+	// ttl is counted from it.
 	claim("a", 4) // share 4 among a, b and c
 	claim("b", 4)
-	for {
+	// a, b and c stay alive, claiming and stamping every tenth of a ttl;
+	// the two free sources are taken once a whole ttl has passed, not
+	// before.
+	for i := 1; i < 10; i++ {
+		elapse(t, db, ttl/10)
 		stamp()
-		a, errA := ss.ClaimSources(ctx, "a", ttl)
-		b, errB := ss.ClaimSources(ctx, "b", ttl)
-		if errA != nil || errB != nil {
-			t.Fatal(errA, errB)
+		if a, b := claims("a"), claims("b"); a != 4 || b != 4 {
+			t.Fatalf("a holds %d, b %d after %d tenths of a ttl: free sources taken before a whole ttl", a, b, i)
 		}
-		if len(a)+len(b) == 10 {
-			break
-		}
-		if len(a) != 4 || len(b) != 4 || time.Since(start) > 2*ttl {
-			t.Fatalf("a holds %d, b %d after %v", len(a), len(b), time.Since(start))
-		}
-		time.Sleep(ttl / 8)
 	}
-	if time.Since(start) < ttl {
-		t.Fatalf("free sources beyond the shares taken after %v only", time.Since(start))
+	elapse(t, db, ttl/5)
+	stamp()
+	if a, b := claims("a"), claims("b"); a+b != 10 {
+		t.Fatalf("a holds %d, b %d after 1.1 ttl: the free sources were not taken", a, b)
 	}
 }

@@ -1,12 +1,14 @@
 // Package streamstest starts what tests of the packages around streams
 // share: an embedded broker with topics and a producer, an outbox relay,
-// consumer-group timings that settle in tens of milliseconds, and a
-// reader of every partition of a topic.
+// consumer-group timings that settle in tens of milliseconds, a reader
+// of every partition of a topic, and a wait for a group to share its
+// partitions.
 package streamstest
 
 import (
 	"context"
 	"os"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -174,4 +176,44 @@ func ReadTopic(t testing.TB, brokers []string, topic string, partitions, want in
 	cancel()
 	wg.Wait()
 	return got
+}
+
+// WaitGroupShared waits (for at most d) until the consumer group is
+// stable with members members, each holding at least one partition, as
+// the broker describes it: a test that counts on how work is shared
+// starts its work only then, not after a guessed time.
+func WaitGroupShared(t testing.TB, broker, group string, members int, d time.Duration) {
+	t.Helper()
+	cl := &kafka.Client{Addr: kafka.TCP(broker), Timeout: 10 * time.Second}
+	var last string
+	deadline := time.Now().Add(d)
+	for {
+		desc, err := cl.DescribeGroups(context.Background(), &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+		holding := 0
+		switch {
+		case err != nil:
+			last = err.Error()
+		case len(desc.Groups) != 1:
+			last = "no such group"
+		default:
+			g := desc.Groups[0]
+			for _, m := range g.Members {
+				parts := 0
+				for _, tp := range m.MemberAssignments.Topics {
+					parts += len(tp.Partitions)
+				}
+				if parts > 0 {
+					holding++
+				}
+			}
+			last = g.GroupState + ", " + strconv.Itoa(len(g.Members)) + " members, " + strconv.Itoa(holding) + " holding partitions"
+			if g.GroupState == "Stable" && len(g.Members) == members && holding == members {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for group %s to share its partitions among %d members (%s)", d, group, members, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

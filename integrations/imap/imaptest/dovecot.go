@@ -211,26 +211,34 @@ func (d *Dovecot) Start() error {
 		b, _ := os.ReadFile(filepath.Join(d.dir, "start.out"))
 		return fmt.Errorf("start dovecot: %v: %s", err, b)
 	}
-	for i := 0; i < 100; i++ {
+	// The master forks its listeners after it returns: on a loaded
+	// machine that can take seconds.
+	for deadline := time.Now().Add(serverWait); ; time.Sleep(50 * time.Millisecond) {
 		if c, err := net.DialTimeout("tcp", d.Addr, time.Second); err == nil {
 			c.Close()
 			return nil
 		}
-		time.Sleep(50 * time.Millisecond)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("dovecot does not listen on %s after %v; log: %s", d.Addr, serverWait, d.Log())
+		}
 	}
-	return fmt.Errorf("dovecot does not listen on %s; log: %s", d.Addr, d.Log())
 }
 
-// Stop stops the server and waits until the port is free.
+// serverWait bounds the waits for Dovecot to listen and to stop
+// listening: far beyond an idle machine's tenth of a second, since a
+// busy one is slower by orders of magnitude.
+const serverWait = 2 * time.Minute
+
+// Stop stops the server and waits until the port is free (a Start after
+// it can listen again), for at most serverWait.
 func (d *Dovecot) Stop() {
 	exec.Command(d.bin, "-c", d.conf, "stop").Run() //nolint:errcheck
-	for i := 0; i < 100; i++ {
-		c, err := net.DialTimeout("tcp", d.Addr, 200*time.Millisecond)
+	for deadline := time.Now().Add(serverWait); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", d.Addr, time.Second)
 		if err != nil {
 			return
 		}
 		c.Close()
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 
