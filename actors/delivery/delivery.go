@@ -37,6 +37,11 @@ func RetryTopic(t streams.RetryTier) string { return retryTopicPrefix + t.Name }
 // Store is what the delivery core reads and writes
 // (postgres.WebhookStore).
 type Store interface {
+	// Fanout records ev's deliveries, once per (event, subscriber), and
+	// returns those whose first attempt is to be made now: not the ones
+	// attempted, nor those postponed to later (the message that
+	// postponed them brings them back), so a copy of an event never
+	// starts an attempt early.
 	Fanout(ctx context.Context, ev docflow.Event) ([]docflow.EventDelivery, error)
 	Delivery(ctx context.Context, id int64) (*docflow.EventDelivery, error)
 	Target(ctx context.Context, sub docflow.Subscriber) (docflow.DeliveryTarget, error)

@@ -390,7 +390,7 @@ func (a *destinationActor) prepare(j *job) {
 	var claimed time.Time
 	ok := s.retry("start delivery", func(ctx context.Context) error {
 		var err error
-		task, err = s.cfg.Store.StartDelivery(ctx, j.msg.DeliveryID, j.msg.IntegrationID, j.msg.Request, s.cfg.ClaimLease)
+		task, err = s.cfg.Store.StartDelivery(ctx, j.msg.DeliveryID, j.msg.IntegrationID, j.msg.Request, j.msg.Attempt, s.cfg.ClaimLease)
 		var ce *docflow.DeliveryClaimedError
 		if errors.As(err, &ce) {
 			claimed, err = ce.Until, nil

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,10 +23,12 @@ type claimLog struct {
 	Store
 	mu      sync.Mutex
 	answers map[int64][]string
+	// started, when set, hears each task handed out.
+	started func(*docflow.DeliveryTask)
 }
 
-func (c *claimLog) StartDelivery(ctx context.Context, id, integrationID, request int64, lease time.Duration) (*docflow.DeliveryTask, error) {
-	t, err := c.Store.StartDelivery(ctx, id, integrationID, request, lease)
+func (c *claimLog) StartDelivery(ctx context.Context, id, integrationID, request int64, attempt int, lease time.Duration) (*docflow.DeliveryTask, error) {
+	t, err := c.Store.StartDelivery(ctx, id, integrationID, request, attempt, lease)
 	a := "stale"
 	switch {
 	case errors.As(err, new(*docflow.DeliveryClaimedError)):
@@ -33,6 +37,9 @@ func (c *claimLog) StartDelivery(ctx context.Context, id, integrationID, request
 		return t, err
 	case t != nil:
 		a = "task"
+		if c.started != nil {
+			c.started(t)
+		}
 	}
 	c.mu.Lock()
 	c.answers[id] = append(c.answers[id], a)
@@ -142,5 +149,86 @@ func TestCopiesOfOneTaskDeliverOnce(t *testing.T) {
 	}
 	if ds := e.destinations(f)[share.ID]; ds.Attempts != 1 {
 		t.Fatalf("delivery %+v", ds)
+	}
+}
+
+// A copy of a delivery task that arrives while its delivery waits for a
+// retry (the outbox or a producer published the task again after a
+// fault) starts no attempt: storage's record says the attempt it asks
+// for was made. The retry is made once due, once, and the one chain of
+// retries goes on to the delivery.
+func TestCopyDuringRetryWaitStartsNoAttempt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	d := newDAV(t)
+	var failing atomic.Bool
+	failing.Store(true)
+	d.setHook(func(n int64, w http.ResponseWriter, r *http.Request) bool {
+		if failing.Load() {
+			io.Copy(io.Discard, r.Body) //nolint:errcheck // answered at once
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return true
+		}
+		return false
+	})
+	// Each attempt started notes when, and the due time its delivery's
+	// record held then (next_attempt_at, written with the previous
+	// attempt's failure; starting an attempt leaves it).
+	type start struct {
+		attempt int
+		at      time.Time
+		due     *time.Time
+	}
+	var mu sync.Mutex
+	var starts []start
+	claims := &claimLog{Store: e.store, answers: map[int64][]string{}, started: func(task *docflow.DeliveryTask) {
+		s := start{attempt: task.Attempt, at: time.Now()}
+		if err := e.db.Pool.QueryRow(context.Background(), `SELECT next_attempt_at FROM file_destinations WHERE id = $1`,
+			task.DeliveryID).Scan(&s.due); err != nil {
+			t.Error(err)
+		}
+		mu.Lock()
+		starts = append(starts, s)
+		mu.Unlock()
+	}}
+	// The first retry waits long enough for the copy to be handled well
+	// before it is due; the others little.
+	e.start(func(c *Config) {
+		c.Store, c.RetryDelays = claims, []time.Duration{5 * time.Second, 200 * time.Millisecond, 200 * time.Millisecond}
+	})
+	share := e.davIntegration(d, "Share", "/in", "p", nil)
+	f := e.file("wait.pdf", "", []byte("wait"))
+	e.enqueue(f, "run-1")
+	first := e.waitStatus(f, share, docflow.DestinationRetrying, 20*time.Second)
+	if first.Attempts != 1 || first.NextAttemptAt == nil {
+		t.Fatalf("after the first attempt: %+v", first)
+	}
+	var id int64
+	if err := e.db.Pool.QueryRow(e.ctx, `SELECT id FROM file_destinations WHERE file_id = $1`, f.ID).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	m, err := TaskMessage(share.ID, id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.producer.Publish(e.ctx, streams.Message{Topic: m.Topic, Key: []byte(m.Key), Value: m.Payload}); err != nil {
+		t.Fatal(err)
+	}
+	testsupport.WaitFor(t, 20*time.Second, "the copy handled", func() bool { return len(claims.of(id)) >= 2 })
+	if !time.Now().Before(*first.NextAttemptAt) {
+		t.Fatalf("the copy was handled after the retry was due (%v): too late for this test to tell", first.NextAttemptAt)
+	}
+	failing.Store(false)
+	e.waitStatus(f, share, docflow.DestinationDelivered, 30*time.Second)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, s := range starts {
+		t.Logf("attempt %d started at %s, due %v", s.attempt, s.at.Format("15:04:05.000"), s.due)
+		if s.attempt > 1 && (s.due == nil || s.at.Before(*s.due)) {
+			t.Errorf("attempt %d started before its retry was due", s.attempt)
+		}
+	}
+	if ds := e.destinations(f)[share.ID]; len(starts) != 2 || ds.Attempts != 2 {
+		t.Fatalf("%d attempts started (%v), delivery %+v: want the first and its retry", len(starts), claims.of(id), ds)
 	}
 }

@@ -107,7 +107,7 @@ func (a *destinationActor) finish(j *job, res *callResult, err error) {
 		o.Status, o.NextAttemptAt = docflow.DestinationRetrying, &next
 		o.Log = fmt.Sprintf("Delivery to %s failed (attempt %d): %s; next attempt in %s", what, task.Attempt, reason,
 			delay.Round(time.Second))
-		m, merr := TaskMessage(task.IntegrationID, task.DeliveryID, task.Request)
+		m, merr := taskMessage(task.IntegrationID, task.DeliveryID, task.Request, task.Attempt+1)
 		if merr != nil {
 			a.log.Error().Err(merr).Msg("retry message")
 			break

@@ -29,7 +29,11 @@
 // done is not attempted again; a copy arriving while its task is held
 // here is dropped at once, and one whose delivery another process holds
 // waits for that claim to end, which it does when the process died
-// (claims.go).
+// (claims.go). Each task names the attempt it asks for (the first, or
+// the retry's): a copy asking for an attempt storage says was made, one
+// that arrives while its delivery waits for the retry, is stale, so a
+// task published again never starts an attempt before the retry is due
+// nor a second chain of retries.
 //
 // Goroutines, not actors: the consumer's fetch loops (they hand each
 // message to its actor and never wait); per task, the start of its attempt
@@ -81,13 +85,24 @@ type message struct {
 	IntegrationID int64  `json:"integration_id"`
 	DeliveryID    int64  `json:"delivery_id,omitempty"`
 	Request       int64  `json:"request,omitempty"`
+	// Attempt is the attempt of the request the task asks for, from 1:
+	// a copy asking for an attempt storage says was made is stale
+	// (StartDelivery). 0 in tasks written before tasks carried it, which
+	// storage starts whatever the attempt.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 // TaskMessage is the outbox message asking integration integrationID's
-// actor to attempt delivery deliveryID of request request
-// (postgres.DeliveryTaskEncoder).
+// actor to attempt delivery deliveryID of request request, its first
+// attempt (postgres.DeliveryTaskEncoder).
 func TaskMessage(integrationID, deliveryID, request int64) (docflow.OutboxMessage, error) {
-	b, err := json.Marshal(message{Kind: kindDeliver, IntegrationID: integrationID, DeliveryID: deliveryID, Request: request})
+	return taskMessage(integrationID, deliveryID, request, 1)
+}
+
+// taskMessage is the task asking for attempt number attempt.
+func taskMessage(integrationID, deliveryID, request int64, attempt int) (docflow.OutboxMessage, error) {
+	b, err := json.Marshal(message{Kind: kindDeliver, IntegrationID: integrationID, DeliveryID: deliveryID,
+		Request: request, Attempt: attempt})
 	if err != nil {
 		return docflow.OutboxMessage{}, err
 	}
@@ -114,7 +129,7 @@ func decode(b []byte) (message, error) {
 	switch {
 	case m.IntegrationID <= 0:
 		return m, streams.Poison(errors.New("destination message without an integration"))
-	case m.Kind == kindDeliver && (m.DeliveryID <= 0 || m.Request <= 0):
+	case m.Kind == kindDeliver && (m.DeliveryID <= 0 || m.Request <= 0 || m.Attempt < 0):
 		return m, streams.Poison(errors.New("delivery task without its delivery and request"))
 	case m.Kind != kindDeliver && m.Kind != kindChanged:
 		return m, streams.Poison(fmt.Errorf("destination message of unknown kind %q", m.Kind))
@@ -127,10 +142,11 @@ type Store interface {
 	// DestinationIntegration returns the integration with its credentials
 	// and its settings' generation; ENOTFOUND when deleted.
 	DestinationIntegration(ctx context.Context, id int64) (*docflow.Integration, int64, error)
-	// StartDelivery begins an attempt under a claim leased for lease
-	// (nil: stale, nothing to do; *docflow.DeliveryClaimedError: another
-	// attempt holds the delivery).
-	StartDelivery(ctx context.Context, id, integrationID, request int64, lease time.Duration) (*docflow.DeliveryTask, error)
+	// StartDelivery begins attempt number attempt under a claim leased
+	// for lease (nil: stale, nothing to do, the attempt made already
+	// among others; *docflow.DeliveryClaimedError: another attempt holds
+	// the delivery). Attempt 0 starts the next attempt, whichever it is.
+	StartDelivery(ctx context.Context, id, integrationID, request int64, attempt int, lease time.Duration) (*docflow.DeliveryTask, error)
 	// RenewDeliveryClaims extends the leases of the claims held.
 	RenewDeliveryClaims(ctx context.Context, claims []int64, lease time.Duration) error
 	// ReleaseDeliveryClaims gives back claims whose attempts were not

@@ -141,7 +141,7 @@ func taskInsert(from string) string {
 	return `INSERT INTO outbox (topic, key, payload)
 			SELECT 'docflow.destinations', x.integration_id::text,
 				convert_to(json_build_object('kind', 'deliver', 'integration_id', x.integration_id,
-					'delivery_id', x.id, 'request', x.request)::text, 'UTF8')
+					'delivery_id', x.id, 'request', x.request, 'attempt', 1)::text, 'UTF8')
 			FROM ` + from + ` x ORDER BY x.id`
 }
 
@@ -207,16 +207,21 @@ func (s *DestinationStore) DestinationIntegration(ctx context.Context, id int64)
 	return in, generation, nil
 }
 
-// StartDelivery begins an attempt of delivery id for request: the
-// delivery becomes sending with one more attempt under a new claim whose
-// lease ends after lease, and the task says what to deliver. Nil (and no
-// change) when the delivery is gone, belongs to another integration, a
-// later request replaced it, or it is already delivered, failed or
-// cancelled. A *docflow.DeliveryClaimedError when another attempt holds
-// it: a delivery that is sending is claimed again only once its claim's
-// lease ended (its process died), so one delivery is never sent by two
-// attempts at once.
-func (s *DestinationStore) StartDelivery(ctx context.Context, id, integrationID, request int64, lease time.Duration) (_ *docflow.DeliveryTask, err error) {
+// StartDelivery begins attempt number attempt of delivery id for
+// request: the delivery becomes sending with one more attempt under a new
+// claim whose lease ends after lease, and the task says what to deliver.
+// Nil (and no change) when the delivery is gone, belongs to another
+// integration, a later request replaced it, it is already delivered,
+// failed or cancelled, or the attempt was made already (a copy of its
+// task, published again while the delivery waits for its retry: the
+// retry's own task asks for the next attempt when it is due). A
+// *docflow.DeliveryClaimedError when another attempt holds it: a
+// delivery that is sending is claimed again only once its claim's lease
+// ended (its process died; the task of the attempt it was making takes
+// it over), so one delivery is never sent by two attempts at once.
+// Attempt 0 (a task written before tasks named their attempt) starts
+// whichever attempt is next.
+func (s *DestinationStore) StartDelivery(ctx context.Context, id, integrationID, request int64, attempt int, lease time.Duration) (_ *docflow.DeliveryTask, err error) {
 	defer mapDBError(&err)
 	now := s.db.Now()
 	t := docflow.DeliveryTask{DeliveryID: id, IntegrationID: integrationID, Request: request, Claim: newClaim()}
@@ -226,14 +231,16 @@ func (s *DestinationStore) StartDelivery(ctx context.Context, id, integrationID,
 				claim = $5, claim_until = $6
 			WHERE id = $1 AND integration_id = $2 AND request = $3 AND (status IN ('queued', 'retrying')
 				OR status = 'sending' AND (claim_until IS NULL OR claim_until <= $4))
+				AND ($7 = 0 OR attempts < $7 OR status = 'sending' AND attempts = $7)
 			RETURNING file_id, attempts)
 		SELECT `+fileCols+`, d.attempts FROM d JOIN files f ON f.id = d.file_id`,
-		id, integrationID, request, now, t.Claim, now.Add(lease)), false, &t.Attempt)
+		id, integrationID, request, now, t.Claim, now.Add(lease), attempt), false, &t.Attempt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		var until time.Time
 		err := s.db.Pool.QueryRow(ctx, `SELECT claim_until FROM file_destinations
-			WHERE id = $1 AND integration_id = $2 AND request = $3 AND status = 'sending' AND claim_until IS NOT NULL`,
-			id, integrationID, request).Scan(&until)
+			WHERE id = $1 AND integration_id = $2 AND request = $3 AND status = 'sending' AND claim_until IS NOT NULL
+				AND ($4 = 0 OR attempts <= $4)`,
+			id, integrationID, request, attempt).Scan(&until)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return nil, nil

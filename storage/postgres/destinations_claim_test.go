@@ -76,7 +76,7 @@ func TestDestinationClaims(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			task, err := s.StartDelivery(ctx, id, in.ID, 1, lease)
+			task, err := s.StartDelivery(ctx, id, in.ID, 1, 1, lease)
 			var ce *docflow.DeliveryClaimedError
 			mu.Lock()
 			defer mu.Unlock()
@@ -107,14 +107,14 @@ func TestDestinationClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	advance(lease * 3 / 4)
-	if task, err := s2.StartDelivery(ctx, id, in.ID, 1, lease); task != nil || !errors.As(err, new(*docflow.DeliveryClaimedError)) {
+	if task, err := s2.StartDelivery(ctx, id, in.ID, 1, 1, lease); task != nil || !errors.As(err, new(*docflow.DeliveryClaimedError)) {
 		t.Fatalf("start during a renewed lease: %+v %v", task, err)
 	}
 
 	// Its process died: no more renewals; once the lease ended another
 	// takes the delivery over, with a new claim.
 	advance(lease/4 + time.Second)
-	taken, err := s2.StartDelivery(ctx, id, in.ID, 1, lease)
+	taken, err := s2.StartDelivery(ctx, id, in.ID, 1, 1, lease)
 	if err != nil || taken == nil || taken.Claim == first.Claim || taken.Attempt != 2 {
 		t.Fatalf("takeover: %+v %v", taken, err)
 	}
@@ -127,18 +127,51 @@ func TestDestinationClaims(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Given back (not attempted): taken at once, the attempt not counted.
-	again, err := s1.StartDelivery(ctx, id, in.ID, 1, lease)
+	again, err := s1.StartDelivery(ctx, id, in.ID, 1, 1, lease)
 	if err != nil || again == nil || again.Attempt != 2 {
 		t.Fatalf("start after a release: %+v %v", again, err)
 	}
 
+	// Failed, to be retried: a copy of a task asking for an attempt made
+	// (the first's, or the one just failed) is stale while the delivery
+	// waits; the retry's task, asking for the next, starts it; a task
+	// naming no attempt starts whichever is next.
+	next := db.Now().Add(lease)
+	if ok, err := s1.FinishDelivery(ctx, docflow.DeliveryOutcome{DeliveryID: id, FileID: f.ID, IntegrationID: in.ID, Request: 1,
+		Attempt: again.Attempt, Status: docflow.DestinationRetrying, Error: "503", NextAttemptAt: &next, Log: "Failed",
+		At: db.Now()}, nil); err != nil || !ok {
+		t.Fatalf("finish: %v %v", ok, err)
+	}
+	for _, n := range []int{1, 2} {
+		if task, err := s2.StartDelivery(ctx, id, in.ID, 1, n, lease); err != nil || task != nil || attempts() != 2 {
+			t.Fatalf("a copy asking for attempt %d during the retry's wait: %+v %v", n, task, err)
+		}
+	}
+	retried, err := s2.StartDelivery(ctx, id, in.ID, 1, 3, lease)
+	if err != nil || retried == nil || retried.Attempt != 3 {
+		t.Fatalf("the retry: %+v %v", retried, err)
+	}
+	// While it is sent, an older copy is stale, not told to wait.
+	if task, err := s1.StartDelivery(ctx, id, in.ID, 1, 2, lease); err != nil || task != nil {
+		t.Fatalf("an older copy during the retry: %+v %v", task, err)
+	}
+	if err := s2.ReleaseDeliveryClaims(ctx, []int64{retried.Claim}); err != nil {
+		t.Fatal(err)
+	}
+	legacy, err := s1.StartDelivery(ctx, id, in.ID, 1, 0, lease)
+	if err != nil || legacy == nil || legacy.Attempt != 3 {
+		t.Fatalf("a task naming no attempt: %+v %v", legacy, err)
+	}
+
 	// Delivered: every later copy is stale.
 	if ok, err := s1.FinishDelivery(ctx, docflow.DeliveryOutcome{DeliveryID: id, FileID: f.ID, IntegrationID: in.ID, Request: 1,
-		Attempt: again.Attempt, Status: docflow.DestinationDelivered, RemotePath: "/x.pdf", Log: "Delivered", At: db.Now()}, nil); err != nil || !ok {
+		Attempt: legacy.Attempt, Status: docflow.DestinationDelivered, RemotePath: "/x.pdf", Log: "Delivered", At: db.Now()}, nil); err != nil || !ok {
 		t.Fatalf("finish: %v %v", ok, err)
 	}
 	advance(10 * lease)
-	if task, err := s2.StartDelivery(ctx, id, in.ID, 1, lease); err != nil || task != nil {
-		t.Fatalf("start after delivery: %+v %v", task, err)
+	for _, n := range []int{0, 1, 4} {
+		if task, err := s2.StartDelivery(ctx, id, in.ID, 1, n, lease); err != nil || task != nil {
+			t.Fatalf("start of attempt %d after delivery: %+v %v", n, task, err)
+		}
 	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 func destinationTask(integrationID, deliveryID, request int64) (docflow.OutboxMessage, error) {
-	b, err := json.Marshal(map[string]any{"kind": "deliver", "integration_id": integrationID, "delivery_id": deliveryID, "request": request})
+	b, err := json.Marshal(map[string]any{"kind": "deliver", "integration_id": integrationID, "delivery_id": deliveryID, "request": request,
+		"attempt": 1})
 	return docflow.OutboxMessage{Topic: "docflow.destinations", Payload: b}, err
 }
 
@@ -92,7 +93,7 @@ func TestDestinationStore(t *testing.T) {
 	if err := db.Pool.QueryRow(ctx, `SELECT id FROM file_destinations WHERE integration_id = $1`, a.ID).Scan(&idA); err != nil {
 		t.Fatal(err)
 	}
-	task, err := s.StartDelivery(ctx, idA, a.ID, 1, time.Minute)
+	task, err := s.StartDelivery(ctx, idA, a.ID, 1, 1, time.Minute)
 	if err != nil || task == nil || task.Attempt != 1 || task.Fields.OriginalFilename != "x.pdf" {
 		t.Fatalf("start: %+v %v", task, err)
 	}
@@ -103,10 +104,10 @@ func TestDestinationStore(t *testing.T) {
 		Status: docflow.DestinationDelivered, RemotePath: "/x.pdf", Log: "old", At: now}, nil); err != nil || ok {
 		t.Fatalf("stale outcome recorded: %v %v", ok, err)
 	}
-	if task, err := s.StartDelivery(ctx, idA, a.ID, 1, time.Minute); err != nil || task != nil {
+	if task, err := s.StartDelivery(ctx, idA, a.ID, 1, 1, time.Minute); err != nil || task != nil {
 		t.Fatalf("stale start: %+v %v", task, err)
 	}
-	task, err = s.StartDelivery(ctx, idA, a.ID, 2, time.Minute)
+	task, err = s.StartDelivery(ctx, idA, a.ID, 2, 1, time.Minute)
 	if err != nil || task == nil || task.Attempt != 1 {
 		t.Fatalf("start of the new request: %+v %v", task, err)
 	}

@@ -170,8 +170,9 @@ func webhookSubscriber(id int64) string {
 // document's owner (each created before the event: a new webhook does not
 // receive the history of the topic), plus one to "admin" when AdminEvents
 // takes it, and returns the deliveries whose first attempt is still to be
-// made. Recording is idempotent per (event id, subscriber):
-// a redelivered event returns only what was not attempted yet.
+// made and not postponed to later. Recording is idempotent per (event
+// id, subscriber): a redelivered event returns only what was not
+// attempted yet, nor waits for its postponement.
 func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.EventDelivery, error) {
 	body, err := json.Marshal(ev)
 	if err != nil {
@@ -209,8 +210,12 @@ func (s *WebhookStore) Fanout(ctx context.Context, ev docflow.Event) ([]docflow.
 				return err
 			}
 		}
+		// A delivery whose first attempt was postponed is left to the
+		// message that brings it back when due: a copy of its event
+		// arriving meanwhile makes no early attempt.
 		rows, err := tx.Query(ctx, `SELECT id, subscriber FROM event_deliveries
-			WHERE event_id = $1 AND status = 'pending' AND attempts = 0 ORDER BY id`, ev.ID)
+			WHERE event_id = $1 AND status = 'pending' AND attempts = 0 AND (next_attempt IS NULL OR next_attempt <= now())
+			ORDER BY id`, ev.ID)
 		if err != nil {
 			return err
 		}

@@ -64,6 +64,22 @@ func TestWebhookFanoutIdempotent(t *testing.T) {
 	if again, _ := s.Fanout(ctx, ev); len(again) != 1 || again[0].ID != ds[1].ID {
 		t.Fatalf("after one attempt: %+v", again)
 	}
+	// A first attempt postponed is left to the message that brings it
+	// back: the event replayed before it is due returns nothing, after
+	// it the delivery.
+	later := docflow.OutboxMessage{Topic: "docflow.deliveries.retry.1m", Key: "k", Payload: []byte(`{}`)}
+	if err := s.Postpone(ctx, ds[1].ID, time.Now().Add(time.Hour), later); err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.Fanout(ctx, ev); err != nil || len(again) != 0 {
+		t.Fatalf("replayed while postponed: %+v %v", again, err)
+	}
+	if err := s.Postpone(ctx, ds[1].ID, time.Now().Add(-time.Second), later); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := s.Fanout(ctx, ev); len(again) != 1 || again[0].ID != ds[1].ID {
+		t.Fatalf("replayed once the postponement is due: %+v", again)
+	}
 	d, err := s.Delivery(ctx, ds[0].ID)
 	if err != nil || d.Status != docflow.DeliveryDelivered || d.Attempts != 1 || d.Event.ID != "evt_1" || d.Event.Data["file_id"] != float64(1) {
 		t.Fatalf("delivery %+v %v", d, err)
