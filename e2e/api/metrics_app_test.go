@@ -14,6 +14,7 @@ import (
 
 	"docflow"
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 )
 
 // scrape GETs /metrics with the given Authorization header (or cookies of
@@ -91,10 +92,20 @@ func TestMetricsEndpoint(t *testing.T) {
 	a.Recorder.Record(docflow.Metric{Kind: docflow.MetricIntake, Channel: "upload", Bytes: 100})
 	get(t, a.URL+"/api/diagnostic/healthz/ready")
 
-	status, mfs := scrape(t, client, a.URL, "Bearer "+token)
-	if status != 200 {
-		t.Fatalf("METRICS_TOKEN: %d", status)
-	}
+	// The lag look-up asks the broker under a 3 s timeout, which a loaded
+	// machine can miss (docflow_queue_lag_up 0, the lags unknown): scrape
+	// until it answers.
+	var mfs map[string]*dto.MetricFamily
+	testsupport.WaitFor(t, time.Minute, "an answered lag look-up", func() bool {
+		var status int
+		status, mfs = scrape(t, client, a.URL, "Bearer "+token)
+		if status != 200 {
+			t.Fatalf("METRICS_TOKEN: %d", status)
+		}
+		m := find(mfs, "docflow_queue_lag_up", nil)
+		return m != nil && m.GetGauge().GetValue() == 1 &&
+			find(mfs, "docflow_queue_lag", map[string]string{"topic": "docflow.files.ingested"}) != nil
+	})
 	if m := find(mfs, "docflow_step_attempts_total", map[string]string{"step_type": "ocr", "status": docflow.StepFailed, "error_class": "timeout"}); m == nil || m.GetCounter().GetValue() != 1 {
 		t.Errorf("failed ocr attempts: %v", m)
 	}

@@ -43,7 +43,9 @@ func TestWorkerMetricsListener(t *testing.T) {
 	}
 	base := "http://" + a.MetricsServer.Addr().String()
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	// A bound on a hang: the lag look-up (a 3 s timeout per scrape) can
+	// miss on a loaded machine for a while.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	body := "metrics listener test document\n"
 	if _, err := a.Intake.Ingest(ctx, docflow.Upload{Filename: "m.txt", Body: strings.NewReader(body), Size: int64(len(body)), Channel: docflow.ChannelUpload}); err != nil {
