@@ -145,7 +145,9 @@ var builtinCompiled = func() []*compiledRule {
 // compileRule prepares one rule; ok is false for a rule that does not
 // validate or has no category.
 func compileRule(r *docflow.ClassificationRule) (*compiledRule, bool) {
-	if docflow.ClassificationPatternProblem(r) != "" || r.Category == "" {
+	// The catalogue's own check, so a rule it refuses (a blank category,
+	// a pattern it cannot use) never counts however it was stored.
+	if docflow.CheckClassificationRule(r) != nil {
 		return nil, false
 	}
 	c := &compiledRule{r: r, builtin: isBuiltin(r)}
