@@ -97,6 +97,12 @@ type DeliveryOutcome struct {
 	IntegrationID int64
 	Request       int64
 	Attempt       int
+	// Claim is the attempt's token (DeliveryTask.Claim): the outcome is
+	// recorded only while the delivery still holds it, so an attempt
+	// whose process was paused past its lease, and whose delivery another
+	// process took over, records nothing when it resumes. 0 records
+	// whatever holds the delivery.
+	Claim int64
 	// Status is DeliveryDelivered, DestinationRetrying, DeliveryFailed or
 	// DestinationCancelled.
 	Status     string

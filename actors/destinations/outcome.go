@@ -78,7 +78,7 @@ func (a *destinationActor) finish(j *job, res *callResult, err error) {
 	}
 	what := fmt.Sprintf("%s (%s)", name, typ)
 	o := docflow.DeliveryOutcome{DeliveryID: task.DeliveryID, FileID: task.FileID, IntegrationID: task.IntegrationID,
-		Request: task.Request, Attempt: task.Attempt, At: now}
+		Request: task.Request, Attempt: task.Attempt, Claim: task.Claim, At: now}
 	var retry *docflow.OutboxMessage
 	switch {
 	case err == nil:

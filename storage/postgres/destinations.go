@@ -307,7 +307,8 @@ func (s *DestinationStore) ReleaseDeliveryClaims(ctx context.Context, claims []i
 // (when delivered), and retry, the task message of the next attempt
 // (delayed to its time through the outbox). One statement does it all, in
 // one round trip and one implicit transaction. It reports false when a
-// later request replaced this one (nothing is recorded).
+// later request replaced this one, or another attempt took the delivery
+// over from o.Claim (nothing is recorded).
 func (s *DestinationStore) FinishDelivery(ctx context.Context, o docflow.DeliveryOutcome, retry *docflow.OutboxMessage) (recorded bool, err error) {
 	defer mapDBError(&err)
 	args, err := finishArgs(o, retry)
@@ -354,7 +355,7 @@ var finishSQL = `
 		WITH d AS (
 			UPDATE file_destinations SET status = $3, remote_path = CASE WHEN $4 = '' THEN remote_path ELSE $4 END,
 				error = $5, next_attempt_at = $6, delivered_at = COALESCE($7, delivered_at), updated_at = $8
-			WHERE id = $1 AND request = $2
+			WHERE id = $1 AND request = $2 AND ($14::bigint = 0 OR claim = $14::bigint)
 			RETURNING file_id, integration_type, COALESCE(run_id, '') AS run_id),
 		f AS (
 			UPDATE files SET storage_providers = array_append(storage_providers, lower(d.integration_type))
@@ -370,7 +371,7 @@ var finishSQL = `
 				last_used_at = CASE WHEN $12 > 0 THEN $8 ELSE last_used_at END,
 				last_error = CASE WHEN $12 > 0 THEN NULL ELSE $5 END
 			FROM d WHERE integrations.id = $11 AND $3 <> 'cancelled'),
-		o AS (` + outboxInsert{at: 14, from: "d"}.sql() + `)
+		o AS (` + outboxInsert{at: 15, from: "d"}.sql() + `)
 		SELECT count(*) FROM d`
 
 func finishArgs(o docflow.DeliveryOutcome, retry *docflow.OutboxMessage) ([]any, error) {
@@ -401,7 +402,7 @@ func finishArgs(o docflow.DeliveryOutcome, retry *docflow.OutboxMessage) ([]any,
 		return nil, err
 	}
 	args := []any{o.DeliveryID, o.Request, o.Status, o.RemotePath, errText, o.NextAttemptAt, deliveredAt, o.At,
-		logStatus, o.Log, o.IntegrationID, ok, failed}
+		logStatus, o.Log, o.IntegrationID, ok, failed, o.Claim}
 	return append(args, cols.args()...), nil
 }
 

@@ -122,6 +122,19 @@ func TestDestinationClaims(t *testing.T) {
 	if err := s1.RenewDeliveryClaims(ctx, []int64{first.Claim}, 10*lease); err != nil {
 		t.Fatal(err)
 	}
+	// Nor does its outcome, the process resumed (it was paused, not dead):
+	// the delivery is the takeover's, and its log gets no line.
+	if ok, err := s1.FinishDelivery(ctx, docflow.DeliveryOutcome{DeliveryID: id, FileID: f.ID, IntegrationID: in.ID, Request: 1,
+		Attempt: first.Attempt, Claim: first.Claim, Status: docflow.DestinationDelivered, RemotePath: "x.pdf",
+		Log: "Delivered by the paused attempt", At: db.Now()}, nil); err != nil || ok {
+		t.Fatalf("the taken-over attempt's outcome: recorded %v, %v", ok, err)
+	}
+	var status string
+	var logged int
+	if err := db.Pool.QueryRow(ctx, `SELECT status, (SELECT count(*) FROM processing_logs WHERE message LIKE '%paused attempt%')
+		FROM file_destinations WHERE id = $1`, id).Scan(&status, &logged); err != nil || status != "sending" || logged != 0 {
+		t.Fatalf("after the taken-over attempt's outcome: status %q, %d log lines, %v", status, logged, err)
+	}
 	advance(lease + time.Second)
 	if err := s2.ReleaseDeliveryClaims(ctx, []int64{taken.Claim}); err != nil {
 		t.Fatal(err)
