@@ -74,6 +74,8 @@ TEST_FLAGS ?=
 # The longest packages first: go test starts packages in the order given,
 # and the suite's wall time is at least its longest package's from when it
 # starts.
+# Each fuzz target runs this long after the tests (scripts/fuzz.sh).
+TEST_FUZZTIME ?= 2s
 TEST_FIRST ?= ./e2e/api ./internal/app ./processing/ocr ./actors/delivery ./actors/pipeline ./http ./e2e
 test: TEST_START := $(shell date +%s)
 test: deps services imports web
@@ -82,7 +84,10 @@ test: deps services imports web
 	$(GO) vet -race ./...
 	@echo "==> go test -race ./... (this takes a while on 2 cores)"
 	@# -ldflags=-w: no DWARF in the test binaries, a quarter less link time each.
-	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m -p $(TEST_PROCS) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) $(TEST_FIRST) ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START)
+	@# Then every fuzz target for TEST_FUZZTIME (its corpus already ran as
+	@# tests); the run fails when either failed.
+	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m -p $(TEST_PROCS) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) $(TEST_FIRST) ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START); \
+	  st=$$?; FUZZTIME=$(TEST_FUZZTIME) bash scripts/fuzz.sh || st=1; exit $$st
 
 # The suite STRESS_RUNS times (3) beside STRESS_BURNERS busy processes
 # (one per core) at nice 19: a test that waits for a guessed time shows
