@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // What every test of the package uses: a headless Chromium of its own,
@@ -141,5 +142,21 @@ func waitJS(ctx context.Context, t *testing.T, d time.Duration, what, js string)
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(d))); err != nil {
 		page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('main') ? document.querySelector('main').innerText : document.body.innerText`))
 		t.Fatalf("%s: %v\npage:\n%s", what, err, page)
+	}
+}
+
+// signIn opens path on the process at base, signs in through the form it
+// sends a visitor to, typing like a user, and runs then (waiting for the
+// page's own content); a failure names the console's errors.
+func signIn(ctx context.Context, t *testing.T, errs *consoleErrors, base, path, user, password string, then ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	steps := append([]chromedp.Action[chromedp.Void]{
+		chromedp.Navigate(base + path),
+		chromedp.WaitVisible(chromedp.ID("username")),
+		chromedp.SendKeys(chromedp.ID("username"), user),
+		chromedp.SendKeys(chromedp.ID("password"), password+kb.Enter),
+	}, then...)
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatalf("sign in and open %s: %v (console: %q)", path, err, errs.take())
 	}
 }

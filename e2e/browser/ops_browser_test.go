@@ -135,17 +135,10 @@ func TestOpsPageInBrowser(t *testing.T) {
 	calls.listen(ctx)
 
 	// Sign in through the form /ops sends us to, typing like a user.
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(a.URL+"/ops"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "ops password"+kb.Enter),
+	signIn(ctx, t, &errs, a.URL, "/ops", "admin", "ops password",
 		chromedp.WaitVisible(chromedp.ID("chart-throughput")),
 		waitLoads(0),
 	)
-	if err != nil {
-		t.Fatalf("sign in and open /ops: %v (console: %q)", err, errs.take())
-	}
 	if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.HasSuffix(loc, "/ops") {
 		t.Fatalf("landed on %s", loc)
 	}
@@ -202,7 +195,7 @@ func TestOpsPageInBrowser(t *testing.T) {
 	if picked, _ := chromedp.Run(ctx, chromedp.Value(chromedp.ID("range"))); picked != "86400" {
 		t.Fatalf("two arrow-downs from the last hour picked %q, want 86400 (the last 24 hours)", picked)
 	}
-	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("table-errors").textContent.indexOf("old_failure") >= 0`,
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("table-errors").textContent.indexOf("old_failure") >= 0`,
 		chromedp.WithPollingTimeout(20*time.Second)))
 	if err != nil {
 		t.Fatalf("the old failure never shows after picking 24 hours: %v (%q)", err, text(ctx, t, "#table-errors tbody"))
@@ -281,17 +274,10 @@ func TestOpsChartsOfOneSample(t *testing.T) {
 	}
 	var errs consoleErrors
 	errs.listen(ctx)
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(a.URL+"/ops"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "ops password"+kb.Enter),
+	signIn(ctx, t, &errs, a.URL, "/ops", "admin", "ops password",
 		chromedp.WaitVisible(chromedp.ID("chart-steps")),
 		waitLoads(0),
 	)
-	if err != nil {
-		t.Fatalf("sign in and open /ops: %v (console: %q)", err, errs.take())
-	}
 
 	// One bucket is drawn: as a point, in the series' colour.
 	for _, id := range []string{"chart-latency", "chart-steps"} {

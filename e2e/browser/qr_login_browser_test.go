@@ -30,16 +30,9 @@ func TestQRLoginPageInBrowser(t *testing.T) {
 	var errs consoleErrors
 	errs.listen(ctx)
 
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(a.URL+"/qr-login"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), "dana@example.com"),
-		chromedp.SendKeys(chromedp.ID("password"), apptest.Password("dana@example.com")+kb.Enter),
+	signIn(ctx, t, &errs, a.URL, "/qr-login", "dana@example.com", apptest.Password("dana@example.com"),
 		chromedp.WaitVisible(chromedp.ID("qr-code")),
 	)
-	if err != nil {
-		t.Fatalf("sign in and open /qr-login: %v (console: %q)", err, errs.take())
-	}
 	if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.HasSuffix(loc, "/qr-login") {
 		t.Fatalf("landed on %s", loc)
 	}

@@ -140,16 +140,9 @@ func TestWebPagesInBrowser(t *testing.T) {
 	errs.listen(ctx)
 
 	// Sign in: / sends us to the form and back.
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(a.URL+"/"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), ann),
-		chromedp.SendKeys(chromedp.ID("password"), apptest.Password(ann)+kb.Enter),
+	signIn(ctx, t, &errs, a.URL, "/", ann, apptest.Password(ann),
 		chromedp.WaitVisible(chromedp.ID("dropzone")),
 	)
-	if err != nil {
-		t.Fatalf("sign in and open /: %v (console: %q)", err, errs.take())
-	}
 	waitJS(ctx, t, 20*time.Second, "the empty list", `document.body.textContent.indexOf('No documents yet') >= 0`)
 	if who := text(ctx, t, ".user-name"); who != ann {
 		t.Errorf("signed-in user shown as %q", who)
@@ -215,7 +208,7 @@ func TestWebPagesInBrowser(t *testing.T) {
 	noScriptRan(ctx, t, "search results")
 
 	// Open the one with markup in its name.
-	err = chromedp.Do(ctx, chromedp.Click(chromedp.JSPath(`Array.from(document.querySelectorAll('.hits .hit')).find(function(li){
+	err := chromedp.Do(ctx, chromedp.Click(chromedp.JSPath(`Array.from(document.querySelectorAll('.hits .hit')).find(function(li){
 		return li.querySelector('.hit-meta').textContent.indexOf('<script>') >= 0}).querySelector('a')`)))
 	if err != nil {
 		t.Fatalf("open a result: %v", err)
