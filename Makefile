@@ -71,12 +71,12 @@ run: deps-run build
 TEST_PROCS ?= 4
 TEST_PARALLEL ?= 4
 TEST_FLAGS ?=
+# Each fuzz target runs this long after the tests (scripts/fuzz.sh).
+TEST_FUZZTIME ?= 2s
 # The longest packages first: go test starts packages in the order given,
 # and the suite's wall time is at least its longest package's from when it
 # starts.
-# Each fuzz target runs this long after the tests (scripts/fuzz.sh).
-TEST_FUZZTIME ?= 2s
-TEST_FIRST ?= ./e2e/api ./internal/app ./processing/ocr ./actors/delivery ./actors/pipeline ./http ./e2e
+TEST_FIRST ?= ./e2e/api ./e2e/browser ./internal/app ./processing/ocr ./actors/delivery ./actors/pipeline ./http ./e2e
 test: TEST_START := $(shell date +%s)
 test: deps services imports web
 	@# vet with the race build's flags, so go test reuses every package vet compiled

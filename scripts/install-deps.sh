@@ -2,7 +2,7 @@
 # Installs the system tools docflow uses (Debian's packages).
 #   scripts/install-deps.sh run    the processing tools (make run)
 #   scripts/install-deps.sh test   those plus the servers the tests talk to and the
-#                                  headless browser of the /ops page's test (make test, make bench)
+#                                  headless browser of e2e/browser's tests (make test, make bench)
 # Idempotent: packages already present are skipped. Needs root (or sudo).
 set -euo pipefail
 

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	nethttp "net/http"
 	"os"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"docflow/e2e/e2etest"
 	"docflow/internal/app/apptest"
 	"docflow/internal/testsupport/davserver"
 	"docflow/internal/testsupport/testbin"
@@ -38,8 +38,8 @@ func TestBuiltAPIDestinations(t *testing.T) {
 		case nil:
 		case *bytes.Buffer:
 			r = b
-		case multipartBody:
-			r, ctype = b.buf, b.ctype
+		case e2etest.Multipart:
+			r, ctype = b.Body, b.ContentType
 		default:
 			j, _ := json.Marshal(b)
 			r = bytes.NewReader(j)
@@ -98,7 +98,7 @@ func TestBuiltAPIDestinations(t *testing.T) {
 		"steps": []map[string]any{{"step_type": "send_to_destinations"}}}); st != 201 && st != 200 {
 		t.Fatalf("pipeline: %d %s", st, raw)
 	}
-	st, up, raw := call("POST", "/api/upload", newMultipart(t, "notes.txt", "the notes"))
+	st, up, raw := call("POST", "/api/upload", e2etest.NewMultipart(t, "notes.txt", "the notes"))
 	if st != 201 && st != 200 {
 		t.Fatalf("upload: %d %s", st, raw)
 	}
@@ -159,24 +159,6 @@ func TestBuiltAPIDestinations(t *testing.T) {
 		status, _ := m["status"].(map[string]any)
 		return status != nil && status["deliveries_ok"] == float64(2)
 	})
-}
-
-type multipartBody struct {
-	buf   *bytes.Buffer
-	ctype string
-}
-
-func newMultipart(t *testing.T, name, content string) multipartBody {
-	t.Helper()
-	var buf bytes.Buffer
-	w := multipart.NewWriter(&buf)
-	fw, err := w.CreateFormFile("file", name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fw.Write([]byte(content)) //nolint:errcheck
-	w.Close()
-	return multipartBody{buf: &buf, ctype: w.FormDataContentType()}
 }
 
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {

@@ -1,66 +1,21 @@
 package api_test
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	nethttp "net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"docflow"
+	"docflow/e2e/e2etest"
 	"docflow/internal/app/apptest"
 	"docflow/internal/testsupport"
 	"docflow/internal/testsupport/oidcop"
 )
-
-// phone makes the docflow app's calls as the app makes them: a bearer
-// token in the Authorization header and JSON bodies (multipart for
-// uploads).
-type phone struct {
-	t     *testing.T
-	base  string
-	token string
-}
-
-// call sends body (nil: none; a multipartBody: an upload; else JSON) and
-// returns the status, the decoded object (nil when not one) and the raw
-// answer.
-func (p *phone) call(method, path string, body any) (int, map[string]any, string) {
-	p.t.Helper()
-	var r io.Reader
-	ctype := "application/json"
-	switch b := body.(type) {
-	case nil:
-	case multipartBody:
-		r, ctype = b.buf, b.ctype
-	default:
-		j, _ := json.Marshal(b)
-		r = bytes.NewReader(j)
-	}
-	req, _ := nethttp.NewRequest(method, p.base+path, r)
-	if p.token != "" {
-		req.Header.Set("Authorization", "Bearer "+p.token)
-	}
-	if r != nil {
-		req.Header.Set("Content-Type", ctype)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := nethttp.DefaultClient.Do(req)
-	if err != nil {
-		p.t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var m map[string]any
-	_ = json.Unmarshal(raw, &m)
-	return resp.StatusCode, m, string(raw)
-}
 
 // signInLikeTheApp is the app's sign-in: the system browser opens
 // /login?mobile=1 with a PKCE challenge, the user signs in, the browser
@@ -78,8 +33,8 @@ func signInLikeTheApp(t *testing.T, base, user, password, device string) string 
 		form[k] = v
 	}
 	code := codeOf(t, b.do("POST", base+"/login", form))
-	app := &phone{t: t, base: base}
-	st, m, raw := app.call("POST", "/api/mobile/token", map[string]string{"code": code, "code_verifier": verifier,
+	app := &e2etest.Phone{T: t, Base: base}
+	st, m, raw := app.Call("POST", "/api/mobile/token", map[string]string{"code": code, "code_verifier": verifier,
 		"redirect_uri": "docflow://callback", "device_name": device})
 	tok, _ := m["token"].(string)
 	if st != 201 || !strings.HasPrefix(tok, docflow.TokenPrefix) {
@@ -105,28 +60,28 @@ func TestPhoneApp(t *testing.T) {
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true",
 		"ADMIN_PASSWORD": "admin-password"}})
 	a.LocalUser(t, "ann@example.com", false)
-	app := &phone{t: t, base: a.URL, token: signInLikeTheApp(t, a.URL, "ann@example.com", apptest.Password("ann@example.com"), "Ann's iPhone")}
+	app := &e2etest.Phone{T: t, Base: a.URL, Token: signInLikeTheApp(t, a.URL, "ann@example.com", apptest.Password("ann@example.com"), "Ann's iPhone")}
 
 	// Push registration, with the bad tokens first.
 	for _, bad := range []string{"not-a-push-token", "ExponentPushToken[]", "[abc]", "ExponentPushToken[abc", "Expo nent[abc]"} {
-		st, _, raw := app.call("POST", "/api/mobile/register-device", map[string]string{"push_token": bad,
+		st, _, raw := app.Call("POST", "/api/mobile/register-device", map[string]string{"push_token": bad,
 			"device_name": "Ann's iPhone", "platform": "ios"})
 		if st != 422 || !strings.Contains(raw, `"field":"push_token"`) {
 			t.Fatalf("push token %q: %d %s, want 422 naming push_token", bad, st, raw)
 		}
 	}
 	reg := map[string]string{"push_token": "ExponentPushToken[xk3Jd8aPq0v7Lm2Nw5Rt]", "device_name": "Ann's iPhone", "platform": "ios"}
-	st, dev, raw := app.call("POST", "/api/mobile/register-device", reg)
+	st, dev, raw := app.Call("POST", "/api/mobile/register-device", reg)
 	if st != 201 || dev["platform"] != "ios" || dev["is_active"] != true {
 		t.Fatalf("register-device: %d %s", st, raw)
 	}
 	// The app registers at every start: the same device again.
-	if st, again, raw := app.call("POST", "/api/mobile/register-device", reg); st != 201 || again["id"] != dev["id"] {
+	if st, again, raw := app.Call("POST", "/api/mobile/register-device", reg); st != 201 || again["id"] != dev["id"] {
 		t.Fatalf("register-device again: %d %s (first %v)", st, raw, dev["id"])
 	}
 
 	// Who am I.
-	st, me, raw := app.call("GET", "/api/mobile/whoami", nil)
+	st, me, raw := app.Call("GET", "/api/mobile/whoami", nil)
 	if st != 200 || me["owner_id"] != "ann@example.com" || me["email"] != "ann@example.com" || me["is_admin"] != false ||
 		me["display_name"] != "ann@example.com" || me["preferred_language"] != nil ||
 		me["avatar_url"] != docflow.GravatarURL("ann@example.com") {
@@ -135,14 +90,14 @@ func TestPhoneApp(t *testing.T) {
 
 	// The language, fire-and-forget from the app.
 	for _, bad := range []any{map[string]string{"language": "xx"}, map[string]string{"language": ""}, map[string]any{}, map[string]any{"language": 7}} {
-		if st, _, raw := app.call("POST", "/api/i18n/language", bad); st != 422 || !strings.Contains(raw, "language") {
+		if st, _, raw := app.Call("POST", "/api/i18n/language", bad); st != 422 || !strings.Contains(raw, "language") {
 			t.Fatalf("language %v: %d %s, want 422", bad, st, raw)
 		}
 	}
-	if st, m, raw := app.call("POST", "/api/i18n/language", map[string]string{"language": "de"}); st != 200 || m["preferred_language"] != "de" {
+	if st, m, raw := app.Call("POST", "/api/i18n/language", map[string]string{"language": "de"}); st != 200 || m["preferred_language"] != "de" {
 		t.Fatalf("language de: %d %s", st, raw)
 	}
-	if _, me, raw = app.call("GET", "/api/mobile/whoami", nil); me["preferred_language"] != "de" {
+	if _, me, raw = app.Call("GET", "/api/mobile/whoami", nil); me["preferred_language"] != "de" {
 		t.Fatalf("whoami after choosing de: %s", raw)
 	}
 
@@ -150,12 +105,12 @@ func TestPhoneApp(t *testing.T) {
 	// file's name until the record shows up, then the record until its
 	// status is terminal.
 	name := randomName("phone-scan", "txt")
-	if st, _, raw := app.call("POST", "/api/ui-upload", newMultipart(t, name, "Invoice 2041 from the phone, total 12.50 EUR")); st != 200 {
+	if st, _, raw := app.Call("POST", "/api/ui-upload", e2etest.NewMultipart(t, name, "Invoice 2041 from the phone, total 12.50 EUR")); st != 200 {
 		t.Fatalf("upload: %d %s", st, raw)
 	}
 	var fileID int64
 	testsupport.WaitFor(t, time.Minute, "the upload in GET /api/files?search=", func() bool {
-		_, list, _ := app.call("GET", "/api/files?search="+url.QueryEscape(name), nil)
+		_, list, _ := app.Call("GET", "/api/files?search="+url.QueryEscape(name), nil)
 		files, _ := list["files"].([]any)
 		for _, f := range files {
 			if f := f.(map[string]any); f["original_filename"] == name {
@@ -166,23 +121,23 @@ func TestPhoneApp(t *testing.T) {
 	})
 	var status string
 	testsupport.WaitFor(t, 4*time.Minute, "a terminal status of the upload", func() bool {
-		_, rec, _ := app.call("GET", fmt.Sprintf("/api/files/%d", fileID), nil)
+		_, rec, _ := app.Call("GET", fmt.Sprintf("/api/files/%d", fileID), nil)
 		ps, _ := rec["processing_status"].(map[string]any)
 		status, _ = ps["status"].(string)
 		return status == "completed" || status == "failed" || status == "duplicate"
 	})
 	if status != "completed" {
-		_, _, raw := app.call("GET", fmt.Sprintf("/api/files/%d", fileID), nil)
+		_, _, raw := app.Call("GET", fmt.Sprintf("/api/files/%d", fileID), nil)
 		t.Fatalf("the upload ended %s: %s", status, raw)
 	}
 
 	// Another user's token sees none of it.
 	a.LocalUser(t, "bob@example.com", false)
-	bob := &phone{t: t, base: a.URL, token: a.Token(t, "bob@example.com")}
-	if _, list, _ := bob.call("GET", "/api/files?search="+url.QueryEscape(name), nil); len(list["files"].([]any)) != 0 {
+	bob := &e2etest.Phone{T: t, Base: a.URL, Token: a.Token(t, "bob@example.com")}
+	if _, list, _ := bob.Call("GET", "/api/files?search="+url.QueryEscape(name), nil); len(list["files"].([]any)) != 0 {
 		t.Fatalf("bob finds ann's upload: %v", list)
 	}
-	if _, me, raw := bob.call("GET", "/api/mobile/whoami", nil); me["owner_id"] != "bob@example.com" || me["preferred_language"] != nil {
+	if _, me, raw := bob.Call("GET", "/api/mobile/whoami", nil); me["owner_id"] != "bob@example.com" || me["preferred_language"] != nil {
 		t.Fatalf("bob's whoami: %s", raw)
 	}
 }
@@ -214,8 +169,8 @@ func TestMobileGenerateToken(t *testing.T) {
 		tok.TokenID == 0 || tok.Name != "Mobile App – Pixel 9" || tok.CreatedAt.IsZero() {
 		t.Fatalf("generate-token: %s", raw)
 	}
-	app := &phone{t: t, base: a.URL, token: tok.Token}
-	if st, me, raw := app.call("GET", "/api/mobile/whoami", nil); st != 200 || me["owner_id"] != "cat@example.com" {
+	app := &e2etest.Phone{T: t, Base: a.URL, Token: tok.Token}
+	if st, me, raw := app.Call("GET", "/api/mobile/whoami", nil); st != 200 || me["owner_id"] != "cat@example.com" {
 		t.Fatalf("whoami with the generated token: %d %s", st, raw)
 	}
 	if list := web.must(200, "GET", "/api/api-tokens/", nil); !strings.Contains(list, `"name":"Mobile App – Pixel 9"`) || strings.Contains(list, tok.Token) {
@@ -228,10 +183,10 @@ func TestMobileGenerateToken(t *testing.T) {
 	}
 
 	// Refusals.
-	if st, _, raw := app.call("POST", "/api/mobile/generate-token", body); st != 401 && st != 403 {
+	if st, _, raw := app.Call("POST", "/api/mobile/generate-token", body); st != 401 && st != 403 {
 		t.Fatalf("generate-token with a bearer token: %d %s", st, raw)
 	}
-	if st, _, raw := (&phone{t: t, base: a.URL}).call("POST", "/api/mobile/generate-token", body); st != 401 {
+	if st, _, raw := (&e2etest.Phone{T: t, Base: a.URL}).Call("POST", "/api/mobile/generate-token", body); st != 401 {
 		t.Fatalf("generate-token without credentials: %d %s", st, raw)
 	}
 	if st, raw := web.do("POST", "/api/mobile/generate-token", body, "Origin", "https://evil.example"); st != 403 {
@@ -259,8 +214,8 @@ func TestWhoamiSSOPicture(t *testing.T) {
 		{"ann", "ann@example.com", "https://pictures.example.com/ann.png"},
 		{"bob", "bob@example.com", docflow.GravatarURL("bob@example.com")},
 	} {
-		app := &phone{t: t, base: e.app.URL, token: e.mobileToken(c.user)}
-		st, me, raw := app.call("GET", "/api/mobile/whoami", nil)
+		app := &e2etest.Phone{T: t, Base: e.app.URL, Token: e.mobileToken(c.user)}
+		st, me, raw := app.Call("GET", "/api/mobile/whoami", nil)
 		if st != 200 || me["owner_id"] != c.owner || me["email"] != c.owner || me["avatar_url"] != c.avatar {
 			t.Fatalf("%s's whoami: %d %s, want avatar %s", c.user, st, raw, c.avatar)
 		}

@@ -15,6 +15,7 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	verrors "github.com/pb33f/libopenapi-validator/errors"
 
+	"docflow/e2e/e2etest"
 	dfhttp "docflow/http"
 	"docflow/internal/app/apptest"
 )
@@ -201,8 +202,8 @@ func (f *fixtures) send(r dfhttp.RouteInfo, ex dfhttp.Example) (*nethttp.Request
 		body, ctype = bytes.NewReader(b), "application/json"
 	case r.Doc.Multipart != nil:
 		// An upload's example sends a small text file as its file field.
-		mb := newMultipart(f.t, "example-"+f.unique()+".txt", "An invoice from ACME for 120 EUR, "+f.unique()+".\n")
-		body, ctype = mb.buf, mb.ctype
+		mb := e2etest.NewMultipart(f.t, "example-"+f.unique()+".txt", "An invoice from ACME for 120 EUR, "+f.unique()+".\n")
+		body, ctype = mb.Body, mb.ContentType
 	}
 	req, err := nethttp.NewRequest(r.Method, f.url+path, body)
 	if err != nil {
@@ -323,9 +324,9 @@ func (f *fixtures) unique() string {
 // upload uploads a text file and returns its file id.
 func (f *fixtures) upload(name, content string) string {
 	f.t.Helper()
-	mb := newMultipart(f.t, name, content)
-	req, _ := nethttp.NewRequest("POST", f.url+"/api/upload", mb.buf)
-	req.Header.Set("Content-Type", mb.ctype)
+	mb := e2etest.NewMultipart(f.t, name, content)
+	req, _ := nethttp.NewRequest("POST", f.url+"/api/upload", mb.Body)
+	req.Header.Set("Content-Type", mb.ContentType)
 	req.Header.Set("Authorization", "Bearer "+f.token)
 	resp, err := nethttp.DefaultClient.Do(req)
 	if err != nil {

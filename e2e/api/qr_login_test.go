@@ -14,11 +14,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/kb"
 	qrcode "github.com/skip2/go-qrcode"
 
 	"docflow"
+	"docflow/e2e/e2etest"
 	"docflow/internal/app/apptest"
 )
 
@@ -86,13 +85,13 @@ func TestQRLogin(t *testing.T) {
 	if st := other.login("bob@example.com", apptest.Password("bob@example.com")); st != 200 {
 		t.Fatalf("sign in bob: %d", st)
 	}
-	nobody := &phone{t: t, base: a.URL}
+	nobody := &e2etest.Phone{T: t, Base: a.URL}
 
 	// Only a browser session makes challenges.
-	if st, _, raw := (&phone{t: t, base: a.URL, token: a.Token(t, "ann@example.com")}).call("POST", "/api/qr-auth/challenge", nil); st != 401 {
+	if st, _, raw := (&e2etest.Phone{T: t, Base: a.URL, Token: a.Token(t, "ann@example.com")}).Call("POST", "/api/qr-auth/challenge", nil); st != 401 {
 		t.Fatalf("challenge with a bearer token: %d %s", st, raw)
 	}
-	if st, _, raw := nobody.call("POST", "/api/qr-auth/challenge", nil); st != 401 {
+	if st, _, raw := nobody.Call("POST", "/api/qr-auth/challenge", nil); st != 401 {
 		t.Fatalf("challenge without credentials: %d %s", st, raw)
 	}
 
@@ -139,24 +138,24 @@ func TestQRLogin(t *testing.T) {
 
 	// Bad claims.
 	for _, bad := range []map[string]any{{}, {"challenge_token": ""}, {"challenge_token": c.ChallengeToken, "device_name": "a\x02"}} {
-		if st, _, raw := nobody.call("POST", "/api/qr-auth/claim", bad); st != 422 {
+		if st, _, raw := nobody.Call("POST", "/api/qr-auth/claim", bad); st != 422 {
 			t.Fatalf("claim %v: %d %s, want 422", bad, st, raw)
 		}
 	}
-	if st, _, raw := nobody.call("POST", "/api/qr-auth/claim", map[string]string{"challenge_token": "not-a-challenge"}); st != 401 ||
+	if st, _, raw := nobody.Call("POST", "/api/qr-auth/claim", map[string]string{"challenge_token": "not-a-challenge"}); st != 401 ||
 		!strings.Contains(raw, "Unknown QR code") {
 		t.Fatalf("unknown challenge: %d %s", st, raw)
 	}
 
 	// The claim, as the app makes it, on another api process.
 	b := apptest.New(t, apptest.Options{Role: "api", Env: env, Now: now, DB: a.DB})
-	st, tok, raw := (&phone{t: t, base: b.URL}).call("POST", "/api/qr-auth/claim",
+	st, tok, raw := (&e2etest.Phone{T: t, Base: b.URL}).Call("POST", "/api/qr-auth/claim",
 		map[string]string{"challenge_token": c.ChallengeToken, "device_name": "Ann's Pixel"})
 	token, _ := tok["token"].(string)
 	if st != 201 || !strings.HasPrefix(token, docflow.TokenPrefix) || tok["name"] != "Mobile App – Ann's Pixel" || tok["token_id"] == nil {
 		t.Fatalf("claim: %d %s", st, raw)
 	}
-	if st, me, raw := (&phone{t: t, base: a.URL, token: token}).call("GET", "/api/mobile/whoami", nil); st != 200 || me["owner_id"] != "ann@example.com" {
+	if st, me, raw := (&e2etest.Phone{T: t, Base: a.URL, Token: token}).Call("GET", "/api/mobile/whoami", nil); st != 200 || me["owner_id"] != "ann@example.com" {
 		t.Fatalf("whoami with the claimed token: %d %s", st, raw)
 	}
 	if s := qrStatus(t, web, c.ChallengeToken); s["status"] != "claimed" || s["device_name"] != "Ann's Pixel" {
@@ -168,7 +167,7 @@ func TestQRLogin(t *testing.T) {
 	}
 
 	// Claimed twice.
-	if st, _, raw := nobody.call("POST", "/api/qr-auth/claim", map[string]string{"challenge_token": c.ChallengeToken}); st != 401 ||
+	if st, _, raw := nobody.Call("POST", "/api/qr-auth/claim", map[string]string{"challenge_token": c.ChallengeToken}); st != 401 ||
 		!strings.Contains(raw, "used already") {
 		t.Fatalf("second claim: %d %s", st, raw)
 	}
@@ -188,7 +187,7 @@ func TestQRLogin(t *testing.T) {
 			if i%2 == 1 {
 				base = b.URL
 			}
-			if st, _, _ := (&phone{t: t, base: base}).call("POST", "/api/qr-auth/claim", map[string]string{"challenge_token": c2.ChallengeToken,
+			if st, _, _ := (&e2etest.Phone{T: t, Base: base}).Call("POST", "/api/qr-auth/claim", map[string]string{"challenge_token": c2.ChallengeToken,
 				"device_name": fmt.Sprintf("phone %d", i)}); st == 201 {
 				wins.Add(1)
 			}
@@ -202,85 +201,11 @@ func TestQRLogin(t *testing.T) {
 	// Five minutes.
 	c3 := newQRChallenge(t, web)
 	skew.Store(int64(docflow.QRChallengeTTL + time.Second))
-	if st, _, raw := nobody.call("POST", "/api/qr-auth/claim", map[string]string{"challenge_token": c3.ChallengeToken}); st != 401 ||
+	if st, _, raw := nobody.Call("POST", "/api/qr-auth/claim", map[string]string{"challenge_token": c3.ChallengeToken}); st != 401 ||
 		!strings.Contains(raw, "expired") {
 		t.Fatalf("claim after five minutes: %d %s", st, raw)
 	}
 	if s := qrStatus(t, web, c3.ChallengeToken); s["status"] != "expired" {
 		t.Fatalf("status after five minutes: %v", s)
-	}
-}
-
-// TestQRLoginPageInBrowser: in headless Chromium a user opens /qr-login,
-// signs in, sees the QR code docflow drew, a phone claims the challenge
-// through the API, and the page says so, without a console error (the
-// Content Security Policy allows no inline script).
-func TestQRLoginPageInBrowser(t *testing.T) {
-	ctx, cancel := headlessChromium(t)
-	defer cancel()
-	a := apptest.New(t, apptest.Options{Role: "api", Env: map[string]string{"AUTH_ENABLED": "true", "MULTI_USER_ENABLED": "true",
-		"ADMIN_PASSWORD": "admin-password"}})
-	a.LocalUser(t, "dana@example.com", false)
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("start chromium: %v", err)
-	}
-	var errs consoleErrors
-	errs.listen(ctx)
-
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(a.URL+"/qr-login"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), "dana@example.com"),
-		chromedp.SendKeys(chromedp.ID("password"), apptest.Password("dana@example.com")+kb.Enter),
-		chromedp.WaitVisible(chromedp.ID("qr-code")),
-	)
-	if err != nil {
-		t.Fatalf("sign in and open /qr-login: %v (console: %q)", err, errs.take())
-	}
-	if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.HasSuffix(loc, "/qr-login") {
-		t.Fatalf("landed on %s", loc)
-	}
-	// The image is docflow's SVG, loaded and drawn.
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(function(){var i=document.getElementById("qr-code");
-		return i.complete && i.naturalWidth > 100})()`, chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-		t.Fatalf("the QR code never loads: %v (console: %q)", err, errs.take())
-	}
-	src := eval[string](ctx, t, `document.getElementById("qr-code").getAttribute("src")`)
-	m := regexp.MustCompile(`^/api/qr-auth/challenge/([A-Za-z0-9_-]+)/qr\.svg$`).FindStringSubmatch(src)
-	if m == nil {
-		t.Fatalf("the QR image is %q, not docflow's", src)
-	}
-	if s := text(ctx, t, "#qr-status"); !strings.Contains(s, "Scan this code") {
-		t.Fatalf("status before the claim: %q", s)
-	}
-
-	// The phone claims it.
-	if st, _, raw := (&phone{t: t, base: a.URL}).call("POST", "/api/qr-auth/claim",
-		map[string]string{"challenge_token": m[1], "device_name": "Dana's phone"}); st != 201 {
-		t.Fatalf("claim: %d %s", st, raw)
-	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.getAttribute("data-qr") === "claimed"`,
-		chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-		t.Fatalf("the page never says claimed: %v (status %q)", err, text(ctx, t, "#qr-status"))
-	}
-	if s := text(ctx, t, "#qr-status"); !strings.Contains(s, "Signed in on Dana's phone") {
-		t.Fatalf("status after the claim: %q", s)
-	}
-	if eval[bool](ctx, t, `!document.getElementById("qr-code").hidden`) {
-		t.Error("the used QR code is still shown")
-	}
-	if eval[bool](ctx, t, `document.getElementById("qr-new").hidden`) {
-		t.Error("no way to show a new code after the claim")
-	}
-	// A new code from the keyboard.
-	if err := chromedp.Do(ctx, chromedp.Focus(chromedp.ID("qr-new")), chromedp.KeyEvent(kb.Enter)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.body.getAttribute("data-qr") === "pending" &&
-		document.getElementById("qr-code").getAttribute("src") !== `+strconv.Quote(src), chromedp.WithPollingTimeout(20*time.Second))); err != nil {
-		t.Fatalf("no new code: %v", err)
-	}
-	if msgs := errs.take(); len(msgs) > 0 {
-		t.Errorf("console errors:\n%s", strings.Join(msgs, "\n"))
 	}
 }

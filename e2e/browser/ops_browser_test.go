@@ -1,4 +1,4 @@
-package api_test
+package browser_test
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -19,52 +18,6 @@ import (
 	"docflow"
 	"docflow/internal/app/apptest"
 )
-
-// browserPath finds Debian's chromium (scripts/install-deps.sh test).
-func browserPath() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
-// headlessChromium starts a headless Chromium with a fresh profile for
-// at most two minutes; cancel ends it.
-func headlessChromium(t *testing.T) (context.Context, context.CancelFunc) {
-	t.Helper()
-	return headlessChromiumFor(t, 2*time.Minute)
-}
-
-// headlessChromiumFor is headlessChromium for at most d.
-func headlessChromiumFor(t *testing.T, d time.Duration) (context.Context, context.CancelFunc) {
-	t.Helper()
-	path := browserPath()
-	if path == "" {
-		t.Skip("no chromium on PATH: scripts/install-deps.sh test installs it")
-	}
-	profile, err := os.MkdirTemp("", "docflow-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(path), chromedp.UserDataDir(profile),
-		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("no-default-browser-check", true),
-		chromedp.WindowSize(1280, 900),
-	}
-	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	ctx, tcancel := context.WithTimeout(ctx, d)
-	return ctx, func() {
-		tcancel()
-		cancel()
-		acancel()
-		os.RemoveAll(profile)
-	}
-}
 
 // seedMetrics records a little of every kind the page charts: step
 // attempts (some failing), finished documents, intake on two channels,
@@ -96,38 +49,6 @@ func seedMetrics(t *testing.T, a *apptest.App) {
 	if err := a.Recorder.Flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// consoleErrors gathers what the page reports as errors: console.error,
-// uncaught exceptions, and the browser's own log at the error level
-// (failed loads, Content Security Policy refusals).
-type consoleErrors struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (c *consoleErrors) listen(ctx context.Context) {
-	messages := chromedp.Console(ctx)
-	go func() {
-		for m, err := range messages {
-			if err != nil {
-				return
-			}
-			if m.Type == chromedp.ConsoleError || m.IsException() {
-				c.mu.Lock()
-				c.msgs = append(c.msgs, m.String()+" "+m.URL)
-				c.mu.Unlock()
-			}
-		}
-	}()
-}
-
-func (c *consoleErrors) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := c.msgs
-	c.msgs = nil
-	return out
 }
 
 // analyticsCalls records the windows the page asks the overview for.
@@ -188,24 +109,6 @@ func loads(ctx context.Context, t *testing.T) int {
 	return n
 }
 
-func eval[T any](ctx context.Context, t *testing.T, js string) T {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
-	if err != nil {
-		t.Fatalf("%s: %v", js, err)
-	}
-	return v
-}
-
-func text(ctx context.Context, t *testing.T, css string) string {
-	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.TextContent(chromedp.CSS(css)))
-	if err != nil {
-		t.Fatalf("text of %s: %v", css, err)
-	}
-	return v
-}
-
 // TestOpsPageInBrowser signs in through the form, opens /ops in headless
 // Chromium over seeded metrics, and checks that the charts are drawn from
 // them without a console error, that the controls are reached with the
@@ -232,17 +135,10 @@ func TestOpsPageInBrowser(t *testing.T) {
 	calls.listen(ctx)
 
 	// Sign in through the form /ops sends us to, typing like a user.
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(a.URL+"/ops"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "ops password"+kb.Enter),
+	signIn(ctx, t, &errs, a.URL, "/ops", "admin", "ops password",
 		chromedp.WaitVisible(chromedp.ID("chart-throughput")),
 		waitLoads(0),
 	)
-	if err != nil {
-		t.Fatalf("sign in and open /ops: %v (console: %q)", err, errs.take())
-	}
 	if loc, _ := chromedp.Run(ctx, chromedp.Location()); !strings.HasSuffix(loc, "/ops") {
 		t.Fatalf("landed on %s", loc)
 	}
@@ -299,7 +195,7 @@ func TestOpsPageInBrowser(t *testing.T) {
 	if picked, _ := chromedp.Run(ctx, chromedp.Value(chromedp.ID("range"))); picked != "86400" {
 		t.Fatalf("two arrow-downs from the last hour picked %q, want 86400 (the last 24 hours)", picked)
 	}
-	_, err = chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("table-errors").textContent.indexOf("old_failure") >= 0`,
+	_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.getElementById("table-errors").textContent.indexOf("old_failure") >= 0`,
 		chromedp.WithPollingTimeout(20*time.Second)))
 	if err != nil {
 		t.Fatalf("the old failure never shows after picking 24 hours: %v (%q)", err, text(ctx, t, "#table-errors tbody"))
@@ -378,17 +274,10 @@ func TestOpsChartsOfOneSample(t *testing.T) {
 	}
 	var errs consoleErrors
 	errs.listen(ctx)
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(a.URL+"/ops"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "ops password"+kb.Enter),
+	signIn(ctx, t, &errs, a.URL, "/ops", "admin", "ops password",
 		chromedp.WaitVisible(chromedp.ID("chart-steps")),
 		waitLoads(0),
 	)
-	if err != nil {
-		t.Fatalf("sign in and open /ops: %v (console: %q)", err, errs.take())
-	}
 
 	// One bucket is drawn: as a point, in the series' colour.
 	for _, id := range []string{"chart-latency", "chart-steps"} {

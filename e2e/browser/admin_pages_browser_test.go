@@ -1,4 +1,4 @@
-package api_test
+package browser_test
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/kb"
 
 	"docflow/internal/app/apptest"
 	"docflow/internal/testsupport"
@@ -101,16 +100,9 @@ func TestAdminPagesInBrowser(t *testing.T) {
 	// Confirmation dialogs are answered yes.
 	confirmYes := `window.confirm = function(){ return true }; true`
 
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(a.URL+"/pipelines"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "admin pages test"+kb.Enter),
+	signIn(ctx, t, &errs, a.URL, "/pipelines", "admin", "admin pages test",
 		chromedp.WaitVisible(chromedp.CSS(`[name="pipeline-name"]`)),
 	)
-	if err != nil {
-		t.Fatalf("sign in and open /pipelines: %v (console: %q)", err, errs.take())
-	}
 
 	// A pipeline: create it, rename and describe it, add a step.
 	const pipeName = `Scans <img src=x onerror="window.__xss=5">`

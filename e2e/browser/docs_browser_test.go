@@ -1,4 +1,4 @@
-package api_test
+package browser_test
 
 import (
 	"encoding/json"

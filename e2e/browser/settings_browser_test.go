@@ -1,4 +1,4 @@
-package api_test
+package browser_test
 
 import (
 	"context"
@@ -32,16 +32,9 @@ func TestSettingsPageInBrowser(t *testing.T) {
 	var errs consoleErrors
 	errs.listen(ctx)
 
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(a.URL+"/settings"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), "admin"),
-		chromedp.SendKeys(chromedp.ID("password"), "settings password"+kb.Enter),
+	signIn(ctx, t, &errs, a.URL, "/settings", "admin", "settings password",
 		chromedp.WaitVisible(chromedp.ID("in-UPLOAD_RATE_LIMIT_WINDOW")),
 	)
-	if err != nil {
-		t.Fatalf("sign in and open /settings: %v (console: %q)", err, errs.take())
-	}
 	page := eval[string](ctx, t, `document.documentElement.outerHTML`)
 	for _, secret := range []string{"sk-never-in-the-page", "settings password"} {
 		if strings.Contains(page, secret) {
@@ -67,7 +60,7 @@ func TestSettingsPageInBrowser(t *testing.T) {
 	}
 
 	// Change one value and one secret from the keyboard; Enter saves.
-	err = chromedp.Do(ctx,
+	err := chromedp.Do(ctx,
 		chromedp.Clear(chromedp.ID("in-UPLOAD_RATE_LIMIT_WINDOW")),
 		chromedp.SendKeys(chromedp.ID("in-UPLOAD_RATE_LIMIT_WINDOW"), "120"),
 		chromedp.SendKeys(chromedp.ID("in-OPENAI_API_KEY"), "sk-typed-in-the-page"+kb.Enter),

@@ -1,4 +1,4 @@
-package api_test
+package browser_test
 
 import (
 	"context"
@@ -34,34 +34,6 @@ var hostileNames = []string{
 // hostileText is in every file's text (so in search snippets) and is
 // posted as a comment and an annotation's note.
 const hostileText = `<img src=x onerror="window.__xss=3"><script>window.__xss=4</script>`
-
-// screenshotOnFailure saves the page as a PNG when the test failed, and
-// names the file in the log.
-func screenshotOnFailure(t *testing.T, ctx context.Context) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
-		if err != nil {
-			t.Logf("no screenshot: %v", err)
-			return
-		}
-		name := filepath.Join(os.TempDir(), fmt.Sprintf("docflow-%s-%d.png", t.Name(), time.Now().Unix()))
-		if err := os.WriteFile(name, png, 0o644); err == nil {
-			t.Logf("screenshot of the failure: %s", name)
-		}
-	})
-}
-
-// waitJS waits until the expression is true (or fails the test after d).
-func waitJS(ctx context.Context, t *testing.T, d time.Duration, what, js string) {
-	t.Helper()
-	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingTimeout(d))); err != nil {
-		page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('main') ? document.querySelector('main').innerText : document.body.innerText`))
-		t.Fatalf("%s: %v\npage:\n%s", what, err, page)
-	}
-}
 
 // dropFiles drops files from disk on the element matched by css, as a
 // user dragging them from the file manager does.
@@ -168,16 +140,9 @@ func TestWebPagesInBrowser(t *testing.T) {
 	errs.listen(ctx)
 
 	// Sign in: / sends us to the form and back.
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(a.URL+"/"),
-		chromedp.WaitVisible(chromedp.ID("username")),
-		chromedp.SendKeys(chromedp.ID("username"), ann),
-		chromedp.SendKeys(chromedp.ID("password"), apptest.Password(ann)+kb.Enter),
+	signIn(ctx, t, &errs, a.URL, "/", ann, apptest.Password(ann),
 		chromedp.WaitVisible(chromedp.ID("dropzone")),
 	)
-	if err != nil {
-		t.Fatalf("sign in and open /: %v (console: %q)", err, errs.take())
-	}
 	waitJS(ctx, t, 20*time.Second, "the empty list", `document.body.textContent.indexOf('No documents yet') >= 0`)
 	if who := text(ctx, t, ".user-name"); who != ann {
 		t.Errorf("signed-in user shown as %q", who)
@@ -243,7 +208,7 @@ func TestWebPagesInBrowser(t *testing.T) {
 	noScriptRan(ctx, t, "search results")
 
 	// Open the one with markup in its name.
-	err = chromedp.Do(ctx, chromedp.Click(chromedp.JSPath(`Array.from(document.querySelectorAll('.hits .hit')).find(function(li){
+	err := chromedp.Do(ctx, chromedp.Click(chromedp.JSPath(`Array.from(document.querySelectorAll('.hits .hit')).find(function(li){
 		return li.querySelector('.hit-meta').textContent.indexOf('<script>') >= 0}).querySelector('a')`)))
 	if err != nil {
 		t.Fatalf("open a result: %v", err)
