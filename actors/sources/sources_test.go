@@ -6,7 +6,6 @@ import (
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -54,7 +53,7 @@ func TestSourcesIngestLeaseAndFollowTheTable(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	addr := imaptest.MemServer(t, "alice", "secret", false)
-	logs := &logBuffer{}
+	logs := &testsupport.LogBuffer{}
 	log := zerolog.New(logs).Level(zerolog.InfoLevel)
 	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", NoRelay: true, Log: &log, Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
 	if err != nil {
@@ -273,22 +272,4 @@ func TestSourcesRecoverFromPanickingStore(t *testing.T) {
 	if n, m := ps.claims.Load(), ps.saves.Load(); n < 2 || m < 2 {
 		t.Fatalf("%d claims and %d status writes, want a panicked one and more of each", n, m)
 	}
-}
-
-// logBuffer is a log sink a test reads while the process writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

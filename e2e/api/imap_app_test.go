@@ -9,7 +9,6 @@ import (
 	"net"
 	nethttp "net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,7 +28,7 @@ func TestBuiltAPIIMAPSource(t *testing.T) {
 	ctx := context.Background()
 	addr := imaptest.MemServer(t, "alice", "secret", true)
 	host, port, _ := net.SplitHostPort(addr)
-	logs := &logBuffer{}
+	logs := &testsupport.LogBuffer{}
 	log := zerolog.New(logs).Level(zerolog.InfoLevel)
 	a := apptest.New(t, apptest.Options{Role: "serve", Log: &log, Env: map[string]string{"INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
 	call := func(method, path, body string) (int, []byte) {
@@ -121,22 +120,4 @@ func TestBuiltAPIIMAPSource(t *testing.T) {
 	if status, _ := call("DELETE", fmt.Sprintf("/api/integrations/%d", in.ID), ""); status != 204 {
 		t.Fatalf("delete: %d", status)
 	}
-}
-
-// logBuffer is a log sink a test reads while the process writes.
-type logBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
