@@ -93,19 +93,9 @@ func TestCopiesOfOneTaskDeliverOnce(t *testing.T) {
 		close(release)
 		t.Fatal("the upload did not start")
 	}
-	var id int64
-	if err := e.db.Pool.QueryRow(e.ctx, `SELECT id FROM file_destinations WHERE file_id = $1`, f.ID).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
 	// The copy, as a republish after a fault makes it; then a later task
 	// on the same partition, which each process gets after the copy.
-	m, err := TaskMessage(share.ID, id, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.producer.Publish(e.ctx, streams.Message{Topic: m.Topic, Key: []byte(m.Key), Value: m.Payload}); err != nil {
-		t.Fatal(err)
-	}
+	id := e.publishCopy(t, share.ID, f.ID)
 	g := e.file("later.pdf", "", []byte("later"))
 	e.enqueue(g, "run-1")
 	var gid int64
@@ -203,17 +193,7 @@ func TestCopyDuringRetryWaitStartsNoAttempt(t *testing.T) {
 	if first.Attempts != 1 || first.NextAttemptAt == nil {
 		t.Fatalf("after the first attempt: %+v", first)
 	}
-	var id int64
-	if err := e.db.Pool.QueryRow(e.ctx, `SELECT id FROM file_destinations WHERE file_id = $1`, f.ID).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	m, err := TaskMessage(share.ID, id, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.producer.Publish(e.ctx, streams.Message{Topic: m.Topic, Key: []byte(m.Key), Value: m.Payload}); err != nil {
-		t.Fatal(err)
-	}
+	id := e.publishCopy(t, share.ID, f.ID)
 	testsupport.WaitFor(t, 20*time.Second, "the copy handled", func() bool { return len(claims.of(id)) >= 2 })
 	if !time.Now().Before(*first.NextAttemptAt) {
 		t.Fatalf("the copy was handled after the retry was due (%v): too late for this test to tell", first.NextAttemptAt)
@@ -231,4 +211,23 @@ func TestCopyDuringRetryWaitStartsNoAttempt(t *testing.T) {
 	if ds := e.destinations(f)[share.ID]; len(starts) != 2 || ds.Attempts != 2 {
 		t.Fatalf("%d attempts started (%v), delivery %+v: want the first and its retry", len(starts), claims.of(id), ds)
 	}
+}
+
+// publishCopy publishes a copy of the first task of file's delivery to
+// integration (as a republish after a fault makes one) and returns the
+// delivery's id.
+func (e *env) publishCopy(t *testing.T, integration, file int64) int64 {
+	t.Helper()
+	var id int64
+	if err := e.db.Pool.QueryRow(e.ctx, `SELECT id FROM file_destinations WHERE file_id = $1`, file).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	m, err := TaskMessage(integration, id, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.producer.Publish(e.ctx, streams.Message{Topic: m.Topic, Key: []byte(m.Key), Value: m.Payload}); err != nil {
+		t.Fatal(err)
+	}
+	return id
 }
