@@ -237,10 +237,17 @@ func TestConsumerStuckMessage(t *testing.T) {
 			go d.Ack()
 		},
 	})
-	testsupport.WaitFor(t, time.Minute, "other partitions consumed", func() bool {
-		c := committed(t, brokers, "g-stuck", topic, parts)
-		for part := 1; part < parts; part++ {
-			if c[part] <= 0 {
+	// The other partitions are consumed to their end while partition 0
+	// holds its stuck message: one stuck message delays nothing else.
+	testsupport.WaitFor(t, time.Minute, "other partitions consumed to their end", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		lags, err := streams.PartitionLags(ctx, brokers, map[string]string{topic: "g-stuck"})
+		if err != nil || len(lags) != parts {
+			return false
+		}
+		for _, l := range lags {
+			if l.Partition != stuckPart && l.Lag != 0 {
 				return false
 			}
 		}
@@ -268,8 +275,8 @@ func TestConsumerStuckMessage(t *testing.T) {
 	}
 	s := stuck
 	mu.Unlock()
-	if int64(total) != otherAcked.Load() || total < n/parts*(parts-1)/2 {
-		t.Fatalf("other partitions handled %d messages", total)
+	if int64(total) != otherAcked.Load() || total == 0 {
+		t.Fatalf("other partitions handled %d messages, acknowledged %d", total, otherAcked.Load())
 	}
 	// Releasing it lets the partition catch up to the end.
 	s.Ack()
