@@ -77,6 +77,9 @@ type Upload struct {
 	// (File.AIMetadata) from the start, e.g. the mail an attachment came
 	// with under "email".
 	Metadata map[string]any
+	// Idempotency, when not nil, is the Idempotency-Key the request
+	// claimed: the recorded file is remembered with it (IngestRecord).
+	Idempotency *IdempotencyClaim
 }
 
 // IntakeResult is what an accepted upload produced.
@@ -131,7 +134,8 @@ type IntakeService interface {
 	// unsupported types; ENOTFOUND when the remote answers 404; ETIMEOUT
 	// past URL_FETCH_TIMEOUT; ETOOLARGE past MAX_UPLOAD_SIZE; EBADGATEWAY
 	// when the server cannot be reached or fails.
-	FetchURL(ctx context.Context, user *User, rawURL, filename string) (*IntakeResult, error)
+	// claim, when not nil, is the request's Idempotency-Key (Upload).
+	FetchURL(ctx context.Context, user *User, rawURL, filename string, claim *IdempotencyClaim) (*IntakeResult, error)
 	// Reprocess starts a new run for each file. Per-file errors are
 	// returned in errs (keyed by file id): ENOTFOUND for unknown files,
 	// EBADREQUEST when the stored original (or, with ForceCloudOCR,
@@ -181,6 +185,11 @@ type IngestRecord struct {
 	// remembered in the same transaction: a second record of the same
 	// attachment fails with ECONFLICT and writes nothing.
 	Mail *MailSeen
+	// Idempotency, when not nil, is the key of the request taking the
+	// file in: the recorded file's id and the request's hash
+	// (IdempotencyClaim.HashFor the file's hash) are stored with the key,
+	// still running, in the same transaction.
+	Idempotency *IdempotencyClaim
 }
 
 // MailSeen names one attachment of one mail of an IMAP source: the

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +33,11 @@ const idempotencySweepEvery = 10 * time.Minute
 // body's hash once it has read the body (setIdempotentBody).
 const keyBodyHash = "docflow.idempotent.body"
 
+// keyClaim is the user value holding the request's claimed key
+// (*docflow.IdempotencyClaim), which the handler hands to intake
+// (idempotencyClaim).
+const keyClaim = "docflow.idempotent.claim"
+
 // idempotency applies the rule with one store; nil store: the header is
 // ignored.
 type idempotency struct {
@@ -48,6 +51,11 @@ type idempotency struct {
 // body, reading it without keeping it.
 type bodyHasher func(c *fasthttp.RequestCtx) (string, error)
 
+// intakeAnswer writes a route's answer for a document taken in: the
+// answer a repeat of an abandoned request gives from the document its
+// first attempt recorded.
+type intakeAnswer func(c *fasthttp.RequestCtx, res *docflow.IntakeResult)
+
 // wrap applies the rule to next. lease bounds how long a claimed key
 // waits for its request (the route's timeout). The key is claimed for
 // the hold only, and renewed while the request runs (keepHeld): a
@@ -56,8 +64,11 @@ type bodyHasher func(c *fasthttp.RequestCtx) (string, error)
 // timeout (30 minutes for an upload). A streamed route (stream
 // not nil) reports its body hash with setIdempotentBody as it reads the
 // body, and stream hashes the body of a repeat; other routes' bodies are
-// in memory and hashed here.
-func (in *idempotency) wrap(lease time.Duration, stream bodyHasher, next Handler) Handler {
+// in memory and hashed here. next hands the claim (idempotencyClaim) to
+// intake, which records its document with the key; a repeat of a request
+// whose process died after that but before it answered is answered by
+// answer from that document.
+func (in *idempotency) wrap(lease time.Duration, stream bodyHasher, answer intakeAnswer, next Handler) Handler {
 	return func(c *fasthttp.RequestCtx) error {
 		raw := c.Request.Header.Peek(idempotencyHeader)
 		if raw == nil || in.store == nil {
@@ -85,8 +96,10 @@ func (in *idempotency) wrap(lease time.Duration, stream bodyHasher, next Handler
 			return err
 		}
 		if !claimed {
-			return in.replay(c, reply, reqHash, stream)
+			return in.replay(c, user, key, reply, reqHash, stream, answer)
 		}
+		c.SetUserValue(keyClaim, &docflow.IdempotencyClaim{User: user, Key: key, RequestHash: reqHash,
+			Method: string(c.Method()), Path: string(c.Path())})
 		stopHolding := in.keepHeld(c, user, key, hold, lease)
 		err = next(c)
 		stopHolding()
@@ -155,7 +168,8 @@ func (in *idempotency) keepHeld(c *fasthttp.RequestCtx, user, key string, hold, 
 }
 
 // replay answers a repeat from the key's reply.
-func (in *idempotency) replay(c *fasthttp.RequestCtx, reply *docflow.IdempotentReply, reqHash string, stream bodyHasher) error {
+func (in *idempotency) replay(c *fasthttp.RequestCtx, user, key string, reply *docflow.IdempotentReply, reqHash string,
+	stream bodyHasher, answer intakeAnswer) error {
 	if reply.Running {
 		return &docflow.Error{Code: docflow.ECONFLICT, RetryAfter: 1,
 			Message: "A request with this Idempotency-Key is still running; retry after a second"}
@@ -171,6 +185,19 @@ func (in *idempotency) replay(c *fasthttp.RequestCtx, reply *docflow.IdempotentR
 		return invalid("Idempotency-Key", "This Idempotency-Key was used for a different request; use a new key for a new request")
 	}
 	c.Response.Header.Set("Idempotent-Replayed", "true")
+	if reply.Created != nil {
+		// The first attempt recorded its document and died before it
+		// answered: this is its answer, stored for the next repeat.
+		answer(c, reply.Created)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(RequestContext(c)), 5*time.Second)
+		defer cancel()
+		body := append([]byte(nil), c.Response.Body()...)
+		if err := in.store.CompleteIdempotencyKey(ctx, user, key, reply.RequestHash, c.Response.StatusCode(),
+			string(c.Response.Header.ContentType()), body); err != nil {
+			in.s.log.Warn().Err(err).Str("request_id", RequestID(c)).Msg("idempotency key not completed")
+		}
+		return nil
+	}
 	if reply.ContentType != "" {
 		c.Response.Header.SetContentType(reply.ContentType)
 	}
@@ -205,22 +232,26 @@ func idempotencyUser(c *fasthttp.RequestCtx) string {
 	return ""
 }
 
-// requestHash is SHA-256 over the method, the path (without a trailing
-// slash, which routes ignore) and the body's content hash.
+// requestHash is the request's hash (docflow.IdempotentRequestHash) for
+// a body of bodyHash.
 func requestHash(c *fasthttp.RequestCtx, bodyHash string) string {
-	h := sha256.New()
-	io.WriteString(h, string(c.Method())+"\n"+strings.TrimSuffix(string(c.Path()), "/")+"\n"+bodyHash) //nolint:errcheck
-	return hex.EncodeToString(h.Sum(nil))
+	return docflow.IdempotentRequestHash(string(c.Method()), string(c.Path()), bodyHash)
 }
 
 // setIdempotentBody records a streamed request's body hash: its file name
 // and the content hash intake computed while storing it.
 func setIdempotentBody(c *fasthttp.RequestCtx, filename, contentHash string) {
-	c.SetUserValue(keyBodyHash, uploadBodyHash(filename, contentHash))
+	c.SetUserValue(keyBodyHash, docflow.IdempotentUploadBody(filename, contentHash))
 }
 
-// uploadBodyHash is an upload's body hash: the file part's name and
-// content hash.
-func uploadBodyHash(filename, contentHash string) string {
-	return filename + "\n" + contentHash
+// idempotencyClaim is the request's claimed key for intake, with the
+// upload's file name (filename, "" for process-url); nil without a key.
+func idempotencyClaim(c *fasthttp.RequestCtx, filename string) *docflow.IdempotencyClaim {
+	claim, _ := c.UserValue(keyClaim).(*docflow.IdempotencyClaim)
+	if claim == nil {
+		return nil
+	}
+	out := *claim
+	out.Filename = filename
+	return &out
 }

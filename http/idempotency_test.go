@@ -223,3 +223,76 @@ func TestIdempotencyKeysSwept(t *testing.T) {
 		t.Fatalf("swept %d %v", n, err)
 	}
 }
+
+// TestIdempotencyKeyAbandonedAfterItsDocument: a process killed after it
+// recorded the document but before it stored its answer leaves the key
+// running with the document; once its hold has passed, a repeat answers
+// as the first would have, from that document, and creates nothing. A
+// document deleted since frees the key for a new request.
+func TestIdempotencyKeyAbandonedAfterItsDocument(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+		w.Header().Set("Content-Type", "application/pdf")
+		w.Write(pdf("fetched " + r.URL.Path)) //nolint:errcheck
+	}))
+	defer srv.Close()
+	local := fmt.Sprintf("http://localhost:%d", srv.Listener.Addr().(*net.TCPAddr).Port)
+	fe := newFilesEnv(t, map[string]string{"URL_FETCH_ALLOWED_HOSTS": "localhost", "UPLOAD_RATE_LIMIT_PER_USER": "1000"})
+	ctx := context.Background()
+	// killed puts key back as a process killed between the document's
+	// commit and its answer left it: running, no answer, lease ended.
+	killed := func(key string) {
+		t.Helper()
+		tag, err := fe.DB.Pool.Exec(ctx, `UPDATE idempotency_keys SET state = 'running', status = 0, content_type = '',
+			body = NULL, locked_until = now() - interval '1 second' WHERE key = $1 AND file_id IS NOT NULL`, key)
+		if err != nil || tag.RowsAffected() != 1 {
+			t.Fatalf("key %s not recorded with its document: %v", key, err)
+		}
+	}
+	files := func() int { return fe.count(`SELECT count(*) FROM files`) }
+
+	resp1, raw1 := fe.uploadWithKey("killed-upload", "k.pdf", pdf("killed"))
+	fe.expect(resp1, raw1, 201)
+	killed("killed-upload")
+	resp, raw := fe.uploadWithKey("killed-upload", "k.pdf", pdf("killed"))
+	fe.expect(resp, raw, 201)
+	if string(raw) != string(raw1) || resp.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("repeat of the abandoned upload answered %s (replayed %q), first %s", raw, resp.Header.Get("Idempotent-Replayed"), raw1)
+	}
+	if n := files(); n != 1 {
+		t.Fatalf("%d files after the repeat of an abandoned upload, want 1", n)
+	}
+	if n := fe.count(`SELECT count(*) FROM idempotency_keys WHERE key = 'killed-upload' AND state = 'completed'`); n != 1 {
+		t.Fatal("the answer given from the document was not stored")
+	}
+	// Another file under the abandoned key is still another request.
+	killed("killed-upload")
+	resp, raw = fe.uploadWithKey("killed-upload", "k.pdf", pdf("other"))
+	fe.expect(resp, raw, 422)
+
+	post := func(key, url string) (*nethttp.Response, []byte) {
+		return fe.do("POST", "/api/process-url", "", map[string]any{"url": url}, "Idempotency-Key", key)
+	}
+	resp1, raw1 = post("killed-url", local+"/u.pdf")
+	fe.expect(resp1, raw1, 200)
+	killed("killed-url")
+	resp, raw = post("killed-url", local+"/u.pdf")
+	fe.expect(resp, raw, 200)
+	if string(raw) != string(raw1) || resp.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("repeat of the abandoned process-url answered %s, first %s", raw, raw1)
+	}
+	if n := files(); n != 2 {
+		t.Fatalf("%d files, want 2", n)
+	}
+
+	// The document deleted since: the key is claimed anew.
+	killed("killed-url")
+	if _, err := fe.DB.Pool.Exec(ctx, `DELETE FROM files WHERE id = (SELECT file_id FROM idempotency_keys WHERE key = 'killed-url')`); err != nil {
+		t.Fatal(err)
+	}
+	resp, raw = post("killed-url", local+"/u.pdf")
+	fe.expect(resp, raw, 200)
+	if resp.Header.Get("Idempotent-Replayed") != "" || files() != 2 {
+		t.Fatalf("repeat after the document was deleted: replayed %q, %d files", resp.Header.Get("Idempotent-Replayed"), files())
+	}
+}

@@ -56,7 +56,7 @@ func (s *Server) MountUploads(d UploadDeps) {
 	s.Handle("POST", "/api/automation/actions/upload", Route{Auth: AuthToken, Limit: LimitUpload, Stream: true, Timeout: uploadTimeout},
 		h.upload(docflow.ChannelAutomation, fasthttp.StatusOK), docAutomationUpload)
 	s.Handle("POST", "/api/process-url", Route{Auth: AuthUser, Limit: LimitUpload, Timeout: 10 * time.Minute},
-		h.idem.wrap(10*time.Minute, nil, h.processURL), docProcessURL)
+		h.idem.wrap(10*time.Minute, nil, answerURL, h.processURL), docProcessURL)
 	s.Handle("POST", "/api/processall", Route{Auth: AuthAdmin, Limit: LimitDefault, Timeout: 10 * time.Minute}, h.processAll, docProcessAll)
 }
 
@@ -88,7 +88,8 @@ type duplicateInfo struct {
 // upload is the handler of an upload route of channel, answering
 // okStatus for a file taken in.
 func (h *uploadHandlers) upload(channel string, okStatus int) Handler {
-	run := h.idem.wrap(uploadTimeout, h.s.uploadBodyHash, func(c *fasthttp.RequestCtx) error {
+	answer := func(c *fasthttp.RequestCtx, res *docflow.IntakeResult) { answerUpload(c, channel, okStatus, res) }
+	run := h.idem.wrap(uploadTimeout, h.s.uploadBodyHash, answer, func(c *fasthttp.RequestCtx) error {
 		return h.s.upload(c, h.d, channel, okStatus)
 	})
 	return func(c *fasthttp.RequestCtx) error {
@@ -123,12 +124,19 @@ func (s *Server) upload(c *fasthttp.RequestCtx, d UploadDeps, channel string, ok
 		User:                user,
 		Channel:             channel,
 		SkipDuplicateRecord: channel == docflow.ChannelUIUpload,
+		Idempotency:         idempotencyClaim(c, part.FileName()),
 	})
 	if err != nil {
 		return err
 	}
+	setIdempotentBody(c, part.FileName(), res.File.FileHash)
+	answerUpload(c, channel, okStatus, res)
+	return nil
+}
+
+// answerUpload writes an upload route's answer for res.
+func answerUpload(c *fasthttp.RequestCtx, channel string, okStatus int, res *docflow.IntakeResult) {
 	f := res.File
-	setIdempotentBody(c, part.FileName(), f.FileHash)
 	var task *string
 	if res.TaskID != "" {
 		task = &res.TaskID
@@ -157,7 +165,6 @@ func (s *Server) upload(c *fasthttp.RequestCtx, d UploadDeps, channel string, ok
 	default:
 		writeJSON(c, okStatus, uploadResponse{TaskID: task, Status: status, Message: msg, Filename: f.OriginalFilename, FileID: f.ID, DuplicateOf: dup})
 	}
-	return nil
 }
 
 // uploadBodyHash reads a repeated upload's file part, bounded by
@@ -177,7 +184,7 @@ func (s *Server) uploadBodyHash(c *fasthttp.RequestCtx) (string, error) {
 	if n > max {
 		return "", docflow.Errorf(docflow.ETOOLARGE, "File exceeds the maximum upload size of %d bytes", max)
 	}
-	return uploadBodyHash(part.FileName(), hex.EncodeToString(h.Sum(nil))), nil
+	return docflow.IdempotentUploadBody(part.FileName(), hex.EncodeToString(h.Sum(nil))), nil
 }
 
 // filePart reads the streamed multipart body up to the part named "file".
@@ -444,10 +451,16 @@ func (h *uploadHandlers) processURL(c *fasthttp.RequestCtx) error {
 	if err := h.d.Intake.Admit(ctx, user, docflow.ChannelURL); err != nil {
 		return err
 	}
-	res, err := h.d.Intake.FetchURL(ctx, user, *req.URL, name)
+	res, err := h.d.Intake.FetchURL(ctx, user, *req.URL, name, idempotencyClaim(c, ""))
 	if err != nil {
 		return err
 	}
+	answerURL(c, res)
+	return nil
+}
+
+// answerURL writes process-url's answer for res.
+func answerURL(c *fasthttp.RequestCtx, res *docflow.IntakeResult) {
 	f := res.File
 	size := f.FileSize
 	out := uploadResponse{Status: "queued", Message: "URL downloaded and queued for processing",
@@ -462,7 +475,6 @@ func (h *uploadHandlers) processURL(c *fasthttp.RequestCtx) error {
 			OriginalFilename: res.DuplicateOf.OriginalFilename, Message: out.Message}
 	}
 	writeJSON(c, fasthttp.StatusOK, out)
-	return nil
 }
 
 func (h *uploadHandlers) processAll(c *fasthttp.RequestCtx) error {

@@ -56,7 +56,7 @@ func parseFetchURL(ctx context.Context, raw string, allowed []string) (*url.URL,
 }
 
 // FetchURL downloads rawURL and ingests it.
-func (s *Service) FetchURL(ctx context.Context, user *docflow.User, rawURL, filename string) (*docflow.IntakeResult, error) {
+func (s *Service) FetchURL(ctx context.Context, user *docflow.User, rawURL, filename string, claim *docflow.IdempotencyClaim) (*docflow.IntakeResult, error) {
 	u, err := parseFetchURL(ctx, rawURL, docflow.URLFetchAllowedHosts.Get(s.cfg.Settings))
 	if err != nil {
 		return nil, err
@@ -85,6 +85,7 @@ func (s *Service) FetchURL(ctx context.Context, user *docflow.User, rawURL, file
 	name := fetchFilename(filename, resp)
 	res, err := s.Ingest(ctx, docflow.Upload{
 		Filename: name, Body: resp.Body, Size: resp.ContentLength, User: user, Channel: docflow.ChannelURL,
+		Idempotency: claim,
 	})
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {

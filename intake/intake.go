@@ -392,6 +392,11 @@ func (s *Service) ingestFile(ctx context.Context, u docflow.Upload, opts ingestO
 		Seen:                opts.seen,
 		Mail:                opts.mail,
 	}
+	if u.Idempotency != nil {
+		claim := *u.Idempotency
+		claim.RequestHash = claim.HashFor(info.Key)
+		rec.Idempotency = &claim
+	}
 	dupOf, err := s.cfg.Files.Ingest(ctx, rec)
 	if err != nil {
 		s.dropBlob(info)

@@ -41,7 +41,8 @@ func (s *IdempotencyStore) ClaimIdempotencyKey(ctx context.Context, user, key, r
 				state = 'running', status = 0, content_type = '', body = NULL,
 				locked_until = EXCLUDED.locked_until, created_at = now(), expires_at = EXCLUDED.expires_at
 			WHERE idempotency_keys.expires_at < now()
-				OR (idempotency_keys.state = 'running' AND idempotency_keys.locked_until < now())
+				OR (idempotency_keys.state = 'running' AND idempotency_keys.locked_until < now()
+					AND NOT EXISTS (SELECT 1 FROM files WHERE files.id = idempotency_keys.file_id))
 			RETURNING true`, user, key, requestHash, lease, docflow.IdempotencyKeyTTL).Scan(&claimed)
 		if err == nil {
 			return nil, true, nil
@@ -51,9 +52,12 @@ func (s *IdempotencyStore) ClaimIdempotencyKey(ctx context.Context, user, key, r
 		}
 		var r docflow.IdempotentReply
 		var state string
-		err = s.db.Pool.QueryRow(ctx, `SELECT state, request_hash, status, content_type, coalesce(body, '')
+		var fileID *int64
+		var lapsed bool
+		err = s.db.Pool.QueryRow(ctx, `SELECT state, request_hash, status, content_type, coalesce(body, ''),
+				file_id, locked_until < now()
 			FROM idempotency_keys WHERE user_id = $1 AND key = $2`, user, key).
-			Scan(&state, &r.RequestHash, &r.Status, &r.ContentType, &r.Body)
+			Scan(&state, &r.RequestHash, &r.Status, &r.ContentType, &r.Body, &fileID, &lapsed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue
 		}
@@ -61,9 +65,48 @@ func (s *IdempotencyStore) ClaimIdempotencyKey(ctx context.Context, user, key, r
 			return nil, false, fmt.Errorf("read idempotency key: %w", dbErr(err))
 		}
 		r.Running = state == "running"
+		if r.Running && lapsed && fileID != nil {
+			created, err := s.created(ctx, *fileID)
+			if errors.Is(err, pgx.ErrNoRows) {
+				continue // deleted meanwhile: the next round claims the key
+			}
+			if err != nil {
+				return nil, false, fmt.Errorf("read idempotency key's file: %w", dbErr(err))
+			}
+			r.Running, r.Created = false, created
+		}
 		return &r, false, nil
 	}
 	return nil, false, docflow.Errorf(docflow.EUNAVAILABLE, "The idempotency key is changing hands; retry the request")
+}
+
+// created is the intake result of file id as its request recorded it:
+// the file, its run, and the original it duplicates when it was recorded
+// as a duplicate.
+func (s *IdempotencyStore) created(ctx context.Context, id int64) (*docflow.IntakeResult, error) {
+	f, err := scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileCols+` FROM files f WHERE f.id = $1`, id), false)
+	if err != nil {
+		return nil, err
+	}
+	res := &docflow.IntakeResult{File: f, TaskID: f.TaskID}
+	if f.Status == docflow.StatusDuplicate && f.DuplicateOf != nil {
+		orig, err := scanFile(s.db.Pool.QueryRow(ctx, `SELECT `+fileCols+` FROM files f WHERE f.id = $1`, *f.DuplicateOf), false)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil, err
+		}
+		res.DuplicateOf = orig
+	}
+	return res, nil
+}
+
+// idempotencyFileUpdate remembers the file a claimed key's request
+// recorded, in the transaction that records it (IngestRecord.Idempotency).
+const idempotencyFileUpdate = `UPDATE idempotency_keys SET file_id = $3, request_hash = $4
+	WHERE user_id = $1 AND key = $2 AND state = 'running'`
+
+// idempotencyFileArgs are idempotencyFileUpdate's arguments.
+func idempotencyFileArgs(c docflow.IdempotencyClaim, fileID int64, contentHash string) []any {
+	return []any{c.User, c.Key, fileID, c.HashFor(contentHash)}
 }
 
 // ExtendIdempotencyKey implements docflow.IdempotencyStore.

@@ -121,6 +121,9 @@ func (s *FileStore) ingestNew(ctx context.Context, rec docflow.IngestRecord) (bo
 	if rec.Mail != nil {
 		b.Queue(mailSeenInsert, mailSeenArgs(*rec.Mail, id)...)
 	}
+	if rec.Idempotency != nil {
+		b.Queue(idempotencyFileUpdate, idempotencyFileArgs(*rec.Idempotency, id, f.FileHash)...)
+	}
 	br := s.db.Pool.SendBatch(ctx, b)
 	_, err = br.Exec()
 	if err == nil {
@@ -297,6 +300,11 @@ func (s *FileStore) ingestOnce(ctx context.Context, rec docflow.IngestRecord) (*
 					return e
 				}
 				return fmt.Errorf("ingest: record mail seen: %w", err)
+			}
+		}
+		if rec.Idempotency != nil {
+			if _, err := tx.Exec(ctx, idempotencyFileUpdate, idempotencyFileArgs(*rec.Idempotency, f.ID, f.FileHash)...); err != nil {
+				return fmt.Errorf("ingest: record idempotency key: %w", err)
 			}
 		}
 		return nil
