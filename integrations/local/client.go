@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"docflow"
 )
@@ -48,11 +49,42 @@ func (c *Client) Location() string {
 }
 
 // Connect implements docflow.DestinationClient: the folder is resolved
-// and created.
+// and created, and temporary files that deliveries killed before their
+// rename left in it are removed (RemoveStaleTemps).
 func (c *Client) Connect(ctx context.Context) error {
-	_, _, err := c.folder()
-	return err
+	dir, _, err := c.folder()
+	if err != nil {
+		return err
+	}
+	RemoveStaleTemps(dir, staleTempAge)
+	return nil
 }
+
+// staleTempAge is how old a temporary file of WriteFile must be before
+// Connect removes it: far beyond any delivery to a local disk, so that a
+// delivery in progress in another process (the system-wide folder is
+// shared) is not disturbed.
+const staleTempAge = 15 * time.Minute
+
+// RemoveStaleTemps removes WriteFile's temporary files in dir not
+// modified for olderThan: what a process killed mid-delivery left. It
+// returns how many it removed; errors are ignored (the next connection
+// tries again).
+func RemoveStaleTemps(dir string, olderThan time.Duration) int {
+	matches, _ := filepath.Glob(filepath.Join(dir, tempPrefix+"*"))
+	n := 0
+	for _, m := range matches {
+		if fi, err := os.Lstat(m); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > olderThan {
+			if os.Remove(m) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// tempPrefix names WriteFile's temporary files (hidden).
+const tempPrefix = ".incoming-"
 
 // Close implements docflow.DestinationClient; a local folder holds nothing
 // open between deliveries.
@@ -125,7 +157,7 @@ func (c *Client) Probe(ctx context.Context) error {
 // the new one, never a part, and a crash leaves at most the temporary
 // file. ctx cancels the copy.
 func WriteFile(ctx context.Context, dir, name string, body io.Reader) error {
-	tmp, err := os.CreateTemp(dir, ".incoming-*")
+	tmp, err := os.CreateTemp(dir, tempPrefix+"*")
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"docflow"
 )
@@ -64,5 +65,41 @@ func TestTesterWritesAndReports(t *testing.T) {
 	ok, msg = Tester{Root: func() string { return "" }}.TestIntegration(context.Background(), in)
 	if ok || !strings.Contains(msg, "LOCAL_DESTINATION_DIR is not set") {
 		t.Fatal(ok, msg)
+	}
+}
+
+// TestConnectRemovesStaleTemps: connecting removes the temporary files a
+// delivery killed before its rename left, once they are old enough, and
+// leaves younger ones (a delivery may still be writing) and documents.
+func TestConnectRemovesStaleTemps(t *testing.T) {
+	root := t.TempDir()
+	c, err := NewClient(func() string { return root }, &docflow.Integration{OwnerID: "ann", Config: map[string]any{"path": "out"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Folder(root, "ann", "out")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	for name, mtime := range map[string]time.Time{".incoming-1": old, ".incoming-2": time.Now(), "doc.pdf": old} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("x"), 0o640); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Connect(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{".incoming-1": false, ".incoming-2": true, "doc.pdf": true} {
+		if _, err := os.Stat(filepath.Join(dir, name)); (err == nil) != want {
+			t.Errorf("%s: present %v, want %v", name, err == nil, want)
+		}
 	}
 }
