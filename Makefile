@@ -73,6 +73,10 @@ TEST_PARALLEL ?= 4
 TEST_FLAGS ?=
 # Each fuzz target runs this long after the tests (scripts/fuzz.sh).
 TEST_FUZZTIME ?= 2s
+# The short chaos run (150 documents under every fault, about two
+# minutes) follows, on its own so that it loads no other test; 0 leaves
+# it out.
+TEST_CHAOS ?= 1
 # The longest packages first: go test starts packages in the order given,
 # and the suite's wall time is at least its longest package's from when it
 # starts.
@@ -85,9 +89,12 @@ test: deps services imports web
 	@echo "==> go test -race ./... (this takes a while on 2 cores)"
 	@# -ldflags=-w: no DWARF in the test binaries, a quarter less link time each.
 	@# Then every fuzz target for TEST_FUZZTIME (its corpus already ran as
-	@# tests); the run fails when either failed.
+	@# tests), then the short chaos run; the run fails when any failed.
 	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m -p $(TEST_PROCS) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) $(TEST_FIRST) ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START); \
-	  st=$$?; FUZZTIME=$(TEST_FUZZTIME) bash scripts/fuzz.sh || st=1; exit $$st
+	  st=$$?; FUZZTIME=$(TEST_FUZZTIME) bash scripts/fuzz.sh || st=1; \
+	  if [ "$(TEST_CHAOS)" != 0 ]; then echo "==> chaos: the short run (TEST_CHAOS=0 leaves it out)"; \
+	    DOCFLOW_CHAOS=1 $(GO) test -count=1 -timeout 15m -run TestChaosShort ./e2e/chaos || st=1; fi; \
+	  echo "==> make test: $$(( $$(date +%s) - $(TEST_START) )) s in all"; exit $$st
 
 # The suite STRESS_RUNS times (3) beside STRESS_BURNERS busy processes
 # (one per core) at nice 19: a test that waits for a guessed time shows

@@ -8,7 +8,8 @@
 # load is STRESS_BURNERS busy processes (default one per core), each at
 # nice 19 so the machine stays usable; the tests run at normal priority
 # beside them, as they would beside a build or another suite on a shared
-# machine. Each run is `go test -race -ldflags=-w -json -count=1` read by
+# machine. Each run is `go test -race -ldflags=-w -json -count=1 -p 4
+# -parallel 4` (STRESS_PROCS, STRESS_PARALLEL) read by
 # internal/testsummary, as `make test` runs it; the burners are stopped
 # however the script ends.
 #
@@ -78,7 +79,8 @@ for ((i = 0; i < BURNERS; i++)); do
   burners+=("$!")
 done
 
-args=(-race -ldflags=-w -json -count=1 -timeout "$TIMEOUT")
+# The packages and tests at once of make test (TEST_PROCS, TEST_PARALLEL).
+args=(-race -ldflags=-w -json -count=1 -timeout "$TIMEOUT" -p "${STRESS_PROCS:-4}" -parallel "${STRESS_PARALLEL:-4}")
 if [ -n "$RUN" ]; then
   args+=(-run "$RUN")
 fi
