@@ -123,7 +123,7 @@ var (
 	OpenAIModel             = stringSetting(SettingDef{Key: "OPENAI_MODEL", Category: "AI", Type: TypeModelPicker, Default: "gpt-4o-mini", Description: "Chat model for metadata extraction"})
 	EmbeddingProvider       = stringSetting(SettingDef{Key: "EMBEDDING_PROVIDER", Category: "AI", Type: TypeDropdown, Default: "hashing", Options: []string{"hashing", "openai"}, Description: "Embedding provider"})
 	EmbeddingModel          = stringSetting(SettingDef{Key: "EMBEDDING_MODEL", Category: "AI", Type: TypeModelPicker, Default: "text-embedding-3-small", Description: "Embedding model (openai provider)"})
-	EmbeddingDimensions     = intSetting(SettingDef{Key: "EMBEDDING_DIMENSIONS", Category: "AI", Default: "384", Description: "Embedding dimensions", Check: IntBetween(1, 4096)})
+	EmbeddingDimensions     = intSetting(SettingDef{Key: "EMBEDDING_DIMENSIONS", Category: "AI", RestartRequired: true, Default: "384", Description: "Embedding dimensions (the Elasticsearch index is made for them when a process starts)", Check: IntBetween(1, 4096)})
 	EmbeddingMaxTokens      = intSetting(SettingDef{Key: "EMBEDDING_MAX_TOKENS", Category: "AI", Default: "8000", Description: "Tokens of text fed to the embedding", Check: AtLeast(1)})
 	EmbeddingBaseURL        = stringSetting(SettingDef{Key: "EMBEDDING_BASE_URL", Category: "AI", Description: "OpenAI-compatible embeddings API base URL (empty: OPENAI_BASE_URL)", Check: URLs("https", "http")})
 	EmbeddingAPIKey         = stringSetting(SettingDef{Key: "EMBEDDING_API_KEY", Category: "AI", Sensitive: true, Description: "API key of the embeddings endpoint (empty: OPENAI_API_KEY)"})

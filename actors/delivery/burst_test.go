@@ -76,7 +76,10 @@ func TestBurstWithDeadReceiverDoesNotDelayOthers(t *testing.T) {
 	s, _ := e.start(func(c *Config) {
 		c.Timeout = 5 * time.Second
 		c.StallAfter = 500 * time.Millisecond
-		c.RetryDelays = []time.Duration{time.Minute}
+		// A live receiver answering slowly on a loaded machine (an
+		// attempt of StallAfter/4) is shed to the retry tier too, as a
+		// slow receiver is: a short delay brings those back soon.
+		c.RetryDelays = []time.Duration{5 * time.Second}
 		c.MaxQueue, c.PerSubscriber = maxQueue, slots
 	})
 

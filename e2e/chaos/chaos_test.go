@@ -22,7 +22,7 @@ func TestChaosShort(t *testing.T) {
 		t.Skip("the chaos suite runs six docflow processes and their servers for about two minutes; skipped under -short")
 	}
 	if os.Getenv("DOCFLOW_CHAOS") == "" {
-		t.Skip("the short chaos run loads both cores for two minutes beside the rest of the suite: `make chaos-short` runs it (DOCFLOW_CHAOS=1), `make chaos` the full run")
+		t.Skip("the short chaos run loads both cores for two minutes: make test runs it on its own after the other tests, `make chaos-short` alone (DOCFLOW_CHAOS=1), `make chaos` the full run")
 	}
 	if os.Geteuid() != 0 {
 		t.Log("NOTE: not root: Dovecot cannot run, the workload sends no mail")
