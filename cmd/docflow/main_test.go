@@ -56,14 +56,27 @@ func TestWorkerNeedsBrokers(t *testing.T) {
 func TestServeStartsAndStops(t *testing.T) {
 	url, cleanup := testDatabaseURL(t)
 	defer cleanup()
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	addr := ln.Addr().String()
-	ln.Close()
-	env := map[string]string{"DATABASE_URL": url, "WORKDIR": t.TempDir(), "LISTEN_ADDR": addr, "LOG_LEVEL": "warn"}
-	m := &Main{Role: "serve", Getenv: func(k string) string { return env[k] }, Stdout: io.Discard, Stderr: io.Discard}
-	if err := m.Run(context.Background()); err != nil {
+	// A free port is picked, closed and handed over: another process may
+	// take it meanwhile, and then another port is tried.
+	var m *Main
+	var addr string
+	for attempt := 1; ; attempt++ {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr = ln.Addr().String()
+		ln.Close()
+		env := map[string]string{"DATABASE_URL": url, "WORKDIR": t.TempDir(), "LISTEN_ADDR": addr, "LOG_LEVEL": "warn"}
+		m = &Main{Role: "serve", Getenv: func(k string) string { return env[k] }, Stdout: io.Discard, Stderr: io.Discard}
+		err = m.Run(context.Background())
+		if err == nil {
+			break
+		}
 		m.Close(context.Background()) //nolint:errcheck
-		t.Fatal(err)
+		if attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
 	}
 	resp, err := http.Get("http://" + addr + "/api/diagnostic/healthz/ready")
 	if err != nil {

@@ -96,7 +96,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	// machine can miss (docflow_queue_lag_up 0, the lags unknown): scrape
 	// until it answers.
 	var mfs map[string]*dto.MetricFamily
-	testsupport.WaitFor(t, time.Minute, "an answered lag look-up", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "an answered lag look-up", func() bool {
 		var status int
 		status, mfs = scrape(t, client, a.URL, "Bearer "+token)
 		if status != 200 {

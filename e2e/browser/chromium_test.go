@@ -29,10 +29,11 @@ func browserPath() string {
 }
 
 // headlessChromium starts a headless Chromium with a fresh profile for
-// at most two minutes; cancel ends it.
+// at most five minutes (a test of several pages takes two on a loaded
+// machine); cancel ends it.
 func headlessChromium(t *testing.T) (context.Context, context.CancelFunc) {
 	t.Helper()
-	return headlessChromiumFor(t, 2*time.Minute)
+	return headlessChromiumFor(t, 5*time.Minute)
 }
 
 // headlessChromiumFor is headlessChromium for at most d.

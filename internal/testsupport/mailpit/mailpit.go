@@ -131,7 +131,9 @@ type Message struct {
 	} `json:"To"`
 }
 
-var client = &nethttp.Client{Timeout: 10 * time.Second}
+// client reads Mailpit's API; a minute, as a message of tens of MiB is
+// parsed before it is answered, slowly on a loaded machine.
+var client = &nethttp.Client{Timeout: time.Minute}
 
 func (s *Server) getJSON(path string, v any) error {
 	resp, err := client.Get(s.API + path)
