@@ -9,7 +9,8 @@
 // The database:
 //   - db.go: Open, the pool, and the migrations (migrations/*.sql, embedded,
 //     applied at start under an advisory lock).
-//   - errors.go: driver errors as docflow codes.
+//   - errors.go: driver errors as docflow codes, and retryConflicts for
+//     transactions a deadlock may abort.
 //   - cipher.go: AES-256-GCM for secrets at rest, keyed from SESSION_SECRET.
 //   - settings.go: the settings store (database, then environment, then
 //     the catalogue's default; sensitive values sealed; values checked,

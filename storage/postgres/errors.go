@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -58,3 +59,24 @@ func dbErr(err error) error {
 // mapDBError applies dbErr to *err (deferred by the methods the pipeline
 // engine calls).
 func mapDBError(err *error) { *err = dbErr(*err) }
+
+// retryConflicts runs fn, a whole transaction, again when PostgreSQL chose
+// it as a deadlock's victim (40P01) or as a serialization failure's
+// (40001), which leaves nothing done: at most attempts times, pausing a
+// little longer each time. Statements whose cascades lock rows in another
+// order than the pipeline's transactions (deleting a pipeline sets
+// pipeline_id on files and runs in flight) need it.
+func retryConflicts(ctx context.Context, attempts int, fn func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := fn()
+		var pgErr *pgconn.PgError
+		if err == nil || attempt >= attempts || !errors.As(err, &pgErr) || (pgErr.Code != "40P01" && pgErr.Code != "40001") {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
+		}
+	}
+}

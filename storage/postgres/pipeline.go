@@ -233,7 +233,15 @@ func (s *PipelineStore) UpdatePipeline(ctx context.Context, id int64, fn func(*d
 // DeletePipeline removes the pipeline (its steps and the rules targeting it
 // go with it; files and runs keep going without it).
 func (s *PipelineStore) DeletePipeline(ctx context.Context, id int64) error {
-	tag, err := s.db.Pool.Exec(ctx, `DELETE FROM pipelines WHERE id=$1`, id)
+	// The delete sets pipeline_id on the files and runs in flight, in
+	// another order than the pipeline's own transactions lock them: a
+	// deadlock's victim is tried again.
+	var tag pgconn.CommandTag
+	err := retryConflicts(ctx, 5, func() error {
+		var err error
+		tag, err = s.db.Pool.Exec(ctx, `DELETE FROM pipelines WHERE id=$1`, id)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("delete pipeline: %w", err)
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"docflow"
 )
@@ -151,18 +150,15 @@ func (s *ResetStore) Wipe(ctx context.Context, w docflow.ResetWipe) (counts map[
 	// The ACCESS EXCLUSIVE locks are taken while steps and relays run:
 	// PostgreSQL may pick the reset as a deadlock's victim (40P01), which
 	// leaves nothing done, so the whole transaction is tried again.
-	for attempt := 1; ; attempt++ {
-		counts, err = s.wipeOnce(ctx, w)
-		var pgErr *pgconn.PgError
-		if err == nil || attempt == wipeAttempts || !errors.As(err, &pgErr) || (pgErr.Code != "40P01" && pgErr.Code != "40001") {
-			return counts, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Duration(attempt) * 100 * time.Millisecond):
-		}
+	err = retryConflicts(ctx, wipeAttempts, func() error {
+		var werr error
+		counts, werr = s.wipeOnce(ctx, w)
+		return werr
+	})
+	if err != nil {
+		return nil, err
 	}
+	return counts, nil
 }
 
 // wipeAttempts bounds Wipe's tries after deadlocks.
