@@ -13,7 +13,7 @@ export DOCFLOW_TEST_DATABASE_URL ?= $(shell bash scripts/pgtest.sh url)
 
 help:
 	@echo "make run    start docflow (installs and starts what it needs)"
-	@echo "make test   run the whole test suite (installs what the tests need)"
+	@echo "make test   run the whole test suite, the fuzz targets and the short chaos run (installs what the tests need; TEST_CHAOS=0, TEST_FUZZTIME=2s, TEST_FLAGS=-count=1)"
 	@echo "make test-stress  the suite 3 times beside a CPU-burning load (STRESS_RUNS, STRESS_BURNERS, STRESS_PKGS)"
 	@echo "make bench  run the speed and memory benchmarks"
 	@echo "make load   the mixed workload at the highest rate held (LOAD_DURATION=10m)"
