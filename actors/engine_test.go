@@ -14,7 +14,7 @@ import (
 // TestNewEngineBridgesLogs: hollywood's own logs (here: a duplicate actor
 // id) come out of the zerolog logger given to NewEngine.
 func TestNewEngineBridgesLogs(t *testing.T) {
-	var logs lockedBuf
+	var logs testsupport.LogBuffer
 	e, err := NewEngine(zerolog.New(&logs))
 	if err != nil {
 		t.Fatal(err)

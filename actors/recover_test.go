@@ -10,6 +10,8 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/rs/zerolog"
+
+	"docflow/internal/testsupport"
 )
 
 type boomMsg struct {
@@ -25,28 +27,11 @@ func (m *boomMsg) Fail(err error) {
 	close(m.ch)
 }
 
-type lockedBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestRecoverTurnsPanicIntoResult panics far more often than hollywood's
 // restart limit: every panic becomes an error result, the actor keeps its
 // state and the process survives.
 func TestRecoverTurnsPanicIntoResult(t *testing.T) {
-	var logs lockedBuf
+	var logs testsupport.LogBuffer
 	log := zerolog.New(&logs)
 	e := newTestEngine(t)
 
@@ -112,7 +97,7 @@ func newTestEngine(t *testing.T) *actor.Engine {
 // A panic in a goroutine an actor started ends that goroutine, logged,
 // and its deferred report still runs.
 func TestGoRecovers(t *testing.T) {
-	var buf syncBuffer
+	var buf testsupport.LogBuffer
 	log := zerolog.New(&buf)
 	reported := make(chan bool, 1)
 	Go(log, "test job", func() {
@@ -134,22 +119,4 @@ func TestGoRecovers(t *testing.T) {
 	if !strings.Contains(buf.String(), "test job") {
 		t.Fatalf("log does not name the goroutine: %q", buf.String())
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger on another goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

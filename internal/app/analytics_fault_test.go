@@ -58,24 +58,6 @@ func clickhouseAddr(t *testing.T) string {
 // machine, generous for a loaded one.
 const outageWait = 3 * time.Minute
 
-// syncBuffer is a log sink tests read while the process writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestClickHouseOutageDuringABurst: with ClickHouse hanging (it accepts
 // connections and answers nothing), documents still flow through the
 // pipeline, Record never blocks, the metrics held in memory stay within
@@ -100,7 +82,7 @@ func TestClickHouseOutageDuringABurst(t *testing.T) {
 		}
 	})
 	const bound = 1000
-	logs := &syncBuffer{}
+	logs := &testsupport.LogBuffer{}
 	log := zerolog.New(logs).Level(zerolog.WarnLevel)
 	a := apptest.New(t, apptest.Options{Log: &log, Env: map[string]string{
 		"ENABLE_TEST_STEP":         "true",

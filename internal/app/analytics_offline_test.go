@@ -32,7 +32,7 @@ func TestStartsWhileClickHouseIsDown(t *testing.T) {
 			conn.Close()
 		}
 	})
-	logs := &syncBuffer{}
+	logs := &testsupport.LogBuffer{}
 	log := zerolog.New(logs).Level(zerolog.WarnLevel)
 	a := apptest.New(t, apptest.Options{Log: &log, Env: map[string]string{
 		"CLICKHOUSE_URL": "clickhouse://" + proxy.Addr() + "/" + db,

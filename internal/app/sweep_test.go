@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/internal/testsupport"
 	"docflow/storage/blob"
 	"docflow/storage/blob/blobtest"
 	"docflow/storage/postgres"
@@ -23,24 +23,6 @@ type mapSettings struct {
 }
 
 func (s mapSettings) Get(key string) string { return s.m[key] }
-
-// syncBuffer is a log destination the test reads while a goroutine writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
 
 // reference records a file whose original is key.
 func reference(t *testing.T, db *postgres.DB, key string) {
@@ -76,7 +58,7 @@ func TestBlobSweepSkipsWhileLocked(t *testing.T) {
 	kept := blobtest.PutAged(t, blobs, "referenced", 3*24*time.Hour)
 	orphan := blobtest.PutAged(t, blobs, "orphan", 3*24*time.Hour)
 	reference(t, db, kept)
-	var logs syncBuffer
+	var logs testsupport.LogBuffer
 	log := zerolog.New(&logs)
 	settings := mapSettings{m: map[string]string{}}
 
@@ -138,12 +120,12 @@ func TestBlobSweepSchedule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	newMain := func(env map[string]string) (*App, *syncBuffer) {
+	newMain := func(env map[string]string) (*App, *testsupport.LogBuffer) {
 		settings, err := postgres.NewSettingsStore(ctx, db, cipher, func(k string) string { return env[k] }, zerolog.Nop())
 		if err != nil {
 			t.Fatal(err)
 		}
-		logs := &syncBuffer{}
+		logs := &testsupport.LogBuffer{}
 		return &App{Settings: settings, Blobs: blobs, Files: files, Log: zerolog.New(logs), sweepDelay: 50 * time.Millisecond}, logs
 	}
 
