@@ -13,7 +13,7 @@ export DOCFLOW_TEST_DATABASE_URL ?= $(shell bash scripts/pgtest.sh url)
 
 help:
 	@echo "make run    start docflow (installs and starts what it needs)"
-	@echo "make test   run the whole test suite, the fuzz targets and the short chaos run (installs what the tests need; TEST_CHAOS=0, TEST_FUZZTIME=2s, TEST_FLAGS=-count=1)"
+	@echo "make test   run the whole test suite, the fuzz targets and the short chaos run (installs what the tests need; TEST_CHAOS=0, TEST_FUZZTIME=2s, TEST_FLAGS=-count=1, TEST_CPU=1)"
 	@echo "make test-stress  the suite 3 times beside a CPU-burning load (STRESS_RUNS, STRESS_BURNERS, STRESS_PKGS)"
 	@echo "make bench  run the speed and memory benchmarks"
 	@echo "make load   the mixed workload at the highest rate held (LOAD_DURATION=10m)"
@@ -71,6 +71,12 @@ run: deps-run build
 TEST_PROCS ?= 4
 TEST_PARALLEL ?= 4
 TEST_FLAGS ?=
+# TEST_CPU=1 runs each test binary under internal/testexec, and the
+# summary gives each package's CPU (with the tools it started) beside its
+# wall time and lists the packages that used the most; go test caches no
+# package run so.
+TEST_CPU ?= 0
+TEST_EXEC = $(if $(filter 1,$(TEST_CPU)),-exec $(abspath $(BIN))/testexec,)
 # Each fuzz target runs this long after the tests (scripts/fuzz.sh).
 TEST_FUZZTIME ?= 2s
 # The short chaos run (150 documents under every fault, about two
@@ -87,10 +93,11 @@ test: deps services imports web
 	@echo "==> go vet -race"
 	$(GO) vet -race ./...
 	@echo "==> go test -race ./... (this takes a while on 2 cores)"
+	@if [ "$(TEST_CPU)" = 1 ]; then mkdir -p $(BIN) && $(GO) build -o $(BIN)/testexec ./internal/testexec; fi
 	@# -ldflags=-w: no DWARF in the test binaries, a quarter less link time each.
 	@# Then every fuzz target for TEST_FUZZTIME (its corpus already ran as
 	@# tests), then the short chaos run; the run fails when any failed.
-	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m -p $(TEST_PROCS) -parallel $(TEST_PARALLEL) $(TEST_FLAGS) $(TEST_FIRST) ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START); \
+	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m -p $(TEST_PROCS) -parallel $(TEST_PARALLEL) $(TEST_EXEC) $(TEST_FLAGS) $(TEST_FIRST) ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START); \
 	  st=$$?; FUZZTIME=$(TEST_FUZZTIME) bash scripts/fuzz.sh || st=1; \
 	  if [ "$(TEST_CHAOS)" != 0 ]; then echo "==> chaos: the short run (TEST_CHAOS=0 leaves it out)"; \
 	    DOCFLOW_CHAOS=1 $(GO) test -count=1 -timeout 15m -run TestChaosShort ./e2e/chaos || st=1; fi; \

@@ -103,7 +103,9 @@ func newPipeBenchEnv(ctx context.Context, env ...string) (*pipeBenchEnv, error) 
 	log := zerolog.New(io.Discard)
 	// The engine's production settings (12 partitions, leases, timeouts,
 	// consumer timings) but for what the measurement needs.
-	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", Log: &log, ProductionTimings: true,
+	// The broker keeps its log on disk, as serve's does: the figures
+	// are a worker's, which holds no log in memory.
+	a, err := apptest.Start(ctx, apptest.Options{Role: "worker", Log: &log, ProductionTimings: true, BrokerOnDisk: true,
 		Env: withEnv(map[string]string{"ENABLE_TEST_STEP": "true", "KAFKA_PARTITIONS": strconv.Itoa(streams.DefaultPartitions)}, env...),
 		Engine: func(c *pipeline.Config) {
 			c.StepTypes, c.SkipRecovery = []string{docflow.StepTest}, true

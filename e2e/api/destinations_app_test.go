@@ -1,11 +1,7 @@
 package api_test
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	nethttp "net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,6 +11,7 @@ import (
 
 	"docflow/e2e/e2etest"
 	"docflow/internal/app/apptest"
+	"docflow/internal/testsupport"
 	"docflow/internal/testsupport/davserver"
 	"docflow/internal/testsupport/testbin"
 )
@@ -30,35 +27,8 @@ func TestBuiltAPIDestinations(t *testing.T) {
 	a := apptest.New(t, apptest.Options{Env: map[string]string{"AUTH_ENABLED": "true", "INTEGRATION_ALLOWED_HOSTS": "127.0.0.1"}})
 	a.LocalUser(t, "ann@example.com", false)
 	token := a.Token(t, "ann@example.com")
-	call := func(method, path string, body any) (int, map[string]any, string) {
-		t.Helper()
-		var r io.Reader
-		ctype := "application/json"
-		switch b := body.(type) {
-		case nil:
-		case *bytes.Buffer:
-			r = b
-		case e2etest.Multipart:
-			r, ctype = b.Body, b.ContentType
-		default:
-			j, _ := json.Marshal(b)
-			r = bytes.NewReader(j)
-		}
-		req, _ := nethttp.NewRequest(method, a.URL+path, r)
-		req.Header.Set("Authorization", "Bearer "+token)
-		if r != nil {
-			req.Header.Set("Content-Type", ctype)
-		}
-		resp, err := nethttp.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		raw, _ := io.ReadAll(resp.Body)
-		var m map[string]any
-		_ = json.Unmarshal(raw, &m)
-		return resp.StatusCode, m, string(raw)
-	}
+	phone := &e2etest.Phone{T: t, Base: a.URL, Token: token}
+	call := phone.Call
 	webdav := func(pass string) map[string]any {
 		return map[string]any{"integration_type": "webdav", "name": "Share",
 			"config":      map[string]any{"url": dav.URL, "path": "/docflow/in", "filename_template": "{id} {original_filename}"},
@@ -103,7 +73,7 @@ func TestBuiltAPIDestinations(t *testing.T) {
 		t.Fatalf("upload: %d %s", st, raw)
 	}
 	var fileID int64
-	waitFor(t, 30*time.Second, "the file recorded", func() bool {
+	testsupport.WaitFor(t, 2*time.Minute, "the file recorded", func() bool {
 		_, list, _ := call("GET", "/api/files", nil)
 		files, _ := list["files"].([]any)
 		if len(files) == 1 {
@@ -113,7 +83,7 @@ func TestBuiltAPIDestinations(t *testing.T) {
 	})
 	_ = up
 	var dest map[string]any
-	waitFor(t, 30*time.Second, "the delivery", func() bool {
+	testsupport.WaitFor(t, 2*time.Minute, "the delivery", func() bool {
 		_, m, _ := call("GET", fmt.Sprintf("/api/files/%d", fileID), nil)
 		ds, _ := m["destinations"].([]any)
 		if len(ds) == 1 {
@@ -144,7 +114,7 @@ func TestBuiltAPIDestinations(t *testing.T) {
 	if st != 202 || m["status"] != "queued" {
 		t.Fatalf("send-to: %d %s", st, raw)
 	}
-	waitFor(t, 30*time.Second, "the second delivery", func() bool {
+	testsupport.WaitFor(t, 2*time.Minute, "the second delivery", func() bool {
 		b, _ := os.ReadFile(filepath.Join(dav.Dir, "docflow", "in", name))
 		return string(b) == "the notes"
 	})
@@ -154,20 +124,9 @@ func TestBuiltAPIDestinations(t *testing.T) {
 	if st, _, raw := call("POST", fmt.Sprintf("/api/files/%d/send-to/%d", fileID, integrationID+1000), nil); st != 404 {
 		t.Fatalf("send-to an unknown integration: %d %s", st, raw)
 	}
-	waitFor(t, 10*time.Second, "the integration's status", func() bool {
+	testsupport.WaitFor(t, 2*time.Minute, "the integration's status", func() bool {
 		_, m, _ := call("GET", fmt.Sprintf("/api/integrations/%d", integrationID), nil)
 		status, _ := m["status"].(map[string]any)
 		return status != nil && status["deliveries_ok"] == float64(2)
 	})
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/pdfcpu/pdfcpu/pkg/api"
+
+	"docflow/processing/pdfconf"
 )
 
 // The oversized samples are what they claim: a complete white PNG, a
@@ -35,7 +37,7 @@ func TestOversizeSamples(t *testing.T) {
 	if len(pdf) > 500 {
 		t.Fatalf("huge-page PDF takes %d bytes", len(pdf))
 	}
-	dims, err := api.PageDims(bytes.NewReader(pdf), nil)
+	dims, err := api.PageDims(bytes.NewReader(pdf), pdfconf.New())
 	if err != nil || len(dims) != 1 || dims[0].Width != 4800 || dims[0].Height != 4800 {
 		t.Fatalf("page dims %v, %v", dims, err)
 	}

@@ -7,7 +7,8 @@ import (
 	"strings"
 
 	"github.com/pdfcpu/pdfcpu/pkg/api"
-	"github.com/pdfcpu/pdfcpu/pkg/pdfcpu/model"
+
+	"docflow/processing/pdfconf"
 )
 
 // pdfEscape escapes a string for a PDF literal; text is limited to
@@ -118,7 +119,11 @@ func WriteCorruptPDF(path string) error {
 // password, so it cannot be opened without it.
 func WriteEncryptedPDF(path, userPassword string) error {
 	src := TextPDF([][]string{{"Confidential content behind a password."}})
-	conf := model.NewAESConfiguration(userPassword, userPassword+"-owner", 256)
+	// pdfconf's configuration, not model.NewAESConfiguration's: pdfcpu's
+	// own default races when tests generate corpora concurrently.
+	conf := pdfconf.New()
+	conf.UserPW, conf.OwnerPW = userPassword, userPassword+"-owner"
+	conf.EncryptUsingAES, conf.EncryptKeyLength = true, 256
 	var out bytes.Buffer
 	if err := api.Encrypt(bytes.NewReader(src), &out, conf); err != nil {
 		return fmt.Errorf("encrypt pdf: %w", err)

@@ -4,6 +4,10 @@
 // "N passed, N failed, N skipped". Before the skip reasons it lists the
 // slowest tests, so the next engineer sees where the suite's time goes.
 // It exits 1 when anything failed.
+//
+// When the test binaries ran under internal/testexec (`make test
+// TEST_CPU=1`), each package's line gives its CPU time too, and the
+// summary lists the packages that used the most.
 package main
 
 import (
@@ -14,6 +18,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -48,6 +53,14 @@ func summarize(in io.Reader, w io.Writer, wall func() string) int {
 	var failures, skips []string
 	pkgFailed := map[string]bool{}
 	var slow []timed
+	cpu := map[string]float64{} // by package, from testexec's line
+	var cpuOrder []timed
+	cpuCol := func(pkg string) string {
+		if c, ok := cpu[pkg]; ok {
+			return fmt.Sprintf("  cpu %6.1fs", c)
+		}
+		return ""
+	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -60,6 +73,13 @@ func summarize(in io.Reader, w io.Writer, wall func() string) int {
 		key := e.Package + " " + e.Test
 		switch e.Action {
 		case "output":
+			if e.Test == "" && strings.HasPrefix(e.Output, testexecPrefix) {
+				if c, ok := parseCPU(e.Output); ok {
+					cpu[e.Package] = c
+					cpuOrder = append(cpuOrder, timed{e.Package, c})
+				}
+				continue
+			}
 			b := out[key]
 			if b == nil {
 				b = &strings.Builder{}
@@ -75,7 +95,7 @@ func summarize(in io.Reader, w io.Writer, wall func() string) int {
 			if e.Test != "" {
 				passed++
 			} else {
-				fmt.Fprintf(w, "ok   %-50s %6.1fs\n", e.Package, e.Elapsed)
+				fmt.Fprintf(w, "ok   %-50s %6.1fs%s\n", e.Package, e.Elapsed, cpuCol(e.Package))
 			}
 			delete(out, key)
 		case "fail":
@@ -84,7 +104,7 @@ func summarize(in io.Reader, w io.Writer, wall func() string) int {
 				failures = append(failures, key)
 			} else {
 				pkgFailed[e.Package] = true
-				fmt.Fprintf(w, "FAIL %-50s %6.1fs\n", e.Package, e.Elapsed)
+				fmt.Fprintf(w, "FAIL %-50s %6.1fs%s\n", e.Package, e.Elapsed, cpuCol(e.Package))
 			}
 		case "skip":
 			if e.Test != "" {
@@ -114,6 +134,17 @@ func summarize(in io.Reader, w io.Writer, wall func() string) int {
 			fmt.Fprintf(w, "  %6.1fs %s\n", s.secs, s.name)
 		}
 	}
+	if len(cpuOrder) > 0 {
+		var total float64
+		for _, c := range cpuOrder {
+			total += c.secs
+		}
+		sort.Slice(cpuOrder, func(i, j int) bool { return cpuOrder[i].secs > cpuOrder[j].secs })
+		fmt.Fprintf(w, "\nCPU of the test processes and their tools: %.0fs in all; the most:\n", total)
+		for _, c := range cpuOrder[:min(len(cpuOrder), slowest)] {
+			fmt.Fprintf(w, "  %6.1fs %s\n", c.secs, c.name)
+		}
+	}
 	if len(skips) > 0 {
 		sort.Strings(skips)
 		fmt.Fprintln(w, "\nSkipped tests:")
@@ -127,6 +158,17 @@ func summarize(in io.Reader, w io.Writer, wall func() string) int {
 		return 1
 	}
 	return 0
+}
+
+// testexecPrefix begins the line internal/testexec prints when a test
+// binary ends: "testexec: cpu 12.34s (user 10.01s, sys 2.33s)".
+const testexecPrefix = "testexec: cpu "
+
+// parseCPU reads the seconds of a testexec line.
+func parseCPU(line string) (float64, bool) {
+	f, _, _ := strings.Cut(strings.TrimPrefix(line, testexecPrefix), "s")
+	c, err := strconv.ParseFloat(f, 64)
+	return c, err == nil
 }
 
 // slowest is how many of the slowest passed tests the summary lists.

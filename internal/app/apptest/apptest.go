@@ -11,6 +11,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -58,6 +59,10 @@ type Options struct {
 	Workdir string
 	// NoRelay leaves the outbox unpublished (app.Config.NoRelay).
 	NoRelay bool
+	// BrokerOnDisk keeps the embedded broker's log in WORKDIR/broker, as
+	// serve's broker does, rather than in the process's memory (for
+	// benchmarks of the process's memory: a worker holds no log).
+	BrokerOnDisk bool
 	// These adjust a component's configuration after the twin's short
 	// timings (app.Config).
 	Engine  func(*pipeline.Config)
@@ -142,7 +147,11 @@ func Start(ctx context.Context, o Options) (a *App, err error) {
 		a.closers = append(a.closers, cleanup)
 	}
 
-	broker := streams.NewBroker(streams.BrokerConfig{MinSessionTimeout: 500 * time.Millisecond, Log: log})
+	bcfg := streams.BrokerConfig{MinSessionTimeout: 500 * time.Millisecond, Log: log}
+	if o.BrokerOnDisk {
+		bcfg.DataDir = filepath.Join(a.dir, "broker")
+	}
+	broker := streams.NewBroker(bcfg)
 	if err := broker.Start(); err != nil {
 		return nil, fmt.Errorf("start broker: %w", err)
 	}
