@@ -34,7 +34,10 @@
 //   - Go runs the I/O an actor must not wait for in its receive (a claim,
 //     a write, an attempt) on a goroutine of its own, recovered: the
 //     goroutine reports its outcome to its actor from a deferred Send, so
-//     a panic still tells the actor.
+//     a panic still tells the actor. A Group counts such goroutines for
+//     a service's Close, which may wait while actors still receive: once
+//     it waits, Group.Go starts nothing (a bare WaitGroup's Add would race
+//     with its Wait).
 //
 // What is an actor and what is a goroutine: actors are hollywood processes
 // spawned with Recover, receiving one message at a time. The goroutines in

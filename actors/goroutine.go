@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/rs/zerolog"
 )
@@ -22,4 +23,42 @@ func Go(log zerolog.Logger, what string, fn func()) {
 		}()
 		fn()
 	}()
+}
+
+// Group is the goroutines a service's actors start (with Go), which the
+// service's Close waits for. Unlike a bare sync.WaitGroup, whose Add must
+// not race with its Wait, Go may be called while Wait runs: an actor still
+// receiving while its service closes starts nothing more. Once Wait has
+// begun, Go runs nothing and returns false; the work it was given is left
+// undone, as a stopping service leaves unacknowledged work for the next
+// owner. The zero value is ready to use.
+type Group struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// Go runs fn as the package's Go does, counted by Wait, unless Wait has
+// begun: then it runs nothing and returns false.
+func (g *Group) Go(log zerolog.Logger, what string, fn func()) bool {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return false
+	}
+	g.wg.Add(1)
+	g.mu.Unlock()
+	Go(log, what, func() {
+		defer g.wg.Done()
+		fn()
+	})
+	return true
+}
+
+// Wait refuses every later Go and waits for the goroutines started before.
+func (g *Group) Wait() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
+	g.wg.Wait()
 }

@@ -198,7 +198,7 @@ func TestIMAPExactlyOnceThroughKills(t *testing.T) {
 	if n := count(); n != want {
 		t.Fatalf("%d documents, want %d", n, want)
 	}
-	testsupport.WaitFor(t, time.Minute, "every mail flagged seen", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "every mail flagged seen", func() bool {
 		total, unseen, err := imaptest.Count(d.Addr, "alice", "secret", "INBOX")
 		return err == nil && total == uint32(mails) && unseen == 0
 	})

@@ -95,7 +95,7 @@ func TestServeShutdownWithABacklog(t *testing.T) {
 		}
 		return n
 	}
-	testsupport.WaitFor(t, time.Minute, "the steps at work", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the steps at work", func() bool {
 		running, _, err := db.StepsLeftRunning(ctx)
 		return err == nil && running > 0
 	})

@@ -138,9 +138,7 @@ func (a *subscriberActor) Receive(c *actor.Context) {
 		a.seq++
 		seq := a.seq
 		a.running[seq] = &runningJob{j: j, at: now}
-		a.s.wg.Add(1)
-		actors.Go(a.s.log, "delivery attempt", func() {
-			defer a.s.wg.Done()
+		a.s.goes.Go(a.s.log, "delivery attempt", func() {
 			started := time.Now()
 			var once sync.Once
 			free := func(failed bool) {
@@ -197,9 +195,7 @@ func (a *subscriberActor) shedQueue(keep int) {
 
 // shed postpones j to a retry tier on a goroutine of its own.
 func (a *subscriberActor) shed(j *job) {
-	a.s.wg.Add(1)
-	actors.Go(a.s.log, "delivery postponement", func() {
-		defer a.s.wg.Done()
+	a.s.goes.Go(a.s.log, "delivery postponement", func() {
 		a.s.postpone(j)
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"docflow"
+	"docflow/actors"
 	"docflow/internal/ttlcache"
 	"docflow/streams"
 )
@@ -131,8 +132,10 @@ type Service struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	// goes are the goroutines the service and its actors start, which
+	// Close waits for; once it waits, they start no more.
+	goes actors.Group
+	once sync.Once
 }
 
 // New checks cfg and builds the consumers; Start runs them.
@@ -235,11 +238,7 @@ func (s *Service) Topics() []string {
 // Start creates the topics it lacks and joins the consumer groups.
 func (s *Service) Start(ctx context.Context) error {
 	if s.batch != nil {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.batch.run()
-		}()
+		s.goes.Go(s.log, "delivery attempt batches", s.batch.run)
 	}
 	if err := streams.EnsureNamedTopics(ctx, s.cfg.Brokers, s.cfg.Partitions, s.Topics()...); err != nil {
 		return fmt.Errorf("start delivery: %w", err)
@@ -267,7 +266,7 @@ func (s *Service) Close(ctx context.Context) error {
 			errs = append(errs, s.delay.Close(ctx))
 		}
 		done := make(chan struct{})
-		go func() { s.wg.Wait(); close(done) }()
+		go func() { s.goes.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -349,9 +348,7 @@ func (s *Service) handle(d *streams.Delivery) {
 			d.Nack(streams.Poison(fmt.Errorf("attempt message: %v", err)))
 			return
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		s.goes.Go(s.log, "delivery attempt load", func() {
 			del, ok := s.load(m.DeliveryID)
 			if !ok {
 				return // stopping: unacknowledged, made again by the next owner
@@ -361,7 +358,7 @@ func (s *Service) handle(d *streams.Delivery) {
 				return
 			}
 			s.submit(&job{d: del, attempt: m.Attempt, postponed: m.Postponed, done: d.Ack})
-		}()
+		})
 	default:
 		ev, ok, err := deliverableEvent(d.Message.Value)
 		switch {
@@ -381,11 +378,7 @@ func (s *Service) handle(d *streams.Delivery) {
 			case <-s.ctx.Done():
 				return // stopping: unacknowledged, made again by the next owner
 			}
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				s.fanout(ev, d.Ack)
-			}()
+			s.goes.Go(s.log, "delivery fan-out", func() { s.fanout(ev, d.Ack) })
 		}
 	}
 }

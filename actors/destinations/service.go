@@ -220,8 +220,10 @@ type Service struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	once   sync.Once
+	// goes are the goroutines the service and its actors start, which
+	// Close waits for; once it waits, they start no more.
+	goes actors.Group
+	once sync.Once
 }
 
 // New checks cfg and builds the consumer; Start runs it.
@@ -325,7 +327,7 @@ func (s *Service) Close(ctx context.Context) error {
 		s.cancel()
 		err = s.consumer.Close(ctx)
 		done := make(chan struct{})
-		go func() { s.wg.Wait(); close(done) }()
+		go func() { s.goes.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-ctx.Done():
@@ -408,11 +410,9 @@ func (s *Service) retry(what string, fn func(ctx context.Context) error) bool {
 	}
 }
 
-// goDo runs fn on a goroutine the service waits for on Close.
+// goDo runs fn on a goroutine the service waits for on Close; once Close
+// waits, it runs nothing (what fn would do is left for the partition's
+// next owner: nothing of it was acknowledged).
 func (s *Service) goDo(fn func()) {
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		fn()
-	}()
+	s.goes.Go(s.log, "destinations", fn)
 }

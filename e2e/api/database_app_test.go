@@ -91,7 +91,7 @@ func TestDatabaseWizardImportsTheOriginal(t *testing.T) {
 	if !job.Success || job.JobID == 0 || job.ProgressURL == "" {
 		t.Fatalf("migrate: %+v", job)
 	}
-	testsupport.WaitFor(t, 60*time.Second, "the import to finish", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the import to finish", func() bool {
 		json.Unmarshal([]byte(e.admin.must(200, "GET", job.ProgressURL, nil)), &job) //nolint:errcheck
 		return job.Status != "running"
 	})

@@ -108,7 +108,7 @@ func TestBuiltAPIIMAPSource(t *testing.T) {
 	// The supervisor stops the source at its next scan (at once: the
 	// change wakes it), however long that takes on a loaded machine.
 	stopped := fmt.Sprintf(`"integration":%d,"message":"sources: source stopped"`, in.ID)
-	testsupport.WaitFor(t, time.Minute, "the deactivated source stopped", func() bool { return strings.Contains(logs.String(), stopped) })
+	testsupport.WaitFor(t, 3*time.Minute, "the deactivated source stopped", func() bool { return strings.Contains(logs.String(), stopped) })
 	if err := imaptest.Append(ctx, addr, "alice", "secret", "INBOX", imaptest.Mail("c@x", "late",
 		imaptest.Attachment{Name: "c.pdf", Data: imaptest.PDF("c", 500)})); err != nil {
 		t.Fatal(err)

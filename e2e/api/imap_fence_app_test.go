@@ -69,7 +69,7 @@ func TestSourceStopsBeforeTheAnswer(t *testing.T) {
 	// only by new mail.
 	idling := func(subject string) {
 		t.Helper()
-		testsupport.WaitFor(t, time.Minute, subject+" taken in", func() bool { return ingested(subject) })
+		testsupport.WaitFor(t, 3*time.Minute, subject+" taken in", func() bool { return ingested(subject) })
 		time.Sleep(500 * time.Millisecond)
 	}
 	// neverTaken checks, after the worker's next scans, that subject was

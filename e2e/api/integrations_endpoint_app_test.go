@@ -53,7 +53,7 @@ func TestStoredCredentialsStayWithTheirEndpoint(t *testing.T) {
 	path := fmt.Sprintf("/api/integrations/%d", in.ID)
 	// The source runs: a change that went through would have it connect
 	// to the new host with the stored password.
-	testsupport.WaitFor(t, time.Minute, "the source connected", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the source connected", func() bool {
 		return strings.Contains(c.must(200, "GET", path, nil), `"state":"connected"`)
 	})
 
@@ -101,7 +101,7 @@ func TestStoredCredentialsStayWithTheirEndpoint(t *testing.T) {
 	// And the update goes through: the source follows it, and its
 	// last_error is the class, not the trap's words.
 	leaks(c.must(200, "PUT", path, `{"config": {"host": "127.0.0.2"}, "credentials": {"username": "alice", "password": "`+typedPW+`"}}`))
-	testsupport.WaitFor(t, time.Minute, "the moved source's login refused", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the moved source's login refused", func() bool {
 		b := c.must(200, "GET", path, nil)
 		leaks(b)
 		return strings.Contains(b, fmt.Sprintf(`"last_error":%q`, imap.FailLogin))

@@ -111,7 +111,7 @@ func TestMetadataEditOverTheAPI(t *testing.T) {
 	}
 
 	// Search finds the document by its new title.
-	testsupport.WaitFor(t, time.Minute, "search to see the new title", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "search to see the new title", func() bool {
 		_, b := re.do(rOwner, "GET", "/api/search?q="+url.QueryEscape("quokka"), nil)
 		return strings.Contains(string(b), fmt.Sprintf(`"file_id":%d`, id))
 	})
@@ -127,7 +127,7 @@ func TestMetadataEditOverTheAPI(t *testing.T) {
 	}
 
 	// The webhook receives document.updated with what changed.
-	testsupport.WaitFor(t, time.Minute, "the webhook to receive document.updated twice", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the webhook to receive document.updated twice", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(got) >= 2

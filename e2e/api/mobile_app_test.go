@@ -109,7 +109,7 @@ func TestPhoneApp(t *testing.T) {
 		t.Fatalf("upload: %d %s", st, raw)
 	}
 	var fileID int64
-	testsupport.WaitFor(t, time.Minute, "the upload in GET /api/files?search=", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the upload in GET /api/files?search=", func() bool {
 		_, list, _ := app.Call("GET", "/api/files?search="+url.QueryEscape(name), nil)
 		files, _ := list["files"].([]any)
 		for _, f := range files {

@@ -164,7 +164,7 @@ func TestUploadWindowAcrossProcesses(t *testing.T) {
 	if !refused {
 		t.Fatal("12 uploads at once under 3 per second, none refused")
 	}
-	testsupport.WaitFor(t, time.Minute, "the upload window to slide on", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the upload window to slide on", func() bool {
 		s, _, _ := upload(b.URL)
 		return s == 200
 	})

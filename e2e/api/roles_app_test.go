@@ -318,7 +318,7 @@ func TestSharedDocumentReachesSearch(t *testing.T) {
 		ID int64 `json:"id"`
 	}
 	json.Unmarshal(re.must(rOwner, "POST", fmt.Sprintf("/api/files/%d/shares", id), map[string]any{"shared_with_user_id": roleUsers[rStranger]}, 201), &sh) //nolint:errcheck
-	testsupport.WaitFor(t, time.Minute, "search after sharing", func() bool { return found(rStranger) })
+	testsupport.WaitFor(t, 3*time.Minute, "search after sharing", func() bool { return found(rStranger) })
 	re.must(rOwner, "DELETE", fmt.Sprintf("/api/files/%d/shares/%d", id, sh.ID), nil, 200)
-	testsupport.WaitFor(t, time.Minute, "search after unsharing", func() bool { return !found(rStranger) })
+	testsupport.WaitFor(t, 3*time.Minute, "search after unsharing", func() bool { return !found(rStranger) })
 }

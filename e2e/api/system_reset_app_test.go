@@ -206,7 +206,7 @@ func TestSystemResetFull(t *testing.T) {
 	if status, body := bob.do("POST", fmt.Sprintf("/api/files/%d/comments", first), map[string]string{"body": "a comment"}, auth...); status != 201 && status != 200 {
 		t.Fatalf("comment: %d %s", status, body)
 	}
-	testsupport.WaitFor(t, time.Minute, "the documents indexed", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the documents indexed", func() bool {
 		_, body := bob.do("GET", "/api/search?q=zebra", nil, auth...)
 		return strings.Contains(body, `"total":2`)
 	})
@@ -309,7 +309,7 @@ func TestSystemResetReimport(t *testing.T) {
 	if res.Result.Database["files"] != 3 {
 		t.Errorf("counts: %v", res.Result.Database)
 	}
-	testsupport.WaitFor(t, time.Minute, "the worker hears the reset", func() bool { return w.LastReset() == res.Result.ID })
+	testsupport.WaitFor(t, 3*time.Minute, "the worker hears the reset", func() bool { return w.LastReset() == res.Result.ID })
 
 	c = newClient(t, a.URL)
 	token = a.Token(t, "admin") // the old one was wiped
@@ -322,7 +322,7 @@ func TestSystemResetReimport(t *testing.T) {
 	if !names["invoice.txt"] || !names["letter.txt"] {
 		t.Fatalf("documents back: %+v", back)
 	}
-	testsupport.WaitFor(t, time.Minute, "the originals moved out of the watch folder", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the originals moved out of the watch folder", func() bool {
 		entries, _ := os.ReadDir(folder)
 		for _, e := range entries {
 			if e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".incoming") {

@@ -120,7 +120,7 @@ func TestAdminPagesInBrowser(t *testing.T) {
 		Description string `json:"description"`
 	}
 	var pipeID int64
-	testsupport.WaitFor(t, time.Minute, "the pipeline saved with its description", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the pipeline saved with its description", func() bool {
 		adminAPI(t, a, token, "/api/pipelines", &pipes)
 		for _, p := range pipes {
 			if p.Name == pipeName && p.Description == "German scans" {
@@ -175,7 +175,7 @@ func TestAdminPagesInBrowser(t *testing.T) {
 	}
 	typeInto(ctx, t, fmt.Sprintf("route-%d-value", ruleID), "scan_")
 	press(ctx, t, "#routing-table", "Save rule")
-	testsupport.WaitFor(t, time.Minute, "the rule's new value", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the rule's new value", func() bool {
 		adminAPI(t, a, token, "/api/routing-rules", &rules)
 		for _, r := range rules {
 			if r.ID == ruleID {
@@ -216,7 +216,7 @@ func TestAdminPagesInBrowser(t *testing.T) {
 	}
 	typeInto(ctx, t, fmt.Sprintf("webhook-%d-description", hooks[0].ID), "archive <b>copy</b>")
 	press(ctx, t, "#webhooks-list", "Save webhook")
-	testsupport.WaitFor(t, time.Minute, "the webhook's description", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the webhook's description", func() bool {
 		adminAPI(t, a, token, "/api/webhooks/", &hooks)
 		return len(hooks) == 1 && hooks[0].Description == "archive <b>copy</b>" && hooks[0].HasSecret
 	})
@@ -247,7 +247,7 @@ func TestAdminPagesInBrowser(t *testing.T) {
 		Name     string `json:"name"`
 		IsActive bool   `json:"is_active"`
 	}
-	testsupport.WaitFor(t, time.Minute, "the token revoked", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the token revoked", func() bool {
 		adminAPI(t, a, token, "/api/api-tokens/", &tokens)
 		for _, tk := range tokens {
 			if tk.Name == "backup script" {

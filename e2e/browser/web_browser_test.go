@@ -192,7 +192,7 @@ func TestWebPagesInBrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.ID("f-q"), "zebra"+kb.Enter)); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, time.Minute, "three search results", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "three search results", func() bool {
 		if eval[int](ctx, t, `document.querySelectorAll('.hits .hit').length`) == 3 {
 			return true
 		}

@@ -46,7 +46,7 @@ func TestIntegrationFailingNotifiesOnce(t *testing.T) {
 
 	fail("write archive/x.pdf: permission denied")
 	start := time.Now()
-	testsupport.WaitFor(t, 60*time.Second, "the admins notified of the failing integration", func() bool { return len(received()) >= 1 })
+	testsupport.WaitFor(t, 3*time.Minute, "the admins notified of the failing integration", func() bool { return len(received()) >= 1 })
 	if took := time.Since(start); took < time.Second {
 		t.Errorf("notified after %v, before the threshold", took)
 	}
@@ -68,7 +68,7 @@ func TestIntegrationFailingNotifiesOnce(t *testing.T) {
 	fail("")
 	time.Sleep(500 * time.Millisecond)
 	fail("connect: connection refused")
-	testsupport.WaitFor(t, 60*time.Second, "the second failure notified", func() bool { return len(received()) >= 2 })
+	testsupport.WaitFor(t, 3*time.Minute, "the second failure notified", func() bool { return len(received()) >= 2 })
 	time.Sleep(1500 * time.Millisecond)
 	r := received()
 	if len(r) != 2 || !strings.Contains(fmt.Sprint(r[1]["message"]), "connection refused") {

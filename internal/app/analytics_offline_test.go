@@ -54,7 +54,7 @@ func TestStartsWhileClickHouseIsDown(t *testing.T) {
 	}
 
 	proxy.Restore()
-	testsupport.WaitFor(t, 60*time.Second, "the held metrics written", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the held metrics written", func() bool {
 		return a.RecorderStats().Written >= 10
 	})
 	conn, err := ch.Open(&ch.Options{Addr: []string{addr}})

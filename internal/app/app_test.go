@@ -63,7 +63,7 @@ func TestServeRunsTheWholeFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := upload(t, a.URL, "flow.txt", "a document\n")
-	testsupport.WaitFor(t, 60*time.Second, "the document completed and indexed", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the document completed and indexed", func() bool {
 		f, err := a.Files.FindFileByID(ctx, id)
 		if err != nil || f.Status != docflow.StatusCompleted {
 			return false

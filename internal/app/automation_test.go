@@ -201,7 +201,7 @@ func TestAutomationHooksSingleUser(t *testing.T) {
 	}
 
 	fileID := uploadAs(t, a.URL, "", "flat.txt")
-	testsupport.WaitFor(t, time.Minute, "the deliveries", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the deliveries", func() bool {
 		return good.count() >= 1 && flaky.count() >= 2 && gone.count() >= 1
 	})
 	reqs, ms, bodies := good.got()
@@ -232,7 +232,7 @@ func TestAutomationHooksSingleUser(t *testing.T) {
 		t.Errorf("retried delivery ids: %v", fm)
 	}
 
-	testsupport.WaitFor(t, time.Minute, "the 410 hook unsubscribed", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the 410 hook unsubscribed", func() bool {
 		_, raw := authed(t, token, "GET", base+"/hooks", nil)
 		return strings.Count(raw, `"target_url"`) == 2
 	})
@@ -242,7 +242,7 @@ func TestAutomationHooksSingleUser(t *testing.T) {
 	uploadAs(t, a.URL, "", "second.txt")
 	// Each receiver's copy of the second event travels apart: wait for both
 	// subscribed ones.
-	testsupport.WaitFor(t, time.Minute, "the second document", func() bool { return good.count() == 2 && flaky.count() >= 3 })
+	testsupport.WaitFor(t, 3*time.Minute, "the second document", func() bool { return good.count() == 2 && flaky.count() >= 3 })
 	time.Sleep(300 * time.Millisecond) // the unsubscribed receiver's copy would have come by now
 	if n := gone.count(); n != 1 {
 		t.Errorf("the unsubscribed receiver got %d requests", n)
@@ -276,7 +276,7 @@ func TestAutomationHooksScope(t *testing.T) {
 
 	fa := uploadAs(t, a.URL, alice, "alice.txt")
 	fb := uploadAs(t, a.URL, bob, "bob.txt")
-	testsupport.WaitFor(t, time.Minute, "the deliveries", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the deliveries", func() bool {
 		return ra.count() >= 1 && rb.count() >= 1 && radmin.count() >= 2
 	})
 	time.Sleep(500 * time.Millisecond) // deliveries to hooks out of scope would have come by now

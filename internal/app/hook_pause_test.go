@@ -68,9 +68,9 @@ func TestAutomationHookDeliveryLogAndPause(t *testing.T) {
 
 	// A delivery failed once then made: one log entry with both attempts.
 	uploadAs(t, a.URL, alice, "first.txt")
-	testsupport.WaitFor(t, time.Minute, "alice's delivery retried and made", func() bool { return ra.count() >= 2 })
+	testsupport.WaitFor(t, 3*time.Minute, "alice's delivery retried and made", func() bool { return ra.count() >= 2 })
 	var entry map[string]any
-	testsupport.WaitFor(t, time.Minute, "the log to show the delivery", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the log to show the delivery", func() bool {
 		_, raw := authed(t, alice, "GET", hook(ida)+"/deliveries?page=1&per_page=10", nil)
 		m := decode(raw)
 		if m["total"] != 1.0 {
@@ -88,11 +88,11 @@ func TestAutomationHookDeliveryLogAndPause(t *testing.T) {
 	// bob's receiver fails; bob pauses his hook before the retry: the
 	// queued retry is dropped, and the log says so.
 	uploadAs(t, a.URL, bob, "bob.txt")
-	testsupport.WaitFor(t, time.Minute, "bob's first attempt", func() bool { return rb.count() >= 1 })
+	testsupport.WaitFor(t, 3*time.Minute, "bob's first attempt", func() bool { return rb.count() >= 1 })
 	if status, raw := authed(t, bob, "PUT", hook(idb), map[string]any{"active": false}); status != 200 || decode(raw)["is_active"] != false {
 		t.Fatalf("bob pauses: %d %s", status, raw)
 	}
-	testsupport.WaitFor(t, time.Minute, "bob's queued retry dropped", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "bob's queued retry dropped", func() bool {
 		_, raw := authed(t, bob, "GET", hook(idb)+"/deliveries", nil)
 		m := decode(raw)
 		return m["total"] == 1.0 && m["deliveries"].([]any)[0].(map[string]any)["status"] == "dropped"
@@ -105,7 +105,7 @@ func TestAutomationHookDeliveryLogAndPause(t *testing.T) {
 		t.Fatalf("alice pauses: %d %s", status, raw)
 	}
 	uploadAs(t, a.URL, alice, "while-paused.txt")
-	testsupport.WaitFor(t, time.Minute, "the admin's hook to get the upload", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the admin's hook to get the upload", func() bool {
 		_, ms, _ := radmin.got()
 		for _, m := range ms {
 			if m["filename"] == "while-paused.txt" {
@@ -124,7 +124,7 @@ func TestAutomationHookDeliveryLogAndPause(t *testing.T) {
 		t.Fatalf("admin resumes: %d %s", status, raw)
 	}
 	uploadAs(t, a.URL, alice, "resumed.txt")
-	testsupport.WaitFor(t, time.Minute, "the resumed hook's delivery", func() bool { return ra.count() >= 3 })
+	testsupport.WaitFor(t, 3*time.Minute, "the resumed hook's delivery", func() bool { return ra.count() >= 3 })
 	_, ms, _ := ra.got()
 	if ms[2]["filename"] != "resumed.txt" {
 		t.Errorf("after resuming: %v", ms[2])

@@ -39,7 +39,7 @@ func TestAdminNotificationsEndToEnd(t *testing.T) {
 	if status, _, raw := call(t, "POST", a+"/api/admin/users/"+url.PathEscape(id)+"/payment-issue", map[string]any{"issue": "card expired"}); status != 200 {
 		t.Fatalf("payment issue: %d %s", status, raw)
 	}
-	testsupport.WaitFor(t, 60*time.Second, "the payment issue notified (after one failed attempt)", func() bool { return len(received()) >= 2 })
+	testsupport.WaitFor(t, 3*time.Minute, "the payment issue notified (after one failed attempt)", func() bool { return len(received()) >= 2 })
 	time.Sleep(time.Second) // no further attempt once delivered
 	r := received()
 	if len(r) != 2 {
@@ -95,15 +95,15 @@ func TestAdminNotifiedOfFailedDocuments(t *testing.T) {
 		}
 	}
 	id := upload(t, a.URL, "broken.txt", "a document\n")
-	testsupport.WaitFor(t, 60*time.Second, "broken.txt failed", failed(id))
-	testsupport.WaitFor(t, time.Minute, "the admins notified", func() bool { return len(seen()) >= 1 })
+	testsupport.WaitFor(t, 3*time.Minute, "broken.txt failed", failed(id))
+	testsupport.WaitFor(t, 3*time.Minute, "the admins notified", func() bool { return len(seen()) >= 1 })
 	if s := seen(); len(s) != 1 || !strings.Contains(s[0], "document failed: broken.txt") {
 		t.Fatalf("notifications: %q", s)
 	}
 
 	a.SetEnv("NOTIFY_ON_DOCUMENT_FAILED", "false")
 	id = upload(t, a.URL, "quiet.txt", "another document\n")
-	testsupport.WaitFor(t, 60*time.Second, "quiet.txt failed", failed(id))
+	testsupport.WaitFor(t, 3*time.Minute, "quiet.txt failed", failed(id))
 	time.Sleep(2 * time.Second) // its notification would have come by now
 	if s := seen(); len(s) != 1 {
 		t.Fatalf("notified with the setting off: %q", s)

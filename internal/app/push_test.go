@@ -282,8 +282,8 @@ func TestPushNotificationsEndToEnd(t *testing.T) {
 	}
 
 	fileID := e.upload(alice, "quarterly-report.txt")
-	testsupport.WaitFor(t, 60*time.Second, "the push to alice's phone", func() bool { return len(relay.to(good)) > 0 })
-	testsupport.WaitFor(t, time.Minute, "the unregistered device deactivated", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the push to alice's phone", func() bool { return len(relay.to(good)) > 0 })
+	testsupport.WaitFor(t, 3*time.Minute, "the unregistered device deactivated", func() bool {
 		return e.devices(alice)[dGone["id"].(float64)]["is_active"] == false
 	})
 	time.Sleep(1500 * time.Millisecond) // retries (0.2, 0.4 s) would have come by now

@@ -64,7 +64,7 @@ func TestResetReachesASecondProcess(t *testing.T) {
 	if a.LastReset() != out.Result.ID {
 		t.Fatalf("the resetting process did not drop its caches: %q", a.LastReset())
 	}
-	testsupport.WaitFor(t, time.Minute, "the second process hears the reset", func() bool { return b.LastReset() == out.Result.ID })
+	testsupport.WaitFor(t, 3*time.Minute, "the second process hears the reset", func() bool { return b.LastReset() == out.Result.ID })
 	if s := bearerGet(t, b.URL+"/api/files", token); s != 401 {
 		t.Fatalf("the second process still takes the wiped token: %d", s)
 	}
@@ -156,7 +156,7 @@ func TestResetWithStepsInFlight(t *testing.T) {
 		}
 		return n
 	}
-	testsupport.WaitFor(t, 60*time.Second, "the steps running", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the steps running", func() bool {
 		return count(`SELECT count(*) FROM run_steps WHERE status = 'running'`) > 0
 	})
 
@@ -168,7 +168,7 @@ func TestResetWithStepsInFlight(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("reset: %d", resp.StatusCode)
 	}
-	testsupport.WaitFor(t, 60*time.Second, "the steps in flight ended", func() bool { return a.Engine.InFlight() == 0 })
+	testsupport.WaitFor(t, 3*time.Minute, "the steps in flight ended", func() bool { return a.Engine.InFlight() == 0 })
 	for _, table := range []string{"files", "runs", "run_steps", "processing_logs", "file_names"} {
 		if n := count(`SELECT count(*) FROM ` + table); n != 0 {
 			t.Errorf("%d rows written back to %s after the reset", n, table)

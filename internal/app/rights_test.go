@@ -38,7 +38,7 @@ func TestHookSeesAllOnlyWhileItsOwnerIsAnAdmin(t *testing.T) {
 	}
 
 	before := uploadAs(t, a.URL, alice, "before.txt")
-	testsupport.WaitFor(t, time.Minute, "alice's document at the admin's hook", func() bool { return got(rboss)[float64(before)] })
+	testsupport.WaitFor(t, 3*time.Minute, "alice's document at the admin's hook", func() bool { return got(rboss)[float64(before)] })
 
 	if status, raw := authed(t, root, "PATCH", fmt.Sprintf("%s/api/admin/users/local/%d", a.URL, boss.ID),
 		map[string]any{"is_admin": false}); status != 200 {
@@ -46,7 +46,7 @@ func TestHookSeesAllOnlyWhileItsOwnerIsAnAdmin(t *testing.T) {
 	}
 	after := uploadAs(t, a.URL, alice, "after.txt")
 	own := uploadAs(t, a.URL, bossTok, "own.txt")
-	testsupport.WaitFor(t, time.Minute, "the demoted owner's own document and alice's at the root hook", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the demoted owner's own document and alice's at the root hook", func() bool {
 		return got(rboss)[float64(own)] && got(rroot)[float64(after)]
 	})
 	time.Sleep(time.Second) // a copy to the demoted owner's hook would have come by now

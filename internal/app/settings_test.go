@@ -53,7 +53,7 @@ func TestSettingChangeReachesEveryProcess(t *testing.T) {
 		t.Fatalf("set WATCH_FOLDERS: %d %s", status, body)
 	}
 	var id int64
-	testsupport.WaitFor(t, 60*time.Second, "the worker takes in the file of the folder set through the api", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the worker takes in the file of the folder set through the api", func() bool {
 		return db.Pool.QueryRow(ctx, `SELECT id FROM files WHERE original_filename = 'note.txt'`).Scan(&id) == nil
 	})
 
@@ -61,7 +61,7 @@ func TestSettingChangeReachesEveryProcess(t *testing.T) {
 	if _, err := worker.Settings.Set(ctx, docflow.AllowFileDelete.Key(), "false"); err != nil {
 		t.Fatal(err)
 	}
-	testsupport.WaitFor(t, time.Minute, "the api hears ALLOW_FILE_DELETE", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the api hears ALLOW_FILE_DELETE", func() bool {
 		return !docflow.AllowFileDelete.Get(api.Settings)
 	})
 	if status, _, body := call(t, "DELETE", fmt.Sprintf("%s/api/files/%d", api.URL, id), nil); status != 403 {
@@ -71,7 +71,7 @@ func TestSettingChangeReachesEveryProcess(t *testing.T) {
 	if status, _, body := call(t, "DELETE", api.URL+"/api/settings/ALLOW_FILE_DELETE", nil); status != 200 || !strings.Contains(body, `"source":"default"`) {
 		t.Fatalf("reset: %d %s", status, body)
 	}
-	testsupport.WaitFor(t, time.Minute, "the worker hears the reset", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "the worker hears the reset", func() bool {
 		return docflow.AllowFileDelete.Get(worker.Settings)
 	})
 }

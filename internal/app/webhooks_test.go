@@ -110,7 +110,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	fileID := upload(t, a.URL, "hooked.txt", "a document\n")
-	testsupport.WaitFor(t, 60*time.Second, "document.uploaded and document.processed received", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "document.uploaded and document.processed received", func() bool {
 		r, _ := received()
 		return len(r) >= 2
 	})
@@ -142,7 +142,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 		Total      int                        `json:"total"`
 		Pages      int                        `json:"pages"`
 	}
-	testsupport.WaitFor(t, time.Minute, "both deliveries logged as delivered", func() bool {
+	testsupport.WaitFor(t, 3*time.Minute, "both deliveries logged as delivered", func() bool {
 		_, _, raw := call(t, "GET", hook+"/deliveries?per_page=10", nil)
 		if json.Unmarshal([]byte(raw), &log) != nil || log.Total != 2 {
 			return false
@@ -160,7 +160,7 @@ func TestWebhooksEndToEnd(t *testing.T) {
 	if status, _, raw := call(t, "POST", fmt.Sprintf("%s/deliveries/%d/redeliver", hook, log.Deliveries[0].ID), nil); status != 202 {
 		t.Fatalf("redeliver: %d %s", status, raw)
 	}
-	testsupport.WaitFor(t, time.Minute, "the redelivery", func() bool { r, _ := received(); return len(r) == 3 })
+	testsupport.WaitFor(t, 3*time.Minute, "the redelivery", func() bool { r, _ := received(); return len(r) == 3 })
 	if r, _ := received(); r[2].Header.Get("webhook-id") != log.Deliveries[0].EventID {
 		t.Errorf("redelivery webhook-id %q, want %q", r[2].Header.Get("webhook-id"), log.Deliveries[0].EventID)
 	}
