@@ -455,6 +455,11 @@ func (c *Consumer) consumePartition(ctx context.Context, p *partition, start int
 			OffsetOutOfRangeError: true,
 			ReadBackoffMin:        20 * time.Millisecond,
 			ReadBackoffMax:        time.Second,
+			// No lag reading of the reader's own: it would dial the
+			// partition's leader on a connection of its own when the
+			// reader starts and every minute after, for a figure nobody
+			// reads (the lag is PartitionLags').
+			ReadLagInterval: -1,
 			ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 				if timedOut(args) {
 					late.Store(true)

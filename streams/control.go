@@ -141,6 +141,7 @@ func (l *ControlListener) run(ctx context.Context, next int64) {
 		r := kafka.NewReader(kafka.ReaderConfig{Brokers: l.brokers, Topic: TopicControl, Partition: 0,
 			MinBytes: 1, MaxBytes: 1 << 20, MaxWait: controlWait,
 			ReadBackoffMin: 20 * time.Millisecond, ReadBackoffMax: time.Second,
+			ReadLagInterval: -1, // no lag reading of its own (see Consumer)
 			ErrorLogger: kafka.LoggerFunc(func(msg string, args ...any) {
 				if timedOut(args) {
 					abort()
