@@ -125,7 +125,7 @@ func FastGroup(c *streams.ConsumerConfig) {
 	c.RebalanceTimeout = 4 * time.Second
 	c.DrainTimeout = time.Second
 	c.CommitInterval = 20 * time.Millisecond
-	c.MaxWait = 50 * time.Millisecond
+	c.MaxWait = 400 * time.Millisecond
 }
 
 // linger is how long ReadTopic reads on after it has what it wanted, so
