@@ -105,10 +105,10 @@ func (p listPlan) sortedQuery(part string) (matches, outer string, args []any) {
 	rest.Search = ""
 	matches = searchSource(rest, p.col) + ` WHERE ` + nameLike + `$1`
 	if part != p.search {
-		outer, args = fileWhereAfter(rest, []any{likeContains(part), searchPattern(p.filter.Search)})
+		outer, args = rowsWhereAfter(rest, []any{likeContains(part), searchPattern(p.filter.Search)})
 		outer = andWhere(`f.name_key LIKE $2`, outer)
 	} else {
-		outer, args = fileWhereAfter(rest, []any{searchPattern(p.filter.Search)})
+		outer, args = rowsWhereAfter(rest, []any{searchPattern(p.filter.Search)})
 	}
 	// NOTE: a pattern without a trigram would make the index read
 	// all of itself (then every heap page); planned for its actual

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -159,5 +160,29 @@ func TestPlanListingSearchQuery(t *testing.T) {
 	matches, outer, args := p.sortedQuery("")
 	if matches != `SELECT `+filterCols+` FROM files f WHERE f.status = $1` || outer != "" || len(args) != 1 || args[0] != "failed" {
 		t.Fatalf("sorted %q %q %v", matches, outer, args)
+	}
+}
+
+// A search's matches are checked for visibility row by row (their owner,
+// or a share of them), not joined to the set of every file the user may
+// see: the planner joined that set by a nested loop that read the user's
+// files again for each match.
+func TestPlanListingSearchChecksVisibilityPerRow(t *testing.T) {
+	t.Parallel()
+	p := planListing(docflow.FileFilter{Search: "invoice", Status: "completed",
+		VisibleTo: &docflow.Visibility{UserID: "ann", Unclaimed: true}})
+	_, outer, args := p.sortedQuery("invoice")
+	want := ` WHERE (f.owner_id = $2 OR f.id IN (SELECT sh.file_id FROM shares sh WHERE sh.shared_with_user_id = $2) OR f.owner_id IS NULL)`
+	if !strings.HasPrefix(outer, want) || strings.Contains(outer, "UNION") {
+		t.Fatalf("outer %q", outer)
+	}
+	if len(args) < 2 || args[1] != "ann" {
+		t.Fatalf("args %v", args)
+	}
+	// Without a search, the visible files stay a set of ids, each part
+	// from its index.
+	where, _ := fileWhere(docflow.FileFilter{VisibleTo: &docflow.Visibility{UserID: "ann"}})
+	if !strings.Contains(where, "UNION ALL") {
+		t.Fatalf("where %q", where)
 	}
 }
