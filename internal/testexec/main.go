@@ -47,7 +47,7 @@ func main() {
 	}()
 	err := cmd.Wait()
 	if st := cmd.ProcessState; st != nil {
-		fmt.Println(Line(st.UserTime(), st.SystemTime()))
+		fmt.Println(line(st.UserTime(), st.SystemTime()))
 	}
 	var exit *exec.ExitError
 	switch {
@@ -63,10 +63,10 @@ func main() {
 	}
 }
 
-// Prefix begins the line Line makes.
-const Prefix = "testexec: cpu "
+// prefix begins the line line makes (internal/testsummary reads it).
+const prefix = "testexec: cpu "
 
-// Line is the line testexec prints for a binary that used user and sys.
-func Line(user, sys time.Duration) string {
-	return fmt.Sprintf("%s%.2fs (user %.2fs, sys %.2fs)", Prefix, (user + sys).Seconds(), user.Seconds(), sys.Seconds())
+// line is the line testexec prints for a binary that used user and sys.
+func line(user, sys time.Duration) string {
+	return fmt.Sprintf("%s%.2fs (user %.2fs, sys %.2fs)", prefix, (user + sys).Seconds(), user.Seconds(), sys.Seconds())
 }
