@@ -11,7 +11,7 @@ import (
 	"docflow"
 )
 
-// Bounds of reading an oversized JSON body only to throw it away.
+// Bounds of reading an oversized body only to throw it away.
 const (
 	// oversizeDrainMax is how much of an oversized body is read and thrown
 	// away so the client can finish sending and then read the 413. A body
@@ -41,6 +41,19 @@ func (s *Server) refuseOversized(c *fasthttp.RequestCtx, limit, declared, read i
 	}
 	s.drainBody(c, oversizeDrainMax)
 	return docflow.Errorf(docflow.ETOOLARGE, "Request body exceeds the maximum of %d bytes", limit)
+}
+
+// drainRefusedUpload reads what is left of an upload refused as too
+// large, as refuseOversized does for JSON bodies, so that a client still
+// sending reads the 413 rather than a reset: a chunked body up to
+// oversizeDrainMax, a declared one only when it is no larger than that
+// (a declared 5 GB is answered at once, its bytes never read).
+func (s *Server) drainRefusedUpload(c *fasthttp.RequestCtx) {
+	cl := int64(c.Request.Header.ContentLength())
+	if cl > oversizeDrainMax {
+		return
+	}
+	s.drainBody(c, oversizeDrainMax)
 }
 
 // drainBody reads up to max bytes of the request body stream and drops

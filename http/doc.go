@@ -145,6 +145,8 @@
 //   - metrics.go, metricsserver.go: GET /metrics, and a worker's own
 //     /metrics listener, which answers the liveness and readiness probes
 //     too (LivePath, ReadyPath).
+//   - profileserver.go: the loopback listener of Go's runtime profiles
+//     (DEBUG_PPROF_ADDR).
 //   - pages_doc.go, ops_doc.go: the documentation of the health checks, the
 //     pages, analytics, metrics, notifications, cloud folders and mobile
 //     devices.

@@ -98,6 +98,9 @@ func (h *uploadHandlers) upload(channel string, okStatus int) Handler {
 			// NOTE: the body may be partly unread; closing the connection
 			// spares reading (possibly gigabytes) just to reuse it.
 			c.SetConnectionClose()
+			if docflow.ErrorCode(err) == docflow.ETOOLARGE {
+				h.s.drainRefusedUpload(c)
+			}
 		}
 		return err
 	}

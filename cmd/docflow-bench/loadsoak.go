@@ -151,15 +151,22 @@ func (s procSample) values() map[string]float64 {
 // (go_goroutines of its /metrics), open files (/proc/<pid>/fd) and its
 // database's connections (pg_stat_activity). It prints a row at the
 // start (after a minute's warm-up), every soakEvery and at the end,
-// then whether each grew beyond noise (soakAllowance).
+// then whether each grew beyond noise (soakAllowance). It saves the
+// server's heap profile (DEBUG_PPROF_ADDR) at the start, at each row and
+// at the end, and prints where the live heap grew from start to end.
 func benchSoak(ctx context.Context, r *Report, o *options) error {
 	const section = "soak"
 	lo := o.load
-	e, err := newMixEnv(ctx, o, "soak", lo.docs)
+	pprofAddr, err := freePort()
+	if err != nil {
+		return err
+	}
+	e, err := newMixEnv(ctx, o, "soak", lo.docs, "DEBUG_PPROF_ADDR="+pprofAddr)
 	if err != nil {
 		return err
 	}
 	defer e.close()
+	heap := heapProfiler{addr: pprofAddr, dir: o.workdir + "/soak"}
 	smp, err := newSampler(ctx, e.s, e.dbURL)
 	if err != nil {
 		return err
@@ -184,6 +191,10 @@ func benchSoak(ctx context.Context, r *Report, o *options) error {
 	}
 	begin := time.Now()
 	take()
+	startHeap, err := heap.save(ctx, "start")
+	if err != nil {
+		return err
+	}
 	wg.Go(func() {
 		t := time.NewTicker(30 * time.Second)
 		defer t.Stop()
@@ -216,6 +227,9 @@ func benchSoak(ctx context.Context, r *Report, o *options) error {
 		last := samples[len(samples)-1]
 		mu.Unlock()
 		label := time.Since(begin).Round(time.Second).String()
+		if _, err := heap.save(ctx, label); err != nil && ctx.Err() == nil {
+			infoLine(r, section, "heap profile at "+label, err.Error())
+		}
 		labels, rows = append(labels, label), append(rows, last)
 		row(fmt.Sprintf("%s (answered %.1f/s, p99 %.0f ms, %d errors)", label, res.achieved(), millis(res.p(0.99)), res.errors()), last)
 	}
@@ -227,11 +241,16 @@ func benchSoak(ctx context.Context, r *Report, o *options) error {
 	if sampleErr != nil {
 		return fmt.Errorf("sampling the server: %w", sampleErr)
 	}
+	endHeap, err := heap.save(ctx, "end")
+	if err != nil {
+		return err
+	}
 	printMix(r, section, fmt.Sprintf("%.0f req/s for %s", lo.soakRate, lo.soakDuration), all)
 	infoLine(r, section, "the server over the soak", soakHeader)
 	for i, s := range rows {
 		row("  "+labels[i], s)
 	}
+	heap.diff(r, section, startHeap, endHeap)
 
 	// The first interval's highest sample against the last interval's
 	// median.

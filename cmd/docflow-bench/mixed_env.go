@@ -31,7 +31,7 @@ type mixEnv struct {
 // mixUsers is the number of users of the mix.
 const mixUsers = 4
 
-func newMixEnv(ctx context.Context, o *options, name string, docs int) (*mixEnv, error) {
+func newMixEnv(ctx context.Context, o *options, name string, docs int, env ...string) (*mixEnv, error) {
 	dbURL, drop, err := benchDB(ctx, name)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func newMixEnv(ctx context.Context, o *options, name string, docs int) (*mixEnv,
 		return fail(fmt.Errorf("seed: %w", err))
 	}
 	e.seeded = time.Since(t0)
-	s, err := newServed(o.bin, dbURL, workdir, "AUTH_ENABLED=true", "MULTI_USER_ENABLED=true")
+	s, err := newServed(o.bin, dbURL, workdir, append([]string{"AUTH_ENABLED=true", "MULTI_USER_ENABLED=true"}, env...)...)
 	if err != nil {
 		return fail(err)
 	}

@@ -98,6 +98,8 @@ type App struct {
 	Prom *prom.Recorder
 	// MetricsServer serves a worker's /metrics (WORKER_METRICS_ADDR).
 	MetricsServer *dfhttp.MetricsServer
+	// ProfileServer serves runtime profiles (DEBUG_PPROF_ADDR).
+	ProfileServer *dfhttp.ProfileServer
 	Broker        *streams.Broker
 	Producer      *streams.Producer
 	Relay         *streams.Relay
@@ -280,6 +282,9 @@ func (m *App) run(ctx context.Context) error {
 	}
 	m.startSamplers()
 	if err := m.startWorkerMetrics(); err != nil {
+		return err
+	}
+	if err := m.startProfiles(); err != nil {
 		return err
 	}
 	m.reset = m.newSystemReset()

@@ -42,7 +42,8 @@
 //     settings; what single-user mode left), logged and shown on /.
 //   - analytics.go: the metrics recorder (ClickHouse or PostgreSQL) and
 //     its retention.
-//   - metrics.go: a worker's /metrics listener (WORKER_METRICS_ADDR).
+//   - metrics.go: a worker's /metrics listener (WORKER_METRICS_ADDR) and
+//     any process's runtime profiles (DEBUG_PPROF_ADDR).
 //   - search.go: the search index (Elasticsearch or Bleve).
 //   - delivery.go: event delivery to webhooks, hooks, devices and the
 //     administrators' channels.

@@ -42,3 +42,26 @@ func (m *App) startWorkerMetrics() error {
 	m.Log.Info().Str("listen", ln.Addr().String()).Msg("worker metrics on GET /metrics")
 	return nil
 }
+
+// startProfiles serves Go's runtime profiles of this process (any role)
+// on DEBUG_PPROF_ADDR when set, which must be a loopback address: a
+// process refuses to start rather than show its internals to the network.
+func (m *App) startProfiles() error {
+	addr := docflow.DebugPprofAddr.Get(m.Settings)
+	if addr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on DEBUG_PPROF_ADDR=%s: %w (is another process on this host using it?)", addr, err)
+	}
+	srv, err := dfhttp.ServeProfiles(ln, m.Log)
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("DEBUG_PPROF_ADDR=%s listens beyond loopback (on %s): %w; profiles show the process's internals, so listen on 127.0.0.1", addr, ln.Addr(), err)
+	}
+	m.ProfileServer = srv
+	m.onClose(srv.Close)
+	m.Log.Info().Str("listen", ln.Addr().String()).Msg("runtime profiles on GET /debug/pprof/")
+	return nil
+}

@@ -57,3 +57,22 @@ func TestWorkerMetricsBeyondLoopbackNeedsToken(t *testing.T) {
 		t.Errorf("loopback, addressed to another name: %d", resp.StatusCode)
 	}
 }
+
+// DEBUG_PPROF_ADDR serves a process's runtime profiles on loopback only:
+// a process asked to serve them beyond loopback refuses to start.
+func TestProfilesOnLoopbackOnly(t *testing.T) {
+	t.Parallel()
+	a, err := apptest.Start(context.Background(), apptest.Options{Role: "worker", Env: map[string]string{"DEBUG_PPROF_ADDR": "0.0.0.0:0"}})
+	if err == nil {
+		a.Close()
+		t.Fatal("a worker served profiles on 0.0.0.0")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "DEBUG_PPROF_ADDR") || !strings.Contains(msg, "loopback") {
+		t.Errorf("refusal: %v", err)
+	}
+	l := apptest.New(t, apptest.Options{Role: "worker", Env: map[string]string{"DEBUG_PPROF_ADDR": "127.0.0.1:0"}})
+	code, b := scrape(t, "http://"+l.ProfileServer.Addr().String()+"/debug/pprof/goroutine?debug=1", "")
+	if code != http.StatusOK || !strings.Contains(b, "goroutine profile") {
+		t.Errorf("goroutines: %d %.200s", code, b)
+	}
+}
