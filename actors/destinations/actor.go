@@ -243,7 +243,18 @@ func (a *destinationActor) load() {
 	a.loading = true
 	s, id, e, self := a.s, a.id, a.e, a.self
 	s.goDo(func() {
+		// The answer is sent from a defer so that a panic here (retry
+		// recovers the store's own; the group recovers any other) still
+		// ends the loading: the actor would otherwise wait for it for
+		// ever. What a panic left is not applied (stopped).
 		var m loaded
+		answered := false
+		defer func() {
+			if !answered {
+				m = loaded{stopped: true}
+			}
+			e.Send(self, m)
+		}()
 		ok := s.retry("load destination integration", func(ctx context.Context) error {
 			in, gen, err := s.cfg.Store.DestinationIntegration(ctx, id)
 			switch docflow.ErrorCode(err) {
@@ -259,7 +270,7 @@ func (a *destinationActor) load() {
 			return nil
 		})
 		m.stopped = !ok
-		e.Send(self, m)
+		answered = true
 	})
 }
 
@@ -388,7 +399,11 @@ func (a *destinationActor) prepare(j *job) {
 	s, e, self := a.s, a.e, a.self
 	var task *docflow.DeliveryTask
 	var claimed time.Time
-	ok := s.retry("start delivery", func(ctx context.Context) error {
+	// Sent from a defer, as load's answer: after a panic the job is
+	// released (stopped) rather than held for ever.
+	ok := false
+	defer func() { e.Send(self, prepared{j: j, task: task, claimed: claimed, stopped: !ok}) }()
+	ok = s.retry("start delivery", func(ctx context.Context) error {
 		var err error
 		task, err = s.cfg.Store.StartDelivery(ctx, j.msg.DeliveryID, j.msg.IntegrationID, j.msg.Request, j.msg.Attempt, s.cfg.ClaimLease)
 		var ce *docflow.DeliveryClaimedError
@@ -397,7 +412,6 @@ func (a *destinationActor) prepare(j *job) {
 		}
 		return err
 	})
-	e.Send(self, prepared{j: j, task: task, claimed: claimed, stopped: !ok})
 }
 
 // send hands j to the client actor, or records at once why it cannot go.

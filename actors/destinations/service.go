@@ -53,6 +53,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -387,12 +388,14 @@ func (s *Service) actorOf(id int64) pidRef {
 }
 
 // retry runs fn until it succeeds (true) or the service stops (false),
-// backing off from 200 ms to 5 s.
+// backing off from 200 ms to 5 s. A panic in fn is recovered and counts
+// as a failed try (logged with its stack), so that the actor waiting for
+// the outcome is answered and the work is tried again, not left held.
 func (s *Service) retry(what string, fn func(ctx context.Context) error) bool {
 	backoff := 200 * time.Millisecond
 	for {
 		ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
-		err := fn(ctx)
+		err := s.try(ctx, what, fn)
 		cancel()
 		if err == nil {
 			return true
@@ -408,6 +411,17 @@ func (s *Service) retry(what string, fn func(ctx context.Context) error) bool {
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
+}
+
+// try runs fn once, turning a panic into an error.
+func (s *Service) try(ctx context.Context, what string, fn func(ctx context.Context) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error().Str("panic", fmt.Sprint(r)).Bytes("stack", debug.Stack()).Msg(what + ": recovered")
+			err = fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return fn(ctx)
 }
 
 // goDo runs fn on a goroutine the service waits for on Close; once Close
