@@ -218,7 +218,9 @@ func redactedURL(v string) string {
 }
 
 // PostgresURL accepts what DATABASE_URL may hold: a postgres:// or
-// postgresql:// URL, or a key=value connection string.
+// postgresql:// URL (a Unix socket by its host parameter:
+// postgres:///docflow?host=/var/run/postgresql), or a key=value
+// connection string.
 func PostgresURL() SettingCheck {
 	return func(v string) error {
 		v = strings.TrimSpace(v)
@@ -228,6 +230,14 @@ func PostgresURL() SettingCheck {
 		if !strings.Contains(v, "://") {
 			if !strings.Contains(v, "=") {
 				return errors.New("must be a postgres:// URL or a key=value connection string")
+			}
+			return nil
+		}
+		// A Unix socket is named by the host parameter, the URL's own host
+		// left empty: postgres:///docflow?host=/var/run/postgresql.
+		if u, err := url.Parse(v); err == nil && u.Host == "" && strings.HasPrefix(u.Query().Get("host"), "/") {
+			if s := strings.ToLower(u.Scheme); s != "postgres" && s != "postgresql" {
+				return fmt.Errorf("%q must be a URL starting with postgres:// or postgresql://", redactedURL(v))
 			}
 			return nil
 		}
