@@ -55,8 +55,24 @@ as() {
   fi
 }
 
+# The tests' server trusts every connection, but one role: its password is
+# checked over TCP, so that a test can see a wrong password refused
+# (internal/dbwizard TestConnectionFailuresAreAnswers). Added to a cluster
+# created before the rule, and the running server reloaded.
+password_rule="host all docflow_password_test 127.0.0.1/32 scram-sha-256"
+password_role() {
+  local hba="$data/pg_hba.conf" bin
+  [ -s "$hba" ] || return 0
+  grep -qxF "$password_rule" "$hba" && return 0
+  { echo "$password_rule"; cat "$hba"; } >"$hba.new" && cat "$hba.new" >"$hba" && rm -f "$hba.new"
+  if answers && bin="$(bindir)"; then
+    as "$bin/pg_ctl" -D "$data" reload >/dev/null
+  fi
+}
+
 start() {
   if answers; then
+    password_role
     say "already answering on 127.0.0.1:$port"
     return 0
   fi
@@ -85,6 +101,7 @@ full_page_writes = off
 synchronous_commit = off
 EOF
   fi
+  password_role
   say "starting on 127.0.0.1:$port (data in $data, log $log)"
   as "$bin/pg_ctl" -D "$data" -l "$log" -w -t 60 start >/dev/null
   answers && { say "answering on 127.0.0.1:$port"; return 0; }

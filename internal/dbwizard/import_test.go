@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -284,6 +285,15 @@ func TestConnectionFailuresAreAnswers(t *testing.T) {
 	if err != nil || res.Success || !strings.Contains(res.Message, "does not exist") {
 		t.Fatalf("missing database: %+v, %v", res, err)
 	}
+	if wrong, right, ok := passwordURLs(t); ok {
+		res, err = w.Test(ctx, wrong)
+		if err != nil || res.Success || !strings.Contains(res.Message, "authentication failed") || strings.Contains(res.Message, "wrong-password") {
+			t.Fatalf("wrong password: %+v, %v", res, err)
+		}
+		if res, err = w.Test(ctx, right); err != nil || !res.Success {
+			t.Fatalf("right password: %+v, %v", res, err)
+		}
+	}
 	res, err = w.Test(ctx, "sqlite:///no/such/file.db")
 	if err != nil || res.Success || !strings.Contains(res.Message, "no file") {
 		t.Fatalf("missing file: %+v, %v", res, err)
@@ -294,6 +304,37 @@ func TestConnectionFailuresAreAnswers(t *testing.T) {
 	if _, err := w.Start(ctx, docflow.MigrationRequest{SourceURL: "postgres://x:y@127.0.0.1:1/docuelevate?sslmode=disable"}); docflow.ErrorCode(err) != docflow.EUNAVAILABLE {
 		t.Fatalf("unreachable source: %v", err)
 	}
+}
+
+// passwordURLs are URLs of the test server's database postgres as the
+// role whose password it checks (scripts/pgtest.sh), with a wrong and the
+// right password; ok is false (and the test says why) when the server
+// lets the role in with any password.
+func passwordURLs(t *testing.T) (wrong, right string, ok bool) {
+	t.Helper()
+	ctx := context.Background()
+	const role, password = "docflow_password_test", "docflow-right-password"
+	conn, err := pgx.Connect(ctx, postgres.TestServerURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, `DO $$ BEGIN
+		CREATE ROLE docflow_password_test LOGIN PASSWORD 'docflow-right-password';
+	EXCEPTION WHEN duplicate_object THEN NULL; END $$`); err != nil {
+		t.Fatal(err)
+	}
+	cfg := conn.Config()
+	url := func(pw string) string {
+		return fmt.Sprintf("postgres://%s:%s@%s:%d/postgres?sslmode=disable", role, pw, cfg.Host, cfg.Port)
+	}
+	probe, err := pgx.Connect(ctx, url("wrong-password"))
+	if err == nil {
+		probe.Close(ctx)
+		t.Logf("the test server lets %s in with any password (no scram-sha-256 rule for it in pg_hba.conf, which scripts/pgtest.sh adds): a wrong password is not tried", role)
+		return "", "", false
+	}
+	return url("wrong-password"), url(password), true
 }
 
 func writeFile(path, text string) error { return os.WriteFile(path, []byte(text), 0o600) }
