@@ -3,6 +3,7 @@ package streams
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -27,7 +28,25 @@ type BrokerConfig struct {
 	// MinSessionTimeout lowers the smallest consumer-group session timeout
 	// the broker accepts (tests); 0 keeps the broker default (6 s).
 	MinSessionTimeout time.Duration
-	Log               zerolog.Logger
+	// Retention is how long a message is kept (Kafka's log.retention.ms);
+	// 0 = DefaultRetention. Messages are consumed within seconds, what
+	// they carry is recorded in PostgreSQL, and start-up recovery
+	// publishes unfinished work again, so the log is only a window: without a bound it and the broker's in-memory index of it
+	// (about 72 bytes a record batch) grow for as long as the process
+	// lives.
+	Retention time.Duration
+	Log       zerolog.Logger
+}
+
+// DefaultRetention is how long the embedded broker keeps a message by
+// default: Kafka's own default, 7 days.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// retentionEvery is how often the embedded broker drops what is past
+// its retention: the retention's tenth, between a second and ten
+// minutes.
+func retentionEvery(r time.Duration) time.Duration {
+	return min(max(r/10, time.Second), 10*time.Minute)
 }
 
 // Broker is the embedded single-node broker (franz-go's kfake), used when
@@ -38,6 +57,8 @@ type Broker struct {
 
 	mu      sync.Mutex
 	cluster *kfake.Cluster
+	stop    chan struct{} // ends the retention loop of the running cluster
+	done    chan struct{} // closed when that loop has ended
 }
 
 // NewBroker returns a broker that is not started yet.
@@ -54,10 +75,15 @@ func (b *Broker) Start() error {
 	if parts <= 0 {
 		parts = DefaultPartitions
 	}
+	retention := b.cfg.Retention
+	if retention <= 0 {
+		retention = DefaultRetention
+	}
 	opts := []kfake.Opt{
 		kfake.NumBrokers(1),
 		kfake.DefaultNumPartitions(parts),
 		kfake.WithLogger(kfakeLogger{b.cfg.Log}),
+		kfake.BrokerConfigs(map[string]string{"log.retention.ms": strconv.FormatInt(retention.Milliseconds(), 10)}),
 	}
 	if b.cfg.Port != 0 {
 		opts = append(opts, kfake.Ports(b.cfg.Port))
@@ -76,6 +102,10 @@ func (b *Broker) Start() error {
 		return fmt.Errorf("start broker: %w", err)
 	}
 	b.cluster = c
+	// NOTE: kfake applies the broker's retention on its own only to topics
+	// given a retention of their own, so the broker applies it.
+	b.stop, b.done = make(chan struct{}), make(chan struct{})
+	go applyRetention(c, retentionEvery(retention), b.stop, b.done)
 	b.cfg.Log.Info().Strs("addrs", c.ListenAddrs()).Str("data_dir", b.cfg.DataDir).Msg("embedded broker started")
 	return nil
 }
@@ -102,11 +132,30 @@ func (b *Broker) Cluster() *kfake.Cluster {
 // broker can be started again afterwards (on the same Port to keep clients).
 func (b *Broker) Close() {
 	b.mu.Lock()
-	c := b.cluster
-	b.cluster = nil
+	c, stop, done := b.cluster, b.stop, b.done
+	b.cluster, b.stop, b.done = nil, nil, nil
 	b.mu.Unlock()
 	if c != nil {
+		// The loop ends first: a pass it began needs the cluster running.
+		close(stop)
+		<-done
 		c.Close()
+	}
+}
+
+// applyRetention drops the messages of c past its retention every so
+// often, until stop is closed; then it closes done.
+func applyRetention(c *kfake.Cluster, every time.Duration, stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			c.ApplyRetention()
+		}
 	}
 }
 

@@ -203,13 +203,13 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	port := fs.Int("port", 9092, "port to listen on at 127.0.0.1")
 	dataDir := fs.String("data", "", "data directory (default WORKDIR/broker)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, "Usage: docflow broker [flags]\n\nRuns the embedded Kafka-protocol broker alone, for several docflow processes on\none machine: set KAFKA_BROKERS=127.0.0.1:<port> for `docflow api` and `docflow worker`.\n\nFlags:\n")
+		fmt.Fprint(stderr, "Usage: docflow broker [flags]\n\nRuns the embedded Kafka-protocol broker alone, for several docflow processes on\none machine: set KAFKA_BROKERS=127.0.0.1:<port> for `docflow api` and `docflow worker`.\nIt keeps each message BROKER_RETENTION (default 168h).\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := app.ValidateEnv(os.Getenv, docflow.LogLevel.Key(), docflow.LogFormat.Key(), docflow.Workdir.Key()); err != nil {
+	if err := app.ValidateEnv(os.Getenv, docflow.LogLevel.Key(), docflow.LogFormat.Key(), docflow.Workdir.Key(), docflow.BrokerRetention.Key()); err != nil {
 		return err
 	}
 	log := app.Logger(os.Getenv, stderr)
@@ -217,7 +217,7 @@ func runBroker(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if dir == "" {
 		dir = filepath.Join(docflow.Workdir.Get(app.Env(os.Getenv)), "broker")
 	}
-	b := streams.NewBroker(streams.BrokerConfig{DataDir: dir, Port: *port, Log: log})
+	b := streams.NewBroker(streams.BrokerConfig{DataDir: dir, Port: *port, Retention: docflow.BrokerRetention.Get(app.Env(os.Getenv)), Log: log})
 	if err := b.Start(); err != nil {
 		return fmt.Errorf("start broker: %w", err)
 	}

@@ -480,7 +480,7 @@ func (m *App) startStreams(ctx context.Context, workdir string) error {
 		if m.Role != "serve" {
 			return fmt.Errorf("KAFKA_BROKERS is empty: `docflow %s` needs a broker; start one with `docflow broker` and set KAFKA_BROKERS to the address it prints, or use `docflow serve`", m.Role)
 		}
-		m.Broker = streams.NewBroker(streams.BrokerConfig{DataDir: filepath.Join(workdir, "broker"), Log: m.Log})
+		m.Broker = streams.NewBroker(streams.BrokerConfig{DataDir: filepath.Join(workdir, "broker"), Retention: docflow.BrokerRetention.Get(m.Settings), Log: m.Log})
 		if err := m.Broker.Start(); err != nil {
 			return fmt.Errorf("start embedded broker: %w", err)
 		}
