@@ -18,7 +18,14 @@ type loadOptions struct {
 	soakDuration time.Duration
 	soakEvery    time.Duration // a row of the soak's table every so often
 	soakRate     float64
+	soakKeep     time.Duration // how long an uploaded document is kept; 0 = for good
 }
+
+// soakBrokerRetention is the retention of the soak server's embedded
+// broker, so that its log (and the index of it the broker keeps in
+// memory) is at its steady size early in the soak rather than after the
+// default week.
+const soakBrokerRetention = "10m"
 
 // loadStepFactor is the growth of the offered rate from one step to the
 // next.
@@ -151,7 +158,10 @@ func (s procSample) values() map[string]float64 {
 // (go_goroutines of its /metrics), open files (/proc/<pid>/fd) and its
 // database's connections (pg_stat_activity). It prints a row at the
 // start (after a minute's warm-up), every soakEvery and at the end,
-// then whether each grew beyond noise (soakAllowance). It saves the
+// then whether each grew beyond noise (soakAllowance). The documents its
+// uploads make are deleted soakKeep later (retirer), so that the corpus
+// keeps its size, and the embedded broker keeps its messages
+// soakBrokerRetention: what grows is then what the server holds on to. It saves the
 // server's heap profile (DEBUG_PPROF_ADDR) at the start, at each row and
 // at the end, and prints where the live heap grew from start to end.
 func benchSoak(ctx context.Context, r *Report, o *options) error {
@@ -161,11 +171,20 @@ func benchSoak(ctx context.Context, r *Report, o *options) error {
 	if err != nil {
 		return err
 	}
-	e, err := newMixEnv(ctx, o, "soak", lo.docs, "DEBUG_PPROF_ADDR="+pprofAddr)
+	e, err := newMixEnv(ctx, o, "soak", lo.docs, "DEBUG_PPROF_ADDR="+pprofAddr, "BROKER_RETENTION="+soakBrokerRetention)
 	if err != nil {
 		return err
 	}
 	defer e.close()
+	var ret *retirer
+	retStop := make(chan struct{})
+	var retDone sync.WaitGroup
+	if lo.soakKeep > 0 {
+		ret = &retirer{m: e.mixer, keep: lo.soakKeep}
+		e.mixer.uploaded = ret.add
+		retDone.Go(func() { ret.run(ctx, retStop) })
+	}
+	defer func() { close(retStop); retDone.Wait() }()
 	heap := heapProfiler{addr: pprofAddr, dir: o.workdir + "/soak"}
 	smp, err := newSampler(ctx, e.s, e.dbURL)
 	if err != nil {
@@ -231,7 +250,11 @@ func benchSoak(ctx context.Context, r *Report, o *options) error {
 			infoLine(r, section, "heap profile at "+label, err.Error())
 		}
 		labels, rows = append(labels, label), append(rows, last)
-		row(fmt.Sprintf("%s (answered %.1f/s, p99 %.0f ms, %d errors)", label, res.achieved(), millis(res.p(0.99)), res.errors()), last)
+		note := ""
+		if ret != nil {
+			note = ", documents " + ret.summary()
+		}
+		row(fmt.Sprintf("%s (answered %.1f/s, p99 %.0f ms, %d errors%s)", label, res.achieved(), millis(res.p(0.99)), res.errors(), note), last)
 	}
 	close(stop)
 	wg.Wait()
@@ -246,6 +269,9 @@ func benchSoak(ctx context.Context, r *Report, o *options) error {
 		return err
 	}
 	printMix(r, section, fmt.Sprintf("%.0f req/s for %s", lo.soakRate, lo.soakDuration), all)
+	if ret != nil {
+		infoLine(r, section, fmt.Sprintf("uploaded documents deleted %s later", lo.soakKeep), ret.summary())
+	}
 	infoLine(r, section, "the server over the soak", soakHeader)
 	for i, s := range rows {
 		row("  "+labels[i], s)

@@ -92,6 +92,7 @@ func main() {
 	flag.DurationVar(&lo.soakDuration, "soak-duration", time.Hour, "the soak's duration")
 	flag.DurationVar(&lo.soakEvery, "soak-every", 5*time.Minute, "a row of the soak's table every so often")
 	flag.Float64Var(&lo.soakRate, "soak-rate", 20, "the soak's rate, requests a second")
+	flag.DurationVar(&lo.soakKeep, "soak-keep", 5*time.Minute, "the soak deletes each document its uploads made this long after, so the corpus keeps its size (0 keeps them all)")
 	flag.Parse()
 	if *quick {
 		set := map[string]bool{}

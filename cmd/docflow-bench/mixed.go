@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -91,6 +92,9 @@ type mixer struct {
 	// maxInFlight bounds the requests awaiting an answer; a request due
 	// while that many wait is not sent and counts as an error.
 	maxInFlight int
+	// uploaded, when set, hears each document an upload of the mix made
+	// (the soak deletes them again, keeping the corpus its size).
+	uploaded func(user int, id int64)
 }
 
 // ownFile is a seeded document of user.
@@ -228,12 +232,28 @@ func (m *mixer) run(ctx context.Context, rate float64, d time.Duration, seed uin
 				record(route.name, 0, fmt.Sprintf("status %d: %.200s", resp.StatusCode(), resp.Body()))
 			default:
 				record(route.name, lat, "")
+				if m.uploaded != nil && route.want == fasthttp.StatusCreated && route.name == "POST /api/upload" {
+					if id := fileID(resp.Body()); id > 0 {
+						m.uploaded(user, id)
+					}
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	res.Load1 = loadAvg1()
 	return res
+}
+
+// fileID is the file_id of an upload's answer, 0 when it has none.
+func fileID(body []byte) int64 {
+	var v struct {
+		FileID int64 `json:"file_id"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return 0
+	}
+	return v.FileID
 }
 
 func pickRoute(x int) mixRoute {
