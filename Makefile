@@ -77,10 +77,8 @@ TEST_FLAGS ?=
 # package run so.
 TEST_CPU ?= 0
 TEST_EXEC = $(if $(filter 1,$(TEST_CPU)),-exec $(abspath $(BIN))/testexec,)
-# Each fuzz target runs this long after the tests (scripts/fuzz.sh), from
-# binaries built in FUZZ_BIN_DIR while the tests run.
+# Each fuzz target runs this long after the tests (scripts/fuzz.sh).
 TEST_FUZZTIME ?= 2s
-FUZZ_BIN_DIR ?= $(BIN)/fuzz
 # The short chaos run (150 documents under every fault, about two
 # minutes) follows, on its own so that it loads no other test; 0 leaves
 # it out.
@@ -91,11 +89,6 @@ TEST_CHAOS ?= 1
 TEST_FIRST ?= ./e2e/api ./e2e/browser ./internal/app ./processing/ocr ./actors/delivery ./actors/pipeline ./http ./e2e
 test: TEST_START := $(shell date +%s)
 test: deps services imports web
-	@# The fuzz binaries are built at nice 19 from here on, on the CPU that
-	@# vet and the tests leave idle (a cold cache compiles every package
-	@# again for them); the fuzz step after the tests runs them.
-	@rm -rf $(FUZZ_BIN_DIR) && mkdir -p $(FUZZ_BIN_DIR) && \
-	  (FUZZ_BUILD_ONLY=1 FUZZ_BIN_DIR=$(abspath $(FUZZ_BIN_DIR)) nice -n 19 bash scripts/fuzz.sh >$(FUZZ_BIN_DIR)/build.log 2>&1 &)
 	@# vet with the race build's flags, so go test reuses every package vet compiled
 	@echo "==> go vet -race"
 	$(GO) vet -race ./...
@@ -105,7 +98,7 @@ test: deps services imports web
 	@# Then every fuzz target for TEST_FUZZTIME (its corpus already ran as
 	@# tests), then the short chaos run; the run fails when any failed.
 	@set -o pipefail; $(GO) test -race -ldflags=-w -json -timeout 60m -p $(TEST_PROCS) -parallel $(TEST_PARALLEL) $(TEST_EXEC) $(TEST_FLAGS) $(TEST_FIRST) ./... 2>&1 | $(GO) run ./internal/testsummary -since $(TEST_START); \
-	  st=$$?; FUZZ_BIN_DIR=$(abspath $(FUZZ_BIN_DIR)) FUZZ_WAIT_BUILD=1 FUZZTIME=$(TEST_FUZZTIME) bash scripts/fuzz.sh || st=1; \
+	  st=$$?; FUZZTIME=$(TEST_FUZZTIME) bash scripts/fuzz.sh || st=1; \
 	  if [ "$(TEST_CHAOS)" != 0 ]; then echo "==> chaos: the short run (TEST_CHAOS=0 leaves it out)"; \
 	    DOCFLOW_CHAOS=1 $(GO) test -count=1 -timeout 15m -run TestChaosShort ./e2e/chaos || st=1; fi; \
 	  echo "==> make test: $$(( $$(date +%s) - $(TEST_START) )) s in all"; exit $$st

@@ -15,12 +15,6 @@
 #   FUZZTIME=60s bash scripts/fuzz.sh          # longer (make fuzz)
 #   FUZZ_TARGETS='FuzzCheckURL|FuzzExecute' bash scripts/fuzz.sh
 #   FUZZ_PACKAGES='./graphql ./http' bash scripts/fuzz.sh
-#
-# FUZZ_BIN_DIR keeps the binaries in that folder, and a package whose
-# binary is already there is not built again; FUZZ_BUILD_ONLY=1 stops
-# after building. make test builds them so at nice 19 while the tests
-# run (on a cold build cache the instrumented build is a second compile
-# of every package, standard library included), then runs the targets.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,25 +27,8 @@ TARGETS=${FUZZ_TARGETS:-.}
 GRACE=${FUZZ_GRACE:-180s}
 
 start=$(date +%s)
-if [ -n "${FUZZ_BIN_DIR:-}" ]; then
-  work=$FUZZ_BIN_DIR
-  mkdir -p "$work"
-  if [ "${FUZZ_BUILD_ONLY:-0}" = 1 ]; then
-    # Whatever the outcome, a run waiting for this build (FUZZ_WAIT_BUILD)
-    # goes on: a package that failed to build is built again there, and
-    # its errors shown.
-    trap 'touch "$work/build.done"' EXIT
-  elif [ "${FUZZ_WAIT_BUILD:-0}" = 1 ] && [ ! -e "$work/build.done" ]; then
-    echo "==> fuzz: waiting for the fuzz binaries being built beside the tests"
-    for _ in $(seq 3600); do
-      [ -e "$work/build.done" ] && break
-      sleep 1
-    done
-  fi
-else
-  work=$(mktemp -d)
-  trap 'rm -rf "$work"' EXIT
-fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
 cache="$($GO env GOCACHE)/fuzz"
 
 if [ -n "${FUZZ_PACKAGES:-}" ]; then
@@ -84,9 +61,6 @@ pkg() { if [ "$1" = . ]; then echo .; else echo "./$1"; fi; }
 echo "==> fuzz: building ${#pkgs[@]} packages' fuzz binaries"
 build() {
   local dir=$1 name=$2
-  if [ -x "$work/$name.test" ] && [ -s "$work/$name.path" ]; then
-    return 0
-  fi
   $GO list -f '{{.ImportPath}}' "$dir" >"$work/$name.path" 2>"$work/$name.build" &&
     $GO test -c -fuzz=. -ldflags=-w -o "$work/$name.test" "$dir" >>"$work/$name.build" 2>&1
 }
@@ -109,13 +83,6 @@ for dir in "${!name_of[@]}"; do
     failed+=("$(pkg "$dir") (build)")
   fi
 done
-if [ "${FUZZ_BUILD_ONLY:-0}" = 1 ]; then
-  if [ "${#failed[@]}" -gt 0 ]; then
-    exit 1
-  fi
-  echo "fuzz: built ${#pkgs[@]} packages' fuzz binaries in $(($(date +%s) - start))s"
-  exit 0
-fi
 
 # run_target runs one target from its package's folder; its output goes
 # to a log, shown when it fails.
