@@ -117,22 +117,29 @@ func ServeMetrics(ln net.Listener, g prometheus.Gatherer, token func() string, r
 		w.Header().Set("Cache-Control", "no-store")
 		metrics.ServeHTTP(w, r)
 	})
-	s := &MetricsServer{ln: ln, srv: &nethttp.Server{
+	return &MetricsServer{ln: ln, srv: serveSmall(ln, h, metricsReadTimeout, metricsWriteTimeout, log, "metrics listener stopped")}
+}
+
+// serveSmall serves h on ln with a small listener's bounds (headers of
+// 8 KiB, the read and write timeouts given) until the server is shut
+// down, logging why it stopped otherwise.
+func serveSmall(ln net.Listener, h nethttp.Handler, read, write time.Duration, log zerolog.Logger, stopped string) *nethttp.Server {
+	srv := &nethttp.Server{
 		Handler:           h,
-		ReadHeaderTimeout: metricsReadTimeout,
-		ReadTimeout:       metricsReadTimeout,
-		WriteTimeout:      metricsWriteTimeout,
+		ReadHeaderTimeout: read,
+		ReadTimeout:       read,
+		WriteTimeout:      write,
 		IdleTimeout:       metricsIdleTimeout,
 		MaxHeaderBytes:    8 << 10,
 		// Malformed requests from clients are theirs to see, not the log's.
 		ErrorLog: stdlog.New(io.Discard, "", 0),
-	}}
+	}
 	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
-			log.Error().Err(err).Str("listen", ln.Addr().String()).Msg("metrics listener stopped")
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
+			log.Error().Err(err).Str("listen", ln.Addr().String()).Msg(stopped)
 		}
 	}()
-	return s
+	return srv
 }
 
 // probeAnswer writes a probe's answer.

@@ -3,8 +3,6 @@ package http
 import (
 	"context"
 	"errors"
-	"io"
-	stdlog "log"
 	"net"
 	nethttp "net/http"
 	"net/http/pprof"
@@ -53,21 +51,7 @@ func ServeProfiles(ln net.Listener, log zerolog.Logger) (*ProfileServer, error) 
 		w.Header().Set("Cache-Control", "no-store")
 		mux.ServeHTTP(w, r)
 	})
-	s := &ProfileServer{ln: ln, srv: &nethttp.Server{
-		Handler:           h,
-		ReadHeaderTimeout: profileReadTimeout,
-		ReadTimeout:       profileReadTimeout,
-		WriteTimeout:      profileWriteTimeout,
-		IdleTimeout:       metricsIdleTimeout,
-		MaxHeaderBytes:    8 << 10,
-		ErrorLog:          stdlog.New(io.Discard, "", 0),
-	}}
-	go func() {
-		if err := s.srv.Serve(ln); err != nil && !errors.Is(err, nethttp.ErrServerClosed) {
-			log.Error().Err(err).Str("listen", ln.Addr().String()).Msg("profile listener stopped")
-		}
-	}()
-	return s, nil
+	return &ProfileServer{ln: ln, srv: serveSmall(ln, h, profileReadTimeout, profileWriteTimeout, log, "profile listener stopped")}, nil
 }
 
 // Addr is the address the listener is bound to.
