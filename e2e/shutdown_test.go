@@ -104,7 +104,8 @@ func TestServeShutdownWithABacklog(t *testing.T) {
 	exit := serve.terminate(t)
 	t.Logf("SIGTERM with %d of %d runs unfinished: exited in %s", left, docs, exit.Round(time.Millisecond))
 	if exit > shutdownBound {
-		t.Errorf("docflow serve took %s to exit after SIGTERM with %d runs unfinished; the bound is %s", exit.Round(time.Millisecond), left, shutdownBound)
+		t.Errorf("docflow serve took %s to exit after SIGTERM with %d runs unfinished; the bound is %s; its shutdown's log:\n%s",
+			exit.Round(time.Millisecond), left, shutdownBound, serve.shutdownLog())
 	}
 	running, held, err := db.StepsLeftRunning(ctx)
 	if err != nil {
@@ -183,6 +184,24 @@ func startServe(t *testing.T, bin string, env []string, url, name string) *serve
 		return resp.StatusCode == 200
 	})
 	return s
+}
+
+// shutdownLog is the process's log from "shutting down" on, without the
+// broker's and consumers' chatter: the parts' "closed" lines say which
+// part took the time.
+func (s *served) shutdownLog() string {
+	out := s.output()
+	if i := strings.Index(out, `"message":"shutting down"`); i >= 0 {
+		out = out[strings.LastIndexByte(out[:i], '\n')+1:]
+	}
+	var b strings.Builder
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, `"level":"debug"`) || strings.Contains(line, "consumer group") {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
 }
 
 // terminate sends SIGTERM and returns the time until the process exited

@@ -111,6 +111,17 @@ func (re *roleEnv) must(role, method, path string, body any, want int) []byte {
 // doc uploads a document as the owner, shares it with the editor and the
 // viewer through the API, completes it with text and an embedding, and
 // indexes it as the indexer would.
+// pair records two documents as a similar pair. The pipeline may have
+// recorded the pair already (the indexer computes neighbours as each
+// document is indexed), so an existing row is updated.
+func (re *roleEnv) pair(x, y int64) {
+	re.t.Helper()
+	if _, err := re.a.DB.Pool.Exec(context.Background(), `INSERT INTO similarity_pairs (file_a, file_b, score) VALUES ($1, $2, 0.99)
+		ON CONFLICT (file_a, file_b) DO UPDATE SET score = EXCLUDED.score`, min(x, y), max(x, y)); err != nil {
+		re.t.Fatal(err)
+	}
+}
+
 func (re *roleEnv) doc(vec []float32) int64 {
 	re.t.Helper()
 	ctx := context.Background()
@@ -191,10 +202,7 @@ func TestRoleTableOverTheAPI(t *testing.T) {
 	re := newRoleEnv(t)
 	file := re.doc([]float32{1, 0})
 	near := re.doc([]float32{1, 0.05})
-	a, b := min(file, near), max(file, near)
-	if _, err := re.a.DB.Pool.Exec(context.Background(), `INSERT INTO similarity_pairs (file_a, file_b, score) VALUES ($1, $2, 0.99)`, a, b); err != nil {
-		t.Fatal(err)
-	}
+	re.pair(file, near)
 	// A comment of the editor's, which only the editor may change.
 	var cm struct {
 		ID int64 `json:"id"`

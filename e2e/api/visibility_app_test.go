@@ -119,14 +119,10 @@ type matrixRoute struct {
 func TestEveryFileRouteFollowsOneRule(t *testing.T) {
 	t.Parallel()
 	re := newRoleEnv(t)
-	ctx := context.Background()
 	owned := re.doc([]float32{1, 0})
 	free := re.unclaimed(re.doc([]float32{1, 0.05}))
 	ids := map[fileKind]int64{kOwned: owned, kUnclaimed: free}
-	if _, err := re.a.DB.Pool.Exec(ctx, `INSERT INTO similarity_pairs (file_a, file_b, score) VALUES ($1, $2, 0.99)`,
-		min(owned, free), max(owned, free)); err != nil {
-		t.Fatal(err)
-	}
+	re.pair(owned, free)
 
 	listed := func(key string) func(*testing.T, fileKind, int64, int, []byte) (bool, error) {
 		return func(t *testing.T, _ fileKind, id int64, status int, body []byte) (bool, error) {

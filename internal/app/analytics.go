@@ -45,7 +45,7 @@ func (m *App) startRecorder(ctx context.Context) error {
 			return fmt.Errorf("connect ClickHouse at %s: %w (unset CLICKHOUSE_URL to record metrics in PostgreSQL)", RedactURL(u), err)
 		}
 		m.Recorder, m.Reports, m.RecorderStats = rec, rec, rec.Stats
-		m.onClose(func(context.Context) error { return rec.Close() })
+		m.onClose("ClickHouse recorder", func(context.Context) error { return rec.Close() })
 		m.Log.Info().Str("url", RedactURL(u)).Int("retention_days", days).Msg("recording metrics in ClickHouse")
 		return nil
 	}
@@ -54,12 +54,12 @@ func (m *App) startRecorder(ctx context.Context) error {
 		return err
 	}
 	m.Recorder, m.Reports, m.RecorderStats = rec, rec, rec.Stats
-	m.onClose(func(context.Context) error { return rec.Close() })
+	m.onClose("metrics recorder", func(context.Context) error { return rec.Close() })
 	// NOTE: only processes that run the pipeline delete old rows, so an
 	// api process beside them does not repeat the work.
 	if m.Role != "api" {
 		stop := pganalytics.StartRetention(m.DB.Pool, days, retentionEvery, m.Log)
-		m.onClose(func(context.Context) error { stop(); return nil })
+		m.onClose("analytics retention", func(context.Context) error { stop(); return nil })
 	}
 	return nil
 }
@@ -81,5 +81,5 @@ func (m *App) startSamplers() {
 	s := &analytics.Sampler{Recorder: m.Recorder, Sources: sources, Log: m.Log,
 		Every: docflow.AnalyticsSampleInterval.Get(m.Settings)}
 	s.Start()
-	m.onClose(func(context.Context) error { s.Stop(); return nil })
+	m.onClose("analytics sampler", func(context.Context) error { s.Stop(); return nil })
 }

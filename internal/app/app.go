@@ -155,27 +155,50 @@ type App struct {
 	limits *ratelimit.Shared
 
 	listener net.Listener
-	closers  []func(ctx context.Context) error
+	closers  []closer
 	serveErr chan error
 	// sweepDelay is how long after start the first blob sweep runs
 	// (default blobSweepDelay); tests shorten it.
 	sweepDelay time.Duration
 }
 
-func (m *App) onClose(f func(ctx context.Context) error) { m.closers = append(m.closers, f) }
+// closer is one part's release, named for the shutdown's log.
+type closer struct {
+	name  string
+	close func(ctx context.Context) error
+}
+
+func (m *App) onClose(name string, f func(ctx context.Context) error) {
+	m.closers = append(m.closers, closer{name, f})
+}
+
+// slowClose is how long a part may take to close before the shutdown's
+// log says so at info: a shutdown that nears its deadline then shows
+// which part held it.
+const slowClose = time.Second
 
 // Close releases everything Build built, newest first: the HTTP server
 // stops accepting and drains, the workers finish and commit, the relay
-// stops, the broker and the database close. A nil App closes nothing.
+// stops, the broker and the database close. Each part's time is logged
+// (debug; info when it took slowClose or more). A nil App closes nothing.
 func (m *App) Close(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
 	var errs []error
 	for i := len(m.closers) - 1; i >= 0; i-- {
-		if err := m.closers[i](ctx); err != nil {
-			errs = append(errs, err)
+		c := m.closers[i]
+		start := time.Now()
+		err := c.close(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("close %s: %w", c.name, err))
 		}
+		took := time.Since(start)
+		ev := m.Log.Debug()
+		if took >= slowClose || err != nil {
+			ev = m.Log.Info()
+		}
+		ev.Str("part", c.name).Dur("took", took).AnErr("error", err).Msg("closed")
 	}
 	m.closers = nil
 	return errors.Join(errs...)
@@ -340,13 +363,13 @@ func (m *App) openStore(ctx context.Context, poolSize int32) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		m.onClose(func(context.Context) error { m.DB.Close(); return nil })
+		m.onClose("database", func(context.Context) error { m.DB.Close(); return nil })
 	}
 	m.Settings, err = postgres.NewSettingsStore(ctx, m.DB, cipher, m.cfg.Getenv, m.Log)
 	if err != nil {
 		return "", err
 	}
-	m.onClose(func(context.Context) error { m.Settings.Close(); return nil })
+	m.onClose("settings", func(context.Context) error { m.Settings.Close(); return nil })
 	m.Settings.EnvOnly(envOnlySettings...)
 	if err := m.Settings.Validate(); err != nil {
 		return "", err
@@ -375,7 +398,7 @@ func (m *App) startSources() error {
 		return err
 	}
 	m.Sources = pid
-	m.stopOnClose(pid)
+	m.stopOnClose("sources", pid)
 	return nil
 }
 
@@ -396,7 +419,7 @@ func (m *App) startCore(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("open blob store: %w", err)
 	}
-	m.onClose(func(context.Context) error { return m.Blobs.Close() })
+	m.onClose("blob store", func(context.Context) error { return m.Blobs.Close() })
 	m.Files = postgres.NewFileStore(m.DB)
 	m.Files.SetListConcurrency(docflow.ListQueryConcurrency.Get(m.Settings))
 	m.Runs = postgres.NewRunStore(m.DB)
@@ -411,11 +434,11 @@ func (m *App) startCore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.onClose(func(context.Context) error { m.Intake.Close(); return nil })
+	m.onClose("intake", func(context.Context) error { m.Intake.Close(); return nil })
 	if m.Role == "serve" || m.Role == "worker" {
 		w := m.Intake.NewWatcher()
 		w.Start(ctx)
-		m.onClose(func(context.Context) error { w.Stop(); return nil })
+		m.onClose("watch folders", func(context.Context) error { w.Stop(); return nil })
 	}
 	m.startBlobSweep(ctx)
 	return nil
@@ -449,7 +472,7 @@ func (m *App) startEngine(ctx context.Context) error {
 	if err := m.Engine.Start(sctx); err != nil {
 		return fmt.Errorf("start pipeline engine: %w", err)
 	}
-	m.onClose(func(ctx context.Context) error { return m.Engine.Stop(ctx) })
+	m.onClose("pipeline engine", func(ctx context.Context) error { return m.Engine.Stop(ctx) })
 	return nil
 }
 
@@ -462,7 +485,7 @@ func (m *App) startSteps() error {
 	if err != nil {
 		return err
 	}
-	m.onClose(func(context.Context) error { return st.Close() })
+	m.onClose("steps", func(context.Context) error { return st.Close() })
 	m.Steps = st
 	all := st.All()
 	if docflow.EnableTestStep.Get(m.Settings) {
@@ -484,7 +507,7 @@ func (m *App) startStreams(ctx context.Context, workdir string) error {
 		if err := m.Broker.Start(); err != nil {
 			return fmt.Errorf("start embedded broker: %w", err)
 		}
-		m.onClose(func(context.Context) error { m.Broker.Close(); return nil })
+		m.onClose("embedded broker", func(context.Context) error { m.Broker.Close(); return nil })
 		m.Brokers = m.Broker.Addrs()
 		m.Log.Info().Strs("addrs", m.Brokers).Msg("embedded Kafka-protocol broker started")
 	}
@@ -505,7 +528,7 @@ func (m *App) startStreams(ctx context.Context, workdir string) error {
 		return err
 	}
 	m.Producer = p
-	m.onClose(func(context.Context) error { return p.Close() })
+	m.onClose("producer", func(context.Context) error { return p.Close() })
 	if m.cfg.NoRelay {
 		return nil
 	}
@@ -518,7 +541,7 @@ func (m *App) startStreams(ctx context.Context, workdir string) error {
 		return err
 	}
 	m.Relay.Start()
-	m.onClose(func(context.Context) error { m.Relay.Close(); return nil })
+	m.onClose("outbox relay", func(context.Context) error { m.Relay.Close(); return nil })
 	return nil
 }
 

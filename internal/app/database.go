@@ -19,6 +19,6 @@ func (m *App) databaseWizard() *dbwizard.Wizard {
 	w := dbwizard.New(dbwizard.Config{DB: m.DB, Jobs: postgres.NewMigrationJobStore(m.DB), Blobs: m.Blobs, BlobRefs: m.Files,
 		Log:   m.Log.With().Str("component", "dbwizard").Logger(),
 		Owner: host + "/" + hex.EncodeToString(b)})
-	m.onClose(func(context.Context) error { w.Close(); return nil })
+	m.onClose("database wizard", func(context.Context) error { w.Close(); return nil })
 	return w
 }

@@ -42,7 +42,7 @@ func (m *App) startDelivery(ctx context.Context) error {
 		return fmt.Errorf("start event delivery: %w", err)
 	}
 	m.Delivery = d
-	m.onClose(d.Close)
+	m.onClose("event delivery", d.Close)
 	return nil
 }
 
@@ -63,14 +63,15 @@ func (m *App) startAlerts() error {
 		return err
 	}
 	m.Alerts = pid
-	m.stopOnClose(pid)
+	m.stopOnClose("alerts", pid)
 	return nil
 }
 
-// stopOnClose poisons the long-lived actor pid when the app closes and
-// waits for it to stop, or for the close's deadline.
-func (m *App) stopOnClose(pid *actor.PID) {
-	m.onClose(func(ctx context.Context) error {
+// stopOnClose poisons the long-lived actor pid (name in the shutdown's
+// log) when the app closes and waits for it to stop, or for the close's
+// deadline.
+func (m *App) stopOnClose(name string, pid *actor.PID) {
+	m.onClose(name, func(ctx context.Context) error {
 		select {
 		case <-m.Actors.Poison(pid).Done():
 		case <-ctx.Done():

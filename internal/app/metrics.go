@@ -38,7 +38,7 @@ func (m *App) startWorkerMetrics() error {
 	// record nothing (the API's readiness has the same critical check).
 	srv := dfhttp.ServeMetrics(ln, m.Prom.Registry(), func() string { return docflow.MetricsToken.Get(m.Settings) }, m.DB.Ping, m.Log)
 	m.MetricsServer = srv
-	m.onClose(srv.Close)
+	m.onClose("metrics listener", srv.Close)
 	m.Log.Info().Str("listen", ln.Addr().String()).Msg("worker metrics on GET /metrics")
 	return nil
 }
@@ -61,7 +61,7 @@ func (m *App) startProfiles() error {
 		return fmt.Errorf("DEBUG_PPROF_ADDR=%s listens beyond loopback (on %s): %w; profiles show the process's internals, so listen on 127.0.0.1", addr, ln.Addr(), err)
 	}
 	m.ProfileServer = srv
-	m.onClose(srv.Close)
+	m.onClose("profile listener", srv.Close)
 	m.Log.Info().Str("listen", ln.Addr().String()).Msg("runtime profiles on GET /debug/pprof/")
 	return nil
 }

@@ -40,7 +40,7 @@ func (m *App) startRateLimits(ctx context.Context) {
 			}
 		}
 	}()
-	m.onClose(func(cctx context.Context) error {
+	m.onClose("rate limits", func(cctx context.Context) error {
 		cancel()
 		select {
 		case <-done:

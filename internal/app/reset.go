@@ -419,6 +419,6 @@ func (m *App) listenControl(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.onClose(func(context.Context) error { l.Close(); return nil })
+	m.onClose("control listener", func(context.Context) error { l.Close(); return nil })
 	return nil
 }

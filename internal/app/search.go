@@ -40,7 +40,7 @@ func (m *App) startSearch(ctx context.Context) error {
 		return err
 	}
 	m.Index = idx
-	m.onClose(func(context.Context) error { return idx.Close() })
+	m.onClose("search index", func(context.Context) error { return idx.Close() })
 	m.SearchStore = postgres.NewSearchStore(m.DB)
 	icfg := indexer.Config{Actors: m.Actors, Brokers: m.Brokers, Index: idx, Store: m.SearchStore,
 		Settings: m.Settings, DeadLetters: m.Producer, Log: m.Log.With().Str("component", "indexer").Logger()}
@@ -54,7 +54,7 @@ func (m *App) startSearch(ctx context.Context) error {
 	if err := ix.Start(); err != nil {
 		return fmt.Errorf("start search indexer: %w", err)
 	}
-	m.onClose(ix.Close)
+	m.onClose("search indexer", ix.Close)
 	m.Log.Info().Str("backend", kind).Msg("search index open; indexer consuming document events")
 	return nil
 }

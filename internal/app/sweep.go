@@ -43,7 +43,7 @@ func (m *App) startBlobSweep(ctx context.Context) {
 			t.Reset(interval)
 		}
 	}()
-	m.onClose(func(cctx context.Context) error {
+	m.onClose("blob sweep", func(cctx context.Context) error {
 		cancel()
 		select {
 		case <-done:

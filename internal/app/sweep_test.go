@@ -3,6 +3,8 @@ package app
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -165,7 +167,7 @@ func TestCloseIsLastInFirstOut(t *testing.T) {
 	var order []int
 	m := &App{}
 	for i := range 3 {
-		m.onClose(func(context.Context) error { order = append(order, i); return nil })
+		m.onClose(fmt.Sprint("part ", i), func(context.Context) error { order = append(order, i); return nil })
 	}
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -177,5 +179,30 @@ func TestCloseIsLastInFirstOut(t *testing.T) {
 	var none *App
 	if err := none.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A part that takes slowClose or longer, or fails, is named in the log at
+// info, so a shutdown near its deadline shows what held it; the others
+// only at debug.
+func TestCloseNamesTheSlowPart(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	m := &App{Log: zerolog.New(&buf).Level(zerolog.InfoLevel)}
+	m.onClose("quick", func(context.Context) error { return nil })
+	m.onClose("slow", func(context.Context) error { time.Sleep(slowClose); return nil })
+	m.onClose("broken", func(context.Context) error { return errors.New("refused") })
+	err := m.Close(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "close broken: refused") {
+		t.Fatalf("Close = %v, want the broken part's error named", err)
+	}
+	out := buf.String()
+	for _, want := range []string{`"part":"slow"`, `"part":"broken"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, `"part":"quick"`) {
+		t.Errorf("a quick part is logged at info:\n%s", out)
 	}
 }
