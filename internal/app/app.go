@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -166,10 +168,25 @@ type App struct {
 type closer struct {
 	name  string
 	close func(ctx context.Context) error
+	// drain marks a part that takes work in (the HTTP server, a consumer
+	// group's members): the drains close together, before the rest.
+	drain bool
 }
 
+// onClose adds a part that Close releases after the drains, newest
+// first.
 func (m *App) onClose(name string, f func(ctx context.Context) error) {
-	m.closers = append(m.closers, closer{name, f})
+	m.closers = append(m.closers, closer{name: name, close: f})
+}
+
+// onDrain adds a part that stops taking work in and finishes what it
+// holds when it closes. Close closes every drain at once: each waits for
+// its own work and its consumer groups' leaving, which one after another
+// added up to the shutdown's time on a busy machine. A drain may use the
+// parts added by onClose (the database, the producer, the broker, the
+// index), never another drain.
+func (m *App) onDrain(name string, f func(ctx context.Context) error) {
+	m.closers = append(m.closers, closer{name: name, close: f, drain: true})
 }
 
 // slowClose is how long a part may take to close before the shutdown's
@@ -177,28 +194,46 @@ func (m *App) onClose(name string, f func(ctx context.Context) error) {
 // which part held it.
 const slowClose = time.Second
 
-// Close releases everything Build built, newest first: the HTTP server
-// stops accepting and drains, the workers finish and commit, the relay
-// stops, the broker and the database close. Each part's time is logged
-// (debug; info when it took slowClose or more). A nil App closes nothing.
+// Close releases everything Build built: first the drains together (the
+// HTTP server stops accepting and answers what it holds, the workers
+// finish and commit and leave their groups), then the rest newest first
+// (the relay stops, the broker and the database close). Each part's time
+// is logged (debug; info when it took slowClose or more, or failed). A
+// nil App closes nothing.
 func (m *App) Close(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
-	var errs []error
-	for i := len(m.closers) - 1; i >= 0; i-- {
-		c := m.closers[i]
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	closeOne := func(c closer) {
 		start := time.Now()
 		err := c.close(ctx)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("close %s: %w", c.name, err))
-		}
 		took := time.Since(start)
 		ev := m.Log.Debug()
 		if took >= slowClose || err != nil {
 			ev = m.Log.Info()
 		}
 		ev.Str("part", c.name).Dur("took", took).AnErr("error", err).Msg("closed")
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, fmt.Errorf("close %s: %w", c.name, err))
+			mu.Unlock()
+		}
+	}
+	for _, c := range m.closers {
+		if c.drain {
+			wg.Go(func() { closeOne(c) })
+		}
+	}
+	wg.Wait()
+	for _, c := range slices.Backward(m.closers) {
+		if !c.drain {
+			closeOne(c)
+		}
 	}
 	m.closers = nil
 	return errors.Join(errs...)
@@ -472,7 +507,7 @@ func (m *App) startEngine(ctx context.Context) error {
 	if err := m.Engine.Start(sctx); err != nil {
 		return fmt.Errorf("start pipeline engine: %w", err)
 	}
-	m.onClose("pipeline engine", func(ctx context.Context) error { return m.Engine.Stop(ctx) })
+	m.onDrain("pipeline engine", func(ctx context.Context) error { return m.Engine.Stop(ctx) })
 	return nil
 }
 

@@ -42,7 +42,7 @@ func (m *App) startDelivery(ctx context.Context) error {
 		return fmt.Errorf("start event delivery: %w", err)
 	}
 	m.Delivery = d
-	m.onClose("event delivery", d.Close)
+	m.onDrain("event delivery", d.Close)
 	return nil
 }
 
@@ -71,7 +71,7 @@ func (m *App) startAlerts() error {
 // log) when the app closes and waits for it to stop, or for the close's
 // deadline.
 func (m *App) stopOnClose(name string, pid *actor.PID) {
-	m.onClose(name, func(ctx context.Context) error {
+	m.onDrain(name, func(ctx context.Context) error {
 		select {
 		case <-m.Actors.Poison(pid).Done():
 		case <-ctx.Done():

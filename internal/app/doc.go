@@ -22,8 +22,11 @@
 // their registry, the pipeline engine and event delivery (serve, worker),
 // the search index and indexer (serve, api), HTTP. Each part registers its
 // closer as it is built; on SIGTERM, or when Build fails half-way, Close
-// undoes them newest first: HTTP stops accepting and drains, workers finish
-// and commit, the relay stops, the broker closes, the pool closes.
+// first closes the parts that take work in all at once (HTTP stops
+// accepting and drains; the pipeline engine, event delivery, destinations,
+// sources and the indexer finish, commit and leave their groups), then
+// the rest newest first: the relay stops, the broker closes, the pool
+// closes. The log names each part's time (info from a second).
 //
 // Its files:
 //   - app.go: Build, Close and OpenStore (for the one-shot commands).

@@ -124,6 +124,6 @@ func (m *App) startDestinations(ctx context.Context) error {
 		return fmt.Errorf("start destinations: %w", err)
 	}
 	m.Destinations = d
-	m.onClose("destinations", d.Close)
+	m.onDrain("destinations", d.Close)
 	return nil
 }

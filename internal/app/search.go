@@ -54,7 +54,7 @@ func (m *App) startSearch(ctx context.Context) error {
 	if err := ix.Start(); err != nil {
 		return fmt.Errorf("start search indexer: %w", err)
 	}
-	m.onClose("search indexer", ix.Close)
+	m.onDrain("search indexer", ix.Close)
 	m.Log.Info().Str("backend", kind).Msg("search index open; indexer consuming document events")
 	return nil
 }

@@ -76,7 +76,7 @@ func (m *App) startHTTP(ctx context.Context, secret string) error {
 	m.listener = ln
 	m.serveErr = make(chan error, 1)
 	go func() { m.serveErr <- srv.Serve(ln) }()
-	m.onClose("HTTP server", func(ctx context.Context) error { return srv.Shutdown(ctx) })
+	m.onDrain("HTTP server", func(ctx context.Context) error { return srv.Shutdown(ctx) })
 	m.Log.Info().Str("url", srv.BaseURL()).Str("listen", ln.Addr().String()).Msg("docflow is ready")
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,6 +180,50 @@ func TestCloseIsLastInFirstOut(t *testing.T) {
 	var none *App
 	if err := none.Close(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The drains close together, before the other parts, which close newest
+// first.
+func TestDrainsCloseTogetherFirst(t *testing.T) {
+	t.Parallel()
+	var (
+		mu    sync.Mutex
+		order []string
+	)
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, s)
+	}
+	m := &App{}
+	both := make(chan struct{}, 2)
+	drain := func(name string) func(context.Context) error {
+		return func(context.Context) error {
+			both <- struct{}{}
+			// Each drain waits until the other has started: closed one
+			// after the other, the first would wait for ever.
+			deadline := time.After(time.Minute)
+			for len(both) < 2 {
+				select {
+				case <-deadline:
+					return errors.New("the other drain never started")
+				case <-time.After(time.Millisecond):
+				}
+			}
+			note(name)
+			return nil
+		}
+	}
+	m.onClose("database", func(context.Context) error { note("database"); return nil })
+	m.onDrain("engine", drain("engine"))
+	m.onClose("index", func(context.Context) error { note("index"); return nil })
+	m.onDrain("http", drain("http"))
+	if err := m.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(order) != 4 || order[2] != "index" || order[3] != "database" {
+		t.Fatalf("closed in order %v, want the two drains, then index, then database", order)
 	}
 }
 
