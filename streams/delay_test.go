@@ -166,10 +166,15 @@ func TestDelayRelayHoldsABacklogOnOneGoroutine(t *testing.T) {
 	t.Logf("%d tasks over %v: at most %v late", n, time.Duration(n/25)*time.Millisecond, late)
 	// NOTE: the bound is what one goroutine needs to pop and publish the
 	// backlog on a loaded 2-core machine; the race detector multiplies it.
+	// On a machine so busy that queueing the backlog took long, the bound
+	// grows with it: popping and publishing is about as much work as
+	// queueing, so a relay that does more than its share per task (one
+	// that scans its backlog at each pop, say) still misses it.
 	bound := time.Second
 	if raceBuild {
 		bound = 6 * time.Second
 	}
+	bound = max(bound, 10*queued.Sub(start))
 	if late > bound {
 		t.Errorf("a task was published %v after due", late)
 	}
