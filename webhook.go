@@ -92,6 +92,9 @@ type EventDelivery struct {
 	Subscriber Subscriber
 	Status     string
 	Attempts   int // attempts made so far
+	// NextAttempt is when its retry or postponement is due (zero: none
+	// waits).
+	NextAttempt time.Time
 }
 
 // DeliveryTarget is where a delivery goes, read at each attempt: a

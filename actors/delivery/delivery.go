@@ -295,6 +295,11 @@ type attemptMsg struct {
 	// Postponed counts the times in a row the attempt was postponed
 	// without being made (Service.postponement); absent in the others.
 	Postponed int `json:"postponed,omitempty"`
+	// Due is when a retry or postponement message was due (Unix ms),
+	// the delivery's next_attempt when it was written; absent in a
+	// redelivery's. A message due before the delivery's next attempt was
+	// overtaken by a later postponement (Service.stale).
+	Due int64 `json:"due,omitempty"`
 }
 
 // AttemptMessage is the outbox message asking for attempt number attempt
@@ -316,7 +321,7 @@ func attemptMessage(m attemptMsg) (docflow.OutboxMessage, error) {
 // topic, due at due; postponed is the attempt's count of postponements in
 // a row (0 after an attempt made).
 func retryMessage(id int64, attempt, postponed int, tier streams.RetryTier, due time.Time) (docflow.OutboxMessage, error) {
-	m, err := attemptMessage(attemptMsg{DeliveryID: id, Attempt: attempt, Postponed: postponed})
+	m, err := attemptMessage(attemptMsg{DeliveryID: id, Attempt: attempt, Postponed: postponed, Due: due.UnixMilli()})
 	if err != nil {
 		return m, err
 	}
@@ -354,6 +359,12 @@ func (s *Service) handle(d *streams.Delivery) {
 				return // stopping: unacknowledged, made again by the next owner
 			}
 			if del == nil {
+				d.Ack()
+				return
+			}
+			if stale(m, del) {
+				s.log.Debug().Int64("delivery", del.ID).Int("attempt", m.Attempt).Time("due", time.UnixMilli(m.Due)).
+					Time("next_attempt", del.NextAttempt).Msg("attempt message overtaken by a later postponement: dropped")
 				d.Ack()
 				return
 			}
@@ -440,6 +451,17 @@ func (s *Service) submitAll(ds []docflow.EventDelivery, ack func()) {
 	for i := range ds {
 		s.submit(&job{d: &ds[i], done: resolved})
 	}
+}
+
+// stale reports whether attempt message m was overtaken by a later
+// postponement of its delivery d: written for a time before d's next
+// attempt, it is a copy the consumer got again (its process stopped after
+// postponing the attempt but before acknowledging what asked for it), and
+// the postponement's own message brings the attempt when it is due. Both
+// times are the one the postponing process wrote into the row and the
+// message, so no two clocks are compared.
+func stale(m attemptMsg, d *docflow.EventDelivery) bool {
+	return m.Due > 0 && !d.NextAttempt.IsZero() && d.NextAttempt.UnixMilli() > m.Due
 }
 
 // load reads delivery id; nil when it is gone. ok is false when the

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"docflow"
@@ -379,6 +380,70 @@ func TestRedeliver(t *testing.T) {
 	}
 	if err := e.store.Redeliver(context.Background(), w.ID+1, d.ID); docflow.ErrorCode(err) != docflow.ENOTFOUND {
 		t.Errorf("redeliver through another webhook: %v", err)
+	}
+}
+
+// A copy of an attempt message written before its delivery's next attempt
+// (the process that postponed or retried it stopped before acknowledging
+// the copy, so the consumer got it again) makes no early attempt: the
+// message written with the next attempt makes it when due.
+func TestAttemptMessageOvertakenIsDropped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var logs testsupport.LogBuffer
+	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
+		if n == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	w := e.webhook(rc.URL, "", docflow.EventDocumentUploaded)
+	// The retry after the failed first attempt waits an hour.
+	e.start(func(c *Config) {
+		c.RetryDelays = []time.Duration{time.Hour}
+		c.Log = zerolog.New(&logs).Level(zerolog.DebugLevel)
+	})
+	e.emit(32)
+	var d *docflow.EventDelivery
+	testsupport.WaitFor(t, time.Minute, "the first attempt failed, the retry waiting", func() bool {
+		l := e.deliveries(w)
+		if len(l) != 1 || l[0].Attempt != 1 {
+			return false
+		}
+		var err error
+		d, err = e.store.Delivery(context.Background(), l[0].ID)
+		return err == nil && d.Status == docflow.DeliveryPending && !d.NextAttempt.IsZero()
+	})
+	if wait := time.Until(d.NextAttempt); wait < 50*time.Minute {
+		t.Fatalf("the next attempt is due in %v, want about an hour", wait)
+	}
+	publish := func(due time.Time) {
+		m, err := attemptMessage(attemptMsg{DeliveryID: d.ID, Attempt: 2, Due: due.UnixMilli()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := e.producer.Publish(context.Background(), streams.Message{Topic: m.Topic, Key: []byte(m.Key), Value: m.Payload}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The copy: due before the next attempt.
+	publish(d.NextAttempt.Add(-time.Hour))
+	testsupport.WaitFor(t, time.Minute, "the copy dropped", func() bool {
+		return strings.Contains(logs.String(), "overtaken by a later postponement")
+	})
+	if n := len(rc.requests()); n != 1 {
+		t.Fatalf("%d requests after the copy, want 1", n)
+	}
+	// The message of the next attempt itself (as the delay relay brings it
+	// when due) makes it.
+	publish(d.NextAttempt)
+	testsupport.WaitFor(t, time.Minute, "delivered by the next attempt's message", func() bool {
+		l := e.deliveries(w)
+		return len(l) == 1 && l[0].Status == docflow.DeliveryDelivered && l[0].Attempt == 2
+	})
+	if n := len(rc.requests()); n != 2 {
+		t.Errorf("%d requests, want 2", n)
 	}
 }
 

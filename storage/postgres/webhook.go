@@ -245,10 +245,14 @@ func (s *WebhookStore) Delivery(ctx context.Context, id int64) (*docflow.EventDe
 	var d docflow.EventDelivery
 	var sub string
 	var body []byte
-	err := s.db.Pool.QueryRow(ctx, `SELECT id, event_id, subscriber, status, attempts, event
-		FROM event_deliveries WHERE id = $1`, id).Scan(&d.ID, &d.EventID, &sub, &d.Status, &d.Attempts, &body)
+	var next *time.Time
+	err := s.db.Pool.QueryRow(ctx, `SELECT id, event_id, subscriber, status, attempts, event, next_attempt
+		FROM event_deliveries WHERE id = $1`, id).Scan(&d.ID, &d.EventID, &sub, &d.Status, &d.Attempts, &body, &next)
 	if err != nil {
 		return nil, notFound(dbErr(err), "Delivery not found")
+	}
+	if next != nil {
+		d.NextAttempt = *next
 	}
 	if d.Subscriber, err = docflow.ParseSubscriber(sub); err != nil {
 		return nil, err
