@@ -114,9 +114,22 @@ func TestAutomationHookDeliveryLogAndPause(t *testing.T) {
 		}
 		return false
 	})
-	time.Sleep(500 * time.Millisecond) // the paused hook's copy would have come by now
-	if _, raw := authed(t, alice, "GET", hook(ida)+"/deliveries", nil); ra.count() != 2 || decode(raw)["total"] != 1.0 {
-		t.Fatalf("paused hook: %d requests, log %s", ra.count(), raw)
+	// The event's deliveries to every subscriber are recorded together
+	// (one fan-out), so the paused hook's would be in its log by now.
+	// Requests are counted by file: a retry made while its first try
+	// still hung on a loaded machine is a second request (at least once).
+	filesGot := func(r *receiver) map[string]int {
+		_, ms, _ := r.got()
+		n := map[string]int{}
+		for _, m := range ms {
+			if f, ok := m["filename"].(string); ok {
+				n[f]++
+			}
+		}
+		return n
+	}
+	if _, raw := authed(t, alice, "GET", hook(ida)+"/deliveries", nil); filesGot(ra)["while-paused.txt"] != 0 || decode(raw)["total"] != 1.0 {
+		t.Fatalf("paused hook: requests by file %v, log %s", filesGot(ra), raw)
 	}
 
 	// An administrator resumes it: the next event is delivered again.
@@ -124,11 +137,7 @@ func TestAutomationHookDeliveryLogAndPause(t *testing.T) {
 		t.Fatalf("admin resumes: %d %s", status, raw)
 	}
 	uploadAs(t, a.URL, alice, "resumed.txt")
-	testsupport.WaitFor(t, 3*time.Minute, "the resumed hook's delivery", func() bool { return ra.count() >= 3 })
-	_, ms, _ := ra.got()
-	if ms[2]["filename"] != "resumed.txt" {
-		t.Errorf("after resuming: %v", ms[2])
-	}
+	testsupport.WaitFor(t, 3*time.Minute, "the resumed hook's delivery", func() bool { return filesGot(ra)["resumed.txt"] > 0 })
 	if _, raw := authed(t, alice, "GET", hook(ida)+"/deliveries?per_page=1&page=2", nil); decode(raw)["total"] != 2.0 || decode(raw)["pages"] != 2.0 ||
 		decode(raw)["deliveries"].([]any)[0].(map[string]any)["attempt"] != 2.0 {
 		t.Errorf("page 2 of the log: %s", raw)
