@@ -391,13 +391,7 @@ func TestAttemptMessageOvertakenIsDropped(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	var logs testsupport.LogBuffer
-	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
-		if n == 1 {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	rc := newReceiver(t, failsOnce)
 	w := e.webhook(rc.URL, "", docflow.EventDocumentUploaded)
 	// The retry after the failed first attempt waits an hour.
 	e.start(func(c *Config) {

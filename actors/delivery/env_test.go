@@ -184,6 +184,15 @@ func status(code int) func(int, http.ResponseWriter, *http.Request) {
 	return func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(code) }
 }
 
+// failsOnce answers 503 to the first request and 200 to the others.
+func failsOnce(n int, w http.ResponseWriter, _ *http.Request) {
+	if n == 1 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
 func decodeBody(t *testing.T, b []byte) map[string]any {
 	t.Helper()
 	var m map[string]any

@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"net/http"
 	"testing"
 	"time"
 
@@ -17,13 +16,7 @@ import (
 func TestCloseReleasesHeldRetry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	rc := newReceiver(t, func(n int, w http.ResponseWriter, _ *http.Request) {
-		if n == 1 {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	})
+	rc := newReceiver(t, failsOnce)
 	w := e.webhook(rc.URL, "", docflow.EventDocumentUploaded)
 	// The retry is due long after the service is stopped, and soon enough
 	// for the restarted one to make it within the test.
