@@ -148,7 +148,7 @@ func TestPoisonMessagesAreDeadLettered(t *testing.T) {
 			t.Fatalf("file %d: %s", id, s)
 		}
 	}
-	dls := streamstest.ReadTopic(t, e.Brokers, streams.TopicDLQ, 4, 2, time.Minute)
+	dls := streamstest.ReadTopic(t, e.Brokers, streams.TopicDLQ, 4, 2, 3*time.Minute)
 	if len(dls) != 2 {
 		t.Fatalf("%d dead letters", len(dls))
 	}
