@@ -167,9 +167,10 @@ func TestDelayRelayHoldsABacklogOnOneGoroutine(t *testing.T) {
 	// NOTE: the bound is what one goroutine needs to pop and publish the
 	// backlog on a loaded 2-core machine; the race detector multiplies it.
 	// On a machine so busy that queueing the backlog took long, the bound
-	// grows with it: popping and publishing is about as much work as
-	// queueing, so a relay that does more than its share per task (one
-	// that scans its backlog at each pop, say) still misses it.
+	// grows with it: popping and publishing cost about five times
+	// queueing, so ten times leaves room for that and a relay that does
+	// more per task (one that scans its backlog at each pop, say) still
+	// misses it.
 	bound := time.Second
 	if raceBuild {
 		bound = 6 * time.Second

@@ -298,7 +298,7 @@ type attemptMsg struct {
 	// Due is when a retry or postponement message was due (Unix ms),
 	// the delivery's next_attempt when it was written; absent in a
 	// redelivery's. A message due before the delivery's next attempt was
-	// overtaken by a later postponement (Service.stale).
+	// overtaken by a later postponement (stale).
 	Due int64 `json:"due,omitempty"`
 }
 

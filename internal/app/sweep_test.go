@@ -197,28 +197,25 @@ func TestDrainsCloseTogetherFirst(t *testing.T) {
 		order = append(order, s)
 	}
 	m := &App{}
-	both := make(chan struct{}, 2)
-	drain := func(name string) func(context.Context) error {
+	// Each drain waits until the other has started: closed one after the
+	// other, the first would wait for ever.
+	engine, http := make(chan struct{}), make(chan struct{})
+	drain := func(name string, started, other chan struct{}) func(context.Context) error {
 		return func(context.Context) error {
-			both <- struct{}{}
-			// Each drain waits until the other has started: closed one
-			// after the other, the first would wait for ever.
-			deadline := time.After(time.Minute)
-			for len(both) < 2 {
-				select {
-				case <-deadline:
-					return errors.New("the other drain never started")
-				case <-time.After(time.Millisecond):
-				}
+			close(started)
+			select {
+			case <-other:
+			case <-time.After(time.Minute):
+				return errors.New("the other drain never started")
 			}
 			note(name)
 			return nil
 		}
 	}
 	m.onClose("database", func(context.Context) error { note("database"); return nil })
-	m.onDrain("engine", drain("engine"))
+	m.onDrain("engine", drain("engine", engine, http))
 	m.onClose("index", func(context.Context) error { note("index"); return nil })
-	m.onDrain("http", drain("http"))
+	m.onDrain("http", drain("http", http, engine))
 	if err := m.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
